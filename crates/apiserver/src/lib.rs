@@ -1,0 +1,3 @@
+//! Kubernetes-compatible API server.
+
+pub mod registry;

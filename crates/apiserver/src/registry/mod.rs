@@ -1,0 +1,1 @@
+//! Per-resource strategies: defaulting, validation, status/spec split, field selectors, scale.
