@@ -1,1 +1,4 @@
-//! placeholder
+//! API machinery shared by the API server: the resource catalog, patches, OpenAPI documents,
+//! field validation and table printers.
+
+pub mod catalog;
