@@ -1,1 +1,8 @@
-//! placeholder
+//! The workload control loops of kube-controller-manager: ReplicaSet (and ReplicationController),
+//! Deployment, PodGC, the garbage collector and the namespace controller.
+
+pub mod deployment;
+pub mod garbagecollector;
+pub mod namespace;
+pub mod podgc;
+pub mod replicaset;
