@@ -5,4 +5,5 @@ pub mod deployment;
 pub mod garbagecollector;
 pub mod namespace;
 pub mod podgc;
+pub mod registry;
 pub mod replicaset;

@@ -1,0 +1,274 @@
+//! Client-side throttling and request metrics for API calls, as client-go's `rest.Config{QPS, Burst}`.
+//!
+//! kube-controller-manager gives every controller its own clientset, and every clientset one token
+//! bucket (`--kube-api-qps`, `--kube-api-burst`). `kube` has no such limiter, so this is a
+//! [`tower::Layer`] put under the `kube::Client` of each controller. It also records client-go's
+//! `rest_client_*` metrics.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, LazyLock};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use http::{Request, Response};
+use parking_lot::Mutex;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use tokio::time::Sleep;
+
+/// A token bucket with reservations, as `golang.org/x/time/rate.Limiter`: each request takes a
+/// token, and waits for it when the bucket is empty.
+#[derive(Debug)]
+pub struct TokenBucket {
+    qps: f64,
+    burst: f64,
+    tokens: f64,
+    last: Instant,
+}
+
+impl TokenBucket {
+    /// A full bucket refilled at `qps` tokens per second, holding at most `burst`.
+    pub fn new(qps: f64, burst: u32) -> Self {
+        let burst = f64::from(burst.max(1));
+        Self {
+            qps,
+            burst,
+            tokens: burst,
+            last: Instant::now(),
+        }
+    }
+
+    /// Takes one token and returns how long the caller must wait before using it.
+    pub fn reserve(&mut self, now: Instant) -> Duration {
+        if self.qps <= 0.0 {
+            return Duration::ZERO; // A non-positive QPS means "no limit", as client-go.
+        }
+        let elapsed = now.saturating_duration_since(self.last).as_secs_f64();
+        self.last = now.max(self.last);
+        self.tokens = (self.tokens + elapsed * self.qps).min(self.burst) - 1.0;
+        if self.tokens >= 0.0 {
+            Duration::ZERO
+        } else {
+            Duration::from_secs_f64(-self.tokens / self.qps)
+        }
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct VerbHost {
+    verb: String,
+    host: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CodeMethodHost {
+    code: String,
+    method: String,
+    host: String,
+}
+
+struct Metrics {
+    requests: Family<CodeMethodHost, Counter>,
+    latency: Family<VerbHost, Histogram>,
+    rate_limiter: Family<VerbHost, Histogram>,
+}
+
+fn latency_histogram() -> Histogram {
+    Histogram::new([
+        0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0,
+    ])
+}
+
+static METRICS: LazyLock<Metrics> = LazyLock::new(|| Metrics {
+    requests: Family::default(),
+    latency: Family::new_with_constructor(latency_histogram),
+    rate_limiter: Family::new_with_constructor(latency_histogram),
+});
+
+/// Registers client-go's `rest_client_*` metrics in `registry`.
+pub fn register_metrics(registry: &mut Registry) {
+    let m = &*METRICS;
+    registry.register(
+        "rest_client_requests",
+        "Number of HTTP requests, partitioned by status code, method, and host.",
+        m.requests.clone(),
+    );
+    registry.register(
+        "rest_client_request_duration_seconds",
+        "Request latency in seconds. Broken down by verb, and host.",
+        m.latency.clone(),
+    );
+    registry.register(
+        "rest_client_rate_limiter_duration_seconds",
+        "Client side rate limiter latency in seconds. Broken down by verb, and host.",
+        m.rate_limiter.clone(),
+    );
+}
+
+/// Builds a `kube::Client` for one controller: its own token bucket (`qps`, `burst`) and metrics.
+pub fn client(config: kube::Config, qps: f32, burst: u32) -> Result<kube::Client, kube::Error> {
+    let layer = RateLimitLayer::new(&config, qps, burst);
+    Ok(kube::client::ClientBuilder::try_from(config)?
+        .with_layer(&layer)
+        .build())
+}
+
+/// The layer that throttles and measures every request of one client.
+#[derive(Clone)]
+pub struct RateLimitLayer {
+    bucket: Arc<Mutex<TokenBucket>>,
+    host: Arc<str>,
+}
+
+impl RateLimitLayer {
+    /// A layer for clients of `config`'s server, at `qps` with `burst`.
+    pub fn new(config: &kube::Config, qps: f32, burst: u32) -> Self {
+        let host = config
+            .cluster_url
+            .authority()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        Self {
+            bucket: Arc::new(Mutex::new(TokenBucket::new(f64::from(qps), burst))),
+            host: host.into(),
+        }
+    }
+}
+
+impl<S> tower::Layer<S> for RateLimitLayer {
+    type Service = RateLimited<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        RateLimited {
+            inner,
+            bucket: Arc::clone(&self.bucket),
+            host: Arc::clone(&self.host),
+            state: Permit::None,
+        }
+    }
+}
+
+enum Permit {
+    None,
+    Waiting { sleep: Pin<Box<Sleep>>, since: Instant },
+    Granted { waited: Duration },
+}
+
+/// A service that takes a token before each request (see [`RateLimitLayer`]).
+pub struct RateLimited<S> {
+    inner: S,
+    bucket: Arc<Mutex<TokenBucket>>,
+    host: Arc<str>,
+    state: Permit,
+}
+
+impl<S, B, RB> tower::Service<Request<B>> for RateLimited<S>
+where
+    S: tower::Service<Request<B>, Response = Response<RB>>,
+    S::Future: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<S::Response, S::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        loop {
+            match &mut self.state {
+                Permit::None => {
+                    let now = Instant::now();
+                    let wait = self.bucket.lock().reserve(now);
+                    self.state = if wait.is_zero() {
+                        Permit::Granted {
+                            waited: Duration::ZERO,
+                        }
+                    } else {
+                        Permit::Waiting {
+                            sleep: Box::pin(tokio::time::sleep(wait)),
+                            since: now,
+                        }
+                    };
+                }
+                Permit::Waiting { sleep, since } => {
+                    if sleep.as_mut().poll(cx).is_pending() {
+                        return Poll::Pending;
+                    }
+                    self.state = Permit::Granted {
+                        waited: since.elapsed(),
+                    };
+                }
+                Permit::Granted { .. } => return self.inner.poll_ready(cx),
+            }
+        }
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let waited = match std::mem::replace(&mut self.state, Permit::None) {
+            Permit::Granted { waited } => waited,
+            // `call` without `poll_ready` breaks the tower contract; don't throttle twice.
+            _ => Duration::ZERO,
+        };
+        let verb = req.method().as_str().to_string();
+        let host = self.host.to_string();
+        let labels = VerbHost { verb, host };
+        METRICS
+            .rate_limiter
+            .get_or_create(&labels)
+            .observe(waited.as_secs_f64());
+        let started = Instant::now();
+        let fut = self.inner.call(req);
+        Box::pin(async move {
+            let result = fut.await;
+            METRICS
+                .latency
+                .get_or_create(&labels)
+                .observe(started.elapsed().as_secs_f64());
+            let code = match &result {
+                Ok(resp) => resp.status().as_u16().to_string(),
+                Err(_) => "<error>".to_string(),
+            };
+            METRICS
+                .requests
+                .get_or_create(&CodeMethodHost {
+                    code,
+                    method: labels.verb,
+                    host: labels.host,
+                })
+                .inc();
+            result
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_bucket_serves_its_burst_without_waiting_then_paces_at_qps() {
+        let start = Instant::now();
+        let mut bucket = TokenBucket::new(10.0, 3);
+        bucket.last = start;
+        for _ in 0..3 {
+            assert_eq!(bucket.reserve(start), Duration::ZERO);
+        }
+        let wait = bucket.reserve(start);
+        assert!((wait.as_secs_f64() - 0.1).abs() < 1e-9, "{wait:?}");
+        let wait = bucket.reserve(start);
+        assert!((wait.as_secs_f64() - 0.2).abs() < 1e-9, "{wait:?}");
+        // A second later the debt is repaid and ten more tokens have accrued, capped at the burst.
+        let later = start + Duration::from_secs(2);
+        assert_eq!(bucket.reserve(later), Duration::ZERO);
+    }
+
+    #[test]
+    fn non_positive_qps_means_unlimited() {
+        let mut bucket = TokenBucket::new(0.0, 1);
+        for _ in 0..100 {
+            assert_eq!(bucket.reserve(Instant::now()), Duration::ZERO);
+        }
+    }
+}
