@@ -1,1 +1,374 @@
 //! Per-resource strategies: defaulting, validation, status/spec split, field selectors, scale.
+//!
+//! Mirrors the `strategy.go` files of kube-apiserver (`pkg/registry/<group>/<resource>/`), the
+//! defaulting functions (`pkg/apis/<group>/v1/defaults.go`) and validation
+//! (`pkg/apis/<group>/validation`). Objects are handled as the JSON that is stored.
+//!
+//! The server drives a strategy in the order the generic registry (`k8s.io/apiserver`
+//! `pkg/registry/rest/create.go`, `update.go`) does:
+//!
+//! - create: [`Strategy::default`] → [`Strategy::prepare_for_create`] → (server fills `uid`,
+//!   `creationTimestamp`, the name from `generateName`) → [`Strategy::validate_create`];
+//! - update: [`Strategy::default`] → [`Strategy::prepare_for_update`] →
+//!   [`Strategy::validate_update`];
+//! - status update: [`Strategy::prepare_for_status_update`] → [`Strategy::validate_update`].
+//!
+//! `prepare_for_update` and `prepare_for_status_update` also do the bookkeeping of
+//! `BeforeUpdate`: `metadata.generation`, `uid`, `creationTimestamp`, `deletionTimestamp` and
+//! `deletionGracePeriodSeconds` are carried over from the old object.
+
+mod generation;
+mod generic;
+pub mod meta;
+pub(crate) mod object;
+
+use std::fmt;
+use std::sync::OnceLock;
+
+use parking_lot::Mutex;
+use rkcm_apimachinery::catalog::{self, ResourceInfo};
+use serde_json::Value;
+
+pub use generic::GenericStrategy;
+
+/// The kind of a field validation error, as apimachinery `field.ErrorType`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FieldErrorKind {
+    /// A required field is missing (`field.Required`).
+    Required,
+    /// A value is malformed or out of range (`field.Invalid`).
+    Invalid,
+    /// A value is not one of the supported values (`field.NotSupported`).
+    NotSupported,
+    /// A value appears twice where it must be unique (`field.Duplicate`).
+    Duplicate,
+    /// A field may not be set or changed (`field.Forbidden`).
+    Forbidden,
+    /// A value is longer than allowed (`field.TooLong`).
+    TooLong,
+}
+
+impl FieldErrorKind {
+    /// The `reason` of the `StatusCause` kube reports for this kind of error.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            FieldErrorKind::Required => "FieldValueRequired",
+            FieldErrorKind::Invalid => "FieldValueInvalid",
+            FieldErrorKind::NotSupported => "FieldValueNotSupported",
+            FieldErrorKind::Duplicate => "FieldValueDuplicate",
+            FieldErrorKind::Forbidden => "FieldValueForbidden",
+            FieldErrorKind::TooLong => "FieldValueTooLong",
+        }
+    }
+
+    /// The human-readable type, as `field.ErrorType.String()` (`Invalid value`).
+    pub fn type_str(&self) -> &'static str {
+        match self {
+            FieldErrorKind::Required => "Required value",
+            FieldErrorKind::Invalid => "Invalid value",
+            FieldErrorKind::NotSupported => "Unsupported value",
+            FieldErrorKind::Duplicate => "Duplicate value",
+            FieldErrorKind::Forbidden => "Forbidden",
+            FieldErrorKind::TooLong => "Too long",
+        }
+    }
+}
+
+/// One validation error of one field, as apimachinery `field.Error`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldError {
+    /// Path of the field: `spec.replicas`, `metadata.name`, `spec.containers[0].image`.
+    pub field: String,
+    /// What is wrong.
+    pub kind: FieldErrorKind,
+    /// The message kube puts in the `StatusCause` (`field.Error.ErrorBody()`): the type, the
+    /// rendered bad value where kube shows one, and the detail, e.g.
+    /// `Invalid value: -1: must be greater than or equal to 0`.
+    pub message: String,
+}
+
+impl FieldError {
+    /// `field: message`, as `field.Error.Error()`:
+    /// `spec.replicas: Invalid value: -1: must be greater than or equal to 0`.
+    pub fn message_with_field(&self) -> String {
+        format!("{}: {}", self.field, self.message)
+    }
+
+    /// A required field is missing; `detail` may be empty.
+    pub fn required(field: impl Into<String>, detail: &str) -> Self {
+        Self::without_value(field, FieldErrorKind::Required, detail)
+    }
+
+    /// A field may not be set or changed.
+    pub fn forbidden(field: impl Into<String>, detail: &str) -> Self {
+        Self::without_value(field, FieldErrorKind::Forbidden, detail)
+    }
+
+    /// A value is too long; `max` is the limit in characters.
+    pub fn too_long(field: impl Into<String>, max: usize) -> Self {
+        Self::without_value(
+            field,
+            FieldErrorKind::TooLong,
+            &format!("may not be more than {max} bytes"),
+        )
+    }
+
+    /// A value is invalid; `value` is rendered as kube renders the bad value.
+    pub fn invalid(field: impl Into<String>, value: &Value, detail: &str) -> Self {
+        Self::with_value(field, FieldErrorKind::Invalid, value, detail)
+    }
+
+    /// A value appears twice.
+    pub fn duplicate(field: impl Into<String>, value: &Value) -> Self {
+        Self::with_value(field, FieldErrorKind::Duplicate, value, "")
+    }
+
+    /// A value is not one of `supported`.
+    pub fn not_supported(field: impl Into<String>, value: &Value, supported: &[&str]) -> Self {
+        let quoted: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
+        let detail = if quoted.is_empty() {
+            String::new()
+        } else {
+            format!("supported values: {}", quoted.join(", "))
+        };
+        Self::with_value(field, FieldErrorKind::NotSupported, value, &detail)
+    }
+
+    fn without_value(field: impl Into<String>, kind: FieldErrorKind, detail: &str) -> Self {
+        let mut message = kind.type_str().to_string();
+        if !detail.is_empty() {
+            message.push_str(": ");
+            message.push_str(detail);
+        }
+        FieldError {
+            field: field.into(),
+            kind,
+            message,
+        }
+    }
+
+    fn with_value(
+        field: impl Into<String>,
+        kind: FieldErrorKind,
+        value: &Value,
+        detail: &str,
+    ) -> Self {
+        let mut message = format!("{}: {}", kind.type_str(), render_value(value));
+        if !detail.is_empty() {
+            message.push_str(": ");
+            message.push_str(detail);
+        }
+        FieldError {
+            field: field.into(),
+            kind,
+            message,
+        }
+    }
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message_with_field())
+    }
+}
+
+impl std::error::Error for FieldError {}
+
+/// Renders a bad value as `field.Error.ErrorBody` does: strings quoted, numbers and booleans
+/// plain, `null` for absent values, other values as JSON.
+fn render_value(value: &Value) -> String {
+    match value {
+        Value::Null => "null".to_string(),
+        Value::String(s) => format!("{s:?}"),
+        Value::Number(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// The message of a 422 Invalid `Status`, as apimachinery `errors.NewInvalid`:
+/// `Deployment.apps "web" is invalid: spec.replicas: Invalid value: -1: ...`, with the errors
+/// in brackets when there are several.
+pub fn invalid_message(info: &ResourceInfo, name: &str, errors: &[FieldError]) -> String {
+    let kind = if info.group.is_empty() {
+        info.kind.to_string()
+    } else {
+        format!("{}.{}", info.kind, info.group)
+    };
+    let mut messages: Vec<String> = Vec::new();
+    for e in errors {
+        let m = e.message_with_field();
+        if !messages.contains(&m) {
+            messages.push(m);
+        }
+    }
+    let aggregate = match messages.len() {
+        0 => String::new(),
+        1 => messages.remove(0),
+        _ => format!("[{}]", messages.join(", ")),
+    };
+    format!("{kind} {name:?} is invalid: {aggregate}")
+}
+
+/// How a DELETE proceeds, as `rest.RESTGracefulDeleteStrategy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GracefulDelete {
+    /// Remove the object now (once its finalizers are gone).
+    Immediate,
+    /// Set `deletionTimestamp` = now + grace and `deletionGracePeriodSeconds`; something else
+    /// (the kubelet, or the node simulator) removes the object with a later grace-0 delete.
+    Graceful {
+        /// Seconds granted to the object to terminate (> 0).
+        grace_period_seconds: i64,
+    },
+}
+
+/// The behaviour of one resource: defaulting, validation, the spec/status split, field
+/// selectors, graceful deletion and the scale subresource.
+///
+/// Implementations are stateless and shared by every request.
+pub trait Strategy: Send + Sync + 'static {
+    /// The catalog entry of the resource.
+    fn resource(&self) -> &'static ResourceInfo;
+
+    /// Applies the API defaults of the kind (`SetDefaults_*`), only adding absent fields.
+    fn default(&self, obj: &mut Value);
+
+    /// Clears what a client may not set on create (status, deletion fields) and sets the
+    /// initial generation and status.
+    fn prepare_for_create(&self, obj: &mut Value);
+
+    /// Prepares a full update: keeps the old status for kinds with a status subresource and
+    /// carries over the system metadata; bumps `metadata.generation` when the spec changed.
+    fn prepare_for_update(&self, new: &mut Value, old: &Value);
+
+    /// Prepares an update through `/status`: keeps the old spec (and what else kube keeps),
+    /// takes the new status; the generation is never bumped.
+    fn prepare_for_status_update(&self, new: &mut Value, old: &Value);
+
+    /// Validates a new object, including its metadata. Empty means valid.
+    fn validate_create(&self, obj: &Value) -> Vec<FieldError>;
+
+    /// Validates an update of `old` into `new`, including immutable fields. Empty means valid.
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError>;
+
+    /// The value of `field` for field selectors (`metadata.name`, `spec.nodeName`, ...);
+    /// `None` when the field is not supported as a selector for this kind. A supported field
+    /// that the object does not set yields `Some("")`.
+    fn field_value(&self, obj: &Value, field: &str) -> Option<String>;
+
+    /// How to delete `obj` given the `gracePeriodSeconds` of the request.
+    fn graceful_delete(&self, obj: &Value, requested_grace: Option<i64>) -> GracefulDelete;
+
+    /// Whether dependents are orphaned when a DELETE names no propagation policy
+    /// (`DefaultGarbageCollectionPolicy` = `OrphanDependents`).
+    fn default_propagation_orphans(&self) -> bool {
+        false
+    }
+
+    /// `(spec.replicas, status.replicas, selector)` for kinds served at `/scale`; the selector
+    /// is rendered as a label-selector string. `None` for kinds without `/scale`.
+    fn scale_replicas(&self, obj: &Value) -> Option<(i32, i32, String)>;
+
+    /// Sets `spec.replicas` through `/scale`, refusing negative values.
+    fn set_scale_replicas(&self, obj: &mut Value, replicas: i32) -> Result<(), FieldError>;
+}
+
+/// Builds the strategy of a catalog entry.
+fn build(info: &'static ResourceInfo) -> Box<dyn Strategy> {
+    // TODO: per-kind strategies (pods, workloads, namespaces, ...) are being added.
+    Box::new(GenericStrategy::new(info))
+}
+
+type Table = Vec<(&'static ResourceInfo, Box<dyn Strategy>)>;
+
+fn catalog_table() -> &'static Table {
+    static TABLE: OnceLock<Table> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        catalog::all()
+            .iter()
+            .map(|info| (info, build(info)))
+            .collect()
+    })
+}
+
+/// The strategy of `info`. Every catalog entry has one; an entry that is not in the catalog
+/// gets the generic strategy (built once per distinct entry).
+pub fn strategy(info: &ResourceInfo) -> &'static dyn Strategy {
+    if let Some((_, s)) = catalog_table().iter().find(|(i, _)| *i == info) {
+        return s.as_ref();
+    }
+    static EXTRA: Mutex<Vec<&'static GenericStrategy>> = Mutex::new(Vec::new());
+    let mut extra = EXTRA.lock();
+    if let Some(s) = extra.iter().find(|s| s.resource() == info) {
+        return *s;
+    }
+    // Only entries outside the catalog get here (tests, or a catalog built elsewhere); each is
+    // leaked once and then reused.
+    let info: &'static ResourceInfo = Box::leak(Box::new(*info));
+    let s: &'static GenericStrategy = Box::leak(Box::new(GenericStrategy::new(info)));
+    extra.push(s);
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn every_catalog_entry_has_a_strategy_for_itself() {
+        for info in catalog::all() {
+            assert_eq!(strategy(info).resource(), info);
+        }
+    }
+
+    #[test]
+    fn invalid_values_render_as_kube_does() {
+        let e = FieldError::invalid(
+            "spec.replicas",
+            &json!(-1),
+            "must be greater than or equal to 0",
+        );
+        assert_eq!(
+            e.message_with_field(),
+            "spec.replicas: Invalid value: -1: must be greater than or equal to 0"
+        );
+        assert_eq!(e.kind.reason(), "FieldValueInvalid");
+        let e = FieldError::required("metadata.name", "name or generateName is required");
+        assert_eq!(
+            e.message,
+            "Required value: name or generateName is required"
+        );
+        let e = FieldError::not_supported(
+            "spec.restartPolicy",
+            &json!("Sometimes"),
+            &["Always", "Never"],
+        );
+        assert_eq!(
+            e.message,
+            "Unsupported value: \"Sometimes\": supported values: \"Always\", \"Never\""
+        );
+    }
+
+    #[test]
+    fn invalid_message_names_the_qualified_kind_and_brackets_several_errors() {
+        let info = catalog::by_kind("apps/v1", "Deployment").expect("served");
+        let one = [FieldError::required("spec.selector", "")];
+        assert_eq!(
+            invalid_message(info, "web", &one),
+            "Deployment.apps \"web\" is invalid: spec.selector: Required value"
+        );
+        let two = [
+            FieldError::required("spec.selector", ""),
+            FieldError::invalid(
+                "spec.replicas",
+                &json!(-1),
+                "must be greater than or equal to 0",
+            ),
+        ];
+        assert!(invalid_message(info, "web", &two).ends_with(
+            "is invalid: [spec.selector: Required value, spec.replicas: Invalid value: -1: must be greater than or equal to 0]"
+        ));
+    }
+}
