@@ -1,1 +1,4 @@
-//! TODO: not yet written.
+//! The namespace controller: empties terminating namespaces so that they can go.
+
+pub mod conditions;
+pub mod deleter;

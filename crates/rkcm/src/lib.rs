@@ -1,0 +1,20 @@
+//! The `rkcm` binary's library: command line, controller manager process and `rkcm up`.
+
+pub mod cli;
+pub mod duration;
+pub mod logging;
+pub mod manager;
+pub mod serving;
+pub mod signals;
+pub mod up;
+
+use cli::{Cli, Command};
+
+/// Runs the subcommand the command line asked for, until it finishes or a signal stops it.
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    let shutdown = signals::shutdown_on_signal();
+    match cli.command {
+        Command::Up(args) => up::run(args, shutdown).await,
+        Command::ControllerManager(args) => manager::run_from_flags(*args, shutdown).await,
+    }
+}

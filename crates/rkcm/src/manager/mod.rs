@@ -1,0 +1,251 @@
+//! The controller manager process: clients, shared informers, the enabled controllers, leader
+//! election, and the health and metrics endpoint. Mirrors `cmd/kube-controller-manager/app`.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use rkcm_controllers::registry::{self, ControllerContext, ControllerOptions, Started};
+use rkcm_runtime::events::EventBroadcaster;
+use rkcm_runtime::informer::InformerFactory;
+use rkcm_runtime::leader_election::{LeaderElectionConfig, LeaderElector};
+use rkcm_runtime::{rest_client, Shutdown, SystemClock};
+use tokio::task::JoinSet;
+
+use crate::cli::ManagerArgs;
+use crate::serving::{self, Health};
+
+/// Everything the manager needs to run, resolved from flags (or built by `rkcm up`).
+pub struct ManagerConfig {
+    /// Where the API server is and how to authenticate.
+    pub kube_config: kube::Config,
+    /// Canonical names of the controllers to start, in start order.
+    pub controllers: Vec<&'static str>,
+    /// Per-controller tuning.
+    pub options: ControllerOptions,
+    /// `--kube-api-qps`, per controller.
+    pub qps: f32,
+    /// `--kube-api-burst`, per controller.
+    pub burst: u32,
+    /// `--min-resync-period`; each informer resyncs after a random period in [min, 2×min).
+    pub min_resync_period: Duration,
+    /// Lease-based leader election, when on.
+    pub leader_election: Option<LeaderElectionConfig>,
+    /// HTTPS health and metrics endpoint, when on.
+    pub serving: Option<ServingConfig>,
+}
+
+/// The health and metrics endpoint.
+pub struct ServingConfig {
+    /// Address to listen on.
+    pub addr: SocketAddr,
+    /// TLS material.
+    pub tls: Arc<rustls::ServerConfig>,
+}
+
+/// Builds the manager's configuration from kube-controller-manager flags.
+pub async fn config_from_flags(args: &ManagerArgs) -> anyhow::Result<ManagerConfig> {
+    let controllers = registry::resolve(&args.controllers)?;
+    let mut kube_config = match &args.kubeconfig {
+        Some(path) => {
+            let kubeconfig = kube::config::Kubeconfig::read_from(path)
+                .with_context(|| format!("reading --kubeconfig {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+                .await
+                .with_context(|| format!("loading --kubeconfig {}", path.display()))?
+        }
+        None => kube::Config::incluster().context(
+            "no --kubeconfig given and not running in a cluster (KUBERNETES_SERVICE_HOST unset)",
+        )?,
+    };
+    if let Some(master) = &args.master {
+        kube_config.cluster_url = master.parse().with_context(|| format!("--master {master:?}"))?;
+    }
+    let leader_election = args.leader_elect.then(|| LeaderElectionConfig {
+        lease_name: args.leader_elect_resource_name.clone(),
+        lease_namespace: args.leader_elect_resource_namespace.clone(),
+        identity: identity(),
+        lease_duration: args.leader_elect_lease_duration,
+        renew_deadline: args.leader_elect_renew_deadline,
+        retry_period: args.leader_elect_retry_period,
+        release_on_cancel: true,
+    });
+    let serving = if args.secure_port == 0 {
+        None
+    } else {
+        Some(ServingConfig {
+            addr: SocketAddr::new(args.bind_address, args.secure_port),
+            tls: serving::tls_config(
+                args.tls_cert_file.as_deref(),
+                args.tls_private_key_file.as_deref(),
+            )?,
+        })
+    };
+    Ok(ManagerConfig {
+        kube_config,
+        controllers,
+        options: ControllerOptions {
+            concurrent_replicaset_syncs: args.concurrent_replicaset_syncs,
+            concurrent_rc_syncs: args.concurrent_rc_syncs,
+            concurrent_deployment_syncs: args.concurrent_deployment_syncs,
+            concurrent_gc_syncs: args.concurrent_gc_syncs,
+            concurrent_namespace_syncs: args.concurrent_namespace_syncs,
+            terminated_pod_gc_threshold: args.terminated_pod_gc_threshold,
+            namespace_sync_period: args.namespace_sync_period,
+            enable_garbage_collector: args.enable_garbage_collector,
+            clock: Arc::new(SystemClock),
+        },
+        qps: args.kube_api_qps,
+        burst: args.kube_api_burst,
+        min_resync_period: args.min_resync_period,
+        leader_election,
+        serving,
+    })
+}
+
+/// `rkcm controller-manager`: runs until `shutdown`.
+pub async fn run_from_flags(args: ManagerArgs, shutdown: Shutdown) -> anyhow::Result<()> {
+    let config = config_from_flags(&args).await?;
+    run(config, Arc::new(Health::default()), shutdown).await
+}
+
+/// Holder identity for leader election: `<hostname>_<uuid>`, as kube-controller-manager.
+fn identity() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok().map(|h| h.trim().to_string()))
+        .unwrap_or_else(|| "rkcm".to_string());
+    format!("{host}_{}", random_suffix())
+}
+
+fn random_suffix() -> String {
+    use rand::Rng;
+    let mut rng = rand::rng();
+    (0..16).map(|_| format!("{:x}", rng.random_range(0..16u8))).collect()
+}
+
+/// Runs the manager until `shutdown`: serving, then (with leader election, once leading) the controllers.
+pub async fn run(config: ManagerConfig, health: Arc<Health>, shutdown: Shutdown) -> anyhow::Result<()> {
+    let mut tasks = JoinSet::new();
+    if let Some(serving) = &config.serving {
+        let listener = tokio::net::TcpListener::bind(serving.addr)
+            .await
+            .with_context(|| format!("binding the secure port {}", serving.addr))?;
+        tracing::info!(addr = %serving.addr, "serving /healthz, /readyz and /metrics over HTTPS");
+        tasks.spawn(serving::serve_tls(
+            listener,
+            Arc::clone(&serving.tls),
+            serving::router(Arc::clone(&health)),
+            shutdown.clone(),
+        ));
+    }
+    rkcm_runtime::metrics::register(rest_client::register_metrics);
+
+    let result = match config.leader_election.clone() {
+        None => start_controllers(&config, &health, shutdown.clone()).await,
+        Some(le) => {
+            health.set_standing_by();
+            let client = rest_client::client(config.kube_config.clone(), config.qps, config.burst)
+                .context("building the leader-election client")?;
+            let elector = LeaderElector::new(client, le);
+            let config = &config;
+            let health = &health;
+            let outcome = Arc::new(parking_lot::Mutex::new(Ok(())));
+            let slot = Arc::clone(&outcome);
+            elector
+                .run(
+                    shutdown.clone(),
+                    move |leading: Shutdown| async move {
+                        health.set_leading();
+                        tracing::info!("became leader; starting controllers");
+                        let result = start_controllers(config, health, leading).await;
+                        *slot.lock() = result;
+                    },
+                    || tracing::info!("leadership lost or released"),
+                )
+                .await;
+            let result = std::mem::replace(&mut *outcome.lock(), Ok(()));
+            result
+        }
+    };
+    shutdown.cancel();
+    while tasks.join_next().await.is_some() {}
+    result
+}
+
+/// Starts the enabled controllers, then the shared informers, and waits until `shutdown`.
+async fn start_controllers(
+    config: &ManagerConfig,
+    health: &Arc<Health>,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    let kube_config = config.kube_config.clone();
+    let (qps, burst) = (config.qps, config.burst);
+    let client_for = move |_controller: &str| rest_client::client(kube_config.clone(), qps, burst);
+    let informer_client = client_for("shared-informers").context("building the informer client")?;
+    let resync = jittered(config.min_resync_period);
+    let factory = InformerFactory::new(informer_client, resync);
+    let events = EventBroadcaster::new(client_for("event-broadcaster").context("building the event client")?);
+    let ctx = ControllerContext {
+        factory: factory.clone(),
+        clients: Arc::new(move |name: &str| client_for(name)),
+        events: events.clone(),
+        options: config.options.clone(),
+    };
+
+    let mut running = JoinSet::new();
+    let mut synced = Vec::new();
+    for &name in &config.controllers {
+        match registry::start(name, &ctx, shutdown.clone())
+            .await
+            .with_context(|| format!("starting {name}"))?
+        {
+            Started::Running { run, has_synced } => {
+                tracing::info!(controller = name, "started controller");
+                synced.push(has_synced);
+                running.spawn(run);
+            }
+            Started::Skipped(why) => tracing::warn!(controller = name, %why, "skipping controller"),
+        }
+    }
+    factory.start(shutdown.clone());
+
+    let health_for_sync = Arc::clone(health);
+    let sync_shutdown = shutdown.clone();
+    running.spawn(async move {
+        loop {
+            if synced.iter().all(|s| s()) {
+                health_for_sync.set_synced(true);
+                tracing::info!("all controllers' caches synced");
+                break;
+            }
+            tokio::select! {
+                _ = sync_shutdown.cancelled() => break,
+                _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+            }
+        }
+    });
+
+    shutdown.cancelled().await;
+    // Controllers stop taking work and finish in-flight syncs; bound the wait.
+    let drained = tokio::time::timeout(Duration::from_secs(20), async {
+        while running.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!("controllers did not stop within 20s; abandoning in-flight work");
+    }
+    events.shutdown().await;
+    Ok(())
+}
+
+/// `ResyncPeriod` of kube-controller-manager: min × (1 + rand[0,1)).
+fn jittered(min: Duration) -> Duration {
+    if min.is_zero() {
+        return min;
+    }
+    use rand::Rng;
+    min.mul_f64(1.0 + rand::rng().random::<f64>())
+}

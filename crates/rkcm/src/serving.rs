@@ -1,0 +1,195 @@
+//! The manager's HTTPS endpoint: `/healthz`, `/livez`, `/readyz` and `/metrics`.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::Router;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use rkcm_runtime::Shutdown;
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+
+/// What `/readyz` reports. Shared by the manager and the server; every method is lock-free.
+#[derive(Debug, Default)]
+pub struct Health {
+    synced: AtomicBool,
+    leader: AtomicU8,
+}
+
+const NOT_ELECTING: u8 = 0;
+const STANDING_BY: u8 = 1;
+const LEADING: u8 = 2;
+
+impl Health {
+    /// Every started controller's caches have synced.
+    pub fn set_synced(&self, synced: bool) {
+        self.synced.store(synced, Ordering::SeqCst);
+    }
+
+    /// Leader election is on and this instance waits for the lease.
+    pub fn set_standing_by(&self) {
+        self.leader.store(STANDING_BY, Ordering::SeqCst);
+    }
+
+    /// Leader election is on and this instance holds the lease.
+    pub fn set_leading(&self) {
+        self.leader.store(LEADING, Ordering::SeqCst);
+    }
+
+    /// Ready: caches synced, or standing by for the lease (a standby is healthy and ready to take over).
+    pub fn ready(&self) -> Result<(), &'static str> {
+        match self.leader.load(Ordering::SeqCst) {
+            STANDING_BY => Ok(()),
+            NOT_ELECTING | LEADING if self.synced.load(Ordering::SeqCst) => Ok(()),
+            _ => Err("informers not synced"),
+        }
+    }
+}
+
+/// The health and metrics routes over `health`.
+pub fn router(health: Arc<Health>) -> Router {
+    Router::new()
+        .route("/healthz", get(ok))
+        .route("/livez", get(ok))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .with_state(health)
+}
+
+async fn ok() -> &'static str {
+    "ok"
+}
+
+async fn readyz(State(health): State<Arc<Health>>) -> impl IntoResponse {
+    match health.ready() {
+        Ok(()) => (StatusCode::OK, "ok".to_string()),
+        Err(why) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("[-]{why}\nreadyz check failed"),
+        ),
+    }
+}
+
+async fn metrics() -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        rkcm_runtime::metrics::encode_text(),
+    )
+}
+
+/// TLS material for the serving endpoint: the given files, or a self-signed certificate.
+pub fn tls_config(
+    cert_file: Option<&Path>,
+    key_file: Option<&Path>,
+) -> anyhow::Result<Arc<rustls::ServerConfig>> {
+    let (certs, key) = match (cert_file, key_file) {
+        (Some(cert), Some(key)) => {
+            let cert_pem = std::fs::read(cert)
+                .with_context(|| format!("reading --tls-cert-file {}", cert.display()))?;
+            let key_pem = std::fs::read(key)
+                .with_context(|| format!("reading --tls-private-key-file {}", key.display()))?;
+            let certs = rustls_pemfile_certs(&cert_pem)?;
+            let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(&key_pem)
+                .context("parsing --tls-private-key-file")?;
+            (certs, key)
+        }
+        (None, None) => {
+            let cert = rcgen::generate_simple_self_signed(vec![
+                "localhost".to_string(),
+                "127.0.0.1".to_string(),
+            ])
+            .context("generating a self-signed serving certificate")?;
+            let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.signing_key.serialize_der().into());
+            (vec![cert.cert.der().clone()], key)
+        }
+        _ => anyhow::bail!("--tls-cert-file and --tls-private-key-file must be given together"),
+    };
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .context("TLS protocol versions")?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .context("serving certificate and key do not match")?;
+    Ok(Arc::new(config))
+}
+
+fn rustls_pemfile_certs(pem: &[u8]) -> anyhow::Result<Vec<rustls::pki_types::CertificateDer<'static>>> {
+    use rustls::pki_types::pem::PemObject;
+    rustls::pki_types::CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .context("parsing --tls-cert-file")
+}
+
+/// Serves `router` over HTTPS on `listener` until `shutdown`.
+pub async fn serve_tls(
+    listener: TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+    router: Router,
+    shutdown: Shutdown,
+) {
+    let acceptor = TlsAcceptor::from(tls);
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        let (stream, peer): (_, SocketAddr) = tokio::select! {
+            _ = shutdown.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok(conn) => conn,
+                Err(err) => {
+                    tracing::warn!(%err, "accepting a connection failed");
+                    continue;
+                }
+            },
+        };
+        let acceptor = acceptor.clone();
+        let router = router.clone();
+        let shutdown = shutdown.clone();
+        connections.spawn(async move {
+            let Ok(tls) = acceptor.accept(stream).await else {
+                tracing::debug!(%peer, "TLS handshake failed");
+                return;
+            };
+            let service = hyper_util::service::TowerToHyperService::new(router);
+            let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            let conn = builder.serve_connection(TokioIo::new(tls), service);
+            tokio::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => {}
+                _ = shutdown.cancelled() => conn.as_mut().graceful_shutdown(),
+            }
+        });
+        while connections.try_join_next().is_some() {}
+    }
+    connections.abort_all();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ready_once_synced_or_standing_by() {
+        let health = Health::default();
+        assert!(health.ready().is_err());
+        health.set_synced(true);
+        assert!(health.ready().is_ok());
+
+        let elected = Health::default();
+        elected.set_standing_by();
+        assert!(elected.ready().is_ok(), "a standby is ready to take over");
+        elected.set_leading();
+        assert!(elected.ready().is_err(), "a new leader is ready once synced");
+        elected.set_synced(true);
+        assert!(elected.ready().is_ok());
+    }
+}

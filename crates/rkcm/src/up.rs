@@ -1,0 +1,183 @@
+//! `rkcm up`: the API server, the controller manager and simulated nodes in one process.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Context as _;
+use rkcm_apiserver::{ApiServer, Config as ApiConfig};
+use rkcm_controllers::registry::{self, ControllerOptions};
+use rkcm_nodesim::{NodeSim, NodeSimConfig};
+use rkcm_runtime::{Shutdown, SystemClock};
+use tokio::task::JoinSet;
+
+use crate::cli::UpArgs;
+use crate::manager::{self, ManagerConfig};
+use crate::serving::Health;
+
+/// The default data directory: `$XDG_STATE_HOME/rkcm`, else `~/.local/state/rkcm`.
+pub fn default_data_dir() -> PathBuf {
+    if let Some(state) = std::env::var_os("XDG_STATE_HOME").filter(|s| !s.is_empty()) {
+        return PathBuf::from(state).join("rkcm");
+    }
+    match std::env::var_os("HOME").filter(|s| !s.is_empty()) {
+        Some(home) => PathBuf::from(home).join(".local/state/rkcm"),
+        None => PathBuf::from(".rkcm"),
+    }
+}
+
+/// Starts everything and runs until `shutdown`.
+pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let controllers = registry::resolve(&args.controllers)?;
+    let data_dir = args.data_dir.clone().unwrap_or_else(default_data_dir);
+    std::fs::create_dir_all(&data_dir)
+        .with_context(|| format!("creating the data directory {}", data_dir.display()))?;
+    let data_dir = data_dir.canonicalize().unwrap_or(data_dir);
+    eprintln!("rkcm: starting the API server (data in {})", data_dir.display());
+
+    let listener = tokio::net::TcpListener::bind((args.bind_address, args.port))
+        .await
+        .with_context(|| format!("binding {}:{}", args.bind_address, args.port))?;
+    let addr = listener.local_addr().context("reading the bound address")?;
+    let server = ApiServer::new(ApiConfig {
+        data_dir: Some(data_dir.clone()),
+        ..ApiConfig::default()
+    })
+    .await
+    .context("starting the API server")?;
+    let host = if addr.ip().is_unspecified() {
+        "127.0.0.1".to_string()
+    } else if addr.is_ipv6() {
+        format!("[{}]", addr.ip())
+    } else {
+        addr.ip().to_string()
+    };
+    let url = format!("https://{host}:{}", addr.port());
+    let kubeconfig_path = data_dir.join("kubeconfig");
+    write_private(&kubeconfig_path, server.kubeconfig(&url).as_bytes())
+        .with_context(|| format!("writing {}", kubeconfig_path.display()))?;
+
+    let mut tasks = JoinSet::new();
+    let serve_shutdown = shutdown.clone();
+    tasks.spawn(async move {
+        if let Err(err) = server.serve(listener, serve_shutdown).await {
+            tracing::error!(error = %err, "API server stopped");
+        }
+    });
+    eprintln!(
+        "rkcm: API server listening on {url} ({} ms)",
+        started.elapsed().as_millis()
+    );
+
+    let kube_config = kube_config_from(&kubeconfig_path).await?;
+    let client = kube::Client::try_from(kube_config.clone()).context("building a client")?;
+    wait_until_answering(&client, &shutdown).await?;
+
+    let manager_config = ManagerConfig {
+        kube_config: kube_config.clone(),
+        controllers,
+        options: ControllerOptions {
+            clock: Arc::new(SystemClock),
+            ..ControllerOptions::default()
+        },
+        qps: 200.0,
+        burst: 400,
+        min_resync_period: std::time::Duration::from_secs(12 * 3600),
+        leader_election: None,
+        serving: None,
+    };
+    let health = Arc::new(Health::default());
+    let manager_shutdown = shutdown.clone();
+    let manager_health = Arc::clone(&health);
+    tasks.spawn(async move {
+        if let Err(err) = manager::run(manager_config, manager_health, manager_shutdown).await {
+            tracing::error!(error = format!("{err:#}"), "controller manager stopped");
+        }
+    });
+
+    let sim = NodeSim::new(
+        client.clone(),
+        NodeSimConfig {
+            nodes: args.nodes,
+            pod_ready_delay: args.pod_ready_delay,
+            termination_max: Some(args.pod_termination_max),
+            ..NodeSimConfig::default()
+        },
+    );
+    let sim_shutdown = shutdown.clone();
+    tasks.spawn(async move {
+        if let Err(err) = sim.run(sim_shutdown).await {
+            tracing::error!(error = %err, "simulated nodes stopped");
+        }
+    });
+
+    eprintln!(
+        "rkcm: ready in {} ms: {} simulated node(s), controllers: {}",
+        started.elapsed().as_millis(),
+        args.nodes,
+        if health.ready().is_ok() { "synced" } else { "starting" },
+    );
+    println!("export KUBECONFIG={}", kubeconfig_path.display());
+
+    shutdown.cancelled().await;
+    eprintln!("rkcm: shutting down");
+    while tasks.join_next().await.is_some() {}
+    Ok(())
+}
+
+async fn kube_config_from(path: &Path) -> anyhow::Result<kube::Config> {
+    let kubeconfig = kube::config::Kubeconfig::read_from(path)
+        .with_context(|| format!("reading {}", path.display()))?;
+    kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .with_context(|| format!("loading {}", path.display()))
+}
+
+/// Polls `/version` until the API server answers (it usually does at once).
+async fn wait_until_answering(client: &kube::Client, shutdown: &Shutdown) -> anyhow::Result<()> {
+    let deadline = Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        match client.apiserver_version().await {
+            Ok(_) => return Ok(()),
+            Err(err) if Instant::now() > deadline => {
+                return Err(err).context("the API server did not answer within 30s")
+            }
+            Err(_) => {}
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => anyhow::bail!("interrupted while starting"),
+            _ = tokio::time::sleep(std::time::Duration::from_millis(20)) => {}
+        }
+    }
+}
+
+/// Writes a file readable by its owner only (it holds the admin token).
+fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let tmp = path.with_extension("tmp");
+    {
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        let mut file = options.open(&tmp)?;
+        file.write_all(contents)?;
+        file.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_data_dir_is_under_the_users_state_directory() {
+        let dir = default_data_dir();
+        assert!(dir.ends_with("rkcm"), "{}", dir.display());
+    }
+}
