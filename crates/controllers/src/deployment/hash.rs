@@ -1,0 +1,275 @@
+//! The pod-template-hash: naming a ReplicaSet after its pod template, and comparing templates while
+//! ignoring that label.
+//!
+//! kube's `controller.ComputeHash` writes the template with `DeepHashObject` (a spew dump of the Go
+//! struct) into FNV-32a, appends `status.collisionCount`, and renders the decimal sum with
+//! `rand.SafeEncodeString`. A Go struct dump cannot be reproduced byte for byte from Rust, so our
+//! hash is FNV-32a over the template's canonical JSON (fields in declaration order, maps sorted)
+//! followed by the same collision-count bytes and the same encoding. Hashes therefore differ from
+//! kube-controller-manager's for the same template; what matters — stable for a template, distinct
+//! across templates, changed by a collision-count bump — holds.
+
+use k8s_openapi::api::core::v1::PodTemplateSpec;
+use serde_json::Value;
+
+use super::spec::POD_TEMPLATE_HASH_LABEL;
+
+/// Alphabet of apimachinery's `rand.SafeEncodeString`: no vowels, no confusable characters.
+const SAFE_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+const FNV32_OFFSET: u32 = 0x811c_9dc5;
+const FNV32_PRIME: u32 = 0x0100_0193;
+
+fn fnv32a(state: u32, bytes: &[u8]) -> u32 {
+    bytes
+        .iter()
+        .fold(state, |h, &b| (h ^ u32::from(b)).wrapping_mul(FNV32_PRIME))
+}
+
+/// Maps every character of `s` into the safe alphabet, as `rand.SafeEncodeString` does.
+#[doc(alias = "SafeEncodeString")]
+pub fn safe_encode_string(s: &str) -> String {
+    s.chars()
+        .map(|c| char::from(SAFE_ALPHABET[(c as usize) % SAFE_ALPHABET.len()]))
+        .collect()
+}
+
+/// The pod-template-hash of `template` with `collision_count` mixed in.
+#[doc(alias = "ComputeHash")]
+pub fn compute_hash(template: &PodTemplateSpec, collision_count: Option<i32>) -> String {
+    // Serializing a k8s-openapi struct cannot fail: every field is plain data with string keys.
+    let json = serde_json::to_vec(template).unwrap_or_default();
+    let mut h = fnv32a(FNV32_OFFSET, &json);
+    if let Some(count) = collision_count {
+        // Go writes the count with binary.LittleEndian.PutUint32 into an 8-byte buffer.
+        let mut bytes = [0u8; 8];
+        bytes[..4].copy_from_slice(&(count as u32).to_le_bytes());
+        h = fnv32a(h, &bytes);
+    }
+    safe_encode_string(&h.to_string())
+}
+
+/// Keys whose values are maps (or embedded structs) in PodTemplateSpec: for these, as for lists,
+/// apimachinery's semantic equality treats empty and absent alike.
+const MAP_FIELDS: [&str; 7] = [
+    "metadata",
+    "spec",
+    "labels",
+    "annotations",
+    "nodeSelector",
+    "limits",
+    "requests",
+];
+
+/// Drops nulls, empty lists and empty map-valued fields, recursively.
+fn normalize(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            for v in map.values_mut() {
+                normalize(v);
+            }
+            map.retain(|k, v| match v {
+                Value::Null => false,
+                Value::Array(a) => !a.is_empty(),
+                Value::Object(o) => !(o.is_empty() && MAP_FIELDS.contains(&k.as_str())),
+                _ => true,
+            });
+        }
+        Value::Array(items) => items.iter_mut().for_each(normalize),
+        _ => {}
+    }
+}
+
+fn comparable(template: &PodTemplateSpec) -> Value {
+    let mut t = template.clone();
+    if let Some(labels) = t.metadata.as_mut().and_then(|m| m.labels.as_mut()) {
+        labels.remove(POD_TEMPLATE_HASH_LABEL);
+    }
+    let mut value = serde_json::to_value(&t).unwrap_or(Value::Null);
+    normalize(&mut value);
+    value
+}
+
+/// Whether two pod templates are equal apart from the pod-template-hash label, with empty and absent
+/// lists and maps equal (apimachinery's `Semantic.DeepEqual`).
+#[doc(alias = "EqualIgnoreHash")]
+pub fn equal_ignore_hash(a: &PodTemplateSpec, b: &PodTemplateSpec) -> bool {
+    comparable(a) == comparable(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    use k8s_openapi::api::core::v1::PodSpec;
+    use kube::api::ObjectMeta;
+
+    fn template(
+        name: &str,
+        node: &str,
+        annotations: &[(&str, &str)],
+        labels: &[(&str, &str)],
+    ) -> PodTemplateSpec {
+        let map = |kv: &[(&str, &str)]| -> BTreeMap<String, String> {
+            kv.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        PodTemplateSpec {
+            metadata: Some(ObjectMeta {
+                name: Some(name.into()),
+                annotations: Some(map(annotations)),
+                labels: Some(map(labels)),
+                ..Default::default()
+            }),
+            spec: Some(PodSpec {
+                node_name: Some(node.into()),
+                ..Default::default()
+            }),
+        }
+    }
+
+    #[test]
+    fn templates_compare_equal_ignoring_only_the_hash_label() {
+        // TestEqualIgnoreHash, both orders.
+        const H: &str = POD_TEMPLATE_HASH_LABEL;
+        let cases = [
+            (
+                template(
+                    "foo",
+                    "foo-node",
+                    &[],
+                    &[(H, "value-1"), ("something", "else")],
+                ),
+                template(
+                    "foo",
+                    "foo-node",
+                    &[],
+                    &[(H, "value-1"), ("something", "else")],
+                ),
+                true,
+            ),
+            (
+                template(
+                    "foo",
+                    "foo-node",
+                    &[],
+                    &[(H, "value-1"), ("something", "else")],
+                ),
+                template(
+                    "foo",
+                    "foo-node",
+                    &[],
+                    &[(H, "value-2"), ("something", "else")],
+                ),
+                true,
+            ),
+            (
+                template("foo", "foo-node", &[], &[("something", "else")]),
+                template(
+                    "foo",
+                    "foo-node",
+                    &[],
+                    &[(H, "value-2"), ("something", "else")],
+                ),
+                true,
+            ),
+            (
+                template("foo", "foo-node", &[], &[(H, "value-1")]),
+                template(
+                    "foo",
+                    "foo-node",
+                    &[],
+                    &[(H, "value-1"), ("something", "else")],
+                ),
+                false,
+            ),
+            (
+                template(
+                    "foo",
+                    "foo-node",
+                    &[("former", "value")],
+                    &[(H, "value-1"), ("something", "else")],
+                ),
+                template(
+                    "foo",
+                    "foo-node",
+                    &[("latter", "value")],
+                    &[(H, "value-1"), ("something", "else")],
+                ),
+                false,
+            ),
+            (
+                template(
+                    "foo-1",
+                    "foo-node",
+                    &[],
+                    &[(H, "value-1"), ("something", "else")],
+                ),
+                template(
+                    "foo-2",
+                    "foo-node",
+                    &[],
+                    &[(H, "value-2"), ("something", "else")],
+                ),
+                false,
+            ),
+            (
+                template("foo-1", "foo-node-1", &[], &[("something", "else")]),
+                template(
+                    "foo-2",
+                    "foo-node-2",
+                    &[],
+                    &[(H, "value-2"), ("something", "else")],
+                ),
+                false,
+            ),
+            (
+                template("foo", "foo-node-1", &[], &[("something", "else")]),
+                template("foo", "foo-node-2", &[], &[("nothing", "else")]),
+                false,
+            ),
+        ];
+        for (i, (a, b, expected)) in cases.iter().enumerate() {
+            assert_eq!(equal_ignore_hash(a, b), *expected, "case {i}");
+            assert_eq!(equal_ignore_hash(b, a), *expected, "case {i} reversed");
+            assert!(
+                a.metadata.as_ref().unwrap().labels.is_some(),
+                "inputs are not mutated"
+            );
+        }
+    }
+
+    #[test]
+    fn empty_and_absent_maps_and_lists_are_equal() {
+        let mut a = template("foo", "n", &[], &[("app", "x")]);
+        let mut b = a.clone();
+        a.metadata.as_mut().unwrap().annotations = None;
+        b.spec.as_mut().unwrap().containers = vec![];
+        b.spec.as_mut().unwrap().volumes = Some(vec![]);
+        assert!(equal_ignore_hash(&a, &b));
+    }
+
+    #[test]
+    fn hash_is_stable_safe_and_changed_by_the_collision_count() {
+        let t = template("", "", &[], &[("app", "web")]);
+        let h = compute_hash(&t, None);
+        assert_eq!(h, compute_hash(&t, None));
+        assert!(!h.is_empty() && h.len() <= 10);
+        assert!(h.bytes().all(|b| SAFE_ALPHABET.contains(&b)));
+        assert_ne!(h, compute_hash(&t, Some(1)));
+        assert_ne!(compute_hash(&t, Some(1)), compute_hash(&t, Some(2)));
+        let other = template("", "", &[], &[("app", "api")]);
+        assert_ne!(h, compute_hash(&other, None));
+    }
+
+    #[test]
+    fn safe_encoding_maps_digits_as_apimachinery_does() {
+        // '0' is 48, 48 % 27 = 21 → '4'; '9' is 57, 57 % 27 = 3 → 'f'.
+        assert_eq!(safe_encode_string("09"), "4f");
+        // FNV-32a reference value: the empty input hashes to the offset basis.
+        assert_eq!(fnv32a(FNV32_OFFSET, b""), 0x811c_9dc5);
+        assert_eq!(fnv32a(FNV32_OFFSET, b"a"), 0xe40c_292c);
+    }
+}
