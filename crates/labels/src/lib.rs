@@ -1,1 +1,12 @@
-//! placeholder
+//! Label and field selectors: parsing, matching and canonical printing, as apimachinery `pkg/labels` and
+//! `pkg/fields` have them. Shared by the API server (list/watch filtering) and the controller runtime.
+
+mod error;
+pub mod fields;
+mod parser;
+mod selector;
+pub mod validation;
+
+pub use error::Error;
+pub use fields::{FieldOperator, FieldRequirement, FieldSelector};
+pub use selector::{Operator, Requirement, Selector};
