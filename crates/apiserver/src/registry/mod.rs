@@ -21,6 +21,9 @@ mod generation;
 mod generic;
 pub mod meta;
 pub(crate) mod object;
+mod pods;
+mod quantity;
+pub mod selector;
 
 use std::fmt;
 use std::sync::OnceLock;
@@ -276,8 +279,11 @@ pub trait Strategy: Send + Sync + 'static {
 
 /// Builds the strategy of a catalog entry.
 fn build(info: &'static ResourceInfo) -> Box<dyn Strategy> {
-    // TODO: per-kind strategies (pods, workloads, namespaces, ...) are being added.
-    Box::new(GenericStrategy::new(info))
+    match (info.group, info.kind) {
+        ("", "Pod") => Box::new(pods::PodStrategy::new(info)),
+        // TODO: workloads, namespaces, nodes, events and services are being added.
+        _ => Box::new(GenericStrategy::new(info)),
+    }
 }
 
 type Table = Vec<(&'static ResourceInfo, Box<dyn Strategy>)>;

@@ -1,0 +1,1061 @@
+//! Pods: defaults (`SetDefaults_Pod`, `SetDefaults_PodSpec`, `SetDefaults_Container`), the QoS
+//! class, pod spec and template validation, the update rules and graceful deletion.
+//!
+//! Mirrors `pkg/registry/core/pod/strategy.go`, `pkg/apis/core/v1/defaults.go`,
+//! `pkg/apis/core/validation/validation.go` (`ValidatePodSpec`, `ValidatePodUpdate`) and
+//! `pkg/apis/core/helper/qos`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use rkcm_apimachinery::catalog::ResourceInfo;
+use serde_json::{json, Map, Value};
+
+use super::generic::GenericStrategy;
+use super::meta::{self, name_is_dns_label, name_is_dns_subdomain};
+use super::object::{
+    copy, default_field, get, get_i64, get_str, object_mut, semantically_equal, set,
+};
+use super::quantity::parse_nanos;
+use super::{FieldError, GracefulDelete, Strategy};
+
+/// `v1.DefaultTerminationGracePeriodSeconds`.
+pub const DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS: i64 = 30;
+
+const CONTAINER_LISTS: [&str; 2] = ["initContainers", "containers"];
+
+/// `SetDefaults_PodSpec` and the container, port, probe and volume defaults of a pod spec,
+/// shared by pods and pod templates.
+pub(crate) fn default_pod_spec(spec: &mut Map<String, Value>) {
+    default_field(spec, "dnsPolicy", json!("ClusterFirst"));
+    default_field(spec, "restartPolicy", json!("Always"));
+    default_field(spec, "securityContext", json!({}));
+    default_field(
+        spec,
+        "terminationGracePeriodSeconds",
+        json!(DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS),
+    );
+    default_field(spec, "schedulerName", json!("default-scheduler"));
+    for list in CONTAINER_LISTS {
+        if let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) {
+            for c in containers.iter_mut().filter_map(Value::as_object_mut) {
+                default_container(c);
+            }
+        }
+    }
+    if let Some(volumes) = spec.get_mut("volumes").and_then(Value::as_array_mut) {
+        for v in volumes.iter_mut().filter_map(Value::as_object_mut) {
+            // SetDefaults_Volume: a volume without a source is an emptyDir.
+            if v.keys().all(|k| k == "name") {
+                v.insert("emptyDir".to_string(), json!({}));
+            }
+        }
+    }
+}
+
+/// `SetDefaults_Container` and the defaults of its ports, probes and env.
+fn default_container(c: &mut Map<String, Value>) {
+    if matches!(c.get("imagePullPolicy"), None | Some(Value::Null)) {
+        let image = c.get("image").and_then(Value::as_str).unwrap_or("");
+        let policy = if pulls_always(image) {
+            "Always"
+        } else {
+            "IfNotPresent"
+        };
+        c.insert("imagePullPolicy".to_string(), json!(policy));
+    }
+    default_field(c, "terminationMessagePath", json!("/dev/termination-log"));
+    default_field(c, "terminationMessagePolicy", json!("File"));
+    if let Some(ports) = c.get_mut("ports").and_then(Value::as_array_mut) {
+        for p in ports.iter_mut().filter_map(Value::as_object_mut) {
+            default_field(p, "protocol", json!("TCP"));
+        }
+    }
+    for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        if let Some(p) = c.get_mut(probe).and_then(Value::as_object_mut) {
+            default_field(p, "timeoutSeconds", json!(1));
+            default_field(p, "periodSeconds", json!(10));
+            default_field(p, "successThreshold", json!(1));
+            default_field(p, "failureThreshold", json!(3));
+            if let Some(h) = p.get_mut("httpGet").and_then(Value::as_object_mut) {
+                default_field(h, "path", json!("/"));
+                default_field(h, "scheme", json!("HTTP"));
+            }
+        }
+    }
+    if let Some(env) = c.get_mut("env").and_then(Value::as_array_mut) {
+        for e in env.iter_mut() {
+            if let Some(f) = e
+                .pointer_mut("/valueFrom/fieldRef")
+                .and_then(Value::as_object_mut)
+            {
+                default_field(f, "apiVersion", json!("v1"));
+            }
+        }
+    }
+}
+
+/// Whether an image is pulled `Always` by default: its tag is `latest`, or it has neither a
+/// tag nor a digest (`parsers.ParseImageName` defaults the tag to `latest`).
+fn pulls_always(image: &str) -> bool {
+    let (name, digest) = match image.split_once('@') {
+        Some((name, digest)) => (name, Some(digest)),
+        None => (image, None),
+    };
+    let last = name.rsplit('/').next().unwrap_or(name);
+    match last.split_once(':') {
+        Some((_, tag)) => tag == "latest",
+        None => digest.is_none(),
+    }
+}
+
+/// `SetDefaults_Pod`: requests default to limits, `enableServiceLinks` to true; plus what the
+/// `Priority` admission plugin sets for pods without a priority class.
+fn default_pod(pod: &mut Value) {
+    let Some(spec) = object_mut(pod, &["spec"]) else {
+        return;
+    };
+    default_pod_spec(spec);
+    default_field(spec, "enableServiceLinks", json!(true));
+    // TODO: priority classes are not served; every pod gets the default priority 0.
+    if spec
+        .get("priorityClassName")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        default_field(spec, "priority", json!(0));
+    }
+    default_field(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
+    for list in CONTAINER_LISTS {
+        let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) else {
+            continue;
+        };
+        for c in containers.iter_mut() {
+            let Some(limits) = c
+                .pointer("/resources/limits")
+                .and_then(Value::as_object)
+                .cloned()
+            else {
+                continue;
+            };
+            let Some(requests) = object_mut(c, &["resources", "requests"]) else {
+                continue;
+            };
+            for (k, v) in limits {
+                requests.entry(k).or_insert(v);
+            }
+        }
+    }
+}
+
+/// The QoS class of a pod (`qos.GetPodQOS`): `Guaranteed` when every container has equal
+/// cpu and memory requests and limits, `BestEffort` when none has any, else `Burstable`.
+pub(crate) fn qos_class(pod: &Value) -> &'static str {
+    let mut requests: BTreeMap<String, i128> = BTreeMap::new();
+    let mut limits: BTreeMap<String, i128> = BTreeMap::new();
+    let mut guaranteed = true;
+    for list in CONTAINER_LISTS {
+        let containers = get(pod, &["spec", list]).and_then(Value::as_array);
+        for c in containers.into_iter().flatten() {
+            for (kind, sums) in [("requests", &mut requests), ("limits", &mut limits)] {
+                let mut found = BTreeSet::new();
+                let list = get(c, &["resources", kind]).and_then(Value::as_object);
+                for (name, q) in list.into_iter().flatten() {
+                    if name != "cpu" && name != "memory" {
+                        continue;
+                    }
+                    let Some(n) = parse_nanos(q) else { continue };
+                    if n > 0 {
+                        *sums.entry(name.clone()).or_insert(0) += n;
+                        found.insert(name.as_str());
+                    }
+                }
+                if kind == "limits" && !(found.contains("cpu") && found.contains("memory")) {
+                    guaranteed = false;
+                }
+            }
+        }
+    }
+    if requests.is_empty() && limits.is_empty() {
+        return "BestEffort";
+    }
+    if guaranteed
+        && requests.iter().all(|(k, v)| limits.get(k) == Some(v))
+        && requests.len() == limits.len()
+    {
+        return "Guaranteed";
+    }
+    "Burstable"
+}
+
+fn push_invalid_names(errs: &mut Vec<FieldError>, path: &str, value: &str, msgs: Vec<String>) {
+    for m in msgs {
+        errs.push(FieldError::invalid(
+            path,
+            &Value::String(value.to_string()),
+            &m,
+        ));
+    }
+}
+
+fn check_enum(
+    errs: &mut Vec<FieldError>,
+    v: Option<&Value>,
+    path: &str,
+    supported: &[&str],
+    required: bool,
+) {
+    match v.and_then(Value::as_str) {
+        None | Some("") if required => errs.push(FieldError::required(path, "")),
+        None | Some("") => {}
+        Some(s) if supported.contains(&s) => {}
+        Some(_) => errs.push(FieldError::not_supported(
+            path,
+            v.unwrap_or(&Value::Null),
+            supported,
+        )),
+    }
+}
+
+/// `ValidatePodSpec` (the checks this server implements) of the spec at `path`.
+pub(crate) fn validate_pod_spec(spec: Option<&Value>, path: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let spec = spec.unwrap_or(&Value::Null);
+
+    let mut volume_names = BTreeSet::new();
+    for (i, v) in get(spec, &["volumes"])
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let p = format!("{path}.volumes[{i}].name");
+        let name = get_str(v, &["name"]).unwrap_or("");
+        if name.is_empty() {
+            errs.push(FieldError::required(p, ""));
+        } else if !volume_names.insert(name) {
+            errs.push(FieldError::duplicate(p, &json!(name)));
+        } else {
+            push_invalid_names(&mut errs, &p, name, meta::is_dns1123_label(name));
+        }
+    }
+
+    let containers = get(spec, &["containers"]).and_then(Value::as_array);
+    if containers.is_none_or(Vec::is_empty) {
+        errs.push(FieldError::required(format!("{path}.containers"), ""));
+    }
+    let mut names = BTreeSet::new();
+    for list in CONTAINER_LISTS {
+        for (i, c) in get(spec, &[list])
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            validate_container(c, &format!("{path}.{list}[{i}]"), &mut names, &mut errs);
+        }
+    }
+
+    check_enum(
+        &mut errs,
+        get(spec, &["restartPolicy"]),
+        &format!("{path}.restartPolicy"),
+        &["Always", "OnFailure", "Never"],
+        true,
+    );
+    check_enum(
+        &mut errs,
+        get(spec, &["dnsPolicy"]),
+        &format!("{path}.dnsPolicy"),
+        &["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"],
+        true,
+    );
+    if let Some(v) = get(spec, &["activeDeadlineSeconds"]).filter(|v| !v.is_null()) {
+        if !v
+            .as_i64()
+            .is_some_and(|n| (1..=i64::from(u32::MAX)).contains(&n))
+        {
+            errs.push(FieldError::invalid(
+                format!("{path}.activeDeadlineSeconds"),
+                v,
+                "must be between 1 and 4294967295, inclusive",
+            ));
+        }
+    }
+    errs.extend(meta::validate_labels(
+        get(spec, &["nodeSelector"]),
+        &format!("{path}.nodeSelector"),
+    ));
+    for (field, validator) in [
+        (
+            "serviceAccountName",
+            name_is_dns_subdomain as meta::NameValidator,
+        ),
+        ("nodeName", name_is_dns_subdomain),
+        ("hostname", name_is_dns_label),
+        ("subdomain", name_is_dns_label),
+    ] {
+        if let Some(v) = get_str(spec, &[field]).filter(|v| !v.is_empty()) {
+            push_invalid_names(
+                &mut errs,
+                &format!("{path}.{field}"),
+                v,
+                validator(v, false),
+            );
+        }
+    }
+    for (i, t) in get(spec, &["tolerations"])
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        validate_toleration(t, &format!("{path}.tolerations[{i}]"), &mut errs);
+    }
+    // TODO: volume sources, volumeMounts referring to volumes, env names, port names,
+    // security contexts, affinity and topology spread are not validated.
+    errs
+}
+
+fn validate_container(
+    c: &Value,
+    path: &str,
+    names: &mut BTreeSet<String>,
+    errs: &mut Vec<FieldError>,
+) {
+    let name = get_str(c, &["name"]).unwrap_or("");
+    if name.is_empty() {
+        errs.push(FieldError::required(format!("{path}.name"), ""));
+    } else if !names.insert(name.to_string()) {
+        errs.push(FieldError::duplicate(format!("{path}.name"), &json!(name)));
+    } else {
+        push_invalid_names(
+            errs,
+            &format!("{path}.name"),
+            name,
+            meta::is_dns1123_label(name),
+        );
+    }
+    if get_str(c, &["image"]).is_none_or(str::is_empty) {
+        errs.push(FieldError::required(format!("{path}.image"), ""));
+    }
+    check_enum(
+        errs,
+        get(c, &["imagePullPolicy"]),
+        &format!("{path}.imagePullPolicy"),
+        &["Always", "IfNotPresent", "Never"],
+        true,
+    );
+    check_enum(
+        errs,
+        get(c, &["terminationMessagePolicy"]),
+        &format!("{path}.terminationMessagePolicy"),
+        &["File", "FallbackToLogsOnError"],
+        true,
+    );
+    for (i, p) in get(c, &["ports"])
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let pp = format!("{path}.ports[{i}]");
+        match get(p, &["containerPort"]) {
+            None | Some(Value::Null) => {
+                errs.push(FieldError::required(format!("{pp}.containerPort"), ""))
+            }
+            Some(v) if !v.as_i64().is_some_and(|n| (1..=65535).contains(&n)) => {
+                errs.push(FieldError::invalid(
+                    format!("{pp}.containerPort"),
+                    v,
+                    "must be between 1 and 65535, inclusive",
+                ))
+            }
+            Some(_) => {}
+        }
+        if let Some(v) = get(p, &["hostPort"]).filter(|v| v.as_i64() != Some(0) && !v.is_null()) {
+            if !v.as_i64().is_some_and(|n| (1..=65535).contains(&n)) {
+                errs.push(FieldError::invalid(
+                    format!("{pp}.hostPort"),
+                    v,
+                    "must be between 1 and 65535, inclusive",
+                ));
+            }
+        }
+        check_enum(
+            errs,
+            get(p, &["protocol"]),
+            &format!("{pp}.protocol"),
+            &["SCTP", "TCP", "UDP"],
+            true,
+        );
+    }
+    validate_resources(get(c, &["resources"]), &format!("{path}.resources"), errs);
+}
+
+/// `ValidateContainerResourceRequirements`: quantities parse, are not negative, and requests
+/// do not exceed limits.
+fn validate_resources(res: Option<&Value>, path: &str, errs: &mut Vec<FieldError>) {
+    let Some(res) = res else { return };
+    let mut parsed: BTreeMap<(&str, &str), i128> = BTreeMap::new();
+    for kind in ["limits", "requests"] {
+        for (name, q) in get(res, &[kind])
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            let p = format!("{path}.{kind}[{name}]");
+            match parse_nanos(q) {
+                None => errs.push(FieldError::invalid(
+                    p,
+                    q,
+                    "must match the regex ^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$",
+                )),
+                Some(n) if n < 0 => errs.push(FieldError::invalid(
+                    p,
+                    q,
+                    "must be greater than or equal to 0",
+                )),
+                Some(n) => {
+                    parsed.insert((kind, name.as_str()), n);
+                }
+            }
+        }
+    }
+    for ((kind, name), req) in &parsed {
+        if *kind != "requests" {
+            continue;
+        }
+        if let Some(limit) = parsed.get(&("limits", name)) {
+            if req > limit {
+                let limit_str = get(res, &["limits", name])
+                    .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+                    .unwrap_or_default();
+                errs.push(FieldError::invalid(
+                    format!("{path}.requests[{name}]"),
+                    get(res, &["requests", name]).unwrap_or(&Value::Null),
+                    &format!("must be less than or equal to {name} limit of {limit_str}"),
+                ));
+            }
+        }
+    }
+}
+
+/// `validateTolerations` for one toleration.
+fn validate_toleration(t: &Value, path: &str, errs: &mut Vec<FieldError>) {
+    let key = get_str(t, &["key"]).unwrap_or("");
+    if !key.is_empty() {
+        for m in meta::is_qualified_name(key) {
+            errs.push(FieldError::invalid(format!("{path}.key"), &json!(key), &m));
+        }
+    }
+    let operator = get_str(t, &["operator"]).unwrap_or("");
+    if key.is_empty() && operator != "Exists" {
+        errs.push(FieldError::invalid(
+            format!("{path}.operator"),
+            &json!(operator),
+            "operator must be Exists when `key` is empty, which means \"match all values and all keys\"",
+        ));
+    }
+    let has_seconds = get(t, &["tolerationSeconds"]).is_some_and(|v| !v.is_null());
+    let effect = get_str(t, &["effect"]).unwrap_or("");
+    if has_seconds && effect != "NoExecute" {
+        errs.push(FieldError::invalid(
+            format!("{path}.effect"),
+            &json!(effect),
+            "effect must be 'NoExecute' when `tolerationSeconds` is set",
+        ));
+    }
+    match operator {
+        "" | "Equal" => {
+            let value = get_str(t, &["value"]).unwrap_or("");
+            for m in meta::is_valid_label_value(value) {
+                errs.push(FieldError::invalid(
+                    format!("{path}.operator"),
+                    &json!(value),
+                    &m,
+                ));
+            }
+        }
+        "Exists" => {
+            if get_str(t, &["value"]).is_some_and(|v| !v.is_empty()) {
+                errs.push(FieldError::invalid(
+                    format!("{path}.operator"),
+                    get(t, &["value"]).unwrap_or(&Value::Null),
+                    "value must be empty when `operator` is 'Exists'",
+                ));
+            }
+        }
+        other => errs.push(FieldError::not_supported(
+            format!("{path}.operator"),
+            &json!(other),
+            &["Equal", "Exists"],
+        )),
+    }
+    if !effect.is_empty() && !["NoSchedule", "PreferNoSchedule", "NoExecute"].contains(&effect) {
+        errs.push(FieldError::not_supported(
+            format!("{path}.effect"),
+            &json!(effect),
+            &["NoSchedule", "PreferNoSchedule", "NoExecute"],
+        ));
+    }
+}
+
+/// `ValidatePodTemplateSpec` of the template at `path` (`spec.template`): template labels
+/// and annotations, and the pod spec.
+#[allow(dead_code)] // TODO: used by the workload strategies being added.
+pub(crate) fn validate_pod_template(template: Option<&Value>, path: &str) -> Vec<FieldError> {
+    let Some(template) = template.filter(|t| !t.is_null()) else {
+        return vec![FieldError::required(path, "")];
+    };
+    let mut errs = meta::validate_labels(
+        get(template, &["metadata", "labels"]),
+        &format!("{path}.metadata.labels"),
+    );
+    errs.extend(meta::validate_annotations(
+        get(template, &["metadata", "annotations"]),
+        &format!("{path}.metadata.annotations"),
+    ));
+    errs.extend(validate_pod_spec(
+        get(template, &["spec"]),
+        &format!("{path}.spec"),
+    ));
+    errs
+}
+
+const UPDATABLE_POD_SPEC_FIELDS: &str = "`spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)";
+
+/// The part of `ValidatePodUpdate` about the spec: only images, `activeDeadlineSeconds`,
+/// added tolerations and a negative grace period raised to 1 may change.
+fn validate_pod_spec_update(new: &Value, old: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let new_spec = get(new, &["spec"]).cloned().unwrap_or(Value::Null);
+    let old_spec = get(old, &["spec"]).cloned().unwrap_or(Value::Null);
+
+    match (
+        get(&new_spec, &["activeDeadlineSeconds"]).filter(|v| !v.is_null()),
+        get_i64(&old_spec, &["activeDeadlineSeconds"]),
+    ) {
+        (Some(v), old_ads) => {
+            let n = v.as_i64().unwrap_or(-1);
+            if !(0..=i64::from(i32::MAX)).contains(&n) {
+                errs.push(FieldError::invalid(
+                    "spec.activeDeadlineSeconds",
+                    v,
+                    "must be between 0 and 2147483647, inclusive",
+                ));
+                return errs;
+            }
+            if old_ads.is_some_and(|o| o < n) {
+                errs.push(FieldError::invalid(
+                    "spec.activeDeadlineSeconds",
+                    v,
+                    "must be less than or equal to previous value",
+                ));
+                return errs;
+            }
+        }
+        (None, Some(_)) => errs.push(FieldError::invalid(
+            "spec.activeDeadlineSeconds",
+            &Value::Null,
+            "must not update from a positive integer to nil value",
+        )),
+        (None, None) => {}
+    }
+
+    // Munge the new spec with the old values of what may change, then compare.
+    let mut munged = new_spec.clone();
+    for list in CONTAINER_LISTS {
+        let old_list = get(&old_spec, &[list]).and_then(Value::as_array);
+        let new_list = munged.get_mut(list).and_then(Value::as_array_mut);
+        if let (Some(old_list), Some(new_list)) = (old_list, new_list) {
+            if old_list.len() == new_list.len() {
+                for (n, o) in new_list.iter_mut().zip(old_list) {
+                    copy(n, o, &["image"]);
+                }
+            }
+        }
+    }
+    copy(&mut munged, &old_spec, &["activeDeadlineSeconds"]);
+    let old_tolerations: Vec<Value> = get(&old_spec, &["tolerations"])
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let new_tolerations: Vec<Value> = get(&munged, &["tolerations"])
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if old_tolerations.iter().all(|t| new_tolerations.contains(t)) {
+        copy(&mut munged, &old_spec, &["tolerations"]);
+    }
+    if get_i64(&old_spec, &["terminationGracePeriodSeconds"]).is_some_and(|g| g < 0)
+        && get_i64(&munged, &["terminationGracePeriodSeconds"]) == Some(1)
+    {
+        copy(&mut munged, &old_spec, &["terminationGracePeriodSeconds"]);
+    }
+    if !semantically_equal(Some(&munged), Some(&old_spec)) {
+        let mut changed = Vec::new();
+        diff_paths("spec", Some(&old_spec), Some(&munged), &mut changed);
+        errs.push(FieldError::forbidden(
+            "spec",
+            &format!(
+                "pod updates may not change fields other than {UPDATABLE_POD_SPEC_FIELDS}\n{}",
+                changed.join("\n")
+            ),
+        ));
+    }
+    errs
+}
+
+/// The paths at which two JSON trees differ, for the message of a forbidden pod update.
+fn diff_paths(path: &str, a: Option<&Value>, b: Option<&Value>, out: &mut Vec<String>) {
+    if semantically_equal(a, b) {
+        return;
+    }
+    match (a, b) {
+        (Some(Value::Object(x)), Some(Value::Object(y))) => {
+            let keys: BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            for k in keys {
+                diff_paths(&format!("{path}.{k}"), x.get(k), y.get(k), out);
+            }
+        }
+        (Some(Value::Array(x)), Some(Value::Array(y))) if x.len() == y.len() => {
+            for (i, (p, q)) in x.iter().zip(y).enumerate() {
+                diff_paths(&format!("{path}[{i}]"), Some(p), Some(q), out);
+            }
+        }
+        _ => out.push(format!(
+            "  {path}: {} -> {}",
+            a.map_or_else(|| "<unset>".to_string(), Value::to_string),
+            b.map_or_else(|| "<unset>".to_string(), Value::to_string)
+        )),
+    }
+}
+
+/// The strategy of pods.
+pub(crate) struct PodStrategy {
+    base: GenericStrategy,
+}
+
+impl PodStrategy {
+    /// The strategy of `info` (core/v1 pods).
+    pub(crate) fn new(info: &'static ResourceInfo) -> Self {
+        PodStrategy {
+            base: GenericStrategy::new(info).tracking_generation(),
+        }
+    }
+}
+
+impl Strategy for PodStrategy {
+    fn resource(&self) -> &'static ResourceInfo {
+        self.base.resource()
+    }
+
+    fn default(&self, obj: &mut Value) {
+        default_pod(obj);
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        self.base.prepare_for_create(obj);
+        let qos = qos_class(obj);
+        set(
+            obj,
+            &["status"],
+            Some(json!({"phase": "Pending", "qosClass": qos})),
+        );
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        // Status kept, generation bumped on a spec change (updatePodGeneration).
+        self.base.prepare_for_update(new, old);
+    }
+
+    fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
+        self.base.prepare_for_status_update(new, old);
+        // Old kubelets corrupt owner references through /status; they are never taken from it.
+        copy(new, old, &["metadata", "ownerReferences"]);
+        if get_str(new, &["status", "qosClass"]).is_none_or(str::is_empty) {
+            copy(new, old, &["status", "qosClass"]);
+        }
+        preserve_observed_generation(new, old);
+    }
+
+    fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
+        let mut errs = validate_pod_spec(get(obj, &["spec"]), "spec");
+        errs.extend(self.base.validate_create(obj));
+        errs
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
+        let mut errs = self.base.validate_update(new, old);
+        errs.extend(validate_pod_spec(get(new, &["spec"]), "spec"));
+        errs.extend(validate_pod_spec_update(new, old));
+        errs
+    }
+
+    fn field_value(&self, obj: &Value, field: &str) -> Option<String> {
+        let s = |path: &[&str]| Some(get_str(obj, path).unwrap_or("").to_string());
+        match field {
+            "spec.nodeName" => s(&["spec", "nodeName"]),
+            "spec.restartPolicy" => s(&["spec", "restartPolicy"]),
+            "spec.schedulerName" => s(&["spec", "schedulerName"]),
+            "spec.serviceAccountName" => s(&["spec", "serviceAccountName"]),
+            "spec.hostNetwork" => Some(
+                get(obj, &["spec", "hostNetwork"])
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false)
+                    .to_string(),
+            ),
+            "status.phase" => s(&["status", "phase"]),
+            "status.podIP" => Some(
+                get(obj, &["status", "podIPs"])
+                    .and_then(Value::as_array)
+                    .and_then(|a| a.first())
+                    .and_then(|ip| get_str(ip, &["ip"]))
+                    .or_else(|| get_str(obj, &["status", "podIP"]))
+                    .unwrap_or("")
+                    .to_string(),
+            ),
+            "status.nominatedNodeName" => s(&["status", "nominatedNodeName"]),
+            _ => self.base.field_value(obj, field),
+        }
+    }
+
+    fn graceful_delete(&self, obj: &Value, requested_grace: Option<i64>) -> GracefulDelete {
+        // CheckGracefulDelete of the pod strategy.
+        let mut period = requested_grace
+            .or_else(|| get_i64(obj, &["spec", "terminationGracePeriodSeconds"]))
+            .unwrap_or(0);
+        if get_str(obj, &["spec", "nodeName"]).is_none_or(str::is_empty) {
+            period = 0;
+        }
+        if matches!(
+            get_str(obj, &["status", "phase"]),
+            Some("Failed" | "Succeeded")
+        ) {
+            period = 0;
+        }
+        if period < 0 {
+            period = 1;
+        }
+        if period == 0 {
+            GracefulDelete::Immediate
+        } else {
+            GracefulDelete::Graceful {
+                grace_period_seconds: period,
+            }
+        }
+    }
+
+    fn scale_replicas(&self, obj: &Value) -> Option<(i32, i32, String)> {
+        self.base.scale_replicas(obj)
+    }
+
+    fn set_scale_replicas(&self, obj: &mut Value, replicas: i32) -> Result<(), FieldError> {
+        self.base.set_scale_replicas(obj, replicas)
+    }
+}
+
+/// `preserveOldObservedGeneration`: a status write that leaves `observedGeneration` unset
+/// (in the status or in a condition) keeps the old value.
+fn preserve_observed_generation(new: &mut Value, old: &Value) {
+    if get_i64(new, &["status", "observedGeneration"]).unwrap_or(0) == 0 {
+        if let Some(g) = get(old, &["status", "observedGeneration"]) {
+            set(new, &["status", "observedGeneration"], Some(g.clone()));
+        }
+    }
+    let mut old_gens: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    for c in get(old, &["status", "conditions"])
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        old_gens
+            .entry(get_str(c, &["type"]).unwrap_or("").to_string())
+            .or_default()
+            .push(get_i64(c, &["observedGeneration"]).unwrap_or(0));
+    }
+    let Some(conds) = new
+        .pointer_mut("/status/conditions")
+        .and_then(Value::as_array_mut)
+    else {
+        return;
+    };
+    for c in conds.iter_mut() {
+        let ty = get_str(c, &["type"]).unwrap_or("").to_string();
+        let old_gen = old_gens
+            .get_mut(&ty)
+            .filter(|v| !v.is_empty())
+            .map(|v| v.remove(0))
+            .unwrap_or(0);
+        if get_i64(c, &["observedGeneration"]).unwrap_or(0) == 0 && old_gen != 0 {
+            set(c, &["observedGeneration"], Some(json!(old_gen)));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rkcm_apimachinery::catalog;
+
+    fn strategy() -> PodStrategy {
+        PodStrategy::new(catalog::by_kind("v1", "Pod").expect("served"))
+    }
+
+    fn pod(containers: Value) -> Value {
+        json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"containers": containers}
+        })
+    }
+
+    fn created(containers: Value) -> Value {
+        let s = strategy();
+        let mut p = pod(containers);
+        s.default(&mut p);
+        s.prepare_for_create(&mut p);
+        p
+    }
+
+    #[test]
+    fn defaults_fill_the_pod_spec_and_containers_as_kube_does() {
+        let p = created(json!([
+            {"name": "a", "image": "nginx"},
+            {"name": "b", "image": "nginx:1.25", "ports": [{"containerPort": 80}]},
+            {"name": "c", "image": "registry:5000/app:latest"},
+            {"name": "d", "image": "app@sha256:abc"}
+        ]));
+        let spec = &p["spec"];
+        assert_eq!(spec["restartPolicy"], "Always");
+        assert_eq!(spec["dnsPolicy"], "ClusterFirst");
+        assert_eq!(spec["schedulerName"], "default-scheduler");
+        assert_eq!(spec["terminationGracePeriodSeconds"], 30);
+        assert_eq!(spec["securityContext"], json!({}));
+        assert_eq!(spec["enableServiceLinks"], true);
+        assert_eq!(spec["priority"], 0);
+        let policies: Vec<&str> = spec["containers"]
+            .as_array()
+            .expect("containers")
+            .iter()
+            .map(|c| c["imagePullPolicy"].as_str().expect("set"))
+            .collect();
+        assert_eq!(
+            policies,
+            ["Always", "IfNotPresent", "Always", "IfNotPresent"]
+        );
+        assert_eq!(
+            spec["containers"][0]["terminationMessagePath"],
+            "/dev/termination-log"
+        );
+        assert_eq!(spec["containers"][0]["terminationMessagePolicy"], "File");
+        assert_eq!(spec["containers"][1]["ports"][0]["protocol"], "TCP");
+        assert_eq!(
+            p["status"],
+            json!({"phase": "Pending", "qosClass": "BestEffort"})
+        );
+        assert_eq!(p["metadata"]["generation"], 1);
+        assert!(
+            strategy().validate_create(&p).is_empty(),
+            "{:?}",
+            strategy().validate_create(&p)
+        );
+    }
+
+    #[test]
+    fn qos_class_is_computed_from_requests_and_limits() {
+        let guaranteed = created(json!([{"name": "a", "image": "x",
+            "resources": {"limits": {"cpu": "100m", "memory": "1Gi"}}}]));
+        assert_eq!(guaranteed["status"]["qosClass"], "Guaranteed");
+        assert_eq!(
+            guaranteed["spec"]["containers"][0]["resources"]["requests"],
+            json!({"cpu": "100m", "memory": "1Gi"})
+        );
+        let burstable = created(json!([{"name": "a", "image": "x",
+            "resources": {"requests": {"cpu": "100m"}}}]));
+        assert_eq!(burstable["status"]["qosClass"], "Burstable");
+        let unequal = created(json!([{"name": "a", "image": "x",
+            "resources": {"requests": {"cpu": "100m", "memory": "1Gi"}, "limits": {"cpu": "200m", "memory": "1Gi"}}}]));
+        assert_eq!(unequal["status"]["qosClass"], "Burstable");
+    }
+
+    #[test]
+    fn containers_are_required_and_names_must_be_unique_labels() {
+        let s = strategy();
+        let errs = s.validate_create(&created(json!([])));
+        assert_eq!(
+            errs[0].message_with_field(),
+            "spec.containers: Required value"
+        );
+        let errs = s.validate_create(&created(json!([
+            {"name": "a", "image": "x"}, {"name": "a", "image": "x"}, {"name": "B_", "image": ""}
+        ])));
+        let fields: Vec<&str> = errs.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "spec.containers[1].name",
+                "spec.containers[2].name",
+                "spec.containers[2].image"
+            ]
+        );
+        assert_eq!(errs[0].message, "Duplicate value: \"a\"");
+    }
+
+    #[test]
+    fn enum_fields_reject_unsupported_values() {
+        let s = strategy();
+        let mut p = created(json!([{"name": "a", "image": "x", "imagePullPolicy": "Sometimes"}]));
+        p["spec"]["restartPolicy"] = json!("Maybe");
+        let errs = s.validate_create(&p);
+        let messages: Vec<String> = errs.iter().map(FieldError::message_with_field).collect();
+        assert!(messages.contains(&"spec.containers[0].imagePullPolicy: Unsupported value: \"Sometimes\": supported values: \"Always\", \"IfNotPresent\", \"Never\"".to_string()));
+        assert!(messages.contains(&"spec.restartPolicy: Unsupported value: \"Maybe\": supported values: \"Always\", \"OnFailure\", \"Never\"".to_string()));
+    }
+
+    #[test]
+    fn requests_above_limits_are_invalid() {
+        let p = created(json!([{"name": "a", "image": "x",
+            "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}}]));
+        let errs = strategy().validate_create(&p);
+        assert_eq!(
+            errs[0].message_with_field(),
+            "spec.containers[0].resources.requests[cpu]: Invalid value: \"2\": must be less than or equal to cpu limit of 1"
+        );
+    }
+
+    #[test]
+    fn updates_may_change_images_but_not_other_spec_fields() {
+        let s = strategy();
+        let mut old = created(json!([{"name": "a", "image": "nginx:1"}]));
+        old["metadata"]["uid"] = json!("u1");
+        let mut new = old.clone();
+        new["spec"]["containers"][0]["image"] = json!("nginx:2");
+        s.prepare_for_update(&mut new, &old);
+        assert!(s.validate_update(&new, &old).is_empty());
+        assert_eq!(new["metadata"]["generation"], 2);
+
+        let mut new = old.clone();
+        new["spec"]["restartPolicy"] = json!("Never");
+        s.prepare_for_update(&mut new, &old);
+        let errs = s.validate_update(&new, &old);
+        assert_eq!(errs.len(), 1);
+        assert_eq!(errs[0].field, "spec");
+        assert!(errs[0].message.starts_with(
+            "Forbidden: pod updates may not change fields other than `spec.containers[*].image`"
+        ));
+        assert!(errs[0].message.contains("spec.restartPolicy"));
+    }
+
+    #[test]
+    fn tolerations_may_only_be_added_and_deadlines_only_shortened() {
+        let s = strategy();
+        let mut old = created(json!([{"name": "a", "image": "x"}]));
+        old["spec"]["tolerations"] = json!([{"key": "a", "operator": "Exists"}]);
+        old["spec"]["activeDeadlineSeconds"] = json!(100);
+        let mut added = old.clone();
+        added["spec"]["tolerations"] =
+            json!([{"key": "a", "operator": "Exists"}, {"key": "b", "operator": "Exists"}]);
+        added["spec"]["activeDeadlineSeconds"] = json!(50);
+        assert!(s.validate_update(&added, &old).is_empty());
+        let mut removed = old.clone();
+        removed["spec"]["tolerations"] = json!([]);
+        assert_eq!(s.validate_update(&removed, &old)[0].field, "spec");
+        let mut longer = old.clone();
+        longer["spec"]["activeDeadlineSeconds"] = json!(200);
+        assert_eq!(
+            s.validate_update(&longer, &old)[0].message,
+            "Invalid value: 200: must be less than or equal to previous value"
+        );
+    }
+
+    #[test]
+    fn status_updates_keep_the_spec_and_owner_references() {
+        let s = strategy();
+        let mut old = created(json!([{"name": "a", "image": "x"}]));
+        old["metadata"]["ownerReferences"] =
+            json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "1"}]);
+        let mut new = old.clone();
+        new["spec"]["nodeName"] = json!("node-1");
+        new["metadata"]["ownerReferences"] = json!([]);
+        new["status"] = json!({"phase": "Running"});
+        s.prepare_for_status_update(&mut new, &old);
+        assert_eq!(new["spec"], old["spec"]);
+        assert_eq!(
+            new["metadata"]["ownerReferences"],
+            old["metadata"]["ownerReferences"]
+        );
+        assert_eq!(
+            new["status"],
+            json!({"phase": "Running", "qosClass": "BestEffort"})
+        );
+        assert_eq!(new["metadata"]["generation"], 1);
+    }
+
+    #[test]
+    fn grace_periods_follow_check_graceful_delete() {
+        let s = strategy();
+        let mut p = created(json!([{"name": "a", "image": "x"}]));
+        assert_eq!(
+            s.graceful_delete(&p, None),
+            GracefulDelete::Immediate,
+            "unscheduled"
+        );
+        p["spec"]["nodeName"] = json!("node-1");
+        assert_eq!(
+            s.graceful_delete(&p, None),
+            GracefulDelete::Graceful {
+                grace_period_seconds: 30
+            }
+        );
+        assert_eq!(
+            s.graceful_delete(&p, Some(5)),
+            GracefulDelete::Graceful {
+                grace_period_seconds: 5
+            }
+        );
+        assert_eq!(s.graceful_delete(&p, Some(0)), GracefulDelete::Immediate);
+        assert_eq!(
+            s.graceful_delete(&p, Some(-3)),
+            GracefulDelete::Graceful {
+                grace_period_seconds: 1
+            }
+        );
+        p["status"]["phase"] = json!("Succeeded");
+        assert_eq!(
+            s.graceful_delete(&p, None),
+            GracefulDelete::Immediate,
+            "terminated"
+        );
+    }
+
+    #[test]
+    fn field_selectors_cover_the_pod_fields() {
+        let s = strategy();
+        let mut p = created(json!([{"name": "a", "image": "x"}]));
+        p["spec"]["nodeName"] = json!("node-1");
+        p["status"]["podIPs"] = json!([{"ip": "10.0.0.1"}]);
+        assert_eq!(
+            s.field_value(&p, "spec.nodeName").as_deref(),
+            Some("node-1")
+        );
+        assert_eq!(
+            s.field_value(&p, "status.phase").as_deref(),
+            Some("Pending")
+        );
+        assert_eq!(
+            s.field_value(&p, "status.podIP").as_deref(),
+            Some("10.0.0.1")
+        );
+        assert_eq!(
+            s.field_value(&p, "status.nominatedNodeName").as_deref(),
+            Some("")
+        );
+        assert_eq!(
+            s.field_value(&p, "spec.hostNetwork").as_deref(),
+            Some("false")
+        );
+        assert_eq!(s.field_value(&p, "metadata.name").as_deref(), Some("web"));
+        assert_eq!(s.field_value(&p, "spec.containers"), None);
+    }
+}
