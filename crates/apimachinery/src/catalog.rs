@@ -124,7 +124,9 @@ static RESOURCES: &[ResourceInfo] = &[
         short_names: &["ns"],
         categories: &[],
         scope: Scope::Cluster,
-        verbs: &["create", "delete", "get", "list", "patch", "update", "watch"],
+        verbs: &[
+            "create", "delete", "get", "list", "patch", "update", "watch",
+        ],
         subresources: &[
             status("", "v1", "Namespace"),
             Subresource {

@@ -2,3 +2,5 @@
 //! field validation and table printers.
 
 pub mod catalog;
+pub mod openapi;
+pub mod patch;
