@@ -17,13 +17,17 @@
 //! `BeforeUpdate`: `metadata.generation`, `uid`, `creationTimestamp`, `deletionTimestamp` and
 //! `deletionGracePeriodSeconds` are carried over from the old object.
 
+mod deployments;
 mod generation;
 mod generic;
 pub mod meta;
 pub(crate) mod object;
 mod pods;
 mod quantity;
+mod replicasets;
+mod replicationcontrollers;
 pub mod selector;
+mod workload;
 
 use std::fmt;
 use std::sync::OnceLock;
@@ -281,6 +285,11 @@ pub trait Strategy: Send + Sync + 'static {
 fn build(info: &'static ResourceInfo) -> Box<dyn Strategy> {
     match (info.group, info.kind) {
         ("", "Pod") => Box::new(pods::PodStrategy::new(info)),
+        ("", "ReplicationController") => Box::new(
+            replicationcontrollers::ReplicationControllerStrategy::new(info),
+        ),
+        ("apps", "Deployment") => Box::new(deployments::DeploymentStrategy::new(info)),
+        ("apps", "ReplicaSet") => Box::new(replicasets::ReplicaSetStrategy::new(info)),
         // TODO: workloads, namespaces, nodes, events and services are being added.
         _ => Box::new(GenericStrategy::new(info)),
     }

@@ -121,6 +121,18 @@ pub(crate) fn semantically_equal(a: Option<&Value>, b: Option<&Value>) -> bool {
     }
 }
 
+/// A `map[string]string` (labels, selectors) as string pairs; non-string values are skipped
+/// (validation reports them).
+pub(crate) fn string_map(v: Option<&Value>) -> std::collections::BTreeMap<String, String> {
+    v.and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -502,7 +502,6 @@ fn validate_toleration(t: &Value, path: &str, errs: &mut Vec<FieldError>) {
 
 /// `ValidatePodTemplateSpec` of the template at `path` (`spec.template`): template labels
 /// and annotations, and the pod spec.
-#[allow(dead_code)] // TODO: used by the workload strategies being added.
 pub(crate) fn validate_pod_template(template: Option<&Value>, path: &str) -> Vec<FieldError> {
     let Some(template) = template.filter(|t| !t.is_null()) else {
         return vec![FieldError::required(path, "")];

@@ -1,0 +1,459 @@
+//! Deployments: defaults (`SetDefaults_Deployment`), validation (`ValidateDeploymentSpec`,
+//! rolling-update parameters), the immutable selector, generation bumps on spec and
+//! annotation changes, status validation and `/scale`.
+//!
+//! Mirrors `pkg/registry/apps/deployment/strategy.go`, `pkg/apis/apps/v1/defaults.go` and
+//! `pkg/apis/apps/validation/validation.go`.
+
+use rkcm_apimachinery::catalog::ResourceInfo;
+use serde_json::{json, Value};
+
+use super::generic::GenericStrategy;
+use super::meta::{validate_immutable, validate_nonnegative};
+use super::object::{copy, default_field, get, get_i64, object_mut, semantically_equal, set};
+use super::selector::LabelSelector;
+use super::workload;
+use super::{FieldError, GracefulDelete, Strategy};
+
+const STATUS_COUNTERS: &[&str] = &[
+    "observedGeneration",
+    "replicas",
+    "updatedReplicas",
+    "readyReplicas",
+    "availableReplicas",
+    "unavailableReplicas",
+    "terminatingReplicas",
+    "collisionCount",
+];
+const STATUS_BOUNDED: &[&str] = &["updatedReplicas", "readyReplicas", "availableReplicas"];
+
+/// `SetDefaults_Deployment`.
+fn default_deployment(obj: &mut Value) {
+    workload::default_replicas(obj);
+    if let Some(strategy) = object_mut(obj, &["spec", "strategy"]) {
+        if strategy
+            .get("type")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
+            strategy.insert("type".to_string(), json!("RollingUpdate"));
+        }
+    }
+    if get(obj, &["spec", "strategy", "type"]).and_then(Value::as_str) == Some("RollingUpdate") {
+        if let Some(ru) = object_mut(obj, &["spec", "strategy", "rollingUpdate"]) {
+            default_field(ru, "maxUnavailable", json!("25%"));
+            default_field(ru, "maxSurge", json!("25%"));
+        }
+    }
+    if let Some(spec) = object_mut(obj, &["spec"]) {
+        default_field(spec, "revisionHistoryLimit", json!(10));
+        default_field(spec, "progressDeadlineSeconds", json!(600));
+    }
+    workload::default_template(obj);
+}
+
+/// A percentage (`25%`) as its number, if the value is a valid percent string.
+fn percent(v: &Value) -> Option<i64> {
+    let s = v.as_str()?;
+    let digits = s.strip_suffix('%')?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// `ValidatePositiveIntOrPercent`.
+fn validate_int_or_percent(v: Option<&Value>, path: &str) -> Vec<FieldError> {
+    match v {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::String(_)) if percent(v.unwrap_or(&Value::Null)).is_some() => Vec::new(),
+        Some(s @ Value::String(_)) => vec![FieldError::invalid(
+            path,
+            s,
+            "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')",
+        )],
+        Some(n @ Value::Number(_)) => validate_nonnegative(Some(n), path),
+        Some(other) => vec![FieldError::invalid(
+            path,
+            other,
+            "must be an integer or percentage (e.g '5%')",
+        )],
+    }
+}
+
+/// `ValidateDeploymentStrategy` and `ValidateRollingUpdateDeployment`.
+fn validate_strategy(obj: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let strategy = get(obj, &["spec", "strategy"]).unwrap_or(&Value::Null);
+    let rolling = get(strategy, &["rollingUpdate"]).filter(|v| !v.is_null());
+    match get(strategy, &["type"]).and_then(Value::as_str) {
+        Some("Recreate") => {
+            if rolling.is_some() {
+                errs.push(FieldError::forbidden(
+                    "spec.strategy.rollingUpdate",
+                    "may not be specified when strategy `type` is 'Recreate'",
+                ));
+            }
+        }
+        Some("RollingUpdate") => match rolling {
+            None => errs.push(FieldError::required(
+                "spec.strategy.rollingUpdate",
+                "this should be defaulted and never be nil",
+            )),
+            Some(ru) => {
+                let max_unavailable = get(ru, &["maxUnavailable"]);
+                let max_surge = get(ru, &["maxSurge"]);
+                errs.extend(validate_int_or_percent(
+                    max_unavailable,
+                    "spec.strategy.rollingUpdate.maxUnavailable",
+                ));
+                errs.extend(validate_int_or_percent(
+                    max_surge,
+                    "spec.strategy.rollingUpdate.maxSurge",
+                ));
+                let value = |v: Option<&Value>| {
+                    v.and_then(|v| percent(v).or_else(|| v.as_i64()))
+                        .unwrap_or(0)
+                };
+                if value(max_unavailable) == 0 && value(max_surge) == 0 {
+                    errs.push(FieldError::invalid(
+                        "spec.strategy.rollingUpdate.maxUnavailable",
+                        max_unavailable.unwrap_or(&Value::Null),
+                        "may not be 0 when `maxSurge` is 0",
+                    ));
+                }
+                if let Some(p) = max_unavailable.and_then(percent) {
+                    if p > 100 {
+                        errs.push(FieldError::invalid(
+                            "spec.strategy.rollingUpdate.maxUnavailable",
+                            max_unavailable.unwrap_or(&Value::Null),
+                            "must not be greater than 100%",
+                        ));
+                    }
+                }
+            }
+        },
+        _ => errs.push(FieldError::not_supported(
+            "spec.strategy.type",
+            get(strategy, &["type"]).unwrap_or(&Value::Null),
+            &["Recreate", "RollingUpdate"],
+        )),
+    }
+    errs
+}
+
+/// `ValidateDeploymentSpec`.
+fn validate_spec(obj: &Value) -> Vec<FieldError> {
+    let mut errs = validate_nonnegative(get(obj, &["spec", "replicas"]), "spec.replicas");
+    errs.extend(workload::validate_apps_selector_and_template(obj));
+    errs.extend(validate_strategy(obj));
+    errs.extend(validate_nonnegative(
+        get(obj, &["spec", "minReadySeconds"]),
+        "spec.minReadySeconds",
+    ));
+    errs.extend(validate_nonnegative(
+        get(obj, &["spec", "revisionHistoryLimit"]),
+        "spec.revisionHistoryLimit",
+    ));
+    if let Some(pds) = get(obj, &["spec", "progressDeadlineSeconds"]).filter(|v| !v.is_null()) {
+        errs.extend(validate_nonnegative(
+            Some(pds),
+            "spec.progressDeadlineSeconds",
+        ));
+        let min_ready = get_i64(obj, &["spec", "minReadySeconds"]).unwrap_or(0);
+        if pds.as_i64().unwrap_or(0) <= min_ready {
+            errs.push(FieldError::invalid(
+                "spec.progressDeadlineSeconds",
+                pds,
+                "must be greater than minReadySeconds",
+            ));
+        }
+    }
+    errs
+}
+
+/// The strategy of apps/v1 deployments.
+pub(crate) struct DeploymentStrategy {
+    base: GenericStrategy,
+}
+
+impl DeploymentStrategy {
+    /// The strategy of `info` (apps/v1 deployments).
+    pub(crate) fn new(info: &'static ResourceInfo) -> Self {
+        DeploymentStrategy {
+            base: GenericStrategy::new(info).tracking_generation(),
+        }
+    }
+}
+
+impl Strategy for DeploymentStrategy {
+    fn resource(&self) -> &'static ResourceInfo {
+        self.base.resource()
+    }
+
+    fn default(&self, obj: &mut Value) {
+        default_deployment(obj);
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        self.base.prepare_for_create(obj);
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        self.base.prepare_for_update(new, old);
+        // Annotations are copied from deployments to their replica sets, so changing them
+        // is a new generation too.
+        let spec_changed = !semantically_equal(get(new, &["spec"]), get(old, &["spec"]));
+        let annotations_changed = !semantically_equal(
+            get(new, &["metadata", "annotations"]),
+            get(old, &["metadata", "annotations"]),
+        );
+        if annotations_changed && !spec_changed {
+            let g = get_i64(old, &["metadata", "generation"]).unwrap_or(0) + 1;
+            set(new, &["metadata", "generation"], Some(json!(g)));
+        }
+    }
+
+    fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
+        self.base.prepare_for_status_update(new, old);
+        copy(new, old, &["metadata", "labels"]);
+    }
+
+    fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
+        let mut errs = self.base.validate_create(obj);
+        errs.extend(validate_spec(obj));
+        errs
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
+        let mut errs = self.base.validate_update(new, old);
+        errs.extend(validate_spec(new));
+        errs.extend(validate_immutable(
+            get(new, &["spec", "selector"]),
+            get(old, &["spec", "selector"]),
+            "spec.selector",
+        ));
+        errs.extend(workload::validate_replica_status(
+            new,
+            STATUS_COUNTERS,
+            STATUS_BOUNDED,
+        ));
+        errs.extend(workload::validate_collision_count(new, old));
+        errs
+    }
+
+    fn field_value(&self, obj: &Value, field: &str) -> Option<String> {
+        self.base.field_value(obj, field)
+    }
+
+    fn graceful_delete(&self, obj: &Value, requested_grace: Option<i64>) -> GracefulDelete {
+        self.base.graceful_delete(obj, requested_grace)
+    }
+
+    fn scale_replicas(&self, obj: &Value) -> Option<(i32, i32, String)> {
+        let selector = LabelSelector::from_json(get(obj, &["spec", "selector"]))
+            .map(|s| s.render())
+            .unwrap_or_default();
+        Some(workload::scale_of(obj, selector))
+    }
+
+    fn set_scale_replicas(&self, obj: &mut Value, replicas: i32) -> Result<(), FieldError> {
+        workload::set_replicas(obj, replicas)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rkcm_apimachinery::catalog;
+
+    fn strategy() -> DeploymentStrategy {
+        DeploymentStrategy::new(catalog::by_kind("apps/v1", "Deployment").expect("served"))
+    }
+
+    fn deployment() -> Value {
+        json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "default", "uid": "u1"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {
+                    "metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{"name": "nginx", "image": "nginx:1.25"}]}
+                }
+            }
+        })
+    }
+
+    fn created() -> Value {
+        let mut d = deployment();
+        strategy().default(&mut d);
+        strategy().prepare_for_create(&mut d);
+        d
+    }
+
+    fn messages(errs: &[FieldError]) -> Vec<String> {
+        errs.iter().map(FieldError::message_with_field).collect()
+    }
+
+    #[test]
+    fn defaults_are_applied_as_apps_v1_does() {
+        let d = created();
+        assert_eq!(d["spec"]["replicas"], 1);
+        assert_eq!(
+            d["spec"]["strategy"],
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}})
+        );
+        assert_eq!(d["spec"]["revisionHistoryLimit"], 10);
+        assert_eq!(d["spec"]["progressDeadlineSeconds"], 600);
+        assert_eq!(d["spec"]["template"]["spec"]["restartPolicy"], "Always");
+        assert_eq!(
+            d["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"],
+            "IfNotPresent"
+        );
+        assert!(d["spec"]["template"]["spec"]
+            .get("enableServiceLinks")
+            .is_none());
+        assert_eq!(d["metadata"]["generation"], 1);
+        assert_eq!(d["status"], json!({}));
+        assert!(
+            strategy().validate_create(&d).is_empty(),
+            "{:?}",
+            strategy().validate_create(&d)
+        );
+    }
+
+    #[test]
+    fn recreate_deployments_get_no_rolling_update_defaults() {
+        let mut d = deployment();
+        d["spec"]["strategy"] = json!({"type": "Recreate"});
+        strategy().default(&mut d);
+        assert_eq!(d["spec"]["strategy"], json!({"type": "Recreate"}));
+    }
+
+    #[test]
+    fn selector_is_required_and_must_match_the_template() {
+        let mut d = created();
+        d["spec"]["selector"] = json!({"matchLabels": {"app": "db"}});
+        assert_eq!(
+            messages(&strategy().validate_create(&d)),
+            ["spec.template.metadata.labels: Invalid value: {\"app\":\"web\"}: `selector` does not match template `labels`"]
+        );
+        d["spec"]["selector"] = json!({});
+        assert_eq!(
+            messages(&strategy().validate_create(&d)),
+            ["spec.selector: Invalid value: {}: empty selector is invalid for deployment"]
+        );
+        d["spec"].as_object_mut().expect("spec").remove("selector");
+        assert!(messages(&strategy().validate_create(&d))
+            .contains(&"spec.selector: Required value".to_string()));
+    }
+
+    #[test]
+    fn replicas_and_rolling_update_parameters_are_checked() {
+        let mut d = created();
+        d["spec"]["replicas"] = json!(-1);
+        d["spec"]["strategy"]["rollingUpdate"] = json!({"maxUnavailable": "120%", "maxSurge": 0});
+        d["spec"]["minReadySeconds"] = json!(700);
+        let m = messages(&strategy().validate_create(&d));
+        assert!(m.contains(
+            &"spec.replicas: Invalid value: -1: must be greater than or equal to 0".to_string()
+        ));
+        assert!(m.contains(&"spec.strategy.rollingUpdate.maxUnavailable: Invalid value: \"120%\": must not be greater than 100%".to_string()));
+        assert!(m.contains(&"spec.progressDeadlineSeconds: Invalid value: 600: must be greater than minReadySeconds".to_string()));
+        let mut d = created();
+        d["spec"]["strategy"]["rollingUpdate"] = json!({"maxUnavailable": 0, "maxSurge": "0%"});
+        assert_eq!(
+            messages(&strategy().validate_create(&d)),
+            ["spec.strategy.rollingUpdate.maxUnavailable: Invalid value: 0: may not be 0 when `maxSurge` is 0"]
+        );
+    }
+
+    #[test]
+    fn template_must_restart_always() {
+        let mut d = created();
+        d["spec"]["template"]["spec"]["restartPolicy"] = json!("OnFailure");
+        assert_eq!(
+            messages(&strategy().validate_create(&d)),
+            ["spec.template.spec.restartPolicy: Unsupported value: \"OnFailure\": supported values: \"Always\""]
+        );
+    }
+
+    #[test]
+    fn selector_is_immutable_on_update() {
+        let old = created();
+        let mut new = old.clone();
+        new["spec"]["selector"] = json!({"matchLabels": {"app": "web", "tier": "x"}});
+        new["spec"]["template"]["metadata"]["labels"]["tier"] = json!("x");
+        strategy().prepare_for_update(&mut new, &old);
+        let m = messages(&strategy().validate_update(&new, &old));
+        assert_eq!(m.len(), 1);
+        assert!(m[0].starts_with("spec.selector: Invalid value: "));
+        assert!(m[0].ends_with(": field is immutable"));
+    }
+
+    #[test]
+    fn generation_bumps_on_spec_or_annotation_changes_only() {
+        let s = strategy();
+        let mut old = created();
+        old["status"] = json!({"replicas": 1, "observedGeneration": 1});
+        let mut same = old.clone();
+        same["status"] = json!({"replicas": 5});
+        same["metadata"]["labels"] = json!({"x": "y"});
+        s.prepare_for_update(&mut same, &old);
+        assert_eq!(same["metadata"]["generation"], 1);
+        assert_eq!(
+            same["status"], old["status"],
+            "status comes from the old object"
+        );
+        let mut scaled = old.clone();
+        scaled["spec"]["replicas"] = json!(3);
+        s.prepare_for_update(&mut scaled, &old);
+        assert_eq!(scaled["metadata"]["generation"], 2);
+        let mut annotated = old.clone();
+        annotated["metadata"]["annotations"] = json!({"a": "b"});
+        s.prepare_for_update(&mut annotated, &old);
+        assert_eq!(annotated["metadata"]["generation"], 2);
+    }
+
+    #[test]
+    fn status_updates_ignore_spec_and_labels() {
+        let s = strategy();
+        let old = created();
+        let mut new = old.clone();
+        new["spec"]["replicas"] = json!(9);
+        new["metadata"]["labels"] = json!({"x": "y"});
+        new["status"] = json!({"replicas": 1, "readyReplicas": 1, "availableReplicas": 1, "observedGeneration": 1});
+        s.prepare_for_status_update(&mut new, &old);
+        assert_eq!(new["spec"], old["spec"]);
+        assert!(new["metadata"].get("labels").is_none());
+        assert_eq!(new["metadata"]["generation"], 1);
+        assert!(s.validate_update(&new, &old).is_empty());
+        new["status"]["availableReplicas"] = json!(2);
+        let m = messages(&s.validate_update(&new, &old));
+        assert!(m.contains(
+            &"status.availableReplicas: Invalid value: 2: cannot be greater than status.replicas"
+                .to_string()
+        ));
+    }
+
+    #[test]
+    fn scale_reports_replicas_and_the_rendered_selector() {
+        let s = strategy();
+        let mut d = created();
+        d["spec"]["selector"]["matchExpressions"] =
+            json!([{"key": "env", "operator": "In", "values": ["b", "a"]}]);
+        d["status"] = json!({"replicas": 2});
+        assert_eq!(
+            s.scale_replicas(&d),
+            Some((1, 2, "app=web,env in (a,b)".to_string()))
+        );
+        s.set_scale_replicas(&mut d, 4).expect("valid");
+        assert_eq!(d["spec"]["replicas"], 4);
+        let err = s.set_scale_replicas(&mut d, -1).expect_err("negative");
+        assert_eq!(
+            err.message_with_field(),
+            "spec.replicas: Invalid value: -1: must be greater than or equal to 0"
+        );
+    }
+}

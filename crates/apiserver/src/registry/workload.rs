@@ -1,0 +1,197 @@
+//! What deployments, replica sets and replication controllers share: the template checks of
+//! `ValidatePodTemplateSpecForReplicaSet` / `ForRC`, selector checks, replica-count status
+//! validation and the `/scale` subresource.
+
+use serde_json::{json, Value};
+
+use super::meta::validate_nonnegative;
+use super::object::{get, get_i64, object_mut, set, string_map};
+use super::pods::{default_pod_spec, validate_pod_template};
+use super::selector::{validate_label_selector, LabelSelector};
+use super::FieldError;
+
+/// Applies the pod spec defaults to `spec.template.spec` (`SetDefaults_PodSpec` runs on
+/// every embedded pod template).
+pub(crate) fn default_template(obj: &mut Value) {
+    if get(obj, &["spec", "template"]).is_some_and(Value::is_object) {
+        if let Some(spec) = object_mut(obj, &["spec", "template", "spec"]) {
+            default_pod_spec(spec);
+        }
+    }
+}
+
+/// Defaults `spec.replicas` to 1.
+pub(crate) fn default_replicas(obj: &mut Value) {
+    if get(obj, &["spec", "replicas"]).is_none_or(Value::is_null) {
+        set(obj, &["spec", "replicas"], Some(json!(1)));
+    }
+}
+
+/// `ValidatePodTemplateSpecForReplicaSet` / `ValidatePodTemplateSpecForRC`: the template is
+/// required, matches a non-empty selector, is a valid pod template, restarts `Always` and has
+/// no `activeDeadlineSeconds`. `owner` names the kind in the last message.
+pub(crate) fn validate_template(
+    template: Option<&Value>,
+    selector: &LabelSelector,
+    path: &str,
+    owner: &str,
+) -> Vec<FieldError> {
+    let Some(template) = template.filter(|t| !t.is_null()) else {
+        return vec![FieldError::required(path, "")];
+    };
+    let mut errs = Vec::new();
+    let labels_value = get(template, &["metadata", "labels"]);
+    if !selector.is_empty() && !selector.matches(&string_map(labels_value)) {
+        errs.push(FieldError::invalid(
+            format!("{path}.metadata.labels"),
+            labels_value.unwrap_or(&Value::Null),
+            "`selector` does not match template `labels`",
+        ));
+    }
+    errs.extend(validate_pod_template(Some(template), path));
+    let restart = get(template, &["spec", "restartPolicy"]);
+    if restart.and_then(Value::as_str) != Some("Always") {
+        errs.push(FieldError::not_supported(
+            format!("{path}.spec.restartPolicy"),
+            restart.unwrap_or(&Value::Null),
+            &["Always"],
+        ));
+    }
+    if get(template, &["spec", "activeDeadlineSeconds"]).is_some_and(|v| !v.is_null()) {
+        errs.push(FieldError::forbidden(
+            format!("{path}.spec.activeDeadlineSeconds"),
+            &format!("activeDeadlineSeconds in {owner} is not Supported"),
+        ));
+    }
+    errs
+}
+
+/// The selector and template checks of `ValidateDeploymentSpec` / `ValidateReplicaSetSpec`
+/// (apps/v1 `LabelSelector`s). kube says "deployment" for replica sets too.
+pub(crate) fn validate_apps_selector_and_template(obj: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let selector = get(obj, &["spec", "selector"]).filter(|v| !v.is_null());
+    match selector {
+        None => errs.push(FieldError::required("spec.selector", "")),
+        Some(sel) => {
+            errs.extend(validate_label_selector(Some(sel), "spec.selector"));
+            let count = |k: &str| {
+                sel.get(k)
+                    .map(|v| match v {
+                        Value::Object(m) => m.len(),
+                        Value::Array(a) => a.len(),
+                        _ => 0,
+                    })
+                    .unwrap_or(0)
+            };
+            if count("matchLabels") + count("matchExpressions") == 0 {
+                errs.push(FieldError::invalid(
+                    "spec.selector",
+                    sel,
+                    "empty selector is invalid for deployment",
+                ));
+            }
+        }
+    }
+    match LabelSelector::from_json(selector) {
+        Ok(s) => errs.extend(validate_template(
+            get(obj, &["spec", "template"]),
+            &s,
+            "spec.template",
+            "ReplicaSet",
+        )),
+        Err(_) => errs.push(FieldError::invalid(
+            "spec.selector",
+            selector.unwrap_or(&Value::Null),
+            "invalid label selector",
+        )),
+    }
+    errs
+}
+
+/// `ValidateNonnegativeField` of `spec.replicas` and `spec.minReadySeconds`.
+pub(crate) fn validate_counts(obj: &Value) -> Vec<FieldError> {
+    let mut errs = validate_nonnegative(get(obj, &["spec", "replicas"]), "spec.replicas");
+    errs.extend(validate_nonnegative(
+        get(obj, &["spec", "minReadySeconds"]),
+        "spec.minReadySeconds",
+    ));
+    errs
+}
+
+/// Replica-count status validation (`ValidateReplicaSetStatus`, `ValidateDeploymentStatus`,
+/// `ValidateReplicationControllerStatus`): counters are non-negative; `bounded` counters do not
+/// exceed `status.replicas`; `availableReplicas` does not exceed `readyReplicas`.
+pub(crate) fn validate_replica_status(
+    obj: &Value,
+    counters: &[&str],
+    bounded: &[&str],
+) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    for c in counters {
+        errs.extend(validate_nonnegative(
+            get(obj, &["status", c]),
+            &format!("status.{c}"),
+        ));
+    }
+    let n = |c: &str| get_i64(obj, &["status", c]).unwrap_or(0);
+    let replicas = n("replicas");
+    for c in bounded {
+        if n(c) > replicas {
+            errs.push(FieldError::invalid(
+                format!("status.{c}"),
+                &json!(n(c)),
+                "cannot be greater than status.replicas",
+            ));
+        }
+    }
+    if n("availableReplicas") > n("readyReplicas") {
+        errs.push(FieldError::invalid(
+            "status.availableReplicas",
+            &json!(n("availableReplicas")),
+            "cannot be greater than readyReplicas",
+        ));
+    }
+    errs
+}
+
+/// `status.collisionCount` may not be decremented (`IsDecremented`).
+pub(crate) fn validate_collision_count(new: &Value, old: &Value) -> Vec<FieldError> {
+    let new_c = get_i64(new, &["status", "collisionCount"]);
+    let old_c = get_i64(old, &["status", "collisionCount"]);
+    match (new_c, old_c) {
+        (n, Some(o)) if n.unwrap_or(0) < o => vec![FieldError::invalid(
+            "status.collisionCount",
+            &json!(n.unwrap_or(0)),
+            "cannot be decremented",
+        )],
+        _ => Vec::new(),
+    }
+}
+
+/// `(spec.replicas, status.replicas, selector)` of a workload for `/scale`.
+pub(crate) fn scale_of(obj: &Value, selector: String) -> (i32, i32, String) {
+    let as_i32 = |path: &[&str]| {
+        get_i64(obj, path)
+            .and_then(|n| i32::try_from(n).ok())
+            .unwrap_or(0)
+    };
+    (
+        as_i32(&["spec", "replicas"]),
+        as_i32(&["status", "replicas"]),
+        selector,
+    )
+}
+
+/// Sets `spec.replicas` from a `Scale`, refusing negative counts as `ValidateScale` does.
+pub(crate) fn set_replicas(obj: &mut Value, replicas: i32) -> Result<(), FieldError> {
+    if replicas < 0 {
+        return Err(FieldError::invalid(
+            "spec.replicas",
+            &json!(replicas),
+            "must be greater than or equal to 0",
+        ));
+    }
+    set(obj, &["spec", "replicas"], Some(json!(replicas)));
+    Ok(())
+}
