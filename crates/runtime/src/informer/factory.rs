@@ -1,0 +1,213 @@
+//! One shared informer per resource type, started together. Mirrors client-go's
+//! `SharedInformerFactory` and `WaitForNamedCacheSync`.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::fmt::{self, Debug};
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::{Api, Client, Resource};
+use parking_lot::Mutex;
+use serde::de::DeserializeOwned;
+
+use super::SharedInformer;
+use crate::Shutdown;
+
+/// How often [`wait_for_cache_sync`] polls (client-go's `syncedPollPeriod`).
+const SYNCED_POLL_PERIOD: Duration = Duration::from_millis(100);
+
+/// Something that can report whether its cache holds the first complete list.
+pub trait HasSynced: Send + Sync {
+    /// Whether the first list has been cached and delivered.
+    fn has_synced(&self) -> bool;
+}
+
+/// Type-erased view of a `SharedInformer<K>` held by the factory.
+trait FactoryInformer: Send + Sync {
+    fn as_any(&self) -> &dyn Any;
+    fn start(&self, shutdown: Shutdown);
+    fn synced(&self) -> bool;
+}
+
+impl<K> FactoryInformer for SharedInformer<K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn start(&self, shutdown: Shutdown) {
+        SharedInformer::start(self, shutdown);
+    }
+
+    fn synced(&self) -> bool {
+        self.has_synced()
+    }
+}
+
+/// Hands out one [`SharedInformer`] per resource type, watching all namespaces, and starts them.
+///
+/// Clones share the same informers. Controllers ask for the informers they need in their
+/// constructors; the caller then calls [`InformerFactory::start`] once (or again after more
+/// informers were requested) and waits for the caches to sync.
+#[doc(alias = "SharedInformerFactory")]
+#[derive(Clone)]
+pub struct InformerFactory {
+    inner: Arc<FactoryInner>,
+}
+
+struct FactoryInner {
+    client: Client,
+    default_resync: Duration,
+    informers: Mutex<HashMap<TypeId, Arc<dyn FactoryInformer>>>,
+}
+
+impl Debug for InformerFactory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InformerFactory")
+            .field("default_resync", &self.inner.default_resync)
+            .field("informers", &self.inner.informers.lock().len())
+            .finish()
+    }
+}
+
+impl InformerFactory {
+    /// A factory whose informers list/watch through `client` and resync every `default_resync`
+    /// (`Duration::ZERO` disables resync).
+    pub fn new(client: Client, default_resync: Duration) -> Self {
+        Self {
+            inner: Arc::new(FactoryInner {
+                client,
+                default_resync,
+                informers: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// The client the informers use.
+    pub fn client(&self) -> &Client {
+        &self.inner.client
+    }
+
+    /// The informer for `K`, created on first request; the same informer every time.
+    pub fn informer<K>(&self) -> SharedInformer<K>
+    where
+        K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    {
+        let mut informers = self.inner.informers.lock();
+        let entry = informers.entry(TypeId::of::<K>()).or_insert_with(|| {
+            Arc::new(SharedInformer::<K>::new(
+                Api::all(self.inner.client.clone()),
+                self.inner.default_resync,
+            ))
+        });
+        entry
+            .as_any()
+            .downcast_ref::<SharedInformer<K>>()
+            .expect("informers are keyed by their type id")
+            .clone()
+    }
+
+    /// Starts every informer requested so far that is not running yet. Idempotent.
+    pub fn start(&self, shutdown: Shutdown) {
+        let informers: Vec<_> = self.inner.informers.lock().values().cloned().collect();
+        for informer in informers {
+            informer.start(shutdown.clone());
+        }
+    }
+
+    /// Whether every informer requested so far has synced.
+    pub fn has_synced(&self) -> bool {
+        self.inner.informers.lock().values().all(|i| i.synced())
+    }
+
+    /// Waits until every informer requested so far has synced; `false` if shut down first.
+    pub async fn wait_for_cache_sync(&self, shutdown: &Shutdown) -> bool {
+        wait_for_cache_sync("informer factory", &[self], shutdown).await
+    }
+}
+
+impl HasSynced for InformerFactory {
+    fn has_synced(&self) -> bool {
+        InformerFactory::has_synced(self)
+    }
+}
+
+/// Waits until every cache in `synced` has synced, polling every 100 ms. Returns `false` if
+/// `shutdown` comes first. `name` (usually the controller's) appears in the logs.
+#[doc(alias = "WaitForNamedCacheSync")]
+pub async fn wait_for_cache_sync(
+    name: &str,
+    synced: &[&dyn HasSynced],
+    shutdown: &Shutdown,
+) -> bool {
+    tracing::info!(controller = name, "waiting for caches to sync");
+    let mut ticker = tokio::time::interval(SYNCED_POLL_PERIOD);
+    loop {
+        if synced.iter().all(|s| s.has_synced()) {
+            tracing::info!(controller = name, "caches are synced");
+            return true;
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => {
+                tracing::info!(controller = name, "unable to sync caches: shutting down");
+                return false;
+            }
+            _ = ticker.tick() => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::apps::v1::ReplicaSet;
+    use k8s_openapi::api::core::v1::Pod;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    fn offline_client() -> Client {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().expect("static uri"));
+        Client::try_from(config).expect("client from a plain http config")
+    }
+
+    #[tokio::test]
+    async fn informer_for_a_type_is_shared() {
+        let factory = InformerFactory::new(offline_client(), Duration::ZERO);
+        let a = factory.informer::<Pod>();
+        let b = factory.clone().informer::<Pod>();
+        a.add_indexer("x", |_p: &Pod| vec!["v".into()]);
+        a.store().insert(Arc::new(Pod::default()));
+        assert_eq!(b.store().by_index("x", "v").len(), 1, "same cache");
+        let _ = factory.informer::<ReplicaSet>();
+        assert_eq!(factory.inner.informers.lock().len(), 2);
+    }
+
+    struct Flag(AtomicBool);
+    impl HasSynced for Flag {
+        fn has_synced(&self) -> bool {
+            self.0.load(Ordering::SeqCst)
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn wait_for_cache_sync_polls_until_synced_or_shutdown() {
+        let shutdown = Shutdown::new();
+        let flag = Arc::new(Flag(AtomicBool::new(false)));
+        let setter = Arc::clone(&flag);
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            setter.0.store(true, Ordering::SeqCst);
+        });
+        assert!(wait_for_cache_sync("test", &[&*flag], &shutdown).await);
+
+        let never = Flag(AtomicBool::new(false));
+        let stopper = shutdown.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            stopper.cancel();
+        });
+        assert!(!wait_for_cache_sync("test", &[&never], &shutdown).await);
+    }
+}

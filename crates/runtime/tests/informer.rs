@@ -1,0 +1,197 @@
+//! Shared informer against a scripted API server: list, watch, resume, bookmarks, 410 relist.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use parking_lot::Mutex;
+use rkcm_runtime::informer::{
+    wait_for_cache_sync, Deleted, InformerFactory, Notification, SharedInformer,
+};
+use rkcm_runtime::{ObjectKey, Shutdown};
+use support::eventually;
+use support::fake_pods::FakePods;
+
+type Seen = Arc<Mutex<Vec<String>>>;
+
+fn describe(n: &Notification<Pod>) -> String {
+    let name = |p: &Pod| p.metadata.name.clone().unwrap_or_default();
+    match n {
+        Notification::Add(p) => format!("add {}", name(p)),
+        Notification::Update { new, .. } => format!("update {}", name(new)),
+        Notification::Delete(Deleted::Known(p)) => format!("delete {}", name(p)),
+        Notification::Delete(Deleted::FinalStateUnknown { key, .. }) => format!("tombstone {key}"),
+    }
+}
+
+fn record(informer: &SharedInformer<Pod>) -> Seen {
+    let seen: Seen = Arc::default();
+    let sink = Arc::clone(&seen);
+    informer.add_event_handler(move |n| sink.lock().push(describe(&n)));
+    seen
+}
+
+/// Waits until `seen` holds `expected.len()` more entries than `from`, and checks them.
+async fn expect_next(seen: &Seen, from: &mut usize, expected: &[&str]) {
+    let want = *from + expected.len();
+    eventually(&format!("notifications {expected:?}"), || {
+        seen.lock().len() >= want
+    })
+    .await;
+    let got: Vec<String> = seen.lock()[*from..want].to_vec();
+    assert_eq!(got, expected);
+    *from = want;
+}
+
+fn store_names(informer: &SharedInformer<Pod>) -> Vec<String> {
+    let mut names: Vec<String> = informer
+        .store()
+        .list_keys()
+        .into_iter()
+        .map(|k| k.name)
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn informer_follows_watch_resumes_after_drop_and_relists_on_410() {
+    let server = FakePods::start().await;
+    for name in ["a", "b", "c"] {
+        server.add(name);
+    }
+    let informer = SharedInformer::<Pod>::new(Api::all(server.client()), Duration::ZERO);
+    let seen = record(&informer);
+    let shutdown = Shutdown::new();
+    assert!(informer.start(shutdown.clone()));
+    assert!(!informer.start(shutdown.clone()), "start is idempotent");
+    let synced = tokio::time::timeout(
+        Duration::from_secs(10),
+        wait_for_cache_sync("test", &[&informer], &shutdown),
+    )
+    .await
+    .expect("informer never synced: list likely failed");
+    assert!(synced);
+    let mut at = 0;
+    expect_next(&seen, &mut at, &["add a", "add b", "add c"]).await;
+    {
+        let lists = server.state.lock().lists.clone();
+        assert_eq!(lists.len(), 1);
+        assert_eq!(lists[0].get("limit").map(String::as_str), Some("500"));
+    }
+
+    // Watch events in order.
+    eventually("watch open", || server.open_watches() == 1).await;
+    server.modify("a");
+    server.add("d");
+    server.delete("b");
+    expect_next(&seen, &mut at, &["update a", "add d", "delete b"]).await;
+    {
+        let watches = server.state.lock().watches.clone();
+        let w = &watches[0];
+        assert_eq!(w.get("resourceVersion").map(String::as_str), Some("3"));
+        assert_eq!(
+            w.get("allowWatchBookmarks").map(String::as_str),
+            Some("true")
+        );
+        let timeout: u64 = w["timeoutSeconds"].parse().expect("numeric timeout");
+        assert!((300..600).contains(&timeout), "timeout {timeout}");
+    }
+
+    // A bookmark moves the resource version; a dropped watch resumes from it without a relist.
+    let bookmark_rv = server.bookmark();
+    // The bookmark is applied before the stream ends, because the stream is read in order.
+    server.drop_watches();
+    eventually("rewatch", || server.watch_count() == 2).await;
+    assert_eq!(
+        server.state.lock().watches[1]
+            .get("resourceVersion")
+            .cloned(),
+        Some(bookmark_rv.to_string())
+    );
+    assert_eq!(server.list_count(), 1, "a dropped watch does not relist");
+    eventually("watch reopened", || server.open_watches() == 1).await;
+    server.modify("c");
+    expect_next(&seen, &mut at, &["update c"]).await;
+
+    // 410 Gone: relist; c vanished meanwhile and becomes a tombstone.
+    server.delete_silently("c");
+    server.state.lock().expire_next_watch = true;
+    server.drop_watches();
+    expect_next(
+        &seen,
+        &mut at,
+        &["update a", "update d", "tombstone default/c"],
+    )
+    .await;
+    assert_eq!(server.list_count(), 2);
+    assert_eq!(store_names(&informer), ["a", "d"]);
+    assert!(informer
+        .store()
+        .get(&ObjectKey::new("default", "c"))
+        .is_none());
+
+    // A handler added late first gets an Add for everything cached.
+    let late = record(&informer);
+    eventually("late handler snapshot", || late.lock().len() == 2).await;
+    let mut snapshot = late.lock().clone();
+    snapshot.sort();
+    assert_eq!(snapshot, ["add a", "add d"]);
+    eventually("watch reopened after relist", || server.open_watches() == 1).await;
+    server.add("e");
+    expect_next(&seen, &mut at, &["add e"]).await;
+    eventually("late handler sees new events", || {
+        late.lock().last().map(String::as_str) == Some("add e")
+    })
+    .await;
+
+    shutdown.cancel();
+}
+
+#[tokio::test]
+async fn first_list_is_paginated_by_500() {
+    let server = FakePods::start().await;
+    for i in 0..1201 {
+        server.add(&format!("p{i:04}"));
+    }
+    let factory = InformerFactory::new(server.client(), Duration::ZERO);
+    let informer = factory.informer::<Pod>();
+    let shutdown = Shutdown::new();
+    factory.start(shutdown.clone());
+    let synced = tokio::time::timeout(
+        Duration::from_secs(20),
+        factory.wait_for_cache_sync(&shutdown),
+    )
+    .await
+    .expect("factory never synced");
+    assert!(synced);
+    assert_eq!(informer.store().len(), 1201);
+    let lists = server.state.lock().lists.clone();
+    assert_eq!(lists.len(), 3);
+    assert_eq!(lists[1].get("continue").map(String::as_str), Some("500"));
+    assert_eq!(lists[2].get("continue").map(String::as_str), Some("1000"));
+    shutdown.cancel();
+}
+
+#[tokio::test]
+async fn resync_delivers_every_cached_object_as_an_update_to_itself() {
+    let server = FakePods::start().await;
+    server.add("a");
+    let informer = SharedInformer::<Pod>::new(Api::all(server.client()), Duration::from_secs(1));
+    let resynced = Arc::new(Mutex::new(0usize));
+    let counter = Arc::clone(&resynced);
+    informer.add_event_handler(move |n| {
+        if let Notification::Update { old, new } = n {
+            if Arc::ptr_eq(&old, &new) {
+                *counter.lock() += 1;
+            }
+        }
+    });
+    let shutdown = Shutdown::new();
+    informer.start(shutdown.clone());
+    eventually("a resync", || *resynced.lock() >= 1).await;
+    shutdown.cancel();
+}
