@@ -4,5 +4,6 @@
 //! against any cluster.
 
 pub mod duration;
+pub mod kubelet;
 pub mod quantity;
 pub mod scheduler;

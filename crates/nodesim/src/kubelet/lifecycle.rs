@@ -1,0 +1,490 @@
+//! The simulated kubelet's decision for one pod bound to its node: write a status, wait, delete, or nothing.
+//!
+//! The decision depends only on the pod as stored and the current time, so a restarted simulator
+//! picks up where the previous one left off. A pod goes through:
+//!
+//! 1. bound, no `startTime` → **Pending** with the sandbox up: `startTime`, `hostIP`, `podIP`,
+//!    containers waiting in `ContainerCreating` (skipped when the ready delay is zero);
+//! 2. after the ready delay → containers start: **Running** and Ready, or as the
+//!    [behaviour](super::behaviour) conventions say (never ready, failing, completing);
+//! 3. timed changes afterwards: crash-loop restarts, completion (**Succeeded**/**Failed**);
+//! 4. `deletionTimestamp` set → removed once its grace period (optionally capped) has passed,
+//!    at once when the pod already finished.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{ContainerStatus, HostIP, Pod, PodIP, PodSpec, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::behaviour::{container_behaviour, pod_behaviour};
+use super::containers::{self, advance, init_done, not_started, PodRef};
+use super::pod_status::{
+    phase, set_condition, set_readiness, sort_conditions, INITIALIZED,
+    POD_READY_TO_START_CONTAINERS, POD_SCHEDULED,
+};
+use super::time::{add, at_or_after, sub, until};
+use crate::scheduler::predicates::is_terminal;
+
+/// What the kubelet needs besides the pod to decide.
+#[derive(Clone, Debug)]
+pub struct PlanInput<'a> {
+    /// The current time.
+    pub now: Timestamp,
+    /// The node's InternalIP, reported as `hostIP`.
+    pub host_ip: &'a str,
+    /// The IP for the pod when it has none yet.
+    pub pod_ip: &'a str,
+    /// How long a pod stays in ContainerCreating unless its annotation says otherwise.
+    pub ready_delay: Duration,
+    /// Upper bound on how long a deleted pod keeps running; `None` honours its grace period.
+    pub termination_grace_cap: Option<Duration>,
+    /// When this process wrote the Pending status, if it did: more precise than the stored
+    /// `startTime`, which has whole seconds.
+    pub sandbox_created_at: Option<Timestamp>,
+}
+
+/// What to do with the pod now.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Action {
+    /// Nothing until the pod changes.
+    Idle,
+    /// Nothing now; decide again after this long.
+    Wait(Duration),
+    /// Write this status through `pods/{name}/status`; the resulting update triggers the next decision.
+    UpdateStatus(Box<PodStatus>),
+    /// Remove the pod: DELETE with `gracePeriodSeconds: 0` and a UID precondition.
+    Delete,
+}
+
+/// Decides what the kubelet does with `pod`, which is bound to this node.
+pub fn plan(pod: &Pod, input: &PlanInput<'_>) -> Action {
+    if let Some(deletion) = &pod.metadata.deletion_timestamp {
+        return plan_deletion(pod, deletion.0, input);
+    }
+    let Some(spec) = &pod.spec else {
+        return Action::Idle;
+    };
+    if is_terminal(pod) {
+        return Action::Idle;
+    }
+    let current = pod.status.clone().unwrap_or_default();
+    let ready_delay = pod_behaviour(pod).ready_delay.unwrap_or(input.ready_delay);
+    let started = current
+        .container_statuses
+        .iter()
+        .flatten()
+        .any(|c| !not_started(Some(c)));
+    if !started {
+        match &current.start_time {
+            None if !ready_delay.is_zero() => {
+                return Action::UpdateStatus(Box::new(sandbox_status(spec, current, input)));
+            }
+            None => {}
+            Some(start) => {
+                let since = input.sandbox_created_at.map_or(start.0, |t| t.max(start.0));
+                let due = add(since, ready_delay);
+                if !at_or_after(input.now, due) {
+                    return Action::Wait(until(input.now, due));
+                }
+            }
+        }
+    }
+    let (next_status, next_change) = running_status(pod, spec, &current, input);
+    if next_status != current {
+        Action::UpdateStatus(Box::new(next_status))
+    } else {
+        match next_change {
+            Some(due) => Action::Wait(until(input.now, due)),
+            None => Action::Idle,
+        }
+    }
+}
+
+fn plan_deletion(pod: &Pod, deletion: Timestamp, input: &PlanInput<'_>) -> Action {
+    if is_terminal(pod) {
+        return Action::Delete;
+    }
+    let grace = Duration::from_secs(
+        u64::try_from(pod.metadata.deletion_grace_period_seconds.unwrap_or(0)).unwrap_or(0),
+    );
+    // deletionTimestamp = time of the DELETE request + grace period.
+    let requested = sub(deletion, grace);
+    let keep_running = input
+        .termination_grace_cap
+        .map_or(grace, |cap| cap.min(grace));
+    let due = add(requested, keep_running);
+    if at_or_after(input.now, due) {
+        Action::Delete
+    } else {
+        Action::Wait(until(input.now, due))
+    }
+}
+
+fn pod_ref(pod: &Pod) -> PodRef<'_> {
+    PodRef {
+        namespace: pod.metadata.namespace.as_deref().unwrap_or_default(),
+        name: pod.metadata.name.as_deref().unwrap_or_default(),
+        uid: pod.metadata.uid.as_deref().unwrap_or_default(),
+    }
+}
+
+/// Fills in what the sandbox gives a pod: start time, host and pod IPs.
+fn with_sandbox(mut status: PodStatus, input: &PlanInput<'_>) -> PodStatus {
+    if status.start_time.is_none() {
+        status.start_time = Some(Time(input.now));
+    }
+    if status.host_ip.is_none() {
+        status.host_ip = Some(input.host_ip.into());
+        status.host_ips = Some(vec![HostIP {
+            ip: input.host_ip.into(),
+        }]);
+    }
+    if status.pod_ip.is_none() {
+        status.pod_ip = Some(input.pod_ip.into());
+        status.pod_ips = Some(vec![PodIP {
+            ip: input.pod_ip.into(),
+        }]);
+    }
+    status
+}
+
+fn sandbox_status(spec: &PodSpec, current: PodStatus, input: &PlanInput<'_>) -> PodStatus {
+    let now = input.now;
+    let mut status = with_sandbox(current, input);
+    status.phase = Some("Pending".into());
+    let mut statuses: Vec<ContainerStatus> = spec
+        .containers
+        .iter()
+        .map(|c| containers::waiting(c, containers::CONTAINER_CREATING))
+        .collect();
+    statuses.sort_by(|a, b| a.name.cmp(&b.name));
+    let init: Vec<ContainerStatus> = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .map(|c| containers::waiting(c, containers::POD_INITIALIZING))
+        .collect();
+    let mut conditions = status.conditions.take().unwrap_or_default();
+    set_condition(
+        &mut conditions,
+        POD_READY_TO_START_CONTAINERS,
+        true,
+        None,
+        None,
+        now,
+    );
+    if init.is_empty() {
+        set_condition(&mut conditions, INITIALIZED, true, None, None, now);
+    } else {
+        let names: Vec<&str> = init.iter().map(|c| c.name.as_str()).collect();
+        set_condition(
+            &mut conditions,
+            INITIALIZED,
+            false,
+            Some("ContainersNotInitialized"),
+            Some(format!(
+                "containers with incomplete status: [{}]",
+                names.join(" ")
+            )),
+            now,
+        );
+    }
+    set_readiness(&mut conditions, "Pending", &statuses, now);
+    set_condition(&mut conditions, POD_SCHEDULED, true, None, None, now);
+    sort_conditions(&mut conditions);
+    status.conditions = Some(conditions);
+    status.container_statuses = Some(statuses);
+    status.init_container_statuses = (!init.is_empty()).then_some(init);
+    status
+}
+
+/// The status with every container moved forward to `now`, and when a container next changes on its own.
+fn running_status(
+    pod: &Pod,
+    spec: &PodSpec,
+    current: &PodStatus,
+    input: &PlanInput<'_>,
+) -> (PodStatus, Option<Timestamp>) {
+    let now = input.now;
+    let pod_ref = pod_ref(pod);
+    let behaviour = pod_behaviour(pod);
+    let restart_policy = spec.restart_policy.as_deref().unwrap_or("Always");
+    let by_name = |list: &Option<Vec<ContainerStatus>>| -> BTreeMap<String, ContainerStatus> {
+        list.iter()
+            .flatten()
+            .map(|s| (s.name.clone(), s.clone()))
+            .collect()
+    };
+    let old = by_name(&current.container_statuses);
+    let old_init = by_name(&current.init_container_statuses);
+
+    let mut next_change: Option<Timestamp> = None;
+    let mut statuses = Vec::with_capacity(spec.containers.len());
+    for container in &spec.containers {
+        let b = container_behaviour(&behaviour, container);
+        let (status, next) = advance(
+            container,
+            old.get(&container.name),
+            &b,
+            restart_policy,
+            pod_ref,
+            now,
+        );
+        statuses.push(status);
+        next_change = match (next_change, next) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+    statuses.sort_by(|a, b| a.name.cmp(&b.name));
+    let init: Vec<ContainerStatus> = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .map(|c| init_done(c, old_init.get(&c.name), pod_ref, now))
+        .collect();
+
+    let mut status = with_sandbox(current.clone(), input);
+    let phase = phase(restart_policy, &statuses);
+    status.phase = Some(phase.into());
+    let mut conditions = status.conditions.take().unwrap_or_default();
+    set_condition(
+        &mut conditions,
+        POD_READY_TO_START_CONTAINERS,
+        true,
+        None,
+        None,
+        now,
+    );
+    set_condition(&mut conditions, INITIALIZED, true, None, None, now);
+    set_readiness(&mut conditions, phase, &statuses, now);
+    set_condition(&mut conditions, POD_SCHEDULED, true, None, None, now);
+    sort_conditions(&mut conditions);
+    status.conditions = Some(conditions);
+    status.container_statuses = Some(statuses);
+    status.init_container_statuses = (!init.is_empty()).then_some(init);
+    (status, next_change)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kubelet::behaviour::{
+        COMPLETE_AFTER_ANNOTATION, FAIL_ANNOTATION, NEVER_READY_ANNOTATION, READY_DELAY_ANNOTATION,
+    };
+    use crate::kubelet::pod_status::{CONTAINERS_READY, READY};
+    use k8s_openapi::api::core::v1::Container;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    fn t(ms: i64) -> Timestamp {
+        Timestamp::from_millisecond(1_700_000_000_000 + ms).expect("valid")
+    }
+
+    fn pod(annotations: &[(&str, &str)], restart_policy: &str) -> Pod {
+        Pod {
+            metadata: ObjectMeta {
+                name: Some("web-1".into()),
+                namespace: Some("default".into()),
+                uid: Some("uid-1".into()),
+                annotations: Some(
+                    annotations
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect(),
+                ),
+                ..Default::default()
+            },
+            spec: Some(PodSpec {
+                node_name: Some("rkcm-node-1".into()),
+                restart_policy: Some(restart_policy.into()),
+                containers: vec![Container {
+                    name: "app".into(),
+                    image: Some("nginx:1.27".into()),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            status: Some(PodStatus {
+                phase: Some("Pending".into()),
+                ..Default::default()
+            }),
+        }
+    }
+
+    fn input(now: Timestamp) -> PlanInput<'static> {
+        PlanInput {
+            now,
+            host_ip: "10.0.0.1",
+            pod_ip: "10.244.1.2",
+            ready_delay: Duration::from_millis(500),
+            termination_grace_cap: None,
+            sandbox_created_at: None,
+        }
+    }
+
+    /// Applies `plan` as the simulated kubelet would, returning the action taken.
+    fn step(pod: &mut Pod, input: &PlanInput<'_>) -> Action {
+        let action = plan(pod, input);
+        if let Action::UpdateStatus(status) = &action {
+            pod.status = Some((**status).clone());
+        }
+        action
+    }
+
+    fn condition(pod: &Pod, type_: &str) -> String {
+        pod.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|c| c.iter().find(|c| c.type_ == type_))
+            .map(|c| c.status.clone())
+            .unwrap_or_default()
+    }
+
+    fn phase_of(pod: &Pod) -> &str {
+        pod.status
+            .as_ref()
+            .and_then(|s| s.phase.as_deref())
+            .unwrap_or("")
+    }
+
+    #[test]
+    fn a_bound_pod_goes_pending_then_running_and_ready_after_the_delay() {
+        let mut p = pod(&[], "Always");
+        assert!(matches!(
+            step(&mut p, &input(t(0))),
+            Action::UpdateStatus(_)
+        ));
+        assert_eq!(phase_of(&p), "Pending");
+        let status = p.status.clone().unwrap();
+        assert_eq!(status.pod_ip.as_deref(), Some("10.244.1.2"));
+        assert_eq!(status.host_ip.as_deref(), Some("10.0.0.1"));
+        assert!(status.start_time.is_some());
+        assert_eq!(condition(&p, READY), "False");
+        assert_eq!(condition(&p, POD_SCHEDULED), "True");
+
+        let mut early = input(t(200));
+        early.sandbox_created_at = Some(t(0));
+        assert_eq!(
+            step(&mut p, &early),
+            Action::Wait(Duration::from_millis(300))
+        );
+
+        let mut later = input(t(500));
+        later.sandbox_created_at = Some(t(0));
+        assert!(matches!(step(&mut p, &later), Action::UpdateStatus(_)));
+        assert_eq!(phase_of(&p), "Running");
+        assert_eq!(condition(&p, READY), "True");
+        assert_eq!(condition(&p, CONTAINERS_READY), "True");
+        assert_eq!(condition(&p, INITIALIZED), "True");
+        assert_eq!(step(&mut p, &input(t(600))), Action::Idle);
+    }
+
+    #[test]
+    fn zero_ready_delay_goes_straight_to_running() {
+        let mut p = pod(&[(READY_DELAY_ANNOTATION, "0s")], "Always");
+        step(&mut p, &input(t(0)));
+        assert_eq!(phase_of(&p), "Running");
+        assert_eq!(condition(&p, READY), "True");
+    }
+
+    #[test]
+    fn never_ready_pods_run_without_becoming_ready_until_the_annotation_goes() {
+        let mut p = pod(
+            &[
+                (NEVER_READY_ANNOTATION, "true"),
+                (READY_DELAY_ANNOTATION, "0"),
+            ],
+            "Always",
+        );
+        step(&mut p, &input(t(0)));
+        assert_eq!(phase_of(&p), "Running");
+        assert_eq!(condition(&p, READY), "False");
+        assert_eq!(step(&mut p, &input(t(60_000))), Action::Idle);
+        p.metadata.annotations = None;
+        step(&mut p, &input(t(61_000)));
+        assert_eq!(condition(&p, READY), "True");
+    }
+
+    #[test]
+    fn failing_pods_fail_under_never_and_crash_loop_under_always() {
+        let mut p = pod(
+            &[(FAIL_ANNOTATION, "true"), (READY_DELAY_ANNOTATION, "0")],
+            "Never",
+        );
+        step(&mut p, &input(t(0)));
+        assert_eq!(phase_of(&p), "Failed");
+        assert_eq!(step(&mut p, &input(t(1000))), Action::Idle);
+
+        let mut p = pod(
+            &[(FAIL_ANNOTATION, "true"), (READY_DELAY_ANNOTATION, "0")],
+            "Always",
+        );
+        step(&mut p, &input(t(0)));
+        assert_eq!(phase_of(&p), "Running");
+        assert_eq!(condition(&p, READY), "False");
+        assert_eq!(
+            step(&mut p, &input(t(1000))),
+            Action::Wait(Duration::from_secs(9))
+        );
+        step(&mut p, &input(t(10_000)));
+        let restarts = p
+            .status
+            .as_ref()
+            .unwrap()
+            .container_statuses
+            .as_ref()
+            .unwrap()[0]
+            .restart_count;
+        assert_eq!(restarts, 1);
+    }
+
+    #[test]
+    fn completing_pods_succeed() {
+        let mut p = pod(
+            &[
+                (COMPLETE_AFTER_ANNOTATION, "2s"),
+                (READY_DELAY_ANNOTATION, "0"),
+            ],
+            "Never",
+        );
+        step(&mut p, &input(t(0)));
+        assert_eq!(phase_of(&p), "Running");
+        assert_eq!(
+            step(&mut p, &input(t(1000))),
+            Action::Wait(Duration::from_secs(1))
+        );
+        step(&mut p, &input(t(2000)));
+        assert_eq!(phase_of(&p), "Succeeded");
+        assert_eq!(condition(&p, READY), "False");
+    }
+
+    #[test]
+    fn deleted_pods_are_removed_after_their_grace_period_or_the_cap() {
+        let mut p = pod(&[], "Always");
+        p.metadata.deletion_grace_period_seconds = Some(30);
+        p.metadata.deletion_timestamp = Some(Time(t(30_000)));
+        assert_eq!(
+            plan(&p, &input(t(0))),
+            Action::Wait(Duration::from_secs(30))
+        );
+        assert_eq!(plan(&p, &input(t(30_000))), Action::Delete);
+        let mut capped = input(t(0));
+        capped.termination_grace_cap = Some(Duration::from_secs(2));
+        assert_eq!(plan(&p, &capped), Action::Wait(Duration::from_secs(2)));
+
+        p.metadata.deletion_grace_period_seconds = Some(0);
+        p.metadata.deletion_timestamp = Some(Time(t(0)));
+        assert_eq!(plan(&p, &input(t(0))), Action::Delete);
+    }
+
+    #[test]
+    fn finished_pods_are_removed_at_once_when_deleted() {
+        let mut p = pod(&[], "Never");
+        p.status.as_mut().unwrap().phase = Some("Succeeded".into());
+        p.metadata.deletion_grace_period_seconds = Some(30);
+        p.metadata.deletion_timestamp = Some(Time(t(30_000)));
+        assert_eq!(plan(&p, &input(t(0))), Action::Delete);
+    }
+}
