@@ -17,16 +17,24 @@
 //! `BeforeUpdate`: `metadata.generation`, `uid`, `creationTimestamp`, `deletionTimestamp` and
 //! `deletionGracePeriodSeconds` are carried over from the old object.
 
+mod configmaps;
+mod controllerrevisions;
 mod deployments;
+mod events;
 mod generation;
 mod generic;
+mod leases;
 pub mod meta;
+pub mod namespaces;
+mod nodes;
 pub(crate) mod object;
 mod pods;
 mod quantity;
 mod replicasets;
 mod replicationcontrollers;
 pub mod selector;
+mod services;
+mod simple;
 mod workload;
 
 use std::fmt;
@@ -290,7 +298,13 @@ fn build(info: &'static ResourceInfo) -> Box<dyn Strategy> {
         ),
         ("apps", "Deployment") => Box::new(deployments::DeploymentStrategy::new(info)),
         ("apps", "ReplicaSet") => Box::new(replicasets::ReplicaSetStrategy::new(info)),
-        // TODO: workloads, namespaces, nodes, events and services are being added.
+        ("", "Namespace") => Box::new(namespaces::NamespaceStrategy::new(info)),
+        ("", "Node") => Box::new(nodes::NodeStrategy::new(info)),
+        ("", "Event") | ("events.k8s.io", "Event") => Box::new(events::EventStrategy::new(info)),
+        ("", "Service") => Box::new(services::strategy(info)),
+        ("", "ConfigMap") => Box::new(configmaps::strategy(info)),
+        ("apps", "ControllerRevision") => Box::new(controllerrevisions::strategy(info)),
+        ("coordination.k8s.io", "Lease") => Box::new(leases::strategy(info)),
         _ => Box::new(GenericStrategy::new(info)),
     }
 }

@@ -1,0 +1,136 @@
+//! ConfigMaps: key validity, the 1 MiB size limit and the `immutable` flag
+//! (`ValidateConfigMap`, `ValidateConfigMapUpdate` of core validation).
+
+use std::collections::BTreeSet;
+
+use rkcm_apimachinery::catalog::ResourceInfo;
+use serde_json::{json, Value};
+
+use super::generic::GenericStrategy;
+use super::object::{get, semantically_equal};
+use super::simple::{no_defaults, SimpleStrategy};
+use super::FieldError;
+
+/// Largest total size of `data` and `binaryData` (`MaxSecretSize`, shared by configmaps).
+const MAX_CONFIG_MAP_SIZE: usize = 1024 * 1024;
+
+/// `IsConfigMapKey`.
+fn config_map_key_errors(key: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if key.len() > 253 {
+        errs.push("must be no more than 253 characters".to_string());
+    }
+    if key.is_empty()
+        || !key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+    {
+        errs.push("a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')".to_string());
+    }
+    if key == "." {
+        errs.push("must not be '.'".to_string());
+    } else if key == ".." {
+        errs.push("must not be '..'".to_string());
+    } else if key.starts_with("..") {
+        errs.push("must not start with '..'".to_string());
+    }
+    errs
+}
+
+fn validate(obj: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let mut keys = BTreeSet::new();
+    let mut total = 0usize;
+    for section in ["data", "binaryData"] {
+        for (k, v) in get(obj, &[section])
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            for m in config_map_key_errors(k) {
+                errs.push(FieldError::invalid(
+                    format!("{section}[{k}]"),
+                    &json!(k),
+                    &m,
+                ));
+            }
+            if !keys.insert(k.clone()) {
+                errs.push(FieldError::invalid(
+                    format!("{section}[{k}]"),
+                    &json!(k),
+                    "duplicate of key present in data",
+                ));
+            }
+            total += v.as_str().map_or(0, str::len);
+        }
+    }
+    if total > MAX_CONFIG_MAP_SIZE {
+        errs.push(FieldError::too_long("", MAX_CONFIG_MAP_SIZE));
+    }
+    errs
+}
+
+fn validate_update(new: &Value, old: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    if get(old, &["immutable"]).and_then(Value::as_bool) == Some(true) {
+        if get(new, &["immutable"]).and_then(Value::as_bool) != Some(true) {
+            errs.push(FieldError::forbidden(
+                "immutable",
+                "field is immutable when `immutable` is set",
+            ));
+        }
+        for section in ["data", "binaryData"] {
+            if !semantically_equal(get(new, &[section]), get(old, &[section])) {
+                errs.push(FieldError::forbidden(
+                    section,
+                    "field is immutable when `immutable` is set",
+                ));
+            }
+        }
+    }
+    errs
+}
+
+/// The strategy of configmaps.
+pub(crate) fn strategy(info: &'static ResourceInfo) -> SimpleStrategy {
+    SimpleStrategy::new(
+        GenericStrategy::new(info),
+        no_defaults,
+        validate,
+        validate_update,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::Strategy;
+    use rkcm_apimachinery::catalog;
+
+    fn s() -> SimpleStrategy {
+        strategy(catalog::by_kind("v1", "ConfigMap").expect("served"))
+    }
+
+    #[test]
+    fn keys_must_be_valid_and_unique_across_data_and_binary_data() {
+        let cm = json!({"metadata": {"name": "c", "namespace": "default"},
+            "data": {"good.key": "v", "bad key": "v", "dup": "x"}, "binaryData": {"dup": "eA=="}});
+        let fields: Vec<String> = s()
+            .validate_create(&cm)
+            .iter()
+            .map(|e| e.field.clone())
+            .collect();
+        assert_eq!(fields, ["data[bad key]", "binaryData[dup]"]);
+    }
+
+    #[test]
+    fn immutable_configmaps_keep_their_data() {
+        let old = json!({"metadata": {"name": "c", "namespace": "default"}, "data": {"a": "1"}, "immutable": true});
+        let mut new = old.clone();
+        new["data"]["a"] = json!("2");
+        assert_eq!(s().validate_update(&new, &old)[0].field, "data");
+        let mut labelled = old.clone();
+        labelled["metadata"]["labels"] = json!({"x": "y"});
+        assert!(s().validate_update(&labelled, &old).is_empty());
+    }
+}

@@ -1,0 +1,213 @@
+//! Services: defaults (type `ClusterIP`, session affinity `None`, port protocol and target
+//! port, traffic policies), the ports and type checks of `ValidateService`, and the
+//! immutable cluster IP.
+//!
+//! Mirrors `pkg/registry/core/service/strategy.go`, `pkg/apis/core/v1/defaults.go`
+//! (`SetDefaults_Service`) and core validation.
+//!
+//! TODO: no cluster IP or node port is allocated: `spec.clusterIP` stays as the client sent
+//! it (empty or `None`), and `clusterIPs`, `ipFamilies` and `ipFamilyPolicy` are not filled.
+
+use std::collections::BTreeSet;
+
+use rkcm_apimachinery::catalog::ResourceInfo;
+use serde_json::{json, Value};
+
+use super::generic::GenericStrategy;
+use super::meta::{self, name_is_dns1035_label};
+use super::object::{default_field, get, get_str, object_mut};
+use super::simple::SimpleStrategy;
+use super::FieldError;
+
+const SERVICE_TYPES: &[&str] = &["ClusterIP", "NodePort", "LoadBalancer", "ExternalName"];
+
+/// `SetDefaults_Service`.
+fn default_service(obj: &mut Value) {
+    let Some(spec) = object_mut(obj, &["spec"]) else {
+        return;
+    };
+    default_field(spec, "type", json!("ClusterIP"));
+    default_field(spec, "sessionAffinity", json!("None"));
+    let ty = spec
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    if ty != "ExternalName" {
+        default_field(spec, "internalTrafficPolicy", json!("Cluster"));
+    }
+    if ty == "NodePort" || ty == "LoadBalancer" {
+        default_field(spec, "externalTrafficPolicy", json!("Cluster"));
+    }
+    if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
+        for p in ports.iter_mut().filter_map(Value::as_object_mut) {
+            default_field(p, "protocol", json!("TCP"));
+            if let Some(port) = p.get("port").cloned() {
+                match p.get("targetPort") {
+                    None | Some(Value::Null) => {
+                        p.insert("targetPort".to_string(), port);
+                    }
+                    Some(Value::Number(n)) if n.as_i64() == Some(0) => {
+                        p.insert("targetPort".to_string(), port);
+                    }
+                    Some(Value::String(s)) if s.is_empty() => {
+                        p.insert("targetPort".to_string(), port);
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+    }
+}
+
+fn validate(obj: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let ty = get(obj, &["spec", "type"]);
+    let ty_str = ty.and_then(Value::as_str).unwrap_or("");
+    if !SERVICE_TYPES.contains(&ty_str) {
+        errs.push(FieldError::not_supported(
+            "spec.type",
+            ty.unwrap_or(&Value::Null),
+            SERVICE_TYPES,
+        ));
+    }
+    let headless = get_str(obj, &["spec", "clusterIP"]) == Some("None");
+    let ports = get(obj, &["spec", "ports"]).and_then(Value::as_array);
+    if ports.is_none_or(Vec::is_empty) && !headless && ty_str != "ExternalName" {
+        errs.push(FieldError::required("spec.ports", ""));
+    }
+    let ports = ports.map(Vec::as_slice).unwrap_or_default();
+    let mut names = BTreeSet::new();
+    for (i, p) in ports.iter().enumerate() {
+        let path = format!("spec.ports[{i}]");
+        let name = get_str(p, &["name"]).unwrap_or("");
+        if ports.len() > 1 && name.is_empty() {
+            errs.push(FieldError::required(format!("{path}.name"), ""));
+        } else if !name.is_empty() {
+            for m in meta::is_dns1123_label(name) {
+                errs.push(FieldError::invalid(
+                    format!("{path}.name"),
+                    &json!(name),
+                    &m,
+                ));
+            }
+            if !names.insert(name) {
+                errs.push(FieldError::duplicate(format!("{path}.name"), &json!(name)));
+            }
+        }
+        match get(p, &["port"]) {
+            Some(v) if v.as_i64().is_some_and(|n| (1..=65535).contains(&n)) => {}
+            Some(v) => errs.push(FieldError::invalid(
+                format!("{path}.port"),
+                v,
+                "must be between 1 and 65535, inclusive",
+            )),
+            None => errs.push(FieldError::required(format!("{path}.port"), "")),
+        }
+        let protocol = get(p, &["protocol"]);
+        if !protocol
+            .and_then(Value::as_str)
+            .is_some_and(|s| ["TCP", "UDP", "SCTP"].contains(&s))
+        {
+            errs.push(FieldError::not_supported(
+                format!("{path}.protocol"),
+                protocol.unwrap_or(&Value::Null),
+                &["SCTP", "TCP", "UDP"],
+            ));
+        }
+    }
+    errs.extend(meta::validate_labels(
+        get(obj, &["spec", "selector"]),
+        "spec.selector",
+    ));
+    let affinity = get(obj, &["spec", "sessionAffinity"]);
+    if !affinity
+        .and_then(Value::as_str)
+        .is_some_and(|s| s == "None" || s == "ClientIP")
+    {
+        errs.push(FieldError::not_supported(
+            "spec.sessionAffinity",
+            affinity.unwrap_or(&Value::Null),
+            &["ClientIP", "None"],
+        ));
+    }
+    errs
+}
+
+fn validate_update(new: &Value, old: &Value) -> Vec<FieldError> {
+    // ValidateServiceUpdate: a set cluster IP does not change (except when the type becomes
+    // ExternalName, which clears it).
+    let old_ip = get_str(old, &["spec", "clusterIP"]).unwrap_or("");
+    let new_ip = get(new, &["spec", "clusterIP"]);
+    let becomes_external = get_str(new, &["spec", "type"]) == Some("ExternalName");
+    if !old_ip.is_empty() && new_ip.and_then(Value::as_str) != Some(old_ip) && !becomes_external {
+        return vec![FieldError::invalid(
+            "spec.clusterIP",
+            new_ip.unwrap_or(&Value::Null),
+            "field is immutable",
+        )];
+    }
+    Vec::new()
+}
+
+/// The strategy of services.
+pub(crate) fn strategy(info: &'static ResourceInfo) -> SimpleStrategy {
+    SimpleStrategy::new(
+        GenericStrategy::new(info).with_name_validator(name_is_dns1035_label),
+        default_service,
+        validate,
+        validate_update,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::Strategy;
+    use rkcm_apimachinery::catalog;
+
+    fn s() -> SimpleStrategy {
+        strategy(catalog::by_kind("v1", "Service").expect("served"))
+    }
+
+    #[test]
+    fn defaults_set_type_affinity_protocol_and_target_port() {
+        let mut svc = json!({"metadata": {"name": "web", "namespace": "default"},
+            "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}});
+        s().default(&mut svc);
+        s().prepare_for_create(&mut svc);
+        assert_eq!(svc["spec"]["type"], "ClusterIP");
+        assert_eq!(svc["spec"]["sessionAffinity"], "None");
+        assert_eq!(svc["spec"]["internalTrafficPolicy"], "Cluster");
+        assert_eq!(
+            svc["spec"]["ports"][0],
+            json!({"port": 80, "protocol": "TCP", "targetPort": 80})
+        );
+        assert!(
+            s().validate_create(&svc).is_empty(),
+            "{:?}",
+            s().validate_create(&svc)
+        );
+    }
+
+    #[test]
+    fn names_are_dns_1035_labels_and_ports_are_required() {
+        let mut svc = json!({"metadata": {"name": "1web", "namespace": "default"}, "spec": {}});
+        s().default(&mut svc);
+        let fields: Vec<String> = s()
+            .validate_create(&svc)
+            .iter()
+            .map(|e| e.field.clone())
+            .collect();
+        assert_eq!(fields, ["spec.ports", "metadata.name"]);
+    }
+
+    #[test]
+    fn a_set_cluster_ip_is_immutable() {
+        let old = json!({"metadata": {"name": "web", "namespace": "default"},
+            "spec": {"type": "ClusterIP", "sessionAffinity": "None", "clusterIP": "10.0.0.10", "ports": [{"port": 80, "protocol": "TCP"}]}});
+        let mut new = old.clone();
+        new["spec"]["clusterIP"] = json!("10.0.0.11");
+        assert_eq!(s().validate_update(&new, &old)[0].field, "spec.clusterIP");
+    }
+}
