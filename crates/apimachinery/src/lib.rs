@@ -4,3 +4,4 @@
 pub mod catalog;
 pub mod openapi;
 pub mod patch;
+pub mod printers;

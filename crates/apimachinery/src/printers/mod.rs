@@ -1,0 +1,395 @@
+//! Server-side table printing (`Accept: application/json;as=Table;g=meta.k8s.io;v=v1`).
+//!
+//! Mirrors `pkg/printers/internalversion/printers.go`: each kind has column definitions and a
+//! function from an object to the cells of its row. Like the API server's table convertor,
+//! rows always carry every column, including the `priority: 1` ones that kubectl shows only
+//! with `-o wide`. Kinds without a printer get the default table (Name, Created At).
+
+mod apps;
+mod basic;
+pub mod duration;
+mod event;
+mod node;
+mod pod;
+mod service;
+
+use jiff::Timestamp;
+use serde_json::{json, Map, Value};
+
+use crate::catalog::ResourceInfo;
+
+/// One column of a table (`meta.k8s.io/v1` `TableColumnDefinition`).
+#[derive(Clone, Copy, Debug)]
+pub struct Column {
+    /// Header text (kubectl upper-cases it).
+    pub name: &'static str,
+    /// OpenAPI type of the cells: `string`, `integer`, `date`, ...
+    pub type_: &'static str,
+    /// OpenAPI format hint; `name` marks the object's name column.
+    pub format: &'static str,
+    /// Description of the column.
+    pub description: Description,
+    /// 0 for default columns, 1 for `-o wide` columns.
+    pub priority: u8,
+}
+
+/// Where a column's description comes from.
+#[derive(Clone, Copy, Debug)]
+pub enum Description {
+    /// Literal text.
+    Text(&'static str),
+    /// The description of a field in a generated OpenAPI definition, as kube uses `SwaggerDoc()`.
+    Field(&'static str, &'static str),
+}
+
+const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+
+const NAME: Column = Column {
+    name: "Name",
+    type_: "string",
+    format: "name",
+    description: Description::Field(OBJECT_META, "name"),
+    priority: 0,
+};
+
+const AGE: Column = Column {
+    name: "Age",
+    type_: "string",
+    format: "",
+    description: Description::Field(OBJECT_META, "creationTimestamp"),
+    priority: 0,
+};
+
+const fn col(name: &'static str, type_: &'static str, description: Description) -> Column {
+    Column {
+        name,
+        type_,
+        format: "",
+        description,
+        priority: 0,
+    }
+}
+
+const fn wide(name: &'static str, type_: &'static str, description: Description) -> Column {
+    Column {
+        name,
+        type_,
+        format: "",
+        description,
+        priority: 1,
+    }
+}
+
+impl Column {
+    /// The `TableColumnDefinition` JSON.
+    pub fn to_json(&self) -> Value {
+        let description = match self.description {
+            Description::Text(t) => t.to_string(),
+            Description::Field(def, field) => crate::openapi::definitions::definitions()
+                .get(def)
+                .and_then(|d| d.pointer(&format!("/properties/{field}/description")))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+        };
+        json!({
+            "name": self.name,
+            "type": self.type_,
+            "format": self.format,
+            "description": description,
+            "priority": self.priority,
+        })
+    }
+}
+
+/// A kind's printer: its columns and the function producing one row's cells.
+struct Printer {
+    columns: &'static [Column],
+    cells: fn(&Value, Timestamp) -> Vec<Value>,
+    /// Row conditions (`Completed` for finished pods), if the kind has any.
+    conditions: Option<fn(&Value) -> Option<Value>>,
+}
+
+fn printer_for(info: &ResourceInfo) -> Printer {
+    let p = |columns, cells| Printer {
+        columns,
+        cells,
+        conditions: None,
+    };
+    match (info.group, info.kind) {
+        ("", "Pod") => Printer {
+            columns: pod::COLUMNS,
+            cells: pod::cells,
+            conditions: Some(pod::conditions),
+        },
+        ("apps", "Deployment") => p(apps::DEPLOYMENT_COLUMNS, apps::deployment_cells),
+        ("apps", "ReplicaSet") => p(apps::REPLICA_SET_COLUMNS, apps::replica_set_cells),
+        ("", "ReplicationController") => p(
+            apps::REPLICATION_CONTROLLER_COLUMNS,
+            apps::replication_controller_cells,
+        ),
+        ("apps", "ControllerRevision") => p(
+            apps::CONTROLLER_REVISION_COLUMNS,
+            apps::controller_revision_cells,
+        ),
+        ("", "Node") => p(node::COLUMNS, node::cells),
+        ("", "Event") | ("events.k8s.io", "Event") => p(event::COLUMNS, event::cells),
+        ("", "Namespace") => p(basic::NAMESPACE_COLUMNS, basic::namespace_cells),
+        ("", "ConfigMap") => p(basic::CONFIG_MAP_COLUMNS, basic::config_map_cells),
+        ("coordination.k8s.io", "Lease") => p(basic::LEASE_COLUMNS, basic::lease_cells),
+        ("", "Service") => p(service::COLUMNS, service::cells),
+        _ => p(basic::DEFAULT_COLUMNS, basic::default_cells),
+    }
+}
+
+/// The column definitions a table of `info`'s objects has.
+pub fn columns(info: &ResourceInfo) -> Vec<Value> {
+    printer_for(info)
+        .columns
+        .iter()
+        .map(Column::to_json)
+        .collect()
+}
+
+/// Builds a table of `objects` of the resource `info`, with ages measured at `now`.
+///
+/// Returns `(columnDefinitions, rows)` for a `meta.k8s.io/v1` `Table`. With `include_object`
+/// each row's `object` is the object's `PartialObjectMetadata` (kube's default,
+/// `includeObject=PartialObjectMetadata`, which kubectl needs for the NAMESPACE column and
+/// `--show-labels`); without it rows have no `object`, and a caller serving
+/// `includeObject=Object` inserts the full object itself.
+pub fn table(
+    info: &ResourceInfo,
+    objects: &[&Value],
+    now: Timestamp,
+    include_object: bool,
+) -> (Vec<Value>, Vec<Value>) {
+    let printer = printer_for(info);
+    let columns = printer.columns.iter().map(Column::to_json).collect();
+    let rows = objects
+        .iter()
+        .map(|obj| {
+            let mut row = Map::new();
+            row.insert("cells".into(), Value::Array((printer.cells)(obj, now)));
+            if let Some(conditions) = printer.conditions.and_then(|c| c(obj)) {
+                row.insert("conditions".into(), conditions);
+            }
+            if include_object {
+                row.insert("object".into(), partial_object_metadata(obj));
+            }
+            Value::Object(row)
+        })
+        .collect();
+    (columns, rows)
+}
+
+/// The `meta.k8s.io/v1` `PartialObjectMetadata` of an object: its metadata only.
+pub fn partial_object_metadata(obj: &Value) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({})),
+    })
+}
+
+// ---- helpers shared by the printers: typed reads of JSON objects ----
+
+/// The string at `pointer`, or "" (Go's zero value).
+fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
+    v.pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// The integer at `pointer`, or `default`.
+fn int_at(v: &Value, pointer: &str, default: i64) -> i64 {
+    v.pointer(pointer)
+        .and_then(Value::as_i64)
+        .unwrap_or(default)
+}
+
+/// The array at `pointer`, or an empty slice.
+fn array_at<'a>(v: &'a Value, pointer: &str) -> &'a [Value] {
+    v.pointer(pointer)
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+}
+
+/// Parses an RFC 3339 timestamp at `pointer`.
+fn time_at(v: &Value, pointer: &str) -> Option<Timestamp> {
+    v.pointer(pointer)
+        .and_then(Value::as_str)
+        .and_then(|s| s.parse::<Timestamp>().ok())
+}
+
+/// `translateTimestampSince`: the human duration since `t`, or `<unknown>`.
+fn since(t: Option<Timestamp>, now: Timestamp) -> String {
+    match t {
+        Some(t) => duration::human_duration(now.as_nanosecond() - t.as_nanosecond()),
+        None => "<unknown>".to_string(),
+    }
+}
+
+/// The Age cell.
+fn age(obj: &Value, now: Timestamp) -> Value {
+    Value::String(since(time_at(obj, "/metadata/creationTimestamp"), now))
+}
+
+/// The Name cell.
+fn name(obj: &Value) -> Value {
+    Value::String(str_at(obj, "/metadata/name").to_string())
+}
+
+/// `labels.FormatLabels`: `k=v` pairs sorted by key, or `<none>`.
+fn format_labels(map: Option<&Value>) -> String {
+    let Some(Value::Object(m)) = map else {
+        return "<none>".to_string();
+    };
+    if m.is_empty() {
+        return "<none>".to_string();
+    }
+    let mut pairs: Vec<String> = m
+        .iter()
+        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+        .collect();
+    pairs.sort();
+    pairs.join(",")
+}
+
+/// `labels.SelectorFromSet(m).String()`: like [`format_labels`] but "" when empty.
+fn set_selector_string(map: Option<&Value>) -> String {
+    match map {
+        Some(Value::Object(m)) if !m.is_empty() => format_labels(map),
+        _ => String::new(),
+    }
+}
+
+/// `metav1.LabelSelectorAsSelector(sel).String()`: requirements sorted by key.
+fn label_selector_string(sel: Option<&Value>) -> String {
+    let Some(sel) = sel.filter(|s| s.is_object()) else {
+        return String::new();
+    };
+    let mut reqs: Vec<(String, String)> = Vec::new();
+    if let Some(Value::Object(labels)) = sel.get("matchLabels") {
+        for (k, v) in labels {
+            reqs.push((k.clone(), format!("{k}={}", v.as_str().unwrap_or_default())));
+        }
+    }
+    for expr in sel
+        .get("matchExpressions")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+    {
+        let key = str_at(expr, "/key");
+        let mut values: Vec<&str> = array_at(expr, "/values")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        values.sort_unstable();
+        values.dedup();
+        let text = match str_at(expr, "/operator") {
+            "In" => format!("{key} in ({})", values.join(",")),
+            "NotIn" => format!("{key} notin ({})", values.join(",")),
+            "Exists" => key.to_string(),
+            "DoesNotExist" => format!("!{key}"),
+            _ => return "<invalid>".to_string(),
+        };
+        reqs.push((key.to_string(), text));
+    }
+    reqs.sort_by(|a, b| a.0.cmp(&b.0));
+    reqs.into_iter()
+        .map(|(_, t)| t)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// `layoutContainerCells`: container names and images, comma-separated.
+fn containers_and_images(pod_spec: Option<&Value>) -> (String, String) {
+    let containers = pod_spec
+        .and_then(|s| s.get("containers"))
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let names: Vec<&str> = containers.iter().map(|c| str_at(c, "/name")).collect();
+    let images: Vec<&str> = containers.iter().map(|c| str_at(c, "/image")).collect();
+    (names.join(","), images.join(","))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog;
+
+    #[test]
+    fn every_served_resource_has_columns_with_a_name_column() {
+        for info in catalog::all() {
+            let cols = columns(info);
+            assert!(
+                cols.iter().any(|c| c["format"] == "name"),
+                "{} has a name column",
+                info.kind
+            );
+            for c in &cols {
+                assert!(
+                    !c["description"].as_str().unwrap_or_default().is_empty(),
+                    "{} column {} has a description",
+                    info.kind,
+                    c["name"]
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn name_column_description_comes_from_object_meta() {
+        let info = catalog::by_kind("v1", "ConfigMap").unwrap();
+        let cols = columns(info);
+        assert!(cols[0]["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("Name must be unique"));
+    }
+
+    #[test]
+    fn rows_carry_partial_object_metadata_when_asked() {
+        let info = catalog::by_kind("v1", "ConfigMap").unwrap();
+        let cm =
+            json!({"metadata":{"name":"c","namespace":"ns","labels":{"a":"b"}},"data":{"x":"y"}});
+        let now: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        let (_, rows) = table(info, &[&cm], now, true);
+        assert_eq!(rows[0]["object"]["kind"], "PartialObjectMetadata");
+        assert_eq!(rows[0]["object"]["metadata"]["namespace"], "ns");
+        let (_, rows) = table(info, &[&cm], now, false);
+        assert!(rows[0].get("object").is_none());
+    }
+
+    #[test]
+    fn every_row_has_one_cell_per_column() {
+        let now: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        let empty = json!({"metadata":{"name":"x"}});
+        for info in catalog::all() {
+            let (cols, rows) = table(info, &[&empty], now, false);
+            assert_eq!(
+                rows[0]["cells"].as_array().unwrap().len(),
+                cols.len(),
+                "{}",
+                info.kind
+            );
+        }
+    }
+
+    #[test]
+    fn label_selectors_print_like_kube() {
+        let sel = json!({"matchLabels":{"app":"web","tier":"fe"},
+            "matchExpressions":[{"key":"env","operator":"In","values":["prod","dev"]},
+                                {"key":"legacy","operator":"DoesNotExist"}]});
+        assert_eq!(
+            label_selector_string(Some(&sel)),
+            "app=web,env in (dev,prod),!legacy,tier=fe"
+        );
+        assert_eq!(format_labels(None), "<none>");
+        assert_eq!(format_labels(Some(&json!({"b":"2","a":"1"}))), "a=1,b=2");
+    }
+}
