@@ -1,3 +1,23 @@
 //! Kubernetes-compatible API server.
+//!
+//! Serves the resources of [`rkcm_apimachinery::catalog`] over HTTPS with bearer-token
+//! authentication, backed by a durable embedded store (redb) or memory, with a watch cache in
+//! front. Per-kind behaviour lives in [`registry`]; the generic create/update/delete semantics in
+//! [`rest`]; HTTP in [`http`].
 
+pub mod config;
+pub mod error;
+pub mod http;
+pub mod object;
 pub mod registry;
+pub mod rest;
+pub mod server;
+pub mod storage;
+pub mod store;
+pub mod testing;
+pub mod tls;
+pub mod watch_cache;
+
+pub use config::Config;
+pub use error::ApiError;
+pub use server::{ApiServer, Error};

@@ -1,0 +1,333 @@
+//! Discovery: `/version`, `/api`, `/apis`, the per-group-version resource lists, aggregated
+//! discovery (`apidiscovery.k8s.io/v2`) and the OpenAPI endpoints.
+//!
+//! Mirrors `staging/src/k8s.io/apiserver/pkg/endpoints/discovery` (legacy lists and
+//! `aggregated/`): all of it is derived from [`rkcm_apimachinery::catalog`].
+
+use axum::extract::Path;
+use axum::response::{IntoResponse, Response};
+use http::{HeaderMap, StatusCode};
+use serde_json::{json, Value};
+
+use rkcm_apimachinery::catalog::{self, ResourceInfo};
+
+use crate::error::ApiError;
+use crate::http::json_value;
+
+/// Kubernetes version the server reports and whose types it serves.
+pub const GIT_VERSION: &str = "v1.33.0-rkcm";
+
+/// `GET /version`.
+pub async fn version() -> Response {
+    json_value(
+        StatusCode::OK,
+        &json!({
+            "major": "1",
+            "minor": "33",
+            "gitVersion": GIT_VERSION,
+            "gitCommit": "",
+            "gitTreeState": "clean",
+            "buildDate": "1970-01-01T00:00:00Z",
+            "goVersion": "",
+            "compiler": "rustc",
+            "platform": format!("{}/{}", std::env::consts::OS, match std::env::consts::ARCH { "x86_64" => "amd64", "aarch64" => "arm64", other => other }),
+        }),
+    )
+}
+
+/// Which aggregated discovery version the client accepts, if any (`v2` preferred).
+fn aggregated_version(headers: &HeaderMap) -> Option<&'static str> {
+    let accept = headers
+        .get_all(http::header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect::<Vec<_>>()
+        .join(",");
+    for media in accept.split(',') {
+        let params: Vec<&str> = media.split(';').map(str::trim).collect();
+        let has = |p: &str| params.contains(&p);
+        if params.first() == Some(&"application/json")
+            && has("g=apidiscovery.k8s.io")
+            && has("as=APIGroupDiscoveryList")
+        {
+            if has("v=v2") {
+                return Some("v2");
+            }
+            if has("v=v2beta1") {
+                return Some("v2beta1");
+            }
+        }
+    }
+    None
+}
+
+fn verbs(v: &[&str]) -> Value {
+    json!(v)
+}
+
+/// Legacy `APIResourceList` entries of one group version (resources and their subresources).
+fn api_resources(group: &str, version: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    for r in catalog::all()
+        .iter()
+        .filter(|r| r.group == group && r.version == version)
+    {
+        let mut entry = json!({
+            "name": r.plural,
+            "singularName": r.singular,
+            "namespaced": r.namespaced(),
+            "kind": r.kind,
+            "verbs": verbs(r.verbs),
+        });
+        if !r.short_names.is_empty() {
+            entry["shortNames"] = json!(r.short_names);
+        }
+        if !r.categories.is_empty() {
+            entry["categories"] = json!(r.categories);
+        }
+        out.push(entry);
+        for s in r.subresources {
+            let mut sub = json!({
+                "name": format!("{}/{}", r.plural, s.name),
+                "singularName": "",
+                "namespaced": r.namespaced(),
+                "kind": s.kind,
+                "verbs": verbs(s.verbs),
+            });
+            if s.group != r.group || s.version != r.version {
+                sub["group"] = json!(s.group);
+                sub["version"] = json!(s.version);
+            }
+            out.push(sub);
+        }
+    }
+    out
+}
+
+fn resource_list(group: &str, version: &str) -> Value {
+    let gv = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    json!({
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": gv,
+        "resources": api_resources(group, version),
+    })
+}
+
+/// Aggregated discovery entry of one resource.
+fn aggregated_resource(r: &ResourceInfo) -> Value {
+    let mut entry = json!({
+        "resource": r.plural,
+        "responseKind": {"group": r.group, "version": r.version, "kind": r.kind},
+        "scope": if r.namespaced() { "Namespaced" } else { "Cluster" },
+        "singularResource": r.singular,
+        "verbs": verbs(r.verbs),
+    });
+    if !r.short_names.is_empty() {
+        entry["shortNames"] = json!(r.short_names);
+    }
+    if !r.categories.is_empty() {
+        entry["categories"] = json!(r.categories);
+    }
+    if !r.subresources.is_empty() {
+        entry["subresources"] = Value::Array(
+            r.subresources
+                .iter()
+                .map(|s| {
+                    json!({
+                        "subresource": s.name,
+                        "responseKind": {"group": s.group, "version": s.version, "kind": s.kind},
+                        "verbs": verbs(s.verbs),
+                    })
+                })
+                .collect(),
+        );
+    }
+    entry
+}
+
+fn aggregated_group(group: &str, versions: &[&str]) -> Value {
+    let versions: Vec<Value> = versions
+        .iter()
+        .map(|v| {
+            json!({
+                "version": v,
+                "resources": catalog::all()
+                    .iter()
+                    .filter(|r| r.group == group && r.version == *v)
+                    .map(aggregated_resource)
+                    .collect::<Vec<_>>(),
+                "freshness": "Current",
+            })
+        })
+        .collect();
+    let metadata = if group.is_empty() {
+        json!({})
+    } else {
+        json!({"name": group})
+    };
+    json!({"metadata": metadata, "versions": versions})
+}
+
+fn aggregated_response(version: &str, items: Vec<Value>) -> Response {
+    let body = json!({
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": format!("apidiscovery.k8s.io/{version}"),
+        "metadata": {},
+        "items": items,
+    });
+    match serde_json::to_vec(&body) {
+        Ok(b) => Response::builder()
+            .status(StatusCode::OK)
+            .header(
+                http::header::CONTENT_TYPE,
+                format!(
+                    "application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList"
+                ),
+            )
+            .header(http::header::VARY, "Accept")
+            .body(axum::body::Body::from(b))
+            .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response()),
+        Err(e) => ApiError::internal("encoding discovery", e).into_response(),
+    }
+}
+
+/// `GET /api`.
+pub async fn api(headers: HeaderMap) -> Response {
+    if let Some(v) = aggregated_version(&headers) {
+        return aggregated_response(v, vec![aggregated_group("", &["v1"])]);
+    }
+    json_value(
+        StatusCode::OK,
+        &json!({
+            "kind": "APIVersions",
+            "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}],
+        }),
+    )
+}
+
+/// `GET /api/v1`.
+pub async fn core_v1() -> Response {
+    json_value(StatusCode::OK, &resource_list("", "v1"))
+}
+
+fn api_group(name: &str, versions: &[&str]) -> Value {
+    let gvs: Vec<Value> = versions
+        .iter()
+        .map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v}))
+        .collect();
+    json!({
+        "name": name,
+        "versions": gvs,
+        "preferredVersion": gvs.first().cloned().unwrap_or(Value::Null),
+    })
+}
+
+/// `GET /apis`.
+pub async fn apis(headers: HeaderMap) -> Response {
+    let groups = catalog::groups();
+    if let Some(v) = aggregated_version(&headers) {
+        return aggregated_response(
+            v,
+            groups
+                .iter()
+                .map(|(g, vs)| aggregated_group(g, vs))
+                .collect(),
+        );
+    }
+    json_value(
+        StatusCode::OK,
+        &json!({
+            "kind": "APIGroupList",
+            "apiVersion": "v1",
+            "groups": groups.iter().map(|(g, vs)| api_group(g, vs)).collect::<Vec<_>>(),
+        }),
+    )
+}
+
+/// `GET /apis/{group}`.
+pub async fn group(Path(group): Path<String>) -> Response {
+    match catalog::groups().into_iter().find(|(g, _)| *g == group) {
+        Some((g, vs)) => {
+            let mut body = api_group(g, &vs);
+            body["kind"] = json!("APIGroup");
+            body["apiVersion"] = json!("v1");
+            json_value(StatusCode::OK, &body)
+        }
+        None => ApiError::no_route().into_response(),
+    }
+}
+
+/// `GET /apis/{group}/{version}`.
+pub async fn group_version(Path((group, version)): Path<(String, String)>) -> Response {
+    let served = catalog::groups()
+        .into_iter()
+        .any(|(g, vs)| g == group && vs.contains(&version.as_str()));
+    if !served {
+        return ApiError::no_route().into_response();
+    }
+    json_value(StatusCode::OK, &resource_list(&group, &version))
+}
+
+fn openapi_missing() -> Response {
+    // TODO: serve the documents of rkcm_apimachinery::openapi once they land.
+    ApiError::new(404, "NotFound", "OpenAPI documents are not served yet").into_response()
+}
+
+/// `GET /openapi/v2`.
+pub async fn openapi_v2() -> Response {
+    openapi_missing()
+}
+
+/// `GET /openapi/v3`.
+pub async fn openapi_v3_index() -> Response {
+    openapi_missing()
+}
+
+/// `GET /openapi/v3/{path}`.
+pub async fn openapi_v3_document(Path(_path): Path<String>) -> Response {
+    openapi_missing()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scale_subresources_name_the_autoscaling_kind() {
+        let list = api_resources("apps", "v1");
+        let scale = list
+            .iter()
+            .find(|r| r["name"] == "deployments/scale")
+            .expect("deployments/scale advertised");
+        assert_eq!(scale["group"], "autoscaling");
+        assert_eq!(scale["kind"], "Scale");
+        let deploy = list
+            .iter()
+            .find(|r| r["name"] == "deployments")
+            .expect("deployments");
+        assert_eq!(deploy["shortNames"][0], "deploy");
+    }
+
+    #[test]
+    fn aggregated_discovery_is_chosen_by_accept() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            http::header::ACCEPT,
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
+                .parse()
+                .expect("header"),
+        );
+        assert_eq!(aggregated_version(&h), Some("v2"));
+        h.insert(
+            http::header::ACCEPT,
+            "application/json".parse().expect("header"),
+        );
+        assert_eq!(aggregated_version(&h), None);
+    }
+}

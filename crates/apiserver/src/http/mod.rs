@@ -1,0 +1,139 @@
+//! HTTP layer: routing, authentication, content negotiation and the handlers.
+
+pub mod discovery;
+pub mod negotiate;
+pub mod params;
+pub mod path;
+pub mod resource;
+pub mod table;
+pub mod watch;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use bytes::Bytes;
+use http::{header, HeaderMap, StatusCode};
+
+use crate::error::ApiError;
+use crate::store::Store;
+
+/// Largest request body accepted (kube's 3 MiB limit).
+pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+
+/// What every handler shares.
+pub struct AppState {
+    /// Objects.
+    pub store: Store,
+    /// Bearer token that grants access; `None` disables authentication.
+    pub token: Option<String>,
+    /// Interval between watch bookmarks.
+    pub bookmark_interval: Duration,
+    /// Cancelled when the server stops; open watches end.
+    pub shutdown: tokio_util::sync::CancellationToken,
+}
+
+/// Shared handler state.
+pub type SharedState = Arc<AppState>;
+
+/// The router serving every endpoint.
+pub fn router(state: SharedState) -> Router {
+    Router::new()
+        .route("/version", get(discovery::version))
+        .route("/version/", get(discovery::version))
+        .route("/healthz", get(health))
+        .route("/livez", get(health))
+        .route("/readyz", get(health))
+        .route("/api", get(discovery::api))
+        .route("/api/", get(discovery::api))
+        .route("/api/v1", get(discovery::core_v1))
+        .route("/api/v1/", get(discovery::core_v1))
+        .route("/apis", get(discovery::apis))
+        .route("/apis/", get(discovery::apis))
+        .route("/apis/{group}", get(discovery::group))
+        .route("/apis/{group}/{version}", get(discovery::group_version))
+        .route("/openapi/v2", get(discovery::openapi_v2))
+        .route("/openapi/v3", get(discovery::openapi_v3_index))
+        .route("/openapi/v3/{*path}", get(discovery::openapi_v3_document))
+        .fallback(resource::handle)
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&state),
+            authenticate,
+        ))
+        .with_state(state)
+}
+
+async fn health() -> &'static str {
+    "ok"
+}
+
+/// Paths served without a token (as kube's `system:public-info-viewer`).
+fn is_public(path: &str) -> bool {
+    matches!(
+        path,
+        "/healthz" | "/livez" | "/readyz" | "/version" | "/version/"
+    )
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Rejects requests without the admin bearer token with 401 Unauthorized.
+async fn authenticate(State(state): State<SharedState>, req: Request, next: Next) -> Response {
+    if let Some(token) = &state.token {
+        if !is_public(req.uri().path()) {
+            let presented = req
+                .headers()
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| {
+                    v.strip_prefix("Bearer ")
+                        .or_else(|| v.strip_prefix("bearer "))
+                })
+                .map(str::trim);
+            if !presented.is_some_and(|p| constant_time_eq(p.as_bytes(), token.as_bytes())) {
+                return ApiError::unauthorized().into_response();
+            }
+        }
+    }
+    next.run(req).await
+}
+
+/// Reads a request body of at most [`MAX_BODY_BYTES`] (413 beyond).
+pub async fn read_body(headers: &HeaderMap, body: Body) -> Result<Bytes, ApiError> {
+    if let Some(len) = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        if len > MAX_BODY_BYTES {
+            return Err(ApiError::too_large());
+        }
+    }
+    axum::body::to_bytes(body, MAX_BODY_BYTES)
+        .await
+        .map_err(|_| ApiError::too_large())
+}
+
+/// A JSON response.
+pub fn json_response(code: StatusCode, body: impl Into<Body>) -> Response {
+    Response::builder()
+        .status(code)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(body.into())
+        .unwrap_or_else(|_| code.into_response())
+}
+
+/// A JSON response of a value.
+pub fn json_value(code: StatusCode, value: &serde_json::Value) -> Response {
+    match serde_json::to_vec(value) {
+        Ok(b) => json_response(code, b),
+        Err(e) => ApiError::internal("encoding the response", e).into_response(),
+    }
+}

@@ -1,0 +1,195 @@
+//! The API server: storage, certificates, token and the accept loop.
+
+use std::sync::Arc;
+
+use axum::Router;
+use base64::Engine;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::http::{self, AppState};
+use crate::rest;
+use crate::storage::{self, memory::MemoryBackend, redb::RedbBackend, Backend};
+use crate::store::Store;
+use crate::tls::{self, TlsMaterial};
+
+/// Errors starting or running the server.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The store could not be opened or loaded.
+    #[error("opening the store")]
+    Storage(#[from] storage::Error),
+    /// Certificates or the token could not be prepared.
+    #[error("preparing TLS material")]
+    Tls(#[from] tls::Error),
+    /// The data dir could not be created.
+    #[error("creating the data dir {path}")]
+    DataDir {
+        /// Directory.
+        path: String,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Seeding the system namespaces failed.
+    #[error("creating the system namespaces: {0}")]
+    Seed(crate::error::ApiError),
+}
+
+/// A Kubernetes-compatible API server, ready to serve.
+pub struct ApiServer {
+    config: Config,
+    store: Store,
+    token: String,
+    tls: Option<TlsMaterial>,
+}
+
+impl ApiServer {
+    /// Opens the store (redb in `data_dir`, or memory), prepares certificates and the admin
+    /// token, and creates the system namespaces.
+    pub async fn new(config: Config) -> Result<Self, Error> {
+        let dir = config.data_dir.as_deref();
+        if let Some(d) = dir {
+            std::fs::create_dir_all(d).map_err(|e| Error::DataDir {
+                path: d.display().to_string(),
+                source: e,
+            })?;
+        }
+        let backend: Arc<dyn Backend> = match dir {
+            Some(d) => Arc::new(RedbBackend::open(&d.join("rkcm.redb"))?),
+            None => Arc::new(MemoryBackend::new()),
+        };
+        let store = Store::new(backend, config.watch_cache_capacity).await?;
+        rest::ensure_system_namespaces(&store)
+            .await
+            .map_err(Error::Seed)?;
+        let token = match &config.admin_token {
+            Some(t) => t.clone(),
+            None => tls::load_or_generate_token(dir)?,
+        };
+        let mut sans = config.extra_sans.clone();
+        let ip = config.bind.ip();
+        if !ip.is_unspecified() {
+            sans.push(ip.to_string());
+        }
+        let tls = if config.tls {
+            Some(tls::load_or_generate(dir, &sans)?)
+        } else {
+            None
+        };
+        Ok(Self {
+            config,
+            store,
+            token,
+            tls,
+        })
+    }
+
+    /// The admin bearer token.
+    pub fn admin_token(&self) -> &str {
+        &self.token
+    }
+
+    /// The CA certificate (PEM) clients must trust; `None` when serving plain HTTP.
+    pub fn ca_pem(&self) -> Option<String> {
+        self.tls.as_ref().map(|t| t.ca_pem.clone())
+    }
+
+    /// A kubeconfig (YAML) for `server_url` with the CA embedded, the admin token and context
+    /// `rkcm`.
+    pub fn kubeconfig(&self, server_url: &str) -> String {
+        kubeconfig_yaml(server_url, self.ca_pem().as_deref(), &self.token)
+    }
+
+    /// The configuration the server was built with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The HTTP router, for in-process requests (`tower::ServiceExt::oneshot`).
+    pub fn router(&self, shutdown: CancellationToken) -> Router {
+        http::router(Arc::new(AppState {
+            store: self.store.clone(),
+            token: Some(self.token.clone()),
+            bookmark_interval: self.config.bookmark_interval,
+            shutdown,
+        }))
+    }
+
+    /// Serves on `listener` until `shutdown` is cancelled; open connections are then closed.
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        shutdown: CancellationToken,
+    ) -> std::io::Result<()> {
+        let router = self.router(shutdown.clone());
+        let acceptor = match &self.tls {
+            Some(m) => Some(tokio_rustls::TlsAcceptor::from(Arc::new(
+                tls::server_config(m).map_err(std::io::Error::other)?,
+            ))),
+            None => None,
+        };
+        let mut conns = JoinSet::new();
+        loop {
+            let (stream, peer) = tokio::select! {
+                _ = shutdown.cancelled() => break,
+                accepted = listener.accept() => match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accept failed");
+                        continue;
+                    }
+                },
+                Some(_) = conns.join_next(), if !conns.is_empty() => continue,
+            };
+            let _ = stream.set_nodelay(true);
+            let service = TowerToHyperService::new(router.clone());
+            let acceptor = acceptor.clone();
+            conns.spawn(async move {
+                let builder = auto::Builder::new(TokioExecutor::new());
+                let result = match acceptor {
+                    Some(acceptor) => match acceptor.accept(stream).await {
+                        Ok(tls) => {
+                            builder
+                                .serve_connection_with_upgrades(TokioIo::new(tls), service)
+                                .await
+                        }
+                        Err(e) => {
+                            tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                            return;
+                        }
+                    },
+                    None => {
+                        builder
+                            .serve_connection_with_upgrades(TokioIo::new(stream), service)
+                            .await
+                    }
+                };
+                if let Err(e) = result {
+                    tracing::debug!(%peer, error = %e, "connection ended with an error");
+                }
+            });
+        }
+        conns.shutdown().await;
+        Ok(())
+    }
+}
+
+/// Kubeconfig YAML with one cluster, one user (bearer token) and context `rkcm`.
+pub fn kubeconfig_yaml(server_url: &str, ca_pem: Option<&str>, token: &str) -> String {
+    let ca_line = match ca_pem {
+        Some(pem) => format!(
+            "    certificate-authority-data: {}\n",
+            base64::engine::general_purpose::STANDARD.encode(pem)
+        ),
+        None => String::new(),
+    };
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: rkcm\n  cluster:\n    server: {server_url}\n{ca_line}users:\n- name: rkcm-admin\n  user:\n    token: {token}\ncontexts:\n- name: rkcm\n  context:\n    cluster: rkcm\n    user: rkcm-admin\n    namespace: default\ncurrent-context: rkcm\npreferences: {{}}\n"
+    )
+}

@@ -1,0 +1,111 @@
+//! An in-process API server for tests: in-memory store, TLS and token on `127.0.0.1:0`.
+
+use std::path::Path;
+
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::server::{kubeconfig_yaml, ApiServer};
+
+/// A running test server; stopped when dropped.
+pub struct TestServer {
+    url: String,
+    token: String,
+    ca_pem: Option<String>,
+    kube_config: kube::Config,
+    shutdown: CancellationToken,
+    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+/// Starts an in-memory server with TLS and a token on an ephemeral loopback port.
+///
+/// Panics if the server cannot start (tests only).
+pub async fn start() -> TestServer {
+    start_with(Config::default()).await
+}
+
+/// Starts a server with `config` (its `bind` is ignored: the server listens on `127.0.0.1:0`).
+///
+/// Panics if the server cannot start (tests only).
+pub async fn start_with(config: Config) -> TestServer {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind 127.0.0.1:0");
+    let addr = listener.local_addr().expect("local address");
+    let tls = config.tls;
+    let server = ApiServer::new(config).await.expect("API server starts");
+    let scheme = if tls { "https" } else { "http" };
+    let url = format!("{scheme}://{addr}");
+    let token = server.admin_token().to_string();
+    let ca_pem = server.ca_pem();
+    let yaml = kubeconfig_yaml(&url, ca_pem.as_deref(), &token);
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&yaml).expect("kubeconfig parses");
+    let kube_config = kube::Config::from_custom_kubeconfig(
+        kubeconfig,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .expect("kubeconfig is usable");
+    let shutdown = CancellationToken::new();
+    let task = tokio::spawn(server.serve(listener, shutdown.clone()));
+    TestServer {
+        url,
+        token,
+        ca_pem,
+        kube_config,
+        shutdown,
+        task: Some(task),
+    }
+}
+
+impl TestServer {
+    /// A client authenticated as admin.
+    pub fn client(&self) -> kube::Client {
+        kube::Client::try_from(self.kube_config.clone()).expect("client from test kubeconfig")
+    }
+
+    /// The kube client configuration (to build clients with other settings).
+    pub fn kube_config(&self) -> kube::Config {
+        self.kube_config.clone()
+    }
+
+    /// Kubeconfig YAML for this server.
+    pub fn kubeconfig_yaml(&self) -> String {
+        kubeconfig_yaml(&self.url, self.ca_pem.as_deref(), &self.token)
+    }
+
+    /// Writes the kubeconfig to `path`.
+    pub fn write_kubeconfig(&self, path: impl AsRef<Path>) -> std::io::Result<()> {
+        std::fs::write(path, self.kubeconfig_yaml())
+    }
+
+    /// Base URL (`https://127.0.0.1:<port>`).
+    pub fn url(&self) -> String {
+        self.url.clone()
+    }
+
+    /// The admin token.
+    pub fn admin_token(&self) -> &str {
+        &self.token
+    }
+
+    /// The CA certificate (PEM), when serving TLS.
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.ca_pem.as_deref()
+    }
+
+    /// Stops the server and waits for it to finish.
+    pub async fn stop(mut self) {
+        self.shutdown.cancel();
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}

@@ -1,0 +1,204 @@
+//! Serving certificate and admin token: generated on first start, reused from the data dir after.
+
+use std::path::Path;
+
+use rand::RngCore;
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+
+/// PEM-encoded CA and serving certificate with its key.
+#[derive(Clone, Debug)]
+pub struct TlsMaterial {
+    /// CA certificate clients trust.
+    pub ca_pem: String,
+    /// Serving certificate, signed by the CA.
+    pub cert_pem: String,
+    /// Serving key.
+    pub key_pem: String,
+}
+
+/// Errors while preparing TLS material or the token.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Reading or writing the data dir failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// File concerned.
+        path: String,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Certificate generation failed.
+    #[error("generating certificates: {0}")]
+    Generate(#[from] rcgen::Error),
+    /// Stored PEM could not be used.
+    #[error("invalid TLS material: {0}")]
+    Invalid(String),
+}
+
+fn read_opt(path: &Path) -> Result<Option<String>, Error> {
+    match std::fs::read_to_string(path) {
+        Ok(s) => Ok(Some(s)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::Io {
+            path: path.display().to_string(),
+            source: e,
+        }),
+    }
+}
+
+fn write_private(path: &Path, contents: &str) -> Result<(), Error> {
+    let io = |e| Error::Io {
+        path: path.display().to_string(),
+        source: e,
+    };
+    let tmp = path.with_extension("tmp");
+    {
+        use std::io::Write;
+        let mut opts = std::fs::OpenOptions::new();
+        opts.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            opts.mode(0o600);
+        }
+        let mut f = opts.open(&tmp).map_err(io)?;
+        f.write_all(contents.as_bytes()).map_err(io)?;
+        f.sync_all().map_err(io)?;
+    }
+    std::fs::rename(&tmp, path).map_err(io)
+}
+
+/// Generates a CA and a serving certificate for localhost, 127.0.0.1, ::1 and `extra_sans`.
+pub fn generate(extra_sans: &[String]) -> Result<TlsMaterial, Error> {
+    let ca_key = KeyPair::generate()?;
+    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "rkcm-ca");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca_cert = ca_params.self_signed(&ca_key)?;
+    let issuer = Issuer::new(ca_params, ca_key);
+
+    let mut sans = vec![
+        "localhost".to_string(),
+        "127.0.0.1".to_string(),
+        "::1".to_string(),
+        "kubernetes".to_string(),
+        "kubernetes.default".to_string(),
+    ];
+    for s in extra_sans {
+        if !sans.contains(s) {
+            sans.push(s.clone());
+        }
+    }
+    let key = KeyPair::generate()?;
+    let mut params = CertificateParams::new(sans)?;
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "rkcm-apiserver");
+    params.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
+    let cert = params.signed_by(&key, &issuer)?;
+    Ok(TlsMaterial {
+        ca_pem: ca_cert.pem(),
+        cert_pem: cert.pem(),
+        key_pem: key.serialize_pem(),
+    })
+}
+
+/// The TLS material in `dir` (`ca.crt`, `apiserver.crt`, `apiserver.key`), generated there on
+/// first use; freshly generated when `dir` is `None`.
+pub fn load_or_generate(dir: Option<&Path>, extra_sans: &[String]) -> Result<TlsMaterial, Error> {
+    let Some(dir) = dir else {
+        return generate(extra_sans);
+    };
+    let (ca, cert, key) = (
+        dir.join("ca.crt"),
+        dir.join("apiserver.crt"),
+        dir.join("apiserver.key"),
+    );
+    if let (Some(ca_pem), Some(cert_pem), Some(key_pem)) =
+        (read_opt(&ca)?, read_opt(&cert)?, read_opt(&key)?)
+    {
+        return Ok(TlsMaterial {
+            ca_pem,
+            cert_pem,
+            key_pem,
+        });
+    }
+    let m = generate(extra_sans)?;
+    write_private(&ca, &m.ca_pem)?;
+    write_private(&key, &m.key_pem)?;
+    write_private(&cert, &m.cert_pem)?;
+    Ok(m)
+}
+
+/// A new admin token: 32 random bytes, hex.
+pub fn new_token() -> String {
+    let mut bytes = [0u8; 32];
+    rand::rng().fill_bytes(&mut bytes);
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The admin token stored in `dir/admin-token`, generated on first use; a fresh one when `dir`
+/// is `None`.
+pub fn load_or_generate_token(dir: Option<&Path>) -> Result<String, Error> {
+    let Some(dir) = dir else {
+        return Ok(new_token());
+    };
+    let path = dir.join("admin-token");
+    if let Some(t) = read_opt(&path)? {
+        let t = t.trim().to_string();
+        if !t.is_empty() {
+            return Ok(t);
+        }
+    }
+    let t = new_token();
+    write_private(&path, &t)?;
+    Ok(t)
+}
+
+/// A rustls server config for `m` (HTTP/2 and HTTP/1.1 via ALPN).
+pub fn server_config(m: &TlsMaterial) -> Result<rustls::ServerConfig, Error> {
+    let certs: Vec<_> = rustls_pemfile::certs(&mut m.cert_pem.as_bytes())
+        .collect::<Result<_, _>>()
+        .map_err(|e| Error::Invalid(format!("serving certificate: {e}")))?;
+    let key = rustls_pemfile::private_key(&mut m.key_pem.as_bytes())
+        .map_err(|e| Error::Invalid(format!("serving key: {e}")))?
+        .ok_or_else(|| Error::Invalid("no private key in apiserver.key".into()))?;
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| Error::Invalid(e.to_string()))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| Error::Invalid(e.to_string()))?;
+    cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(cfg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn material_is_reused_from_the_data_dir() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let a = load_or_generate(Some(dir.path()), &[]).expect("generate");
+        let b = load_or_generate(Some(dir.path()), &[]).expect("load");
+        assert_eq!(a.ca_pem, b.ca_pem);
+        server_config(&b).expect("usable");
+        let t1 = load_or_generate_token(Some(dir.path())).expect("token");
+        assert_eq!(t1.len(), 64);
+        assert_eq!(t1, load_or_generate_token(Some(dir.path())).expect("token"));
+    }
+}
