@@ -35,6 +35,9 @@ pub(crate) fn default_pod_spec(spec: &mut Map<String, Value>) {
         json!(DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS),
     );
     default_field(spec, "schedulerName", json!("default-scheduler"));
+    if spec.get("hostNetwork").and_then(Value::as_bool) == Some(true) {
+        default_host_network_ports(spec);
+    }
     for list in CONTAINER_LISTS {
         if let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) {
             for c in containers.iter_mut().filter_map(Value::as_object_mut) {
@@ -47,6 +50,29 @@ pub(crate) fn default_pod_spec(spec: &mut Map<String, Value>) {
             // SetDefaults_Volume: a volume without a source is an emptyDir.
             if v.keys().all(|k| k == "name") {
                 v.insert("emptyDir".to_string(), json!({}));
+            }
+        }
+    }
+}
+
+/// `defaultHostNetworkPorts`: with the host network, a port's `hostPort` is its
+/// `containerPort`.
+fn default_host_network_ports(spec: &mut Map<String, Value>) {
+    for list in CONTAINER_LISTS {
+        let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) else {
+            continue;
+        };
+        for c in containers.iter_mut() {
+            let Some(ports) = c.get_mut("ports").and_then(Value::as_array_mut) else {
+                continue;
+            };
+            for p in ports.iter_mut().filter_map(Value::as_object_mut) {
+                let unset = p
+                    .get("hostPort")
+                    .is_none_or(|v| v.is_null() || v.as_i64() == Some(0));
+                if let (true, Some(port)) = (unset, p.get("containerPort").cloned()) {
+                    p.insert("hostPort".to_string(), port);
+                }
             }
         }
     }
@@ -506,14 +532,24 @@ pub(crate) fn validate_pod_template(template: Option<&Value>, path: &str) -> Vec
     let Some(template) = template.filter(|t| !t.is_null()) else {
         return vec![FieldError::required(path, "")];
     };
+    // kube names these paths without `metadata` (`spec.template.labels`).
     let mut errs = meta::validate_labels(
         get(template, &["metadata", "labels"]),
-        &format!("{path}.metadata.labels"),
+        &format!("{path}.labels"),
     );
     errs.extend(meta::validate_annotations(
         get(template, &["metadata", "annotations"]),
-        &format!("{path}.metadata.annotations"),
+        &format!("{path}.annotations"),
     ));
+    if get(template, &["spec", "ephemeralContainers"])
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty())
+    {
+        errs.push(FieldError::forbidden(
+            format!("{path}.spec.ephemeralContainers"),
+            "ephemeral containers not allowed in pod template",
+        ));
+    }
     errs.extend(validate_pod_spec(
         get(template, &["spec"]),
         &format!("{path}.spec"),
@@ -605,6 +641,49 @@ fn validate_pod_spec_update(new: &Value, old: &Value) -> Vec<FieldError> {
     errs
 }
 
+/// The parts of `ValidatePodStatusUpdate` this server implements: the QoS class is
+/// immutable, the nominated node is a valid node name, and pod and host IPs are IPs.
+fn validate_pod_status(new: &Value, old: &Value) -> Vec<FieldError> {
+    let mut errs = meta::validate_immutable(
+        get(new, &["status", "qosClass"]),
+        get(old, &["status", "qosClass"]),
+        "status.qosClass",
+    );
+    let nominated = get_str(new, &["status", "nominatedNodeName"]).unwrap_or("");
+    if !nominated.is_empty() && Some(nominated) != get_str(old, &["status", "nominatedNodeName"]) {
+        push_invalid_names(
+            &mut errs,
+            "status.nominatedNodeName",
+            nominated,
+            name_is_dns_subdomain(nominated, false),
+        );
+    }
+    for list in ["podIPs", "hostIPs"] {
+        for (i, ip) in get(new, &["status", list])
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let value = get(ip, &["ip"]).unwrap_or(&Value::Null);
+            if value
+                .as_str()
+                .and_then(|s| s.parse::<std::net::IpAddr>().ok())
+                .is_none()
+            {
+                errs.push(FieldError::invalid(
+                    format!("status.{list}[{i}].ip"),
+                    value,
+                    "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)",
+                ));
+            }
+        }
+    }
+    // TODO: container state transitions (terminated containers of a pod that never restarts
+    // may not run again) and pod conditions are not validated.
+    errs
+}
+
 /// The paths at which two JSON trees differ, for the message of a forbidden pod update.
 fn diff_paths(path: &str, a: Option<&Value>, b: Option<&Value>, out: &mut Vec<String>) {
     if semantically_equal(a, b) {
@@ -679,8 +758,9 @@ impl Strategy for PodStrategy {
     }
 
     fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
-        let mut errs = validate_pod_spec(get(obj, &["spec"]), "spec");
-        errs.extend(self.base.validate_create(obj));
+        // ValidatePod: metadata first, then the spec.
+        let mut errs = self.base.validate_create(obj);
+        errs.extend(validate_pod_spec(get(obj, &["spec"]), "spec"));
         errs
     }
 
@@ -688,6 +768,7 @@ impl Strategy for PodStrategy {
         let mut errs = self.base.validate_update(new, old);
         errs.extend(validate_pod_spec(get(new, &["spec"]), "spec"));
         errs.extend(validate_pod_spec_update(new, old));
+        errs.extend(validate_pod_status(new, old));
         errs
     }
 
@@ -989,6 +1070,24 @@ mod tests {
             json!({"phase": "Running", "qosClass": "BestEffort"})
         );
         assert_eq!(new["metadata"]["generation"], 1);
+        assert!(s.validate_update(&new, &old).is_empty());
+        new["status"]["qosClass"] = json!("Guaranteed");
+        new["status"]["podIPs"] = json!([{"ip": "10.0.0.300"}]);
+        let fields: Vec<String> = s
+            .validate_update(&new, &old)
+            .iter()
+            .map(|e| e.field.clone())
+            .collect();
+        assert_eq!(fields, ["status.qosClass", "status.podIPs[0].ip"]);
+    }
+
+    #[test]
+    fn host_network_pods_get_host_ports() {
+        let s = strategy();
+        let mut p = pod(json!([{"name": "a", "image": "x", "ports": [{"containerPort": 8080}]}]));
+        p["spec"]["hostNetwork"] = json!(true);
+        s.default(&mut p);
+        assert_eq!(p["spec"]["containers"][0]["ports"][0]["hostPort"], 8080);
     }
 
     #[test]

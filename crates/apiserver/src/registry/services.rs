@@ -199,7 +199,7 @@ mod tests {
             .iter()
             .map(|e| e.field.clone())
             .collect();
-        assert_eq!(fields, ["spec.ports", "metadata.name"]);
+        assert_eq!(fields, ["metadata.name", "spec.ports"]);
     }
 
     #[test]

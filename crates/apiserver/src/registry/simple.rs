@@ -61,8 +61,9 @@ impl Strategy for SimpleStrategy {
     }
 
     fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
-        let mut errs = (self.validate)(obj);
-        errs.extend(self.base.validate_create(obj));
+        // As the kinds' Validate* functions: metadata first, then the kind's fields.
+        let mut errs = self.base.validate_create(obj);
+        errs.extend((self.validate)(obj));
         errs
     }
 
