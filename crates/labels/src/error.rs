@@ -4,7 +4,7 @@
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
     /// The selector string does not follow the grammar; the message says what was found and what was expected.
-    #[error("invalid label selector: {0}")]
+    #[error("{0}")]
     Syntax(String),
     /// A label key is not a qualified name.
     #[error("key: Invalid value: {key:?}: {message}")]

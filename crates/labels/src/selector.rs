@@ -338,6 +338,12 @@ impl Selector {
         }
     }
 
+    /// Like [`Selector::matches`], for objects whose labels may be absent (absent means no labels).
+    pub fn matches_opt(&self, labels: Option<&BTreeMap<String, String>>) -> bool {
+        static EMPTY: BTreeMap<String, String> = BTreeMap::new();
+        self.matches(labels.unwrap_or(&EMPTY))
+    }
+
     /// Whether this selector does not restrict anything (selects everything). False for [`Selector::nothing`].
     pub fn is_empty(&self) -> bool {
         matches!(&self.inner, Inner::Requirements(r) if r.is_empty())
@@ -445,6 +451,9 @@ mod tests {
     #[test]
     fn everything_matches_any_set_and_is_empty() {
         assert!(Selector::everything().matches(&set(&[("x", "y")])));
+        assert!(Selector::everything().matches_opt(None));
+        assert!(!Selector::parse("x").unwrap().matches_opt(None));
+        assert!(Selector::parse("!x").unwrap().matches_opt(None));
         assert!(Selector::everything().is_empty());
         assert!(!Selector::nothing().matches(&set(&[])));
         assert!(!Selector::nothing().is_empty());

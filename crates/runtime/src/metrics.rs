@@ -35,6 +35,11 @@ pub fn register<M: Metric + Clone>(name: &str, help: &str, metric: M) -> M {
     metric
 }
 
+/// Runs `f` with the process-wide registry locked, for registering several metrics or a sub-registry at once.
+pub fn register_with<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
+    f(&mut registry().lock())
+}
+
 /// Runs `hook` at the start of every [`encode_text`], until it returns `false`.
 pub fn on_scrape(hook: impl Fn() -> bool + Send + Sync + 'static) {
     SCRAPE_HOOKS.lock().push(Box::new(hook));
@@ -144,6 +149,16 @@ mod tests {
 
     #[test]
     fn registered_metrics_appear_in_the_text_output() {
+        let gauge: Gauge = register_with(|r| {
+            let g = Gauge::default();
+            r.register(
+                "rkcm_metrics_test_level",
+                "Level seen by the metrics test",
+                g.clone(),
+            );
+            g
+        });
+        gauge.set(7);
         let counter: Counter = register(
             "rkcm_metrics_test_events",
             "Events seen by the metrics test",
@@ -155,6 +170,7 @@ mod tests {
         handles.depth.set(3);
         let text = encode_text();
         assert!(text.contains("rkcm_metrics_test_events_total 1"), "{text}");
+        assert!(text.contains("rkcm_metrics_test_level 7"), "{text}");
         assert!(
             text.contains("workqueue_adds_total{name=\"metrics-test\"} 1"),
             "{text}"

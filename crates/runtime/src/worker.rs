@@ -14,7 +14,7 @@ use tokio::task::JoinSet;
 use crate::workqueue::RateLimitingQueue;
 use crate::Shutdown;
 
-/// Runs `workers` concurrent loops over `queue` until `shutdown` is cancelled or the queue is shut down.
+/// Runs `workers` (at least one) concurrent loops over `queue` until `shutdown` is cancelled or the queue is shut down.
 ///
 /// Each loop takes an item, awaits `sync(item)`, then:
 /// - `Ok`: [`forget`](RateLimitingQueue::forget)s the item's failures;
