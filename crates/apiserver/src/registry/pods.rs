@@ -51,6 +51,58 @@ pub(crate) fn default_pod_spec(spec: &mut Map<String, Value>) {
             if v.keys().all(|k| k == "name") {
                 v.insert("emptyDir".to_string(), json!({}));
             }
+            default_volume_source(v);
+        }
+    }
+}
+
+/// The defaults of volume sources: file modes 0644 (`420`), the token expiry of projected
+/// service account tokens, the unset host path type, and downward API field versions.
+fn default_volume_source(v: &mut Map<String, Value>) {
+    for source in ["configMap", "secret", "downwardAPI", "projected"] {
+        if let Some(s) = v.get_mut(source).and_then(Value::as_object_mut) {
+            default_field(s, "defaultMode", json!(420));
+        }
+    }
+    if let Some(h) = v.get_mut("hostPath").and_then(Value::as_object_mut) {
+        default_field(h, "type", json!(""));
+    }
+    let mut field_refs: Vec<&mut Value> = Vec::new();
+    if let Some(items) = v
+        .get_mut("downwardAPI")
+        .and_then(|d| d.get_mut("items"))
+        .and_then(Value::as_array_mut)
+    {
+        field_refs.extend(items.iter_mut());
+    }
+    for item in field_refs {
+        if let Some(f) = item.get_mut("fieldRef").and_then(Value::as_object_mut) {
+            default_field(f, "apiVersion", json!("v1"));
+        }
+    }
+    if let Some(sources) = v
+        .get_mut("projected")
+        .and_then(|p| p.get_mut("sources"))
+        .and_then(Value::as_array_mut)
+    {
+        for s in sources.iter_mut() {
+            if let Some(t) = s
+                .get_mut("serviceAccountToken")
+                .and_then(Value::as_object_mut)
+            {
+                default_field(t, "expirationSeconds", json!(3600));
+            }
+            if let Some(items) = s
+                .get_mut("downwardAPI")
+                .and_then(|d| d.get_mut("items"))
+                .and_then(Value::as_array_mut)
+            {
+                for item in items.iter_mut() {
+                    if let Some(f) = item.get_mut("fieldRef").and_then(Value::as_object_mut) {
+                        default_field(f, "apiVersion", json!("v1"));
+                    }
+                }
+            }
         }
     }
 }
@@ -1079,6 +1131,26 @@ mod tests {
             .map(|e| e.field.clone())
             .collect();
         assert_eq!(fields, ["status.qosClass", "status.podIPs[0].ip"]);
+    }
+
+    #[test]
+    fn volumes_get_a_source_and_file_modes() {
+        let s = strategy();
+        let mut p = pod(json!([{"name": "a", "image": "x"}]));
+        p["spec"]["volumes"] = json!([
+            {"name": "scratch"},
+            {"name": "cfg", "configMap": {"name": "c"}},
+            {"name": "tok", "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}}
+        ]);
+        s.default(&mut p);
+        let v = &p["spec"]["volumes"];
+        assert_eq!(v[0], json!({"name": "scratch", "emptyDir": {}}));
+        assert_eq!(v[1]["configMap"]["defaultMode"], 420);
+        assert_eq!(v[2]["projected"]["defaultMode"], 420);
+        assert_eq!(
+            v[2]["projected"]["sources"][0]["serviceAccountToken"]["expirationSeconds"],
+            3600
+        );
     }
 
     #[test]

@@ -26,18 +26,46 @@ fn default_service(obj: &mut Value) {
     let Some(spec) = object_mut(obj, &["spec"]) else {
         return;
     };
-    default_field(spec, "type", json!("ClusterIP"));
     default_field(spec, "sessionAffinity", json!("None"));
+    match spec.get("sessionAffinity").and_then(Value::as_str) {
+        Some("None") => {
+            spec.remove("sessionAffinityConfig");
+        }
+        Some("ClientIP") => {
+            let has_timeout = spec
+                .get("sessionAffinityConfig")
+                .and_then(|c| c.get("clientIP"))
+                .and_then(|c| c.get("timeoutSeconds"))
+                .is_some_and(|t| !t.is_null());
+            if !has_timeout {
+                // DefaultClientIPServiceAffinitySeconds: three hours.
+                spec.insert(
+                    "sessionAffinityConfig".to_string(),
+                    json!({"clientIP": {"timeoutSeconds": 10800}}),
+                );
+            }
+        }
+        _ => {}
+    }
+    default_field(spec, "type", json!("ClusterIP"));
     let ty = spec
         .get("type")
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string();
-    if ty != "ExternalName" {
+    let has_external_ips = spec
+        .get("externalIPs")
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty());
+    // service.ExternallyAccessible
+    if ty == "NodePort" || ty == "LoadBalancer" || (ty == "ClusterIP" && has_external_ips) {
+        default_field(spec, "externalTrafficPolicy", json!("Cluster"));
+    }
+    if ty == "NodePort" || ty == "LoadBalancer" || ty == "ClusterIP" {
         default_field(spec, "internalTrafficPolicy", json!("Cluster"));
     }
-    if ty == "NodePort" || ty == "LoadBalancer" {
-        default_field(spec, "externalTrafficPolicy", json!("Cluster"));
+    if ty == "LoadBalancer" {
+        default_field(spec, "allocateLoadBalancerNodePorts", json!(true));
     }
     if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
         for p in ports.iter_mut().filter_map(Value::as_object_mut) {
@@ -188,6 +216,20 @@ mod tests {
             "{:?}",
             s().validate_create(&svc)
         );
+    }
+
+    #[test]
+    fn load_balancers_and_client_ip_affinity_get_their_defaults() {
+        let mut svc = json!({"metadata": {"name": "lb", "namespace": "default"},
+            "spec": {"type": "LoadBalancer", "sessionAffinity": "ClientIP", "ports": [{"port": 443, "targetPort": "https"}]}});
+        s().default(&mut svc);
+        assert_eq!(svc["spec"]["externalTrafficPolicy"], "Cluster");
+        assert_eq!(svc["spec"]["allocateLoadBalancerNodePorts"], true);
+        assert_eq!(
+            svc["spec"]["sessionAffinityConfig"]["clientIP"]["timeoutSeconds"],
+            10800
+        );
+        assert_eq!(svc["spec"]["ports"][0]["targetPort"], "https");
     }
 
     #[test]
