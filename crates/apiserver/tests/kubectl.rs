@@ -1,0 +1,225 @@
+//! The real kubectl against the in-process server: discovery, create/apply, get (tables),
+//! scale, label, patch, delete, namespace lifecycle.
+
+use std::path::{Path, PathBuf};
+
+use rkcm_apiserver::testing::{self, TestServer};
+
+const DEPLOYMENT: &str = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  labels:
+    app: web
+spec:
+  replicas: 2
+  selector:
+    matchLabels:
+      app: web
+  template:
+    metadata:
+      labels:
+        app: web
+    spec:
+      containers:
+      - name: nginx
+        image: nginx:1.25
+        ports:
+        - containerPort: 80
+"#;
+
+struct Kubectl {
+    bin: PathBuf,
+    dir: tempfile::TempDir,
+}
+
+impl Kubectl {
+    fn new(server: &TestServer, bin: &str) -> Option<Self> {
+        let bin = PathBuf::from(bin);
+        if !bin.exists() {
+            eprintln!("skipping: {} not installed", bin.display());
+            return None;
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        server
+            .write_kubeconfig(dir.path().join("kubeconfig"))
+            .expect("write kubeconfig");
+        Some(Self { bin, dir })
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn write(&self, name: &str, contents: &str) -> PathBuf {
+        let p = self.path(name);
+        std::fs::write(&p, contents).expect("write manifest");
+        p
+    }
+
+    /// Runs kubectl; returns (success, stdout, stderr).
+    async fn run(&self, args: &[&str]) -> (bool, String, String) {
+        let out = tokio::process::Command::new(&self.bin)
+            .args(args)
+            .arg("--cache-dir")
+            .arg(self.path("cache"))
+            .env("KUBECONFIG", self.path("kubeconfig"))
+            .env("HOME", self.dir.path())
+            .kill_on_drop(true)
+            .output();
+        let out = tokio::time::timeout(std::time::Duration::from_secs(60), out)
+            .await
+            .expect("kubectl finished within 60s (server likely hung)")
+            .expect("kubectl runs");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    async fn ok(&self, args: &[&str]) -> String {
+        let (ok, stdout, stderr) = self.run(args).await;
+        assert!(ok, "kubectl {args:?} failed:\n{stdout}\n{stderr}");
+        stdout
+    }
+}
+
+fn file(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+async fn exercise(bin: &str, validate: &str) {
+    let server = testing::start().await;
+    let Some(k) = Kubectl::new(&server, bin) else {
+        return;
+    };
+
+    let version = k.ok(&["version", "-o", "json"]).await;
+    assert!(version.contains("\"minor\": \"33\""), "{version}");
+
+    let resources = k.ok(&["api-resources"]).await;
+    for line in ["deployments", "deploy", "replicasets", "rs", "pods", "po"] {
+        assert!(
+            resources.contains(line),
+            "api-resources lacks {line}:\n{resources}"
+        );
+    }
+
+    let ns = k.ok(&["get", "namespaces"]).await;
+    assert!(ns.contains("kube-system") && ns.contains("Active"), "{ns}");
+
+    let manifest = k.write("deploy.yaml", DEPLOYMENT);
+    let out = k.ok(&["create", "-f", file(&manifest), validate]).await;
+    assert!(out.contains("deployment.apps/web created"), "{out}");
+
+    let table = k.ok(&["get", "deploy"]).await;
+    assert!(table.contains("READY") && table.contains("web"), "{table}");
+
+    let (ok, _, stderr) = k.run(&["create", "-f", file(&manifest), validate]).await;
+    assert!(!ok && stderr.contains("already exists"), "{stderr}");
+
+    k.ok(&["scale", "deploy/web", "--replicas=4"]).await;
+    let replicas = k
+        .ok(&["get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"])
+        .await;
+    assert_eq!(replicas, "4");
+
+    k.ok(&["label", "deploy", "web", "tier=frontend"]).await;
+    let labels = k
+        .ok(&["get", "deploy", "-l", "tier=frontend", "-o", "name"])
+        .await;
+    assert_eq!(labels.trim(), "deployment.apps/web");
+
+    k.ok(&[
+        "patch",
+        "deploy",
+        "web",
+        "-p",
+        r#"{"spec":{"template":{"spec":{"containers":[{"name":"nginx","image":"nginx:1.26"}]}}}}"#,
+    ])
+    .await;
+    let image = k
+        .ok(&[
+            "get",
+            "deploy",
+            "web",
+            "-o",
+            "jsonpath={.spec.template.spec.containers[0].image}",
+        ])
+        .await;
+    assert_eq!(image, "nginx:1.26");
+    let generation = k
+        .ok(&[
+            "get",
+            "deploy",
+            "web",
+            "-o",
+            "jsonpath={.metadata.generation}",
+        ])
+        .await;
+    assert_eq!(generation, "3");
+
+    // apply updates the existing object through a strategic merge patch.
+    let applied = k.write(
+        "apply.yaml",
+        &DEPLOYMENT.replace("replicas: 2", "replicas: 1"),
+    );
+    k.ok(&["apply", "-f", file(&applied), validate]).await;
+    k.ok(&["apply", "-f", file(&applied), validate]).await;
+    let replicas = k
+        .ok(&["get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"])
+        .await;
+    assert_eq!(replicas, "1");
+
+    k.ok(&["delete", "deploy", "web"]).await;
+    let (ok, _, stderr) = k.run(&["get", "deploy", "web"]).await;
+    assert!(
+        !ok && stderr.contains("NotFound") || stderr.contains("not found"),
+        "{stderr}"
+    );
+
+    // Namespace lifecycle: the namespace stays Terminating while its finalizer is there,
+    // refuses new content, and goes once /finalize clears the finalizer.
+    let ns_manifest = k.write(
+        "ns.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: scratch\n",
+    );
+    k.ok(&["create", "-f", file(&ns_manifest), validate]).await;
+    k.ok(&["delete", "namespace", "scratch", "--wait=false"])
+        .await;
+    let phase = k
+        .ok(&["get", "ns", "scratch", "-o", "jsonpath={.status.phase}"])
+        .await;
+    assert_eq!(phase, "Terminating");
+    let cm = k.write(
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: scratch\n",
+    );
+    let (ok, _, stderr) = k.run(&["create", "-f", file(&cm), validate]).await;
+    assert!(
+        !ok && stderr.contains("because it is being terminated"),
+        "{stderr}"
+    );
+    let (ok, _, stderr) = k
+        .run(&["delete", "namespace", "kube-system", "--wait=false"])
+        .await;
+    assert!(
+        !ok && stderr.contains("this namespace may not be deleted"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn current_kubectl_drives_the_server() {
+    exercise("/usr/bin/kubectl", "--validate=false").await;
+}
+
+#[tokio::test]
+async fn kubectl_1_28_drives_the_server() {
+    exercise(
+        "/usr/lib/google-cloud-sdk/bin/kubectl.1.28",
+        "--validate=false",
+    )
+    .await;
+}
