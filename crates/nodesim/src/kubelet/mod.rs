@@ -1,9 +1,267 @@
 //! A kubelet stand-in: moves pods bound to the simulated nodes through their lifecycle.
+//!
+//! Handlers enqueue the keys of pods bound to served nodes; `sync` reads the cache, asks the pure
+//! [`lifecycle::plan`] what to do, and writes the API: pod status through `pods/{name}/status`
+//! (merge patch), removal through DELETE with `gracePeriodSeconds: 0` and a UID precondition.
+//! Timed changes (ready delay, grace periods, crash back-off) come back through `add_after`, so an
+//! idle kubelet does no work at all.
 
 pub mod behaviour;
 pub mod containers;
+pub mod ip;
 pub mod lifecycle;
 pub mod pod_status;
 pub mod time;
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
+use kube::{Api, Client};
+use parking_lot::Mutex;
+use rkcm_runtime::informer::{InformerFactory, Notification, Store};
+use rkcm_runtime::workqueue::RateLimitingQueue;
+use rkcm_runtime::{worker, ObjectKey, Shutdown};
+use serde_json::json;
+
 pub use lifecycle::{plan, Action, PlanInput};
+
+use crate::config::Config;
+use crate::error::{api_code, Error, Result};
+use crate::node_set::NodeSet;
+use crate::scheduler::predicates::is_terminal;
+use crate::NODE_NAME_INDEX;
+use ip::PodIps;
+
+/// Runs the pods bound to the served nodes.
+///
+/// Safe to share: handlers only enqueue, and the work queue never hands one pod to two workers at once.
+pub struct Kubelet {
+    client: Client,
+    pods: Store<Pod>,
+    nodes: NodeSet,
+    queue: RateLimitingQueue<ObjectKey>,
+    ips: PodIps,
+    /// The pod as returned by this kubelet's last write, used while the cache has not caught up,
+    /// so a quick second sync never acts on the state before that write.
+    written: Mutex<HashMap<ObjectKey, Arc<Pod>>>,
+    /// Pod UID → when this process created its sandbox (finer than `startTime`'s whole seconds).
+    sandboxes: Mutex<HashMap<String, Timestamp>>,
+    config: Config,
+}
+
+impl Kubelet {
+    /// A kubelet for the nodes in `nodes`, fed by the pod informer of `informers`.
+    pub fn new(
+        informers: &InformerFactory,
+        client: Client,
+        nodes: NodeSet,
+        config: Config,
+    ) -> Arc<Self> {
+        let informer = informers.informer::<Pod>();
+        informer.add_indexer(NODE_NAME_INDEX, node_name_index);
+        let this = Arc::new(Self {
+            client,
+            pods: informer.store(),
+            nodes,
+            queue: RateLimitingQueue::new("nodesim_kubelet"),
+            ips: PodIps::default(),
+            written: Mutex::new(HashMap::new()),
+            sandboxes: Mutex::new(HashMap::new()),
+            config,
+        });
+        let weak = Arc::downgrade(&this);
+        informer.add_event_handler(move |note| {
+            if let Some(kubelet) = weak.upgrade() {
+                kubelet.handle(note);
+            }
+        });
+        this
+    }
+
+    fn handle(&self, note: Notification<Pod>) {
+        match note {
+            Notification::Add(pod) | Notification::Update { new: pod, .. } => {
+                if self.serves(&pod) {
+                    self.queue.add(ObjectKey::from_obj(&*pod));
+                }
+            }
+            Notification::Delete(deleted) => {
+                let pod = deleted.object();
+                self.forget(&ObjectKey::from_obj(&**pod), pod.metadata.uid.as_deref());
+            }
+        }
+    }
+
+    fn serves(&self, pod: &Pod) -> bool {
+        pod.spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .is_some_and(|node| self.nodes.contains(node))
+    }
+
+    fn forget(&self, key: &ObjectKey, uid: Option<&str>) {
+        self.written.lock().remove(key);
+        if let Some(uid) = uid {
+            self.ips.release(uid);
+            self.sandboxes.lock().remove(uid);
+        }
+    }
+
+    /// Enqueues every cached pod bound to a served node (after start, to pick up where a previous run stopped).
+    pub fn resync_all(&self) {
+        for node in self.nodes.list() {
+            for pod in self.pods.by_index(NODE_NAME_INDEX, &node.name) {
+                self.queue.add(ObjectKey::from_obj(&*pod));
+            }
+        }
+    }
+
+    /// Runs `workers` loops until `shutdown`.
+    pub async fn run(self: Arc<Self>, workers: usize, shutdown: Shutdown) {
+        let queue = self.queue.clone();
+        worker::run(queue, workers, shutdown, None, move |key: ObjectKey| {
+            let this = Arc::clone(&self);
+            async move { this.sync(&key).await }
+        })
+        .await;
+    }
+
+    /// The cached pod, or the one from our last write when the cache is older.
+    fn freshest(&self, key: &ObjectKey, cached: Arc<Pod>) -> Arc<Pod> {
+        let mut written = self.written.lock();
+        match written.get(key) {
+            Some(ours) if ours.metadata.uid == cached.metadata.uid && newer(ours, &cached) => {
+                Arc::clone(ours)
+            }
+            Some(_) => {
+                written.remove(key);
+                cached
+            }
+            None => cached,
+        }
+    }
+
+    #[tracing::instrument(skip(self), fields(component = "nodesim-kubelet", pod = %key))]
+    async fn sync(&self, key: &ObjectKey) -> Result<()> {
+        let Some(cached) = self.pods.get(key) else {
+            self.forget(key, None);
+            return Ok(());
+        };
+        let pod = self.freshest(key, cached);
+        let Some(node) = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .and_then(|name| self.nodes.get(name))
+        else {
+            // Not ours, or its node was deleted: the pod is left for PodGC.
+            return Ok(());
+        };
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        let status = pod.status.as_ref();
+        let phase = status.and_then(|s| s.phase.as_deref());
+        if is_terminal(&pod) {
+            self.ips.release(&uid);
+        }
+        if phase != Some("Pending") {
+            self.sandboxes.lock().remove(&uid);
+        }
+        let needs_ip = status.and_then(|s| s.pod_ip.as_ref()).is_none()
+            && pod.metadata.deletion_timestamp.is_none()
+            && !is_terminal(&pod);
+        let pod_ip = if needs_ip {
+            let on_node = self.pods.by_index(NODE_NAME_INDEX, &node.name);
+            self.ips.ip_for(&node, &uid, on_node.iter().map(|p| &**p))
+        } else {
+            String::new()
+        };
+        let host_ip = node.internal_ip();
+        let now = self.config.clock.now();
+        let input = PlanInput {
+            now,
+            host_ip: &host_ip,
+            pod_ip: &pod_ip,
+            ready_delay: self.config.pod_ready_delay,
+            termination_grace_cap: self.config.termination_grace_cap,
+            sandbox_created_at: self.sandboxes.lock().get(&uid).copied(),
+        };
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), key.namespace_str());
+        match plan(&pod, &input) {
+            Action::Idle => Ok(()),
+            Action::Wait(delay) => {
+                self.queue.add_after(key.clone(), delay);
+                Ok(())
+            }
+            Action::UpdateStatus(new_status) => {
+                let creating_sandbox = status.and_then(|s| s.start_time.as_ref()).is_none();
+                let patch = json!({ "metadata": { "uid": uid }, "status": new_status });
+                match api
+                    .patch_status(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                {
+                    Ok(updated) => {
+                        if creating_sandbox {
+                            self.sandboxes.lock().insert(uid, now);
+                        }
+                        self.written.lock().insert(key.clone(), Arc::new(updated));
+                        // Decide the next step from what was written, even if no watch event follows.
+                        self.queue.add(key.clone());
+                        Ok(())
+                    }
+                    Err(e) if api_code(&e) == Some(404) => Ok(()),
+                    Err(source) => Err(Error::PodStatus {
+                        pod: key.to_string(),
+                        source,
+                    }),
+                }
+            }
+            Action::Delete => {
+                let params = DeleteParams {
+                    grace_period_seconds: Some(0),
+                    preconditions: Some(Preconditions {
+                        uid: Some(uid.clone()),
+                        resource_version: None,
+                    }),
+                    ..Default::default()
+                };
+                match api.delete(&key.name, &params).await {
+                    Ok(_) => {
+                        tracing::debug!(pod = %key, "terminated pod removed");
+                        Ok(())
+                    }
+                    // Gone already, or a different pod now has the name.
+                    Err(e) if matches!(api_code(&e), Some(404 | 409)) => Ok(()),
+                    Err(source) => Err(Error::DeletePod {
+                        pod: key.to_string(),
+                        source,
+                    }),
+                }
+            }
+        }
+    }
+}
+
+/// Index function of [`NODE_NAME_INDEX`]: the node a pod is bound to.
+pub fn node_name_index(pod: &Pod) -> Vec<String> {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.node_name.clone())
+        .filter(|n| !n.is_empty())
+        .into_iter()
+        .collect()
+}
+
+/// True when `a` is a later version of the object than `b` (resource versions compared as integers,
+/// which the rkcm API server and etcd use; anything else counts as not newer).
+fn newer(a: &Pod, b: &Pod) -> bool {
+    let version = |p: &Pod| {
+        p.metadata
+            .resource_version
+            .as_deref()
+            .and_then(|v| v.parse::<u64>().ok())
+    };
+    matches!((version(a), version(b)), (Some(a), Some(b)) if a > b)
+}

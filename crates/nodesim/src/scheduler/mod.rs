@@ -1,4 +1,11 @@
 //! A small scheduler: binds pending pods to the node with the fewest pods among those they fit.
+//!
+//! One worker takes pending pods from a queue (kube-scheduler also schedules one pod at a time),
+//! checks every cached node with the [`predicates`], and binds through `pods/{name}/binding`.
+//! Pods bound but not yet seen bound in the cache are *assumed* on their node, so the next pod
+//! counts them. A pod that fits nowhere gets `PodScheduled=False` (reason `Unschedulable`, with
+//! kube-scheduler's message) and is tried again when a node is added or changes, when a bound pod
+//! goes away or finishes, and at the latest after five minutes.
 
 pub mod node_affinity;
 pub mod predicates;
@@ -6,5 +13,298 @@ pub mod resources;
 pub mod select;
 pub mod taints;
 
-pub use predicates::{fits, NodeUsage, Reason};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use parking_lot::Mutex;
+use rkcm_runtime::informer::{InformerFactory, Notification, Store};
+use rkcm_runtime::workqueue::RateLimitingQueue;
+use rkcm_runtime::{worker, Clock, ObjectKey, Shutdown};
+use serde_json::json;
+
+pub use predicates::{fits, is_terminal, NodeUsage, Reason};
 pub use select::{select_node, FitError};
+
+use crate::config::Config;
+use crate::error::{api_code, Error, Result};
+use crate::kubelet::node_name_index;
+use crate::kubelet::pod_status::{set_condition, POD_SCHEDULED};
+use crate::NODE_NAME_INDEX;
+
+/// kube-scheduler's `podMaxInUnschedulablePodsDuration`: unschedulable pods are retried at least this often.
+pub const UNSCHEDULABLE_RETRY: Duration = Duration::from_secs(300);
+
+/// A pod bound by this scheduler that the cache does not show bound yet.
+#[derive(Debug)]
+struct Assumed {
+    node: String,
+    pod: Arc<Pod>,
+}
+
+/// Binds pending pods whose `schedulerName` is this scheduler's.
+pub struct Scheduler {
+    client: Client,
+    pods: Store<Pod>,
+    nodes: Store<Node>,
+    queue: RateLimitingQueue<ObjectKey>,
+    /// Keys of pods that fit no node at their last attempt.
+    unschedulable: Mutex<HashSet<ObjectKey>>,
+    assumed: Mutex<HashMap<ObjectKey, Assumed>>,
+    scheduler_name: String,
+    clock: Arc<dyn Clock>,
+}
+
+impl Scheduler {
+    /// A scheduler fed by the pod and node informers of `informers`.
+    pub fn new(informers: &InformerFactory, client: Client, config: &Config) -> Arc<Self> {
+        let pod_informer = informers.informer::<Pod>();
+        pod_informer.add_indexer(NODE_NAME_INDEX, node_name_index);
+        let node_informer = informers.informer::<Node>();
+        let this = Arc::new(Self {
+            client,
+            pods: pod_informer.store(),
+            nodes: node_informer.store(),
+            queue: RateLimitingQueue::new("nodesim_scheduler"),
+            unschedulable: Mutex::new(HashSet::new()),
+            assumed: Mutex::new(HashMap::new()),
+            scheduler_name: config.scheduler_name.clone(),
+            clock: Arc::clone(&config.clock),
+        });
+        let weak = Arc::downgrade(&this);
+        pod_informer.add_event_handler(move |note| {
+            if let Some(scheduler) = weak.upgrade() {
+                scheduler.handle_pod(note);
+            }
+        });
+        let weak = Arc::downgrade(&this);
+        node_informer.add_event_handler(move |note| {
+            if let Some(scheduler) = weak.upgrade() {
+                scheduler.handle_node(note);
+            }
+        });
+        this
+    }
+
+    /// Runs the scheduling loop until `shutdown`.
+    pub async fn run(self: Arc<Self>, shutdown: Shutdown) {
+        let queue = self.queue.clone();
+        worker::run(queue, 1, shutdown, None, move |key: ObjectKey| {
+            let this = Arc::clone(&self);
+            async move { this.sync(&key).await }
+        })
+        .await;
+    }
+
+    /// True when this scheduler should place `pod`: unbound, alive, not gated, and asking for us.
+    pub fn responsible_for(&self, pod: &Pod) -> bool {
+        let Some(spec) = &pod.spec else {
+            return false;
+        };
+        let unbound = spec.node_name.as_deref().unwrap_or_default().is_empty();
+        let ours = match spec.scheduler_name.as_deref() {
+            None | Some("") => true,
+            Some(name) => name == self.scheduler_name,
+        };
+        // TODO: gated pods should report PodScheduled=False with reason SchedulingGated.
+        let gated = spec
+            .scheduling_gates
+            .as_ref()
+            .is_some_and(|g| !g.is_empty());
+        unbound && ours && !gated && pod.metadata.deletion_timestamp.is_none() && !is_terminal(pod)
+    }
+
+    fn handle_pod(&self, note: Notification<Pod>) {
+        match note {
+            Notification::Add(pod) => self.observe_pod(&pod),
+            Notification::Update { old, new } => {
+                self.observe_pod(&new);
+                let bound = |p: &Pod| !node_name_index(p).is_empty();
+                let freed = bound(&new) && !is_terminal(&old) && is_terminal(&new);
+                if freed {
+                    self.retry_unschedulable();
+                }
+            }
+            Notification::Delete(deleted) => {
+                let pod = deleted.object();
+                let key = ObjectKey::from_obj(&**pod);
+                self.unschedulable.lock().remove(&key);
+                self.assumed.lock().remove(&key);
+                if !node_name_index(pod).is_empty() && !is_terminal(pod) {
+                    self.retry_unschedulable();
+                }
+            }
+        }
+    }
+
+    fn observe_pod(&self, pod: &Arc<Pod>) {
+        let key = ObjectKey::from_obj(&**pod);
+        if self.responsible_for(pod) {
+            self.queue.add(key);
+            return;
+        }
+        self.unschedulable.lock().remove(&key);
+        if !node_name_index(pod).is_empty() {
+            // The cache shows the binding now; it counts the pod itself.
+            self.assumed.lock().remove(&key);
+        }
+    }
+
+    fn handle_node(&self, note: Notification<Node>) {
+        let relevant = match &note {
+            Notification::Add(_) => true,
+            Notification::Update { old, new } => {
+                old.metadata.labels != new.metadata.labels
+                    || old.spec != new.spec
+                    || old.status.as_ref().map(|s| &s.allocatable)
+                        != new.status.as_ref().map(|s| &s.allocatable)
+            }
+            Notification::Delete(_) => false,
+        };
+        if relevant {
+            self.retry_unschedulable();
+        }
+    }
+
+    fn retry_unschedulable(&self) {
+        for key in self.unschedulable.lock().iter() {
+            self.queue.add(key.clone());
+        }
+    }
+
+    /// What the pods on `node` use, counting pods bound by us that the cache does not show bound yet.
+    fn usage(&self, node: &str) -> NodeUsage {
+        let cached = self.pods.by_index(NODE_NAME_INDEX, node);
+        let mut usage = NodeUsage::of(cached.iter().map(|p| &**p));
+        let cached_keys: HashSet<ObjectKey> =
+            cached.iter().map(|p| ObjectKey::from_obj(&**p)).collect();
+        for (key, assumed) in self.assumed.lock().iter() {
+            if assumed.node == node && !cached_keys.contains(key) {
+                usage.add_pod(&assumed.pod);
+            }
+        }
+        usage
+    }
+
+    #[tracing::instrument(skip(self), fields(component = "nodesim-scheduler", pod = %key))]
+    async fn sync(&self, key: &ObjectKey) -> Result<()> {
+        let Some(pod) = self.pods.get(key) else {
+            self.unschedulable.lock().remove(key);
+            return Ok(());
+        };
+        if !self.responsible_for(&pod) {
+            self.unschedulable.lock().remove(key);
+            return Ok(());
+        }
+        if self.assumed.lock().contains_key(key) {
+            // Bound already; waiting for the cache to show it.
+            return Ok(());
+        }
+        let nodes = self.nodes.list();
+        let candidates: Vec<(&Node, NodeUsage)> = nodes
+            .iter()
+            .map(|n| {
+                (
+                    &**n,
+                    self.usage(n.metadata.name.as_deref().unwrap_or_default()),
+                )
+            })
+            .collect();
+        match select_node(&pod, &candidates) {
+            Ok(node) => {
+                let node = node.metadata.name.clone().unwrap_or_default();
+                self.bind(key, &pod, &node).await
+            }
+            Err(fit) => self.mark_unschedulable(key, &pod, &fit).await,
+        }
+    }
+
+    async fn bind(&self, key: &ObjectKey, pod: &Arc<Pod>, node: &str) -> Result<()> {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), key.namespace_str());
+        let binding = json!({
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": { "name": key.name, "namespace": key.namespace_str(), "uid": pod.metadata.uid },
+            "target": { "apiVersion": "v1", "kind": "Node", "name": node },
+        });
+        self.assumed.lock().insert(
+            key.clone(),
+            Assumed {
+                node: node.to_string(),
+                pod: Arc::clone(pod),
+            },
+        );
+        let result: Result<serde_json::Value, kube::Error> = api
+            .create_subresource("binding", &key.name, &PostParams::default(), &binding)
+            .await;
+        match result {
+            Ok(_) => {
+                self.unschedulable.lock().remove(key);
+                tracing::debug!(pod = %key, node, "bound");
+                Ok(())
+            }
+            // Deleted meanwhile, or bound by someone else: the informer brings the outcome.
+            Err(e) if matches!(api_code(&e), Some(404 | 409)) => {
+                self.assumed.lock().remove(key);
+                Ok(())
+            }
+            Err(source) => {
+                self.assumed.lock().remove(key);
+                Err(Error::Bind {
+                    pod: key.to_string(),
+                    node: node.to_string(),
+                    source,
+                })
+            }
+        }
+    }
+
+    async fn mark_unschedulable(&self, key: &ObjectKey, pod: &Pod, fit: &FitError) -> Result<()> {
+        self.unschedulable.lock().insert(key.clone());
+        self.queue.add_after(key.clone(), UNSCHEDULABLE_RETRY);
+        let message = fit.to_string();
+        let mut conditions = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.clone())
+            .unwrap_or_default();
+        let current = conditions.iter().find(|c| c.type_ == POD_SCHEDULED);
+        let unchanged = current.is_some_and(|c| {
+            c.status == "False"
+                && c.reason.as_deref() == Some("Unschedulable")
+                && c.message.as_deref() == Some(message.as_str())
+        });
+        if unchanged {
+            return Ok(());
+        }
+        tracing::debug!(pod = %key, %message, "unschedulable");
+        // TODO: record a FailedScheduling event once the runtime's event recorder is available.
+        set_condition(
+            &mut conditions,
+            POD_SCHEDULED,
+            false,
+            Some("Unschedulable"),
+            Some(message),
+            self.clock.now(),
+        );
+        let patch = json!({
+            "metadata": { "uid": pod.metadata.uid },
+            "status": { "conditions": conditions },
+        });
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), key.namespace_str());
+        match api
+            .patch_status(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if api_code(&e) == Some(404) => Ok(()),
+            Err(source) => Err(Error::PodStatus {
+                pod: key.to_string(),
+                source,
+            }),
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! `NodeSim`: registers the simulated nodes and runs their leases, heartbeats, scheduler and kubelet.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::Client;
+use rkcm_runtime::informer::{wait_for_cache_sync, InformerFactory, Notification, SharedInformer};
+use rkcm_runtime::Shutdown;
+use tokio::task::JoinSet;
+use tokio::time::MissedTickBehavior;
+
+use crate::config::Config;
+use crate::error::Result;
+use crate::kubelet::Kubelet;
+use crate::node_set::NodeSet;
+use crate::scheduler::Scheduler;
+use crate::{lease, node};
+
+/// The simulated nodes of one process: N Nodes with leases and heartbeats, a scheduler and a kubelet stand-in.
+///
+/// Everything goes through the API with `client`, so it works against any cluster.
+pub struct NodeSim {
+    client: Client,
+    config: Config,
+    informers: InformerFactory,
+    pod_informer: SharedInformer<Pod>,
+    node_informer: SharedInformer<Node>,
+    nodes: NodeSet,
+    kubelet: Arc<Kubelet>,
+    scheduler: Option<Arc<Scheduler>>,
+}
+
+impl NodeSim {
+    /// Simulated nodes with their own informers (a pod and a node watch).
+    pub fn new(client: Client, config: Config) -> Self {
+        let informers = InformerFactory::new(client.clone(), Duration::ZERO);
+        Self::with_informers(&informers, client, config)
+    }
+
+    /// Simulated nodes sharing `informers` (and so their pod and node caches) with other components.
+    /// [`NodeSim::run`] starts the factory's informers.
+    pub fn with_informers(informers: &InformerFactory, client: Client, config: Config) -> Self {
+        let nodes = NodeSet::default();
+        let pod_informer = informers.informer::<Pod>();
+        let node_informer = informers.informer::<Node>();
+        let served = nodes.clone();
+        node_informer.add_event_handler(move |note| {
+            if let Notification::Delete(deleted) = note {
+                let name = deleted.object().metadata.name.clone().unwrap_or_default();
+                if served.remove(&name) {
+                    tracing::info!(node = %name, "node deleted; no longer simulated, its pods are left for PodGC");
+                }
+            }
+        });
+        let kubelet = Kubelet::new(informers, client.clone(), nodes.clone(), config.clone());
+        let scheduler = config
+            .scheduler
+            .then(|| Scheduler::new(informers, client.clone(), &config));
+        Self {
+            client,
+            config,
+            informers: informers.clone(),
+            pod_informer,
+            node_informer,
+            nodes,
+            kubelet,
+            scheduler,
+        }
+    }
+
+    /// The nodes being served (shrinks when a Node is deleted).
+    pub fn nodes(&self) -> NodeSet {
+        self.nodes.clone()
+    }
+
+    /// Registers the nodes (retrying until the API server answers), starts the informers, and runs
+    /// leases, heartbeats, the scheduler and the kubelet until `shutdown`. Returns `Ok` on shutdown.
+    pub async fn run(self, shutdown: Shutdown) -> Result<()> {
+        for index in 1..=self.config.nodes {
+            let mut back_off = Duration::from_millis(100);
+            loop {
+                match node::register(&self.client, &self.config, index).await {
+                    Ok(registered) => {
+                        tracing::info!(node = %registered.name, "node registered");
+                        self.nodes.insert(registered);
+                        break;
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, cause = ?std::error::Error::source(&e), "retrying node registration");
+                        tokio::select! {
+                            _ = shutdown.cancelled() => return Ok(()),
+                            _ = tokio::time::sleep(back_off) => {}
+                        }
+                        back_off = (back_off * 2).min(Duration::from_secs(5));
+                    }
+                }
+            }
+        }
+
+        self.informers.start(shutdown.clone());
+        let synced = wait_for_cache_sync(
+            "nodesim",
+            &[&self.pod_informer, &self.node_informer],
+            &shutdown,
+        )
+        .await;
+        if !synced {
+            return Ok(());
+        }
+        // Pods seen before their node was registered (with a shared, already started factory).
+        self.kubelet.resync_all();
+
+        let mut tasks = JoinSet::new();
+        tasks.spawn(Arc::clone(&self.kubelet).run(self.config.kubelet_workers, shutdown.clone()));
+        if let Some(scheduler) = &self.scheduler {
+            tasks.spawn(Arc::clone(scheduler).run(shutdown.clone()));
+        }
+        tasks.spawn(renew_leases(
+            self.client.clone(),
+            self.nodes.clone(),
+            self.config.clone(),
+            shutdown.clone(),
+        ));
+        tasks.spawn(heartbeats(
+            self.client.clone(),
+            self.nodes.clone(),
+            self.config.clone(),
+            shutdown.clone(),
+        ));
+        while let Some(result) = tasks.join_next().await {
+            if let Err(e) = result {
+                tracing::error!(error = %e, "node simulator task failed");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Renews every served node's lease each `lease_renew_interval`.
+async fn renew_leases(client: Client, nodes: NodeSet, config: Config, shutdown: Shutdown) {
+    let mut tick = tokio::time::interval(config.lease_renew_interval);
+    tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        for node in nodes.list() {
+            if let Err(e) =
+                lease::renew(&client, &node, config.lease_duration, config.clock.now()).await
+            {
+                tracing::warn!(error = %e, cause = ?std::error::Error::source(&e), "lease renewal failed");
+            }
+        }
+    }
+}
+
+/// Refreshes every served node's condition heartbeats each `node_status_interval`.
+async fn heartbeats(client: Client, nodes: NodeSet, config: Config, shutdown: Shutdown) {
+    let mut tick = tokio::time::interval_at(
+        tokio::time::Instant::now() + config.node_status_interval,
+        config.node_status_interval,
+    );
+    tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        for node in nodes.list() {
+            match node::heartbeat(&client, &node, config.clock.now()).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    if nodes.remove(&node.name) {
+                        tracing::info!(node = %node.name, "node deleted; no longer simulated");
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, cause = ?std::error::Error::source(&e), "node heartbeat failed")
+                }
+            }
+        }
+    }
+}
