@@ -118,7 +118,13 @@ mod tests {
     #[test]
     fn resolve_fenceposts_rounds_surge_up_and_unavailable_down() {
         // Cases of TestResolveFenceposts.
-        let cases: &[(Option<&str>, Option<&str>, i32, Result<(i32, i32), ()>)] = &[
+        type Case<'a> = (
+            Option<&'a str>,
+            Option<&'a str>,
+            i32,
+            Result<(i32, i32), ()>,
+        );
+        let cases: &[Case] = &[
             (Some("0%"), Some("0%"), 0, Ok((0, 1))),
             (Some("39%"), Some("39%"), 10, Ok((4, 3))),
             (Some("oops"), Some("39%"), 10, Err(())),

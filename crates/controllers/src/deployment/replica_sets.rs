@@ -195,13 +195,13 @@ mod tests {
         // TestFindOldReplicaSets.
         let (d, new_rs, dup, old) = fixtures();
         let (required, all) = find_old_replica_sets(&d, &[new_rs.clone(), old.clone()]);
-        assert_eq!(names(&all), names(&[old.clone()]));
+        assert_eq!(names(&all), names(std::slice::from_ref(&old)));
         assert!(required.is_empty(), "the old replica set has zero replicas");
-        let (_, all) = find_old_replica_sets(&d, &[old.clone()]);
-        assert_eq!(names(&all), names(&[old.clone()]));
+        let (_, all) = find_old_replica_sets(&d, std::slice::from_ref(&old));
+        assert_eq!(names(&all), names(std::slice::from_ref(&old)));
         let (required, all) = find_old_replica_sets(&d, &[old.clone(), new_rs.clone(), dup]);
         assert_eq!(names(&all), names(&[old, new_rs.clone()]));
-        assert_eq!(names(&required), names(&[new_rs.clone()]));
+        assert_eq!(names(&required), names(std::slice::from_ref(&new_rs)));
         let (required, all) = find_old_replica_sets(&d, &[new_rs]);
         assert!(all.is_empty() && required.is_empty());
     }
@@ -222,7 +222,7 @@ mod tests {
             Some(c.clone())
         );
         assert_eq!(
-            find_active_or_latest(Some(&n), &[a.clone()]),
+            find_active_or_latest(Some(&n), std::slice::from_ref(&a)),
             Some(n.clone())
         );
         assert_eq!(find_active_or_latest(Some(&n), &[c]), None);
@@ -233,7 +233,7 @@ mod tests {
         let old = rs("old", 2, &[], Some(ts(0)));
         let new = rs("new", 2, &[], Some(ts(10)));
         let big = rs("big", 5, &[], Some(ts(5)));
-        let mut v = vec![&old, &new, &big];
+        let mut v = [&old, &new, &big];
         v.sort_by(|a, b| by_size_older(a, b));
         assert_eq!(
             v.iter()

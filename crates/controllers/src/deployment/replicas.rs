@@ -145,7 +145,7 @@ mod tests {
             spec.replicas = Some(want);
             spec.strategy = Some(DeploymentStrategy {
                 type_: Some(strategy.into()),
-                rolling_update: (strategy == ROLLING_UPDATE).then(|| RollingUpdateDeployment {
+                rolling_update: (strategy == ROLLING_UPDATE).then_some(RollingUpdateDeployment {
                     max_surge: Some(IntOrString::Int(surge)),
                     max_unavailable: Some(IntOrString::Int(1)),
                 }),
