@@ -1,6 +1,8 @@
 //! Label and field selectors: parsing, matching and canonical printing, as apimachinery `pkg/labels` and
 //! `pkg/fields` have them. Shared by the API server (list/watch filtering) and the controller runtime.
 
+#![warn(missing_docs)]
+
 mod error;
 pub mod fields;
 mod parser;

@@ -59,6 +59,13 @@ impl std::fmt::Debug for ControllerExpectations {
     }
 }
 
+impl Default for ControllerExpectations {
+    /// Empty expectations on the system clock.
+    fn default() -> Self {
+        Self::new(Arc::new(crate::clock::SystemClock))
+    }
+}
+
 impl ControllerExpectations {
     /// Empty expectations; `clock` decides when they expire.
     pub fn new(clock: Arc<dyn Clock>) -> Self {

@@ -223,8 +223,9 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> RateLimitingQueue<T> {
     pub fn done(&self, item: &T) {
         let mut state = self.shared.state.lock();
         state.metrics.done(item);
-        state.processing.remove(item);
-        if state.dirty.contains(item) {
+        let was_processing = state.processing.remove(item);
+        // An item that was not processing is either queued already or unknown: never queue it twice.
+        if was_processing && state.dirty.contains(item) {
             state.queue.push_back(item.clone());
             drop(state);
             self.shared.item_ready.notify_one();
@@ -545,6 +546,17 @@ mod tests {
         assert!(!drain.is_finished());
         q.done(&again);
         within("drain", drain).await.expect("drain task");
+    }
+
+    #[tokio::test]
+    async fn done_for_an_item_not_processing_does_not_queue_it_twice() {
+        let q = queue();
+        q.add("foo".into());
+        q.done(&"foo".to_string());
+        assert_eq!(q.len(), 1);
+        assert_eq!(q.get().await.as_deref(), Some("foo"));
+        q.shutdown();
+        assert_eq!(q.get().await, None);
     }
 
     #[tokio::test]
