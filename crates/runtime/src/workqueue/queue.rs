@@ -560,6 +560,60 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn queue_operations_are_reported_as_workqueue_metrics() {
+        let q: RateLimitingQueue<String> = RateLimitingQueue::new("queue-metrics-test");
+        q.add("a".into());
+        q.add("b".into());
+        q.add("a".into());
+        q.add_after("c".into(), Duration::from_secs(3600));
+        let text = crate::metrics::encode_text();
+        let has = |line: &str| text.lines().any(|l| l == line);
+        assert!(
+            has("workqueue_adds_total{name=\"queue-metrics-test\"} 2"),
+            "{text}"
+        );
+        assert!(
+            has("workqueue_depth{name=\"queue-metrics-test\"} 2"),
+            "{text}"
+        );
+        assert!(
+            has("workqueue_retries_total{name=\"queue-metrics-test\"} 1"),
+            "{text}"
+        );
+
+        let item = q.get().await.expect("an item");
+        let text = crate::metrics::encode_text();
+        let has = |line: &str| text.lines().any(|l| l == line);
+        assert!(
+            has("workqueue_depth{name=\"queue-metrics-test\"} 1"),
+            "{text}"
+        );
+        assert!(
+            has("workqueue_queue_duration_seconds_count{name=\"queue-metrics-test\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "workqueue_longest_running_processor_seconds{name=\"queue-metrics-test\"}"
+            ),
+            "{text}"
+        );
+        q.done(&item);
+        let text = crate::metrics::encode_text();
+        assert!(
+            text.lines().any(
+                |l| l == "workqueue_work_duration_seconds_count{name=\"queue-metrics-test\"} 1"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.lines()
+                .any(|l| l == "workqueue_unfinished_work_seconds{name=\"queue-metrics-test\"} 0.0"),
+            "{text}"
+        );
+    }
+
+    #[tokio::test]
     async fn a_cancelled_get_takes_nothing() {
         let q = queue();
         let res = tokio::time::timeout(Duration::from_millis(10), q.get()).await;
