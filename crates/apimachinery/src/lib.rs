@@ -5,3 +5,4 @@ pub mod catalog;
 pub mod openapi;
 pub mod patch;
 pub mod printers;
+pub mod validation;

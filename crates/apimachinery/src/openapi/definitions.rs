@@ -70,6 +70,25 @@ pub fn resolve_ref(reference: &str) -> Option<&'static Value> {
     definitions().get(name)
 }
 
+/// Follows `$ref` and single-element `allOf` wrappers to the schema that describes a value.
+/// Returns `None` for a reference to an unknown definition (or a reference cycle of wrappers).
+pub fn resolve(mut node: &'static Value) -> Option<&'static Value> {
+    for _ in 0..16 {
+        if let Some(r) = node.get("$ref").and_then(Value::as_str) {
+            node = resolve_ref(r)?;
+        } else if let Some([inner]) = node
+            .get("allOf")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+        {
+            node = inner;
+        } else {
+            return Some(node);
+        }
+    }
+    None
+}
+
 fn list_name(definition: &str) -> String {
     format!("{definition}List")
 }

@@ -53,23 +53,8 @@ impl PatchMeta {
         PatchMeta { schema: None }
     }
 
-    /// Follows `$ref` and single-element `allOf` wrappers to the schema describing the value.
     fn resolved(&self) -> Option<&'static Value> {
-        let mut node = self.schema?;
-        for _ in 0..16 {
-            if let Some(r) = node.get("$ref").and_then(Value::as_str) {
-                node = definitions::resolve_ref(r)?;
-            } else if let Some([inner]) = node
-                .get("allOf")
-                .and_then(Value::as_array)
-                .map(Vec::as_slice)
-            {
-                node = inner;
-            } else {
-                return Some(node);
-            }
-        }
-        None
+        definitions::resolve(self.schema?)
     }
 
     fn field(&self, key: &str) -> FieldMeta {

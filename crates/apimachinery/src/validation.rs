@@ -1,0 +1,305 @@
+//! Strict field validation (`fieldValidation=Strict|Warn`): unknown and duplicate JSON fields.
+//!
+//! kube decodes request bodies with `sigs.k8s.io/json`'s strict mode and reports every field the
+//! Go type does not have and every key that appears twice in one object
+//! (`staging/src/k8s.io/apimachinery/pkg/runtime/serializer/json`). Here the raw JSON text is
+//! walked with a streaming visitor — a parsed `serde_json::Value` would already have dropped
+//! duplicates — against the kind's OpenAPI schema from [`crate::openapi::definitions`].
+
+use std::cell::RefCell;
+use std::collections::HashSet;
+use std::fmt;
+
+use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+
+use crate::openapi::definitions;
+
+/// One strict-decoding problem, with the field's path (`spec.template.spec.containers[0].imagee`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FieldProblem {
+    /// A field the kind's type does not have.
+    Unknown(String),
+    /// A key that appears more than once in the same JSON object.
+    Duplicate(String),
+}
+
+impl FieldProblem {
+    /// The field's path.
+    pub fn path(&self) -> &str {
+        match self {
+            FieldProblem::Unknown(p) | FieldProblem::Duplicate(p) => p,
+        }
+    }
+}
+
+impl fmt::Display for FieldProblem {
+    /// Formats like kube: `unknown field "spec.foo"` / `duplicate field "spec.replicas"`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FieldProblem::Unknown(p) => write!(f, "unknown field {p:?}"),
+            FieldProblem::Duplicate(p) => write!(f, "duplicate field {p:?}"),
+        }
+    }
+}
+
+/// kube's message for a request rejected by strict validation:
+/// `strict decoding error: unknown field "spec.foo", duplicate field "spec.replicas"`.
+pub fn strict_decoding_message(problems: &[FieldProblem]) -> String {
+    let list: Vec<String> = problems.iter().map(ToString::to_string).collect();
+    format!("strict decoding error: {}", list.join(", "))
+}
+
+/// Checks the JSON `body` of an `api_version`/`kind` object for unknown and duplicate fields.
+///
+/// Returns the problems in document order (empty when the body is clean, and for kinds without a
+/// schema, which cannot be checked). Known fields with `null` values are fine. The error is the
+/// JSON syntax error of a body that does not parse.
+pub fn check_fields(
+    api_version: &str,
+    kind: &str,
+    body: &[u8],
+) -> Result<Vec<FieldProblem>, serde_json::Error> {
+    let schema = definitions::root_definition(api_version, kind)
+        .and_then(|name| definitions::definitions().get(name));
+    let problems = RefCell::new(Vec::new());
+    let mut de = serde_json::Deserializer::from_slice(body);
+    Walker {
+        schema,
+        path: String::new(),
+        problems: &problems,
+    }
+    .deserialize(&mut de)?;
+    de.end()?;
+    Ok(problems.into_inner())
+}
+
+/// A position in the document: the schema describing the value there (`None`: anything goes).
+struct Walker<'a> {
+    schema: Option<&'static Value>,
+    path: String,
+    problems: &'a RefCell<Vec<FieldProblem>>,
+}
+
+impl Walker<'_> {
+    fn child_path(&self, key: &str) -> String {
+        if self.path.is_empty() {
+            key.to_string()
+        } else {
+            format!("{}.{key}", self.path)
+        }
+    }
+}
+
+/// How an object's keys are checked.
+enum Fields {
+    /// A struct: only these properties exist.
+    Struct(&'static serde_json::Map<String, Value>),
+    /// A map: every key is allowed, values follow the schema.
+    Map(Option<&'static Value>),
+}
+
+fn fields_of(schema: Option<&'static Value>) -> Fields {
+    let Some(node) = schema.and_then(definitions::resolve) else {
+        return Fields::Map(None);
+    };
+    match (node.get("properties"), node.get("additionalProperties")) {
+        (_, Some(add)) if add.is_object() => Fields::Map(Some(add)),
+        (_, Some(Value::Bool(true))) => Fields::Map(None),
+        (Some(Value::Object(props)), _)
+            if node.get("x-kubernetes-preserve-unknown-fields") != Some(&Value::Bool(true)) =>
+        {
+            Fields::Struct(props)
+        }
+        // An object without properties (RawExtension) holds anything.
+        _ => Fields::Map(None),
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Walker<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Walker<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let items = self
+            .schema
+            .and_then(definitions::resolve)
+            .and_then(|n| n.get("items"));
+        let mut i = 0usize;
+        loop {
+            let walker = Walker {
+                schema: items,
+                path: format!("{}[{i}]", self.path),
+                problems: self.problems,
+            };
+            if seq.next_element_seed(walker)?.is_none() {
+                return Ok(());
+            }
+            i += 1;
+        }
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let fields = fields_of(self.schema);
+        let mut seen = HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let path = self.child_path(&key);
+            if !seen.insert(key.clone()) {
+                self.problems
+                    .borrow_mut()
+                    .push(FieldProblem::Duplicate(path.clone()));
+            }
+            let child = match &fields {
+                Fields::Map(values) => *values,
+                Fields::Struct(props) => match props.get(&key) {
+                    Some(prop) => Some(prop),
+                    None => {
+                        // Like Go's decoder, the value of an unknown field is skipped unchecked.
+                        self.problems.borrow_mut().push(FieldProblem::Unknown(path));
+                        map.next_value::<IgnoredAny>()?;
+                        continue;
+                    }
+                },
+            };
+            map.next_value_seed(Walker {
+                schema: child,
+                path,
+                problems: self.problems,
+            })?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(api_version: &str, kind: &str, body: &str) -> Vec<String> {
+        check_fields(api_version, kind, body.as_bytes())
+            .unwrap()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn clean_deployment_has_no_problems() {
+        let body = r#"{"apiVersion":"apps/v1","kind":"Deployment",
+            "metadata":{"name":"web","labels":{"app":"web"},"annotations":null},
+            "spec":{"replicas":2,"selector":{"matchLabels":{"app":"web"}},
+              "strategy":{"type":"RollingUpdate","rollingUpdate":{"maxSurge":"25%"}},
+              "template":{"metadata":{"labels":{"app":"web"}},
+                "spec":{"containers":[{"name":"c","image":"nginx","ports":[{"containerPort":80}],
+                  "resources":{"limits":{"cpu":"1"}}}]}}},
+            "status":{"replicas":0}}"#;
+        assert!(check("apps/v1", "Deployment", body).is_empty());
+    }
+
+    #[test]
+    fn unknown_fields_are_reported_with_their_path() {
+        let body = r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","nmae":"x"},
+            "spec":{"foo":1,"template":{"spec":{"containers":[{"name":"c","imagee":"nginx"}]}}}}"#;
+        assert_eq!(
+            check("apps/v1", "Deployment", body),
+            [
+                r#"unknown field "metadata.nmae""#,
+                r#"unknown field "spec.foo""#,
+                r#"unknown field "spec.template.spec.containers[0].imagee""#,
+            ]
+        );
+    }
+
+    #[test]
+    fn duplicate_fields_are_reported_even_though_json_keeps_the_last() {
+        let body = r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},
+            "spec":{"replicas":1,"replicas":2}}"#;
+        assert_eq!(
+            check("apps/v1", "Deployment", body),
+            [r#"duplicate field "spec.replicas""#]
+        );
+    }
+
+    #[test]
+    fn field_names_are_case_sensitive() {
+        let body =
+            r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"Containers":[]}}"#;
+        assert_eq!(
+            check("v1", "Pod", body),
+            [r#"unknown field "spec.Containers""#]
+        );
+    }
+
+    #[test]
+    fn maps_and_raw_extensions_accept_any_key() {
+        let body = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},
+            "data":{"anything":"goes","x.y/z":"1"}}"#;
+        assert!(check("v1", "ConfigMap", body).is_empty());
+        let body = r#"{"apiVersion":"apps/v1","kind":"ControllerRevision","metadata":{"name":"r"},
+            "revision":1,"data":{"spec":{"template":{"whatever":true}}}}"#;
+        assert!(check("apps/v1", "ControllerRevision", body).is_empty());
+    }
+
+    #[test]
+    fn unknown_kinds_are_not_checked_and_bad_json_is_an_error() {
+        assert!(check("example.com/v1", "Widget", r#"{"spec":{"x":1}}"#).is_empty());
+        assert!(check_fields("v1", "Pod", b"{\"metadata\":").is_err());
+    }
+
+    #[test]
+    fn strict_decoding_message_lists_every_problem() {
+        let problems = [
+            FieldProblem::Unknown("spec.foo".into()),
+            FieldProblem::Duplicate("spec.replicas".into()),
+        ];
+        assert_eq!(
+            strict_decoding_message(&problems),
+            r#"strict decoding error: unknown field "spec.foo", duplicate field "spec.replicas""#
+        );
+    }
+
+    #[test]
+    fn duplicates_inside_unknown_fields_are_not_reported() {
+        let body = r#"{"apiVersion":"v1","kind":"Pod","spec":{"bogus":{"a":1,"a":2}}}"#;
+        assert_eq!(check("v1", "Pod", body), [r#"unknown field "spec.bogus""#]);
+    }
+
+    #[test]
+    fn duplicate_label_keys_are_reported() {
+        let body = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"labels":{"a":"1","a":"2"}}}"#;
+        assert_eq!(
+            check("v1", "Pod", body),
+            [r#"duplicate field "metadata.labels.a""#]
+        );
+    }
+}
