@@ -35,6 +35,7 @@ mod replicationcontrollers;
 pub mod selector;
 mod services;
 mod simple;
+mod typecheck;
 mod workload;
 
 use std::fmt;
@@ -289,24 +290,66 @@ pub trait Strategy: Send + Sync + 'static {
     fn set_scale_replicas(&self, obj: &mut Value, replicas: i32) -> Result<(), FieldError>;
 }
 
-/// Builds the strategy of a catalog entry.
+/// Builds the strategy of a catalog entry: the kind's strategy, checked to decode as its
+/// k8s-openapi type.
 fn build(info: &'static ResourceInfo) -> Box<dyn Strategy> {
-    match (info.group, info.kind) {
-        ("", "Pod") => Box::new(pods::PodStrategy::new(info)),
-        ("", "ReplicationController") => Box::new(
-            replicationcontrollers::ReplicationControllerStrategy::new(info),
-        ),
-        ("apps", "Deployment") => Box::new(deployments::DeploymentStrategy::new(info)),
-        ("apps", "ReplicaSet") => Box::new(replicasets::ReplicaSetStrategy::new(info)),
-        ("", "Namespace") => Box::new(namespaces::NamespaceStrategy::new(info)),
-        ("", "Node") => Box::new(nodes::NodeStrategy::new(info)),
-        ("", "Event") | ("events.k8s.io", "Event") => Box::new(events::EventStrategy::new(info)),
-        ("", "Service") => Box::new(services::strategy(info)),
-        ("", "ConfigMap") => Box::new(configmaps::strategy(info)),
-        ("apps", "ControllerRevision") => Box::new(controllerrevisions::strategy(info)),
-        ("coordination.k8s.io", "Lease") => Box::new(leases::strategy(info)),
-        _ => Box::new(GenericStrategy::new(info)),
-    }
+    use k8s_openapi::api::{apps, coordination, core, events as events_api};
+    use typecheck::{decode_check, TypeChecked};
+    let (strategy, check): (Box<dyn Strategy>, typecheck::DecodeCheck) =
+        match (info.group, info.kind) {
+            ("", "Pod") => (
+                Box::new(pods::PodStrategy::new(info)),
+                decode_check::<core::v1::Pod>,
+            ),
+            ("", "ReplicationController") => (
+                Box::new(replicationcontrollers::ReplicationControllerStrategy::new(
+                    info,
+                )),
+                decode_check::<core::v1::ReplicationController>,
+            ),
+            ("apps", "Deployment") => (
+                Box::new(deployments::DeploymentStrategy::new(info)),
+                decode_check::<apps::v1::Deployment>,
+            ),
+            ("apps", "ReplicaSet") => (
+                Box::new(replicasets::ReplicaSetStrategy::new(info)),
+                decode_check::<apps::v1::ReplicaSet>,
+            ),
+            ("", "Namespace") => (
+                Box::new(namespaces::NamespaceStrategy::new(info)),
+                decode_check::<core::v1::Namespace>,
+            ),
+            ("", "Node") => (
+                Box::new(nodes::NodeStrategy::new(info)),
+                decode_check::<core::v1::Node>,
+            ),
+            ("", "Event") => (
+                Box::new(events::EventStrategy::new(info)),
+                decode_check::<core::v1::Event>,
+            ),
+            ("events.k8s.io", "Event") => (
+                Box::new(events::EventStrategy::new(info)),
+                decode_check::<events_api::v1::Event>,
+            ),
+            ("", "Service") => (
+                Box::new(services::strategy(info)),
+                decode_check::<core::v1::Service>,
+            ),
+            ("", "ConfigMap") => (
+                Box::new(configmaps::strategy(info)),
+                decode_check::<core::v1::ConfigMap>,
+            ),
+            ("apps", "ControllerRevision") => (
+                Box::new(controllerrevisions::strategy(info)),
+                decode_check::<apps::v1::ControllerRevision>,
+            ),
+            ("coordination.k8s.io", "Lease") => (
+                Box::new(leases::strategy(info)),
+                decode_check::<coordination::v1::Lease>,
+            ),
+            _ => return Box::new(GenericStrategy::new(info)),
+        };
+    Box::new(TypeChecked::new(strategy, check))
 }
 
 type Table = Vec<(&'static ResourceInfo, Box<dyn Strategy>)>;

@@ -75,6 +75,11 @@ impl Strategy for NodeStrategy {
     }
 
     fn default(&self, obj: &mut Value) {
+        for list in ["capacity", "allocatable"] {
+            if let Some(m) = super::object::existing_object_mut(obj, &["status", list]) {
+                super::quantity::canonicalize_numbers(m);
+            }
+        }
         // SetDefaults_NodeStatus: allocatable defaults to capacity.
         if get(obj, &["status", "allocatable"]).is_none_or(Value::is_null) {
             if let Some(capacity) = get(obj, &["status", "capacity"])

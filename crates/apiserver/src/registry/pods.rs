@@ -15,7 +15,7 @@ use super::meta::{self, name_is_dns_label, name_is_dns_subdomain};
 use super::object::{
     copy, default_field, get, get_i64, get_str, object_mut, semantically_equal, set,
 };
-use super::quantity::parse_nanos;
+use super::quantity::{canonicalize_numbers, parse_nanos};
 use super::{FieldError, GracefulDelete, Strategy};
 
 /// `v1.DefaultTerminationGracePeriodSeconds`.
@@ -35,6 +35,7 @@ pub(crate) fn default_pod_spec(spec: &mut Map<String, Value>) {
         json!(DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS),
     );
     default_field(spec, "schedulerName", json!("default-scheduler"));
+    canonicalize_resources(spec.get_mut("resources"));
     if spec.get("hostNetwork").and_then(Value::as_bool) == Some(true) {
         default_host_network_ports(spec);
     }
@@ -148,6 +149,7 @@ fn default_container(c: &mut Map<String, Value>) {
             default_field(p, "protocol", json!("TCP"));
         }
     }
+    canonicalize_resources(c.get_mut("resources"));
     for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
         if let Some(p) = c.get_mut(probe).and_then(Value::as_object_mut) {
             default_field(p, "timeoutSeconds", json!(1));
@@ -168,6 +170,16 @@ fn default_container(c: &mut Map<String, Value>) {
             {
                 default_field(f, "apiVersion", json!("v1"));
             }
+        }
+    }
+}
+
+/// Quantities in `requests` and `limits` given as JSON numbers become strings.
+fn canonicalize_resources(resources: Option<&mut Value>) {
+    let Some(resources) = resources else { return };
+    for kind in ["requests", "limits"] {
+        if let Some(list) = resources.get_mut(kind).and_then(Value::as_object_mut) {
+            canonicalize_numbers(list);
         }
     }
 }
@@ -1151,6 +1163,29 @@ mod tests {
             v[2]["projected"]["sources"][0]["serviceAccountToken"]["expirationSeconds"],
             3600
         );
+    }
+
+    #[test]
+    fn numeric_quantities_are_stored_as_strings_and_decode() {
+        let info = catalog::by_kind("v1", "Pod").expect("served");
+        let s = crate::registry::strategy(info);
+        let mut p = pod(
+            json!([{"name": "a", "image": "x", "resources": {"limits": {"cpu": 1, "memory": "64Mi"}}}]),
+        );
+        s.default(&mut p);
+        s.prepare_for_create(&mut p);
+        assert_eq!(
+            p["spec"]["containers"][0]["resources"]["requests"]["cpu"],
+            "1"
+        );
+        assert!(
+            s.validate_create(&p).is_empty(),
+            "{:?}",
+            s.validate_create(&p)
+        );
+        p["spec"]["containers"][0]["ports"] = json!([{"containerPort": "http"}]);
+        let errs = s.validate_create(&p);
+        assert_eq!(errs[0].field, "spec.containers[0].ports[0].containerPort");
     }
 
     #[test]

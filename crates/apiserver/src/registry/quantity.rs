@@ -72,6 +72,27 @@ fn parse_str(s: &str) -> Option<i128> {
     Some(if negative { -value } else { value })
 }
 
+/// Rewrites quantities given as JSON numbers (`cpu: 1`, `cpu: 0.5`) as quantity strings
+/// (`"1"`, `"500m"`), as kube-apiserver serializes every quantity as a string; fractions
+/// round up to milli-units (`SetDefaults_ResourceList`).
+pub(crate) fn canonicalize_numbers(list: &mut serde_json::Map<String, Value>) {
+    for v in list.values_mut() {
+        let Value::Number(n) = v else { continue };
+        let s = match n.as_i64() {
+            Some(i) => i.to_string(),
+            None => {
+                let milli = (n.as_f64().unwrap_or(0.0) * 1000.0).ceil() as i64;
+                if milli % 1000 == 0 {
+                    (milli / 1000).to_string()
+                } else {
+                    format!("{milli}m")
+                }
+            }
+        };
+        *v = Value::String(s);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -89,5 +110,18 @@ mod tests {
         assert_eq!(parse_nanos(&json!("-1")), Some(-1_000_000_000));
         assert_eq!(parse_nanos(&json!("abc")), None);
         assert_eq!(parse_nanos(&json!("1Zi")), None);
+    }
+
+    #[test]
+    fn numeric_quantities_become_strings() {
+        let mut m = json!({"cpu": 1, "memory": "1Gi", "x": 0.5, "y": 2.0})
+            .as_object()
+            .cloned()
+            .expect("object");
+        canonicalize_numbers(&mut m);
+        assert_eq!(
+            Value::Object(m),
+            json!({"cpu": "1", "memory": "1Gi", "x": "500m", "y": "2"})
+        );
     }
 }
