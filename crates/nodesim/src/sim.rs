@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Client;
+use rkcm_runtime::events::EventBroadcaster;
 use rkcm_runtime::informer::{wait_for_cache_sync, InformerFactory, Notification, SharedInformer};
 use rkcm_runtime::Shutdown;
 use tokio::task::JoinSet;
@@ -111,6 +112,12 @@ impl NodeSim {
         // Pods seen before their node was registered (with a shared, already started factory).
         self.kubelet.resync_all();
 
+        let events = EventBroadcaster::new(self.client.clone());
+        self.kubelet.set_recorder(events.recorder("kubelet"));
+        if let Some(scheduler) = &self.scheduler {
+            scheduler.set_recorder(events.recorder("default-scheduler"));
+        }
+
         let mut tasks = JoinSet::new();
         tasks.spawn(Arc::clone(&self.kubelet).run(self.config.kubelet_workers, shutdown.clone()));
         if let Some(scheduler) = &self.scheduler {
@@ -133,6 +140,7 @@ impl NodeSim {
                 tracing::error!(error = %e, "node simulator task failed");
             }
         }
+        events.shutdown().await;
         Ok(())
     }
 }

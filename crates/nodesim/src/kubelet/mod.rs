@@ -14,13 +14,14 @@ pub mod pod_status;
 pub mod time;
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{ContainerStatus, ObjectReference, Pod, PodStatus};
 use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
 use kube::{Api, Client};
 use parking_lot::Mutex;
+use rkcm_runtime::events::{EventRecorder, EventType};
 use rkcm_runtime::informer::{InformerFactory, Notification, Store};
 use rkcm_runtime::workqueue::RateLimitingQueue;
 use rkcm_runtime::{worker, ObjectKey, Shutdown};
@@ -50,6 +51,7 @@ pub struct Kubelet {
     /// Pod UID → when this process created its sandbox (finer than `startTime`'s whole seconds).
     sandboxes: Mutex<HashMap<String, Timestamp>>,
     config: Config,
+    recorder: OnceLock<EventRecorder>,
 }
 
 impl Kubelet {
@@ -71,6 +73,7 @@ impl Kubelet {
             written: Mutex::new(HashMap::new()),
             sandboxes: Mutex::new(HashMap::new()),
             config,
+            recorder: OnceLock::new(),
         });
         let weak = Arc::downgrade(&this);
         informer.add_event_handler(move |note| {
@@ -79,6 +82,58 @@ impl Kubelet {
             }
         });
         this
+    }
+
+    /// Records `Started` and `BackOff` events with `recorder` from now on.
+    pub fn set_recorder(&self, recorder: EventRecorder) {
+        // A second recorder is ignored: the first one keeps recording.
+        let _ = self.recorder.set(recorder);
+    }
+
+    /// Records what changed for the containers between `old` and `new`, as a kubelet's events.
+    fn container_events(&self, pod: &Pod, old: Option<&PodStatus>, new: &PodStatus) {
+        let Some(recorder) = self.recorder.get() else {
+            return;
+        };
+        let reference = pod_reference(pod);
+        let before = |name: &str| -> Option<&ContainerStatus> {
+            old?.container_statuses
+                .as_ref()?
+                .iter()
+                .find(|c| c.name == name)
+        };
+        for status in new.container_statuses.iter().flatten() {
+            let previous = before(&status.name);
+            let changed = previous
+                .is_none_or(|p| p.state != status.state || p.restart_count != status.restart_count);
+            if !changed {
+                continue;
+            }
+            let state = status.state.clone().unwrap_or_default();
+            if state.running.is_some() {
+                recorder.event(
+                    &reference,
+                    EventType::Normal,
+                    "Started",
+                    format!("Started container {}", status.name),
+                );
+            } else if state
+                .waiting
+                .as_ref()
+                .is_some_and(|w| w.reason.as_deref() == Some(containers::CRASH_LOOP_BACK_OFF))
+            {
+                recorder.event(
+                    &reference,
+                    EventType::Warning,
+                    "BackOff",
+                    format!(
+                        "Back-off restarting failed container {} in pod {}",
+                        status.name,
+                        ObjectKey::from_obj(pod)
+                    ),
+                );
+            }
+        }
     }
 
     fn handle(&self, note: Notification<Pod>) {
@@ -203,6 +258,7 @@ impl Kubelet {
                     .await
                 {
                     Ok(updated) => {
+                        self.container_events(&pod, status, &new_status);
                         if creating_sandbox {
                             self.sandboxes.lock().insert(uid, now);
                         }
@@ -241,6 +297,19 @@ impl Kubelet {
                 }
             }
         }
+    }
+}
+
+/// A reference to `pod` for events.
+pub fn pod_reference(pod: &Pod) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Pod".into()),
+        name: pod.metadata.name.clone(),
+        namespace: pod.metadata.namespace.clone(),
+        uid: pod.metadata.uid.clone(),
+        resource_version: pod.metadata.resource_version.clone(),
+        ..Default::default()
     }
 }
 

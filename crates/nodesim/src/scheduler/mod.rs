@@ -14,13 +14,14 @@ pub mod select;
 pub mod taints;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use parking_lot::Mutex;
+use rkcm_runtime::events::{EventRecorder, EventType};
 use rkcm_runtime::informer::{InformerFactory, Notification, Store};
 use rkcm_runtime::workqueue::RateLimitingQueue;
 use rkcm_runtime::{worker, Clock, ObjectKey, Shutdown};
@@ -31,8 +32,8 @@ pub use select::{select_node, FitError};
 
 use crate::config::Config;
 use crate::error::{api_code, Error, Result};
-use crate::kubelet::node_name_index;
 use crate::kubelet::pod_status::{set_condition, POD_SCHEDULED};
+use crate::kubelet::{node_name_index, pod_reference};
 use crate::NODE_NAME_INDEX;
 
 /// kube-scheduler's `podMaxInUnschedulablePodsDuration`: unschedulable pods are retried at least this often.
@@ -56,6 +57,7 @@ pub struct Scheduler {
     assumed: Mutex<HashMap<ObjectKey, Assumed>>,
     scheduler_name: String,
     clock: Arc<dyn Clock>,
+    recorder: OnceLock<EventRecorder>,
 }
 
 impl Scheduler {
@@ -73,6 +75,7 @@ impl Scheduler {
             assumed: Mutex::new(HashMap::new()),
             scheduler_name: config.scheduler_name.clone(),
             clock: Arc::clone(&config.clock),
+            recorder: OnceLock::new(),
         });
         let weak = Arc::downgrade(&this);
         pod_informer.add_event_handler(move |note| {
@@ -87,6 +90,18 @@ impl Scheduler {
             }
         });
         this
+    }
+
+    /// Records `Scheduled` and `FailedScheduling` events with `recorder` from now on.
+    pub fn set_recorder(&self, recorder: EventRecorder) {
+        // A second recorder is ignored: the first one keeps recording.
+        let _ = self.recorder.set(recorder);
+    }
+
+    fn event(&self, pod: &Pod, type_: EventType, reason: &str, message: String) {
+        if let Some(recorder) = self.recorder.get() {
+            recorder.event(&pod_reference(pod), type_, reason, message);
+        }
     }
 
     /// Runs the scheduling loop until `shutdown`.
@@ -244,6 +259,12 @@ impl Scheduler {
             Ok(_) => {
                 self.unschedulable.lock().remove(key);
                 tracing::debug!(pod = %key, node, "bound");
+                self.event(
+                    pod,
+                    EventType::Normal,
+                    "Scheduled",
+                    format!("Successfully assigned {key} to {node}"),
+                );
                 Ok(())
             }
             // Deleted meanwhile, or bound by someone else: the informer brings the outcome.
@@ -281,7 +302,7 @@ impl Scheduler {
             return Ok(());
         }
         tracing::debug!(pod = %key, %message, "unschedulable");
-        // TODO: record a FailedScheduling event once the runtime's event recorder is available.
+        self.event(pod, EventType::Warning, "FailedScheduling", message.clone());
         set_condition(
             &mut conditions,
             POD_SCHEDULED,

@@ -1,0 +1,444 @@
+//! The simulated nodes against the in-process API server: registration, scheduling, the kubelet
+//! stand-in's conventions, graceful deletion and node capacity.
+
+use std::future::Future;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Container, Node, Pod, PodSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{DeleteParams, PostParams};
+use kube::{Api, Client};
+use rkcm_apiserver::testing::{self, TestServer};
+use rkcm_nodesim::{Config, NodeSim, FAIL_ANNOTATION, NEVER_READY_ANNOTATION};
+use rkcm_runtime::Shutdown;
+
+const DEADLINE: Duration = Duration::from_secs(20);
+
+/// A server plus a running simulator; everything stops when dropped.
+struct Cluster {
+    _server: TestServer,
+    client: Client,
+    shutdown: Shutdown,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+async fn cluster(config: Config) -> Cluster {
+    let server = testing::start().await;
+    let client = server.client();
+    let shutdown = Shutdown::new();
+    let sim = NodeSim::new(client.clone(), config);
+    tokio::spawn(sim.run(shutdown.clone()));
+    Cluster {
+        _server: server,
+        client,
+        shutdown,
+    }
+}
+
+fn fast_config(nodes: usize) -> Config {
+    Config {
+        nodes,
+        pod_ready_delay: Duration::from_millis(100),
+        termination_grace_cap: Some(Duration::from_secs(1)),
+        ..Config::default()
+    }
+}
+
+/// Polls `check` until it returns `Some`, failing with `what` after [`DEADLINE`].
+async fn eventually<T, F, Fut>(what: &str, mut check: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        if let Some(value) = check().await {
+            return Ok(value);
+        }
+        if tokio::time::Instant::now() > deadline {
+            bail!("timed out waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn pod(name: &str, image: &str) -> Pod {
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("default".into()),
+            ..Default::default()
+        },
+        spec: Some(PodSpec {
+            containers: vec![Container {
+                name: "app".into(),
+                image: Some(image.into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn condition(pod: &Pod, type_: &str) -> Option<(String, Option<String>, Option<String>)> {
+    pod.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+}
+
+fn phase(pod: &Pod) -> &str {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .unwrap_or("")
+}
+
+fn is_ready(pod: &Pod) -> bool {
+    condition(pod, "Ready").is_some_and(|(status, _, _)| status == "True")
+}
+
+async fn get_pod(api: &Api<Pod>, name: &str) -> Option<Pod> {
+    api.get_opt(name).await.ok().flatten()
+}
+
+#[tokio::test]
+async fn nodes_register_ready_with_leases() -> Result<()> {
+    let c = cluster(fast_config(3)).await;
+    let nodes: Api<Node> = Api::all(c.client.clone());
+    let ready = eventually("three Ready nodes", || async {
+        let list = nodes.list(&Default::default()).await.ok()?;
+        let ready: Vec<Node> = list
+            .items
+            .into_iter()
+            .filter(|n| {
+                n.status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+            })
+            .collect();
+        (ready.len() == 3).then_some(ready)
+    })
+    .await?;
+    let mut names: Vec<String> = ready
+        .iter()
+        .filter_map(|n| n.metadata.name.clone())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["rkcm-node-1", "rkcm-node-2", "rkcm-node-3"]);
+    let node = &ready[0];
+    let labels = node.metadata.labels.clone().unwrap_or_default();
+    assert_eq!(
+        labels.get("kubernetes.io/os").map(String::as_str),
+        Some("linux")
+    );
+    let status = node.status.clone().context("node status")?;
+    assert!(status
+        .allocatable
+        .context("allocatable")?
+        .contains_key("pods"));
+
+    let leases: Api<Lease> = Api::namespaced(c.client.clone(), "kube-node-lease");
+    eventually("a lease per node", || async {
+        let list = leases.list(&Default::default()).await.ok()?;
+        let renewed = list
+            .items
+            .iter()
+            .filter(|l| {
+                l.spec
+                    .as_ref()
+                    .and_then(|s| s.renew_time.as_ref())
+                    .is_some()
+            })
+            .count();
+        (renewed == 3).then_some(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_pod_is_scheduled_and_becomes_running_and_ready() -> Result<()> {
+    let c = cluster(fast_config(2)).await;
+    let pods: Api<Pod> = Api::namespaced(c.client.clone(), "default");
+    pods.create(&PostParams::default(), &pod("web", "nginx:1.27"))
+        .await?;
+    let running = eventually("web Running and Ready", || async {
+        let p = get_pod(&pods, "web").await?;
+        (phase(&p) == "Running" && is_ready(&p)).then_some(p)
+    })
+    .await?;
+    let spec = running.spec.clone().context("spec")?;
+    assert!(spec.node_name.unwrap_or_default().starts_with("rkcm-node-"));
+    let status = running.status.clone().context("status")?;
+    assert!(status.pod_ip.unwrap_or_default().starts_with("10.244."));
+    assert!(status.host_ip.unwrap_or_default().starts_with("10.0."));
+    assert!(status.start_time.is_some());
+    let container = &status.container_statuses.context("container statuses")?[0];
+    assert!(container.ready);
+    assert!(container
+        .container_id
+        .clone()
+        .unwrap_or_default()
+        .starts_with("rkcm://"));
+    assert!(container
+        .state
+        .as_ref()
+        .and_then(|s| s.running.as_ref())
+        .is_some());
+    for type_ in ["PodScheduled", "Initialized", "ContainersReady", "Ready"] {
+        assert_eq!(
+            condition(&running, type_).map(|c| c.0).as_deref(),
+            Some("True"),
+            "{type_}"
+        );
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_pod_whose_node_selector_matches_no_node_stays_pending_and_unschedulable() -> Result<()> {
+    let c = cluster(fast_config(3)).await;
+    let pods: Api<Pod> = Api::namespaced(c.client.clone(), "default");
+    let mut p = pod("picky", "nginx");
+    p.spec.as_mut().context("spec")?.node_selector =
+        Some([("disk".to_string(), "ssd".to_string())].into());
+    // Wait for the nodes so that the message counts all three.
+    let nodes: Api<Node> = Api::all(c.client.clone());
+    eventually("three nodes", || async {
+        (nodes.list(&Default::default()).await.ok()?.items.len() == 3).then_some(())
+    })
+    .await?;
+    pods.create(&PostParams::default(), &p).await?;
+    let (status, reason, message) = eventually(
+        "PodScheduled=False with all three nodes counted",
+        || async {
+            let p = get_pod(&pods, "picky").await?;
+            condition(&p, "PodScheduled")
+                .filter(|c| c.2.as_deref().is_some_and(|m| m.starts_with("0/3")))
+        },
+    )
+    .await?;
+    assert_eq!(status, "False");
+    assert_eq!(reason.as_deref(), Some("Unschedulable"));
+    assert_eq!(
+        message.as_deref(),
+        Some("0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.")
+    );
+    let p = get_pod(&pods, "picky").await.context("pod")?;
+    assert_eq!(phase(&p), "Pending");
+    assert!(p.spec.and_then(|s| s.node_name).is_none());
+
+    // Labelling a node makes the pod fit: it is retried and bound there.
+    let patch = serde_json::json!({ "metadata": { "labels": { "disk": "ssd" } } });
+    nodes
+        .patch(
+            "rkcm-node-2",
+            &Default::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await?;
+    let bound = eventually("picky bound after the label", || async {
+        get_pod(&pods, "picky").await?.spec?.node_name
+    })
+    .await?;
+    assert_eq!(bound, "rkcm-node-2");
+    Ok(())
+}
+
+#[tokio::test]
+async fn never_ready_pods_run_but_stay_unready() -> Result<()> {
+    let c = cluster(fast_config(1)).await;
+    let pods: Api<Pod> = Api::namespaced(c.client.clone(), "default");
+    let mut annotated = pod("stuck", "nginx");
+    annotated.metadata.annotations =
+        Some([(NEVER_READY_ANNOTATION.to_string(), "true".to_string())].into());
+    pods.create(&PostParams::default(), &annotated).await?;
+    pods.create(
+        &PostParams::default(),
+        &pod("stuck-image", "example.com/never-ready:1"),
+    )
+    .await?;
+    pods.create(&PostParams::default(), &pod("fine", "nginx"))
+        .await?;
+    // Once the ordinary pod is ready, the others had as long to become ready.
+    eventually("fine Ready", || async {
+        get_pod(&pods, "fine").await.filter(is_ready)
+    })
+    .await?;
+    for name in ["stuck", "stuck-image"] {
+        let p = eventually("never-ready pod Running", || async {
+            get_pod(&pods, name).await.filter(|p| phase(p) == "Running")
+        })
+        .await?;
+        let (status, reason, _) = condition(&p, "Ready").context("Ready condition")?;
+        assert_eq!(
+            (status.as_str(), reason.as_deref()),
+            ("False", Some("ContainersNotReady")),
+            "{name}"
+        );
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn failing_pods_without_restarts_end_failed() -> Result<()> {
+    let c = cluster(fast_config(1)).await;
+    let pods: Api<Pod> = Api::namespaced(c.client.clone(), "default");
+    let mut failing = pod("broken", "nginx");
+    failing.metadata.annotations = Some([(FAIL_ANNOTATION.to_string(), "true".to_string())].into());
+    failing.spec.as_mut().context("spec")?.restart_policy = Some("Never".into());
+    pods.create(&PostParams::default(), &failing).await?;
+    let p = eventually("broken Failed", || async {
+        get_pod(&pods, "broken")
+            .await
+            .filter(|p| phase(p) == "Failed")
+    })
+    .await?;
+    let container = &p
+        .status
+        .context("status")?
+        .container_statuses
+        .context("statuses")?[0];
+    let terminated = container
+        .state
+        .as_ref()
+        .and_then(|s| s.terminated.as_ref())
+        .context("terminated")?;
+    assert_eq!(terminated.exit_code, 1);
+    Ok(())
+}
+
+#[tokio::test]
+async fn graceful_deletion_removes_the_pod_after_its_grace_period() -> Result<()> {
+    let c = cluster(fast_config(1)).await;
+    let pods: Api<Pod> = Api::namespaced(c.client.clone(), "default");
+    pods.create(&PostParams::default(), &pod("doomed", "nginx"))
+        .await?;
+    eventually("doomed Ready", || async {
+        get_pod(&pods, "doomed").await.filter(is_ready)
+    })
+    .await?;
+    pods.delete("doomed", &DeleteParams::default().grace_period(30))
+        .await?;
+    // Still there, terminating: the grace period (capped at 1s here) has not passed.
+    let terminating = get_pod(&pods, "doomed")
+        .await
+        .context("pod still present")?;
+    assert!(terminating.metadata.deletion_timestamp.is_some());
+    eventually("doomed removed", || async {
+        match pods.get_opt("doomed").await {
+            Ok(None) => Some(()),
+            _ => None,
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn node_pod_capacity_is_respected() -> Result<()> {
+    let config = Config {
+        pods: "2".into(),
+        ..fast_config(1)
+    };
+    let c = cluster(config).await;
+    let pods: Api<Pod> = Api::namespaced(c.client.clone(), "default");
+    for name in ["a", "b", "c"] {
+        pods.create(&PostParams::default(), &pod(name, "nginx"))
+            .await?;
+    }
+    let message = eventually("one pod unschedulable", || async {
+        let list = pods.list(&Default::default()).await.ok()?;
+        let running = list.items.iter().filter(|p| phase(p) == "Running").count();
+        let pending: Vec<String> = list
+            .items
+            .iter()
+            .filter_map(|p| {
+                condition(p, "PodScheduled")
+                    .filter(|c| c.0 == "False")
+                    .and_then(|c| c.2)
+            })
+            .collect();
+        (running == 2 && pending.len() == 1).then(|| pending[0].clone())
+    })
+    .await?;
+    assert_eq!(message, "0/1 nodes are available: 1 Too many pods.");
+
+    // Deleting a running pod frees a slot for the pending one.
+    let list = pods.list(&Default::default()).await?;
+    let running = list
+        .items
+        .iter()
+        .find(|p| phase(p) == "Running")
+        .and_then(|p| p.metadata.name.clone())
+        .context("a running pod")?;
+    pods.delete(&running, &DeleteParams::default().grace_period(0))
+        .await?;
+    eventually("two pods running again", || async {
+        let list = pods.list(&Default::default()).await.ok()?;
+        (list.items.len() == 2 && list.items.iter().all(|p| phase(p) == "Running")).then_some(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_deleted_node_is_no_longer_simulated() -> Result<()> {
+    let c = cluster(fast_config(2)).await;
+    let nodes: Api<Node> = Api::all(c.client.clone());
+    let pods: Api<Pod> = Api::namespaced(c.client.clone(), "default");
+    let mut before = pod("before", "nginx");
+    before.spec.as_mut().context("spec")?.node_name = Some("rkcm-node-1".into());
+    pods.create(&PostParams::default(), &before).await?;
+    eventually("before Ready", || async {
+        get_pod(&pods, "before").await.filter(is_ready)
+    })
+    .await?;
+    nodes
+        .delete("rkcm-node-1", &DeleteParams::default())
+        .await?;
+    eventually("node gone", || async {
+        matches!(nodes.get_opt("rkcm-node-1").await, Ok(None)).then_some(())
+    })
+    .await?;
+    // Give the simulator's node watch time to see the deletion: a pod on the other node, created
+    // afterwards, becoming ready shows the kubelet has handled later events.
+    let mut probe = pod("probe", "nginx");
+    probe.spec.as_mut().context("spec")?.node_name = Some("rkcm-node-2".into());
+    pods.create(&PostParams::default(), &probe).await?;
+    eventually("probe Ready", || async {
+        get_pod(&pods, "probe").await.filter(is_ready)
+    })
+    .await?;
+
+    // A pod bound to the deleted node by name gets no status from the simulator.
+    let mut orphan = pod("orphan", "nginx");
+    orphan.spec.as_mut().context("spec")?.node_name = Some("rkcm-node-1".into());
+    pods.create(&PostParams::default(), &orphan).await?;
+    let mut control = pod("control", "nginx");
+    control.spec.as_mut().context("spec")?.node_name = Some("rkcm-node-2".into());
+    pods.create(&PostParams::default(), &control).await?;
+    eventually("control Ready", || async {
+        get_pod(&pods, "control").await.filter(is_ready)
+    })
+    .await?;
+    let p = get_pod(&pods, "orphan").await.context("orphan")?;
+    assert!(
+        p.status.and_then(|s| s.start_time).is_none(),
+        "no kubelet serves a deleted node"
+    );
+    // The pod that ran there is left alone (PodGC's job).
+    let before = get_pod(&pods, "before").await.context("before")?;
+    assert!(before.metadata.deletion_timestamp.is_none());
+    Ok(())
+}
