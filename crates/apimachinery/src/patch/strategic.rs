@@ -318,7 +318,10 @@ fn merge_patch_into_original(
         };
 
         let (patch_items, server_only) = partition(merged, &order, merge_key)?;
-        let server_order = original_list.unwrap_or_default();
+        let server_order = match (original_list, &patch_list, merge_key) {
+            (Some(o), Some(p), Some(key)) if field.merge => go_aliased_original(o, p, key),
+            (o, _, _) => o.unwrap_or_default(),
+        };
         let is_map = element_is_map(&server_order, patch_list.as_deref().unwrap_or(&[]), &order);
         let both = normalize_element_order(
             patch_items,
@@ -332,6 +335,54 @@ fn merge_patch_into_original(
         patch.shift_remove(&list_key);
     }
     Ok(())
+}
+
+/// The live list as Go's `mergePatchIntoOriginal` sees it after merging: `mergeSlice` deletes
+/// and appends in place in the caller's backing array, so the order it then uses for server-only
+/// items is the original list with deleted items shifted out and appended items written into the
+/// freed slots (truncated to the original length). kube's ordering of server-only items when a
+/// patch both deletes and adds depends on this, so it is reproduced here.
+fn go_aliased_original(original: Vec<Value>, patch: &[Value], merge_key: &str) -> Vec<Value> {
+    let n = original.len();
+    let mut backing = original;
+    let mut len = n;
+    let mut replace = false;
+    for item in patch {
+        match directive_of(item) {
+            Some(DELETE_DIRECTIVE) => {
+                let Some(value) = item.get(merge_key) else {
+                    continue;
+                };
+                while let Some(k) = backing[..len]
+                    .iter()
+                    .position(|o| o.get(merge_key) == Some(value))
+                {
+                    for i in k..len - 1 {
+                        backing[i] = backing[i + 1].clone();
+                    }
+                    len -= 1;
+                }
+            }
+            Some(REPLACE_DIRECTIVE) => replace = true,
+            _ => {}
+        }
+    }
+    if replace {
+        return backing;
+    }
+    // Go's local slice after the deletions; appends past the original length are not visible
+    // to the caller.
+    let mut local: Vec<Value> = backing[..len].to_vec();
+    for item in patch.iter().filter(|i| i.get(DIRECTIVE_MARKER).is_none()) {
+        let value = item.get(merge_key);
+        if !local.iter().any(|o| o.get(merge_key) == value) {
+            if local.len() < n {
+                backing[local.len()] = item.clone();
+            }
+            local.push(item.clone());
+        }
+    }
+    backing
 }
 
 fn element_is_map(a: &[Value], b: &[Value], c: &[Value]) -> bool {
@@ -1043,3 +1094,7 @@ mod tests {
         assert!(matches!(out, Err(PatchError::Failed(_))));
     }
 }
+
+#[cfg(test)]
+#[path = "strategic_go_cases.rs"]
+mod go_cases;
