@@ -18,6 +18,9 @@ use crate::node_set::NodeSet;
 use crate::scheduler::Scheduler;
 use crate::{lease, node};
 
+/// How long shutdown waits for queued events to be written.
+const EVENT_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// The simulated nodes of one process: N Nodes with leases and heartbeats, a scheduler and a kubelet stand-in.
 ///
 /// Everything goes through the API with `client`, so it works against any cluster.
@@ -140,7 +143,17 @@ impl NodeSim {
                 tracing::error!(error = %e, "node simulator task failed");
             }
         }
-        events.shutdown().await;
+        // The broadcaster's task ends once every recorder is gone.
+        self.kubelet.stop_recording();
+        if let Some(scheduler) = &self.scheduler {
+            scheduler.stop_recording();
+        }
+        if tokio::time::timeout(EVENT_FLUSH_TIMEOUT, events.shutdown())
+            .await
+            .is_err()
+        {
+            tracing::warn!("gave up writing the last events");
+        }
         Ok(())
     }
 }

@@ -442,3 +442,108 @@ async fn a_deleted_node_is_no_longer_simulated() -> Result<()> {
     assert!(before.metadata.deletion_timestamp.is_none());
     Ok(())
 }
+
+#[tokio::test]
+async fn a_restarted_simulator_keeps_running_pods_and_their_addresses() -> Result<()> {
+    let server = testing::start().await;
+    let client = server.client();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+
+    let first = Shutdown::new();
+    let run = tokio::spawn(NodeSim::new(client.clone(), fast_config(1)).run(first.clone()));
+    pods.create(&PostParams::default(), &pod("old", "nginx"))
+        .await?;
+    let old = eventually("old Ready", || async {
+        get_pod(&pods, "old").await.filter(is_ready)
+    })
+    .await?;
+    first.cancel();
+    tokio::time::timeout(DEADLINE, run)
+        .await
+        .context("the simulator stops on shutdown")???;
+
+    let second = Shutdown::new();
+    let _stop = second.clone().drop_guard();
+    tokio::spawn(NodeSim::new(client.clone(), fast_config(1)).run(second.clone()));
+    pods.create(&PostParams::default(), &pod("new", "nginx"))
+        .await?;
+    let new = eventually("new Ready", || async {
+        get_pod(&pods, "new").await.filter(is_ready)
+    })
+    .await?;
+
+    let status = |p: &Pod| p.status.clone().unwrap_or_default();
+    assert_ne!(
+        status(&new).pod_ip,
+        status(&old).pod_ip,
+        "no address is handed out twice"
+    );
+    let old_now = get_pod(&pods, "old").await.context("old")?;
+    assert_eq!(status(&old_now).start_time, status(&old).start_time);
+    assert_eq!(status(&old_now).pod_ip, status(&old).pod_ip);
+    assert!(is_ready(&old_now));
+    Ok(())
+}
+
+#[tokio::test]
+async fn failing_pods_with_restarts_crash_loop() -> Result<()> {
+    let c = cluster(fast_config(1)).await;
+    let pods: Api<Pod> = Api::namespaced(c.client.clone(), "default");
+    pods.create(
+        &PostParams::default(),
+        &pod("crashy", "example.com/app-that-fails:2"),
+    )
+    .await?;
+    let p = eventually("crashy in CrashLoopBackOff", || async {
+        let p = get_pod(&pods, "crashy").await?;
+        let waiting = p
+            .status
+            .as_ref()?
+            .container_statuses
+            .as_ref()?
+            .first()?
+            .state
+            .as_ref()?
+            .waiting
+            .clone()?;
+        (waiting.reason.as_deref() == Some("CrashLoopBackOff")).then_some(p)
+    })
+    .await?;
+    assert_eq!(phase(&p), "Running");
+    assert!(!is_ready(&p));
+    let last = p
+        .status
+        .context("status")?
+        .container_statuses
+        .context("statuses")?[0]
+        .last_state
+        .clone()
+        .and_then(|s| s.terminated)
+        .context("last state terminated")?;
+    assert_eq!(last.exit_code, 1);
+    Ok(())
+}
+
+#[tokio::test]
+async fn scheduling_is_recorded_as_events() -> Result<()> {
+    let c = cluster(fast_config(1)).await;
+    let pods: Api<Pod> = Api::namespaced(c.client.clone(), "default");
+    let events: Api<k8s_openapi::api::core::v1::Event> =
+        Api::namespaced(c.client.clone(), "default");
+    pods.create(&PostParams::default(), &pod("noted", "nginx"))
+        .await?;
+    let reasons = eventually("Scheduled and Started events", || async {
+        let list = events.list(&Default::default()).await.ok()?;
+        let reasons: Vec<String> = list
+            .items
+            .iter()
+            .filter(|e| e.involved_object.name.as_deref() == Some("noted"))
+            .filter_map(|e| e.reason.clone())
+            .collect();
+        (reasons.iter().any(|r| r == "Scheduled") && reasons.iter().any(|r| r == "Started"))
+            .then_some(reasons)
+    })
+    .await?;
+    assert!(!reasons.is_empty());
+    Ok(())
+}

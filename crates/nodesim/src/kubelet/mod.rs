@@ -14,7 +14,7 @@ pub mod pod_status;
 pub mod time;
 
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ContainerStatus, ObjectReference, Pod, PodStatus};
@@ -51,7 +51,7 @@ pub struct Kubelet {
     /// Pod UID → when this process created its sandbox (finer than `startTime`'s whole seconds).
     sandboxes: Mutex<HashMap<String, Timestamp>>,
     config: Config,
-    recorder: OnceLock<EventRecorder>,
+    recorder: Mutex<Option<EventRecorder>>,
 }
 
 impl Kubelet {
@@ -73,7 +73,7 @@ impl Kubelet {
             written: Mutex::new(HashMap::new()),
             sandboxes: Mutex::new(HashMap::new()),
             config,
-            recorder: OnceLock::new(),
+            recorder: Mutex::new(None),
         });
         let weak = Arc::downgrade(&this);
         informer.add_event_handler(move |note| {
@@ -86,13 +86,17 @@ impl Kubelet {
 
     /// Records `Started` and `BackOff` events with `recorder` from now on.
     pub fn set_recorder(&self, recorder: EventRecorder) {
-        // A second recorder is ignored: the first one keeps recording.
-        let _ = self.recorder.set(recorder);
+        *self.recorder.lock() = Some(recorder);
+    }
+
+    /// Stops recording events and drops the recorder, so that its broadcaster can shut down.
+    pub fn stop_recording(&self) {
+        self.recorder.lock().take();
     }
 
     /// Records what changed for the containers between `old` and `new`, as a kubelet's events.
     fn container_events(&self, pod: &Pod, old: Option<&PodStatus>, new: &PodStatus) {
-        let Some(recorder) = self.recorder.get() else {
+        let Some(recorder) = self.recorder.lock().clone() else {
             return;
         };
         let reference = pod_reference(pod);

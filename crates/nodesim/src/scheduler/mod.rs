@@ -14,7 +14,7 @@ pub mod select;
 pub mod taints;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -57,7 +57,7 @@ pub struct Scheduler {
     assumed: Mutex<HashMap<ObjectKey, Assumed>>,
     scheduler_name: String,
     clock: Arc<dyn Clock>,
-    recorder: OnceLock<EventRecorder>,
+    recorder: Mutex<Option<EventRecorder>>,
 }
 
 impl Scheduler {
@@ -75,7 +75,7 @@ impl Scheduler {
             assumed: Mutex::new(HashMap::new()),
             scheduler_name: config.scheduler_name.clone(),
             clock: Arc::clone(&config.clock),
-            recorder: OnceLock::new(),
+            recorder: Mutex::new(None),
         });
         let weak = Arc::downgrade(&this);
         pod_informer.add_event_handler(move |note| {
@@ -94,12 +94,16 @@ impl Scheduler {
 
     /// Records `Scheduled` and `FailedScheduling` events with `recorder` from now on.
     pub fn set_recorder(&self, recorder: EventRecorder) {
-        // A second recorder is ignored: the first one keeps recording.
-        let _ = self.recorder.set(recorder);
+        *self.recorder.lock() = Some(recorder);
+    }
+
+    /// Stops recording events and drops the recorder, so that its broadcaster can shut down.
+    pub fn stop_recording(&self) {
+        self.recorder.lock().take();
     }
 
     fn event(&self, pod: &Pod, type_: EventType, reason: &str, message: String) {
-        if let Some(recorder) = self.recorder.get() {
+        if let Some(recorder) = self.recorder.lock().clone() {
             recorder.event(&pod_reference(pod), type_, reason, message);
         }
     }
