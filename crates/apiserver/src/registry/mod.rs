@@ -395,6 +395,137 @@ mod tests {
         }
     }
 
+    /// Runs `obj` through create, a no-op update and a status update the way the server
+    /// does, and decodes the stored result as `K`.
+    fn round_trip<K: serde::de::DeserializeOwned>(
+        info: &'static ResourceInfo,
+        mut obj: Value,
+    ) -> K {
+        let s = strategy(info);
+        s.default(&mut obj);
+        s.prepare_for_create(&mut obj);
+        obj["metadata"]["uid"] = json!("u1");
+        obj["metadata"]["creationTimestamp"] = json!("2024-01-01T00:00:00Z");
+        let errs = s.validate_create(&obj);
+        assert!(errs.is_empty(), "{}: {errs:?}", info.kind);
+        let mut again = obj.clone();
+        s.default(&mut again);
+        s.prepare_for_update(&mut again, &obj);
+        assert_eq!(again, obj, "{}: a no-op update changes nothing", info.kind);
+        assert!(s.validate_update(&again, &obj).is_empty(), "{}", info.kind);
+        let mut status = obj.clone();
+        s.prepare_for_status_update(&mut status, &obj);
+        assert!(s.validate_update(&status, &obj).is_empty(), "{}", info.kind);
+        serde_json::from_value(obj).expect("stored objects decode")
+    }
+
+    #[test]
+    fn objects_sent_by_typed_clients_pass_create_update_and_status_update() {
+        use k8s_openapi::api::{apps::v1 as apps, core::v1 as core};
+        let template = json!({
+            "metadata": {"labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "web", "image": "nginx:1.25",
+                "ports": [{"containerPort": 80}],
+                "resources": {"requests": {"cpu": "100m"}},
+                "readinessProbe": {"httpGet": {"port": 80}}}]}
+        });
+        let kind =
+            |api_version: &str, kind: &str| catalog::by_kind(api_version, kind).expect("served");
+        let d: apps::Deployment = round_trip(
+            kind("apps/v1", "Deployment"),
+            json!({
+                "apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "web", "namespace": "default", "creationTimestamp": null},
+                "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}}, "template": template.clone(), "strategy": {}},
+                "status": {}
+            }),
+        );
+        assert_eq!(d.metadata.generation, Some(1));
+        let rs: apps::ReplicaSet = round_trip(
+            kind("apps/v1", "ReplicaSet"),
+            json!({
+                "apiVersion": "apps/v1", "kind": "ReplicaSet",
+                "metadata": {"name": "web-5d8f7", "namespace": "default",
+                    "labels": {"app": "web", "pod-template-hash": "5d8f7"},
+                    "annotations": {"deployment.kubernetes.io/revision": "1"},
+                    "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "d1",
+                        "controller": true, "blockOwnerDeletion": true}]},
+                "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web", "pod-template-hash": "5d8f7"}},
+                    "template": {"metadata": {"labels": {"app": "web", "pod-template-hash": "5d8f7"}}, "spec": template["spec"].clone()}}
+            }),
+        );
+        assert_eq!(rs.spec.as_ref().and_then(|s| s.replicas), Some(3));
+        let pod: core::Pod = round_trip(
+            kind("v1", "Pod"),
+            json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "web-5d8f7-abcde", "generateName": "web-5d8f7-", "namespace": "default",
+                    "labels": {"app": "web"},
+                    "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d8f7", "uid": "r1",
+                        "controller": true, "blockOwnerDeletion": true}]},
+                "spec": template["spec"].clone()
+            }),
+        );
+        assert_eq!(
+            pod.status.and_then(|s| s.qos_class).as_deref(),
+            Some("Burstable")
+        );
+        let _: core::ReplicationController = round_trip(
+            kind("v1", "ReplicationController"),
+            json!({
+                "metadata": {"name": "rc", "namespace": "default"}, "spec": {"template": template.clone()}
+            }),
+        );
+        let ns: core::Namespace = round_trip(
+            kind("v1", "Namespace"),
+            json!({"metadata": {"name": "team-a"}}),
+        );
+        assert_eq!(
+            ns.spec.and_then(|s| s.finalizers),
+            Some(vec!["kubernetes".to_string()])
+        );
+        let _: core::Node = round_trip(
+            kind("v1", "Node"),
+            json!({"metadata": {"name": "node-1"},
+            "status": {"capacity": {"cpu": 4, "memory": "8Gi", "pods": 110}}}),
+        );
+        let _: core::Event = round_trip(
+            kind("v1", "Event"),
+            json!({
+                "metadata": {"name": "web.1", "namespace": "default"},
+                "involvedObject": {"kind": "Deployment", "namespace": "default", "name": "web"},
+                "reason": "ScalingReplicaSet", "message": "Scaled up", "type": "Normal", "count": 1,
+                "source": {"component": "deployment-controller"}
+            }),
+        );
+        let _: core::Service = round_trip(
+            kind("v1", "Service"),
+            json!({
+                "metadata": {"name": "web", "namespace": "default"},
+                "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}
+            }),
+        );
+        let _: core::ConfigMap = round_trip(
+            kind("v1", "ConfigMap"),
+            json!({
+                "metadata": {"name": "cfg", "namespace": "default"}, "data": {"a": "b"}
+            }),
+        );
+        let _: apps::ControllerRevision = round_trip(
+            kind("apps/v1", "ControllerRevision"),
+            json!({
+                "metadata": {"name": "rev-1", "namespace": "default"}, "revision": 1, "data": {"spec": {}}
+            }),
+        );
+        let _: k8s_openapi::api::coordination::v1::Lease = round_trip(
+            kind("coordination.k8s.io/v1", "Lease"),
+            json!({
+                "metadata": {"name": "kube-controller-manager", "namespace": "kube-system"},
+                "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15}
+            }),
+        );
+    }
+
     #[test]
     fn invalid_values_render_as_kube_does() {
         let e = FieldError::invalid(

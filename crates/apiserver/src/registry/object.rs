@@ -52,13 +52,27 @@ pub(crate) fn existing_object_mut<'a>(
     cur.as_object_mut()
 }
 
-/// Sets `map[key] = value` when `key` is absent or `null` (a defaulting step).
+/// Sets `map[key] = value` when `key` is absent, `null` or `""` (a defaulting step: Go
+/// defaulting tests strings against `""` and pointers against `nil`).
 pub(crate) fn default_field(map: &mut Map<String, Value>, key: &str, value: Value) {
     match map.get(key) {
         None | Some(Value::Null) => {
             map.insert(key.to_string(), value);
         }
+        Some(Value::String(s)) if s.is_empty() => {
+            map.insert(key.to_string(), value);
+        }
         Some(_) => {}
+    }
+}
+
+/// Like [`default_field`], and also replaces `0`: for Go fields that are plain integers
+/// (`if obj.TimeoutSeconds == 0`).
+pub(crate) fn default_nonzero(map: &mut Map<String, Value>, key: &str, value: Value) {
+    if map.get(key).and_then(Value::as_i64) == Some(0) {
+        map.insert(key.to_string(), value);
+    } else {
+        default_field(map, key, value);
     }
 }
 
@@ -139,16 +153,22 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn defaults_fill_only_absent_or_null_fields() {
-        let mut obj = json!({"spec": {"replicas": 3, "paused": null}});
+    fn defaults_fill_only_absent_null_or_empty_fields() {
+        let mut obj = json!({"spec": {"replicas": 3, "paused": null, "type": ""}});
         let spec = object_mut(&mut obj, &["spec"]).expect("object");
         default_field(spec, "replicas", json!(1));
         default_field(spec, "paused", json!(false));
         default_field(spec, "minReadySeconds", json!(0));
+        default_field(spec, "type", json!("RollingUpdate"));
+        default_nonzero(spec, "replicas", json!(1));
         assert_eq!(
             obj,
-            json!({"spec": {"replicas": 3, "paused": false, "minReadySeconds": 0}})
+            json!({"spec": {"replicas": 3, "paused": false, "type": "RollingUpdate", "minReadySeconds": 0}})
         );
+        let mut probe = json!({"periodSeconds": 0});
+        let probe_map = object_mut(&mut probe, &[]).expect("object");
+        default_nonzero(probe_map, "periodSeconds", json!(10));
+        assert_eq!(probe, json!({"periodSeconds": 10}));
     }
 
     #[test]

@@ -13,7 +13,8 @@ use serde_json::{json, Map, Value};
 use super::generic::GenericStrategy;
 use super::meta::{self, name_is_dns_label, name_is_dns_subdomain};
 use super::object::{
-    copy, default_field, get, get_i64, get_str, object_mut, semantically_equal, set,
+    copy, default_field, default_nonzero, get, get_i64, get_str, object_mut, semantically_equal,
+    set,
 };
 use super::quantity::{canonicalize_numbers, parse_nanos};
 use super::{FieldError, GracefulDelete, Strategy};
@@ -133,7 +134,9 @@ fn default_host_network_ports(spec: &mut Map<String, Value>) {
 
 /// `SetDefaults_Container` and the defaults of its ports, probes and env.
 fn default_container(c: &mut Map<String, Value>) {
-    if matches!(c.get("imagePullPolicy"), None | Some(Value::Null)) {
+    if c.get("imagePullPolicy")
+        .is_none_or(|v| v.is_null() || v.as_str() == Some(""))
+    {
         let image = c.get("image").and_then(Value::as_str).unwrap_or("");
         let policy = if pulls_always(image) {
             "Always"
@@ -152,10 +155,10 @@ fn default_container(c: &mut Map<String, Value>) {
     canonicalize_resources(c.get_mut("resources"));
     for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
         if let Some(p) = c.get_mut(probe).and_then(Value::as_object_mut) {
-            default_field(p, "timeoutSeconds", json!(1));
-            default_field(p, "periodSeconds", json!(10));
-            default_field(p, "successThreshold", json!(1));
-            default_field(p, "failureThreshold", json!(3));
+            default_nonzero(p, "timeoutSeconds", json!(1));
+            default_nonzero(p, "periodSeconds", json!(10));
+            default_nonzero(p, "successThreshold", json!(1));
+            default_nonzero(p, "failureThreshold", json!(3));
             if let Some(h) = p.get_mut("httpGet").and_then(Value::as_object_mut) {
                 default_field(h, "path", json!("/"));
                 default_field(h, "scheme", json!("HTTP"));
@@ -1003,6 +1006,33 @@ mod tests {
             strategy().validate_create(&p).is_empty(),
             "{:?}",
             strategy().validate_create(&p)
+        );
+    }
+
+    #[test]
+    fn empty_strings_in_enum_fields_are_defaulted_not_rejected() {
+        let mut p = pod(
+            json!([{"name": "a", "image": "x", "imagePullPolicy": "", "terminationMessagePolicy": "",
+            "livenessProbe": {"exec": {"command": ["true"]}, "periodSeconds": 0}}]),
+        );
+        p["spec"]["restartPolicy"] = json!("");
+        p["spec"]["dnsPolicy"] = json!("");
+        let s = strategy();
+        s.default(&mut p);
+        s.prepare_for_create(&mut p);
+        assert_eq!(p["spec"]["restartPolicy"], "Always");
+        assert_eq!(
+            p["spec"]["containers"][0]["imagePullPolicy"],
+            "Always"
+        );
+        assert_eq!(
+            p["spec"]["containers"][0]["livenessProbe"]["periodSeconds"],
+            10
+        );
+        assert!(
+            s.validate_create(&p).is_empty(),
+            "{:?}",
+            s.validate_create(&p)
         );
     }
 
