@@ -179,4 +179,34 @@ mod tests {
             "i"
         );
     }
+
+    #[test]
+    fn kubectl_apply_patch_changes_image_and_deletes_env_and_container() {
+        // The patch kubectl 1.32 computed from this server's OpenAPI v3 document for
+        // `kubectl apply` dropping env A and container "side" and bumping the image.
+        let live = json!({"apiVersion":"apps/v1","kind":"Deployment",
+            "metadata":{"name":"web","namespace":"default","uid":"u1","resourceVersion":"5"},
+            "spec":{"replicas":1,"selector":{"matchLabels":{"app":"web"}},
+                "template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[
+                    {"name":"c","image":"nginx:1.24","env":[{"name":"A","value":"1"}]},
+                    {"name":"side","image":"busybox"}]}}}});
+        let patch = br#"{"metadata":{"annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{}\n"}},"spec":{"template":{"spec":{"$setElementOrder/containers":[{"name":"c"}],"containers":[{"$setElementOrder/env":[{"name":"B"}],"env":[{"name":"B","value":"2"},{"$patch":"delete","name":"A"}],"image":"nginx:1.25","name":"c"},{"$patch":"delete","name":"side"}]}}}}"#;
+        let out = apply(
+            PatchType::StrategicMerge,
+            &live,
+            patch,
+            "apps/v1",
+            "Deployment",
+        )
+        .unwrap();
+        assert_eq!(
+            out["spec"]["template"]["spec"]["containers"],
+            json!([{"name":"c","image":"nginx:1.25","env":[{"name":"B","value":"2"}]}])
+        );
+        assert_eq!(out["spec"]["replicas"], 1);
+        assert_eq!(
+            out["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"],
+            "{}\n"
+        );
+    }
 }

@@ -30,12 +30,12 @@ pub(super) const DEPLOYMENT_COLUMNS: &[Column] = &[
     ),
     col(
         "Up-to-date",
-        "integer",
+        "string",
         Description::Field("io.k8s.api.apps.v1.DeploymentStatus", "updatedReplicas"),
     ),
     col(
         "Available",
-        "integer",
+        "string",
         Description::Field("io.k8s.api.apps.v1.DeploymentStatus", "availableReplicas"),
     ),
     AGE,
