@@ -171,6 +171,8 @@ impl Strategy for NamespaceStrategy {
     fn field_value(&self, obj: &Value, field: &str) -> Option<String> {
         match field {
             "status.phase" => Some(get_str(obj, &["status", "phase"]).unwrap_or("").to_string()),
+            // A bug kube keeps for backward compatibility (NamespaceToSelectableFields).
+            "name" => self.base.field_value(obj, "metadata.name"),
             _ => self.base.field_value(obj, field),
         }
     }
@@ -252,5 +254,6 @@ mod tests {
             s.field_value(&deleting, "status.phase").as_deref(),
             Some("Terminating")
         );
+        assert_eq!(s.field_value(&deleting, "name").as_deref(), Some("team-a"));
     }
 }

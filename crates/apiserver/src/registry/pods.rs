@@ -1021,10 +1021,7 @@ mod tests {
         s.default(&mut p);
         s.prepare_for_create(&mut p);
         assert_eq!(p["spec"]["restartPolicy"], "Always");
-        assert_eq!(
-            p["spec"]["containers"][0]["imagePullPolicy"],
-            "Always"
-        );
+        assert_eq!(p["spec"]["containers"][0]["imagePullPolicy"], "Always");
         assert_eq!(
             p["spec"]["containers"][0]["livenessProbe"]["periodSeconds"],
             10
