@@ -224,9 +224,78 @@ pub async fn heartbeat(client: &Client, node: &SimNode, now: Timestamp) -> Resul
     }
 }
 
+/// Whether `node` is a simulated node named `<prefix><n>` with `n` above `count`: left over from a
+/// run with more nodes.
+pub fn is_surplus(node: &Node, config: &Config) -> bool {
+    let simulated = node
+        .metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.get(SIMULATED_ANNOTATION).map(String::as_str) == Some("true"));
+    let index = node
+        .metadata
+        .name
+        .as_deref()
+        .and_then(|n| n.strip_prefix(config.node_name_prefix.as_str()))
+        .and_then(|n| n.parse::<usize>().ok());
+    simulated && index.is_some_and(|i| i > config.nodes)
+}
+
+/// Marks the conditions of a node nobody simulates any more `Unknown`, as kube's node lifecycle
+/// controller does when a kubelet stops reporting; the scheduler then keeps pods off it. Its pods
+/// stay until the Node is deleted (then PodGC removes them).
+pub async fn mark_unreachable(client: &Client, node: &Node, now: Timestamp) -> Result<()> {
+    let name = node.metadata.name.clone().unwrap_or_default();
+    let conditions: Vec<NodeCondition> = node
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.clone())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| {
+            let changed = c.status != "Unknown";
+            NodeCondition {
+                status: "Unknown".into(),
+                reason: Some("NodeStatusUnknown".into()),
+                message: Some("Kubelet stopped posting node status.".into()),
+                last_transition_time: if changed {
+                    Some(Time(now))
+                } else {
+                    c.last_transition_time
+                },
+                ..c
+            }
+        })
+        .collect();
+    let api: Api<Node> = Api::all(client.clone());
+    let patch = json!({ "status": { "conditions": conditions } });
+    match api
+        .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) if api_code(&e) == Some(404) => Ok(()),
+        Err(source) => Err(Error::NodeStatus { node: name, source }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn surplus_nodes_are_simulated_ones_beyond_the_configured_count() {
+        let config = Config {
+            nodes: 2,
+            ..Config::default()
+        };
+        let now = Timestamp::UNIX_EPOCH;
+        assert!(!is_surplus(&node_object(&config, 2, now), &config));
+        assert!(is_surplus(&node_object(&config, 3, now), &config));
+        let mut foreign = node_object(&config, 3, now);
+        foreign.metadata.annotations = None;
+        assert!(!is_surplus(&foreign, &config));
+    }
 
     #[test]
     fn a_simulated_node_looks_like_a_ready_kubelet_node() {

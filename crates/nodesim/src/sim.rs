@@ -4,7 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::Client;
+use kube::api::ListParams;
+use kube::{Api, Client};
 use rkcm_runtime::events::EventBroadcaster;
 use rkcm_runtime::informer::{wait_for_cache_sync, InformerFactory, Notification, SharedInformer};
 use rkcm_runtime::Shutdown;
@@ -102,6 +103,8 @@ impl NodeSim {
             }
         }
 
+        self.mark_surplus_nodes().await;
+
         self.informers.start(shutdown.clone());
         let synced = wait_for_cache_sync(
             "nodesim",
@@ -155,6 +158,29 @@ impl NodeSim {
             tracing::warn!("gave up writing the last events");
         }
         Ok(())
+    }
+}
+
+impl NodeSim {
+    /// Marks simulated nodes left over from a run with more nodes as unreachable (one list at start).
+    async fn mark_surplus_nodes(&self) {
+        let api: Api<Node> = Api::all(self.client.clone());
+        let nodes = match api.list(&ListParams::default()).await {
+            Ok(list) => list.items,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not list nodes to find left-over simulated nodes");
+                return;
+            }
+        };
+        for node in nodes.iter().filter(|n| node::is_surplus(n, &self.config)) {
+            let name = node.metadata.name.as_deref().unwrap_or_default();
+            tracing::info!(node = %name, "simulated node beyond --nodes: marked unreachable; delete it to let PodGC remove its pods");
+            if let Err(e) =
+                node::mark_unreachable(&self.client, node, self.config.clock.now()).await
+            {
+                tracing::warn!(error = %e, "could not mark a left-over node unreachable");
+            }
+        }
     }
 }
 

@@ -448,9 +448,10 @@ async fn a_restarted_simulator_keeps_running_pods_and_their_addresses() -> Resul
     let server = testing::start().await;
     let client = server.client();
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let nodes: Api<Node> = Api::all(client.clone());
 
     let first = Shutdown::new();
-    let run = tokio::spawn(NodeSim::new(client.clone(), fast_config(1)).run(first.clone()));
+    let run = tokio::spawn(NodeSim::new(client.clone(), fast_config(2)).run(first.clone()));
     pods.create(&PostParams::default(), &pod("old", "nginx"))
         .await?;
     let old = eventually("old Ready", || async {
@@ -462,22 +463,52 @@ async fn a_restarted_simulator_keeps_running_pods_and_their_addresses() -> Resul
         .await
         .context("the simulator stops on shutdown")???;
 
+    // Restart with one node fewer: rkcm-node-2 is left over.
     let second = Shutdown::new();
     let _stop = second.clone().drop_guard();
     tokio::spawn(NodeSim::new(client.clone(), fast_config(1)).run(second.clone()));
-    pods.create(&PostParams::default(), &pod("new", "nginx"))
-        .await?;
-    let new = eventually("new Ready", || async {
-        get_pod(&pods, "new").await.filter(is_ready)
+    eventually("rkcm-node-2 marked unreachable", || async {
+        let node = nodes.get_opt("rkcm-node-2").await.ok()??;
+        let ready = node
+            .status?
+            .conditions?
+            .into_iter()
+            .find(|c| c.type_ == "Ready")?;
+        (ready.status == "Unknown").then_some(())
     })
     .await?;
+    for name in ["new", "new2"] {
+        pods.create(&PostParams::default(), &pod(name, "nginx"))
+            .await?;
+    }
+    let mut fresh = Vec::new();
+    for name in ["new", "new2"] {
+        fresh.push(
+            eventually("new pods Ready", || async {
+                get_pod(&pods, name).await.filter(is_ready)
+            })
+            .await?,
+        );
+    }
 
     let status = |p: &Pod| p.status.clone().unwrap_or_default();
-    assert_ne!(
-        status(&new).pod_ip,
-        status(&old).pod_ip,
-        "no address is handed out twice"
+    for new in &fresh {
+        assert_eq!(
+            new.spec.as_ref().and_then(|s| s.node_name.as_deref()),
+            Some("rkcm-node-1"),
+            "nothing is scheduled to the unreachable node"
+        );
+    }
+    assert_eq!(
+        old.spec.as_ref().and_then(|s| s.node_name.as_deref()),
+        Some("rkcm-node-1")
     );
+    let ips: std::collections::BTreeSet<_> = fresh
+        .iter()
+        .chain([&old])
+        .map(|p| status(p).pod_ip)
+        .collect();
+    assert_eq!(ips.len(), 3, "no address is handed out twice: {ips:?}");
     let old_now = get_pod(&pods, "old").await.context("old")?;
     assert_eq!(status(&old_now).start_time, status(&old).start_time);
     assert_eq!(status(&old_now).pod_ip, status(&old).pod_ip);

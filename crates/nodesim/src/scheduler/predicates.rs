@@ -13,6 +13,10 @@ use super::taints::{tolerates, untolerated};
 
 /// The taint the node lifecycle puts on cordoned nodes; a pod tolerating it may still land there.
 pub const UNSCHEDULABLE_TAINT_KEY: &str = "node.kubernetes.io/unschedulable";
+/// The taint of nodes whose Ready condition is False.
+pub const NOT_READY_TAINT_KEY: &str = "node.kubernetes.io/not-ready";
+/// The taint of nodes whose Ready condition is Unknown (the kubelet stopped reporting).
+pub const UNREACHABLE_TAINT_KEY: &str = "node.kubernetes.io/unreachable";
 
 /// Why a pod does not fit a node. `Display` gives kube-scheduler's wording.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -87,6 +91,34 @@ pub fn is_terminal(pod: &Pod) -> bool {
     )
 }
 
+/// The taint kube's node lifecycle controller puts on a node whose Ready condition is `False`
+/// (`node.kubernetes.io/not-ready`) or `Unknown` (`node.kubernetes.io/unreachable`), unless the node
+/// already carries it. rkcm runs no node lifecycle controller, so the scheduler adds it itself.
+pub fn readiness_taint(node: &Node) -> Option<Taint> {
+    let ready = node
+        .status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "Ready")?;
+    let key = match ready.status.as_str() {
+        "True" => return None,
+        "False" => NOT_READY_TAINT_KEY,
+        _ => UNREACHABLE_TAINT_KEY,
+    };
+    let present = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.as_ref())
+        .is_some_and(|t| t.iter().any(|t| t.key == key));
+    (!present).then(|| Taint {
+        key: key.into(),
+        effect: "NoSchedule".into(),
+        ..Default::default()
+    })
+}
+
 /// Checks whether `pod` fits `node` given what already runs there. On failure, returns the reasons
 /// of the first failing filter (NodeResourcesFit may give several).
 pub fn fits(pod: &Pod, node: &Node, usage: &NodeUsage) -> Result<(), Vec<Reason>> {
@@ -116,10 +148,9 @@ pub fn fits(pod: &Pod, node: &Node, usage: &NodeUsage) -> Result<(), Vec<Reason>
         }
     }
 
-    let taints = node_spec
-        .and_then(|s| s.taints.as_deref())
-        .unwrap_or_default();
-    if let Some(taint) = untolerated(taints, tolerations) {
+    let mut taints = node_spec.and_then(|s| s.taints.clone()).unwrap_or_default();
+    taints.extend(readiness_taint(node));
+    if let Some(taint) = untolerated(&taints, tolerations) {
         return Err(vec![Reason::UntoleratedTaint {
             key: taint.key.clone(),
             value: taint.value.clone().unwrap_or_default(),
@@ -276,6 +307,28 @@ mod tests {
             reasons[0].to_string(),
             "node(s) had untolerated taint {dedicated: db}"
         );
+    }
+
+    #[test]
+    fn nodes_that_are_not_ready_count_as_tainted() {
+        let mut n = node("n1", "8", "32Gi", "110");
+        n.status.as_mut().unwrap().conditions =
+            Some(vec![k8s_openapi::api::core::v1::NodeCondition {
+                type_: "Ready".into(),
+                status: "Unknown".into(),
+                ..Default::default()
+            }]);
+        let mut p = pod("");
+        assert_eq!(
+            fits(&p, &n, &NodeUsage::default()).unwrap_err()[0].to_string(),
+            "node(s) had untolerated taint {node.kubernetes.io/unreachable: }"
+        );
+        p.spec.as_mut().unwrap().tolerations = Some(vec![Toleration {
+            key: Some(UNREACHABLE_TAINT_KEY.into()),
+            operator: Some("Exists".into()),
+            ..Default::default()
+        }]);
+        assert_eq!(fits(&p, &n, &NodeUsage::default()), Ok(()));
     }
 
     #[test]
