@@ -15,7 +15,17 @@
 //!
 //! `prepare_for_update` and `prepare_for_status_update` also do the bookkeeping of
 //! `BeforeUpdate`: `metadata.generation`, `uid`, `creationTimestamp`, `deletionTimestamp` and
-//! `deletionGracePeriodSeconds` are carried over from the old object.
+//! `deletionGracePeriodSeconds` are carried over from the old object. As for kube's core
+//! kinds, a status update may still change labels, annotations and finalizers, except where
+//! the kind's status strategy says otherwise (deployments keep their labels, pods their owner
+//! references).
+//!
+//! Validation ends, once the kind's own checks pass, with decoding the object as its
+//! k8s-openapi type (`typecheck`), so that nothing is stored that typed clients cannot read.
+//!
+//! Namespaces have two more entry points the trait does not cover: [`namespaces::prepare_for_finalize`]
+//! / [`namespaces::validate_finalize`] for `/finalize`, and [`namespaces::mark_terminating`] for
+//! DELETE.
 
 mod configmaps;
 mod controllerrevisions;
