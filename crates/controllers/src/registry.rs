@@ -167,6 +167,8 @@ mod tests {
         let err = resolve(&flags(&["*", "-cronjob"])).unwrap_err();
         assert_eq!(err.name, "cronjob");
         assert!(err.known.contains("replicaset"), "{err}");
-        assert!(err.to_string().contains("is not in the list of known controllers"));
+        assert!(err
+            .to_string()
+            .contains("is not in the list of known controllers"));
     }
 }

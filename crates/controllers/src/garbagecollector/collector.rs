@@ -7,18 +7,22 @@ use std::sync::Arc;
 use k8s_openapi::api::apps::v1::{ControllerRevision, Deployment, ReplicaSet};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, ReplicationController, Service};
-use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions, PropagationPolicy};
+use kube::api::{
+    Api, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions, PropagationPolicy,
+};
 use kube::discovery::{ApiResource, Discovery, Scope};
 use parking_lot::{Mutex, RwLock};
-use rkcm_runtime::informer::{wait_for_cache_sync, HasSynced, InformerFactory, Notification, SharedInformer};
+use rkcm_runtime::informer::{
+    wait_for_cache_sync, HasSynced, InformerFactory, Notification, SharedInformer,
+};
 use rkcm_runtime::workqueue::RateLimitingQueue;
 use rkcm_runtime::{worker, Shutdown};
 use serde_json::json;
 use tokio::sync::mpsc;
 
 use super::graph::{
-    decide, Change, Classified, Decision, Graph, Identity, ObjectState, FINALIZER_DELETE_DEPENDENTS,
-    FINALIZER_ORPHAN,
+    decide, Change, Classified, Decision, Graph, Identity, ObjectState,
+    FINALIZER_DELETE_DEPENDENTS, FINALIZER_ORPHAN,
 };
 
 /// Errors from one garbage-collection attempt; the item is retried with backoff.
@@ -48,8 +52,26 @@ pub struct Config {
 }
 
 /// Object kinds whose owner references the collector follows.
-trait Monitored: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static {}
-impl<K> Monitored for K where K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static {}
+trait Monitored:
+    kube::Resource<DynamicType = ()>
+    + Clone
+    + serde::de::DeserializeOwned
+    + std::fmt::Debug
+    + Send
+    + Sync
+    + 'static
+{
+}
+impl<K> Monitored for K where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static
+{
+}
 
 fn state_of<K: kube::Resource<DynamicType = ()>>(obj: &K) -> ObjectState {
     let meta = obj.meta();
@@ -114,7 +136,8 @@ impl GarbageCollector {
 
     /// Runs the graph builder and the workers until `shutdown`.
     pub async fn run(self: Arc<Self>, shutdown: Shutdown) {
-        let synced: Vec<&dyn HasSynced> = self.synced.iter().map(|s| &**s as &dyn HasSynced).collect();
+        let synced: Vec<&dyn HasSynced> =
+            self.synced.iter().map(|s| &**s as &dyn HasSynced).collect();
         if !wait_for_cache_sync("garbage collector", &synced, &shutdown).await {
             return;
         }
@@ -150,10 +173,16 @@ impl GarbageCollector {
         };
         let orphaners = {
             let this = Arc::clone(&self);
-            worker::run(self.attempt_to_orphan.clone(), 1, shutdown.clone(), None, move |uid: String| {
-                let this = Arc::clone(&this);
-                async move { this.attempt_to_orphan_item(&uid).await }
-            })
+            worker::run(
+                self.attempt_to_orphan.clone(),
+                1,
+                shutdown.clone(),
+                None,
+                move |uid: String| {
+                    let this = Arc::clone(&this);
+                    async move { this.attempt_to_orphan_item(&uid).await }
+                },
+            )
         };
         tokio::join!(deleters, orphaners);
         builder.abort();
@@ -205,7 +234,9 @@ impl GarbageCollector {
     async fn get_live(&self, identity: &Identity) -> Result<Option<DynamicObject>, Error> {
         let api = self.api_for(identity).await?;
         match api.get_opt(&identity.name).await {
-            Ok(Some(obj)) if obj.metadata.uid.as_deref() == Some(identity.uid.as_str()) => Ok(Some(obj)),
+            Ok(Some(obj)) if obj.metadata.uid.as_deref() == Some(identity.uid.as_str()) => {
+                Ok(Some(obj))
+            }
             Ok(_) => Ok(None),
             Err(source) => Err(Error::Api {
                 what: "getting",
@@ -316,7 +347,9 @@ impl GarbageCollector {
                 .collect()
         };
         if blocking.is_empty() {
-            return self.remove_finalizer(owner, FINALIZER_DELETE_DEPENDENTS).await;
+            return self
+                .remove_finalizer(owner, FINALIZER_DELETE_DEPENDENTS)
+                .await;
         }
         for (uid, deleting_dependents) in blocking {
             if !deleting_dependents {
@@ -363,9 +396,18 @@ impl GarbageCollector {
         self.remove_finalizer(&owner, FINALIZER_ORPHAN).await
     }
 
-    async fn patch(&self, api: &Api<DynamicObject>, identity: &Identity, patch: serde_json::Value) -> Result<(), Error> {
+    async fn patch(
+        &self,
+        api: &Api<DynamicObject>,
+        identity: &Identity,
+        patch: serde_json::Value,
+    ) -> Result<(), Error> {
         match api
-            .patch(&identity.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .patch(
+                &identity.name,
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
             .await
         {
             Ok(_) => Ok(()),
@@ -378,7 +420,12 @@ impl GarbageCollector {
         }
     }
 
-    async fn delete(&self, api: &Api<DynamicObject>, identity: &Identity, policy: &str) -> Result<(), Error> {
+    async fn delete(
+        &self,
+        api: &Api<DynamicObject>,
+        identity: &Identity,
+        policy: &str,
+    ) -> Result<(), Error> {
         let dp = DeleteParams {
             propagation_policy: Some(match policy {
                 "Orphan" => PropagationPolicy::Orphan,
@@ -426,7 +473,11 @@ impl GarbageCollector {
                 "resourceVersion": latest.metadata.resource_version,
             }});
             match api
-                .patch(&identity.name, &PatchParams::default(), &Patch::Merge(&patch))
+                .patch(
+                    &identity.name,
+                    &PatchParams::default(),
+                    &Patch::Merge(&patch),
+                )
                 .await
             {
                 Ok(_) => return Ok(()),
@@ -446,7 +497,10 @@ impl GarbageCollector {
 }
 
 /// Feeds `K`'s informer notifications into the graph builder.
-fn monitor<K: Monitored>(factory: &InformerFactory, tx: &mpsc::UnboundedSender<Change>) -> SharedInformer<K> {
+fn monitor<K: Monitored>(
+    factory: &InformerFactory,
+    tx: &mpsc::UnboundedSender<Change>,
+) -> SharedInformer<K> {
     let informer = factory.informer::<K>();
     let tx = tx.clone();
     informer.add_event_handler(move |note: Notification<K>| {

@@ -151,7 +151,12 @@ impl Graph {
     }
 
     /// Adds edges from `uid`'s owners to it, creating virtual owners (to be verified) as needed.
-    fn insert_edges(&mut self, identity: &Identity, owners: &[OwnerReference], actions: &mut Actions) {
+    fn insert_edges(
+        &mut self,
+        identity: &Identity,
+        owners: &[OwnerReference],
+        actions: &mut Actions,
+    ) {
         for owner in owners {
             match self.nodes.get_mut(&owner.uid) {
                 Some(node) => {
@@ -209,7 +214,9 @@ impl Graph {
                         || node.identity.kind != state.identity.kind
                         || node.identity.name != state.identity.name
                     {
-                        actions.attempt_to_delete.extend(node.dependents.iter().cloned());
+                        actions
+                            .attempt_to_delete
+                            .extend(node.dependents.iter().cloned());
                     }
                     node.observed = true;
                     node.identity = state.identity.clone();
@@ -232,7 +239,9 @@ impl Graph {
         {
             if let Some(node) = self.nodes.get_mut(&uid) {
                 node.deleting_dependents = true;
-                actions.attempt_to_delete.extend(node.dependents.iter().cloned());
+                actions
+                    .attempt_to_delete
+                    .extend(node.dependents.iter().cloned());
             }
             actions.attempt_to_delete.push(uid);
         }
@@ -240,7 +249,13 @@ impl Graph {
 
     /// Diffs owner references: adds and removes edges; owners that were blocked by a removed or
     /// unblocked reference and wait for dependents are re-checked (`addUnblockedOwnersToDeleteQueue`).
-    fn update_edges(&mut self, identity: &Identity, old: &[OwnerReference], new: &[OwnerReference], actions: &mut Actions) {
+    fn update_edges(
+        &mut self,
+        identity: &Identity,
+        old: &[OwnerReference],
+        new: &[OwnerReference],
+        actions: &mut Actions,
+    ) {
         let added: Vec<OwnerReference> = new
             .iter()
             .filter(|n| !old.iter().any(|o| o.uid == n.uid))
@@ -256,8 +271,14 @@ impl Graph {
         }
         for changed in new.iter() {
             if let Some(before) = old.iter().find(|o| o.uid == changed.uid) {
-                let unblocked = before.block_owner_deletion == Some(true) && changed.block_owner_deletion != Some(true);
-                if unblocked && self.nodes.get(&changed.uid).is_some_and(|o| o.deleting_dependents) {
+                let unblocked = before.block_owner_deletion == Some(true)
+                    && changed.block_owner_deletion != Some(true);
+                if unblocked
+                    && self
+                        .nodes
+                        .get(&changed.uid)
+                        .is_some_and(|o| o.deleting_dependents)
+                {
                     actions.attempt_to_delete.push(changed.uid.clone());
                 }
             }
@@ -278,7 +299,9 @@ impl Graph {
             }
         }
         // Dependents of a vanished owner: collect them, or drop their dangling reference.
-        actions.attempt_to_delete.extend(node.dependents.iter().cloned());
+        actions
+            .attempt_to_delete
+            .extend(node.dependents.iter().cloned());
     }
 }
 
@@ -344,7 +367,11 @@ mod tests {
 
     fn id(kind: &str, name: &str, uid: &str) -> Identity {
         Identity {
-            api_version: if kind == "Pod" { "v1".into() } else { "apps/v1".into() },
+            api_version: if kind == "Pod" {
+                "v1".into()
+            } else {
+                "apps/v1".into()
+            },
             kind: kind.into(),
             namespace: Some("default".into()),
             name: name.into(),
@@ -384,7 +411,10 @@ mod tests {
         assert!(!owner.observed);
         assert!(owner.dependents.contains("pod-1"));
         // The owner shows up: it becomes observed, with nothing to re-check.
-        let actions = g.process(Change::Upsert(state(id("ReplicaSet", "rs", "rs-1"), vec![])));
+        let actions = g.process(Change::Upsert(state(
+            id("ReplicaSet", "rs", "rs-1"),
+            vec![],
+        )));
         assert_eq!(actions, Actions::default());
         assert!(g.get("rs-1").unwrap().observed);
     }
@@ -392,7 +422,10 @@ mod tests {
     #[test]
     fn deleting_an_owner_queues_its_dependents() {
         let mut g = Graph::default();
-        g.process(Change::Upsert(state(id("ReplicaSet", "rs", "rs-1"), vec![])));
+        g.process(Change::Upsert(state(
+            id("ReplicaSet", "rs", "rs-1"),
+            vec![],
+        )));
         g.process(Change::Upsert(state(
             id("Pod", "a", "pod-a"),
             vec![owner_ref("ReplicaSet", "rs", "rs-1", true)],
@@ -451,7 +484,10 @@ mod tests {
         let rs = id("ReplicaSet", "rs", "rs-1");
         g.process(Change::Upsert(state(rs.clone(), vec![])));
         let pod = id("Pod", "a", "pod-a");
-        g.process(Change::Upsert(state(pod.clone(), vec![owner_ref("ReplicaSet", "rs", "rs-1", true)])));
+        g.process(Change::Upsert(state(
+            pod.clone(),
+            vec![owner_ref("ReplicaSet", "rs", "rs-1", true)],
+        )));
         g.mark_deleting_dependents("rs-1");
         let actions = g.process(Change::Upsert(state(pod, vec![])));
         assert_eq!(actions.attempt_to_delete, ["rs-1"]);
@@ -462,7 +498,10 @@ mod tests {
     fn decisions_follow_attempt_to_delete_item() {
         let r = |uid: &str| owner_ref("ReplicaSet", "x", uid, true);
         // A solid owner alone: keep.
-        let c = Classified { solid: vec![r("a")], ..Default::default() };
+        let c = Classified {
+            solid: vec![r("a")],
+            ..Default::default()
+        };
         assert_eq!(decide(&c, false, &[]), Decision::Keep);
         // Solid plus dangling and waiting: patch the references.
         let c = Classified {
@@ -472,14 +511,26 @@ mod tests {
         };
         assert_eq!(
             decide(&c, false, &[]),
-            Decision::PatchReferences { remove: vec!["b".into()], unblock: vec!["c".into()] }
+            Decision::PatchReferences {
+                remove: vec!["b".into()],
+                unblock: vec!["c".into()]
+            }
         );
         // Only dangling owners: delete in the background, or as the finalizers ask.
-        let c = Classified { dangling: vec![r("b")], ..Default::default() };
+        let c = Classified {
+            dangling: vec![r("b")],
+            ..Default::default()
+        };
         assert_eq!(decide(&c, true, &[]), Decision::Delete("Background"));
-        assert_eq!(decide(&c, true, &["orphan".into()]), Decision::Delete("Orphan"));
+        assert_eq!(
+            decide(&c, true, &["orphan".into()]),
+            Decision::Delete("Orphan")
+        );
         // Waiting owners and dependents of our own: foreground.
-        let c = Classified { waiting_for_dependents_deletion: vec![r("c")], ..Default::default() };
+        let c = Classified {
+            waiting_for_dependents_deletion: vec![r("c")],
+            ..Default::default()
+        };
         assert_eq!(decide(&c, true, &[]), Decision::Delete("Foreground"));
         assert_eq!(decide(&c, false, &[]), Decision::Delete("Background"));
     }

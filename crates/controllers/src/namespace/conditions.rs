@@ -29,8 +29,14 @@ pub const CONDITION_TYPES: [&str; 5] = [
 
 fn ok_reason_and_message(type_: &str) -> (&'static str, &'static str) {
     match type_ {
-        DELETION_DISCOVERY_FAILURE => ("ResourcesDiscovered", "All resources successfully discovered"),
-        DELETION_GV_PARSING_FAILURE => ("ParsedGroupVersions", "All legacy kube types successfully parsed"),
+        DELETION_DISCOVERY_FAILURE => (
+            "ResourcesDiscovered",
+            "All resources successfully discovered",
+        ),
+        DELETION_GV_PARSING_FAILURE => (
+            "ParsedGroupVersions",
+            "All legacy kube types successfully parsed",
+        ),
         DELETION_CONTENT_FAILURE => (
             "ContentDeleted",
             "All content successfully deleted, may be waiting on finalization",
@@ -52,7 +58,13 @@ pub struct DeletionReport {
     pub finalizers_remaining: BTreeMap<String, usize>,
 }
 
-fn condition(type_: &str, status: &str, reason: &str, message: String, now: Timestamp) -> NamespaceCondition {
+fn condition(
+    type_: &str,
+    status: &str,
+    reason: &str,
+    message: String,
+    now: Timestamp,
+) -> NamespaceCondition {
     NamespaceCondition {
         type_: type_.to_string(),
         status: status.to_string(),
@@ -66,7 +78,13 @@ fn condition(type_: &str, status: &str, reason: &str, message: String, now: Time
 pub fn failing_conditions(report: &DeletionReport, now: Timestamp) -> Vec<NamespaceCondition> {
     let mut out = Vec::new();
     if let Some(err) = &report.discovery_error {
-        out.push(condition(DELETION_DISCOVERY_FAILURE, "True", "DiscoveryFailed", err.clone(), now));
+        out.push(condition(
+            DELETION_DISCOVERY_FAILURE,
+            "True",
+            "DiscoveryFailed",
+            err.clone(),
+            now,
+        ));
     }
     if !report.delete_errors.is_empty() {
         let mut msgs = report.delete_errors.clone();
@@ -119,21 +137,32 @@ pub fn failing_conditions(report: &DeletionReport, now: Timestamp) -> Vec<Namesp
 /// Merges `new` failing conditions into `status`: every maintained type ends up present, the missing
 /// ones in their "ok" (False) variant; the transition time moves only when the status flips.
 /// Returns whether anything changed.
-pub fn update_conditions(status: &mut NamespaceStatus, new: &[NamespaceCondition], now: Timestamp) -> bool {
+pub fn update_conditions(
+    status: &mut NamespaceStatus,
+    new: &[NamespaceCondition],
+    now: Timestamp,
+) -> bool {
     let conditions = status.conditions.get_or_insert_with(Vec::new);
     let mut changed = false;
     for type_ in CONDITION_TYPES {
-        let wanted = new.iter().find(|c| c.type_ == type_).cloned().unwrap_or_else(|| {
-            let (reason, message) = ok_reason_and_message(type_);
-            condition(type_, "False", reason, message.to_string(), now)
-        });
+        let wanted = new
+            .iter()
+            .find(|c| c.type_ == type_)
+            .cloned()
+            .unwrap_or_else(|| {
+                let (reason, message) = ok_reason_and_message(type_);
+                condition(type_, "False", reason, message.to_string(), now)
+            });
         match conditions.iter_mut().find(|c| c.type_ == type_) {
             None => {
                 conditions.push(wanted);
                 changed = true;
             }
             Some(old) => {
-                if old.status != wanted.status || old.reason != wanted.reason || old.message != wanted.message {
+                if old.status != wanted.status
+                    || old.reason != wanted.reason
+                    || old.message != wanted.message
+                {
                     if old.status != wanted.status {
                         old.last_transition_time = Some(Time(now));
                     }
@@ -167,7 +196,11 @@ mod tests {
     #[test]
     fn a_clean_pass_sets_every_condition_to_its_ok_variant() {
         let mut status = NamespaceStatus::default();
-        assert!(update_conditions(&mut status, &failing_conditions(&DeletionReport::default(), now()), now()));
+        assert!(update_conditions(
+            &mut status,
+            &failing_conditions(&DeletionReport::default(), now()),
+            now()
+        ));
         assert_eq!(status.conditions.as_ref().unwrap().len(), 5);
         let c = get(&status, CONTENT_REMAINING);
         assert_eq!(c.status, "False");

@@ -144,26 +144,39 @@ impl NamespacedResourcesDeleter {
             }
             let mut updated = ns.clone();
             updated.status.get_or_insert_with(Default::default).phase = Some("Terminating".into());
-            match namespaces.replace_status(&name, &PostParams::default(), &updated).await {
+            match namespaces
+                .replace_status(&name, &PostParams::default(), &updated)
+                .await
+            {
                 Ok(ns) => return Ok(Some(ns)),
                 Err(err) if is_not_found(&err) => return Ok(None),
                 Err(err) if is_conflict(&err) => {
                     ns = match namespaces.get(&name).await {
                         Ok(ns) => ns,
                         Err(err) if is_not_found(&err) => return Ok(None),
-                        Err(err) => return Err(Self::api_err(&name, "re-reading the namespace")(err)),
+                        Err(err) => {
+                            return Err(Self::api_err(&name, "re-reading the namespace")(err))
+                        }
                     };
                     if ns.metadata.uid != uid {
                         return Err(Error::UidChanged(name));
                     }
                 }
-                Err(err) => return Err(Self::api_err(&name, "marking the namespace Terminating")(err)),
+                Err(err) => {
+                    return Err(Self::api_err(&name, "marking the namespace Terminating")(
+                        err,
+                    ))
+                }
             }
         }
     }
 
     /// Deletes every namespaced resource type's content; returns the largest wait estimate and a report.
-    async fn delete_all_content(&self, namespace: &str, deleted_at: jiff::Timestamp) -> (i64, DeletionReport) {
+    async fn delete_all_content(
+        &self,
+        namespace: &str,
+        deleted_at: jiff::Timestamp,
+    ) -> (i64, DeletionReport) {
         let mut report = DeletionReport::default();
         let resources = match self.deletable_resources().await {
             Ok(resources) => resources,
@@ -174,7 +187,10 @@ impl NamespacedResourcesDeleter {
         };
         let mut estimate = 0;
         for (resource, caps) in resources {
-            match self.delete_resource_content(namespace, &resource, &caps, deleted_at).await {
+            match self
+                .delete_resource_content(namespace, &resource, &caps, deleted_at)
+                .await
+            {
                 Ok((e, remaining, finalizers)) => {
                     estimate = estimate.max(e);
                     if remaining > 0 {
@@ -195,7 +211,9 @@ impl NamespacedResourcesDeleter {
 
     /// The served namespaced resources that can be deleted, preferred versions only
     /// (`discovery.ServerPreferredNamespacedResources` filtered by the `delete` verb).
-    async fn deletable_resources(&self) -> Result<Vec<(ApiResource, ApiCapabilities)>, kube::Error> {
+    async fn deletable_resources(
+        &self,
+    ) -> Result<Vec<(ApiResource, ApiCapabilities)>, kube::Error> {
         let discovery = Discovery::new(self.client.clone()).run().await?;
         let mut out = Vec::new();
         for group in discovery.groups() {
@@ -222,7 +240,8 @@ impl NamespacedResourcesDeleter {
         if resource.group.is_empty() && resource.plural == "pods" {
             estimate = self.estimate_pod_termination(namespace, deleted_at).await?;
         }
-        let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), namespace, resource);
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), namespace, resource);
         // The namespace controller deletes generically and purges everything itself: no orphaning.
         let dp = DeleteParams {
             propagation_policy: Some(kube::api::PropagationPolicy::Background),
@@ -245,7 +264,11 @@ impl NamespacedResourcesDeleter {
             .await
             .map_err(|err| format!("failed to list {gr}: {err}"))?;
         if !collection_done {
-            for obj in list.items.iter().filter(|o| o.metadata.deletion_timestamp.is_none()) {
+            for obj in list
+                .items
+                .iter()
+                .filter(|o| o.metadata.deletion_timestamp.is_none())
+            {
                 let name = obj.metadata.name.clone().unwrap_or_default();
                 match api.delete(&name, &dp).await {
                     Ok(_) => {}
@@ -284,7 +307,11 @@ impl NamespacedResourcesDeleter {
 
     /// The longest termination grace period among the namespace's non-terminal pods, or 0 once that
     /// much time has passed since the namespace was deleted (`estimateGracefulTerminationForPods`).
-    async fn estimate_pod_termination(&self, namespace: &str, deleted_at: jiff::Timestamp) -> Result<i64, String> {
+    async fn estimate_pod_termination(
+        &self,
+        namespace: &str,
+        deleted_at: jiff::Timestamp,
+    ) -> Result<i64, String> {
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
         let list = pods
             .list(&ListParams::default())
@@ -313,11 +340,18 @@ impl NamespacedResourcesDeleter {
             if !conditions::update_conditions(status, &failing, now) {
                 return Ok(());
             }
-            match namespaces.replace_status(name, &PostParams::default(), &ns).await {
+            match namespaces
+                .replace_status(name, &PostParams::default(), &ns)
+                .await
+            {
                 Ok(_) => return Ok(()),
                 Err(err) if is_conflict(&err) => continue,
                 Err(err) if is_not_found(&err) => return Ok(()),
-                Err(err) => return Err(Self::api_err(name, "updating the namespace conditions")(err)),
+                Err(err) => {
+                    return Err(Self::api_err(name, "updating the namespace conditions")(
+                        err,
+                    ))
+                }
             }
         }
         Ok(())
@@ -370,7 +404,11 @@ pub fn estimate_from_pods(pods: &[Pod]) -> i64 {
             let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
             !matches!(phase, Some("Succeeded") | Some("Failed"))
         })
-        .filter_map(|p| p.spec.as_ref().and_then(|s| s.termination_grace_period_seconds))
+        .filter_map(|p| {
+            p.spec
+                .as_ref()
+                .and_then(|s| s.termination_grace_period_seconds)
+        })
         .max()
         .unwrap_or(0)
         .max(0)
