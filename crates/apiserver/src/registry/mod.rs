@@ -72,6 +72,9 @@ pub enum FieldErrorKind {
     Forbidden,
     /// A value is longer than allowed (`field.TooLong`).
     TooLong,
+    /// A value refers to something that does not exist (`field.NotFound`), e.g. a volume
+    /// mount naming no volume.
+    NotFound,
 }
 
 impl FieldErrorKind {
@@ -84,6 +87,7 @@ impl FieldErrorKind {
             FieldErrorKind::Duplicate => "FieldValueDuplicate",
             FieldErrorKind::Forbidden => "FieldValueForbidden",
             FieldErrorKind::TooLong => "FieldValueTooLong",
+            FieldErrorKind::NotFound => "FieldValueNotFound",
         }
     }
 
@@ -96,6 +100,7 @@ impl FieldErrorKind {
             FieldErrorKind::Duplicate => "Duplicate value",
             FieldErrorKind::Forbidden => "Forbidden",
             FieldErrorKind::TooLong => "Too long",
+            FieldErrorKind::NotFound => "Not found",
         }
     }
 }
@@ -142,6 +147,11 @@ impl FieldError {
     /// A value is invalid; `value` is rendered as kube renders the bad value.
     pub fn invalid(field: impl Into<String>, value: &Value, detail: &str) -> Self {
         Self::with_value(field, FieldErrorKind::Invalid, value, detail)
+    }
+
+    /// A value refers to something that does not exist.
+    pub fn not_found(field: impl Into<String>, value: &Value) -> Self {
+        Self::with_value(field, FieldErrorKind::NotFound, value, "")
     }
 
     /// A value appears twice.
@@ -377,7 +387,13 @@ fn catalog_table() -> &'static Table {
 /// The strategy of `info`. Every catalog entry has one; an entry that is not in the catalog
 /// gets the generic strategy (built once per distinct entry).
 pub fn strategy(info: &ResourceInfo) -> &'static dyn Strategy {
-    if let Some((_, s)) = catalog_table().iter().find(|(i, _)| *i == info) {
+    let table = catalog_table();
+    // Callers pass catalog entries, so comparing addresses almost always suffices.
+    if let Some((_, s)) = table
+        .iter()
+        .find(|(i, _)| std::ptr::eq(*i, info))
+        .or_else(|| table.iter().find(|(i, _)| *i == info))
+    {
         return s.as_ref();
     }
     static EXTRA: Mutex<Vec<&'static GenericStrategy>> = Mutex::new(Vec::new());

@@ -344,7 +344,9 @@ pub(crate) fn validate_pod_spec(spec: Option<&Value>, path: &str) -> Vec<FieldEr
             .flatten()
             .enumerate()
         {
-            validate_container(c, &format!("{path}.{list}[{i}]"), &mut names, &mut errs);
+            let p = format!("{path}.{list}[{i}]");
+            validate_container(c, &p, &mut names, &mut errs);
+            validate_volume_mounts(c, &p, &volume_names, &mut errs);
         }
     }
 
@@ -404,8 +406,8 @@ pub(crate) fn validate_pod_spec(spec: Option<&Value>, path: &str) -> Vec<FieldEr
     {
         validate_toleration(t, &format!("{path}.tolerations[{i}]"), &mut errs);
     }
-    // TODO: volume sources, volumeMounts referring to volumes, env names, port names,
-    // security contexts, affinity and topology spread are not validated.
+    // TODO: volume sources, port names, probes, security contexts, affinity and topology
+    // spread are not validated.
     errs
 }
 
@@ -483,6 +485,102 @@ fn validate_container(
         );
     }
     validate_resources(get(c, &["resources"]), &format!("{path}.resources"), errs);
+    validate_env(c, path, errs);
+}
+
+/// `ValidateEnv` with relaxed names (the `RelaxedEnvironmentVariableValidation` default):
+/// a name is required and printable ASCII without `=`; `valueFrom` excludes `value` and has
+/// exactly one source.
+fn validate_env(c: &Value, path: &str, errs: &mut Vec<FieldError>) {
+    for (i, e) in get(c, &["env"])
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let p = format!("{path}.env[{i}]");
+        let name = get_str(e, &["name"]).unwrap_or("");
+        if name.is_empty() {
+            errs.push(FieldError::required(format!("{p}.name"), ""));
+        } else if !name
+            .bytes()
+            .all(|b| (b' '..=b'~').contains(&b) && b != b'=')
+        {
+            errs.push(FieldError::invalid(
+                format!("{p}.name"),
+                &json!(name),
+                "a valid environment variable name must consist only of printable ASCII characters other than '='",
+            ));
+        }
+        let Some(from) = get(e, &["valueFrom"]).filter(|v| !v.is_null()) else {
+            continue;
+        };
+        if get_str(e, &["value"]).is_some_and(|v| !v.is_empty()) {
+            errs.push(FieldError::invalid(
+                format!("{p}.valueFrom"),
+                &json!(""),
+                "may not be specified when `value` is not empty",
+            ));
+        }
+        let sources = [
+            "fieldRef",
+            "resourceFieldRef",
+            "configMapKeyRef",
+            "secretKeyRef",
+            "fileKeyRef",
+        ]
+        .iter()
+        .filter(|k| get(from, &[k]).is_some_and(|v| !v.is_null()))
+        .count();
+        if sources == 0 {
+            errs.push(FieldError::invalid(
+                format!("{p}.valueFrom"),
+                &json!(""),
+                "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`",
+            ));
+        } else if sources > 1 {
+            errs.push(FieldError::invalid(
+                format!("{p}.valueFrom"),
+                &json!(""),
+                "may not have more than one field specified at a time",
+            ));
+        }
+    }
+}
+
+/// `ValidateVolumeMounts`: a mount names a volume of the pod, has a path, and paths are
+/// unique within a container.
+fn validate_volume_mounts(
+    c: &Value,
+    path: &str,
+    volumes: &BTreeSet<&str>,
+    errs: &mut Vec<FieldError>,
+) {
+    let mut paths = BTreeSet::new();
+    for (i, m) in get(c, &["volumeMounts"])
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let p = format!("{path}.volumeMounts[{i}]");
+        let name = get_str(m, &["name"]).unwrap_or("");
+        if name.is_empty() {
+            errs.push(FieldError::required(format!("{p}.name"), ""));
+        } else if !volumes.contains(name) {
+            errs.push(FieldError::not_found(format!("{p}.name"), &json!(name)));
+        }
+        let mount_path = get_str(m, &["mountPath"]).unwrap_or("");
+        if mount_path.is_empty() {
+            errs.push(FieldError::required(format!("{p}.mountPath"), ""));
+        } else if !paths.insert(mount_path) {
+            errs.push(FieldError::invalid(
+                format!("{p}.mountPath"),
+                &json!(mount_path),
+                "must be unique",
+            ));
+        }
+    }
 }
 
 /// `ValidateContainerResourceRequirements`: quantities parse, are not negative, and requests
@@ -1082,6 +1180,28 @@ mod tests {
         let messages: Vec<String> = errs.iter().map(FieldError::message_with_field).collect();
         assert!(messages.contains(&"spec.containers[0].imagePullPolicy: Unsupported value: \"Sometimes\": supported values: \"Always\", \"IfNotPresent\", \"Never\"".to_string()));
         assert!(messages.contains(&"spec.restartPolicy: Unsupported value: \"Maybe\": supported values: \"Always\", \"OnFailure\", \"Never\"".to_string()));
+    }
+
+    #[test]
+    fn env_names_and_volume_mounts_are_checked() {
+        let mut p = created(json!([{"name": "a", "image": "x",
+            "env": [{"name": "GOOD_1", "value": "v"}, {"name": "BAD=NAME"}, {"name": "X", "value": "v", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
+            "volumeMounts": [{"name": "data", "mountPath": "/data"}, {"name": "missing", "mountPath": "/data"}]}]));
+        p["spec"]["volumes"] = json!([{"name": "data", "emptyDir": {}}]);
+        let m: Vec<String> = strategy()
+            .validate_create(&p)
+            .iter()
+            .map(FieldError::message_with_field)
+            .collect();
+        assert_eq!(
+            m,
+            [
+                "spec.containers[0].env[1].name: Invalid value: \"BAD=NAME\": a valid environment variable name must consist only of printable ASCII characters other than '='",
+                "spec.containers[0].env[2].valueFrom: Invalid value: \"\": may not be specified when `value` is not empty",
+                "spec.containers[0].volumeMounts[1].name: Not found: \"missing\"",
+                "spec.containers[0].volumeMounts[1].mountPath: Invalid value: \"/data\": must be unique",
+            ]
+        );
     }
 
     #[test]
