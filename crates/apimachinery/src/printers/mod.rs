@@ -183,6 +183,60 @@ pub fn table(
     (columns, rows)
 }
 
+/// What each row's `object` holds (the `includeObject` query parameter).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IncludeObject {
+    /// No `object` (`includeObject=None`).
+    None,
+    /// The object's `PartialObjectMetadata` (kube's default).
+    #[default]
+    Metadata,
+    /// The full object (`includeObject=Object`, kubectl's `--sort-by`).
+    Object,
+}
+
+impl IncludeObject {
+    /// Parses the `includeObject` query value; `None` for values kube rejects.
+    pub fn from_query(value: &str) -> Option<IncludeObject> {
+        match value {
+            "None" => Some(IncludeObject::None),
+            "" | "PartialObjectMetadata" => Some(IncludeObject::Metadata),
+            "Object" => Some(IncludeObject::Object),
+            _ => None,
+        }
+    }
+}
+
+/// A complete `meta.k8s.io/v1` `Table` of `objects`, as served for
+/// `Accept: application/json;as=Table;v=v1;g=meta.k8s.io`.
+pub fn table_object(
+    info: &ResourceInfo,
+    objects: &[&Value],
+    now: Timestamp,
+    include: IncludeObject,
+    resource_version: Option<&str>,
+) -> Value {
+    let (columns, mut rows) = table(info, objects, now, include == IncludeObject::Metadata);
+    if include == IncludeObject::Object {
+        for (row, obj) in rows.iter_mut().zip(objects) {
+            if let Value::Object(row) = row {
+                row.insert("object".into(), (*obj).clone());
+            }
+        }
+    }
+    let mut metadata = Map::new();
+    if let Some(rv) = resource_version {
+        metadata.insert("resourceVersion".into(), rv.into());
+    }
+    json!({
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": metadata,
+        "columnDefinitions": columns,
+        "rows": rows,
+    })
+}
+
 /// The `meta.k8s.io/v1` `PartialObjectMetadata` of an object: its metadata only.
 pub fn partial_object_metadata(obj: &Value) -> Value {
     json!({
@@ -363,6 +417,26 @@ mod tests {
         assert_eq!(rows[0]["object"]["metadata"]["namespace"], "ns");
         let (_, rows) = table(info, &[&cm], now, false);
         assert!(rows[0].get("object").is_none());
+    }
+
+    #[test]
+    fn table_object_has_kube_shape_for_each_include_mode() {
+        let info = catalog::by_kind("v1", "ConfigMap").unwrap();
+        let cm = json!({"metadata":{"name":"c"},"data":{"x":"y"}});
+        let now: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        let t = table_object(info, &[&cm], now, IncludeObject::Object, Some("42"));
+        assert_eq!(t["kind"], "Table");
+        assert_eq!(t["apiVersion"], "meta.k8s.io/v1");
+        assert_eq!(t["metadata"]["resourceVersion"], "42");
+        assert_eq!(t["rows"][0]["object"], cm);
+        let t = table_object(info, &[&cm], now, IncludeObject::None, None);
+        assert!(t["rows"][0].get("object").is_none());
+        assert_eq!(IncludeObject::from_query(""), Some(IncludeObject::Metadata));
+        assert_eq!(
+            IncludeObject::from_query("Object"),
+            Some(IncludeObject::Object)
+        );
+        assert_eq!(IncludeObject::from_query("bogus"), None);
     }
 
     #[test]
