@@ -17,7 +17,13 @@ pub struct Cli {
     pub command: Command,
 
     /// Log verbosity, as klog's `-v` (0: warnings and rkcm's own info; 2: info; 4: debug).
-    #[arg(short = 'v', long = "v", global = true, default_value_t = 0, value_name = "LEVEL")]
+    #[arg(
+        short = 'v',
+        long = "v",
+        global = true,
+        default_value_t = 0,
+        value_name = "LEVEL"
+    )]
     pub v: u8,
 }
 
@@ -89,7 +95,12 @@ pub struct ManagerArgs {
 
     /// Controllers to enable: `*` enables all on-by-default controllers, `foo` enables the controller
     /// named foo, `-foo` disables it.
-    #[arg(long, value_delimiter = ',', default_value = "*", help_heading = "Generic flags")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "*",
+        help_heading = "Generic flags"
+    )]
     pub controllers: Vec<String>,
 
     /// Queries per second to use while talking with the API server, per controller.
@@ -123,7 +134,11 @@ pub struct ManagerArgs {
     pub leader_elect_retry_period: Duration,
 
     /// The name of the Lease object used for locking during leader election.
-    #[arg(long, default_value = "kube-controller-manager", help_heading = "Generic flags")]
+    #[arg(
+        long,
+        default_value = "kube-controller-manager",
+        help_heading = "Generic flags"
+    )]
     pub leader_elect_resource_name: String,
 
     /// The namespace of the Lease object used for locking during leader election.
@@ -153,24 +168,45 @@ pub struct ManagerArgs {
 
     // ---- Controller-specific
     /// The number of deployment objects that are allowed to sync concurrently.
-    #[arg(long, default_value_t = 5, help_heading = "Deployment controller flags")]
+    #[arg(
+        long,
+        default_value_t = 5,
+        help_heading = "Deployment controller flags"
+    )]
     pub concurrent_deployment_syncs: usize,
 
     /// The number of replica sets that are allowed to sync concurrently.
-    #[arg(long, default_value_t = 5, help_heading = "Replicaset controller flags")]
+    #[arg(
+        long,
+        default_value_t = 5,
+        help_heading = "Replicaset controller flags"
+    )]
     pub concurrent_replicaset_syncs: usize,
 
     /// The number of replication controllers that are allowed to sync concurrently.
-    #[arg(long, default_value_t = 5, help_heading = "Replicationcontroller flags")]
+    #[arg(
+        long,
+        default_value_t = 5,
+        help_heading = "Replicationcontroller flags"
+    )]
     pub concurrent_rc_syncs: usize,
 
     /// Number of terminated pods that can exist before the terminated pod garbage collector starts
     /// deleting them; 0 or less disables it.
-    #[arg(long, default_value_t = 12500, allow_negative_numbers = true, help_heading = "Podgc controller flags")]
+    #[arg(
+        long,
+        default_value_t = 12500,
+        allow_negative_numbers = true,
+        help_heading = "Podgc controller flags"
+    )]
     pub terminated_pod_gc_threshold: i64,
 
     /// The number of garbage collector workers that are allowed to sync concurrently.
-    #[arg(long, default_value_t = 20, help_heading = "Garbagecollector controller flags")]
+    #[arg(
+        long,
+        default_value_t = 20,
+        help_heading = "Garbagecollector controller flags"
+    )]
     pub concurrent_gc_syncs: usize,
 
     /// Enables the generic garbage collector.
@@ -179,7 +215,11 @@ pub struct ManagerArgs {
     pub enable_garbage_collector: bool,
 
     /// The number of namespace objects that are allowed to sync concurrently.
-    #[arg(long, default_value_t = 10, help_heading = "Namespace controller flags")]
+    #[arg(
+        long,
+        default_value_t = 10,
+        help_heading = "Namespace controller flags"
+    )]
     pub concurrent_namespace_syncs: usize,
 
     /// The period for syncing namespace life-cycle updates.
@@ -259,8 +299,15 @@ mod tests {
 
     #[test]
     fn bad_durations_are_refused_with_the_flag_named() {
-        let err = Cli::try_parse_from(["rkcm", "controller-manager", "--leader-elect-retry-period=2"])
-            .expect_err("missing unit");
-        assert!(err.to_string().contains("--leader-elect-retry-period"), "{err}");
+        let err = Cli::try_parse_from([
+            "rkcm",
+            "controller-manager",
+            "--leader-elect-retry-period=2",
+        ])
+        .expect_err("missing unit");
+        assert!(
+            err.to_string().contains("--leader-elect-retry-period"),
+            "{err}"
+        );
     }
 }

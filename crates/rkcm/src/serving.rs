@@ -99,8 +99,11 @@ pub fn tls_config(
             let key_pem = std::fs::read(key)
                 .with_context(|| format!("reading --tls-private-key-file {}", key.display()))?;
             let certs = rustls_pemfile_certs(&cert_pem)?;
-            let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(&key_pem)
-                .context("parsing --tls-private-key-file")?;
+            let key = {
+                use rustls::pki_types::pem::PemObject;
+                rustls::pki_types::PrivateKeyDer::from_pem_slice(&key_pem)
+            }
+            .context("parsing --tls-private-key-file")?;
             (certs, key)
         }
         (None, None) => {
@@ -109,7 +112,8 @@ pub fn tls_config(
                 "127.0.0.1".to_string(),
             ])
             .context("generating a self-signed serving certificate")?;
-            let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.signing_key.serialize_der().into());
+            let key =
+                rustls::pki_types::PrivateKeyDer::Pkcs8(cert.signing_key.serialize_der().into());
             (vec![cert.cert.der().clone()], key)
         }
         _ => anyhow::bail!("--tls-cert-file and --tls-private-key-file must be given together"),
@@ -124,7 +128,9 @@ pub fn tls_config(
     Ok(Arc::new(config))
 }
 
-fn rustls_pemfile_certs(pem: &[u8]) -> anyhow::Result<Vec<rustls::pki_types::CertificateDer<'static>>> {
+fn rustls_pemfile_certs(
+    pem: &[u8],
+) -> anyhow::Result<Vec<rustls::pki_types::CertificateDer<'static>>> {
     use rustls::pki_types::pem::PemObject;
     rustls::pki_types::CertificateDer::pem_slice_iter(pem)
         .collect::<Result<Vec<_>, _>>()
@@ -188,7 +194,10 @@ mod tests {
         elected.set_standing_by();
         assert!(elected.ready().is_ok(), "a standby is ready to take over");
         elected.set_leading();
-        assert!(elected.ready().is_err(), "a new leader is ready once synced");
+        assert!(
+            elected.ready().is_err(),
+            "a new leader is ready once synced"
+        );
         elected.set_synced(true);
         assert!(elected.ready().is_ok());
     }

@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::Context as _;
 use rkcm_apiserver::{ApiServer, Config as ApiConfig};
 use rkcm_controllers::registry::{self, ControllerOptions};
-use rkcm_nodesim::{NodeSim, NodeSimConfig};
+use rkcm_nodesim::NodeSim;
 use rkcm_runtime::{Shutdown, SystemClock};
 use tokio::task::JoinSet;
 
@@ -34,7 +34,10 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     std::fs::create_dir_all(&data_dir)
         .with_context(|| format!("creating the data directory {}", data_dir.display()))?;
     let data_dir = data_dir.canonicalize().unwrap_or(data_dir);
-    eprintln!("rkcm: starting the API server (data in {})", data_dir.display());
+    eprintln!(
+        "rkcm: starting the API server (data in {})",
+        data_dir.display()
+    );
 
     let listener = tokio::net::TcpListener::bind((args.bind_address, args.port))
         .await
@@ -42,6 +45,7 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     let addr = listener.local_addr().context("reading the bound address")?;
     let server = ApiServer::new(ApiConfig {
         data_dir: Some(data_dir.clone()),
+        bind: addr,
         ..ApiConfig::default()
     })
     .await
@@ -98,11 +102,11 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
 
     let sim = NodeSim::new(
         client.clone(),
-        NodeSimConfig {
+        rkcm_nodesim::Config {
             nodes: args.nodes,
             pod_ready_delay: args.pod_ready_delay,
-            termination_max: Some(args.pod_termination_max),
-            ..NodeSimConfig::default()
+            termination_grace_cap: Some(args.pod_termination_max),
+            ..rkcm_nodesim::Config::default()
         },
     );
     let sim_shutdown = shutdown.clone();
@@ -116,7 +120,11 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         "rkcm: ready in {} ms: {} simulated node(s), controllers: {}",
         started.elapsed().as_millis(),
         args.nodes,
-        if health.ready().is_ok() { "synced" } else { "starting" },
+        if health.ready().is_ok() {
+            "synced"
+        } else {
+            "starting"
+        },
     );
     println!("export KUBECONFIG={}", kubeconfig_path.display());
 

@@ -10,9 +10,14 @@ use common::Cluster;
 fn quickstart_commands() -> Vec<Vec<String>> {
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
         .expect("README.md readable");
-    let start = readme.find("## Quickstart").expect("README has a Quickstart section");
+    let start = readme
+        .find("## Quickstart")
+        .expect("README has a Quickstart section");
     let section = &readme[start..];
-    let block_start = section.find("```console").expect("quickstart console block") + "```console".len();
+    let block_start = section
+        .find("```console")
+        .expect("quickstart console block")
+        + "```console".len();
     let block = &section[block_start..];
     let block = &block[..block.find("```").expect("block closes")];
     block
@@ -24,7 +29,10 @@ fn quickstart_commands() -> Vec<Vec<String>> {
 
 fn run_quickstart(cluster: &Cluster) {
     let commands = quickstart_commands();
-    assert!(commands.len() >= 8, "the quickstart lost its commands: {commands:?}");
+    assert!(
+        commands.len() >= 8,
+        "the quickstart lost its commands: {commands:?}"
+    );
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
     for args in &commands {
         // Paths in the README are relative to the repository root.
@@ -38,17 +46,23 @@ fn run_quickstart(cluster: &Cluster) {
                 }
             })
             .collect();
-        if full.first().map(String::as_str) == Some("rollout") && full.get(1).map(String::as_str) == Some("status") {
+        if full.first().map(String::as_str) == Some("rollout")
+            && full.get(1).map(String::as_str) == Some("status")
+        {
             full.push("--timeout=120s".into());
         }
         let full: Vec<&str> = full.iter().map(String::as_str).collect();
         cluster.kubectl(&full);
     }
     // `kubectl delete deployment web` cascades: its ReplicaSets and pods go too.
-    cluster.eventually("the deployment's pods and replica sets are collected", Duration::from_secs(60), || {
-        let left = cluster.kubectl(&["get", "pods,replicasets", "-l", "app=web", "-o", "name"]);
-        left.trim().is_empty().then_some(())
-    });
+    cluster.eventually(
+        "the deployment's pods and replica sets are collected",
+        Duration::from_secs(60),
+        || {
+            let left = cluster.kubectl(&["get", "pods,replicasets", "-l", "app=web", "-o", "name"]);
+            left.trim().is_empty().then_some(())
+        },
+    );
 }
 
 #[test]

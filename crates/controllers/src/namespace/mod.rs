@@ -27,6 +27,10 @@ use rkcm_runtime::{worker, Clock, ObjectKey, Shutdown};
 
 pub use deleter::{NamespacedResourcesDeleter, Outcome};
 
+/// kube's `namespaceDeletionGracePeriod`: wait before acting on a namespace event, so that
+/// admission caches and other finalizers catch up.
+pub const DELETION_GRACE_PERIOD: Duration = Duration::from_secs(5);
+
 /// Namespace controller settings.
 #[derive(Clone)]
 pub struct Config {

@@ -60,7 +60,9 @@ pub async fn config_from_flags(args: &ManagerArgs) -> anyhow::Result<ManagerConf
         )?,
     };
     if let Some(master) = &args.master {
-        kube_config.cluster_url = master.parse().with_context(|| format!("--master {master:?}"))?;
+        kube_config.cluster_url = master
+            .parse()
+            .with_context(|| format!("--master {master:?}"))?;
     }
     let leader_election = args.leader_elect.then(|| LeaderElectionConfig {
         lease_name: args.leader_elect_resource_name.clone(),
@@ -115,7 +117,11 @@ fn identity() -> String {
     let host = std::env::var("HOSTNAME")
         .ok()
         .filter(|h| !h.is_empty())
-        .or_else(|| std::fs::read_to_string("/etc/hostname").ok().map(|h| h.trim().to_string()))
+        .or_else(|| {
+            std::fs::read_to_string("/etc/hostname")
+                .ok()
+                .map(|h| h.trim().to_string())
+        })
         .unwrap_or_else(|| "rkcm".to_string());
     format!("{host}_{}", random_suffix())
 }
@@ -123,11 +129,17 @@ fn identity() -> String {
 fn random_suffix() -> String {
     use rand::Rng;
     let mut rng = rand::rng();
-    (0..16).map(|_| format!("{:x}", rng.random_range(0..16u8))).collect()
+    (0..16)
+        .map(|_| format!("{:x}", rng.random_range(0..16u8)))
+        .collect()
 }
 
 /// Runs the manager until `shutdown`: serving, then (with leader election, once leading) the controllers.
-pub async fn run(config: ManagerConfig, health: Arc<Health>, shutdown: Shutdown) -> anyhow::Result<()> {
+pub async fn run(
+    config: ManagerConfig,
+    health: Arc<Health>,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
     let mut tasks = JoinSet::new();
     if let Some(serving) = &config.serving {
         let listener = tokio::net::TcpListener::bind(serving.addr)
@@ -141,7 +153,7 @@ pub async fn run(config: ManagerConfig, health: Arc<Health>, shutdown: Shutdown)
             shutdown.clone(),
         ));
     }
-    rkcm_runtime::metrics::register(rest_client::register_metrics);
+    register_metrics_once();
 
     let result = match config.leader_election.clone() {
         None => start_controllers(&config, &health, shutdown.clone()).await,
@@ -183,50 +195,41 @@ async fn start_controllers(
 ) -> anyhow::Result<()> {
     let kube_config = config.kube_config.clone();
     let (qps, burst) = (config.qps, config.burst);
-    let client_for = move |_controller: &str| rest_client::client(kube_config.clone(), qps, burst);
-    let informer_client = client_for("shared-informers").context("building the informer client")?;
-    let resync = jittered(config.min_resync_period);
-    let factory = InformerFactory::new(informer_client, resync);
-    let events = EventBroadcaster::new(client_for("event-broadcaster").context("building the event client")?);
-    let ctx = ControllerContext {
-        factory: factory.clone(),
-        clients: Arc::new(move |name: &str| client_for(name)),
-        events: events.clone(),
-        options: config.options.clone(),
-    };
-
+    let clients = move |_controller: &str| rest_client::client(kube_config.clone(), qps, burst);
+    let factory = InformerFactory::new(
+        clients("shared-informers").context("building the informer client")?,
+        jittered(config.min_resync_period),
+    );
+    let events =
+        EventBroadcaster::new(clients("event-broadcaster").context("building the event client")?);
     let mut running = JoinSet::new();
-    let mut synced = Vec::new();
-    for &name in &config.controllers {
-        match registry::start(name, &ctx, shutdown.clone())
-            .await
-            .with_context(|| format!("starting {name}"))?
-        {
-            Started::Running { run, has_synced } => {
-                tracing::info!(controller = name, "started controller");
-                synced.push(has_synced);
-                running.spawn(run);
+    {
+        let ctx = ControllerContext {
+            factory: &factory,
+            clients: &clients,
+            events: &events,
+            options: &config.options,
+        };
+        for &name in &config.controllers {
+            match registry::start(name, &ctx, shutdown.clone())
+                .await
+                .with_context(|| format!("starting {name}"))?
+            {
+                Started::Running(run) => {
+                    tracing::info!(controller = name, "started controller");
+                    running.spawn(run);
+                }
+                Started::Skipped(why) => {
+                    tracing::warn!(controller = name, %why, "skipping controller")
+                }
             }
-            Started::Skipped(why) => tracing::warn!(controller = name, %why, "skipping controller"),
         }
     }
     factory.start(shutdown.clone());
-
-    let health_for_sync = Arc::clone(health);
-    let sync_shutdown = shutdown.clone();
-    running.spawn(async move {
-        loop {
-            if synced.iter().all(|s| s()) {
-                health_for_sync.set_synced(true);
-                tracing::info!("all controllers' caches synced");
-                break;
-            }
-            tokio::select! {
-                _ = sync_shutdown.cancelled() => break,
-                _ = tokio::time::sleep(Duration::from_millis(100)) => {}
-            }
-        }
-    });
+    if factory.wait_for_cache_sync(&shutdown).await {
+        health.set_synced(true);
+        tracing::info!("all controllers' caches synced");
+    }
 
     shutdown.cancelled().await;
     // Controllers stop taking work and finish in-flight syncs; bound the wait.
@@ -239,6 +242,12 @@ async fn start_controllers(
     }
     events.shutdown().await;
     Ok(())
+}
+
+/// Registers the REST client metrics in the process-wide registry, once.
+fn register_metrics_once() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| rkcm_runtime::metrics::register_with(rest_client::register_metrics));
 }
 
 /// `ResyncPeriod` of kube-controller-manager: min × (1 + rand[0,1)).

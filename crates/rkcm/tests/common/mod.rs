@@ -75,7 +75,9 @@ impl Cluster {
         loop {
             match child.try_wait() {
                 Ok(Some(status)) => return status.success(),
-                Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(50))
+                }
                 _ => {
                     let _ = child.kill();
                     let _ = child.wait();
@@ -115,10 +117,7 @@ impl Cluster {
 
     /// Runs kubectl; returns its output whatever the exit status.
     pub fn kubectl_output(&self, args: &[&str]) -> Output {
-        let out = self
-            .kubectl_cmd(args)
-            .output()
-            .expect("kubectl runs");
+        let out = self.kubectl_cmd(args).output().expect("kubectl runs");
         out
     }
 
@@ -145,7 +144,12 @@ impl Cluster {
     }
 
     /// Polls `f` until it returns `Some`, or panics with `what` after `timeout`.
-    pub fn eventually<T>(&self, what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    pub fn eventually<T>(
+        &self,
+        what: &str,
+        timeout: Duration,
+        mut f: impl FnMut() -> Option<T>,
+    ) -> T {
         eventually(what, timeout, &mut f)
     }
 }
@@ -188,7 +192,10 @@ fn spawn(data_dir: &Path, extra: &[String], port: u16) -> (Child, PathBuf, u16) 
         .arg("--port")
         .arg(port.to_string())
         .args(extra)
-        .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
+        .env(
+            "RUST_LOG",
+            std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
+        )
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -215,7 +222,13 @@ fn spawn(data_dir: &Path, extra: &[String], port: u16) -> (Child, PathBuf, u16) 
         .split("https://")
         .nth(1)
         .and_then(|rest| rest.split(':').nth(1))
-        .and_then(|p| p.chars().take_while(|c| c.is_ascii_digit()).collect::<String>().parse().ok())
+        .and_then(|p| {
+            p.chars()
+                .take_while(|c| c.is_ascii_digit())
+                .collect::<String>()
+                .parse()
+                .ok()
+        })
         .expect("kubeconfig names the server port");
     (child, kubeconfig, port)
 }
