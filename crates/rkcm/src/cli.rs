@@ -41,6 +41,9 @@ pub enum Command {
     Up(UpArgs),
     /// Run the controllers against a cluster, as kube-controller-manager does.
     ControllerManager(Box<ManagerArgs>),
+    /// Measure startup, the ReplicaSet and the Deployment controllers (figures in the README).
+    #[command(subcommand)]
+    Bench(crate::bench::BenchCommand),
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {

@@ -1,5 +1,6 @@
 //! The `rkcm` binary's library: command line, controller manager process and `rkcm up`.
 
+pub mod bench;
 pub mod cli;
 pub mod duration;
 pub mod logging;
@@ -16,5 +17,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Up(args) => up::run(args, shutdown).await,
         Command::ControllerManager(args) => manager::run_from_flags(*args, shutdown).await,
+        Command::Bench(scenario) => bench::run(scenario).await,
     }
 }
