@@ -215,6 +215,8 @@ impl Strategy for DeploymentStrategy {
     }
 
     fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
+        // kube defaults every decoded body, status updates included.
+        self.default(new);
         self.base.prepare_for_status_update(new, old);
         copy(new, old, &["metadata", "labels"]);
     }

@@ -177,6 +177,8 @@ impl Strategy for EventStrategy {
     }
 
     fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
+        // kube defaults every decoded body, status updates included.
+        self.default(new);
         self.base.prepare_for_status_update(new, old);
     }
 

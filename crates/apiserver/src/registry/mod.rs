@@ -11,7 +11,8 @@
 //!   `creationTimestamp`, the name from `generateName`) → [`Strategy::validate_create`];
 //! - update: [`Strategy::default`] → [`Strategy::prepare_for_update`] →
 //!   [`Strategy::validate_update`];
-//! - status update: [`Strategy::prepare_for_status_update`] → [`Strategy::validate_update`].
+//! - status update: [`Strategy::prepare_for_status_update`] (which applies the defaults
+//!   itself, as kube defaults every decoded body) → [`Strategy::validate_update`].
 //!
 //! `prepare_for_update` and `prepare_for_status_update` also do the bookkeeping of
 //! `BeforeUpdate`: `metadata.generation`, `uid`, `creationTimestamp`, `deletionTimestamp` and

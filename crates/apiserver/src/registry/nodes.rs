@@ -101,6 +101,8 @@ impl Strategy for NodeStrategy {
     }
 
     fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
+        // kube defaults every decoded body, status updates included.
+        self.default(new);
         self.base.prepare_for_status_update(new, old);
     }
 
@@ -177,6 +179,18 @@ mod tests {
             json!({"cpu": "4", "pods": "110"})
         );
         assert!(strategy().validate_create(&node).is_empty());
+    }
+
+    #[test]
+    fn status_updates_default_allocatable_and_keep_the_spec() {
+        let s = strategy();
+        let old =
+            json!({"metadata": {"name": "n"}, "spec": {"podCIDR": "10.0.0.0/24"}, "status": {}});
+        let mut new =
+            json!({"metadata": {"name": "n"}, "spec": {}, "status": {"capacity": {"pods": 110}}});
+        s.prepare_for_status_update(&mut new, &old);
+        assert_eq!(new["spec"], old["spec"]);
+        assert_eq!(new["status"]["allocatable"], json!({"pods": "110"}));
     }
 
     #[test]

@@ -914,6 +914,8 @@ impl Strategy for PodStrategy {
     }
 
     fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
+        // kube defaults every decoded body, status updates included.
+        self.default(new);
         self.base.prepare_for_status_update(new, old);
         // Old kubelets corrupt owner references through /status; they are never taken from it.
         copy(new, old, &["metadata", "ownerReferences"]);
