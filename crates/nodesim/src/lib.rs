@@ -24,7 +24,10 @@
 //! status refreshed and keep their spec (cordons, taints).
 //!
 //! Deleting a Node (`kubectl delete node`) stops its simulation: no more lease renewals, and its pods
-//! are left as they are, for PodGC. A restarted simulator registers it again.
+//! are left as they are, for PodGC. A restarted simulator registers it again. Simulated nodes left
+//! over from a run with more nodes (annotated, named `rkcm-node-<n>` with n above
+//! [`Config::nodes`]) get their conditions set to Unknown at start, so nothing new lands there;
+//! delete them to let PodGC clean up their pods.
 //!
 //! # Scheduler
 //!
@@ -37,14 +40,18 @@
 //! requests of the node's unfinished pods. A pod that fits nowhere stays Pending with condition
 //! `PodScheduled=False`, reason `Unschedulable` and kube-scheduler's message, for example
 //! `0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.`
-//! Pods created with `spec.nodeName` set skip the scheduler.
+//! Pods created with `spec.nodeName` set skip the scheduler. Nodes whose Ready condition is not True
+//! count as tainted `node.kubernetes.io/not-ready` or `…/unreachable` (NoSchedule), standing in for
+//! the node lifecycle controller. Bindings and failures are recorded as `Scheduled` and
+//! `FailedScheduling` events.
 //!
 //! # Kubelet conventions
 //!
 //! A pod bound to a simulated node is Pending (containers `ContainerCreating`, `podIP`, `hostIP`,
 //! `startTime` set) for [`Config::pod_ready_delay`] (default 500ms), then Running with every container
 //! running and ready (`containerID` `rkcm://…`) and conditions PodReadyToStartContainers, Initialized,
-//! ContainersReady, Ready and PodScheduled True. Tests steer pods with annotations, or per container
+//! ContainersReady, Ready and PodScheduled True (Ready also waits for `spec.readinessGates` conditions;
+//! `hostNetwork` pods get the node's IP). Tests steer pods with annotations, or per container
 //! with words in the image name (its last path segment, without tag):
 //!
 //! | annotation | image name contains | effect |

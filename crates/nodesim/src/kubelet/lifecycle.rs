@@ -191,7 +191,7 @@ fn sandbox_status(spec: &PodSpec, current: PodStatus, input: &PlanInput<'_>) -> 
             now,
         );
     }
-    set_readiness(&mut conditions, "Pending", &statuses, now);
+    set_readiness(&mut conditions, "Pending", &statuses, &[], now);
     set_condition(&mut conditions, POD_SCHEDULED, true, None, None, now);
     sort_conditions(&mut conditions);
     status.conditions = Some(conditions);
@@ -259,7 +259,13 @@ fn running_status(
         now,
     );
     set_condition(&mut conditions, INITIALIZED, true, None, None, now);
-    set_readiness(&mut conditions, phase, &statuses, now);
+    let gates: Vec<String> = spec
+        .readiness_gates
+        .iter()
+        .flatten()
+        .map(|g| g.condition_type.clone())
+        .collect();
+    set_readiness(&mut conditions, phase, &statuses, &gates, now);
     set_condition(&mut conditions, POD_SCHEDULED, true, None, None, now);
     sort_conditions(&mut conditions);
     status.conditions = Some(conditions);

@@ -231,7 +231,14 @@ impl Kubelet {
         let needs_ip = status.and_then(|s| s.pod_ip.as_ref()).is_none()
             && pod.metadata.deletion_timestamp.is_none()
             && !is_terminal(&pod);
-        let pod_ip = if needs_ip {
+        let host_network = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.host_network)
+            .unwrap_or(false);
+        let pod_ip = if host_network {
+            node.internal_ip()
+        } else if needs_ip {
             let on_node = self.pods.by_index(NODE_NAME_INDEX, &node.name);
             self.ips.ip_for(&node, &uid, on_node.iter().map(|p| &**p))
         } else {

@@ -93,11 +93,14 @@ pub fn set_condition(
     }
 }
 
-/// Sets `ContainersReady` and `Ready` from the container statuses and the phase.
+/// Sets `ContainersReady` from the container statuses and the phase, and `Ready` from that and the
+/// readiness gates (`gates`: the `conditionType`s of `spec.readinessGates`, whose conditions some
+/// other controller sets), as `generateContainersReadyCondition` and `generatePodReadyCondition` do.
 pub fn set_readiness(
     conditions: &mut Vec<PodCondition>,
     phase: &str,
     statuses: &[ContainerStatus],
+    gates: &[String],
     now: Timestamp,
 ) {
     let unready: Vec<&str> = statuses
@@ -127,7 +130,35 @@ pub fn set_readiness(
         message.clone(),
         now,
     );
-    set_condition(conditions, READY, ready, reason, message, now);
+    if !ready {
+        set_condition(conditions, READY, false, reason, message, now);
+        return;
+    }
+    let unmet: Vec<String> = gates
+        .iter()
+        .filter_map(|gate| match conditions.iter().find(|c| &c.type_ == gate) {
+            None => Some(format!(
+                "corresponding condition of pod readiness gate \"{gate}\" does not exist."
+            )),
+            Some(c) if c.status != "True" => Some(format!(
+                "the status of pod readiness gate \"{gate}\" is not \"True\", but {}",
+                c.status
+            )),
+            Some(_) => None,
+        })
+        .collect();
+    if unmet.is_empty() {
+        set_condition(conditions, READY, true, None, None, now);
+    } else {
+        set_condition(
+            conditions,
+            READY,
+            false,
+            Some("ReadinessGatesNotReady"),
+            Some(unmet.join(", ")),
+            now,
+        );
+    }
 }
 
 /// Orders conditions as the kubelet reports them, foreign ones last.
@@ -237,6 +268,37 @@ mod tests {
     }
 
     #[test]
+    fn readiness_gates_hold_ready_back_until_their_condition_is_true() {
+        let t0 = Timestamp::from_second(1_700_000_000).unwrap();
+        let gates = ["example.com/lb".to_string()];
+        let mut ok = running();
+        ok.name = "a".into();
+        ok.ready = true;
+        let statuses = [ok];
+        let mut conditions = Vec::new();
+        set_readiness(&mut conditions, "Running", &statuses, &gates, t0);
+        let ready = conditions.iter().find(|c| c.type_ == READY).unwrap();
+        assert_eq!(
+            (ready.status.as_str(), ready.reason.as_deref()),
+            ("False", Some("ReadinessGatesNotReady"))
+        );
+        let before = conditions.clone();
+        set_readiness(
+            &mut conditions,
+            "Running",
+            &statuses,
+            &gates,
+            t0 + jiff::SignedDuration::from_secs(5),
+        );
+        assert_eq!(conditions, before, "no change while the gate stays unmet");
+        set_condition(&mut conditions, "example.com/lb", true, None, None, t0);
+        set_readiness(&mut conditions, "Running", &statuses, &gates, t0);
+        assert!(conditions
+            .iter()
+            .any(|c| c.type_ == READY && c.status == "True"));
+    }
+
+    #[test]
     fn readiness_names_the_unready_containers() {
         let t0 = Timestamp::from_second(1_700_000_000).unwrap();
         let mut a = running();
@@ -245,7 +307,7 @@ mod tests {
         b.name = "b".into();
         b.ready = true;
         let mut conditions = Vec::new();
-        set_readiness(&mut conditions, "Running", &[a, b], t0);
+        set_readiness(&mut conditions, "Running", &[a, b], &[], t0);
         let ready = conditions.iter().find(|c| c.type_ == READY).unwrap();
         assert_eq!(ready.status, "False");
         assert_eq!(
