@@ -29,8 +29,15 @@ impl EventStrategy {
     /// The strategy of `info` (core/v1 or events.k8s.io/v1 events).
     pub(crate) fn new(info: &'static ResourceInfo) -> Self {
         EventStrategy {
-            // The generic store validates event names only as path segments.
-            base: GenericStrategy::new(info).with_name_validator(meta::validate_path_segment_name),
+            // The generic store validates core event names only as path segments; the strict
+            // events.k8s.io validation wants DNS subdomains.
+            base: GenericStrategy::new(info).with_name_validator(
+                if info.group == "events.k8s.io" {
+                    meta::name_is_dns_subdomain
+                } else {
+                    meta::validate_path_segment_name
+                },
+            ),
             strict: info.group == "events.k8s.io",
         }
     }
@@ -62,7 +69,8 @@ impl EventStrategy {
         let namespace = get_str(obj, &["metadata", "namespace"]).unwrap_or("");
         let involved = self.name("involvedObject");
         let involved_ns = get_str(obj, &[involved, "namespace"]).unwrap_or("");
-        let involved_ns_path = format!("{involved}.namespace");
+        // Errors name the fields of kube's internal event type, whichever API was used.
+        let involved_ns_path = "involvedObject.namespace";
         let has_event_time = get(obj, &["eventTime"]).is_some_and(|v| !v.is_null() && v != "");
         if !has_event_time {
             let matches = if involved_ns.is_empty() {
@@ -72,7 +80,7 @@ impl EventStrategy {
             };
             if !matches {
                 errs.push(FieldError::invalid(
-                    &involved_ns_path,
+                    involved_ns_path,
                     &json!(involved_ns),
                     "does not match event.namespace",
                 ));
@@ -80,12 +88,12 @@ impl EventStrategy {
         } else {
             if involved_ns.is_empty() && namespace != "default" && namespace != "kube-system" {
                 errs.push(FieldError::invalid(
-                    &involved_ns_path,
+                    involved_ns_path,
                     &json!(involved_ns),
                     "does not match event.namespace",
                 ));
             }
-            let rc_name = self.name("reportingComponent");
+            let rc_name = "reportingController";
             let rc = self.str_field(obj, "reportingComponent");
             if rc.is_empty() {
                 errs.push(FieldError::required(rc_name, ""));
@@ -110,7 +118,7 @@ impl EventStrategy {
                     ));
                 }
             }
-            let message_name = self.name("message");
+            let message_name = "message";
             if self.str_field(obj, "message").len() > NOTE_LENGTH_LIMIT {
                 errs.push(FieldError::invalid(
                     message_name,
@@ -150,12 +158,28 @@ impl EventStrategy {
                 _ => true,
             });
             if set {
-                errs.push(FieldError::invalid(
-                    self.name(core),
-                    &json!(""),
-                    "needs to be unset",
-                ));
+                errs.push(FieldError::invalid(core, &json!(""), "needs to be unset"));
             }
+        }
+        errs.extend(self.validate_series(obj));
+        errs
+    }
+
+    /// `validateV1EventSeries`.
+    fn validate_series(&self, obj: &Value) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        let Some(series) = get(obj, &["series"]).filter(|v| !v.is_null()) else {
+            return errs;
+        };
+        if get(series, &["count"]).and_then(Value::as_i64).unwrap_or(0) < 2 {
+            errs.push(FieldError::invalid(
+                "series.count",
+                &json!(""),
+                "should be at least 2",
+            ));
+        }
+        if get(series, &["lastObservedTime"]).is_none_or(|v| v.is_null() || v == "") {
+            errs.push(FieldError::required("series.lastObservedTime", ""));
         }
         errs
     }
@@ -211,11 +235,19 @@ impl Strategy for EventStrategy {
                 "reportingInstance",
             ] {
                 let field = self.name(core);
+                let path = if core == "reportingComponent" {
+                    "reportingController"
+                } else {
+                    core
+                };
                 errs.extend(validate_immutable(
                     get(new, &[field]),
                     get(old, &[field]),
-                    field,
+                    path,
                 ));
+            }
+            if !super::object::semantically_equal(get(new, &["series"]), get(old, &["series"])) {
+                errs.extend(self.validate_series(new));
             }
         }
         errs
@@ -367,9 +399,17 @@ mod tests {
             .iter()
             .map(|e| e.field.clone())
             .collect();
-        assert_eq!(fields, ["action", "type", "deprecatedCount"]);
+        assert_eq!(fields, ["action", "type", "count"]);
         let mut changed = good.clone();
         changed["note"] = json!("changed");
-        assert_eq!(s.validate_update(&changed, &good)[0].field, "note");
+        assert_eq!(s.validate_update(&changed, &good)[0].field, "message");
+        let mut series = good.clone();
+        series["series"] = json!({"count": 1});
+        let fields: Vec<String> = s
+            .validate_create(&series)
+            .iter()
+            .map(|e| e.field.clone())
+            .collect();
+        assert_eq!(fields, ["series.count", "series.lastObservedTime"]);
     }
 }
