@@ -497,11 +497,8 @@ pub fn validate_object_meta_update(new: &Value, old: &Value) -> Vec<FieldError> 
             ));
         }
     }
+    // Unlike create, kube does not re-validate finalizer names on update.
     errs.extend(validate_common_meta(new_meta));
-    errs.extend(validate_finalizers(
-        get(new_meta, &["finalizers"]),
-        "metadata.finalizers",
-    ));
     errs
 }
 
