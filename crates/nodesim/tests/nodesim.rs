@@ -204,6 +204,21 @@ async fn a_pod_is_scheduled_and_becomes_running_and_ready() -> Result<()> {
             "{type_}"
         );
     }
+
+    // Once settled, the simulator leaves the pod alone: after a later pod became ready, the first
+    // one has not been written again.
+    let settled = get_pod(&pods, "web").await.context("web")?;
+    pods.create(&PostParams::default(), &pod("later", "nginx"))
+        .await?;
+    eventually("later Ready", || async {
+        get_pod(&pods, "later").await.filter(is_ready)
+    })
+    .await?;
+    let again = get_pod(&pods, "web").await.context("web")?;
+    assert_eq!(
+        again.metadata.resource_version,
+        settled.metadata.resource_version
+    );
     Ok(())
 }
 
