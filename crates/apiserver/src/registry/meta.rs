@@ -302,6 +302,15 @@ pub fn validate_owner_references(refs: Option<&Value>, path: &str) -> Vec<FieldE
                 ));
             }
         }
+        // BannedOwners: core events may not own anything.
+        let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        if group.is_empty() && version == "v1" && kind == "Event" {
+            errs.push(FieldError::invalid(
+                path,
+                r,
+                "/v1, Kind=Event is disallowed from being an owner",
+            ));
+        }
         if get(r, &["controller"]).and_then(Value::as_bool) == Some(true) {
             let current = format!("{kind}/{name}");
             match &first_controller {
