@@ -159,6 +159,7 @@ impl DeploymentController {
     #[tracing::instrument(skip(self), fields(controller = "deployment"))]
     pub(crate) async fn sync(&self, key: &ObjectKey) -> Result<()> {
         let started = std::time::Instant::now();
+        debug!("started syncing deployment");
         let result = self.sync_deployment(key).await;
         debug!(elapsed = ?started.elapsed(), "finished syncing deployment");
         match result {

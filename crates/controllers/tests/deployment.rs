@@ -1,0 +1,378 @@
+//! Deployment controller against the in-process API server, with simulated ReplicaSet behaviour and
+//! readiness: rolling-update bounds, Recreate, undo, pause, progress deadline, proportional scaling
+//! and revision history.
+
+#[path = "deployment/env.rs"]
+mod env;
+
+use std::collections::BTreeMap;
+
+use anyhow::Result;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use kube::api::{Api, Patch, PatchParams};
+use rkcm_controllers::deployment::annotations::{REVISION, REVISION_HISTORY};
+use rkcm_controllers::deployment::conditions::{PROGRESSING, TIMED_OUT_REASON};
+use serde_json::json;
+
+use env::{deployment, eventually, Env, NEVER_READY_IMAGE};
+
+fn revision_of(rs: &ReplicaSet) -> Option<String> {
+    rs.metadata.annotations.as_ref()?.get(REVISION).cloned()
+}
+
+fn image_of(rs: &ReplicaSet) -> Option<String> {
+    rs.spec
+        .as_ref()?
+        .template
+        .as_ref()?
+        .spec
+        .as_ref()?
+        .containers
+        .first()?
+        .image
+        .clone()
+}
+
+fn rs_size(rs: &ReplicaSet) -> i32 {
+    rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0)
+}
+
+async fn set_image(api: &Api<Deployment>, name: &str, image: &str) -> Result<()> {
+    let patch =
+        json!({"spec": {"template": {"spec": {"containers": [{"name": "app", "image": image}]}}}});
+    api.patch(name, &PatchParams::default(), &Patch::Strategic(patch))
+        .await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn rolling_update_stays_within_surge_and_unavailable_bounds() -> Result<()> {
+    let env = Env::start().await;
+    let api = env.deployments();
+    // 10 replicas, maxSurge 3 (30% rounds up), maxUnavailable 2 (25% rounds down).
+    let mut d = deployment("web", 10, "app:v1");
+    let ru = d
+        .spec
+        .as_mut()
+        .unwrap()
+        .strategy
+        .as_mut()
+        .unwrap()
+        .rolling_update
+        .as_mut()
+        .unwrap();
+    ru.max_surge =
+        Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::String("30%".into()));
+    ru.max_unavailable =
+        Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::String("25%".into()));
+    api.create(&Default::default(), &d).await?;
+    env.wait_complete("web", 10).await;
+
+    let samples = env.sample_pods("app=web");
+    set_image(&api, "web", "app:v2").await?;
+    env.wait_complete("web", 10).await;
+    let samples = samples.stop().await;
+    assert!(
+        samples.len() > 5,
+        "sampler took too few samples: {}",
+        samples.len()
+    );
+    for s in &samples {
+        assert!(s.total <= 13, "more than replicas + maxSurge pods: {s:?}");
+        assert!(
+            s.ready >= 8,
+            "fewer than replicas - maxUnavailable ready pods: {s:?}"
+        );
+    }
+    assert!(
+        samples.iter().any(|s| s.images.len() == 2),
+        "old and new pods overlapped at some point"
+    );
+    let rss = env.replica_sets("app=web").await?;
+    let new = rss
+        .iter()
+        .find(|rs| image_of(rs).as_deref() == Some("app:v2"))
+        .expect("new replica set");
+    assert_eq!(revision_of(new).as_deref(), Some("2"));
+    assert_eq!(rs_size(new), 10);
+    let old = rss
+        .iter()
+        .find(|rs| image_of(rs).as_deref() == Some("app:v1"))
+        .expect("old replica set kept");
+    assert_eq!(rs_size(old), 0);
+    env.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn recreate_never_runs_old_and_new_pods_together() -> Result<()> {
+    let env = Env::start().await;
+    let api = env.deployments();
+    let mut d = deployment("batch", 4, "job:v1");
+    d.spec.as_mut().unwrap().strategy = Some(k8s_openapi::api::apps::v1::DeploymentStrategy {
+        type_: Some("Recreate".into()),
+        rolling_update: None,
+    });
+    api.create(&Default::default(), &d).await?;
+    env.wait_complete("batch", 4).await;
+
+    let samples = env.sample_pods("app=batch");
+    set_image(&api, "batch", "job:v2").await?;
+    env.wait_complete("batch", 4).await;
+    let samples = samples.stop().await;
+    for s in &samples {
+        assert!(s.images.len() <= 1, "old and new pods ran together: {s:?}");
+    }
+    assert!(samples.iter().any(|s| s.images.contains("job:v2")));
+    env.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn rollout_undo_restores_the_previous_template_as_a_new_revision() -> Result<()> {
+    let env = Env::start().await;
+    let api = env.deployments();
+    api.create(&Default::default(), &deployment("undo", 3, "app:v1"))
+        .await?;
+    env.wait_complete("undo", 3).await;
+    set_image(&api, "undo", "app:v2").await?;
+    env.wait_complete("undo", 3).await;
+
+    // What `kubectl rollout undo` does: replace the template with the previous ReplicaSet's
+    // (without the hash label). kubectl sends a JSON patch; a merge patch of the whole template has
+    // the same effect here.
+    let rss = env.replica_sets("app=undo").await?;
+    let previous = rss
+        .iter()
+        .find(|rs| revision_of(rs).as_deref() == Some("1"))
+        .expect("revision 1");
+    let mut template = previous.spec.as_ref().unwrap().template.clone().unwrap();
+    template
+        .metadata
+        .as_mut()
+        .unwrap()
+        .labels
+        .as_mut()
+        .unwrap()
+        .remove("pod-template-hash");
+    api.patch(
+        "undo",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"template": template}})),
+    )
+    .await?;
+    env.wait_complete("undo", 3).await;
+
+    let rss = env.replica_sets("app=undo").await?;
+    assert_eq!(rss.len(), 2, "the old replica set is reused, not recreated");
+    let reused = rss
+        .iter()
+        .find(|rs| image_of(rs).as_deref() == Some("app:v1"))
+        .unwrap();
+    assert_eq!(revision_of(reused).as_deref(), Some("3"));
+    assert_eq!(
+        reused
+            .metadata
+            .annotations
+            .as_ref()
+            .unwrap()
+            .get(REVISION_HISTORY)
+            .map(String::as_str),
+        Some("1")
+    );
+    assert_eq!(rs_size(reused), 3);
+    let d = api.get("undo").await?;
+    assert_eq!(
+        d.metadata
+            .annotations
+            .as_ref()
+            .unwrap()
+            .get(REVISION)
+            .map(String::as_str),
+        Some("3")
+    );
+    env.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_paused_deployment_does_not_roll_out_until_resumed() -> Result<()> {
+    let env = Env::start().await;
+    let api = env.deployments();
+    api.create(&Default::default(), &deployment("paused", 2, "app:v1"))
+        .await?;
+    env.wait_complete("paused", 2).await;
+    api.patch(
+        "paused",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"paused": true}})),
+    )
+    .await?;
+    set_image(&api, "paused", "app:v2").await?;
+    let d = api.get("paused").await?;
+    let generation = d.metadata.generation.unwrap();
+    // Once the controller has seen the change, it reports it and still has not rolled out.
+    let d = eventually("paused deployment observed", || async {
+        let d = api.get("paused").await.ok()?;
+        let status = d.status.clone()?;
+        (status.observed_generation? >= generation).then_some(d)
+    })
+    .await;
+    let progressing = d
+        .status
+        .as_ref()
+        .unwrap()
+        .conditions
+        .as_ref()
+        .unwrap()
+        .iter()
+        .find(|c| c.type_ == PROGRESSING)
+        .cloned();
+    assert_eq!(
+        progressing.and_then(|c| c.reason).as_deref(),
+        Some("DeploymentPaused")
+    );
+    assert_eq!(
+        env.replica_sets("app=paused").await?.len(),
+        1,
+        "no new replica set while paused"
+    );
+
+    api.patch(
+        "paused",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"paused": false}})),
+    )
+    .await?;
+    env.wait_complete("paused", 2).await;
+    let rss = env.replica_sets("app=paused").await?;
+    assert!(rss
+        .iter()
+        .any(|rs| image_of(rs).as_deref() == Some("app:v2") && rs_size(rs) == 2));
+    env.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stuck_rollout_exceeds_its_progress_deadline() -> Result<()> {
+    let env = Env::start().await;
+    let api = env.deployments();
+    let mut d = deployment("stuck", 2, NEVER_READY_IMAGE);
+    d.spec.as_mut().unwrap().progress_deadline_seconds = Some(2);
+    api.create(&Default::default(), &d).await?;
+    let condition = eventually("ProgressDeadlineExceeded", || async {
+        let d = api.get("stuck").await.ok()?;
+        let c = d
+            .status?
+            .conditions?
+            .into_iter()
+            .find(|c| c.type_ == PROGRESSING)?;
+        (c.reason.as_deref() == Some(TIMED_OUT_REASON)).then_some(c)
+    })
+    .await;
+    assert_eq!(condition.status, "False");
+    assert!(condition
+        .message
+        .unwrap_or_default()
+        .contains("has timed out progressing"));
+    env.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn scaling_in_the_middle_of_a_rollout_is_proportional() -> Result<()> {
+    let env = Env::start().await;
+    let api = env.deployments();
+    let mut d = deployment("prop", 10, "app:v1");
+    let ru = d
+        .spec
+        .as_mut()
+        .unwrap()
+        .strategy
+        .as_mut()
+        .unwrap()
+        .rolling_update
+        .as_mut()
+        .unwrap();
+    ru.max_surge = Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(3));
+    ru.max_unavailable = Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(2));
+    api.create(&Default::default(), &d).await?;
+    env.wait_complete("prop", 10).await;
+    // A rollout to an image that never becomes ready stalls at old 8 / new 5
+    // (13 pods = 10 + maxSurge, 8 available = 10 - maxUnavailable).
+    set_image(&api, "prop", NEVER_READY_IMAGE).await?;
+    env.wait_sizes("app=prop", &[("app:v1", 8), (NEVER_READY_IMAGE, 5)])
+        .await;
+    api.patch(
+        "prop",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"replicas": 20}})),
+    )
+    .await?;
+    // 23 = 20 + maxSurge spread as 8·23/13 ≈ 14 and 5·23/13 ≈ 9.
+    env.wait_sizes("app=prop", &[("app:v1", 14), (NEVER_READY_IMAGE, 9)])
+        .await;
+    env.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn old_replica_sets_beyond_the_history_limit_are_deleted_oldest_first() -> Result<()> {
+    let env = Env::start().await;
+    let api = env.deployments();
+    let mut d = deployment("hist", 1, "app:v1");
+    d.spec.as_mut().unwrap().revision_history_limit = Some(1);
+    api.create(&Default::default(), &d).await?;
+    env.wait_complete("hist", 1).await;
+    for image in ["app:v2", "app:v3", "app:v4"] {
+        set_image(&api, "hist", image).await?;
+        env.wait_complete("hist", 1).await;
+    }
+    let rss = eventually("history trimmed to one old replica set", || async {
+        let rss = env.replica_sets("app=hist").await.ok()?;
+        (rss.len() == 2).then_some(rss)
+    })
+    .await;
+    let mut revisions: Vec<String> = rss.iter().filter_map(revision_of).collect();
+    revisions.sort();
+    assert_eq!(revisions, ["3", "4"]);
+    env.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn status_reports_counts_and_availability() -> Result<()> {
+    let env = Env::start().await;
+    let api = env.deployments();
+    api.create(&Default::default(), &deployment("stat", 3, "app:v1"))
+        .await?;
+    env.wait_complete("stat", 3).await;
+    let d = api.get("stat").await?;
+    let status = d.status.unwrap();
+    assert_eq!(status.replicas, Some(3));
+    assert_eq!(status.updated_replicas, Some(3));
+    assert_eq!(status.ready_replicas, Some(3));
+    assert_eq!(status.available_replicas, Some(3));
+    let conditions: BTreeMap<String, (String, Option<String>)> = status
+        .conditions
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| (c.type_, (c.status, c.reason)))
+        .collect();
+    assert_eq!(
+        conditions["Available"],
+        (
+            "True".to_string(),
+            Some("MinimumReplicasAvailable".to_string())
+        )
+    );
+    assert_eq!(
+        conditions["Progressing"],
+        (
+            "True".to_string(),
+            Some("NewReplicaSetAvailable".to_string())
+        )
+    );
+    env.stop().await;
+    Ok(())
+}

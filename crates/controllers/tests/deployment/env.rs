@@ -1,0 +1,453 @@
+//! Test environment for the Deployment controller: the in-process API server, the controller, and a
+//! simulation of what it relies on — ReplicaSets creating and deleting pods and reporting status, and
+//! a kubelet marking pods Ready (except for [`NEVER_READY_IMAGE`]) and finishing their deletion.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::{
+    Deployment, DeploymentSpec, DeploymentStrategy, ReplicaSet, ReplicaSetStatus,
+    RollingUpdateDeployment,
+};
+use k8s_openapi::api::core::v1::{
+    Container, Pod, PodCondition, PodSpec, PodStatus, PodTemplateSpec,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
+use parking_lot::Mutex;
+use rkcm_controllers::deployment::{Config, DeploymentController};
+use rkcm_runtime::events::EventBroadcaster;
+use rkcm_runtime::informer::InformerFactory;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+/// Pods of this image never become Ready.
+pub const NEVER_READY_IMAGE: &str = "app:never-ready";
+const NS: &str = "default";
+const TIMEOUT: Duration = Duration::from_secs(60);
+const POLL: Duration = Duration::from_millis(20);
+
+/// Polls `f` until it returns `Some`, panicking after a minute with `what`.
+pub async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}; the controller is likely stuck"
+        );
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// A RollingUpdate Deployment `name` of `replicas` pods of `image`, selecting `app=<name>`.
+pub fn deployment(name: &str, replicas: i32, image: &str) -> Deployment {
+    let labels = BTreeMap::from([("app".to_string(), name.to_string())]);
+    Deployment {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some(NS.into()),
+            ..Default::default()
+        },
+        spec: Some(DeploymentSpec {
+            replicas: Some(replicas),
+            selector: LabelSelector {
+                match_labels: Some(labels.clone()),
+                ..Default::default()
+            },
+            strategy: Some(DeploymentStrategy {
+                type_: Some("RollingUpdate".into()),
+                rolling_update: Some(RollingUpdateDeployment {
+                    max_surge: Some(IntOrString::String("25%".into())),
+                    max_unavailable: Some(IntOrString::String("25%".into())),
+                }),
+            }),
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(labels),
+                    ..Default::default()
+                }),
+                spec: Some(PodSpec {
+                    containers: vec![Container {
+                        name: "app".into(),
+                        image: Some(image.into()),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }),
+            },
+            ..Default::default()
+        }),
+        status: None,
+    }
+}
+
+/// One observation of a Deployment's pods (terminating pods excluded).
+#[derive(Debug, Clone)]
+pub struct Sample {
+    /// Pods.
+    pub total: usize,
+    /// Ready pods.
+    pub ready: usize,
+    /// Distinct images.
+    pub images: BTreeSet<String>,
+}
+
+/// Samples pods continuously until stopped.
+pub struct Sampler {
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<Vec<Sample>>,
+}
+
+impl Sampler {
+    /// Stops sampling and returns the samples.
+    pub async fn stop(self) -> Vec<Sample> {
+        self.stop.cancel();
+        self.task.await.expect("sampler panicked")
+    }
+}
+
+fn is_ready(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+fn image(pod: &Pod) -> String {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.containers.first())
+        .and_then(|c| c.image.clone())
+        .unwrap_or_default()
+}
+
+fn controller_uid(owners: Option<&Vec<OwnerReference>>) -> Option<&str> {
+    owners?
+        .iter()
+        .find(|o| o.controller == Some(true))
+        .map(|o| o.uid.as_str())
+}
+
+/// The API server, the Deployment controller and the simulation.
+pub struct Env {
+    server: rkcm_apiserver::testing::TestServer,
+    client: kube::Client,
+    shutdown: CancellationToken,
+    tasks: JoinSet<()>,
+    controller_task: tokio::task::JoinHandle<()>,
+}
+
+impl Env {
+    /// Starts everything.
+    pub async fn start() -> Self {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
+        let server = rkcm_apiserver::testing::start().await;
+        let client = server.client();
+        let shutdown = CancellationToken::new();
+        let factory = InformerFactory::new(client.clone(), Duration::ZERO);
+        let broadcaster = EventBroadcaster::new(client.clone());
+        let recorder = broadcaster.recorder(rkcm_controllers::deployment::EVENT_SOURCE);
+        let controller =
+            DeploymentController::new(&factory, client.clone(), recorder, Config::default());
+        factory.start(shutdown.clone());
+        let mut tasks = JoinSet::new();
+        let controller_task = tokio::spawn(controller.run(2, shutdown.clone()));
+        let sim = Simulation {
+            client: client.clone(),
+            suffix: Arc::new(Mutex::new(0)),
+        };
+        let stop = shutdown.clone();
+        tasks.spawn(async move {
+            while !stop.is_cancelled() {
+                if let Err(e) = sim.pass().await {
+                    tracing::debug!(error = %e, "simulation pass failed; retrying");
+                }
+                tokio::select! {
+                    () = stop.cancelled() => break,
+                    () = tokio::time::sleep(POLL) => {}
+                }
+            }
+        });
+        Self {
+            server,
+            client,
+            shutdown,
+            tasks,
+            controller_task,
+        }
+    }
+
+    /// The Deployments API of the test namespace.
+    pub fn deployments(&self) -> Api<Deployment> {
+        Api::namespaced(self.client.clone(), NS)
+    }
+
+    /// ReplicaSets matching `selector`.
+    pub async fn replica_sets(&self, selector: &str) -> kube::Result<Vec<ReplicaSet>> {
+        let api: Api<ReplicaSet> = Api::namespaced(self.client.clone(), NS);
+        Ok(api
+            .list(&ListParams::default().labels(selector))
+            .await?
+            .items)
+    }
+
+    /// Waits until the rollout of `name` is complete as `kubectl rollout status` judges it.
+    pub async fn wait_complete(&self, name: &str, replicas: i32) {
+        let api = self.deployments();
+        eventually(&format!("rollout of {name} to complete"), || async {
+            let d = api.get(name).await.ok()?;
+            let status = d.status?;
+            let done = status.observed_generation? >= d.metadata.generation?
+                && status.updated_replicas == Some(replicas)
+                && status.replicas == Some(replicas)
+                && status.available_replicas == Some(replicas);
+            done.then_some(())
+        })
+        .await
+    }
+
+    /// Waits until the ReplicaSets matching `selector` have the given sizes, by image.
+    pub async fn wait_sizes(&self, selector: &str, sizes: &[(&str, i32)]) {
+        eventually(&format!("replica set sizes {sizes:?}"), || async {
+            let rss = self.replica_sets(selector).await.ok()?;
+            let got: BTreeMap<String, i32> = rss
+                .iter()
+                .map(|rs| {
+                    let spec = rs.spec.as_ref();
+                    let image = spec
+                        .and_then(|s| s.template.as_ref())
+                        .and_then(|t| t.spec.as_ref())
+                        .and_then(|s| s.containers.first())
+                        .and_then(|c| c.image.clone())
+                        .unwrap_or_default();
+                    (image, spec.and_then(|s| s.replicas).unwrap_or(0))
+                })
+                .collect();
+            sizes
+                .iter()
+                .all(|(image, size)| got.get(*image) == Some(size))
+                .then_some(())
+        })
+        .await
+    }
+
+    /// Starts sampling the pods matching `selector`.
+    pub fn sample_pods(&self, selector: &str) -> Sampler {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), NS);
+        let stop = CancellationToken::new();
+        let token = stop.clone();
+        let lp = ListParams::default().labels(selector);
+        let task = tokio::spawn(async move {
+            let mut samples = Vec::new();
+            while !token.is_cancelled() {
+                if let Ok(pods) = api.list(&lp).await {
+                    let live: Vec<&Pod> = pods
+                        .items
+                        .iter()
+                        .filter(|p| p.metadata.deletion_timestamp.is_none())
+                        .collect();
+                    samples.push(Sample {
+                        total: live.len(),
+                        ready: live.iter().filter(|p| is_ready(p)).count(),
+                        images: live.iter().map(|p| image(p)).collect(),
+                    });
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            samples
+        });
+        Sampler { stop, task }
+    }
+
+    /// Stops the controller, the simulation and the server.
+    pub async fn stop(mut self) {
+        self.shutdown.cancel();
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while self.tasks.join_next().await.is_some() {}
+        })
+        .await
+        .expect("simulation did not stop");
+        tokio::time::timeout(Duration::from_secs(10), self.controller_task)
+            .await
+            .expect("controller did not stop; a worker is likely deadlocked")
+            .expect("controller panicked");
+        self.server.stop().await;
+    }
+}
+
+/// What the ReplicaSet controller and the kubelet would do, done by polling the API.
+struct Simulation {
+    client: kube::Client,
+    suffix: Arc<Mutex<u64>>,
+}
+
+impl Simulation {
+    async fn pass(&self) -> kube::Result<()> {
+        let rs_api: Api<ReplicaSet> = Api::namespaced(self.client.clone(), NS);
+        let pod_api: Api<Pod> = Api::namespaced(self.client.clone(), NS);
+        let pods = pod_api.list(&ListParams::default()).await?.items;
+
+        // Kubelet: finish deletions at once, make new pods Running and (unless told not to) Ready.
+        for pod in &pods {
+            let name = pod.metadata.name.clone().unwrap_or_default();
+            if pod.metadata.deletion_timestamp.is_some() {
+                let _ = pod_api
+                    .delete(&name, &DeleteParams::default().grace_period(0))
+                    .await;
+            } else if !is_ready(pod) && image(pod) != NEVER_READY_IMAGE {
+                let mut ready = pod.clone();
+                ready.status = Some(PodStatus {
+                    phase: Some("Running".into()),
+                    conditions: Some(vec![PodCondition {
+                        type_: "Ready".into(),
+                        status: "True".into(),
+                        ..Default::default()
+                    }]),
+                    ..Default::default()
+                });
+                let _ = pod_api
+                    .replace_status(&name, &PostParams::default(), &ready)
+                    .await;
+            } else if pod.status.as_ref().and_then(|s| s.phase.as_deref()) != Some("Running") {
+                let mut running = pod.clone();
+                running.status.get_or_insert_with(Default::default).phase = Some("Running".into());
+                let _ = pod_api
+                    .replace_status(&name, &PostParams::default(), &running)
+                    .await;
+            }
+        }
+
+        // ReplicaSets: scale-downs first (status before deletion, so that availability is never
+        // over-reported), then scale-ups.
+        let rss = rs_api.list(&ListParams::default()).await?.items;
+        let mut by_owner: BTreeMap<String, Vec<&Pod>> = BTreeMap::new();
+        for pod in pods
+            .iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+        {
+            if let Some(uid) = controller_uid(pod.metadata.owner_references.as_ref()) {
+                by_owner.entry(uid.to_string()).or_default().push(pod);
+            }
+        }
+        let mut ups = Vec::new();
+        for rs in &rss {
+            let uid = rs.metadata.uid.clone().unwrap_or_default();
+            let mut owned = by_owner.remove(&uid).unwrap_or_default();
+            let want = rs
+                .spec
+                .as_ref()
+                .and_then(|s| s.replicas)
+                .unwrap_or(0)
+                .max(0) as usize;
+            if owned.len() > want {
+                // Delete not-ready pods first.
+                owned.sort_by_key(|p| is_ready(p));
+                let (doomed, kept) = owned.split_at(owned.len() - want);
+                self.report(&rs_api, rs, kept).await?;
+                for pod in doomed {
+                    let _ = pod_api
+                        .delete(
+                            pod.metadata.name.as_deref().unwrap_or_default(),
+                            &DeleteParams::default(),
+                        )
+                        .await;
+                }
+            } else {
+                ups.push((rs, owned, want));
+            }
+        }
+        for (rs, owned, want) in ups {
+            let mut created = Vec::new();
+            for _ in owned.len()..want {
+                created.push(
+                    pod_api
+                        .create(&PostParams::default(), &self.pod_for(rs))
+                        .await?,
+                );
+            }
+            let all: Vec<&Pod> = owned.into_iter().chain(created.iter()).collect();
+            self.report(&rs_api, rs, &all).await?;
+        }
+        Ok(())
+    }
+
+    fn pod_for(&self, rs: &ReplicaSet) -> Pod {
+        let template = rs
+            .spec
+            .as_ref()
+            .and_then(|s| s.template.clone())
+            .unwrap_or_default();
+        let n = {
+            let mut suffix = self.suffix.lock();
+            *suffix += 1;
+            *suffix
+        };
+        let rs_name = rs.metadata.name.clone().unwrap_or_default();
+        Pod {
+            metadata: ObjectMeta {
+                name: Some(format!("{rs_name}-{n}")),
+                namespace: Some(NS.into()),
+                labels: template.metadata.as_ref().and_then(|m| m.labels.clone()),
+                owner_references: Some(vec![OwnerReference {
+                    api_version: "apps/v1".into(),
+                    kind: "ReplicaSet".into(),
+                    name: rs_name,
+                    uid: rs.metadata.uid.clone().unwrap_or_default(),
+                    controller: Some(true),
+                    block_owner_deletion: Some(true),
+                }]),
+                ..Default::default()
+            },
+            spec: template.spec,
+            status: None,
+        }
+    }
+
+    async fn report(
+        &self,
+        api: &Api<ReplicaSet>,
+        rs: &ReplicaSet,
+        pods: &[&Pod],
+    ) -> kube::Result<()> {
+        let ready = pods.iter().filter(|p| is_ready(p)).count() as i32;
+        let status = ReplicaSetStatus {
+            replicas: pods.len() as i32,
+            fully_labeled_replicas: Some(pods.len() as i32),
+            ready_replicas: Some(ready),
+            available_replicas: Some(ready),
+            observed_generation: rs.metadata.generation,
+            ..Default::default()
+        };
+        if rs.status.as_ref() == Some(&status) {
+            return Ok(());
+        }
+        let mut updated = rs.clone();
+        updated.status = Some(status);
+        match api
+            .replace_status(
+                rs.metadata.name.as_deref().unwrap_or_default(),
+                &PostParams::default(),
+                &updated,
+            )
+            .await
+        {
+            Ok(_) => Ok(()),
+            // Changed meanwhile: the next pass sees the new version.
+            Err(kube::Error::Api(s)) if s.is_conflict() => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}
