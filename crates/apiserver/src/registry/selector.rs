@@ -10,160 +10,52 @@ use serde_json::Value;
 use super::meta::{is_qualified_name, is_valid_label_value, validate_labels};
 use super::FieldError;
 
-/// One parsed requirement of a label selector.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Requirement {
-    Equals(String, String),
-    In(String, Vec<String>),
-    NotIn(String, Vec<String>),
-    Exists(String),
-    DoesNotExist(String),
-}
-
-impl Requirement {
-    fn key(&self) -> &str {
-        match self {
-            Requirement::Equals(k, _)
-            | Requirement::In(k, _)
-            | Requirement::NotIn(k, _)
-            | Requirement::Exists(k)
-            | Requirement::DoesNotExist(k) => k,
-        }
-    }
-
-    fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        match self {
-            Requirement::Equals(k, v) => labels.get(k) == Some(v),
-            Requirement::In(k, vs) => labels.get(k).is_some_and(|v| vs.contains(v)),
-            Requirement::NotIn(k, vs) => labels.get(k).is_none_or(|v| !vs.contains(v)),
-            Requirement::Exists(k) => labels.contains_key(k),
-            Requirement::DoesNotExist(k) => !labels.contains_key(k),
-        }
-    }
-
-    fn render(&self) -> String {
-        fn values(vs: &[String]) -> String {
-            let mut vs = vs.to_vec();
-            vs.sort();
-            vs.join(",")
-        }
-        match self {
-            Requirement::Equals(k, v) => format!("{k}={v}"),
-            Requirement::In(k, vs) => format!("{k} in ({})", values(vs)),
-            Requirement::NotIn(k, vs) => format!("{k} notin ({})", values(vs)),
-            Requirement::Exists(k) => k.clone(),
-            Requirement::DoesNotExist(k) => format!("!{k}"),
-        }
-    }
-}
-
-/// A label selector converted for matching (`labels.Selector`).
+/// A label selector converted for matching and rendering: a thin layer over
+/// [`rkcm_labels::Selector`], the selector implementation the server shares with the runtime.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LabelSelector {
-    /// `None` selects nothing (a nil selector); empty selects everything.
-    requirements: Option<Vec<Requirement>>,
+    selector: rkcm_labels::Selector,
 }
 
 impl LabelSelector {
     /// `LabelSelectorAsSelector`: `None`/`null` selects nothing, `{}` everything. `Err` when
-    /// the selector cannot be converted (bad operator, missing values).
+    /// the selector cannot be converted (not a selector, bad operator, missing values, invalid
+    /// keys or values).
     pub fn from_json(selector: Option<&Value>) -> Result<Self, String> {
         let Some(sel) = selector.filter(|v| !v.is_null()) else {
-            return Ok(LabelSelector { requirements: None });
+            return Ok(LabelSelector {
+                selector: rkcm_labels::Selector::nothing(),
+            });
         };
-        let Some(sel) = sel.as_object() else {
-            return Err("a label selector must be an object".to_string());
-        };
-        let mut reqs = Vec::new();
-        if let Some(ml) = sel.get("matchLabels").and_then(Value::as_object) {
-            for (k, v) in ml {
-                let v = v
-                    .as_str()
-                    .ok_or_else(|| format!("matchLabels value of {k} is not a string"))?;
-                reqs.push(Requirement::Equals(k.clone(), v.to_string()));
-            }
-        }
-        if let Some(exprs) = sel.get("matchExpressions").and_then(Value::as_array) {
-            for e in exprs {
-                let key = e
-                    .get("key")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string();
-                let values: Vec<String> = e
-                    .get("values")
-                    .and_then(Value::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(Value::as_str)
-                            .map(str::to_string)
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let op = e.get("operator").and_then(Value::as_str).unwrap_or("");
-                let req = match op {
-                    "In" | "NotIn" if values.is_empty() => {
-                        return Err(format!("for '{op}' operator, values set can't be empty"))
-                    }
-                    "In" => Requirement::In(key, values),
-                    "NotIn" => Requirement::NotIn(key, values),
-                    "Exists" | "DoesNotExist" if !values.is_empty() => {
-                        return Err(
-                            "values set must be empty for exists and does not exist".to_string()
-                        )
-                    }
-                    "Exists" => Requirement::Exists(key),
-                    "DoesNotExist" => Requirement::DoesNotExist(key),
-                    other => {
-                        return Err(format!("{other:?} is not a valid label selector operator"))
-                    }
-                };
-                reqs.push(req);
-            }
-        }
-        // labels.Selector.Add sorts by key; equal keys keep their order here.
-        reqs.sort_by(|a, b| a.key().cmp(b.key()));
-        Ok(LabelSelector {
-            requirements: Some(reqs),
-        })
+        let typed: k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector =
+            serde_json::from_value(sel.clone()).map_err(|e| e.to_string())?;
+        rkcm_labels::Selector::from_label_selector(&typed)
+            .map(|selector| LabelSelector { selector })
+            .map_err(|e| e.to_string())
     }
 
     /// `labels.SelectorFromSet` of a map selector (replication controllers); an empty map
     /// selects everything.
     pub fn from_map(map: &BTreeMap<String, String>) -> Self {
         LabelSelector {
-            requirements: Some(
-                map.iter()
-                    .map(|(k, v)| Requirement::Equals(k.clone(), v.clone()))
-                    .collect(),
-            ),
+            selector: rkcm_labels::Selector::from_map(map),
         }
     }
 
     /// Whether the selector selects everything (`Selector.Empty()`).
     pub fn is_empty(&self) -> bool {
-        self.requirements.as_ref().is_some_and(Vec::is_empty)
+        self.selector.is_empty()
     }
 
     /// Whether `labels` are selected.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        match &self.requirements {
-            None => false,
-            Some(reqs) => reqs.iter().all(|r| r.matches(labels)),
-        }
+        self.selector.matches(labels)
     }
 
     /// The canonical string form (`Selector.String()`): requirements sorted by key,
     /// `k=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`, joined by commas.
     pub fn render(&self) -> String {
-        match &self.requirements {
-            None => String::new(),
-            Some(reqs) => reqs
-                .iter()
-                .map(Requirement::render)
-                .collect::<Vec<_>>()
-                .join(","),
-        }
+        self.selector.to_string()
     }
 }
 
