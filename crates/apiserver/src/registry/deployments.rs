@@ -133,9 +133,10 @@ fn validate_strategy(obj: &Value) -> Vec<FieldError> {
                 }
             }
         },
+        // kube reports the whole strategy at `spec.strategy`.
         _ => errs.push(FieldError::not_supported(
-            "spec.strategy.type",
-            get(strategy, &["type"]).unwrap_or(&Value::Null),
+            "spec.strategy",
+            strategy,
             &["Recreate", "RollingUpdate"],
         )),
     }
@@ -368,6 +369,22 @@ mod tests {
         assert_eq!(
             messages(&strategy().validate_create(&d)),
             ["spec.strategy.rollingUpdate.maxUnavailable: Invalid value: 0: may not be 0 when `maxSurge` is 0"]
+        );
+    }
+
+    #[test]
+    fn unknown_strategies_and_bad_percentages_are_reported() {
+        let mut d = created();
+        d["spec"]["strategy"]["rollingUpdate"]["maxSurge"] = json!("20Percent");
+        assert_eq!(
+            messages(&strategy().validate_create(&d)),
+            ["spec.strategy.rollingUpdate.maxSurge: Invalid value: \"20Percent\": a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')"]
+        );
+        let mut d = created();
+        d["spec"]["strategy"] = json!({"type": "BlueGreen"});
+        assert_eq!(
+            messages(&strategy().validate_create(&d)),
+            ["spec.strategy: Unsupported value: {\"type\":\"BlueGreen\"}: supported values: \"Recreate\", \"RollingUpdate\""]
         );
     }
 
