@@ -57,6 +57,8 @@ impl Strategy for ReplicaSetStrategy {
 
     fn prepare_for_create(&self, obj: &mut Value) {
         self.base.prepare_for_create(obj);
+        // The empty status as kube serializes it (`replicas` has no omitempty).
+        super::object::set(obj, &["status"], Some(serde_json::json!({"replicas": 0})));
     }
 
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
