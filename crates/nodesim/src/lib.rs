@@ -36,8 +36,9 @@
 //! name. Filters, in kube-scheduler's order: `spec.unschedulable` (unless tolerated), the node name,
 //! `NoSchedule`/`NoExecute` taints against tolerations, `nodeSelector` and required node affinity
 //! (`matchExpressions` with In, NotIn, Exists, DoesNotExist, Gt, Lt; `matchFields` on `metadata.name`),
-//! and resource requests (cpu, memory, extended resources, pod count) against allocatable minus the
-//! requests of the node's unfinished pods. A pod that fits nowhere stays Pending with condition
+//! resource requests (cpu, memory, extended resources, pod count) against allocatable minus the
+//! requests of the node's unfinished pods, and required inter-pod affinity and anti-affinity
+//! (`requiredDuringSchedulingIgnoredDuringExecution`, any `topologyKey`). A pod that fits nowhere stays Pending with condition
 //! `PodScheduled=False`, reason `Unschedulable` and kube-scheduler's message, for example
 //! `0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.`
 //! Pods created with `spec.nodeName` set skip the scheduler. Nodes whose Ready condition is not True

@@ -593,3 +593,55 @@ async fn scheduling_is_recorded_as_events() -> Result<()> {
     assert!(!reasons.is_empty());
     Ok(())
 }
+
+#[tokio::test]
+async fn required_pod_anti_affinity_spreads_replicas_over_hosts() -> Result<()> {
+    use k8s_openapi::api::core::v1::{Affinity, PodAffinityTerm, PodAntiAffinity};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
+    let c = cluster(fast_config(2)).await;
+    let pods: Api<Pod> = Api::namespaced(c.client.clone(), "default");
+    let replica = |name: &str| {
+        let mut p = pod(name, "nginx");
+        p.metadata.labels = Some([("app".to_string(), "web".to_string())].into());
+        p.spec.as_mut().expect("spec").affinity = Some(Affinity {
+            pod_anti_affinity: Some(PodAntiAffinity {
+                required_during_scheduling_ignored_during_execution: Some(vec![PodAffinityTerm {
+                    label_selector: Some(LabelSelector {
+                        match_labels: Some([("app".to_string(), "web".to_string())].into()),
+                        ..Default::default()
+                    }),
+                    topology_key: "kubernetes.io/hostname".into(),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        p
+    };
+    for name in ["web-1", "web-2", "web-3"] {
+        pods.create(&PostParams::default(), &replica(name)).await?;
+    }
+    let (hosts, message) = eventually("two replicas running apart, one unschedulable", || async {
+        let list = pods.list(&Default::default()).await.ok()?;
+        let hosts: std::collections::BTreeSet<String> = list
+            .items
+            .iter()
+            .filter(|p| phase(p) == "Running")
+            .filter_map(|p| p.spec.as_ref()?.node_name.clone())
+            .collect();
+        let message = list
+            .items
+            .iter()
+            .find_map(|p| condition(p, "PodScheduled").filter(|c| c.0 == "False")?.2)?;
+        (hosts.len() == 2 && message.starts_with("0/2")).then_some((hosts, message))
+    })
+    .await?;
+    assert_eq!(hosts.len(), 2);
+    assert_eq!(
+        message,
+        "0/2 nodes are available: 2 node(s) didn't satisfy existing pods anti-affinity rules."
+    );
+    Ok(())
+}

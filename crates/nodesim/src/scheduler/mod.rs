@@ -8,6 +8,7 @@
 //! goes away or finishes, and at the latest after five minutes.
 
 pub mod node_affinity;
+pub mod pod_affinity;
 pub mod predicates;
 pub mod resources;
 pub mod select;
@@ -27,8 +28,24 @@ use rkcm_runtime::workqueue::RateLimitingQueue;
 use rkcm_runtime::{worker, Clock, ObjectKey, Shutdown};
 use serde_json::json;
 
+pub use pod_affinity::InterPodAffinity;
 pub use predicates::{fits, is_terminal, NodeUsage, Reason};
 pub use select::{select_node, FitError};
+
+/// Pod index of bound, unfinished pods with required anti-affinity terms (value `"true"`).
+pub const ANTI_AFFINITY_INDEX: &str = "nodesim/requiredAntiAffinity";
+
+/// Index function of [`ANTI_AFFINITY_INDEX`].
+fn anti_affinity_index(pod: &Pod) -> Vec<String> {
+    let relevant = !node_name_index(pod).is_empty()
+        && !is_terminal(pod)
+        && !pod_affinity::required_anti_affinity_terms(pod).is_empty();
+    if relevant {
+        vec!["true".to_string()]
+    } else {
+        Vec::new()
+    }
+}
 
 use crate::config::Config;
 use crate::error::{api_code, Error, Result};
@@ -65,6 +82,7 @@ impl Scheduler {
     pub fn new(informers: &InformerFactory, client: Client, config: &Config) -> Arc<Self> {
         let pod_informer = informers.informer::<Pod>();
         pod_informer.add_indexer(NODE_NAME_INDEX, node_name_index);
+        pod_informer.add_indexer(ANTI_AFFINITY_INDEX, anti_affinity_index);
         let node_informer = informers.informer::<Node>();
         let this = Arc::new(Self {
             client,
@@ -209,6 +227,62 @@ impl Scheduler {
         usage
     }
 
+    /// The inter-pod (anti-)affinity state for placing `pod`, counting assumed pods where they were bound.
+    /// Lists every pod only when `pod` has affinity terms of its own.
+    fn inter_pod_affinity(&self, pod: &Pod, nodes: &[Arc<Node>]) -> InterPodAffinity {
+        let by_name: HashMap<&str, &Node> = nodes
+            .iter()
+            .map(|n| (n.metadata.name.as_deref().unwrap_or_default(), &**n))
+            .collect();
+        let has_terms = !pod_affinity::required_affinity_terms(pod).is_empty()
+            || !pod_affinity::required_anti_affinity_terms(pod).is_empty();
+        let assumed: Vec<(Arc<Pod>, String)> = self
+            .assumed
+            .lock()
+            .values()
+            .map(|a| (Arc::clone(&a.pod), a.node.clone()))
+            .collect();
+        let place = |p: Arc<Pod>, node: String| by_name.get(node.as_str()).map(|n| (p, *n));
+        let bound: Vec<(Arc<Pod>, &Node)> = if has_terms {
+            self.pods
+                .list()
+                .into_iter()
+                .filter(|p| !is_terminal(p))
+                .filter_map(|p| {
+                    let node = node_name_index(&p).pop()?;
+                    place(p, node)
+                })
+                .chain(
+                    assumed
+                        .iter()
+                        .filter_map(|(p, n)| place(Arc::clone(p), n.clone())),
+                )
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let with_anti: Vec<(Arc<Pod>, &Node)> = self
+            .pods
+            .by_index(ANTI_AFFINITY_INDEX, "true")
+            .into_iter()
+            .filter_map(|p| {
+                let node = node_name_index(&p).pop()?;
+                place(p, node)
+            })
+            .chain(
+                assumed
+                    .iter()
+                    .filter(|(p, _)| !pod_affinity::required_anti_affinity_terms(p).is_empty())
+                    .filter_map(|(p, n)| place(Arc::clone(p), n.clone())),
+            )
+            .collect();
+        InterPodAffinity::new(
+            pod,
+            bound.iter().map(|(p, n)| (&**p, *n)),
+            with_anti.iter().map(|(p, n)| (&**p, *n)),
+        )
+    }
+
     #[tracing::instrument(skip(self), fields(component = "nodesim-scheduler", pod = %key))]
     async fn sync(&self, key: &ObjectKey) -> Result<()> {
         let Some(pod) = self.pods.get(key) else {
@@ -233,7 +307,8 @@ impl Scheduler {
                 )
             })
             .collect();
-        match select_node(&pod, &candidates) {
+        let affinity = self.inter_pod_affinity(&pod, &nodes);
+        match select_node(&pod, &candidates, &affinity) {
             Ok(node) => {
                 let node = node.metadata.name.clone().unwrap_or_default();
                 self.bind(key, &pod, &node).await

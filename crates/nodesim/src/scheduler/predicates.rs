@@ -38,6 +38,12 @@ pub enum Reason {
     TooManyPods,
     /// Not enough of a resource is left (`cpu`, `memory`, extended resources).
     Insufficient(String),
+    /// A pod on the node (or in its topology domain) has anti-affinity against this pod.
+    ExistingPodsAntiAffinity,
+    /// The pod's required pod affinity is not met in the node's topology domain.
+    PodAffinity,
+    /// The pod's required pod anti-affinity forbids the node's topology domain.
+    PodAntiAffinity,
 }
 
 impl fmt::Display for Reason {
@@ -53,6 +59,11 @@ impl fmt::Display for Reason {
             }
             Reason::TooManyPods => f.write_str("Too many pods"),
             Reason::Insufficient(resource) => write!(f, "Insufficient {resource}"),
+            Reason::ExistingPodsAntiAffinity => {
+                f.write_str("node(s) didn't satisfy existing pods anti-affinity rules")
+            }
+            Reason::PodAffinity => f.write_str("node(s) didn't match pod affinity rules"),
+            Reason::PodAntiAffinity => f.write_str("node(s) didn't match pod anti-affinity rules"),
         }
     }
 }

@@ -5,6 +5,7 @@ use std::fmt;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 
+use super::pod_affinity::InterPodAffinity;
 use super::predicates::{fits, NodeUsage, Reason};
 
 /// No node can take the pod. `Display` gives kube-scheduler's message, such as
@@ -42,14 +43,20 @@ impl std::error::Error for FitError {}
 
 /// Picks the node for `pod`: among the nodes it fits, the one running the fewest pods, ties broken
 /// by name, which spreads pods evenly over identical simulated nodes.
+///
+/// `affinity` holds what the existing pods mean for this pod's inter-pod (anti-)affinity; it is
+/// checked after the other filters, as InterPodAffinity runs last among kube-scheduler's filters.
 pub fn select_node<'a>(
     pod: &Pod,
     nodes: &'a [(&'a Node, NodeUsage)],
+    affinity: &InterPodAffinity,
 ) -> Result<&'a Node, FitError> {
     let mut reasons = BTreeMap::new();
     let mut best: Option<(&Node, usize)> = None;
     for (node, usage) in nodes {
-        match fits(pod, node, usage) {
+        let verdict =
+            fits(pod, node, usage).and_then(|()| affinity.check(node).map_err(|r| vec![r]));
+        match verdict {
             Ok(()) => {
                 let better = match best {
                     None => true,
@@ -132,10 +139,12 @@ mod tests {
             node("c-node", &[]),
         );
         let nodes = [(&a, usage(1)), (&b, usage(1)), (&c, usage(0))];
-        let chosen = select_node(&pod_selecting(&[]), &nodes).unwrap();
+        let chosen =
+            select_node(&pod_selecting(&[]), &nodes, &InterPodAffinity::default()).unwrap();
         assert_eq!(chosen.metadata.name.as_deref(), Some("c-node"));
         let nodes = [(&a, usage(0)), (&b, usage(0))];
-        let chosen = select_node(&pod_selecting(&[]), &nodes).unwrap();
+        let chosen =
+            select_node(&pod_selecting(&[]), &nodes, &InterPodAffinity::default()).unwrap();
         assert_eq!(chosen.metadata.name.as_deref(), Some("a-node"));
     }
 
@@ -143,7 +152,12 @@ mod tests {
     fn explains_unschedulable_pods_as_kube_scheduler_does() {
         let (a, b, c) = (node("n1", &[]), node("n2", &[]), node("n3", &[]));
         let nodes = [(&a, usage(0)), (&b, usage(0)), (&c, usage(0))];
-        let err = select_node(&pod_selecting(&[("disk", "ssd")]), &nodes).unwrap_err();
+        let err = select_node(
+            &pod_selecting(&[("disk", "ssd")]),
+            &nodes,
+            &InterPodAffinity::default(),
+        )
+        .unwrap_err();
         assert_eq!(
             err.to_string(),
             "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."
@@ -151,13 +165,18 @@ mod tests {
 
         let d = node("n4", &[("disk", "ssd")]);
         let nodes = [(&a, usage(0)), (&b, usage(0)), (&d, usage(2))];
-        let err = select_node(&pod_selecting(&[("disk", "ssd")]), &nodes).unwrap_err();
+        let err = select_node(
+            &pod_selecting(&[("disk", "ssd")]),
+            &nodes,
+            &InterPodAffinity::default(),
+        )
+        .unwrap_err();
         assert_eq!(
             err.to_string(),
             "0/3 nodes are available: 1 Too many pods, 2 node(s) didn't match Pod's node affinity/selector."
         );
 
-        let err = select_node(&pod_selecting(&[]), &[]).unwrap_err();
+        let err = select_node(&pod_selecting(&[]), &[], &InterPodAffinity::default()).unwrap_err();
         assert_eq!(err.to_string(), "no nodes available to schedule pods");
     }
 }
