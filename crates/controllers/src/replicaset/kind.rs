@@ -5,6 +5,7 @@
 use std::fmt::Debug;
 
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetStatus};
+use k8s_openapi::NamespaceResourceScope;
 use kube::Resource;
 use rkcm_labels::Selector;
 use serde::de::DeserializeOwned;
@@ -16,7 +17,14 @@ use serde::Serialize;
 /// and writes status back in the kind's own shape (through [`ReplicaSetKind::set_status`]), so
 /// one implementation serves both kinds.
 pub trait ReplicaSetKind:
-    Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + Debug + Send + Sync + 'static
+    Resource<DynamicType = (), Scope = NamespaceResourceScope>
+    + Clone
+    + DeserializeOwned
+    + Serialize
+    + Debug
+    + Send
+    + Sync
+    + 'static
 {
     /// Name of the work queue (the `name` label of the workqueue metrics).
     const QUEUE_NAME: &'static str;

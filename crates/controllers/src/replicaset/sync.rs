@@ -1,0 +1,511 @@
+//! `sync(key)`: bring one ReplicaSet's pods to `spec.replicas` and write its status
+//! (`syncReplicaSet`, `manageReplicas`, `claimPods` and `updateReplicaSetStatus` of kube).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::join_all;
+use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetStatus};
+use k8s_openapi::api::core::v1::{ObjectReference, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::api::{Api, PostParams};
+use rkcm_labels::Selector;
+use rkcm_runtime::informer::CONTROLLER_UID_INDEX;
+use rkcm_runtime::slow_start::{slow_start_batch, SLOW_START_INITIAL_BATCH_SIZE};
+use rkcm_runtime::ObjectKey;
+
+use super::claim::{claim_pods, ClaimError, Claimant};
+use super::handlers::controller_of;
+use super::pod_control::PodControlError;
+use super::pod_state::filter_active_pods;
+use super::replicas::{pods_to_delete, replica_diff, ReplicaDiff};
+use super::status::{calculate_status, status_needs_update};
+use super::{ReplicaSetController, ReplicaSetKind};
+
+/// Times a failed status update is retried after a fresh GET (`statusUpdateRetries`).
+const STATUS_UPDATE_RETRIES: usize = 1;
+
+/// Why a sync failed; the key is retried with rate limiting.
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    /// Creating pods failed (the rest of the slow-start batches were skipped).
+    #[error("failed to create pods for {owner}: {source}")]
+    Create {
+        /// The ReplicaSet.
+        owner: ObjectKey,
+        /// The first failure.
+        #[source]
+        source: PodControlError,
+    },
+    /// Deleting surplus pods failed.
+    #[error("failed to delete pods of {owner}: {source}")]
+    Delete {
+        /// The ReplicaSet.
+        owner: ObjectKey,
+        /// The first failure.
+        #[source]
+        source: PodControlError,
+    },
+    /// Adopting or releasing pods failed.
+    #[error("failed to claim pods for {owner}")]
+    Claim {
+        /// The ReplicaSet.
+        owner: ObjectKey,
+        /// The failure.
+        #[source]
+        source: ClaimError,
+    },
+    /// Writing `/status` failed.
+    #[error("failed to update status of {owner}")]
+    Status {
+        /// The ReplicaSet.
+        owner: ObjectKey,
+        /// The failure.
+        #[source]
+        source: kube::Error,
+    },
+}
+
+impl SyncError {
+    /// The message kube puts in the `ReplicaFailure` condition: the API's own error.
+    fn condition_message(&self) -> String {
+        match self {
+            SyncError::Create { source, .. } | SyncError::Delete { source, .. } => {
+                source.to_string()
+            }
+            other => other.to_string(),
+        }
+    }
+}
+
+impl<K: ReplicaSetKind> ReplicaSetController<K> {
+    /// Syncs the object with `key`: unless it still waits on expectations, creates or deletes
+    /// pods to match `spec.replicas`; always recomputes and, if it changed, writes the status.
+    /// Not called concurrently for one key.
+    pub async fn sync(&self, key: &ObjectKey) -> Result<(), SyncError> {
+        let started = std::time::Instant::now();
+        let result = self.sync_inner(key).await;
+        tracing::debug!(kind = %K::kind(&()), %key, elapsed = ?started.elapsed(), "finished syncing");
+        result
+    }
+
+    async fn sync_inner(&self, key: &ObjectKey) -> Result<(), SyncError> {
+        let Some(obj) = self.rs_store.get(key) else {
+            tracing::debug!(kind = %K::kind(&()), %key, "deleted");
+            self.expectations.delete_expectations(key);
+            return Ok(());
+        };
+        let rs = obj.to_replica_set();
+        let needs_sync = self.expectations.satisfied_expectations(key);
+        let selector = match obj.selector() {
+            Ok(selector) => selector,
+            Err(e) => {
+                // Retrying cannot fix a bad selector; the next update of the object will.
+                tracing::error!(kind = %K::kind(&()), %key, error = %e, "invalid pod selector");
+                return Ok(());
+            }
+        };
+
+        // All pods of the namespace, so that pods that stopped matching but still carry our
+        // controller ref get released.
+        let all_pods = self.pod_store.list_by_namespace(key.namespace_str());
+        let active = filter_active_pods(&all_pods);
+        let claimed = self.claim_pods(&obj, key, &selector, &active).await?;
+
+        let manage_error = if needs_sync && rs.metadata.deletion_timestamp.is_none() {
+            self.manage_replicas(&obj, &rs, key, &claimed).await.err()
+        } else {
+            None
+        };
+
+        let message = manage_error.as_ref().map(SyncError::condition_message);
+        let new_status = calculate_status(&rs, &claimed, message.as_deref(), self.clock.now());
+        let updated = self.update_status(&obj, &rs, key, new_status).await?;
+
+        // Resync after minReadySeconds as a last line of defence against clock skew.
+        let min_ready = updated
+            .spec
+            .as_ref()
+            .and_then(|s| s.min_ready_seconds)
+            .unwrap_or(0);
+        let desired = updated.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+        let status = updated.status.clone().unwrap_or_default();
+        if manage_error.is_none()
+            && min_ready > 0
+            && status.ready_replicas.unwrap_or(0) == desired
+            && status.available_replicas.unwrap_or(0) != desired
+        {
+            let after = Duration::from_secs(u64::try_from(min_ready).unwrap_or(0));
+            self.queue.add_after(key.clone(), after);
+        }
+        manage_error.map_or(Ok(()), Err)
+    }
+
+    /// Adopts matching orphans and releases owned pods that stopped matching; returns the pods
+    /// this object owns (`claimPods`). Adoption first re-reads the object uncached and refuses
+    /// if it is being deleted or was re-created (kubernetes#42639).
+    async fn claim_pods(
+        &self,
+        obj: &Arc<K>,
+        key: &ObjectKey,
+        selector: &Selector,
+        pods: &[Arc<Pod>],
+    ) -> Result<Vec<Arc<Pod>>, SyncError> {
+        let owner = Claimant {
+            controller_ref: controller_ref_of(&**obj),
+            namespace: key.namespace_str().to_string(),
+            deleting: obj.meta().deletion_timestamp.is_some(),
+        };
+        let api: Api<K> = Api::namespaced(self.client.clone(), key.namespace_str());
+        let uid = owner.controller_ref.uid.clone();
+        // RecheckDeletionTimestamp over an uncached GET that also checks the UID.
+        let can_adopt = || async {
+            let fresh = api.get(&key.name).await.map_err(|e| e.to_string())?;
+            let fresh_uid = fresh.meta().uid.clone().unwrap_or_default();
+            if fresh_uid != uid {
+                return Err(format!(
+                    "original {} {key} is gone: got uid {fresh_uid}, wanted {uid}",
+                    K::kind(&())
+                ));
+            }
+            if let Some(ts) = &fresh.meta().deletion_timestamp {
+                return Err(format!("{key} has just been deleted at {}", ts.0));
+            }
+            Ok(())
+        };
+        claim_pods(&*self.pod_control, &owner, selector, pods, can_adopt)
+            .await
+            .map_err(|source| SyncError::Claim {
+                owner: key.clone(),
+                source,
+            })
+    }
+
+    /// Creates or deletes pods so that `filtered` moves towards `spec.replicas`, at most
+    /// `burst_replicas` per sync, with expectations raised before and lowered for anything that
+    /// will not be observed (`manageReplicas`).
+    async fn manage_replicas(
+        &self,
+        obj: &Arc<K>,
+        rs: &ReplicaSet,
+        key: &ObjectKey,
+        filtered: &[Arc<Pod>],
+    ) -> Result<(), SyncError> {
+        let desired = obj.desired_replicas();
+        let owner = object_reference(&**obj);
+        let namespace = key.namespace_str();
+        match replica_diff(filtered.len(), desired, self.burst_replicas) {
+            ReplicaDiff::None => Ok(()),
+            ReplicaDiff::Create(diff) => {
+                // Expect every creation up front: the informer may see a pod before its create
+                // call returns.
+                self.expectations.expect_creations(key, diff);
+                tracing::info!(kind = %K::kind(&()), %key, need = desired, creating = diff, "too few replicas");
+                let template = rs
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.template.clone())
+                    .unwrap_or_default();
+                let controller_ref = controller_ref_of(&**obj);
+                // Slow start: batches of 1, 2, 4, …; a failing batch stops the rest, so a
+                // quota error does not turn into hundreds of failed calls and events.
+                let (successes, error) =
+                    slow_start_batch(diff, SLOW_START_INITIAL_BATCH_SIZE, || async {
+                        match self
+                            .pod_control
+                            .create_pods(namespace, &template, &owner, &controller_ref)
+                            .await
+                        {
+                            // Creation cannot succeed in a terminating namespace; nothing to do.
+                            Err(PodControlError::NamespaceTerminating(_)) => Ok(()),
+                            other => other,
+                        }
+                    })
+                    .await;
+                let skipped = diff.saturating_sub(successes);
+                if skipped > 0 {
+                    // Pods never attempted will not be observed; the next sync retries them.
+                    tracing::info!(kind = %K::kind(&()), %key, skipped, "slow-start failure: skipping creation of pods");
+                    for _ in 0..skipped {
+                        self.expectations.creation_observed(key);
+                    }
+                }
+                match error {
+                    Some(source) => Err(SyncError::Create {
+                        owner: key.clone(),
+                        source,
+                    }),
+                    None => Ok(()),
+                }
+            }
+            ReplicaDiff::Delete(diff) => {
+                tracing::info!(kind = %K::kind(&()), %key, need = desired, deleting = diff, "too many replicas");
+                let related = self.indirectly_related_pods(obj);
+                let victims = pods_to_delete(filtered, &related, diff, self.clock.now());
+                let victim_keys: Vec<ObjectKey> =
+                    victims.iter().map(|p| ObjectKey::from_obj(&**p)).collect();
+                // Record the exact pods so each deletion is observed once, whether as a
+                // deletion timestamp or as the pod leaving the cache.
+                self.expectations.expect_deletions(key, &victim_keys);
+                let results = join_all(victims.iter().zip(&victim_keys).map(|(pod, pod_key)| {
+                    let owner = &owner;
+                    async move {
+                        let name = pod.metadata.name.as_deref().unwrap_or("");
+                        match self.pod_control.delete_pod(namespace, name, owner).await {
+                            Ok(()) => None,
+                            Err(e) => {
+                                // The informer will not observe this deletion.
+                                self.expectations.deletion_observed(key, pod_key);
+                                if e.is_not_found() {
+                                    None
+                                } else {
+                                    tracing::info!(pod = %pod_key, %key, error = %e, "failed to delete pod, decremented expectations");
+                                    Some(e)
+                                }
+                            }
+                        }
+                    }
+                }))
+                .await;
+                // The errors are likely the same; report the first.
+                match results.into_iter().flatten().next() {
+                    Some(source) => Err(SyncError::Delete {
+                        owner: key.clone(),
+                        source,
+                    }),
+                    None => Ok(()),
+                }
+            }
+        }
+    }
+
+    /// Pods owned by any object sharing this object's controller, e.g. every ReplicaSet of one
+    /// Deployment (`getIndirectlyRelatedPods`); used to rank pods by co-location.
+    fn indirectly_related_pods(&self, obj: &Arc<K>) -> Vec<Arc<Pod>> {
+        let Some(controller) = controller_of(&**obj) else {
+            // kube reports this as an error and ranks without related pods.
+            return Vec::new();
+        };
+        let mut seen = HashSet::new();
+        let mut related = Vec::new();
+        for other in self
+            .rs_store
+            .by_index(CONTROLLER_UID_INDEX, &controller.uid)
+        {
+            let Ok(selector) = other.selector() else {
+                // An invalid selector matches no pods.
+                continue;
+            };
+            let namespace = other.meta().namespace.as_deref().unwrap_or("");
+            for pod in self.pod_store.list_by_namespace(namespace) {
+                let labels = pod.metadata.labels.clone().unwrap_or_default();
+                if !selector.matches(&labels) {
+                    continue;
+                }
+                let uid = pod.metadata.uid.clone().unwrap_or_default();
+                if seen.insert(uid) {
+                    related.push(pod);
+                }
+            }
+        }
+        related
+    }
+
+    /// Writes `new_status` to `/status` if it differs from what the object reports, with one
+    /// GET-and-retry on failure (`updateReplicaSetStatus`); returns the object as written.
+    async fn update_status(
+        &self,
+        obj: &Arc<K>,
+        rs: &ReplicaSet,
+        key: &ObjectKey,
+        mut new_status: ReplicaSetStatus,
+    ) -> Result<ReplicaSet, SyncError> {
+        if !status_needs_update(rs, &new_status) {
+            return Ok(rs.clone());
+        }
+        // Report the generation acted on, so a retry cannot claim a newer spec was seen.
+        new_status.observed_generation = rs.metadata.generation;
+        let api: Api<K> = Api::namespaced(self.client.clone(), key.namespace_str());
+        let status_error = |source| SyncError::Status {
+            owner: key.clone(),
+            source,
+        };
+        let mut current = (**obj).clone();
+        let mut attempt = 0;
+        loop {
+            current.set_status(new_status.clone());
+            match api
+                .replace_status(&key.name, &PostParams::default(), &current)
+                .await
+            {
+                Ok(updated) => return Ok(updated.to_replica_set()),
+                Err(e) if attempt >= STATUS_UPDATE_RETRIES => return Err(status_error(e)),
+                Err(e) => {
+                    tracing::debug!(%key, error = %e, "status update failed, retrying with a fresh copy");
+                    attempt += 1;
+                    // If the GET fails, the replica counts cannot be trusted anymore: that
+                    // error is the more interesting one.
+                    current = api.get(&key.name).await.map_err(status_error)?;
+                }
+            }
+        }
+    }
+}
+
+/// The controller reference the object's pods carry (`metav1.NewControllerRef`).
+fn controller_ref_of<K: ReplicaSetKind>(obj: &K) -> OwnerReference {
+    let meta = obj.meta();
+    OwnerReference {
+        api_version: K::api_version(&()).to_string(),
+        kind: K::kind(&()).to_string(),
+        name: meta.name.clone().unwrap_or_default(),
+        uid: meta.uid.clone().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }
+}
+
+/// A reference to the object, for the events pod control records.
+fn object_reference<K: ReplicaSetKind>(obj: &K) -> ObjectReference {
+    let meta = obj.meta();
+    ObjectReference {
+        api_version: Some(K::api_version(&()).to_string()),
+        kind: Some(K::kind(&()).to_string()),
+        name: meta.name.clone(),
+        namespace: meta.namespace.clone(),
+        uid: meta.uid.clone(),
+        resource_version: meta.resource_version.clone(),
+        field_path: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replicaset::fixtures::{label_map, new_pod, new_replica_set, with_status, Fixture};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+    fn foo_bar() -> std::collections::BTreeMap<String, String> {
+        label_map(&[("foo", "bar")])
+    }
+
+    /// Ported from replica_set_test.go `TestSyncReplicaSetDoesNothing`.
+    #[tokio::test]
+    async fn sync_does_nothing_when_the_count_is_right() {
+        let f = Fixture::<ReplicaSet>::new(BURST);
+        let rs = with_status(new_replica_set(2, &foo_bar()), 2, 2);
+        let key = f.add_rs(rs.clone());
+        f.add_pod(new_pod("pod0", &rs, "Running", true));
+        f.add_pod(new_pod("pod1", &rs, "Running", true));
+        f.ctrl.sync(&key).await.expect("sync");
+        assert_eq!(
+            (f.pod_control.creates().len(), f.pod_control.deletes().len()),
+            (0, 0)
+        );
+    }
+
+    /// Ported from replica_set_test.go `TestSyncReplicaSetDormancy`: expectations hold further
+    /// creations until the created pods are observed.
+    #[tokio::test]
+    async fn sync_creates_missing_replicas_then_waits_for_them() {
+        let f = Fixture::<ReplicaSet>::new(BURST);
+        let rs = with_status(new_replica_set(2, &foo_bar()), 1, 1);
+        let key = f.add_rs(rs.clone());
+        f.add_pod(new_pod("pod0", &rs, "Running", true));
+        f.ctrl.sync(&key).await.expect("sync");
+        assert_eq!(f.pod_control.creates().len(), 1);
+        assert_eq!(f.ctrl.expectations().get_expectations(&key), Some((1, 0)));
+
+        // Not observed yet: no second creation.
+        f.ctrl.sync(&key).await.expect("sync");
+        assert_eq!(f.pod_control.creates().len(), 1);
+
+        // Observed: in sync again, and the count is right once the pod is cached.
+        f.ctrl.expectations().creation_observed(&key);
+        let mut rs2 = rs.clone();
+        rs2 = with_status(rs2, 2, 2);
+        f.add_rs(rs2.clone());
+        f.add_pod(new_pod("pod1", &rs2, "Running", true));
+        f.ctrl.sync(&key).await.expect("sync");
+        assert_eq!(f.pod_control.creates().len(), 1);
+    }
+
+    /// Ported from replica_set_test.go `TestSyncReplicaSetDeletes`.
+    #[tokio::test]
+    async fn sync_deletes_the_surplus_preferring_pods_that_are_not_ready() {
+        let f = Fixture::<ReplicaSet>::new(BURST);
+        let rs = with_status(new_replica_set(1, &foo_bar()), 3, 2);
+        let key = f.add_rs(rs.clone());
+        f.add_pod(new_pod("ready-a", &rs, "Running", true));
+        f.add_pod(new_pod("pending", &rs, "Pending", true));
+        f.add_pod(new_pod("ready-b", &rs, "Running", true));
+        f.ctrl.sync(&key).await.expect("sync");
+        let mut deleted = f.pod_control.deletes();
+        deleted.sort();
+        assert_eq!(deleted.len(), 2);
+        assert!(deleted.iter().any(|d| d.contains("pending")), "{deleted:?}");
+        assert_eq!(f.ctrl.expectations().get_expectations(&key), Some((0, 2)));
+    }
+
+    /// Ported from replica_set_test.go `TestControllerBurstReplicas` (creation half).
+    #[tokio::test]
+    async fn one_sync_creates_at_most_burst_replicas() {
+        let f = Fixture::<ReplicaSet>::new(5);
+        let rs = new_replica_set(12, &foo_bar());
+        let key = f.add_rs(rs);
+        f.ctrl.sync(&key).await.expect("sync");
+        assert_eq!(f.pod_control.creates().len(), 5);
+        assert_eq!(f.ctrl.expectations().get_expectations(&key), Some((5, 0)));
+    }
+
+    /// Ported from replica_set_test.go `TestDoNotAdoptOrCreateIfBeingDeleted`.
+    #[tokio::test]
+    async fn a_replica_set_being_deleted_creates_nothing() {
+        let f = Fixture::<ReplicaSet>::new(BURST);
+        let mut rs = new_replica_set(2, &foo_bar());
+        rs.metadata.deletion_timestamp = Some(Time(jiff::Timestamp::UNIX_EPOCH));
+        let key = f.add_rs(rs);
+        f.ctrl.sync(&key).await.expect("sync");
+        assert_eq!(f.pod_control.creates().len(), 0);
+    }
+
+    /// Ported from replica_set_test.go `TestSyncReplicaSetCreateFailures`: slow start stops
+    /// after the first failing batch and forgets the creations it never attempted.
+    #[tokio::test]
+    async fn failing_creations_stop_after_the_first_failing_batch() {
+        let f = Fixture::<ReplicaSet>::new(BURST);
+        f.pod_control.set_create_limit(10);
+        let rs = new_replica_set(100, &foo_bar());
+        let key = f.add_rs(rs);
+        // The status write then fails too (no server), after the creations were attempted.
+        let _ = f.ctrl.sync(&key).await;
+        assert_eq!(f.pod_control.creates().len(), 10);
+        assert!(
+            f.pod_control.create_calls() <= 1 + 2 + 4 + 8,
+            "calls: {}",
+            f.pod_control.create_calls()
+        );
+        // Only the successful creations stay expected.
+        assert_eq!(f.ctrl.expectations().get_expectations(&key), Some((10, 0)));
+    }
+
+    /// A pod that is already gone counts as deleted, not as a failure.
+    #[tokio::test]
+    async fn deleting_a_pod_that_is_already_gone_is_not_an_error() {
+        let f = Fixture::<ReplicaSet>::new(BURST);
+        f.pod_control.set_error(Some(not_found));
+        let rs = with_status(new_replica_set(0, &foo_bar()), 1, 1);
+        let key = f.add_rs(rs.clone());
+        f.add_pod(new_pod("pod0", &rs, "Running", true));
+        // Status changes (0 replicas wanted, 1 pod counted stays 1): nothing to write.
+        f.ctrl.sync(&key).await.expect("NotFound is not an error");
+        assert!(f.ctrl.expectations().satisfied_expectations(&key));
+    }
+
+    const BURST: usize = crate::replicaset::BURST_REPLICAS;
+
+    fn not_found() -> PodControlError {
+        PodControlError::NotFound
+    }
+}
