@@ -376,3 +376,154 @@ async fn status_reports_counts_and_availability() -> Result<()> {
     env.stop().await;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_rollback_request_restores_the_previous_revision_and_is_cleared() -> Result<()> {
+    let env = Env::start().await;
+    let api = env.deployments();
+    api.create(&Default::default(), &deployment("rb", 2, "app:v1"))
+        .await?;
+    env.wait_complete("rb", 2).await;
+    set_image(&api, "rb", "app:v2").await?;
+    env.wait_complete("rb", 2).await;
+    // extensions/v1beta1 `spec.rollbackTo: {revision: 0}` as the API server stores it for apps/v1.
+    let patch = json!({"metadata": {"annotations": {"deprecated.deployment.rollback.to": "0"}}});
+    api.patch("rb", &PatchParams::default(), &Patch::Merge(patch))
+        .await?;
+    let d = eventually("rollback request cleared", || async {
+        let d = api.get("rb").await.ok()?;
+        let cleared = !d
+            .metadata
+            .annotations
+            .as_ref()?
+            .contains_key("deprecated.deployment.rollback.to");
+        cleared.then_some(d)
+    })
+    .await;
+    let image = d.spec.unwrap().template.spec.unwrap().containers[0]
+        .image
+        .clone();
+    assert_eq!(image.as_deref(), Some("app:v1"));
+    env.wait_complete("rb", 2).await;
+    let events = env.events_for("rb").await?;
+    assert!(
+        events
+            .iter()
+            .any(|(reason, msg)| reason == "DeploymentRollback" && msg.contains("to revision 1")),
+        "no DeploymentRollback event in {events:?}"
+    );
+    env.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_orphan_replica_set_with_the_template_is_adopted() -> Result<()> {
+    let env = Env::start().await;
+    let api = env.deployments();
+    let d = deployment("adopt", 2, "app:v1");
+    let template = d.spec.as_ref().unwrap().template.clone();
+    let orphan = ReplicaSet {
+        metadata: kube::api::ObjectMeta {
+            name: Some("adopt-orphan".into()),
+            labels: template.metadata.as_ref().unwrap().labels.clone(),
+            ..Default::default()
+        },
+        spec: Some(k8s_openapi::api::apps::v1::ReplicaSetSpec {
+            replicas: Some(2),
+            selector: d.spec.as_ref().unwrap().selector.clone(),
+            template: Some(template),
+            ..Default::default()
+        }),
+        status: None,
+    };
+    env.replica_set_api()
+        .create(&Default::default(), &orphan)
+        .await?;
+    let created = api.create(&Default::default(), &d).await?;
+    env.wait_complete("adopt", 2).await;
+    let rss = env.replica_sets("app=adopt").await?;
+    assert_eq!(rss.len(), 1, "the orphan is the new replica set: {rss:?}");
+    let owner = rss[0].metadata.owner_references.as_ref().unwrap();
+    assert_eq!(owner[0].uid, created.metadata.uid.unwrap());
+    assert_eq!(owner[0].controller, Some(true));
+    env.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_hash_collision_bumps_the_collision_count() -> Result<()> {
+    let env = Env::start().await;
+    let api = env.deployments();
+    let mut d = deployment("coll", 1, "app:v1");
+    d.spec.as_mut().unwrap().paused = Some(true);
+    api.create(&Default::default(), &d).await?;
+    // The name the controller will try: the hash of the template as stored (with defaults).
+    let stored = api.get("coll").await?;
+    let hash =
+        rkcm_controllers::deployment::hash::compute_hash(&stored.spec.unwrap().template, None);
+    let squatter = ReplicaSet {
+        metadata: kube::api::ObjectMeta {
+            name: Some(format!("coll-{hash}")),
+            labels: Some([("app".to_string(), "other".to_string())].into()),
+            ..Default::default()
+        },
+        spec: Some(k8s_openapi::api::apps::v1::ReplicaSetSpec {
+            replicas: Some(0),
+            selector: k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
+                match_labels: Some([("app".to_string(), "other".to_string())].into()),
+                ..Default::default()
+            },
+            template: Some(deployment("other", 0, "other:v1").spec.unwrap().template),
+            ..Default::default()
+        }),
+        status: None,
+    };
+    env.replica_set_api()
+        .create(&Default::default(), &squatter)
+        .await?;
+    api.patch(
+        "coll",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"paused": false}})),
+    )
+    .await?;
+    env.wait_complete("coll", 1).await;
+    let d = api.get("coll").await?;
+    assert_eq!(d.status.unwrap().collision_count, Some(1));
+    let rss = env.replica_sets("app=coll").await?;
+    assert_eq!(rss.len(), 1);
+    assert_ne!(
+        rss[0].metadata.name.as_deref(),
+        Some(format!("coll-{hash}").as_str())
+    );
+    env.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn rollout_restart_creates_a_new_revision() -> Result<()> {
+    let env = Env::start().await;
+    let api = env.deployments();
+    api.create(&Default::default(), &deployment("restart", 2, "app:v1"))
+        .await?;
+    env.wait_complete("restart", 2).await;
+    // What `kubectl rollout restart` sends.
+    let patch = json!({"spec": {"template": {"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": "2026-01-01T00:00:00Z"}}}}});
+    api.patch("restart", &PatchParams::default(), &Patch::Strategic(patch))
+        .await?;
+    env.wait_complete("restart", 2).await;
+    let rss = env.replica_sets("app=restart").await?;
+    let mut revisions: Vec<String> = rss.iter().filter_map(revision_of).collect();
+    revisions.sort();
+    assert_eq!(revisions, ["1", "2"]);
+    let events = env.events_for("restart").await?;
+    assert!(
+        events
+            .iter()
+            .any(|(reason, msg)| reason == "ScalingReplicaSet"
+                && msg.starts_with("Scaled up replica set restart-")),
+        "no ScalingReplicaSet event in {events:?}"
+    );
+    env.stop().await;
+    Ok(())
+}

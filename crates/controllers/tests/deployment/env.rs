@@ -12,7 +12,7 @@ use k8s_openapi::api::apps::v1::{
     RollingUpdateDeployment,
 };
 use k8s_openapi::api::core::v1::{
-    Container, Pod, PodCondition, PodSpec, PodStatus, PodTemplateSpec,
+    Container, Event, Pod, PodCondition, PodSpec, PodStatus, PodTemplateSpec,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -193,6 +193,34 @@ impl Env {
     /// The Deployments API of the test namespace.
     pub fn deployments(&self) -> Api<Deployment> {
         Api::namespaced(self.client.clone(), NS)
+    }
+
+    /// The ReplicaSets API of the test namespace.
+    pub fn replica_set_api(&self) -> Api<ReplicaSet> {
+        Api::namespaced(self.client.clone(), NS)
+    }
+
+    /// (reason, message) of the events about the Deployment `name`, once the recorder has written
+    /// at least one.
+    pub async fn events_for(&self, name: &str) -> kube::Result<Vec<(String, String)>> {
+        let api: Api<Event> = Api::namespaced(self.client.clone(), NS);
+        let mut found = Vec::new();
+        for _ in 0..250 {
+            let events = api.list(&ListParams::default()).await?.items;
+            found = events
+                .into_iter()
+                .filter(|e| {
+                    e.involved_object.kind.as_deref() == Some("Deployment")
+                        && e.involved_object.name.as_deref() == Some(name)
+                })
+                .map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
+                .collect();
+            if !found.is_empty() {
+                break;
+            }
+            tokio::time::sleep(POLL).await;
+        }
+        Ok(found)
     }
 
     /// ReplicaSets matching `selector`.
