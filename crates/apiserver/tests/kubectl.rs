@@ -113,6 +113,19 @@ async fn exercise(bin: &str, validate: &str) {
     let out = k.ok(&["create", "-f", file(&manifest), validate]).await;
     assert!(out.contains("deployment.apps/web created"), "{out}");
 
+    // Strict validation: unknown fields are refused by the server, naming the field.
+    let bad = k.write(
+        "bad.yaml",
+        &DEPLOYMENT
+            .replace("name: web\n  labels", "name: bad\n  labels")
+            .replace("replicas: 2", "replicas: 2\n  replicaz: 3"),
+    );
+    let (ok, _, stderr) = k.run(&["create", "-f", file(&bad), validate]).await;
+    assert!(!ok && stderr.contains("replicaz"), "{stderr}");
+
+    let explain = k.ok(&["explain", "deployment.spec.replicas"]).await;
+    assert!(explain.contains("replicas"), "{explain}");
+
     let table = k.ok(&["get", "deploy"]).await;
     assert!(table.contains("READY") && table.contains("web"), "{table}");
 
@@ -212,14 +225,35 @@ async fn exercise(bin: &str, validate: &str) {
 
 #[tokio::test]
 async fn current_kubectl_drives_the_server() {
-    exercise("/usr/bin/kubectl", "--validate=false").await;
+    exercise("/usr/bin/kubectl", "--validate=strict").await;
 }
 
 #[tokio::test]
-async fn kubectl_1_28_drives_the_server() {
+async fn kubectl_1_29_drives_the_server() {
     exercise(
-        "/usr/lib/google-cloud-sdk/bin/kubectl.1.28",
-        "--validate=false",
+        "/usr/lib/google-cloud-sdk/bin/kubectl.1.29",
+        "--validate=strict",
     )
     .await;
+}
+
+/// kubectl 1.28 validates client-side against the protobuf OpenAPI v2 document, which is not
+/// served; it works with `--validate=false`.
+#[tokio::test]
+async fn kubectl_1_28_drives_the_server_without_client_validation() {
+    let server = testing::start().await;
+    let Some(k) = Kubectl::new(&server, "/usr/lib/google-cloud-sdk/bin/kubectl.1.28") else {
+        return;
+    };
+    let manifest = k.write("deploy.yaml", DEPLOYMENT);
+    k.ok(&["apply", "-f", file(&manifest), "--validate=false"])
+        .await;
+    k.ok(&["scale", "deploy/web", "--replicas=3"]).await;
+    let table = k.ok(&["get", "deploy", "web"]).await;
+    assert!(table.contains("READY"), "{table}");
+    let (ok, _, stderr) = k.run(&["apply", "-f", file(&manifest)]).await;
+    assert!(
+        !ok,
+        "client-side validation needs the protobuf document: {stderr}"
+    );
 }

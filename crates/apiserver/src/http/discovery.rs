@@ -10,6 +10,7 @@ use http::{HeaderMap, StatusCode};
 use serde_json::{json, Value};
 
 use rkcm_apimachinery::catalog::{self, ResourceInfo};
+use rkcm_apimachinery::openapi;
 
 use crate::error::ApiError;
 use crate::http::json_value;
@@ -274,24 +275,58 @@ pub async fn group_version(Path((group, version)): Path<(String, String)>) -> Re
     json_value(StatusCode::OK, &resource_list(&group, &version))
 }
 
-fn openapi_missing() -> Response {
-    // TODO: serve the documents of rkcm_apimachinery::openapi once they land.
-    ApiError::new(404, "NotFound", "OpenAPI documents are not served yet").into_response()
+fn openapi_json(bytes: &'static [u8], etag: Option<&str>) -> Response {
+    let mut b = Response::builder()
+        .status(StatusCode::OK)
+        .header(http::header::CONTENT_TYPE, "application/json");
+    if let Some(tag) = etag {
+        b = b
+            .header(http::header::ETAG, format!("\"{tag}\""))
+            .header(http::header::CACHE_CONTROL, "public, immutable");
+    }
+    b.body(axum::body::Body::from(bytes))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
-/// `GET /openapi/v2`.
-pub async fn openapi_v2() -> Response {
-    openapi_missing()
+/// `GET /openapi/v2` (JSON only; protobuf is not served).
+///
+/// Clients that accept only the protobuf form (kubectl ≤ 1.28 validating client-side) get 406,
+/// so they report that the document is unavailable instead of failing to parse JSON.
+pub async fn openapi_v2(headers: HeaderMap) -> Response {
+    let accept = headers
+        .get_all(http::header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect::<Vec<_>>()
+        .join(",");
+    let json_ok = accept.trim().is_empty()
+        || accept.split(',').any(|m| {
+            let mime = m.split(';').next().unwrap_or("").trim();
+            matches!(mime, "application/json" | "*/*" | "application/*")
+        });
+    if !json_ok {
+        // TODO: serve the gnostic protobuf form of the v2 document for kubectl <= 1.28.
+        return ApiError::new(
+            406,
+            "NotAcceptable",
+            "only application/json is served for /openapi/v2",
+        )
+        .into_response();
+    }
+    openapi_json(openapi::v2(), None)
 }
 
 /// `GET /openapi/v3`.
 pub async fn openapi_v3_index() -> Response {
-    openapi_missing()
+    openapi_json(openapi::v3_index(), None)
 }
 
-/// `GET /openapi/v3/{path}`.
-pub async fn openapi_v3_document(Path(_path): Path<String>) -> Response {
-    openapi_missing()
+/// `GET /openapi/v3/{path}` (`api/v1`, `apis/apps/v1`).
+pub async fn openapi_v3_document(Path(path): Path<String>) -> Response {
+    match openapi::v3_document(&path) {
+        Some(doc) => openapi_json(doc, openapi::v3_hash(&path)),
+        None => ApiError::no_route().into_response(),
+    }
 }
 
 #[cfg(test)]

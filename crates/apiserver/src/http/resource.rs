@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 
 use rkcm_apimachinery::catalog::ResourceInfo;
 use rkcm_apimachinery::patch::{self, PatchType};
+use rkcm_apimachinery::validation;
 use rkcm_labels::{FieldSelector, Selector};
 
 use crate::error::{ApiError, ApiResult};
@@ -137,7 +138,7 @@ async fn dispatch(
             Method::PATCH => {
                 require_verb(info, "patch", method)?;
                 let bytes = read_body(headers, body).await?;
-                let patched = patch_object(
+                let (patched, warnings) = patch_object(
                     state,
                     info,
                     ns,
@@ -148,7 +149,10 @@ async fn dispatch(
                     UpdateTarget::Main,
                 )
                 .await?;
-                Ok(object_response(info, StatusCode::OK, &patched, out))
+                Ok(with_warnings(
+                    object_response(info, StatusCode::OK, &patched, out),
+                    &warnings,
+                ))
             }
             Method::DELETE => {
                 require_verb(info, "delete", method)?;
@@ -218,7 +222,7 @@ async fn subresource(
         }
         ("status", "patch") => {
             let bytes = read_body(headers, body).await?;
-            let patched = patch_object(
+            let (patched, warnings) = patch_object(
                 state,
                 info,
                 ns,
@@ -229,7 +233,10 @@ async fn subresource(
                 UpdateTarget::Status,
             )
             .await?;
-            Ok(json_value(StatusCode::OK, &patched))
+            Ok(with_warnings(
+                json_value(StatusCode::OK, &patched),
+                &warnings,
+            ))
         }
         ("scale", "get") => {
             let obj = rest::get(&state.store, info, ns, name)?;
@@ -359,16 +366,40 @@ fn decode_object(
             "the request body must be a JSON object",
         ));
     }
+    let mode = field_validation(params)?;
+    let warnings = check_fields(info, bytes, mode)?;
+    Ok((obj, warnings))
+}
+
+/// `fieldValidation`: unknown and duplicate fields are an error (`Strict`), warnings (`Warn`,
+/// the default) or ignored (`Ignore`).
+fn field_validation(params: &Params) -> ApiResult<&str> {
     let mode = params.non_empty("fieldValidation").unwrap_or("Warn");
     if !matches!(mode, "Strict" | "Warn" | "Ignore") {
         return Err(ApiError::bad_request(format!(
             "fieldValidation parameter unsupported: {mode:?}; supported values: \"Ignore\", \"Warn\", \"Strict\""
         )));
     }
-    // TODO: detect unknown and duplicate fields with rkcm_apimachinery::validation once it lands;
-    // until then no field is reported, whatever the mode.
-    let _ = info;
-    Ok((obj, Vec::new()))
+    Ok(mode)
+}
+
+/// Checks `body` (an object of `info`) for unknown and duplicate fields according to `mode`.
+fn check_fields(info: &ResourceInfo, body: &[u8], mode: &str) -> ApiResult<Vec<String>> {
+    if mode == "Ignore" {
+        return Ok(Vec::new());
+    }
+    let problems = validation::check_fields(&info.api_version(), info.kind, body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))?;
+    if problems.is_empty() {
+        return Ok(Vec::new());
+    }
+    if mode == "Strict" {
+        return Err(ApiError::bad_request(validation::strict_decoding_message(
+            &problems,
+        )));
+    }
+    // TODO: unknown fields are kept in the stored object; kube prunes them when not strict.
+    Ok(problems.iter().map(ToString::to_string).collect())
 }
 
 fn patch_type(headers: &HeaderMap) -> ApiResult<PatchType> {
@@ -411,11 +442,13 @@ async fn patch_object(
     bytes: &Bytes,
     params: &Params,
     target: UpdateTarget,
-) -> ApiResult<Value> {
+) -> ApiResult<(Value, Vec<String>)> {
     let patch_type = patch_type(headers)?;
     let opts = write_options(params)?;
+    let mode = field_validation(params)?;
     let api_version = info.api_version();
     let mut last = None;
+    let mut warnings = None;
     for _ in 0..rest::UPDATE_ATTEMPTS {
         let current = rest::get(&state.store, info, ns, name)?;
         let mut patched = apply_patch(patch_type, &current.value, bytes, &api_version, info.kind)?;
@@ -423,6 +456,11 @@ async fn patch_object(
             return Err(ApiError::bad_request(
                 "the patched object is not a JSON object",
             ));
+        }
+        if warnings.is_none() {
+            let bytes = serde_json::to_vec(&patched)
+                .map_err(|e| ApiError::internal("encoding the patched object", e))?;
+            warnings = Some(check_fields(info, &bytes, mode)?);
         }
         // A patch that sets another resourceVersion is a precondition (no retry on conflict).
         let pinned = match patched.pointer("/metadata/resourceVersion") {
@@ -436,7 +474,7 @@ async fn patch_object(
         }
         match rest::update(&state.store, info, ns, name, patched, target, opts).await {
             Err(e) if e.reason == "Conflict" && !pinned => last = Some(e),
-            r => return r,
+            r => return r.map(|v| (v, warnings.unwrap_or_default())),
         }
     }
     Err(last.unwrap_or_else(|| ApiError::conflict(info, name)))
