@@ -40,6 +40,7 @@ pub mod namespaces;
 mod nodes;
 pub(crate) mod object;
 mod pods;
+mod podspec;
 mod quantity;
 mod replicasets;
 mod replicationcontrollers;

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use super::meta::validate_nonnegative;
 use super::object::{get, get_i64, object_mut, set, string_map};
-use super::pods::{default_pod_spec, validate_pod_template};
+use super::podspec::{default_pod_spec, validate_pod_template};
 use super::selector::{validate_label_selector, LabelSelector};
 use super::FieldError;
 
