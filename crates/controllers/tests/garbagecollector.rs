@@ -1,0 +1,419 @@
+//! The garbage collector against the embedded API server: background, foreground and orphan
+//! propagation, dangling owner references, and owners replaced by another object of the same name.
+//!
+//! Owners are ConfigMaps and dependents are pods, made by hand: pods without `spec.nodeName` are
+//! removed at once when deleted, bound pods stay Terminating until the test, playing the kubelet,
+//! deletes them with grace period 0.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod, PodSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
+use kube::Client;
+use rkcm_apiserver::testing::{self, TestServer};
+use rkcm_controllers::garbagecollector::{Config, GarbageCollector};
+use rkcm_runtime::informer::InformerFactory;
+use rkcm_runtime::Shutdown;
+
+const NS: &str = "default";
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// A running API server with the garbage collector.
+struct Harness {
+    _server: TestServer,
+    client: Client,
+    shutdown: Shutdown,
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+/// Starts a server and a garbage collector wired as the manager wires it.
+async fn start() -> Harness {
+    let server = testing::start().await;
+    let client = server.client();
+    let shutdown = Shutdown::new();
+    let factory = InformerFactory::new(client.clone(), Duration::ZERO);
+    let gc = GarbageCollector::new(&factory, client.clone(), Config { workers: 4 });
+    factory.start(shutdown.clone());
+    tokio::spawn(gc.run(shutdown.clone()));
+    Harness {
+        _server: server,
+        client,
+        shutdown,
+    }
+}
+
+impl Harness {
+    fn pods(&self) -> Api<Pod> {
+        Api::namespaced(self.client.clone(), NS)
+    }
+
+    fn config_maps(&self) -> Api<ConfigMap> {
+        Api::namespaced(self.client.clone(), NS)
+    }
+
+    /// Creates ConfigMap `name` and returns its owner reference (blocking or not).
+    async fn owner(&self, name: &str) -> Result<ConfigMap> {
+        let cm = ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..ObjectMeta::default()
+            },
+            data: Some(BTreeMap::from([("k".to_string(), "v".to_string())])),
+            ..ConfigMap::default()
+        };
+        self.config_maps()
+            .create(&PostParams::default(), &cm)
+            .await
+            .with_context(|| format!("creating configmap {name}"))
+    }
+
+    /// Creates pod `name` with `owners`, bound to a node when `bound` (graceful deletion).
+    async fn dependent(&self, name: &str, owners: Vec<OwnerReference>, bound: bool) -> Result<Pod> {
+        let pod = Pod {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                owner_references: Some(owners),
+                ..ObjectMeta::default()
+            },
+            spec: Some(PodSpec {
+                containers: vec![Container {
+                    name: "c".into(),
+                    image: Some("busybox".into()),
+                    ..Container::default()
+                }],
+                node_name: bound.then(|| "node-1".to_string()),
+                ..PodSpec::default()
+            }),
+            ..Pod::default()
+        };
+        self.pods()
+            .create(&PostParams::default(), &pod)
+            .await
+            .with_context(|| format!("creating pod {name}"))
+    }
+
+    /// Waits until pod `name` is gone.
+    async fn pod_gone(&self, name: &str) -> Result<()> {
+        let pods = self.pods();
+        eventually(&format!("pod {name} to be deleted"), || async {
+            Ok(pods.get_opt(name).await?.is_none().then_some(()))
+        })
+        .await
+    }
+
+    /// Waits until configmap `name` is gone.
+    async fn owner_gone(&self, name: &str) -> Result<()> {
+        let cms = self.config_maps();
+        eventually(&format!("configmap {name} to be deleted"), || async {
+            Ok(cms.get_opt(name).await?.is_none().then_some(()))
+        })
+        .await
+    }
+
+    /// Plays the kubelet for pod `name`: waits until it is Terminating, then removes it for good.
+    async fn finish_termination(&self, name: &str) -> Result<()> {
+        let pods = self.pods();
+        eventually(&format!("pod {name} to be terminating"), || async {
+            Ok(pods
+                .get_opt(name)
+                .await?
+                .and_then(|p| p.metadata.deletion_timestamp))
+        })
+        .await?;
+        pods.delete(
+            name,
+            &DeleteParams {
+                grace_period_seconds: Some(0),
+                ..DeleteParams::default()
+            },
+        )
+        .await
+        .with_context(|| format!("force-deleting pod {name}"))?;
+        Ok(())
+    }
+}
+
+/// A reference to `owner`; `block` sets `blockOwnerDeletion`.
+fn reference(owner: &ConfigMap, block: bool) -> OwnerReference {
+    OwnerReference {
+        api_version: "v1".into(),
+        kind: "ConfigMap".into(),
+        name: owner.metadata.name.clone().unwrap_or_default(),
+        uid: owner.metadata.uid.clone().unwrap_or_default(),
+        controller: None,
+        block_owner_deletion: block.then_some(true),
+    }
+}
+
+/// A reference to a ConfigMap that does not exist (or not with this UID).
+fn reference_to(name: &str, uid: &str) -> OwnerReference {
+    OwnerReference {
+        api_version: "v1".into(),
+        kind: "ConfigMap".into(),
+        name: name.into(),
+        uid: uid.into(),
+        controller: None,
+        block_owner_deletion: None,
+    }
+}
+
+fn owner_uids(pod: &Pod) -> Vec<String> {
+    pod.metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .map(|o| o.uid.clone())
+        .collect()
+}
+
+fn has_finalizer(cm: &ConfigMap, f: &str) -> bool {
+    cm.metadata.finalizers.iter().flatten().any(|x| x == f)
+}
+
+async fn eventually<T, F, Fut>(what: &str, check: F) -> Result<T>
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Result<Option<T>>>,
+{
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        if let Some(v) = check().await? {
+            return Ok(v);
+        }
+        if tokio::time::Instant::now() > deadline {
+            bail!("timed out waiting for {what} (is the garbage collector running?)");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn policy(p: &str) -> DeleteParams {
+    match p {
+        "Orphan" => DeleteParams::orphan(),
+        "Foreground" => DeleteParams::foreground(),
+        _ => DeleteParams::background(),
+    }
+}
+
+#[tokio::test]
+async fn background_deletion_collects_dependents_of_a_deleted_owner() -> Result<()> {
+    let h = start().await;
+    let owner = h.owner("owner").await?;
+    h.dependent("a", vec![reference(&owner, false)], false)
+        .await?;
+    h.dependent("b", vec![reference(&owner, true)], false)
+        .await?;
+    // A graceful dependent: deleted (Terminating) by the collector, removed by the kubelet.
+    h.dependent("c", vec![reference(&owner, false)], true)
+        .await?;
+    // Not a dependent: must stay.
+    h.dependent("bystander", vec![], false).await?;
+
+    h.config_maps()
+        .delete("owner", &policy("Background"))
+        .await
+        .context("deleting the owner")?;
+    h.owner_gone("owner").await?;
+    h.pod_gone("a").await?;
+    h.pod_gone("b").await?;
+    h.finish_termination("c").await?;
+    h.pod_gone("c").await?;
+    assert!(
+        h.pods().get_opt("bystander").await?.is_some(),
+        "a pod without owners is never collected"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_dependent_with_a_dangling_and_a_live_owner_loses_only_the_dangling_reference(
+) -> Result<()> {
+    let h = start().await;
+    let live = h.owner("live").await?;
+    let ghost = reference_to("ghost", "00000000-0000-0000-0000-00000000dead");
+    h.dependent("shared", vec![reference(&live, true), ghost.clone()], false)
+        .await?;
+
+    let pods = h.pods();
+    let live_uid = live.metadata.uid.clone().unwrap_or_default();
+    let pod = eventually("the dangling reference to be removed", || async {
+        let pod = pods.get("shared").await?;
+        Ok((owner_uids(&pod) == [live_uid.clone()]).then_some(pod))
+    })
+    .await?;
+    // The surviving reference is unchanged.
+    let remaining = pod.metadata.owner_references.clone().unwrap_or_default();
+    assert_eq!(remaining, vec![reference(&live, true)]);
+    assert!(pod.metadata.deletion_timestamp.is_none());
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_reference_whose_uid_does_not_match_the_live_object_is_dangling() -> Result<()> {
+    let h = start().await;
+    let live = h.owner("reused-name").await?;
+    // Same name, another UID: the owner it meant is gone; the object of that name is another one.
+    h.dependent(
+        "stale",
+        vec![reference_to(
+            "reused-name",
+            "00000000-0000-0000-0000-0000000000aa",
+        )],
+        false,
+    )
+    .await?;
+    // A true dependent of the live object, to show it is left alone.
+    h.dependent("kept", vec![reference(&live, false)], false)
+        .await?;
+
+    h.pod_gone("stale").await?;
+    let kept = h.pods().get("kept").await?;
+    assert_eq!(
+        owner_uids(&kept),
+        [live.metadata.uid.clone().unwrap_or_default()]
+    );
+    assert!(kept.metadata.deletion_timestamp.is_none());
+    assert!(h.config_maps().get_opt("reused-name").await?.is_some());
+    Ok(())
+}
+
+#[tokio::test]
+async fn foreground_deletion_keeps_the_owner_until_blocking_dependents_are_gone() -> Result<()> {
+    let h = start().await;
+    let owner = h.owner("fg-owner").await?;
+    // Blocking and graceful: holds the owner until the kubelet finishes it.
+    h.dependent("blocker", vec![reference(&owner, true)], true)
+        .await?;
+    // Blocking, removed at once.
+    h.dependent("quick", vec![reference(&owner, true)], false)
+        .await?;
+    // Not blocking and graceful: deleted too, but the owner does not wait for it.
+    h.dependent("free", vec![reference(&owner, false)], true)
+        .await?;
+
+    h.config_maps()
+        .delete("fg-owner", &policy("Foreground"))
+        .await
+        .context("deleting the owner in the foreground")?;
+
+    let cms = h.config_maps();
+    let waiting = cms.get("fg-owner").await?;
+    assert!(waiting.metadata.deletion_timestamp.is_some());
+    assert!(has_finalizer(&waiting, "foregroundDeletion"));
+
+    h.pod_gone("quick").await?;
+    let pods = h.pods();
+    eventually("both graceful dependents to be terminating", || async {
+        let blocker = pods.get("blocker").await?;
+        let free = pods.get("free").await?;
+        Ok((blocker.metadata.deletion_timestamp.is_some()
+            && free.metadata.deletion_timestamp.is_some())
+        .then_some(()))
+    })
+    .await?;
+    // The blocking dependent is still there, so the owner is too, still waiting.
+    let still = cms.get("fg-owner").await?;
+    assert!(has_finalizer(&still, "foregroundDeletion"));
+
+    h.finish_termination("blocker").await?;
+    h.owner_gone("fg-owner").await?;
+    // The non-blocking dependent did not hold the owner: it is still terminating.
+    assert!(pods
+        .get_opt("free")
+        .await?
+        .is_some_and(|p| p.metadata.deletion_timestamp.is_some()));
+    h.finish_termination("free").await?;
+    h.pod_gone("free").await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn foreground_deletion_cascades_through_every_level_bottom_up() -> Result<()> {
+    let h = start().await;
+    let top = h.owner("top").await?;
+    // A middle owner: a ConfigMap owned by `top` that owns a pod.
+    let cms = h.config_maps();
+    let middle = cms
+        .create(
+            &PostParams::default(),
+            &ConfigMap {
+                metadata: ObjectMeta {
+                    name: Some("middle".into()),
+                    owner_references: Some(vec![reference(&top, true)]),
+                    ..ObjectMeta::default()
+                },
+                ..ConfigMap::default()
+            },
+        )
+        .await?;
+    h.dependent("leaf", vec![reference(&middle, true)], true)
+        .await?;
+
+    cms.delete("top", &policy("Foreground")).await?;
+    // The middle owner has dependents of its own: it is deleted in the foreground too.
+    eventually("the middle owner to wait for its dependents", || async {
+        let m = cms.get("middle").await?;
+        Ok(
+            (m.metadata.deletion_timestamp.is_some() && has_finalizer(&m, "foregroundDeletion"))
+                .then_some(()),
+        )
+    })
+    .await?;
+    assert!(cms.get_opt("top").await?.is_some(), "top waits for middle");
+
+    h.finish_termination("leaf").await?;
+    h.owner_gone("middle").await?;
+    h.owner_gone("top").await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn orphan_deletion_removes_the_owner_and_keeps_its_dependents() -> Result<()> {
+    let h = start().await;
+    let owner = h.owner("orphaner").await?;
+    let other = h.owner("other").await?;
+    h.dependent("only-child", vec![reference(&owner, true)], false)
+        .await?;
+    h.dependent(
+        "two-parents",
+        vec![reference(&owner, false), reference(&other, false)],
+        false,
+    )
+    .await?;
+
+    h.config_maps()
+        .delete("orphaner", &policy("Orphan"))
+        .await
+        .context("deleting the owner with orphaning")?;
+    h.owner_gone("orphaner").await?;
+
+    let pods = h.pods();
+    let only = pods.get("only-child").await?;
+    assert!(
+        only.metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .next()
+            .is_none(),
+        "orphaned pod keeps no reference: {:?}",
+        only.metadata.owner_references
+    );
+    assert!(only.metadata.deletion_timestamp.is_none());
+    let two = pods.get("two-parents").await?;
+    assert_eq!(
+        owner_uids(&two),
+        [other.metadata.uid.clone().unwrap_or_default()]
+    );
+    assert!(two.metadata.deletion_timestamp.is_none());
+    Ok(())
+}
