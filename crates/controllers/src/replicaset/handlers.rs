@@ -273,7 +273,7 @@ mod tests {
         // A pod added with a deletion timestamp observes a deletion, not a creation.
         f.ctrl
             .expectations()
-            .expect_deletions(&rs_key, &[pod_key.clone()]);
+            .expect_deletions(&rs_key, std::slice::from_ref(&pod_key));
         f.ctrl.on_pod(Notification::Add(Arc::clone(&pod)));
         assert_eq!(f.next_key().await, Some(rs_key.clone()));
         assert!(f.ctrl.expectations().satisfied_expectations(&rs_key));
@@ -284,7 +284,7 @@ mod tests {
         let old = Arc::new(old);
         f.ctrl
             .expectations()
-            .expect_deletions(&rs_key, &[pod_key.clone()]);
+            .expect_deletions(&rs_key, std::slice::from_ref(&pod_key));
         f.ctrl.on_pod(Notification::Update {
             old: Arc::clone(&old),
             new: Arc::clone(&pod),

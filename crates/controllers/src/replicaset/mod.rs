@@ -131,7 +131,7 @@ impl<K: ReplicaSetKind> ReplicaSetController<K> {
     ) -> Arc<Self> {
         let rs_informer = factory.informer::<K>();
         let pod_informer = factory.informer::<Pod>();
-        let this = Arc::new_cyclic(|weak: &Weak<Self>| {
+        Arc::new_cyclic(|weak: &Weak<Self>| {
             let on_rs = weak.clone();
             rs_informer.add_event_handler(move |note| {
                 if let Some(this) = on_rs.upgrade() {
@@ -156,8 +156,7 @@ impl<K: ReplicaSetKind> ReplicaSetController<K> {
                 burst_replicas: config.burst_replicas,
                 clock: config.clock,
             }
-        });
-        this
+        })
     }
 
     /// Waits for the caches, then runs `workers` sync loops until `shutdown`: get → sync →
