@@ -221,8 +221,46 @@ fn validate_pod_status(new: &Value, old: &Value) -> Vec<FieldError> {
             }
         }
     }
-    // TODO: container state transitions (terminated containers of a pod that never restarts
-    // may not run again) and pod conditions are not validated.
+    errs.extend(validate_container_state_transitions(new, old));
+    // TODO: init container state transitions and pod conditions are not validated.
+    errs
+}
+
+/// `ValidateContainerStateTransition`: unless the pod restarts always, a terminated container
+/// stays terminated (with `OnFailure`, a failed one may restart).
+fn validate_container_state_transitions(new: &Value, old: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let policy = get_str(old, &["spec", "restartPolicy"]).unwrap_or("Always");
+    if policy == "Always" {
+        return errs;
+    }
+    let statuses = |obj: &Value| -> Vec<Value> {
+        get(obj, &["status", "containerStatuses"])
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let new_statuses = statuses(new);
+    for (i, old_status) in statuses(old).iter().enumerate() {
+        let Some(terminated) = get(old_status, &["state", "terminated"]).filter(|t| !t.is_null())
+        else {
+            continue;
+        };
+        if policy == "OnFailure" && get_i64(terminated, &["exitCode"]).unwrap_or(0) != 0 {
+            continue;
+        }
+        let name = get_str(old_status, &["name"]);
+        for new_status in &new_statuses {
+            let still_terminated =
+                get(new_status, &["state", "terminated"]).is_some_and(|t| !t.is_null());
+            if get_str(new_status, &["name"]) == name && !still_terminated {
+                errs.push(FieldError::forbidden(
+                    format!("status.containerStatuses[{i}].state"),
+                    "may not be transitioned to non-terminated state",
+                ));
+            }
+        }
+    }
     errs
 }
 
@@ -771,6 +809,26 @@ mod tests {
         p["spec"]["containers"][0]["ports"] = json!([{"containerPort": "http"}]);
         let errs = s.validate_create(&p);
         assert_eq!(errs[0].field, "spec.containers[0].ports[0].containerPort");
+    }
+
+    #[test]
+    fn terminated_containers_of_pods_that_never_restart_stay_terminated() {
+        let s = strategy();
+        let mut old = created(json!([{"name": "a", "image": "x"}]));
+        old["spec"]["restartPolicy"] = json!("Never");
+        old["status"]["containerStatuses"] =
+            json!([{"name": "a", "state": {"terminated": {"exitCode": 0}}}]);
+        let mut new = old.clone();
+        new["status"]["containerStatuses"] = json!([{"name": "a", "state": {"running": {}}}]);
+        s.prepare_for_status_update(&mut new, &old);
+        assert_eq!(
+            s.validate_update(&new, &old)[0].message_with_field(),
+            "status.containerStatuses[0].state: Forbidden: may not be transitioned to non-terminated state"
+        );
+        old["spec"]["restartPolicy"] = json!("Always");
+        let mut new = old.clone();
+        new["status"]["containerStatuses"] = json!([{"name": "a", "state": {"running": {}}}]);
+        assert!(s.validate_update(&new, &old).is_empty());
     }
 
     #[test]
