@@ -269,7 +269,9 @@ pub trait Strategy: Send + Sync + 'static {
     /// The catalog entry of the resource.
     fn resource(&self) -> &'static ResourceInfo;
 
-    /// Applies the API defaults of the kind (`SetDefaults_*`), only adding absent fields.
+    /// Applies the API defaults of the kind (`SetDefaults_*`): fills fields that are absent,
+    /// `null` or `""` (Go's zero values), never overwrites a value the client chose, and adds
+    /// nothing else (no `null`s, no empty maps kube would not show).
     fn default(&self, obj: &mut Value);
 
     /// Clears what a client may not set on create (status, deletion fields) and sets the
@@ -280,8 +282,8 @@ pub trait Strategy: Send + Sync + 'static {
     /// carries over the system metadata; bumps `metadata.generation` when the spec changed.
     fn prepare_for_update(&self, new: &mut Value, old: &Value);
 
-    /// Prepares an update through `/status`: keeps the old spec (and what else kube keeps),
-    /// takes the new status; the generation is never bumped.
+    /// Prepares an update through `/status`: applies the defaults, keeps the old spec (and what
+    /// else kube keeps), takes the new status; the generation is never bumped.
     fn prepare_for_status_update(&self, new: &mut Value, old: &Value);
 
     /// Validates a new object, including its metadata. Empty means valid.
