@@ -1,0 +1,387 @@
+//! Deletion semantics, namespace lifecycle, binding, tables, bookmarks and request limits.
+
+use std::time::Duration;
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
+use kube::api::{
+    Api, DeleteParams, ListParams, PostParams, PropagationPolicy, WatchEvent, WatchParams,
+};
+use serde_json::json;
+
+fn api_err(e: kube::Error) -> kube::core::Status {
+    match e {
+        kube::Error::Api(s) => *s,
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}
+
+fn pod(name: &str, node: Option<&str>) -> Pod {
+    let mut spec = json!({"containers": [{"name": "c", "image": "nginx"}]});
+    if let Some(n) = node {
+        spec["nodeName"] = json!(n);
+    }
+    serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec})).expect("pod")
+}
+
+fn configmap(name: &str, finalizers: &[&str]) -> ConfigMap {
+    serde_json::from_value(
+        json!({"metadata": {"name": name, "finalizers": finalizers, "labels": {"set": "a"}}}),
+    )
+    .expect("cm")
+}
+
+#[tokio::test]
+async fn bound_pods_terminate_gracefully_until_a_grace_0_delete() {
+    let server = rkcm_apiserver::testing::start().await;
+    let pods: Api<Pod> = Api::namespaced(server.client(), "default");
+    pods.create(&PostParams::default(), &pod("bound", Some("n1")))
+        .await
+        .expect("create");
+    pods.delete("bound", &DeleteParams::default())
+        .await
+        .expect("delete");
+    let p = pods
+        .get("bound")
+        .await
+        .expect("still there while terminating");
+    assert!(p.metadata.deletion_timestamp.is_some());
+    assert_eq!(p.metadata.deletion_grace_period_seconds, Some(30));
+    pods.delete("bound", &DeleteParams::default().grace_period(0))
+        .await
+        .expect("force");
+    assert_eq!(
+        api_err(pods.get("bound").await.expect_err("gone")).code,
+        404
+    );
+
+    // Unbound pods go at once.
+    pods.create(&PostParams::default(), &pod("unbound", None))
+        .await
+        .expect("create");
+    pods.delete("unbound", &DeleteParams::default())
+        .await
+        .expect("delete");
+    assert_eq!(
+        api_err(pods.get("unbound").await.expect_err("gone")).code,
+        404
+    );
+}
+
+#[tokio::test]
+async fn finalizers_hold_objects_and_propagation_adds_gc_finalizers() {
+    let server = rkcm_apiserver::testing::start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(server.client(), "default");
+    cms.create(
+        &PostParams::default(),
+        &configmap("held", &["example.com/hold"]),
+    )
+    .await
+    .expect("create");
+    cms.delete("held", &DeleteParams::default())
+        .await
+        .expect("delete");
+    let held = cms.get("held").await.expect("held by finalizer");
+    assert!(held.metadata.deletion_timestamp.is_some());
+    let mut released = held.clone();
+    released.metadata.finalizers = None;
+    let _ = cms
+        .replace("held", &PostParams::default(), &released)
+        .await
+        .expect("remove finalizer");
+    assert_eq!(api_err(cms.get("held").await.expect_err("gone")).code, 404);
+
+    cms.create(&PostParams::default(), &configmap("orphan", &[]))
+        .await
+        .expect("create");
+    cms.delete(
+        "orphan",
+        &DeleteParams {
+            propagation_policy: Some(PropagationPolicy::Orphan),
+            ..Default::default()
+        },
+    )
+    .await
+    .expect("delete");
+    let o = cms
+        .get("orphan")
+        .await
+        .expect("kept for the garbage collector");
+    assert_eq!(o.metadata.finalizers, Some(vec!["orphan".to_string()]));
+
+    cms.create(&PostParams::default(), &configmap("fg", &[]))
+        .await
+        .expect("create");
+    cms.delete("fg", &DeleteParams::foreground())
+        .await
+        .expect("delete");
+    let f = cms.get("fg").await.expect("kept for the garbage collector");
+    assert_eq!(
+        f.metadata.finalizers,
+        Some(vec!["foregroundDeletion".to_string()])
+    );
+
+    // deletecollection with a label selector deletes only what matches.
+    let mut other = configmap("other", &[]);
+    other.metadata.labels = Some([("set".to_string(), "b".to_string())].into());
+    cms.create(&PostParams::default(), &other)
+        .await
+        .expect("create");
+    cms.create(&PostParams::default(), &configmap("plain", &[]))
+        .await
+        .expect("create");
+    cms.delete_collection(
+        &DeleteParams::default(),
+        &ListParams::default().labels("set=a"),
+    )
+    .await
+    .expect("deletecollection");
+    assert!(cms.get("plain").await.is_err());
+    cms.get("other").await.expect("not selected, kept");
+}
+
+#[tokio::test]
+async fn namespace_lifecycle() {
+    let server = rkcm_apiserver::testing::start().await;
+    let nss: Api<Namespace> = Api::all(server.client());
+    let ns: Namespace =
+        serde_json::from_value(json!({"metadata": {"name": "doomed"}})).expect("ns");
+    let created = nss
+        .create(&PostParams::default(), &ns)
+        .await
+        .expect("create");
+    assert_eq!(
+        created.spec.and_then(|s| s.finalizers),
+        Some(vec!["kubernetes".to_string()])
+    );
+    assert_eq!(
+        created.status.and_then(|s| s.phase).as_deref(),
+        Some("Active")
+    );
+
+    nss.delete("doomed", &DeleteParams::default())
+        .await
+        .expect("delete");
+    let terminating = nss.get("doomed").await.expect("stays while finalized");
+    assert_eq!(
+        terminating.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Terminating")
+    );
+    assert!(terminating.metadata.deletion_timestamp.is_some());
+
+    let cms: Api<ConfigMap> = Api::namespaced(server.client(), "doomed");
+    let e = api_err(
+        cms.create(&PostParams::default(), &configmap("late", &[]))
+            .await
+            .expect_err("terminating"),
+    );
+    assert_eq!(e.code, 403);
+    assert_eq!(e.reason, "Forbidden");
+    assert_eq!(
+        e.message,
+        "configmaps \"late\" is forbidden: unable to create new content in namespace doomed because it is being terminated"
+    );
+    let causes = e.details.expect("details").causes;
+    assert_eq!(causes[0].reason, "NamespaceTerminating");
+
+    let e = api_err(
+        nss.delete("default", &DeleteParams::default())
+            .await
+            .expect_err("system namespace"),
+    );
+    assert_eq!(e.code, 403);
+    assert!(
+        e.message.ends_with("this namespace may not be deleted"),
+        "{}",
+        e.message
+    );
+
+    // The namespace controller's last step: /finalize with no finalizers removes it.
+    let mut finalized = terminating.clone();
+    finalized.spec = Some(Default::default());
+    let _: Namespace = nss
+        .replace_subresource("finalize", "doomed", &PostParams::default(), &finalized)
+        .await
+        .expect("finalize");
+    assert_eq!(
+        api_err(nss.get("doomed").await.expect_err("gone")).code,
+        404
+    );
+}
+
+#[tokio::test]
+async fn binding_sets_the_node_once() {
+    let server = rkcm_apiserver::testing::start().await;
+    let pods: Api<Pod> = Api::namespaced(server.client(), "default");
+    pods.create(&PostParams::default(), &pod("b", None))
+        .await
+        .expect("create");
+    let binding = |node: &str| {
+        json!({
+            "apiVersion": "v1", "kind": "Binding",
+            "metadata": {"name": "b"},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node}
+        })
+    };
+    let _: kube::core::Status = pods
+        .create_subresource("binding", "b", &PostParams::default(), &binding("n1"))
+        .await
+        .expect("bind");
+    let p = pods.get("b").await.expect("get");
+    assert_eq!(p.spec.and_then(|s| s.node_name).as_deref(), Some("n1"));
+    let scheduled = p.status.and_then(|s| s.conditions).unwrap_or_default();
+    assert!(scheduled
+        .iter()
+        .any(|c| c.type_ == "PodScheduled" && c.status == "True"));
+    let e = pods
+        .create_subresource::<_, kube::core::Status>(
+            "binding",
+            "b",
+            &PostParams::default(),
+            &binding("n2"),
+        )
+        .await
+        .expect_err("already bound");
+    assert_eq!(api_err(e).code, 409);
+}
+
+#[tokio::test]
+async fn bookmarks_arrive_when_asked_for() {
+    let config = rkcm_apiserver::Config {
+        bookmark_interval: Duration::from_millis(50),
+        ..Default::default()
+    };
+    let server = rkcm_apiserver::testing::start_with(config).await;
+    let pods: Api<Pod> = Api::namespaced(server.client(), "default");
+    let list = pods.list(&ListParams::default()).await.expect("list");
+    let rv = list.metadata.resource_version.expect("list rv");
+    let mut stream = pods
+        .watch(&WatchParams::default(), &rv)
+        .await
+        .expect("watch")
+        .boxed();
+    let ev = tokio::time::timeout(Duration::from_secs(10), stream.try_next())
+        .await
+        .expect("bookmark within 10s")
+        .expect("ok")
+        .expect("open");
+    match ev {
+        WatchEvent::Bookmark(b) => assert!(!b.metadata.resource_version.is_empty()),
+        other => panic!("expected a bookmark, got {other:?}"),
+    }
+}
+
+async fn raw(
+    server: &rkcm_apiserver::testing::TestServer,
+    req: http::Request<Vec<u8>>,
+) -> (u16, serde_json::Value) {
+    let client = server.client();
+    let resp = client
+        .send(req.map(kube::client::Body::from))
+        .await
+        .expect("request");
+    let status = resp.status().as_u16();
+    let body = http_body_util::BodyExt::collect(resp.into_body())
+        .await
+        .expect("body")
+        .to_bytes();
+    let first_line = body.split(|b| *b == b'\n').next().unwrap_or_default();
+    (
+        status,
+        serde_json::from_slice(first_line).unwrap_or(serde_json::Value::Null),
+    )
+}
+
+#[tokio::test]
+async fn tables_limits_and_malformed_bodies() {
+    let server = rkcm_apiserver::testing::start().await;
+    let pods: Api<Pod> = Api::namespaced(server.client(), "default");
+    pods.create(&PostParams::default(), &pod("t1", Some("n1")))
+        .await
+        .expect("create");
+
+    let table_accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
+    let req = http::Request::get("/api/v1/namespaces/default/pods")
+        .header("Accept", table_accept)
+        .body(Vec::new())
+        .expect("request");
+    let (code, table) = raw(&server, req).await;
+    assert_eq!(code, 200);
+    assert_eq!(table["kind"], "Table");
+    let columns: Vec<&str> = table["columnDefinitions"]
+        .as_array()
+        .expect("columns")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(
+        &columns[..5],
+        ["Name", "Ready", "Status", "Restarts", "Age"]
+    );
+    assert_eq!(table["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+    assert!(table["metadata"]["resourceVersion"].is_string());
+
+    let req = http::Request::get("/api/v1/namespaces/default/pods?watch=true")
+        .header("Accept", table_accept)
+        .body(Vec::new())
+        .expect("request");
+    let (code, event) = raw_first_event(&server, req).await;
+    assert_eq!(code, 200);
+    assert_eq!(event["type"], "ADDED");
+    assert_eq!(event["object"]["kind"], "Table");
+    assert_eq!(event["object"]["rows"].as_array().map(Vec::len), Some(1));
+
+    let req = http::Request::post("/api/v1/namespaces/default/configmaps")
+        .header("Content-Type", "application/json")
+        .body(b"{\"metadata\": {".to_vec())
+        .expect("request");
+    let (code, status) = raw(&server, req).await;
+    assert_eq!(code, 400);
+    assert_eq!(status["reason"], "BadRequest");
+
+    let big = format!(
+        "{{\"metadata\":{{\"name\":\"big\"}},\"data\":{{\"x\":\"{}\"}}}}",
+        "a".repeat(4 << 20)
+    );
+    let req = http::Request::post("/api/v1/namespaces/default/configmaps")
+        .header("Content-Type", "application/json")
+        .body(big.into_bytes())
+        .expect("request");
+    let (code, status) = raw(&server, req).await;
+    assert_eq!(code, 413);
+    assert_eq!(status["reason"], "RequestEntityTooLarge");
+}
+
+async fn raw_first_event(
+    server: &rkcm_apiserver::testing::TestServer,
+    req: http::Request<Vec<u8>>,
+) -> (u16, serde_json::Value) {
+    let client = server.client();
+    let resp = client
+        .send(req.map(kube::client::Body::from))
+        .await
+        .expect("request");
+    let status = resp.status().as_u16();
+    let mut body = resp.into_body();
+    let mut buf = Vec::new();
+    let read = async {
+        while !buf.contains(&b'\n') {
+            match http_body_util::BodyExt::frame(&mut body).await {
+                Some(Ok(f)) => {
+                    if let Ok(d) = f.into_data() {
+                        buf.extend_from_slice(&d);
+                    }
+                }
+                _ => break,
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), read)
+        .await
+        .expect("first watch line within 10s");
+    let line = buf.split(|b| *b == b'\n').next().unwrap_or_default();
+    (
+        status,
+        serde_json::from_slice(line).expect("watch line is JSON"),
+    )
+}
