@@ -220,6 +220,7 @@ impl Strategy for DeploymentStrategy {
         self.default(new);
         self.base.prepare_for_status_update(new, old);
         copy(new, old, &["metadata", "labels"]);
+        workload::drop_terminating_replicas(new, old);
     }
 
     fn validate_create(&self, obj: &Value) -> Vec<FieldError> {

@@ -11,7 +11,7 @@ use super::generic::GenericStrategy;
 use super::meta::validate_immutable;
 use super::object::{get, get_i64};
 use super::selector::LabelSelector;
-use super::workload;
+use super::workload::{self, drop_terminating_replicas};
 use super::{FieldError, GracefulDelete, Strategy};
 
 const STATUS_COUNTERS: &[&str] = &[
@@ -69,6 +69,7 @@ impl Strategy for ReplicaSetStrategy {
         // kube defaults every decoded body, status updates included.
         self.default(new);
         self.base.prepare_for_status_update(new, old);
+        drop_terminating_replicas(new, old);
     }
 
     fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
@@ -199,10 +200,14 @@ mod tests {
         let old = created();
         let mut new = old.clone();
         new["spec"]["replicas"] = json!(7);
-        new["status"] = json!({"replicas": 1, "fullyLabeledReplicas": 2, "readyReplicas": 1, "availableReplicas": 1});
+        new["status"] = json!({"replicas": 1, "fullyLabeledReplicas": 2, "readyReplicas": 1, "availableReplicas": 1, "terminatingReplicas": 1});
         s.prepare_for_status_update(&mut new, &old);
         assert_eq!(new["spec"]["replicas"], 1);
         assert_eq!(new["metadata"]["generation"], 1);
+        assert!(
+            new["status"].get("terminatingReplicas").is_none(),
+            "feature is off in 1.33"
+        );
         assert_eq!(
             messages(&s.validate_update(&new, &old)),
             ["status.fullyLabeledReplicas: Invalid value: 2: cannot be greater than status.replicas"]

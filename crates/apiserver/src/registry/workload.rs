@@ -169,6 +169,15 @@ pub(crate) fn validate_collision_count(new: &Value, old: &Value) -> Vec<FieldErr
     }
 }
 
+/// `dropDisabledStatusFields`: `status.terminatingReplicas` belongs to the
+/// `DeploymentReplicaSetTerminatingReplicas` feature, alpha and off in 1.33, so a status
+/// update may only keep it when the old status already had it.
+pub(crate) fn drop_terminating_replicas(new: &mut Value, old: &Value) {
+    if get(old, &["status", "terminatingReplicas"]).is_none_or(Value::is_null) {
+        set(new, &["status", "terminatingReplicas"], None);
+    }
+}
+
 /// `(spec.replicas, status.replicas, selector)` of a workload for `/scale`.
 pub(crate) fn scale_of(obj: &Value, selector: String) -> (i32, i32, String) {
     let as_i32 = |path: &[&str]| {
