@@ -13,7 +13,10 @@ use rkcm_runtime::events::EventBroadcaster;
 use rkcm_runtime::informer::InformerFactory;
 use rkcm_runtime::{Clock, Shutdown, SystemClock};
 
-use crate::{deployment, garbagecollector, namespace, podgc};
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::ReplicationController;
+
+use crate::{deployment, garbagecollector, namespace, podgc, replicaset};
 
 /// A controller the manager knows, by canonical name and the aliases `--controllers` accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -287,7 +290,36 @@ pub async fn start(
     }
     let o = ctx.options;
     let run: RunFuture = match controller {
-        // RS_BLOCK
+        REPLICASET => {
+            let c = replicaset::ReplicaSetController::new(
+                ctx.factory,
+                client,
+                ctx.events
+                    .recorder(<ReplicaSet as replicaset::ReplicaSetKind>::EVENT_SOURCE),
+                replicaset::Config {
+                    workers: o.concurrent_replicaset_syncs,
+                    clock: Arc::clone(&o.clock),
+                    ..replicaset::Config::default()
+                },
+            );
+            let workers = o.concurrent_replicaset_syncs;
+            Box::pin(async move { c.run(workers, shutdown).await })
+        }
+        REPLICATIONCONTROLLER => {
+            let c = replicaset::ReplicaSetController::new_for_rc(
+                ctx.factory,
+                client,
+                ctx.events
+                    .recorder(<ReplicationController as replicaset::ReplicaSetKind>::EVENT_SOURCE),
+                replicaset::Config {
+                    workers: o.concurrent_rc_syncs,
+                    clock: Arc::clone(&o.clock),
+                    ..replicaset::Config::default()
+                },
+            );
+            let workers = o.concurrent_rc_syncs;
+            Box::pin(async move { c.run(workers, shutdown).await })
+        }
         DEPLOYMENT => {
             let c = deployment::DeploymentController::new(
                 ctx.factory,
