@@ -111,10 +111,15 @@ pub fn is_dns1035_label(value: &str) -> Vec<String> {
     errs
 }
 
-/// `maskTrailingDash`: a `generateName` may end in `-`.
+/// `maskTrailingDash`: a `generateName` may end in `-`. Bug-compatible with kube, which drops
+/// the last two characters (`name[:len(name)-2] + "a"`).
 fn mask_trailing_dash(name: &str, prefix: bool) -> String {
     if prefix && name.len() > 1 && name.ends_with('-') {
-        format!("{}a", &name[..name.len() - 1])
+        let cut = name.len() - 2;
+        match name.get(..cut) {
+            Some(head) => format!("{head}a"),
+            None => name.to_string(),
+        }
     } else {
         name.to_string()
     }
