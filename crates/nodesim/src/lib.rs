@@ -38,8 +38,8 @@
 //! (`matchExpressions` with In, NotIn, Exists, DoesNotExist, Gt, Lt; `matchFields` on `metadata.name`),
 //! resource requests (cpu, memory, extended resources, pod count) against allocatable minus the
 //! requests of the node's unfinished pods, and required inter-pod affinity and anti-affinity
-//! (`requiredDuringSchedulingIgnoredDuringExecution`, any `topologyKey`). A pod that fits nowhere stays Pending with condition
-//! `PodScheduled=False`, reason `Unschedulable` and kube-scheduler's message, for example
+//! (`requiredDuringSchedulingIgnoredDuringExecution`, any `topologyKey`). A pod that fits nowhere
+//! stays Pending with condition `PodScheduled=False`, reason `Unschedulable` and kube-scheduler's message, for example
 //! `0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.`
 //! Pods created with `spec.nodeName` set skip the scheduler. Nodes whose Ready condition is not True
 //! count as tainted `node.kubernetes.io/not-ready` or `…/unreachable` (NoSchedule), standing in for
