@@ -123,25 +123,22 @@ fn validate(obj: &Value) -> Vec<FieldError> {
                 errs.push(FieldError::duplicate(format!("{path}.name"), &json!(name)));
             }
         }
-        match get(p, &["port"]) {
-            Some(v) if v.as_i64().is_some_and(|n| (1..=65535).contains(&n)) => {}
-            Some(v) => errs.push(FieldError::invalid(
+        let port = get(p, &["port"]).cloned().unwrap_or(json!(0));
+        if !port.as_i64().is_some_and(|n| (1..=65535).contains(&n)) {
+            errs.push(FieldError::invalid(
                 format!("{path}.port"),
-                v,
+                &port,
                 "must be between 1 and 65535, inclusive",
-            )),
-            None => errs.push(FieldError::required(format!("{path}.port"), "")),
-        }
-        let protocol = get(p, &["protocol"]);
-        if !protocol
-            .and_then(Value::as_str)
-            .is_some_and(|s| ["TCP", "UDP", "SCTP"].contains(&s))
-        {
-            errs.push(FieldError::not_supported(
-                format!("{path}.protocol"),
-                protocol.unwrap_or(&Value::Null),
-                &["SCTP", "TCP", "UDP"],
             ));
+        }
+        match get(p, &["protocol"]).and_then(Value::as_str) {
+            None | Some("") => errs.push(FieldError::required(format!("{path}.protocol"), "")),
+            Some("TCP" | "UDP" | "SCTP") => {}
+            Some(other) => errs.push(FieldError::not_supported(
+                format!("{path}.protocol"),
+                &json!(other),
+                &["SCTP", "TCP", "UDP"],
+            )),
         }
     }
     errs.extend(meta::validate_labels(
