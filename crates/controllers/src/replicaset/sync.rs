@@ -21,7 +21,7 @@ use super::pod_control::PodControlError;
 use super::pod_state::filter_active_pods;
 use super::replicas::{pods_to_delete, replica_diff, ReplicaDiff};
 use super::status::{calculate_status, status_needs_update};
-use super::{ReplicaSetController, ReplicaSetKind};
+use super::{ReplicaSetController, ReplicaSetKind, ORPHAN_POD_INDEX};
 
 /// Times a failed status update is retried after a fresh GET (`statusUpdateRetries`).
 const STATUS_UPDATE_RETRIES: usize = 1;
@@ -107,9 +107,21 @@ impl<K: ReplicaSetKind> ReplicaSetController<K> {
             }
         };
 
-        // All pods of the namespace, so that pods that stopped matching but still carry our
-        // controller ref get released.
-        let all_pods = self.pod_store.list_by_namespace(key.namespace_str());
+        // The pods this object may claim: those carrying its controller reference (including
+        // ones that stopped matching, to release them) and the namespace's orphans. kube lists
+        // the whole namespace here; the two indices give the same candidates without a scan.
+        let uid = obj.meta().uid.clone().unwrap_or_default();
+        let namespace = key.namespace_str();
+        let mut all_pods: Vec<Arc<Pod>> = self
+            .pod_store
+            .by_index(CONTROLLER_UID_INDEX, &uid)
+            .into_iter()
+            .filter(|p| p.metadata.namespace.as_deref().unwrap_or("") == namespace)
+            .collect();
+        all_pods.extend(self.pod_store.by_index(ORPHAN_POD_INDEX, namespace));
+        // Index order is arbitrary; sort by name so that ties in the deletion ranking and the
+        // order of adoptions are deterministic.
+        all_pods.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         let active = filter_active_pods(&all_pods);
         let claimed = self.claim_pods(&obj, key, &selector, &active).await?;
 
