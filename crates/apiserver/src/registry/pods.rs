@@ -344,6 +344,16 @@ impl Strategy for PodStrategy {
         // ValidatePod: metadata first, then the spec.
         let mut errs = self.base.validate_create(obj);
         errs.extend(validate_pod_spec(get(obj, &["spec"]), "spec"));
+        // ValidatePodCreate: ephemeral containers come only through their subresource.
+        if get(obj, &["spec", "ephemeralContainers"])
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty())
+        {
+            errs.push(FieldError::forbidden(
+                "spec.ephemeralContainers",
+                "cannot be set on create",
+            ));
+        }
         errs
     }
 
