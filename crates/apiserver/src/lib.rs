@@ -9,6 +9,7 @@ pub mod config;
 pub mod error;
 pub mod http;
 pub mod object;
+pub mod protobuf;
 pub mod registry;
 pub mod rest;
 pub mod server;

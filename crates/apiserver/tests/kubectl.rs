@@ -185,6 +185,45 @@ async fn exercise(bin: &str, validate: &str) {
         .await;
     assert_eq!(replicas, "1");
 
+    // Typed `create` subcommands (kubectl 1.32+ sends these bodies as protobuf).
+    k.ok(&["create", "namespace", "typed"]).await;
+    k.ok(&[
+        "create",
+        "configmap",
+        "cfg",
+        "-n",
+        "typed",
+        "--from-literal=a=b",
+    ])
+    .await;
+    let data = k
+        .ok(&[
+            "get",
+            "cm",
+            "cfg",
+            "-n",
+            "typed",
+            "-o",
+            "jsonpath={.data.a}",
+        ])
+        .await;
+    assert_eq!(data, "b");
+    k.ok(&[
+        "create",
+        "deployment",
+        "typed",
+        "-n",
+        "typed",
+        "--image=nginx:1.25",
+        "--replicas=2",
+        "--port=80",
+    ])
+    .await;
+    let port = k
+        .ok(&["get", "deploy", "typed", "-n", "typed", "-o", "jsonpath={.spec.template.spec.containers[0].ports[0].containerPort} {.spec.replicas} {.spec.selector.matchLabels.app}"])
+        .await;
+    assert_eq!(port, "80 2 typed");
+
     k.ok(&["delete", "deploy", "web"]).await;
     let (ok, _, stderr) = k.run(&["get", "deploy", "web"]).await;
     assert!(

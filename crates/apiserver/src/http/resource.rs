@@ -25,6 +25,7 @@ use crate::http::params::Params;
 use crate::http::path::{self, ResourcePath};
 use crate::http::{json_response, json_value, read_body, table, watch, SharedState};
 use crate::object;
+use crate::protobuf;
 use crate::registry::{self, Strategy};
 use crate::rest::{self, DeleteOptions, Deleted, UpdateTarget, WriteOptions};
 use crate::watch_cache::CachedObject;
@@ -102,7 +103,7 @@ async fn dispatch(
             Method::DELETE => {
                 require_verb(info, "deletecollection", method)?;
                 let bytes = read_body(headers, body).await?;
-                delete_collection(state, info, ns, &params, &bytes).await
+                delete_collection(state, info, ns, headers, &params, &bytes).await
             }
             _ => Err(ApiError::method_not_allowed(method.as_str())),
         },
@@ -157,7 +158,7 @@ async fn dispatch(
             Method::DELETE => {
                 require_verb(info, "delete", method)?;
                 let bytes = read_body(headers, body).await?;
-                let opts = delete_options(&params, &bytes)?;
+                let opts = delete_options(headers, &params, &bytes)?;
                 match rest::delete(&state.store, info, ns, name, &opts).await? {
                     Deleted::Gone(obj) => Ok(deleted_response(info, &obj)),
                     Deleted::Pending(obj) => Ok(json_value(StatusCode::OK, &obj)),
@@ -343,6 +344,12 @@ pub fn decode_json(headers: &HeaderMap, bytes: &Bytes) -> ApiResult<Value> {
         .unwrap_or("")
         .trim()
         .to_ascii_lowercase();
+    if media == "application/vnd.kubernetes.protobuf" {
+        return protobuf::decode(bytes).map_err(|e| match e {
+            protobuf::Error::UnknownKind(_) => ApiError::unsupported_media_type(e.to_string()),
+            _ => ApiError::bad_request(format!("error decoding request body: {e}")),
+        });
+    }
     if !(media.is_empty() || media == "application/json" || media == "*/*" || media == "text/plain")
     {
         return Err(ApiError::unsupported_media_type(format!(
@@ -367,7 +374,12 @@ fn decode_object(
         ));
     }
     let mode = field_validation(params)?;
-    let warnings = check_fields(info, bytes, mode)?;
+    // Protobuf bodies cannot carry unknown or duplicate fields.
+    let warnings = if bytes.starts_with(protobuf::MAGIC) {
+        Vec::new()
+    } else {
+        check_fields(info, bytes, mode)?
+    };
     Ok((obj, warnings))
 }
 
@@ -480,7 +492,7 @@ async fn patch_object(
     Err(last.unwrap_or_else(|| ApiError::conflict(info, name)))
 }
 
-fn delete_options(params: &Params, body: &Bytes) -> ApiResult<DeleteOptions> {
+fn delete_options(headers: &HeaderMap, params: &Params, body: &Bytes) -> ApiResult<DeleteOptions> {
     let mut opts = DeleteOptions {
         grace_period_seconds: params.int("gracePeriodSeconds")?,
         propagation_policy: params.non_empty("propagationPolicy").map(str::to_string),
@@ -489,8 +501,7 @@ fn delete_options(params: &Params, body: &Bytes) -> ApiResult<DeleteOptions> {
         ..DeleteOptions::default()
     };
     if !body.iter().all(u8::is_ascii_whitespace) {
-        let v: Value = serde_json::from_slice(body)
-            .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
+        let v = decode_json(headers, body)?;
         opts.merge_body(&v)?;
     }
     Ok(opts)
@@ -731,11 +742,12 @@ async fn delete_collection(
     state: &SharedState,
     info: &'static ResourceInfo,
     ns: Option<&str>,
+    headers: &HeaderMap,
     params: &Params,
     body: &Bytes,
 ) -> ApiResult<Response> {
     let filter = Filter::from_params(info, params, None)?;
-    let opts = delete_options(params, body)?;
+    let opts = delete_options(headers, params, body)?;
     let prefix = rest::prefix(info, ns);
     let keep = |o: &CachedObject| filter.matches(&o.value);
     let (items, revision, _) = state.store.cache().list(&prefix, None, 0, &keep);
