@@ -476,4 +476,36 @@ mod tests {
             _ => panic!("expected an event"),
         }
     }
+
+    #[tokio::test]
+    async fn a_watcher_that_falls_behind_catches_up_from_the_ring() {
+        let cache = WatchCache::new(Vec::new(), 0, 10_000);
+        let mut sub = cache.watch("/core/pods/", Some(0)).expect("watch");
+        let total = BROADCAST_CAPACITY as i64 + 100;
+        for rev in 1..=total {
+            put(&cache, &format!("/core/pods/a/p{rev}"), rev, "p");
+        }
+        let mut last = 0;
+        while last < total {
+            match sub.next(last).await {
+                Next::Events(evs) => {
+                    for e in evs {
+                        assert_eq!(e.revision(), last + 1, "no gap, no duplicate");
+                        last = e.revision();
+                    }
+                }
+                _ => panic!("expected events"),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_watcher_behind_the_ring_expires() {
+        let cache = WatchCache::new(Vec::new(), 0, 10);
+        let mut sub = cache.watch("/core/pods/", Some(0)).expect("watch");
+        for rev in 1..=(BROADCAST_CAPACITY as i64 + 100) {
+            put(&cache, &format!("/core/pods/a/p{rev}"), rev, "p");
+        }
+        assert!(matches!(sub.next(0).await, Next::Expired(_)));
+    }
 }
