@@ -645,3 +645,30 @@ async fn required_pod_anti_affinity_spreads_replicas_over_hosts() -> Result<()> 
     );
     Ok(())
 }
+
+#[tokio::test]
+async fn gated_pods_report_scheduling_gated() -> Result<()> {
+    use k8s_openapi::api::core::v1::PodSchedulingGate;
+
+    let c = cluster(fast_config(1)).await;
+    let pods: Api<Pod> = Api::namespaced(c.client.clone(), "default");
+    let mut gated = pod("gated", "nginx");
+    gated.spec.as_mut().context("spec")?.scheduling_gates = Some(vec![PodSchedulingGate {
+        name: "example.com/wait".into(),
+    }]);
+    pods.create(&PostParams::default(), &gated).await?;
+    let (status, reason, _) = eventually("PodScheduled=False SchedulingGated", || async {
+        condition(&get_pod(&pods, "gated").await?, "PodScheduled")
+    })
+    .await?;
+    assert_eq!(
+        (status.as_str(), reason.as_deref()),
+        ("False", Some("SchedulingGated"))
+    );
+
+    // TODO: remove the gate and see the pod scheduled, once the API server accepts removing
+    // scheduling gates in pod updates (kube allows it since 1.27).
+    let p = get_pod(&pods, "gated").await.context("gated")?;
+    assert!(p.spec.and_then(|s| s.node_name).is_none());
+    Ok(())
+}

@@ -32,6 +32,17 @@ pub use pod_affinity::InterPodAffinity;
 pub use predicates::{fits, is_terminal, NodeUsage, Reason};
 pub use select::{select_node, FitError};
 
+/// Message of `PodScheduled=False` with reason `SchedulingGated`.
+pub const GATED_MESSAGE: &str = "Scheduling is blocked due to non-empty scheduling gates";
+
+/// True when `spec.schedulingGates` holds the pod back.
+pub fn is_gated(pod: &Pod) -> bool {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.scheduling_gates.as_ref())
+        .is_some_and(|g| !g.is_empty())
+}
+
 /// Pod index of bound, unfinished pods with required anti-affinity terms (value `"true"`).
 pub const ANTI_AFFINITY_INDEX: &str = "nodesim/requiredAntiAffinity";
 
@@ -136,7 +147,7 @@ impl Scheduler {
         .await;
     }
 
-    /// True when this scheduler should place `pod`: unbound, alive, not gated, and asking for us.
+    /// True when `pod` waits for this scheduler: unbound, alive, and asking for us (possibly gated).
     pub fn responsible_for(&self, pod: &Pod) -> bool {
         let Some(spec) = &pod.spec else {
             return false;
@@ -146,12 +157,7 @@ impl Scheduler {
             None | Some("") => true,
             Some(name) => name == self.scheduler_name,
         };
-        // TODO: gated pods should report PodScheduled=False with reason SchedulingGated.
-        let gated = spec
-            .scheduling_gates
-            .as_ref()
-            .is_some_and(|g| !g.is_empty());
-        unbound && ours && !gated && pod.metadata.deletion_timestamp.is_none() && !is_terminal(pod)
+        unbound && ours && pod.metadata.deletion_timestamp.is_none() && !is_terminal(pod)
     }
 
     fn handle_pod(&self, note: Notification<Pod>) {
@@ -297,6 +303,13 @@ impl Scheduler {
             // Bound already; waiting for the cache to show it.
             return Ok(());
         }
+        if is_gated(&pod) {
+            // The scheduler's PreEnqueue: the pod waits until its gates are removed (an update).
+            self.unschedulable.lock().remove(key);
+            self.set_not_scheduled(key, &pod, "SchedulingGated", GATED_MESSAGE)
+                .await?;
+            return Ok(());
+        }
         let nodes = self.nodes.list();
         let candidates: Vec<(&Node, NodeUsage)> = nodes
             .iter()
@@ -367,6 +380,25 @@ impl Scheduler {
         self.unschedulable.lock().insert(key.clone());
         self.queue.add_after(key.clone(), UNSCHEDULABLE_RETRY);
         let message = fit.to_string();
+        if self
+            .set_not_scheduled(key, pod, "Unschedulable", &message)
+            .await?
+        {
+            tracing::debug!(pod = %key, %message, "unschedulable");
+            self.event(pod, EventType::Warning, "FailedScheduling", message);
+        }
+        Ok(())
+    }
+
+    /// Sets `PodScheduled=False` with `reason` and `message` unless the pod already says so.
+    /// Returns whether it wrote.
+    async fn set_not_scheduled(
+        &self,
+        key: &ObjectKey,
+        pod: &Pod,
+        reason: &str,
+        message: &str,
+    ) -> Result<bool> {
         let mut conditions = pod
             .status
             .as_ref()
@@ -375,20 +407,18 @@ impl Scheduler {
         let current = conditions.iter().find(|c| c.type_ == POD_SCHEDULED);
         let unchanged = current.is_some_and(|c| {
             c.status == "False"
-                && c.reason.as_deref() == Some("Unschedulable")
-                && c.message.as_deref() == Some(message.as_str())
+                && c.reason.as_deref() == Some(reason)
+                && c.message.as_deref() == Some(message)
         });
         if unchanged {
-            return Ok(());
+            return Ok(false);
         }
-        tracing::debug!(pod = %key, %message, "unschedulable");
-        self.event(pod, EventType::Warning, "FailedScheduling", message.clone());
         set_condition(
             &mut conditions,
             POD_SCHEDULED,
             false,
-            Some("Unschedulable"),
-            Some(message),
+            Some(reason),
+            Some(message.to_string()),
             self.clock.now(),
         );
         let patch = json!({
@@ -400,8 +430,8 @@ impl Scheduler {
             .patch_status(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
         {
-            Ok(_) => Ok(()),
-            Err(e) if api_code(&e) == Some(404) => Ok(()),
+            Ok(_) => Ok(true),
+            Err(e) if api_code(&e) == Some(404) => Ok(false),
             Err(source) => Err(Error::PodStatus {
                 pod: key.to_string(),
                 source,
