@@ -22,6 +22,7 @@ use rkcm_controllers::replicaset::{
 };
 use rkcm_runtime::events::EventBroadcaster;
 use rkcm_runtime::informer::InformerFactory;
+use rkcm_runtime::slow_start::{slow_start_batch, SLOW_START_INITIAL_BATCH_SIZE};
 use rkcm_runtime::Shutdown;
 
 fn env(name: &str, default: usize) -> usize {
@@ -118,35 +119,45 @@ async fn replica_sets_converge_at_plain_client_speed() -> Result<()> {
     let replicas = env("RKCM_BENCH_REPLICAS", 10);
     let total = n_rs * replicas;
 
-    // Baseline: a plain client creating the same number of pods, 5 workers × batches of up
-    // to 8 ≈ 40 requests in flight at most, as the controller has.
+    // Baseline: a plain client creating the same pods with the same concurrency as the
+    // controller: 5 sets at a time (its workers), each in slow-start batches 1, 2, 4, ….
     let baseline = {
         let server = testing::start().await;
         let api: Api<Pod> = Api::namespaced(server.client(), "default");
         let started = Instant::now();
-        let results: Vec<_> = stream::iter(0..total)
-            .map(|i| {
+        let failures: Vec<usize> = stream::iter(0..n_rs)
+            .map(|set| {
                 let api = api.clone();
+                let next = AtomicUsize::new(0);
                 async move {
-                    let t = template("plain");
-                    let pod = Pod {
-                        metadata: ObjectMeta {
-                            name: Some(format!("plain-{i}")),
-                            labels: t.metadata.and_then(|m| m.labels),
-                            ..Default::default()
-                        },
-                        spec: t.spec,
-                        status: None,
-                    };
-                    api.create(&PostParams::default(), &pod).await
+                    let (_, err) =
+                        slow_start_batch(replicas, SLOW_START_INITIAL_BATCH_SIZE, || {
+                            let i = next.fetch_add(1, Ordering::Relaxed);
+                            let api = api.clone();
+                            async move {
+                                let t = template("plain");
+                                let pod = Pod {
+                                    metadata: ObjectMeta {
+                                        name: Some(format!("plain-{set}-{i}")),
+                                        labels: t.metadata.and_then(|m| m.labels),
+                                        ..Default::default()
+                                    },
+                                    spec: t.spec,
+                                    status: None,
+                                };
+                                api.create(&PostParams::default(), &pod).await.map(|_| ())
+                            }
+                        })
+                        .await;
+                    usize::from(err.is_some())
                 }
             })
-            .buffer_unordered(40)
+            .buffer_unordered(5)
             .collect()
             .await;
-        let failed = results.iter().filter(|r| r.is_err()).count();
+        let failed: usize = failures.iter().sum();
         if failed > 0 {
-            bail!("{failed} plain creates failed");
+            bail!("{failed} plain sets failed");
         }
         started.elapsed()
     };
@@ -240,7 +251,7 @@ async fn replica_sets_converge_at_plain_client_speed() -> Result<()> {
     println!(
         "replicaset bench: {n_rs} ReplicaSets x {replicas} replicas = {total} pods\n\
          controller: all pods created in {:.2}s ({:.0} pods/s), statuses converged in {:.2}s\n\
-         plain client (40 in flight): {total} pods in {:.2}s ({:.0} pods/s)\n\
+         plain client (5 workers, slow start): {total} pods in {:.2}s ({:.0} pods/s)\n\
          controller throughput / plain: {:.0}%\n\
          pod writes by the controller: {writes} ({:.3} per pod; status writes excluded)\n\
          process CPU during the run (API server + controller, in-process): {:.1}s; peak RSS {:.0} MiB",
