@@ -81,7 +81,7 @@ async fn metrics() -> impl IntoResponse {
     (
         [(
             header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
         rkcm_runtime::metrics::encode_text(),
     )
