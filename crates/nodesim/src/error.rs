@@ -59,9 +59,6 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
-    /// The caches did not sync before shutdown.
-    #[error("shut down before the node simulator's caches synced")]
-    NotSynced,
 }
 
 /// Result with [`Error`].
