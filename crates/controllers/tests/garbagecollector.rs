@@ -1,21 +1,26 @@
 //! The garbage collector against the embedded API server: background, foreground and orphan
 //! propagation, dangling owner references, and owners replaced by another object of the same name.
 //!
-//! Owners are ConfigMaps and dependents are pods, made by hand: pods without `spec.nodeName` are
+//! Owners are mostly ConfigMaps and dependents pods, made by hand: pods without `spec.nodeName` are
 //! removed at once when deleted, bound pods stay Terminating until the test, playing the kubelet,
-//! deletes them with grace period 0.
+//! deletes them with grace period 0. The last tests run the Deployment and ReplicaSet controllers
+//! too, started through the registry as the manager starts them, and delete a Deployment as
+//! `kubectl delete --cascade=background|orphan|foreground` does.
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod, PodSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, ReplicaSet};
+use k8s_openapi::api::core::v1::{ConfigMap, Container, Node, Pod, PodSpec, PodTemplateSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference};
+use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
 use kube::Client;
 use rkcm_apiserver::testing::{self, TestServer};
 use rkcm_controllers::garbagecollector::{Config, GarbageCollector};
+use rkcm_controllers::registry::{self, ControllerContext, ControllerOptions, Started};
+use rkcm_runtime::events::EventBroadcaster;
 use rkcm_runtime::informer::InformerFactory;
 use rkcm_runtime::Shutdown;
 
@@ -49,6 +54,43 @@ async fn start() -> Harness {
         client,
         shutdown,
     }
+}
+
+/// Starts a server and the named controllers through the registry, as the manager does.
+async fn start_controllers(names: &[&str]) -> Result<Harness> {
+    let server = testing::start().await;
+    let client = server.client();
+    let shutdown = Shutdown::new();
+    let factory = InformerFactory::new(client.clone(), Duration::ZERO);
+    let events = EventBroadcaster::new(client.clone());
+    let options = ControllerOptions {
+        concurrent_gc_syncs: 4,
+        ..ControllerOptions::default()
+    };
+    let clients = {
+        let client = client.clone();
+        move |_: &str| Ok(client.clone())
+    };
+    let ctx = ControllerContext {
+        factory: &factory,
+        clients: &clients,
+        events: &events,
+        options: &options,
+    };
+    for name in names {
+        match registry::start(name, &ctx, shutdown.clone()).await? {
+            Started::Running(run) => {
+                tokio::spawn(run);
+            }
+            Started::Skipped(why) => bail!("{name} skipped: {why}"),
+        }
+    }
+    factory.start(shutdown.clone());
+    Ok(Harness {
+        _server: server,
+        client,
+        shutdown,
+    })
 }
 
 impl Harness {
@@ -415,5 +457,234 @@ async fn orphan_deletion_removes_the_owner_and_keeps_its_dependents() -> Result<
         [other.metadata.uid.clone().unwrap_or_default()]
     );
     assert!(two.metadata.deletion_timestamp.is_none());
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_dependent_with_a_solid_owner_drops_its_reference_to_an_owner_deleted_in_the_foreground(
+) -> Result<()> {
+    let h = start().await;
+    let leaving = h.owner("leaving").await?;
+    let staying = h.owner("staying").await?;
+    h.dependent(
+        "shared",
+        vec![reference(&leaving, true), reference(&staying, true)],
+        false,
+    )
+    .await?;
+    h.config_maps()
+        .delete("leaving", &policy("Foreground"))
+        .await?;
+    // The shared dependent is not deleted: it loses the reference, which unblocks the owner.
+    h.owner_gone("leaving").await?;
+    let shared = h.pods().get("shared").await?;
+    assert!(shared.metadata.deletion_timestamp.is_none());
+    assert_eq!(
+        owner_uids(&shared),
+        [staying.metadata.uid.clone().unwrap_or_default()]
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_cluster_scoped_object_naming_a_namespaced_owner_is_left_alone() -> Result<()> {
+    let h = start().await;
+    let ghost = reference_to("ghost", "00000000-0000-0000-0000-0000000000bb");
+    let nodes: Api<Node> = Api::all(h.client.clone());
+    nodes
+        .create(
+            &PostParams::default(),
+            &Node {
+                metadata: ObjectMeta {
+                    name: Some("invalid-owner".into()),
+                    owner_references: Some(vec![ghost.clone()]),
+                    ..ObjectMeta::default()
+                },
+                ..Node::default()
+            },
+        )
+        .await?;
+    // A pod naming the same absent owner is collected: the owner was checked and found absent.
+    h.dependent("collected", vec![ghost], false).await?;
+    h.pod_gone("collected").await?;
+    // A ConfigMap owner cannot be at cluster scope: the reference is invalid, not dangling, and
+    // kube leaves the object alone. Watch it for a while: it must stay.
+    let until = tokio::time::Instant::now() + Duration::from_secs(1);
+    while tokio::time::Instant::now() < until {
+        let node = nodes.get("invalid-owner").await?;
+        assert!(
+            node.metadata.deletion_timestamp.is_none(),
+            "the garbage collector deleted a cluster-scoped object with an invalid owner reference"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(())
+}
+
+const DEPLOYMENT_CONTROLLERS: [&str; 3] = [
+    registry::GARBAGECOLLECTOR,
+    registry::REPLICASET,
+    registry::DEPLOYMENT,
+];
+
+/// Creates Deployment `name` with two replicas and waits for its ReplicaSet and pods.
+async fn deployment_with_pods(h: &Harness, name: &str) -> Result<(ReplicaSet, Vec<Pod>)> {
+    let labels = BTreeMap::from([("app".to_string(), name.to_string())]);
+    let deployment = Deployment {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(DeploymentSpec {
+            replicas: Some(2),
+            selector: LabelSelector {
+                match_labels: Some(labels.clone()),
+                ..LabelSelector::default()
+            },
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(labels),
+                    ..ObjectMeta::default()
+                }),
+                spec: Some(PodSpec {
+                    containers: vec![Container {
+                        name: "c".into(),
+                        image: Some("busybox".into()),
+                        ..Container::default()
+                    }],
+                    ..PodSpec::default()
+                }),
+            },
+            ..DeploymentSpec::default()
+        }),
+        ..Deployment::default()
+    };
+    let deployments: Api<Deployment> = Api::namespaced(h.client.clone(), NS);
+    let created = deployments
+        .create(&PostParams::default(), &deployment)
+        .await
+        .context("creating the deployment")?;
+    let uid = created.metadata.uid.clone().unwrap_or_default();
+    let replica_sets: Api<ReplicaSet> = Api::namespaced(h.client.clone(), NS);
+    let selector = ListParams::default().labels(&format!("app={name}"));
+    let rs = eventually("the deployment's replica set", || async {
+        Ok(replica_sets
+            .list(&selector)
+            .await?
+            .items
+            .into_iter()
+            .find(|rs| {
+                rs.metadata
+                    .owner_references
+                    .iter()
+                    .flatten()
+                    .any(|o| o.uid == uid)
+            }))
+    })
+    .await?;
+    let rs_uid = rs.metadata.uid.clone().unwrap_or_default();
+    let pods = h.pods();
+    let owned = eventually("the replica set's two pods", || async {
+        let owned: Vec<Pod> = pods
+            .list(&selector)
+            .await?
+            .items
+            .into_iter()
+            .filter(|p| owner_uids(p).contains(&rs_uid))
+            .collect();
+        Ok((owned.len() == 2).then_some(owned))
+    })
+    .await?;
+    Ok((rs, owned))
+}
+
+#[tokio::test]
+async fn deleting_a_deployment_in_the_background_removes_its_replica_sets_and_pods() -> Result<()> {
+    let h = start_controllers(&DEPLOYMENT_CONTROLLERS).await?;
+    let (rs, pods) = deployment_with_pods(&h, "web").await?;
+    let deployments: Api<Deployment> = Api::namespaced(h.client.clone(), NS);
+    deployments.delete("web", &policy("Background")).await?;
+    let replica_sets: Api<ReplicaSet> = Api::namespaced(h.client.clone(), NS);
+    let rs_name = rs.metadata.name.clone().unwrap_or_default();
+    eventually("the replica set to be collected", || async {
+        Ok(replica_sets
+            .get_opt(&rs_name)
+            .await?
+            .is_none()
+            .then_some(()))
+    })
+    .await?;
+    for pod in &pods {
+        h.pod_gone(pod.metadata.name.as_deref().unwrap_or_default())
+            .await?;
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn deleting_a_deployment_with_orphaning_keeps_its_replica_set_without_owner() -> Result<()> {
+    let h = start_controllers(&DEPLOYMENT_CONTROLLERS).await?;
+    let (rs, pods) = deployment_with_pods(&h, "orphans").await?;
+    let deployments: Api<Deployment> = Api::namespaced(h.client.clone(), NS);
+    deployments.delete("orphans", &policy("Orphan")).await?;
+    eventually("the deployment to go", || async {
+        Ok(deployments
+            .get_opt("orphans")
+            .await?
+            .is_none()
+            .then_some(()))
+    })
+    .await?;
+    let replica_sets: Api<ReplicaSet> = Api::namespaced(h.client.clone(), NS);
+    let left = replica_sets
+        .get(rs.metadata.name.as_deref().unwrap_or_default())
+        .await?;
+    assert!(left.metadata.deletion_timestamp.is_none());
+    assert!(
+        left.metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .next()
+            .is_none(),
+        "{:?}",
+        left.metadata.owner_references
+    );
+    // The pods still belong to the replica set, which keeps running them.
+    for pod in &pods {
+        let pod = h
+            .pods()
+            .get(pod.metadata.name.as_deref().unwrap_or_default())
+            .await?;
+        assert!(pod.metadata.deletion_timestamp.is_none());
+        assert_eq!(
+            owner_uids(&pod),
+            [rs.metadata.uid.clone().unwrap_or_default()]
+        );
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn deleting_a_deployment_in_the_foreground_removes_it_last() -> Result<()> {
+    let h = start_controllers(&DEPLOYMENT_CONTROLLERS).await?;
+    let (rs, _) = deployment_with_pods(&h, "fg").await?;
+    let deployments: Api<Deployment> = Api::namespaced(h.client.clone(), NS);
+    deployments.delete("fg", &policy("Foreground")).await?;
+    eventually("the deployment to go", || async {
+        Ok(deployments.get_opt("fg").await?.is_none().then_some(()))
+    })
+    .await?;
+    // Foreground: by the time the deployment is gone, everything below it is gone too.
+    let replica_sets: Api<ReplicaSet> = Api::namespaced(h.client.clone(), NS);
+    assert!(replica_sets
+        .get_opt(rs.metadata.name.as_deref().unwrap_or_default())
+        .await?
+        .is_none());
+    let left = h
+        .pods()
+        .list(&ListParams::default().labels("app=fg"))
+        .await?;
+    assert!(left.items.is_empty(), "{:?}", left.items);
     Ok(())
 }

@@ -6,7 +6,10 @@ use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{ControllerRevision, Deployment, ReplicaSet};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, ReplicationController, Service};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Namespace, Node as KubeNode, Pod, ReplicationController, Service,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{
     Api, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions, PropagationPolicy,
 };
@@ -21,7 +24,7 @@ use serde_json::json;
 use tokio::sync::mpsc;
 
 use super::graph::{
-    decide, Change, Classified, Decision, Graph, Identity, ObjectState,
+    decide, Change, Classified, Decision, Graph, Identity, Node, ObjectState,
     FINALIZER_DELETE_DEPENDENTS, FINALIZER_ORPHAN,
 };
 
@@ -42,7 +45,30 @@ pub enum Error {
     /// The server does not serve this kind.
     #[error("unable to get REST mapping for {0}")]
     NoMapping(String),
+    /// A virtual node (an owner known only from references) exists but no informer reported it
+    /// yet; it is looked at again later.
+    #[error("{0} exists but has not been observed by an informer yet")]
+    NotObserved(Identity),
+    /// A cluster-scoped object names a namespaced owner: invalid, and never retried.
+    #[error("cluster-scoped {dependent} refers to namespaced owner {owner}")]
+    NamespacedOwnerOfClusterScoped {
+        /// The cluster-scoped object.
+        dependent: Identity,
+        /// The owner reference, as `apiVersion/kind name`.
+        owner: String,
+    },
+    /// Every attempt of an optimistic update met a conflict.
+    #[error("{what} {identity}: too many conflicts, will retry")]
+    Conflicts {
+        /// What was being done.
+        what: &'static str,
+        /// The object.
+        identity: Identity,
+    },
 }
+
+/// Attempts of a read-modify-write (finalizer removal) before the item is requeued with backoff.
+const FINALIZER_ATTEMPTS: usize = 5;
 
 /// Garbage collector settings.
 #[derive(Clone, Debug)]
@@ -107,15 +133,22 @@ impl GarbageCollector {
     /// Registers the monitors on `factory`.
     pub fn new(factory: &InformerFactory, client: kube::Client, config: Config) -> Arc<Self> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let mut synced: Vec<Box<dyn HasSynced + Send + Sync>> = Vec::new();
-        synced.push(Box::new(monitor::<Pod>(factory, &tx)));
-        synced.push(Box::new(monitor::<ReplicaSet>(factory, &tx)));
-        synced.push(Box::new(monitor::<Deployment>(factory, &tx)));
-        synced.push(Box::new(monitor::<ReplicationController>(factory, &tx)));
-        synced.push(Box::new(monitor::<ControllerRevision>(factory, &tx)));
-        synced.push(Box::new(monitor::<ConfigMap>(factory, &tx)));
-        synced.push(Box::new(monitor::<Service>(factory, &tx)));
-        synced.push(Box::new(monitor::<Lease>(factory, &tx)));
+        // Every kind rkcm's API server serves that can be listed, watched and deleted, except
+        // events (as kube's `ignoredResources`).
+        // TODO: owners of kinds outside this list (on a full cluster: Jobs, StatefulSets, ...)
+        // are only polled with backoff, not watched; discovering monitors needs dynamic informers.
+        let synced: Vec<Box<dyn HasSynced + Send + Sync>> = vec![
+            Box::new(monitor::<Pod>(factory, &tx)),
+            Box::new(monitor::<ReplicaSet>(factory, &tx)),
+            Box::new(monitor::<Deployment>(factory, &tx)),
+            Box::new(monitor::<ReplicationController>(factory, &tx)),
+            Box::new(monitor::<ControllerRevision>(factory, &tx)),
+            Box::new(monitor::<ConfigMap>(factory, &tx)),
+            Box::new(monitor::<Service>(factory, &tx)),
+            Box::new(monitor::<Lease>(factory, &tx)),
+            Box::new(monitor::<KubeNode>(factory, &tx)),
+            Box::new(monitor::<Namespace>(factory, &tx)),
+        ];
         Arc::new(Self {
             client,
             graph: Arc::new(Mutex::new(Graph::default())),
@@ -246,92 +279,198 @@ impl GarbageCollector {
         }
     }
 
-    fn virtual_delete(&self, identity: Identity) {
-        let _ = self.changes.send(Change::Delete(identity));
+    /// Uncached GET of the owner `reference` of `dependent` (`isDangling`); `None` when it is absent
+    /// or another object (another UID) has its name.
+    async fn get_owner(
+        &self,
+        dependent: &Identity,
+        reference: &OwnerReference,
+    ) -> Result<Option<DynamicObject>, Error> {
+        let (_, scope) = self
+            .mapping(&reference.api_version, &reference.kind)
+            .await?;
+        let namespace = match scope {
+            Scope::Cluster => None,
+            Scope::Namespaced => match &dependent.namespace {
+                Some(ns) => Some(ns.clone()),
+                None => {
+                    return Err(Error::NamespacedOwnerOfClusterScoped {
+                        dependent: dependent.clone(),
+                        owner: format!(
+                            "{}/{} {}",
+                            reference.api_version, reference.kind, reference.name
+                        ),
+                    })
+                }
+            },
+        };
+        self.get_live(&Identity {
+            api_version: reference.api_version.clone(),
+            kind: reference.kind.clone(),
+            namespace,
+            name: reference.name.clone(),
+            uid: reference.uid.clone(),
+        })
+        .await
     }
 
-    /// `attemptToDeleteItem`: decide whether the object with `uid` must go, and act.
-    async fn attempt_to_delete_item(&self, uid: &str) -> Result<(), Error> {
-        let Some(node) = self.graph.lock().get(uid).cloned() else {
-            return Ok(());
-        };
-        if node.being_deleted && !node.deleting_dependents {
-            return Ok(());
-        }
-        let Some(latest) = self.get_live(&node.identity).await? else {
-            // Absent (or another object now has the name): process as deleted, which queues
-            // its dependents.
-            self.virtual_delete(node.identity.clone());
-            return Ok(());
-        };
-        if !node.observed {
-            // A virtual owner that exists but is not monitored: nothing to collect.
-            return Ok(());
-        }
-        if node.deleting_dependents {
-            return self.process_deleting_dependents(&node.identity).await;
-        }
-        let owners = latest.metadata.owner_references.clone().unwrap_or_default();
-        if owners.is_empty() {
-            return Ok(());
-        }
+    /// `classifyReferences`: solid, dangling and waiting-for-dependents owners, checked uncached.
+    async fn classify(
+        &self,
+        dependent: &Identity,
+        references: &[OwnerReference],
+    ) -> Result<Classified, Error> {
         let mut classified = Classified::default();
-        for owner in owners {
-            let owner_identity = Identity {
-                api_version: owner.api_version.clone(),
-                kind: owner.kind.clone(),
-                namespace: node.identity.namespace.clone(),
-                name: owner.name.clone(),
-                uid: owner.uid.clone(),
-            };
-            match self.get_live(&owner_identity).await? {
-                None => classified.dangling.push(owner),
-                Some(obj) => {
-                    let waiting = obj.metadata.deletion_timestamp.is_some()
-                        && obj
+        for reference in references {
+            match self.get_owner(dependent, reference).await? {
+                None => classified.dangling.push(reference.clone()),
+                Some(owner) => {
+                    let waiting = owner.metadata.deletion_timestamp.is_some()
+                        && owner
                             .metadata
                             .finalizers
                             .iter()
                             .flatten()
                             .any(|f| f == FINALIZER_DELETE_DEPENDENTS);
                     if waiting {
-                        classified.waiting_for_dependents_deletion.push(owner);
+                        classified
+                            .waiting_for_dependents_deletion
+                            .push(reference.clone());
                     } else {
-                        classified.solid.push(owner);
+                        classified.solid.push(reference.clone());
                     }
                 }
             }
         }
+        Ok(classified)
+    }
+
+    fn virtual_delete(&self, identity: Identity) {
+        let _ = self.changes.send(Change::VirtualDelete(identity));
+    }
+
+    /// `attemptToDeleteWorker`: one attempt on the object with `uid`; errors requeue it with backoff.
+    async fn attempt_to_delete_item(&self, uid: &str) -> Result<(), Error> {
+        let Some(node) = self.graph.lock().get(uid).cloned() else {
+            return Ok(());
+        };
+        match self.attempt_to_delete_node(&node).await {
+            // A virtual delete is on its way to the graph builder, which queues what it affects.
+            Ok(Attempt::VirtualDeleteQueued) => Ok(()),
+            Ok(Attempt::Done) => {
+                // A virtual node that exists but was not observed yet is checked again later, so
+                // that one added and removed while a watch was down does not stay forever
+                // (kubernetes#56121); and so that owners of kinds without a monitor are found
+                // absent once they go.
+                let observed = self.graph.lock().get(uid).is_none_or(|n| n.observed);
+                if observed {
+                    Ok(())
+                } else {
+                    Err(Error::NotObserved(node.identity))
+                }
+            }
+            // Does not resolve on retry.
+            Err(err @ Error::NamespacedOwnerOfClusterScoped { .. }) => {
+                tracing::info!(error = %err, "ignoring an invalid owner reference");
+                Ok(())
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    /// `attemptToDeleteItem`: decide whether `node` must go, and act.
+    async fn attempt_to_delete_node(&self, node: &Node) -> Result<Attempt, Error> {
+        // "Being deleted" is a one-way trip: wait for the final deletion, which queues the dependents.
+        if node.being_deleted && !node.deleting_dependents {
+            return Ok(Attempt::Done);
+        }
+        let Some(latest) = self.get_live(&node.identity).await? else {
+            // Absent (or another object now has the name): process as deleted, which queues
+            // its dependents.
+            self.virtual_delete(node.identity.clone());
+            return Ok(Attempt::VirtualDeleteQueued);
+        };
+        if node.deleting_dependents {
+            self.process_deleting_dependents(&node.identity).await?;
+            return Ok(Attempt::Done);
+        }
+        let owners = latest.metadata.owner_references.clone().unwrap_or_default();
+        if owners.is_empty() {
+            return Ok(Attempt::Done);
+        }
+        let classified = self.classify(&node.identity, &owners).await?;
+        let (has_dependents, a_dependent_deletes_dependents) = {
+            let graph = self.graph.lock();
+            let dependents = graph
+                .get(&node.identity.uid)
+                .map(|n| n.dependents.clone())
+                .unwrap_or_default();
+            let deleting = dependents
+                .iter()
+                .any(|d| graph.get(d).is_some_and(|d| d.deleting_dependents));
+            (!dependents.is_empty(), deleting)
+        };
         let finalizers = latest.metadata.finalizers.clone().unwrap_or_default();
-        let api = self.api_for(&node.identity).await?;
-        match decide(&classified, !node.dependents.is_empty(), &finalizers) {
-            Decision::Keep => Ok(()),
-            Decision::PatchReferences { remove, unblock } => {
-                let refs: Vec<_> = latest
-                    .metadata
-                    .owner_references
-                    .clone()
-                    .unwrap_or_default()
+        match decide(
+            &classified,
+            has_dependents,
+            a_dependent_deletes_dependents,
+            &finalizers,
+        ) {
+            Decision::Keep => Ok(Attempt::Done),
+            Decision::RemoveReferences(remove) => {
+                tracing::info!(object = %node.identity, ?remove, "removing owner references to dangling owners and owners waiting for their dependents");
+                let refs: Vec<OwnerReference> = owners
                     .into_iter()
                     .filter(|o| !remove.contains(&o.uid))
-                    .map(|mut o| {
-                        if unblock.contains(&o.uid) {
-                            o.block_owner_deletion = Some(false);
-                        }
-                        o
-                    })
                     .collect();
-                let patch = json!({"metadata": {
-                    "ownerReferences": refs,
-                    "uid": node.identity.uid,
-                    "resourceVersion": latest.metadata.resource_version,
-                }});
-                tracing::info!(object = %node.identity, ?remove, ?unblock, "removing dangling owner references");
-                self.patch(&api, &node.identity, patch).await
+                self.patch_owner_references(&node.identity, &latest, refs)
+                    .await?;
+                Ok(Attempt::Done)
             }
-            Decision::Delete(policy) => {
-                tracing::info!(object = %node.identity, policy, "deleting object whose owners are gone");
-                self.delete(&api, &node.identity, policy).await
+            Decision::Delete {
+                policy,
+                unblock_first,
+            } => {
+                let (mut resource_version, mut owners) =
+                    (latest.metadata.resource_version.clone(), owners);
+                if unblock_first {
+                    tracing::info!(object = %node.identity, "an owner and a dependent both wait for their dependents: making owner references non-blocking to avoid a cycle");
+                    let unblocked: Vec<OwnerReference> = owners
+                        .iter()
+                        .cloned()
+                        .map(|mut o| {
+                            if o.block_owner_deletion == Some(true) {
+                                o.block_owner_deletion = Some(false);
+                            }
+                            o
+                        })
+                        .collect();
+                    match self
+                        .patch_owner_references(&node.identity, &latest, unblocked)
+                        .await?
+                    {
+                        Some(patched) => {
+                            resource_version = patched.metadata.resource_version;
+                            owners = patched.metadata.owner_references.unwrap_or_default();
+                        }
+                        None => {
+                            self.virtual_delete(node.identity.clone());
+                            return Ok(Attempt::VirtualDeleteQueued);
+                        }
+                    }
+                }
+                tracing::info!(object = %node.identity, ?policy, "deleting an object whose owners are gone or wait for their dependents");
+                match self
+                    .delete_object(&node.identity, resource_version, &owners, policy)
+                    .await?
+                {
+                    Deletion::Requested => Ok(Attempt::Done),
+                    Deletion::NotFound => {
+                        self.virtual_delete(node.identity.clone());
+                        Ok(Attempt::VirtualDeleteQueued)
+                    }
+                }
             }
         }
     }
@@ -347,6 +486,7 @@ impl GarbageCollector {
                 .collect()
         };
         if blocking.is_empty() {
+            tracing::info!(object = %owner, "no dependent blocks the owner any more: removing the foregroundDeletion finalizer");
             return self
                 .remove_finalizer(owner, FINALIZER_DELETE_DEPENDENTS)
                 .await;
@@ -377,31 +517,34 @@ impl GarbageCollector {
             let Some(latest) = self.get_live(&dependent).await? else {
                 continue;
             };
-            let refs: Vec<_> = latest
-                .metadata
-                .owner_references
-                .clone()
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|o| o.uid != owner.uid)
-                .collect();
-            let patch = json!({"metadata": {
-                "ownerReferences": if refs.is_empty() { serde_json::Value::Null } else { json!(refs) },
-                "uid": dependent.uid,
-                "resourceVersion": latest.metadata.resource_version,
-            }});
-            let api = self.api_for(&dependent).await?;
-            self.patch(&api, &dependent, patch).await?;
+            let refs = latest.metadata.owner_references.clone().unwrap_or_default();
+            if !refs.iter().any(|o| o.uid == owner.uid) {
+                continue;
+            }
+            let kept: Vec<OwnerReference> =
+                refs.into_iter().filter(|o| o.uid != owner.uid).collect();
+            self.patch_owner_references(&dependent, &latest, kept)
+                .await?;
         }
+        tracing::info!(object = %owner, "dependents orphaned: removing the orphan finalizer");
         self.remove_finalizer(&owner, FINALIZER_ORPHAN).await
     }
 
-    async fn patch(
+    /// Replaces the owner references of `latest` by `refs` with a JSON merge patch that carries the
+    /// resourceVersion `latest` was read at (a conflict means: look again), and the UID as kube's
+    /// strategic merge patch does. `None` when the object is gone.
+    async fn patch_owner_references(
         &self,
-        api: &Api<DynamicObject>,
         identity: &Identity,
-        patch: serde_json::Value,
-    ) -> Result<(), Error> {
+        latest: &DynamicObject,
+        refs: Vec<OwnerReference>,
+    ) -> Result<Option<DynamicObject>, Error> {
+        let patch = json!({"metadata": {
+            "ownerReferences": if refs.is_empty() { serde_json::Value::Null } else { json!(refs) },
+            "uid": identity.uid,
+            "resourceVersion": latest.metadata.resource_version,
+        }});
+        let api = self.api_for(identity).await?;
         match api
             .patch(
                 &identity.name,
@@ -410,64 +553,86 @@ impl GarbageCollector {
             )
             .await
         {
-            Ok(_) => Ok(()),
-            Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+            Ok(obj) => Ok(Some(obj)),
+            Err(err) if is_not_found(&err) => Ok(None),
             Err(source) => Err(Error::Api {
-                what: "patching",
+                what: "updating the owner references of",
                 identity: identity.clone(),
                 source,
             }),
         }
     }
 
-    async fn delete(
+    /// `deleteObject`: DELETE with the UID and the resourceVersion the decision was made at as
+    /// preconditions. On a resourceVersion conflict the object is deleted anyway if its owner
+    /// references did not change (other fields may change freely), and left for another look if they did.
+    async fn delete_object(
         &self,
-        api: &Api<DynamicObject>,
         identity: &Identity,
-        policy: &str,
-    ) -> Result<(), Error> {
-        let dp = DeleteParams {
-            propagation_policy: Some(match policy {
-                "Orphan" => PropagationPolicy::Orphan,
-                "Foreground" => PropagationPolicy::Foreground,
-                _ => PropagationPolicy::Background,
-            }),
+        resource_version: Option<String>,
+        owners_at_resource_version: &[OwnerReference],
+        policy: PropagationPolicy,
+    ) -> Result<Deletion, Error> {
+        let api = self.api_for(identity).await?;
+        let params = |resource_version: Option<String>| DeleteParams {
+            propagation_policy: Some(policy.clone()),
             preconditions: Some(Preconditions {
                 uid: Some(identity.uid.clone()),
-                resource_version: None,
+                resource_version,
             }),
             ..DeleteParams::default()
         };
-        match api.delete(&identity.name, &dp).await {
-            Ok(_) => Ok(()),
-            // Gone already, or replaced by another object with the same name.
-            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(()),
-            Err(source) => Err(Error::Api {
-                what: "deleting",
-                identity: identity.clone(),
-                source,
-            }),
+        let api_err = |source| Error::Api {
+            what: "deleting",
+            identity: identity.clone(),
+            source,
+        };
+        let conflict = match api
+            .delete(&identity.name, &params(resource_version.clone()))
+            .await
+        {
+            Ok(_) => return Ok(Deletion::Requested),
+            Err(err) if is_not_found(&err) => return Ok(Deletion::NotFound),
+            Err(err) if is_conflict(&err) && resource_version.is_some() => err,
+            Err(err) => return Err(api_err(err)),
+        };
+        let live = match api.get_opt(&identity.name).await {
+            Ok(live) => live,
+            Err(err) => return Err(api_err(err)),
+        };
+        match live {
+            // Gone, or replaced: what we meant to delete is gone.
+            None => Ok(Deletion::NotFound),
+            Some(live) if live.metadata.uid.as_deref() != Some(identity.uid.as_str()) => {
+                Ok(Deletion::NotFound)
+            }
+            Some(live)
+                if live.metadata.owner_references.clone().unwrap_or_default()
+                    == owners_at_resource_version =>
+            {
+                match api.delete(&identity.name, &params(None)).await {
+                    Ok(_) => Ok(Deletion::Requested),
+                    Err(err) if is_not_found(&err) => Ok(Deletion::NotFound),
+                    Err(err) => Err(api_err(err)),
+                }
+            }
+            // The owners changed since the decision (adopted, say): decide again.
+            Some(_) => Err(api_err(conflict)),
         }
     }
 
     /// Removes `finalizer` from the live object, with optimistic concurrency.
     async fn remove_finalizer(&self, identity: &Identity, finalizer: &str) -> Result<(), Error> {
         let api = self.api_for(identity).await?;
-        for _ in 0..5 {
+        for _ in 0..FINALIZER_ATTEMPTS {
             let Some(latest) = self.get_live(identity).await? else {
                 return Ok(());
             };
-            let finalizers: Vec<String> = latest
-                .metadata
-                .finalizers
-                .clone()
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|f| f != finalizer)
-                .collect();
-            if finalizers.len() == latest.metadata.finalizers.as_ref().map_or(0, |f| f.len()) {
+            let current = latest.metadata.finalizers.clone().unwrap_or_default();
+            if !current.iter().any(|f| f == finalizer) {
                 return Ok(());
             }
+            let finalizers: Vec<String> = current.into_iter().filter(|f| f != finalizer).collect();
             let patch = json!({"metadata": {
                 "finalizers": finalizers,
                 "resourceVersion": latest.metadata.resource_version,
@@ -481,8 +646,8 @@ impl GarbageCollector {
                 .await
             {
                 Ok(_) => return Ok(()),
-                Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
-                Err(kube::Error::Api(s)) if s.code == 409 => continue,
+                Err(err) if is_not_found(&err) => return Ok(()),
+                Err(err) if is_conflict(&err) => continue,
                 Err(source) => {
                     return Err(Error::Api {
                         what: "removing a finalizer from",
@@ -492,8 +657,35 @@ impl GarbageCollector {
                 }
             }
         }
-        Ok(())
+        Err(Error::Conflicts {
+            what: "removing a finalizer from",
+            identity: identity.clone(),
+        })
     }
+}
+
+/// What one `attemptToDeleteItem` did.
+enum Attempt {
+    /// Decided and acted (possibly: nothing to do).
+    Done,
+    /// The object is absent; a virtual delete was sent to the graph builder.
+    VirtualDeleteQueued,
+}
+
+/// What a delete achieved.
+enum Deletion {
+    /// The server accepted the delete (the object may stay a while: finalizers, grace period).
+    Requested,
+    /// Nothing to delete any more.
+    NotFound,
+}
+
+fn is_not_found(err: &kube::Error) -> bool {
+    matches!(err, kube::Error::Api(s) if s.code == 404)
+}
+
+fn is_conflict(err: &kube::Error) -> bool {
+    matches!(err, kube::Error::Api(s) if s.code == 409)
 }
 
 /// Feeds `K`'s informer notifications into the graph builder.

@@ -4,6 +4,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::api::PropagationPolicy;
 
 /// The `orphan` finalizer: dependents are orphaned before the owner goes.
 pub const FINALIZER_ORPHAN: &str = "orphan";
@@ -73,6 +74,8 @@ pub struct Node {
     pub deleting_dependents: bool,
     /// False for a virtual node: an owner referenced by a dependent but never seen by an informer.
     pub observed: bool,
+    /// The object's `metadata.finalizers` as last observed (empty for a virtual node).
+    pub finalizers: Vec<String>,
 }
 
 /// A change the graph builder processes.
@@ -80,8 +83,10 @@ pub struct Node {
 pub enum Change {
     /// Added or updated.
     Upsert(ObjectState),
-    /// Deleted (from an informer) or found absent (virtual delete).
+    /// Deleted, as observed by an informer.
     Delete(Identity),
+    /// Found absent by the collector (a "virtual" delete): no object with these coordinates and UID.
+    VirtualDelete(Identity),
 }
 
 /// Work the graph asks for after a change.
@@ -170,6 +175,7 @@ impl Graph {
                         being_deleted: false,
                         deleting_dependents: false,
                         observed: false,
+                        finalizers: Vec::new(),
                     };
                     virtual_node.dependents.insert(identity.uid.clone());
                     self.nodes.insert(owner.uid.clone(), virtual_node);
@@ -185,14 +191,15 @@ impl Graph {
         match change {
             Change::Upsert(state) => self.upsert(state, &mut actions),
             Change::Delete(identity) => self.delete(&identity, &mut actions),
+            Change::VirtualDelete(identity) => self.virtual_delete(&identity, &mut actions),
         }
         actions
     }
 
     fn upsert(&mut self, state: ObjectState, actions: &mut Actions) {
         let uid = state.identity.uid.clone();
-        // (was being deleted, was deleting dependents) before this change.
-        let (was_being_deleted, was_deleting_dependents) = match self.nodes.get_mut(&uid) {
+        // The object as last observed (`event.oldObj`): none for a new or a virtual node.
+        let old: Option<(bool, Vec<String>)> = match self.nodes.get_mut(&uid) {
             None => {
                 let node = Node {
                     identity: state.identity.clone(),
@@ -201,12 +208,16 @@ impl Graph {
                     being_deleted: state.being_deleted,
                     deleting_dependents: false,
                     observed: true,
+                    finalizers: state.finalizers.clone(),
                 };
                 self.nodes.insert(uid.clone(), node);
                 self.insert_edges(&state.identity, &state.owners, actions);
-                (false, false)
+                None
             }
             Some(node) => {
+                let old = node
+                    .observed
+                    .then(|| (node.being_deleted, node.finalizers.clone()));
                 if !node.observed {
                     // A virtual node turned out to exist. If its identity differs from what
                     // dependents claimed, they must be re-checked.
@@ -221,23 +232,22 @@ impl Graph {
                     node.observed = true;
                     node.identity = state.identity.clone();
                 }
-                let was = (node.being_deleted, node.deleting_dependents);
-                node.being_deleted = state.being_deleted;
+                // "Being deleted" is a one-way trip (`markBeingDeleted`).
+                node.being_deleted |= state.being_deleted;
+                node.finalizers = state.finalizers.clone();
                 let old_owners = std::mem::replace(&mut node.owners, state.owners.clone());
                 self.update_edges(&state.identity, &old_owners, &state.owners, actions);
-                was
+                old
             }
         };
         // processTransitions: act when a deletion with one of our finalizers starts.
-        if state.being_deleted && state.has_finalizer(FINALIZER_ORPHAN) && !was_being_deleted {
+        if deletion_starts_with_finalizer(old.as_ref(), &state, FINALIZER_ORPHAN) {
             actions.attempt_to_orphan.push(uid);
             return;
         }
-        if state.being_deleted
-            && state.has_finalizer(FINALIZER_DELETE_DEPENDENTS)
-            && !was_deleting_dependents
-        {
+        if deletion_starts_with_finalizer(old.as_ref(), &state, FINALIZER_DELETE_DEPENDENTS) {
             if let Some(node) = self.nodes.get_mut(&uid) {
+                // A node first added as virtual has not been marked yet: always mark it here.
                 node.deleting_dependents = true;
                 actions
                     .attempt_to_delete
@@ -286,6 +296,58 @@ impl Graph {
         self.insert_edges(identity, &added, actions);
     }
 
+    /// A virtual delete removes the node only if nothing contradicts it (`processGraphChanges`): an
+    /// observed node answering to other coordinates stays, and so does a virtual node that some
+    /// dependents name by other coordinates (it is re-checked under one of those).
+    fn virtual_delete(&mut self, deleted: &Identity, actions: &mut Actions) {
+        let Some(node) = self.nodes.get(&deleted.uid) else {
+            return;
+        };
+        let (matching, non_matching): (Vec<&String>, Vec<&String>) =
+            node.dependents.iter().partition(|d| {
+                self.nodes.get(*d).is_none_or(|dep| {
+                    dep.owners
+                        .iter()
+                        .filter(|o| o.uid == deleted.uid)
+                        .all(|o| same_coordinates(o, deleted))
+                })
+            });
+        if node.observed {
+            if node.identity == *deleted {
+                self.delete(deleted, actions);
+                return;
+            }
+            // The object exists under other coordinates: re-check only the dependents that named
+            // the absent ones.
+            actions
+                .attempt_to_delete
+                .extend(matching.into_iter().cloned());
+            return;
+        }
+        if non_matching.is_empty() {
+            self.delete(deleted, actions);
+            return;
+        }
+        let alternate = (node.identity == *deleted)
+            .then(|| {
+                non_matching.iter().find_map(|d| {
+                    let dep = self.nodes.get(*d)?;
+                    let owner = dep.owners.iter().find(|o| o.uid == deleted.uid)?;
+                    Some(Self::owner_identity(&dep.identity, owner))
+                })
+            })
+            .flatten();
+        actions
+            .attempt_to_delete
+            .extend(matching.into_iter().cloned());
+        if let Some(alternate) = alternate {
+            if let Some(node) = self.nodes.get_mut(&deleted.uid) {
+                node.identity = alternate;
+            }
+            actions.attempt_to_delete.push(deleted.uid.clone());
+        }
+    }
+
     fn delete(&mut self, identity: &Identity, actions: &mut Actions) {
         let Some(node) = self.nodes.remove(&identity.uid) else {
             return;
@@ -305,6 +367,32 @@ impl Graph {
     }
 }
 
+/// Whether `reference` names the object at `identity` (ignoring the namespace, which a reference
+/// does not carry).
+fn same_coordinates(reference: &OwnerReference, identity: &Identity) -> bool {
+    reference.api_version == identity.api_version
+        && reference.kind == identity.kind
+        && reference.name == identity.name
+}
+
+/// Whether `new` is being deleted with `finalizer` while the object as last observed (`old`: being
+/// deleted, finalizers) was not, or lacked it (`deletionStartsWithFinalizer`).
+fn deletion_starts_with_finalizer(
+    old: Option<&(bool, Vec<String>)>,
+    new: &ObjectState,
+    finalizer: &str,
+) -> bool {
+    if !new.being_deleted || !new.has_finalizer(finalizer) {
+        return false;
+    }
+    match old {
+        None => true,
+        Some((was_being_deleted, finalizers)) => {
+            !was_being_deleted || !finalizers.iter().any(|f| f == finalizer)
+        }
+    }
+}
+
 /// How a dependent's owner references stand (`classifyReferences`).
 #[derive(Debug, Default, PartialEq)]
 pub struct Classified {
@@ -321,44 +409,64 @@ pub struct Classified {
 pub enum Decision {
     /// Nothing to do.
     Keep,
-    /// Remove the dangling references and unblock the waiting ones (a solid owner remains).
-    PatchReferences {
-        /// UIDs of references to remove.
-        remove: Vec<String>,
-        /// UIDs of references whose `blockOwnerDeletion` becomes false.
-        unblock: Vec<String>,
+    /// A solid owner remains: remove the references to dangling owners and to owners waiting for
+    /// their dependents (which would otherwise wait for this object forever).
+    RemoveReferences(
+        /// UIDs of the references to remove.
+        Vec<String>,
+    ),
+    /// Delete the dependent.
+    Delete {
+        /// The propagation policy of the delete.
+        policy: PropagationPolicy,
+        /// First make every owner reference non-blocking: a dependent of this object is itself
+        /// waiting for its dependents, so blocking references could form a cycle.
+        unblock_first: bool,
     },
-    /// Delete the dependent with this propagation policy.
-    Delete(&'static str),
 }
 
 /// The decision of `attemptToDeleteItem` once the owners are classified.
-pub fn decide(classified: &Classified, has_dependents: bool, finalizers: &[String]) -> Decision {
+///
+/// `has_dependents`: the object has dependents in the graph; `a_dependent_deletes_dependents`: one of
+/// them is itself in foreground deletion; `finalizers`: the object's own.
+pub fn decide(
+    classified: &Classified,
+    has_dependents: bool,
+    a_dependent_deletes_dependents: bool,
+    finalizers: &[String],
+) -> Decision {
     if !classified.solid.is_empty() {
         if classified.dangling.is_empty() && classified.waiting_for_dependents_deletion.is_empty() {
             return Decision::Keep;
         }
-        return Decision::PatchReferences {
-            remove: classified.dangling.iter().map(|o| o.uid.clone()).collect(),
-            unblock: classified
-                .waiting_for_dependents_deletion
+        return Decision::RemoveReferences(
+            classified
+                .dangling
                 .iter()
+                .chain(&classified.waiting_for_dependents_deletion)
                 .map(|o| o.uid.clone())
                 .collect(),
-        };
+        );
     }
     if !classified.waiting_for_dependents_deletion.is_empty() && has_dependents {
-        // The owner waits for us, and we have dependents: delete ours first (foreground).
-        return Decision::Delete("Foreground");
+        // An owner waits for us, and we have dependents: delete ours first (foreground).
+        return Decision::Delete {
+            policy: PropagationPolicy::Foreground,
+            unblock_first: a_dependent_deletes_dependents,
+        };
     }
+    // No solid owner: collect, honouring a propagation the object already asks for.
     let policy = if finalizers.iter().any(|f| f == FINALIZER_ORPHAN) {
-        "Orphan"
+        PropagationPolicy::Orphan
     } else if finalizers.iter().any(|f| f == FINALIZER_DELETE_DEPENDENTS) {
-        "Foreground"
+        PropagationPolicy::Foreground
     } else {
-        "Background"
+        PropagationPolicy::Background
     };
-    Decision::Delete(policy)
+    Decision::Delete {
+        policy,
+        unblock_first: false,
+    }
 }
 
 #[cfg(test)]
@@ -497,41 +605,142 @@ mod tests {
     #[test]
     fn decisions_follow_attempt_to_delete_item() {
         let r = |uid: &str| owner_ref("ReplicaSet", "x", uid, true);
+        let delete = |policy, unblock_first| Decision::Delete {
+            policy,
+            unblock_first,
+        };
         // A solid owner alone: keep.
         let c = Classified {
             solid: vec![r("a")],
             ..Default::default()
         };
-        assert_eq!(decide(&c, false, &[]), Decision::Keep);
-        // Solid plus dangling and waiting: patch the references.
+        assert_eq!(decide(&c, false, false, &[]), Decision::Keep);
+        // Solid plus dangling and waiting: both references go, so the waiting owner can finish.
         let c = Classified {
             solid: vec![r("a")],
             dangling: vec![r("b")],
             waiting_for_dependents_deletion: vec![r("c")],
         };
         assert_eq!(
-            decide(&c, false, &[]),
-            Decision::PatchReferences {
-                remove: vec!["b".into()],
-                unblock: vec!["c".into()]
-            }
+            decide(&c, false, false, &[]),
+            Decision::RemoveReferences(vec!["b".into(), "c".into()])
         );
         // Only dangling owners: delete in the background, or as the finalizers ask.
         let c = Classified {
             dangling: vec![r("b")],
             ..Default::default()
         };
-        assert_eq!(decide(&c, true, &[]), Decision::Delete("Background"));
         assert_eq!(
-            decide(&c, true, &["orphan".into()]),
-            Decision::Delete("Orphan")
+            decide(&c, true, false, &[]),
+            delete(PropagationPolicy::Background, false)
         );
-        // Waiting owners and dependents of our own: foreground.
+        assert_eq!(
+            decide(&c, true, false, &["orphan".into()]),
+            delete(PropagationPolicy::Orphan, false)
+        );
+        assert_eq!(
+            decide(&c, true, false, &["foregroundDeletion".into()]),
+            delete(PropagationPolicy::Foreground, false)
+        );
+        // Waiting owners and dependents of our own: foreground, unblocking first when a dependent
+        // waits for its own dependents.
         let c = Classified {
             waiting_for_dependents_deletion: vec![r("c")],
             ..Default::default()
         };
-        assert_eq!(decide(&c, true, &[]), Decision::Delete("Foreground"));
-        assert_eq!(decide(&c, false, &[]), Decision::Delete("Background"));
+        assert_eq!(
+            decide(&c, true, false, &[]),
+            delete(PropagationPolicy::Foreground, false)
+        );
+        assert_eq!(
+            decide(&c, true, true, &[]),
+            delete(PropagationPolicy::Foreground, true)
+        );
+        assert_eq!(
+            decide(&c, false, false, &[]),
+            delete(PropagationPolicy::Background, false)
+        );
+    }
+
+    #[test]
+    fn adding_the_orphan_finalizer_to_an_object_already_being_deleted_starts_orphaning() {
+        let mut g = Graph::default();
+        let rs = id("ReplicaSet", "rs", "rs-1");
+        // Deleted while a foreign finalizer holds it: nothing for the collector.
+        let held = ObjectState {
+            being_deleted: true,
+            finalizers: vec!["example.com/hold".into()],
+            ..state(rs.clone(), vec![])
+        };
+        assert_eq!(g.process(Change::Upsert(held.clone())), Actions::default());
+        // A second delete asks for orphaning.
+        let orphaning = ObjectState {
+            finalizers: vec!["example.com/hold".into(), FINALIZER_ORPHAN.into()],
+            ..held
+        };
+        let actions = g.process(Change::Upsert(orphaning));
+        assert_eq!(actions.attempt_to_orphan, ["rs-1"]);
+    }
+
+    #[test]
+    fn an_owner_first_seen_as_virtual_and_then_deleted_in_the_foreground_is_marked() {
+        let mut g = Graph::default();
+        g.process(Change::Upsert(state(
+            id("Pod", "a", "pod-a"),
+            vec![owner_ref("ReplicaSet", "rs", "rs-1", true)],
+        )));
+        let actions = g.process(Change::Upsert(ObjectState {
+            being_deleted: true,
+            finalizers: vec![FINALIZER_DELETE_DEPENDENTS.into()],
+            ..state(id("ReplicaSet", "rs", "rs-1"), vec![])
+        }));
+        assert_eq!(actions.attempt_to_delete, ["pod-a", "rs-1"]);
+        assert!(g
+            .get("rs-1")
+            .is_some_and(|n| n.deleting_dependents && n.observed));
+    }
+
+    #[test]
+    fn a_virtual_delete_never_removes_an_owner_observed_under_other_coordinates() {
+        let mut g = Graph::default();
+        // A dependent names owner rs-1 with a wrong name; the owner is then observed as "rs".
+        g.process(Change::Upsert(state(
+            id("Pod", "a", "pod-a"),
+            vec![owner_ref("ReplicaSet", "wrong", "rs-1", true)],
+        )));
+        let rs = id("ReplicaSet", "rs", "rs-1");
+        g.process(Change::Upsert(state(rs.clone(), vec![])));
+        // The check of the stale coordinates found nothing there.
+        let actions = g.process(Change::VirtualDelete(id("ReplicaSet", "wrong", "rs-1")));
+        assert_eq!(actions.attempt_to_delete, ["pod-a"]);
+        assert!(g
+            .get("rs-1")
+            .is_some_and(|n| n.observed && n.identity == rs));
+        // Deleting the real coordinates removes it.
+        let actions = g.process(Change::VirtualDelete(rs));
+        assert_eq!(actions.attempt_to_delete, ["pod-a"]);
+        assert!(g.get("rs-1").is_none());
+    }
+
+    #[test]
+    fn a_virtual_owner_named_two_ways_is_rechecked_under_the_other_name() {
+        let mut g = Graph::default();
+        g.process(Change::Upsert(state(
+            id("Pod", "a", "pod-a"),
+            vec![owner_ref("ReplicaSet", "one", "rs-1", true)],
+        )));
+        g.process(Change::Upsert(state(
+            id("Pod", "b", "pod-b"),
+            vec![owner_ref("ReplicaSet", "two", "rs-1", true)],
+        )));
+        let actions = g.process(Change::VirtualDelete(id("ReplicaSet", "one", "rs-1")));
+        assert_eq!(actions.attempt_to_delete, ["pod-a", "rs-1"]);
+        let node = g.get("rs-1").expect("kept");
+        assert_eq!(node.identity.name, "two");
+        // pod-a, whose owner is verified absent, is collected; then "two" is found absent too.
+        g.process(Change::Delete(id("Pod", "a", "pod-a")));
+        let actions = g.process(Change::VirtualDelete(id("ReplicaSet", "two", "rs-1")));
+        assert!(g.get("rs-1").is_none());
+        assert_eq!(actions.attempt_to_delete, ["pod-b"]);
     }
 }
