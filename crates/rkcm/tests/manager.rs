@@ -1,0 +1,272 @@
+//! `rkcm controller-manager` as an operator runs it: against a cluster (here an `rkcm up` without
+//! controllers), with leader election, health, readiness, metrics and graceful shutdown.
+
+mod common;
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{eventually, Cluster};
+
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// A free loopback port (bound, then released for the child to take).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+struct Manager {
+    child: Child,
+    port: u16,
+}
+
+impl Manager {
+    fn start(cluster: &Cluster, extra: &[&str]) -> Self {
+        let port = free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_rkcm"))
+            .arg("controller-manager")
+            .arg("--kubeconfig")
+            .arg(&cluster.kubeconfig)
+            .args(["--bind-address=127.0.0.1", &format!("--secure-port={port}")])
+            .args([
+                "--leader-elect-lease-duration=3s",
+                "--leader-elect-renew-deadline=2s",
+                "--leader-elect-retry-period=250ms",
+            ])
+            .args(extra)
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("controller manager starts");
+        Self { child, port }
+    }
+
+    /// GET `path` on the secure port.
+    fn get(&self, path: &str) -> Option<(u16, String)> {
+        https_get(self.port, path)
+    }
+
+    fn is_leader(&self) -> bool {
+        self.get("/metrics").is_some_and(|(_, body)| {
+            body.lines().any(|l| {
+                l.starts_with("leader_election_master_status{") && l.trim_end().ends_with(" 1")
+            })
+        })
+    }
+
+    fn terminate(&mut self) -> std::process::ExitStatus {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "manager did not exit within 30s of SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Manager {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// HTTPS GET accepting the manager's self-signed certificate; prints the status, then the body.
+const PROBE: &str = r#"
+import ssl, sys, urllib.request, urllib.error
+ctx = ssl.create_default_context()
+ctx.check_hostname = False
+ctx.verify_mode = ssl.CERT_NONE
+try:
+    r = urllib.request.urlopen(sys.argv[1], context=ctx, timeout=5)
+    code, body = r.status, r.read()
+except urllib.error.HTTPError as e:
+    code, body = e.code, e.read()
+print(code)
+sys.stdout.write(body.decode())
+"#;
+
+fn https_get(port: u16, path: &str) -> Option<(u16, String)> {
+    let out = Command::new("python3")
+        .args(["-c", PROBE, &format!("https://127.0.0.1:{port}{path}")])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (code, body) = text.split_once('\n')?;
+    Some((code.trim().parse().ok()?, body.to_string()))
+}
+
+fn pod_count(cluster: &Cluster, selector: &str) -> usize {
+    cluster
+        .kubectl(&["get", "pods", "-l", selector, "-o", "name"])
+        .lines()
+        .count()
+}
+
+fn replica_set(name: &str, replicas: i32) -> String {
+    format!(
+        r#"{{"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{{"name":"{name}"}},
+"spec":{{"replicas":{replicas},"selector":{{"matchLabels":{{"rs":"{name}"}}}},
+"template":{{"metadata":{{"labels":{{"rs":"{name}"}}}},"spec":{{"containers":[{{"name":"c","image":"nginx"}}]}}}}}}}}"#
+    )
+}
+
+fn apply_json(cluster: &Cluster, json: &str) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("obj.json");
+    std::fs::write(&path, json).expect("written");
+    cluster.kubectl(&["apply", "-f", path.to_str().expect("utf-8")]);
+}
+
+#[test]
+fn two_managers_elect_one_leader_which_hands_over_when_killed() {
+    let cluster = Cluster::start(&["--nodes=0", "--controllers="]);
+    let mut a = Manager::start(&cluster, &[]);
+    let mut b = Manager::start(&cluster, &[]);
+
+    // Both are live and ready: one leads (caches synced), the other stands by.
+    for m in [&a, &b] {
+        eventually("/healthz answers ok", DEADLINE, &mut || {
+            m.get("/healthz")
+                .filter(|(code, body)| *code == 200 && body.trim() == "ok")
+        });
+        eventually("/readyz answers ok", DEADLINE, &mut || {
+            m.get("/readyz").filter(|(code, _)| *code == 200)
+        });
+    }
+    eventually("exactly one leader", DEADLINE, &mut || {
+        (a.is_leader() != b.is_leader()).then_some(())
+    });
+    let holder = cluster.jsonpath(
+        &[
+            "get",
+            "lease",
+            "-n",
+            "kube-system",
+            "kube-controller-manager",
+        ],
+        "{.spec.holderIdentity}",
+    );
+    assert!(!holder.is_empty(), "the lease names its holder");
+    let metrics = a.get("/metrics").expect("metrics").1;
+    assert!(
+        metrics.contains("workqueue_depth"),
+        "workqueue metrics exported"
+    );
+    assert!(
+        metrics.contains("rest_client_requests_total"),
+        "REST client metrics exported"
+    );
+
+    apply_json(&cluster, &replica_set("ha", 5));
+    eventually("five pods", DEADLINE, &mut || {
+        (pod_count(&cluster, "rs=ha") == 5).then_some(())
+    });
+
+    // Kill the leader without letting it release the lease: the standby takes over after the
+    // lease expires, and never creates a pod twice.
+    let (leader, standby) = if a.is_leader() {
+        (&mut a, &mut b)
+    } else {
+        (&mut b, &mut a)
+    };
+    leader.kill();
+    cluster.kubectl(&["scale", "rs/ha", "--replicas=8"]);
+    let started = Instant::now();
+    let mut max_seen = 0;
+    eventually(
+        "the standby takes over and scales to eight",
+        DEADLINE,
+        &mut || {
+            let n = pod_count(&cluster, "rs=ha");
+            max_seen = max_seen.max(n);
+            (n == 8 && standby.is_leader()).then_some(())
+        },
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "handover within the lease duration"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(pod_count(&cluster, "rs=ha"), 8);
+    assert!(
+        max_seen <= 8,
+        "never more pods than replicas (saw {max_seen})"
+    );
+
+    // SIGTERM: finish in-flight work, release the lease, exit 0.
+    let status = standby.terminate();
+    assert!(status.success(), "graceful shutdown exits 0: {status}");
+    let holder = cluster.jsonpath(
+        &[
+            "get",
+            "lease",
+            "-n",
+            "kube-system",
+            "kube-controller-manager",
+        ],
+        "{.spec.holderIdentity}",
+    );
+    assert!(
+        holder.is_empty(),
+        "the lease is released on shutdown (holder {holder:?})"
+    );
+}
+
+#[test]
+fn unknown_controllers_are_refused_with_the_known_ones_listed() {
+    let out = Command::new(env!("CARGO_BIN_EXE_rkcm"))
+        .args([
+            "controller-manager",
+            "--kubeconfig",
+            "/nonexistent",
+            "--controllers=*,-cronjob",
+        ])
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("\"cronjob\" is not in the list of known controllers"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("replicaset"), "{stderr}");
+}
+
+#[test]
+fn help_groups_flags_as_kube_controller_manager_does() {
+    let out = Command::new(env!("CARGO_BIN_EXE_rkcm"))
+        .args(["controller-manager", "--help"])
+        .output()
+        .expect("runs");
+    let help = String::from_utf8_lossy(&out.stdout);
+    for heading in [
+        "Generic flags:",
+        "Secure serving flags:",
+        "Deployment controller flags:",
+        "Replicaset controller flags:",
+        "Podgc controller flags:",
+        "Garbagecollector controller flags:",
+        "Namespace controller flags:",
+    ] {
+        assert!(help.contains(heading), "--help lacks {heading}:\n{help}");
+    }
+}
