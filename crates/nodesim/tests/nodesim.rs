@@ -358,6 +358,19 @@ async fn graceful_deletion_removes_the_pod_after_its_grace_period() -> Result<()
             _ => None,
         }
     })
+    .await?;
+    let events: Api<k8s_openapi::api::core::v1::Event> =
+        Api::namespaced(c.client.clone(), "default");
+    eventually("a Killing event", || async {
+        let list = events.list(&Default::default()).await.ok()?;
+        list.items
+            .iter()
+            .any(|e| {
+                e.involved_object.name.as_deref() == Some("doomed")
+                    && e.reason.as_deref() == Some("Killing")
+            })
+            .then_some(())
+    })
     .await
 }
 

@@ -13,7 +13,7 @@ pub mod lifecycle;
 pub mod pod_status;
 pub mod time;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use jiff::Timestamp;
@@ -50,6 +50,8 @@ pub struct Kubelet {
     written: Mutex<HashMap<ObjectKey, Arc<Pod>>>,
     /// Pod UID → when this process created its sandbox (finer than `startTime`'s whole seconds).
     sandboxes: Mutex<HashMap<String, Timestamp>>,
+    /// UIDs of deleted pods whose containers this process has announced stopping.
+    stopping: Mutex<HashSet<String>>,
     config: Config,
     recorder: Mutex<Option<EventRecorder>>,
 }
@@ -72,6 +74,7 @@ impl Kubelet {
             ips: PodIps::default(),
             written: Mutex::new(HashMap::new()),
             sandboxes: Mutex::new(HashMap::new()),
+            stopping: Mutex::new(HashSet::new()),
             config,
             recorder: Mutex::new(None),
         });
@@ -84,7 +87,7 @@ impl Kubelet {
         this
     }
 
-    /// Records `Started` and `BackOff` events with `recorder` from now on.
+    /// Records `Started`, `BackOff` and `Killing` events with `recorder` from now on.
     pub fn set_recorder(&self, recorder: EventRecorder) {
         *self.recorder.lock() = Some(recorder);
     }
@@ -140,6 +143,30 @@ impl Kubelet {
         }
     }
 
+    /// Records a `Killing` event per running container, once per deleted pod.
+    fn announce_stopping(&self, pod: &Pod, uid: &str) {
+        if !self.stopping.lock().insert(uid.to_string()) {
+            return;
+        }
+        let Some(recorder) = self.recorder.lock().clone() else {
+            return;
+        };
+        let reference = pod_reference(pod);
+        let running = pod
+            .status
+            .iter()
+            .flat_map(|s| s.container_statuses.iter().flatten())
+            .filter(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()));
+        for container in running {
+            recorder.event(
+                &reference,
+                EventType::Normal,
+                "Killing",
+                format!("Stopping container {}", container.name),
+            );
+        }
+    }
+
     fn handle(&self, note: Notification<Pod>) {
         match note {
             Notification::Add(pod) | Notification::Update { new: pod, .. } => {
@@ -166,6 +193,7 @@ impl Kubelet {
         if let Some(uid) = uid {
             self.ips.release(uid);
             self.sandboxes.lock().remove(uid);
+            self.stopping.lock().remove(uid);
         }
     }
 
@@ -254,6 +282,9 @@ impl Kubelet {
             termination_grace_cap: self.config.termination_grace_cap,
             sandbox_created_at: self.sandboxes.lock().get(&uid).copied(),
         };
+        if pod.metadata.deletion_timestamp.is_some() && !is_terminal(&pod) {
+            self.announce_stopping(&pod, &uid);
+        }
         let api: Api<Pod> = Api::namespaced(self.client.clone(), key.namespace_str());
         match plan(&pod, &input) {
             Action::Idle => Ok(()),
