@@ -52,7 +52,8 @@
 //! `startTime` set) for [`Config::pod_ready_delay`] (default 500ms), then Running with every container
 //! running and ready (`containerID` `rkcm://…`) and conditions PodReadyToStartContainers, Initialized,
 //! ContainersReady, Ready and PodScheduled True (Ready also waits for `spec.readinessGates` conditions;
-//! `hostNetwork` pods get the node's IP). Tests steer pods with annotations, or per container
+//! `hostNetwork` pods get the node's IP; init containers complete at once). The kubelet records
+//! `Started`, `BackOff` and `Killing` events. Tests steer pods with annotations, or per container
 //! with words in the image name (its last path segment, without tag):
 //!
 //! | annotation | image name contains | effect |
