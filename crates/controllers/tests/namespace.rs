@@ -10,14 +10,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, ReplicaSet};
 use k8s_openapi::api::core::v1::{
     ConfigMap, Container, Namespace, NamespaceCondition, Pod, PodSpec,
 };
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::client::Body;
 use kube::Client;
 use rkcm_apiserver::testing::{self, TestServer};
 use rkcm_controllers::namespace::{self, NamespaceController};
+use rkcm_controllers::registry::{self, ControllerContext, ControllerOptions, Started};
+use rkcm_runtime::events::EventBroadcaster;
 use rkcm_runtime::informer::InformerFactory;
 use rkcm_runtime::{Shutdown, SystemClock};
 use serde_json::{json, Value};
@@ -360,5 +364,155 @@ async fn system_namespaces_cannot_be_deleted() -> Result<()> {
             other => bail!("deleting {name}: expected 403, got {other:?}"),
         }
     }
+    Ok(())
+}
+
+/// Plays the kubelet in `namespace`: removes terminating pods for good, until `shutdown`.
+fn kubelet(client: Client, namespace: &str, shutdown: Shutdown) {
+    let pods: Api<Pod> = Api::namespaced(client, namespace);
+    tokio::spawn(async move {
+        let force = DeleteParams {
+            grace_period_seconds: Some(0),
+            ..DeleteParams::default()
+        };
+        while !shutdown.is_cancelled() {
+            if let Ok(list) = pods.list(&ListParams::default()).await {
+                for pod in list
+                    .items
+                    .iter()
+                    .filter(|p| p.metadata.deletion_timestamp.is_some())
+                {
+                    let _ = pods
+                        .delete(pod.metadata.name.as_deref().unwrap_or_default(), &force)
+                        .await;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    });
+}
+
+#[tokio::test]
+async fn deleting_a_namespace_with_a_running_deployment_under_the_manager_removes_everything(
+) -> Result<()> {
+    // Every controller involved, started through the registry as the manager starts them.
+    let server = testing::start().await;
+    let client = server.client();
+    let shutdown = Shutdown::new();
+    let _stop = shutdown.clone().drop_guard();
+    let factory = InformerFactory::new(client.clone(), Duration::ZERO);
+    let events = EventBroadcaster::new(client.clone());
+    let options = ControllerOptions::default();
+    let clients = {
+        let client = client.clone();
+        move |_: &str| Ok(client.clone())
+    };
+    let ctx = ControllerContext {
+        factory: &factory,
+        clients: &clients,
+        events: &events,
+        options: &options,
+    };
+    for name in [
+        registry::NAMESPACE,
+        registry::GARBAGECOLLECTOR,
+        registry::REPLICASET,
+        registry::DEPLOYMENT,
+    ] {
+        match registry::start(name, &ctx, shutdown.clone()).await? {
+            Started::Running(run) => {
+                tokio::spawn(run);
+            }
+            Started::Skipped(why) => bail!("{name} skipped: {why}"),
+        }
+    }
+    factory.start(shutdown.clone());
+
+    create_namespace(&client, "app").await?;
+    let labels = BTreeMap::from([("app".to_string(), "web".to_string())]);
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "app");
+    deployments
+        .create(
+            &PostParams::default(),
+            &Deployment {
+                metadata: ObjectMeta {
+                    name: Some("web".into()),
+                    ..ObjectMeta::default()
+                },
+                spec: Some(DeploymentSpec {
+                    replicas: Some(3),
+                    selector: LabelSelector {
+                        match_labels: Some(labels.clone()),
+                        ..LabelSelector::default()
+                    },
+                    template: k8s_openapi::api::core::v1::PodTemplateSpec {
+                        metadata: Some(ObjectMeta {
+                            labels: Some(labels),
+                            ..ObjectMeta::default()
+                        }),
+                        spec: pod("template", false).spec,
+                    },
+                    ..DeploymentSpec::default()
+                }),
+                ..Deployment::default()
+            },
+        )
+        .await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "app");
+    eventually("the deployment's pods", || async {
+        let n = pods
+            .list(&ListParams::default().labels("app=web"))
+            .await?
+            .items
+            .len();
+        Ok((n == 3).then_some(()))
+    })
+    .await?;
+    pods.create(&PostParams::default(), &pod("graceful", true))
+        .await?;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "app");
+    cms.create(&PostParams::default(), &config_map("settings", &[]))
+        .await?;
+    kubelet(client.clone(), "app", shutdown.clone());
+
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    namespaces
+        .delete("app", &DeleteParams::background())
+        .await?;
+    // The ReplicaSet controller keeps trying to replace pods; the API server refuses (403) and
+    // the namespace still empties.
+    eventually("the namespace to be removed", || async {
+        Ok(namespaces.get_opt("app").await?.is_none().then_some(()))
+    })
+    .await?;
+    let replica_sets: Api<ReplicaSet> = Api::namespaced(client.clone(), "app");
+    for (what, n) in [
+        (
+            "deployments",
+            deployments
+                .list(&ListParams::default())
+                .await
+                .map(|l| l.items.len()),
+        ),
+        (
+            "replicasets",
+            replica_sets
+                .list(&ListParams::default())
+                .await
+                .map(|l| l.items.len()),
+        ),
+        (
+            "pods",
+            pods.list(&ListParams::default())
+                .await
+                .map(|l| l.items.len()),
+        ),
+    ] {
+        // An empty list or 404 for the removed namespace; nothing may be left behind.
+        if let Ok(n) = n {
+            assert_eq!(n, 0, "{what} left behind");
+        }
+    }
+    drop(server);
     Ok(())
 }

@@ -42,7 +42,13 @@ pub enum Error {
     /// The namespace's UID changed while retrying: it was deleted and created again.
     #[error("namespace {0}: uid has changed across retries")]
     UidChanged(String),
+    /// Every attempt to finalize met a conflict.
+    #[error("namespace {0}: too many conflicts finalizing, will retry")]
+    Conflicts(String),
 }
+
+/// Attempts of `/finalize` on conflicts before the namespace is requeued with backoff.
+const FINALIZE_ATTEMPTS: usize = 5;
 
 /// What a deletion pass achieved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +60,19 @@ pub enum Outcome {
         /// kube's estimate, in seconds.
         estimate_seconds: i64,
     },
+}
+
+/// What deleting one resource type's content found (`gvrDeletionMetadata` and the error).
+#[derive(Debug, Default)]
+struct GvrDeletion {
+    /// Seconds to wait before looking again.
+    estimate: i64,
+    /// Objects still there.
+    remaining: usize,
+    /// Remaining objects per finalizer they carry.
+    finalizers: BTreeMap<String, usize>,
+    /// What failed, if anything.
+    error: Option<String>,
 }
 
 /// Deletes namespaces' content through the API, discovering what to delete.
@@ -111,7 +130,10 @@ impl NamespacedResourcesDeleter {
         }
 
         let (estimate, report) = self.delete_all_content(name, deleted_at.0).await;
-        self.update_conditions(&namespaces, name, &report).await?;
+        // As kube: failing to report progress does not stop the deletion.
+        if let Err(err) = self.update_conditions(&namespaces, name, &report).await {
+            tracing::warn!(namespace = name, error = %err, "couldn't update the namespace's status conditions");
+        }
         if !report.delete_errors.is_empty() || report.discovery_error.is_some() {
             let mut errors = report.delete_errors.clone();
             errors.extend(report.discovery_error.clone());
@@ -125,7 +147,7 @@ impl NamespacedResourcesDeleter {
                 estimate_seconds: estimate,
             });
         }
-        self.finalize(&namespaces, name).await?;
+        self.finalize(&namespaces, &ns).await?;
         Ok(Outcome::Done)
     }
 
@@ -187,24 +209,20 @@ impl NamespacedResourcesDeleter {
         };
         let mut estimate = 0;
         for (resource, caps) in resources {
-            match self
+            let gvr = self
                 .delete_resource_content(namespace, &resource, &caps, deleted_at)
-                .await
-            {
-                Ok((e, remaining, finalizers)) => {
-                    estimate = estimate.max(e);
-                    if remaining > 0 {
-                        *report
-                            .remaining
-                            .entry(format!("{}.{}", resource.plural, resource.group))
-                            .or_default() += remaining;
-                    }
-                    for (f, n) in finalizers {
-                        *report.finalizers_remaining.entry(f).or_default() += n;
-                    }
+                .await;
+            estimate = estimate.max(gvr.estimate);
+            if gvr.remaining > 0 {
+                *report
+                    .remaining
+                    .entry(format!("{}.{}", resource.plural, resource.group))
+                    .or_default() += gvr.remaining;
+                for (f, n) in gvr.finalizers {
+                    *report.finalizers_remaining.entry(f).or_default() += n;
                 }
-                Err(msg) => report.delete_errors.push(msg),
             }
+            report.delete_errors.extend(gvr.error);
         }
         (estimate, report)
     }
@@ -226,19 +244,26 @@ impl NamespacedResourcesDeleter {
         Ok(out)
     }
 
-    /// Deletes one resource type's content in `namespace`.
-    /// Returns (estimate seconds, objects remaining, remaining objects per finalizer).
+    /// Deletes one resource type's content in `namespace` (`deleteAllContentForGroupVersionResource`).
     async fn delete_resource_content(
         &self,
         namespace: &str,
         resource: &ApiResource,
         caps: &ApiCapabilities,
         deleted_at: jiff::Timestamp,
-    ) -> Result<(i64, usize, BTreeMap<String, usize>), String> {
+    ) -> GvrDeletion {
         let gr = format!("{}.{}", resource.plural, resource.group);
+        let failed = |estimate, error: String| GvrDeletion {
+            estimate,
+            error: Some(error),
+            ..GvrDeletion::default()
+        };
         let mut estimate = 0;
         if resource.group.is_empty() && resource.plural == "pods" {
-            estimate = self.estimate_pod_termination(namespace, deleted_at).await?;
+            estimate = match self.estimate_pod_termination(namespace, deleted_at).await {
+                Ok(estimate) => estimate,
+                Err(error) => return failed(0, error),
+            };
         }
         let api: Api<DynamicObject> =
             Api::namespaced_with(self.client.clone(), namespace, resource);
@@ -251,19 +276,22 @@ impl NamespacedResourcesDeleter {
             match api.delete_collection(&dp, &ListParams::default()).await {
                 Ok(_) => true,
                 Err(err) if is_method_not_supported(&err) || is_not_found(&err) => false,
-                Err(err) => return Err(format!("failed to delete {gr}: {err}")),
+                Err(err) => return failed(estimate, format!("failed to delete {gr}: {err}")),
             }
         } else {
             false
         };
         if !caps.supports_operation("list") {
-            return Ok((estimate, 0, BTreeMap::new()));
+            return GvrDeletion {
+                estimate,
+                ..GvrDeletion::default()
+            };
         }
-        let list = api
-            .list(&ListParams::default())
-            .await
-            .map_err(|err| format!("failed to list {gr}: {err}"))?;
         if !collection_done {
+            let list = match api.list(&ListParams::default()).await {
+                Ok(list) => list,
+                Err(err) => return failed(estimate, format!("failed to list {gr}: {err}")),
+            };
             for obj in list
                 .items
                 .iter()
@@ -273,36 +301,54 @@ impl NamespacedResourcesDeleter {
                 match api.delete(&name, &dp).await {
                     Ok(_) => {}
                     Err(err) if is_not_found(&err) => {}
-                    Err(err) => return Err(format!("failed to delete {gr} {name}: {err}")),
+                    Err(err) => {
+                        return failed(estimate, format!("failed to delete {gr} {name}: {err}"))
+                    }
                 }
             }
         }
-        // Verify what remains (the list above may predate the deletes).
-        let remaining = api
-            .list(&ListParams::default())
-            .await
-            .map_err(|err| format!("failed to list {gr}: {err}"))?;
-        if remaining.items.is_empty() {
-            return Ok((0, 0, BTreeMap::new()));
+        // Verify what remains: not an error while the estimate says to wait.
+        let remaining = match api.list(&ListParams::default()).await {
+            Ok(list) => list.items,
+            Err(err) => return failed(estimate, format!("failed to list {gr}: {err}")),
+        };
+        if remaining.is_empty() {
+            return GvrDeletion::default();
         }
         let mut finalizers = BTreeMap::new();
-        for item in &remaining.items {
+        for item in &remaining {
             for f in item.metadata.finalizers.iter().flatten() {
                 *finalizers.entry(f.clone()).or_insert(0) += 1;
             }
         }
-        let n = remaining.items.len();
+        let remaining = remaining.len();
         if estimate != 0 {
-            return Ok((estimate, n, finalizers));
+            return GvrDeletion {
+                estimate,
+                remaining,
+                finalizers,
+                error: None,
+            };
         }
+        // Finalizers are a normal reason to wait: give them time to run.
         if !finalizers.is_empty() {
-            return Ok((FINALIZER_ESTIMATE_SECONDS, n, finalizers));
+            return GvrDeletion {
+                estimate: FINALIZER_ESTIMATE_SECONDS,
+                remaining,
+                finalizers,
+                error: None,
+            };
         }
-        // Graceful deletions in progress (pods past their estimate) are retried soon, as kube does
-        // by returning an error that the queue retries with backoff.
-        Err(format!(
-            "unexpected items still remain in namespace: {namespace} for gvr: {gr}"
-        ))
+        // Nothing explains what remains (a graceful deletion past its estimate, say): an error,
+        // which the queue retries with backoff, as kube does.
+        GvrDeletion {
+            estimate,
+            remaining,
+            finalizers,
+            error: Some(format!(
+                "unexpected items still remain in namespace: {namespace} for gvr: {gr}"
+            )),
+        }
     }
 
     /// The longest termination grace period among the namespace's non-terminal pods, or 0 once that
@@ -357,14 +403,13 @@ impl NamespacedResourcesDeleter {
         Ok(())
     }
 
-    /// Removes our token from `spec.finalizers` through `/finalize`, retrying on conflict.
-    async fn finalize(&self, namespaces: &Api<Namespace>, name: &str) -> Result<(), Error> {
-        loop {
-            let mut ns = match namespaces.get(name).await {
-                Ok(ns) => ns,
-                Err(err) if is_not_found(&err) => return Ok(()),
-                Err(err) => return Err(Self::api_err(name, "reading the namespace")(err)),
-            };
+    /// Removes our token from `spec.finalizers` through `/finalize`, retrying on conflict as long
+    /// as the namespace is the same one (same UID).
+    async fn finalize(&self, namespaces: &Api<Namespace>, ns: &Namespace) -> Result<(), Error> {
+        let name = ns.metadata.name.clone().unwrap_or_default();
+        let uid = ns.metadata.uid.clone();
+        let mut ns = ns.clone();
+        for _ in 0..FINALIZE_ATTEMPTS {
             let spec = ns.spec.get_or_insert_with(Default::default);
             let mut finalizers: Vec<String> = spec
                 .finalizers
@@ -377,15 +422,25 @@ impl NamespacedResourcesDeleter {
             finalizers.dedup();
             spec.finalizers = Some(finalizers);
             match namespaces
-                .replace_subresource("finalize", name, &PostParams::default(), &ns)
+                .replace_subresource("finalize", &name, &PostParams::default(), &ns)
                 .await
             {
                 Ok(_) => return Ok(()),
+                // Finalized by another controller sharing our token: nothing left to do.
                 Err(err) if is_not_found(&err) => return Ok(()),
-                Err(err) if is_conflict(&err) => continue,
-                Err(err) => return Err(Self::api_err(name, "finalizing the namespace")(err)),
+                Err(err) if is_conflict(&err) => {}
+                Err(err) => return Err(Self::api_err(&name, "finalizing the namespace")(err)),
+            }
+            ns = match namespaces.get(&name).await {
+                Ok(ns) => ns,
+                Err(err) if is_not_found(&err) => return Ok(()),
+                Err(err) => return Err(Self::api_err(&name, "re-reading the namespace")(err)),
+            };
+            if ns.metadata.uid != uid {
+                return Err(Error::UidChanged(name));
             }
         }
+        Err(Error::Conflicts(name))
     }
 }
 
