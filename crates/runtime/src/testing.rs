@@ -1,1 +1,245 @@
-//! TODO: not yet written.
+//! Fakes for controller tests: a recording [`FakePodControl`] and a client that never connects.
+//! (`FakeClock` lives in [`crate::clock`].)
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use k8s_openapi::api::core::v1::{ObjectReference, PodTemplateSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use parking_lot::Mutex;
+
+use crate::pod_control::{PodControl, PodControlError};
+
+/// A kube client pointing at a closed local port: for building informers and controllers in
+/// tests that never reach the API. Requests fail with a connection error. Needs a tokio runtime.
+pub fn offline_client() -> kube::Client {
+    let config = kube::Config::new(http::Uri::from_static("http://127.0.0.1:9"));
+    kube::Client::try_from(config).expect("a plain-http client config is always valid")
+}
+
+/// A pod creation recorded by [`FakePodControl`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct CreatedPod {
+    /// Namespace asked for.
+    pub namespace: String,
+    /// Template the pod was built from.
+    pub template: PodTemplateSpec,
+    /// Object the events would be recorded on.
+    pub owner: ObjectReference,
+    /// Controller reference the pod would carry.
+    pub controller_ref: OwnerReference,
+}
+
+/// Produces the error an injected failure returns (errors are not `Clone`).
+type ErrorFactory = Arc<dyn Fn() -> PodControlError + Send + Sync>;
+
+#[derive(Default)]
+struct FakeState {
+    creates: Vec<CreatedPod>,
+    create_calls: usize,
+    /// Create calls numbered (1-based) at or above this fail with `create_error`.
+    fail_creates_from: Option<usize>,
+    create_error: Option<ErrorFactory>,
+    /// When non-zero, calls beyond this many fail (Go's `CreateLimit`).
+    create_limit: usize,
+    deletes: Vec<(String, String)>,
+    delete_error: Option<ErrorFactory>,
+    patches: Vec<(String, String, serde_json::Value)>,
+    patch_error: Option<ErrorFactory>,
+}
+
+/// Records pod creations, deletions and patches instead of calling the API (client-go's
+/// `FakePodControl`). Clones share the record. Failed calls are counted but not recorded.
+#[derive(Clone, Default)]
+pub struct FakePodControl {
+    state: Arc<Mutex<FakeState>>,
+}
+
+impl std::fmt::Debug for FakePodControl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self.state.lock();
+        f.debug_struct("FakePodControl")
+            .field("creates", &s.creates.len())
+            .field("deletes", &s.deletes)
+            .field("patches", &s.patches.len())
+            .finish()
+    }
+}
+
+impl FakePodControl {
+    /// A fake that succeeds at everything.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Successful creations, in call order.
+    pub fn creates(&self) -> Vec<CreatedPod> {
+        self.state.lock().creates.clone()
+    }
+
+    /// Number of `create_pods` calls, successful or not.
+    pub fn create_calls(&self) -> usize {
+        self.state.lock().create_calls
+    }
+
+    /// Successful deletions as `(namespace, name)`, in call order.
+    pub fn deletes(&self) -> Vec<(String, String)> {
+        self.state.lock().deletes.clone()
+    }
+
+    /// Names of successfully deleted pods, in call order.
+    pub fn deleted_names(&self) -> Vec<String> {
+        self.state
+            .lock()
+            .deletes
+            .iter()
+            .map(|(_, n)| n.clone())
+            .collect()
+    }
+
+    /// Successful patches as `(namespace, name, patch)`, in call order.
+    pub fn patches(&self) -> Vec<(String, String, serde_json::Value)> {
+        self.state.lock().patches.clone()
+    }
+
+    /// Makes the `n`-th (1-based) and every later `create_pods` call fail with `err()`.
+    pub fn fail_creates_from(
+        &self,
+        n: usize,
+        err: impl Fn() -> PodControlError + Send + Sync + 'static,
+    ) {
+        let mut s = self.state.lock();
+        s.fail_creates_from = Some(n.max(1));
+        s.create_error = Some(Arc::new(err));
+    }
+
+    /// Makes every `create_pods` call fail with `err()`.
+    pub fn fail_creates(&self, err: impl Fn() -> PodControlError + Send + Sync + 'static) {
+        self.fail_creates_from(1, err);
+    }
+
+    /// Fails `create_pods` calls beyond the first `limit` (0 = no limit), as Go's `CreateLimit`.
+    pub fn set_create_limit(&self, limit: usize) {
+        self.state.lock().create_limit = limit;
+    }
+
+    /// Makes every `delete_pod` call fail with `err()`.
+    pub fn fail_deletes(&self, err: impl Fn() -> PodControlError + Send + Sync + 'static) {
+        self.state.lock().delete_error = Some(Arc::new(err));
+    }
+
+    /// Makes every `patch_pod` call fail with `err()`.
+    pub fn fail_patches(&self, err: impl Fn() -> PodControlError + Send + Sync + 'static) {
+        self.state.lock().patch_error = Some(Arc::new(err));
+    }
+
+    /// Forgets every recorded call and injected failure.
+    pub fn clear(&self) {
+        *self.state.lock() = FakeState::default();
+    }
+}
+
+#[async_trait]
+impl PodControl for FakePodControl {
+    async fn create_pods(
+        &self,
+        namespace: &str,
+        template: &PodTemplateSpec,
+        owner: &ObjectReference,
+        controller_ref: &OwnerReference,
+    ) -> Result<(), PodControlError> {
+        let mut s = self.state.lock();
+        s.create_calls += 1;
+        let call = s.create_calls;
+        if s.create_limit != 0 && call > s.create_limit {
+            return Err(PodControlError::Invalid(format!(
+                "not creating pod, limit {} already reached (create call {call})",
+                s.create_limit
+            )));
+        }
+        if let (Some(from), Some(err)) = (s.fail_creates_from, &s.create_error) {
+            if call >= from {
+                return Err(err());
+            }
+        }
+        s.creates.push(CreatedPod {
+            namespace: namespace.to_string(),
+            template: template.clone(),
+            owner: owner.clone(),
+            controller_ref: controller_ref.clone(),
+        });
+        Ok(())
+    }
+
+    async fn delete_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        _owner: &ObjectReference,
+    ) -> Result<(), PodControlError> {
+        let mut s = self.state.lock();
+        if let Some(err) = &s.delete_error {
+            return Err(err());
+        }
+        s.deletes.push((namespace.to_string(), name.to_string()));
+        Ok(())
+    }
+
+    async fn patch_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        patch: &serde_json::Value,
+    ) -> Result<(), PodControlError> {
+        let mut s = self.state.lock();
+        if let Some(err) = &s.patch_error {
+            return Err(err());
+        }
+        s.patches
+            .push((namespace.to_string(), name.to_string(), patch.clone()));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn fake_pod_control_records_calls_and_fails_from_the_nth_create() {
+        let fake = FakePodControl::new();
+        let shared = fake.clone();
+        fake.fail_creates_from(3, || PodControlError::Conflict);
+        let owner = ObjectReference::default();
+        let cref = OwnerReference::default();
+        let t = PodTemplateSpec::default();
+        for _ in 0..2 {
+            assert!(fake.create_pods("ns", &t, &owner, &cref).await.is_ok());
+        }
+        assert!(fake
+            .create_pods("ns", &t, &owner, &cref)
+            .await
+            .is_err_and(|e| e.is_conflict()));
+        assert_eq!(shared.creates().len(), 2);
+        assert_eq!(shared.create_calls(), 3);
+
+        fake.delete_pod("ns", "p1", &owner)
+            .await
+            .expect("delete ok");
+        fake.patch_pod("ns", "p2", &serde_json::json!({"a": 1}))
+            .await
+            .expect("patch ok");
+        assert_eq!(shared.deleted_names(), ["p1"]);
+        assert_eq!(shared.patches()[0].1, "p2");
+
+        fake.clear();
+        fake.set_create_limit(1);
+        assert!(fake.create_pods("ns", &t, &owner, &cref).await.is_ok());
+        assert!(fake.create_pods("ns", &t, &owner, &cref).await.is_err());
+        fake.fail_deletes(|| PodControlError::NotFound);
+        assert!(fake
+            .delete_pod("ns", "p", &owner)
+            .await
+            .is_err_and(|e| e.is_not_found()));
+    }
+}
