@@ -12,9 +12,7 @@ use super::conditions::deployment_complete;
 use super::fenceposts::max_unavailable;
 use super::replica_sets::by_creation_timestamp;
 use super::replica_sets::filter_active;
-use super::replicas::{
-    available_replica_count, new_rs_new_replicas, replica_count, NewReplicasError,
-};
+use super::replicas::{new_rs_new_replicas, replica_count, NewReplicasError};
 use super::scale::ScaleStep;
 use super::spec::{replicas, rs_available_replicas, rs_replicas};
 use super::sync::{d_key, Result, SyncError};
@@ -90,7 +88,14 @@ pub fn scale_down_old_replica_sets(
     old_rss: &[Arc<ReplicaSet>],
 ) -> (Vec<ScaleStep>, i32) {
     let min_available = replicas(d) - max_unavailable(d);
-    let available = available_replica_count(all_rss.iter().map(|rs| &**rs));
+    // An old ReplicaSet just scaled down may still report the available pods it is about to delete;
+    // once the ReplicaSet controller has acted, no more than `spec.replicas` of them remain (it
+    // deletes unavailable pods first). kube reads `availableReplicas` as is and can briefly
+    // overshoot maxUnavailable on such a stale status; counting at most `spec.replicas` cannot.
+    let available: i32 = all_rss
+        .iter()
+        .map(|rs| rs_available_replicas(rs).min(rs_replicas(rs)))
+        .sum();
     if available <= min_available {
         return (Vec::new(), 0);
     }
@@ -286,6 +291,19 @@ mod tests {
                 assert_eq!(step.operation, "down");
             }
         }
+    }
+
+    #[test]
+    fn a_stale_status_of_a_scaled_down_replica_set_is_not_counted_as_available() {
+        // The old ReplicaSet was scaled 10 → 8 but still reports 10 available pods.
+        let old_rs = Arc::new(with_available(rs("old", 8, &[], None), 10));
+        let new_rs = Arc::new(with_available(rs("new", 2, &[], None), 0));
+        let d = deployment(10, 0, 2);
+        let (steps, _) = scale_down_old_replica_sets(&d, &[old_rs.clone(), new_rs], &[old_rs]);
+        assert!(
+            steps.is_empty(),
+            "8 pods are available after the deletion, which is the minimum: {steps:?}"
+        );
     }
 
     #[test]
