@@ -5,6 +5,8 @@
 //! [`crate::registry::Strategy`]. Bytes and HTTP live in [`crate::http`]; this module works on
 //! JSON values.
 
+use std::sync::Arc;
+
 use rand::Rng;
 use serde_json::{json, Value};
 
@@ -15,6 +17,7 @@ use crate::object;
 use crate::registry::{self, GracefulDelete, Strategy};
 use crate::storage;
 use crate::store::Store;
+use crate::watch_cache::CachedObject;
 
 /// Namespaces that exist from the start and may not be deleted.
 pub const SYSTEM_NAMESPACES: &[&str] =
@@ -194,7 +197,7 @@ pub async fn create(
     namespace: Option<&str>,
     mut obj: Value,
     opts: WriteOptions,
-) -> ApiResult<Value> {
+) -> ApiResult<Arc<CachedObject>> {
     let strategy = registry::strategy(info);
     check_type(info, &mut obj)?;
     check_namespace(info, &mut obj, namespace)?;
@@ -240,8 +243,14 @@ pub async fn create(
         1
     };
     let mut last_err = None;
-    for _ in 0..attempts {
-        let mut candidate = obj.clone();
+    let mut obj = Some(obj);
+    for attempt in 0..attempts {
+        // Only generated names are retried; the last attempt takes the object itself.
+        let mut candidate = if attempt + 1 == attempts {
+            obj.take().unwrap_or(Value::Null)
+        } else {
+            obj.clone().unwrap_or(Value::Null)
+        };
         if let Some(base) = &generate {
             // Name length limit: the base is truncated as SimpleNameGenerator does (63 - 5).
             let base: String = base.chars().take(58).collect();
@@ -261,7 +270,10 @@ pub async fn create(
             if store.get(&key).is_some() {
                 return Err(ApiError::already_exists(info, &name));
             }
-            return Ok(candidate);
+            return Ok(Arc::new(CachedObject::new(
+                candidate,
+                store.cache().revision(),
+            )));
         }
         match store.create(&key, candidate).await {
             Ok(stored) => return Ok(stored),
@@ -340,12 +352,31 @@ fn keep_system_metadata(new: &mut Value, old: &Value) {
 
 /// Whether two versions of an object differ other than in resourceVersion.
 fn same_content(a: &Value, b: &Value) -> bool {
-    let strip = |v: &Value| {
-        let mut v = v.clone();
-        object::remove_meta(&mut v, "resourceVersion");
-        v
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return a == b;
     };
-    strip(a) == strip(b)
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().all(|(k, va)| {
+        let Some(vb) = b.get(k) else { return false };
+        if k != "metadata" {
+            return va == vb;
+        }
+        match (va.as_object(), vb.as_object()) {
+            (Some(ma), Some(mb)) => {
+                let count = |m: &serde_json::Map<String, Value>| {
+                    m.keys().filter(|k| *k != "resourceVersion").count()
+                };
+                count(ma) == count(mb)
+                    && ma
+                        .iter()
+                        .filter(|(k, _)| *k != "resourceVersion")
+                        .all(|(k, v)| mb.get(k) == Some(v))
+            }
+            _ => va == vb,
+        }
+    })
 }
 
 /// Whether an update leaves an object that must go away now (`ShouldDeleteDuringUpdate`): being
@@ -373,7 +404,7 @@ pub async fn update(
     mut new: Value,
     target: UpdateTarget,
     opts: WriteOptions,
-) -> ApiResult<Value> {
+) -> ApiResult<Arc<CachedObject>> {
     let strategy = registry::strategy(info);
     check_type(info, &mut new)?;
     if object::metadata_mut(&mut new).is_none() {
@@ -451,18 +482,21 @@ pub async fn update(
         return Err(ApiError::invalid(info, name, &errors));
     }
     if same_content(&new, old) {
-        return Ok(old.clone());
+        return Ok(current);
     }
     if opts.dry_run {
-        let mut out = new;
-        object::set_resource_version(&mut out, current.revision);
-        return Ok(out);
+        return Ok(Arc::new(CachedObject::new(new, current.revision)));
     }
     if should_delete_during_update(info, &new) {
-        return store
+        let last = store
             .delete(&key, Some(current.revision))
             .await
-            .map_err(|e| storage_error(info, name, e));
+            .map_err(|e| storage_error(info, name, e))?;
+        let rev = object::resource_version(&last)
+            .ok()
+            .flatten()
+            .unwrap_or(current.revision);
+        return Ok(Arc::new(CachedObject::new(last, rev)));
     }
     store
         .update(&key, new, current.revision)
@@ -697,7 +731,7 @@ pub async fn delete(
             return Ok(Deleted::Pending(next));
         }
         match store.update(&key, next, current.revision).await {
-            Ok(stored) => return Ok(Deleted::Pending(stored)),
+            Ok(stored) => return Ok(Deleted::Pending(stored.value.clone())),
             Err(storage::Error::Conflict { .. }) => continue,
             Err(e) => return Err(storage_error(info, name, e)),
         }
@@ -818,7 +852,7 @@ pub async fn update_scale(
             return scale_of(info, &out);
         }
         match store.update(&key, new, current.revision).await {
-            Ok(stored) => return scale_of(info, &stored),
+            Ok(stored) => return scale_of(info, &stored.value),
             Err(storage::Error::Conflict { .. }) => continue,
             Err(e) => return Err(storage_error(info, name, e)),
         }

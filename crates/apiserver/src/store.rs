@@ -48,18 +48,36 @@ impl Store {
             .map_err(|e| storage::Error::Backend(format!("encode: {e}")))
     }
 
+    /// The cached object written at `revision` under `key` (decoded from `bytes` if a later
+    /// write already replaced it in the cache).
+    fn written(
+        &self,
+        key: &str,
+        revision: i64,
+        bytes: &Bytes,
+    ) -> storage::Result<Arc<CachedObject>> {
+        if let Some(obj) = self.cache.get(key).filter(|o| o.revision == revision) {
+            return Ok(obj);
+        }
+        let value = serde_json::from_slice(bytes)
+            .map_err(|e| storage::Error::Backend(format!("decode: {e}")))?;
+        Ok(Arc::new(CachedObject::new(value, revision)))
+    }
+
     /// Creates `obj` under `key`; returns it with its resourceVersion.
-    pub async fn create(&self, key: &str, mut obj: Value) -> storage::Result<Value> {
+    pub async fn create(&self, key: &str, mut obj: Value) -> storage::Result<Arc<CachedObject>> {
         let value = Self::encode(&mut obj)?;
         let (rev, _) = self
             .backend
-            .write(WriteOp::Create {
-                key: key.to_string(),
-                value,
-            })
+            .write(
+                WriteOp::Create {
+                    key: key.to_string(),
+                    value: value.clone(),
+                },
+                Some(obj),
+            )
             .await?;
-        object::set_resource_version(&mut obj, rev);
-        Ok(obj)
+        self.written(key, rev, &value)
     }
 
     /// Replaces the object under `key` if it is still at `expected_revision`.
@@ -68,18 +86,20 @@ impl Store {
         key: &str,
         mut obj: Value,
         expected_revision: i64,
-    ) -> storage::Result<Value> {
+    ) -> storage::Result<Arc<CachedObject>> {
         let value = Self::encode(&mut obj)?;
         let (rev, _) = self
             .backend
-            .write(WriteOp::Update {
-                key: key.to_string(),
-                value,
-                expected_revision,
-            })
+            .write(
+                WriteOp::Update {
+                    key: key.to_string(),
+                    value: value.clone(),
+                    expected_revision,
+                },
+                Some(obj),
+            )
             .await?;
-        object::set_resource_version(&mut obj, rev);
-        Ok(obj)
+        self.written(key, rev, &value)
     }
 
     /// Removes the object under `key` (if still at `expected_revision`, when given); returns its
@@ -91,10 +111,13 @@ impl Store {
     ) -> storage::Result<Value> {
         let (rev, prev) = self
             .backend
-            .write(WriteOp::Delete {
-                key: key.to_string(),
-                expected_revision,
-            })
+            .write(
+                WriteOp::Delete {
+                    key: key.to_string(),
+                    expected_revision,
+                },
+                None,
+            )
             .await?;
         let mut last = prev
             .and_then(|kv| serde_json::from_slice::<Value>(&kv.value).ok())

@@ -257,10 +257,11 @@ impl WatchCache {
     }
 
     /// Applies one committed write (called by the storage sink, in revision order).
-    pub fn apply(&self, ev: &StorageEvent) {
+    pub fn apply(&self, ev: StorageEvent) {
         let res = self.resource(resource_prefix(&ev.key));
-        let decoded = match &ev.value {
-            Some(bytes) => match serde_json::from_slice::<Value>(bytes) {
+        let decoded = match (ev.decoded, &ev.value) {
+            (Some(v), Some(_)) => Some(v),
+            (_, Some(bytes)) => match serde_json::from_slice::<Value>(bytes) {
                 Ok(v) => Some(v),
                 Err(e) => {
                     tracing::error!(key = %ev.key, error = %e, "stored object is not JSON");
@@ -268,7 +269,7 @@ impl WatchCache {
                     return;
                 }
             },
-            None => None,
+            (_, None) => None,
         };
         {
             let mut st = res.state.lock();
@@ -416,10 +417,11 @@ mod tests {
 
     fn put(cache: &WatchCache, key: &str, rev: i64, name: &str) {
         let v = json!({"metadata": {"name": name}});
-        cache.apply(&StorageEvent {
+        cache.apply(StorageEvent {
             key: key.into(),
             revision: rev,
             value: Some(Bytes::from(serde_json::to_vec(&v).expect("json"))),
+            decoded: None,
         });
     }
 
@@ -463,10 +465,11 @@ mod tests {
             WatchStart::Replay(evs) => assert_eq!(evs.len(), 2),
             WatchStart::Current(_) => panic!("expected replay"),
         }
-        cache.apply(&StorageEvent {
+        cache.apply(StorageEvent {
             key: "/core/pods/a/p1".into(),
             revision: 4,
             value: None,
+            decoded: None,
         });
         match sub.next(3).await {
             Next::Events(evs) => {

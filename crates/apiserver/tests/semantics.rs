@@ -385,3 +385,84 @@ async fn raw_first_event(
         serde_json::from_slice(line).expect("watch line is JSON"),
     )
 }
+
+async fn raw_lines(
+    server: &rkcm_apiserver::testing::TestServer,
+    path: &str,
+    n: usize,
+) -> Vec<serde_json::Value> {
+    let req = http::Request::get(path).body(Vec::new()).expect("request");
+    let resp = server
+        .client()
+        .send(req.map(kube::client::Body::from))
+        .await
+        .expect("request");
+    assert_eq!(resp.status().as_u16(), 200);
+    let mut body = resp.into_body();
+    let mut buf = Vec::new();
+    let read = async {
+        while buf.iter().filter(|b| **b == b'\n').count() < n {
+            match http_body_util::BodyExt::frame(&mut body).await {
+                Some(Ok(f)) => {
+                    if let Ok(d) = f.into_data() {
+                        buf.extend_from_slice(&d);
+                    }
+                }
+                _ => break,
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), read)
+        .await
+        .expect("watch lines within 10s");
+    buf.split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .take(n)
+        .map(|l| serde_json::from_slice(l).expect("watch line is JSON"))
+        .collect()
+}
+
+#[tokio::test]
+async fn streaming_lists_end_with_an_initial_events_bookmark() {
+    let server = rkcm_apiserver::testing::start().await;
+    let pods: Api<Pod> = Api::namespaced(server.client(), "default");
+    for name in ["s1", "s2"] {
+        pods.create(&PostParams::default(), &pod(name, None))
+            .await
+            .expect("create");
+    }
+    let lines = raw_lines(
+        &server,
+        "/api/v1/namespaces/default/pods?watch=1&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan",
+        3,
+    )
+    .await;
+    assert_eq!(lines[0]["type"], "ADDED");
+    assert_eq!(lines[1]["type"], "ADDED");
+    assert_eq!(lines[2]["type"], "BOOKMARK");
+    assert_eq!(
+        lines[2]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
+        "true"
+    );
+
+    // A label selector transition turns a MODIFIED into a DELETED for the watcher.
+    let rv = lines[2]["object"]["metadata"]["resourceVersion"]
+        .as_str()
+        .expect("bookmark rv")
+        .to_string();
+    let mut p = pods.get("s1").await.expect("get");
+    p.metadata.labels = Some([("moved".to_string(), "yes".to_string())].into());
+    pods.replace("s1", &PostParams::default(), &p)
+        .await
+        .expect("relabel");
+    let lines = raw_lines(
+        &server,
+        &format!(
+            "/api/v1/namespaces/default/pods?watch=1&resourceVersion={rv}&labelSelector=!moved"
+        ),
+        1,
+    )
+    .await;
+    assert_eq!(lines[0]["type"], "DELETED");
+    assert_eq!(lines[0]["object"]["metadata"]["name"], "s1");
+}

@@ -217,7 +217,7 @@ async fn subresource(
             let (obj, warnings) = decode_object(info, headers, &bytes, params)?;
             let updated = rest::update(&state.store, info, ns, name, obj, target, opts).await?;
             Ok(with_warnings(
-                json_value(StatusCode::OK, &updated),
+                json_response(StatusCode::OK, updated.json().clone()),
                 &warnings,
             ))
         }
@@ -235,7 +235,7 @@ async fn subresource(
             )
             .await?;
             Ok(with_warnings(
-                json_value(StatusCode::OK, &patched),
+                json_response(StatusCode::OK, patched.json().clone()),
                 &warnings,
             ))
         }
@@ -454,7 +454,7 @@ async fn patch_object(
     bytes: &Bytes,
     params: &Params,
     target: UpdateTarget,
-) -> ApiResult<(Value, Vec<String>)> {
+) -> ApiResult<(Arc<CachedObject>, Vec<String>)> {
     let patch_type = patch_type(headers)?;
     let opts = write_options(params)?;
     let mode = field_validation(params)?;
@@ -696,26 +696,30 @@ fn list(
 }
 
 fn cached_response(info: &ResourceInfo, obj: &Arc<CachedObject>, out: Output) -> Response {
-    match out {
-        Output::Object => json_response(StatusCode::OK, obj.json().clone()),
-        _ => object_response(info, StatusCode::OK, &obj.value, out),
-    }
+    object_response(info, StatusCode::OK, obj, out)
 }
 
-fn object_response(info: &ResourceInfo, code: StatusCode, obj: &Value, out: Output) -> Response {
+/// An object in the asked-for representation; plain JSON reuses the cached serialization.
+fn object_response(
+    info: &ResourceInfo,
+    code: StatusCode,
+    obj: &Arc<CachedObject>,
+    out: Output,
+) -> Response {
+    let value = &obj.value;
     match out {
-        Output::Object => json_value(code, obj),
+        Output::Object => json_response(code, obj.json().clone()),
         Output::Table(include) => {
-            let rv = obj
+            let rv = value
                 .pointer("/metadata/resourceVersion")
                 .cloned()
                 .unwrap_or(Value::Null);
             json_value(
                 code,
-                &table::table(info, &[obj], include, json!({"resourceVersion": rv})),
+                &table::table(info, &[value], include, json!({"resourceVersion": rv})),
             )
         }
-        Output::Metadata => json_value(code, &table::partial_metadata(obj)),
+        Output::Metadata => json_value(code, &table::partial_metadata(value)),
     }
 }
 

@@ -52,7 +52,11 @@ impl Backend for MemoryBackend {
         }))
     }
 
-    async fn write(&self, op: WriteOp) -> Result<(i64, Option<KeyValue>)> {
+    async fn write(
+        &self,
+        op: WriteOp,
+        decoded: Option<serde_json::Value>,
+    ) -> Result<(i64, Option<KeyValue>)> {
         let sink = self.sink.lock().clone();
         // The lock is held while the sink runs so that events reach it in revision order.
         let mut inner = self.inner.lock();
@@ -76,10 +80,12 @@ impl Backend for MemoryBackend {
             mod_revision: rev,
         });
         if let Some(sink) = sink {
-            sink(&StorageEvent {
+            let decoded = if value.is_some() { decoded } else { None };
+            sink(StorageEvent {
                 key,
                 revision,
                 value,
+                decoded,
             });
         }
         Ok((revision, prev))
@@ -103,43 +109,58 @@ mod tests {
     async fn writes_get_increasing_revisions_and_cas_is_checked() {
         let b = MemoryBackend::new();
         let (r1, _) = b
-            .write(WriteOp::Create {
-                key: "/a".into(),
-                value: Bytes::from_static(b"1"),
-            })
+            .write(
+                WriteOp::Create {
+                    key: "/a".into(),
+                    value: Bytes::from_static(b"1"),
+                },
+                None,
+            )
             .await
             .expect("create");
         assert!(matches!(
-            b.write(WriteOp::Create {
-                key: "/a".into(),
-                value: Bytes::from_static(b"1"),
-            })
+            b.write(
+                WriteOp::Create {
+                    key: "/a".into(),
+                    value: Bytes::from_static(b"1"),
+                },
+                None
+            )
             .await,
             Err(Error::AlreadyExists(_))
         ));
         let (r2, prev) = b
-            .write(WriteOp::Update {
-                key: "/a".into(),
-                value: Bytes::from_static(b"2"),
-                expected_revision: r1,
-            })
+            .write(
+                WriteOp::Update {
+                    key: "/a".into(),
+                    value: Bytes::from_static(b"2"),
+                    expected_revision: r1,
+                },
+                None,
+            )
             .await
             .expect("update");
         assert!(r2 > r1);
         assert_eq!(prev.expect("prev").mod_revision, r1);
         assert!(matches!(
-            b.write(WriteOp::Update {
-                key: "/a".into(),
-                value: Bytes::from_static(b"3"),
-                expected_revision: r1,
-            })
+            b.write(
+                WriteOp::Update {
+                    key: "/a".into(),
+                    value: Bytes::from_static(b"3"),
+                    expected_revision: r1,
+                },
+                None
+            )
             .await,
             Err(Error::Conflict { .. })
         ));
-        b.write(WriteOp::Delete {
-            key: "/a".into(),
-            expected_revision: Some(r2),
-        })
+        b.write(
+            WriteOp::Delete {
+                key: "/a".into(),
+                expected_revision: Some(r2),
+            },
+            None,
+        )
         .await
         .expect("delete");
         assert_eq!(b.get("/a").await.expect("get"), None);

@@ -99,12 +99,15 @@ pub struct StorageEvent {
     pub revision: i64,
     /// New value, or `None` for a delete.
     pub value: Option<Bytes>,
+    /// The new value already decoded by the writer, when it passed one to [`Backend::write`]
+    /// (saves the receiver a parse; always equal to `value`).
+    pub decoded: Option<serde_json::Value>,
 }
 
 /// Receives every committed write in revision order, before the writer is acknowledged.
 ///
 /// Called from the backend's write path: it must be quick and must not call back into the backend.
-pub type EventSink = Arc<dyn Fn(&StorageEvent) + Send + Sync>;
+pub type EventSink = Arc<dyn Fn(StorageEvent) + Send + Sync>;
 
 /// A storage backend (`storage.Interface` in kube-apiserver).
 ///
@@ -118,7 +121,13 @@ pub trait Backend: Send + Sync + 'static {
     /// The value of `key`.
     async fn get(&self, key: &str) -> Result<Option<KeyValue>>;
     /// Applies one write; returns its revision and, for updates and deletes, the previous value.
-    async fn write(&self, op: WriteOp) -> Result<(i64, Option<KeyValue>)>;
+    /// `decoded` is the value of a create or update already decoded as JSON, handed to the sink
+    /// with the event.
+    async fn write(
+        &self,
+        op: WriteOp,
+        decoded: Option<serde_json::Value>,
+    ) -> Result<(i64, Option<KeyValue>)>;
     /// The revision of the last committed write.
     fn current_revision(&self) -> i64;
     /// Installs the sink that receives committed writes; call once, before the first write.

@@ -27,11 +27,13 @@ const REVISION_KEY: &str = "revision";
 pub const MAX_BATCH: usize = 1024;
 
 type Reply = oneshot::Sender<Result<(i64, Option<KeyValue>)>>;
+/// One queued write: the op, its pre-decoded value, and where to answer.
+type Queued = (WriteOp, Option<serde_json::Value>, Reply);
 
 /// A [`Backend`] stored in one redb file; every acknowledged write is on disk.
 pub struct RedbBackend {
     db: Arc<Database>,
-    writes: mpsc::Sender<(WriteOp, Reply)>,
+    writes: mpsc::Sender<Queued>,
     revision: Arc<Mutex<i64>>,
     sink: Arc<Mutex<Option<EventSink>>>,
 }
@@ -109,7 +111,7 @@ struct Writer {
 
 impl Writer {
     /// Runs until every sender is gone.
-    fn run(self, mut rx: mpsc::Receiver<(WriteOp, Reply)>) {
+    fn run(self, mut rx: mpsc::Receiver<Queued>) {
         let mut batch = Vec::with_capacity(MAX_BATCH);
         while let Some(first) = rx.blocking_recv() {
             batch.push(first);
@@ -123,24 +125,24 @@ impl Writer {
         }
     }
 
-    fn commit_batch(&self, batch: &mut Vec<(WriteOp, Reply)>) {
+    fn commit_batch(&self, batch: &mut Vec<Queued>) {
         let start_rev = *self.revision.lock();
         match self.apply(batch, start_rev) {
             Ok((results, events, last_rev)) => {
                 *self.revision.lock() = last_rev;
                 let sink = self.sink.lock().clone();
                 if let Some(sink) = sink {
-                    for ev in &events {
+                    for ev in events {
                         sink(ev);
                     }
                 }
-                for ((_, reply), result) in batch.drain(..).zip(results) {
+                for ((_, _, reply), result) in batch.drain(..).zip(results) {
                     let _ = reply.send(result);
                 }
             }
             Err(e) => {
                 tracing::error!(error = %e, "storage commit failed");
-                for (_, reply) in batch.drain(..) {
+                for (_, _, reply) in batch.drain(..) {
                     let _ = reply.send(Err(Error::Backend(e.to_string())));
                 }
             }
@@ -150,7 +152,7 @@ impl Writer {
     #[allow(clippy::type_complexity)]
     fn apply(
         &self,
-        batch: &[(WriteOp, Reply)],
+        batch: &mut [Queued],
         start_rev: i64,
     ) -> Result<(Vec<Result<(i64, Option<KeyValue>)>>, Vec<StorageEvent>, i64), redb::Error> {
         let mut txn = self.db.begin_write()?;
@@ -160,7 +162,8 @@ impl Writer {
         let mut rev = start_rev;
         {
             let mut table = txn.open_table(OBJECTS)?;
-            for (op, _) in batch {
+            for (op, decoded, _) in batch.iter_mut() {
+                let op = &*op;
                 let key = op.key();
                 let prev = match table.get(key)? {
                     Some(raw) => match decode(key, raw.value()) {
@@ -187,10 +190,16 @@ impl Writer {
                         None
                     }
                 };
+                let decoded = if value.is_some() {
+                    decoded.take()
+                } else {
+                    None
+                };
                 events.push(StorageEvent {
                     key: key.to_string(),
                     revision: rev,
                     value,
+                    decoded,
                 });
                 results.push(Ok((rev, prev)));
             }
@@ -233,10 +242,14 @@ impl Backend for RedbBackend {
         raw.map(|raw| decode(key, raw.value())).transpose()
     }
 
-    async fn write(&self, op: WriteOp) -> Result<(i64, Option<KeyValue>)> {
+    async fn write(
+        &self,
+        op: WriteOp,
+        decoded: Option<serde_json::Value>,
+    ) -> Result<(i64, Option<KeyValue>)> {
         let (tx, rx) = oneshot::channel();
         self.writes
-            .send((op, tx))
+            .send((op, decoded, tx))
             .await
             .map_err(|_| Error::Backend("storage writer stopped".into()))?;
         rx.await
@@ -264,19 +277,25 @@ mod tests {
             let b = RedbBackend::open(&path).expect("open");
             let mut futs = Vec::new();
             for i in 0..50 {
-                futs.push(b.write(WriteOp::Create {
-                    key: format!("/k/{i:03}"),
-                    value: Bytes::from(format!("v{i}")),
-                }));
+                futs.push(b.write(
+                    WriteOp::Create {
+                        key: format!("/k/{i:03}"),
+                        value: Bytes::from(format!("v{i}")),
+                    },
+                    None,
+                ));
             }
             for r in futures::future::join_all(futs).await {
                 r.expect("create");
             }
             let (rev, _) = b
-                .write(WriteOp::Delete {
-                    key: "/k/000".into(),
-                    expected_revision: None,
-                })
+                .write(
+                    WriteOp::Delete {
+                        key: "/k/000".into(),
+                        expected_revision: None,
+                    },
+                    None,
+                )
                 .await
                 .expect("delete");
             rev
@@ -299,10 +318,13 @@ mod tests {
         let kv = b.get("/k/007").await.expect("get").expect("present");
         assert_eq!(kv.value, Bytes::from_static(b"v7"));
         let (next, _) = b
-            .write(WriteOp::Create {
-                key: "/k/new".into(),
-                value: Bytes::from_static(b"x"),
-            })
+            .write(
+                WriteOp::Create {
+                    key: "/k/new".into(),
+                    value: Bytes::from_static(b"x"),
+                },
+                None,
+            )
             .await
             .expect("create");
         assert_eq!(next, rev + 1);
