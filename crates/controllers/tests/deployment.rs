@@ -527,3 +527,52 @@ async fn rollout_restart_creates_a_new_revision() -> Result<()> {
     env.stop().await;
     Ok(())
 }
+
+/// The issue-8 benchmark: a rolling update of many Deployments at once. Sizes come from
+/// `BENCH_DEPLOYMENTS` (100) and `BENCH_REPLICAS` (20). Run with
+/// `cargo test --release -p rkcm-controllers --test deployment -- --ignored --nocapture bench`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "benchmark"]
+async fn bench_rolling_update_of_many_deployments() -> Result<()> {
+    let n: usize = std::env::var("BENCH_DEPLOYMENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100);
+    let replicas: i32 = std::env::var("BENCH_REPLICAS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
+    let writes = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let env = Env::start_counting(writes.clone()).await;
+    let api = env.deployments();
+    let names: Vec<String> = (0..n).map(|i| format!("bench-{i}")).collect();
+    for name in &names {
+        api.create(&Default::default(), &deployment(name, replicas, "app:v1"))
+            .await?;
+    }
+    for name in &names {
+        env.wait_complete(name, replicas).await;
+    }
+    let before = writes.load(std::sync::atomic::Ordering::Relaxed);
+    let cpu_before = env::cpu_seconds();
+    let started = std::time::Instant::now();
+    for name in &names {
+        set_image(&api, name, "app:v2").await?;
+    }
+    for name in &names {
+        env.wait_complete(name, replicas).await;
+    }
+    let elapsed = started.elapsed();
+    let cpu = env::cpu_seconds() - cpu_before;
+    let rollout_writes = writes.load(std::sync::atomic::Ordering::Relaxed) - before;
+    let replaced = n as f64 * f64::from(replicas);
+    println!(
+        "deployments={n} replicas={replicas} rollout_time={:.2}s deployment_controller_writes={rollout_writes} \
+         writes_per_replaced_pod={:.2} process_cpu_seconds={cpu:.2} peak_rss_mib={:.1}",
+        elapsed.as_secs_f64(),
+        rollout_writes as f64 / replaced,
+        env::peak_rss_kib() as f64 / 1024.0,
+    );
+    env.stop().await;
+    Ok(())
+}

@@ -4,6 +4,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{
@@ -142,6 +144,11 @@ pub struct Env {
 impl Env {
     /// Starts everything.
     pub async fn start() -> Self {
+        Self::start_counting(Arc::new(AtomicU64::new(0))).await
+    }
+
+    /// Starts everything; `writes` counts the Deployment controller's API writes.
+    pub async fn start_counting(writes: Arc<AtomicU64>) -> Self {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .with_test_writer()
@@ -152,8 +159,18 @@ impl Env {
         let factory = InformerFactory::new(client.clone(), Duration::ZERO);
         let broadcaster = EventBroadcaster::new(client.clone());
         let recorder = broadcaster.recorder(rkcm_controllers::deployment::EVENT_SOURCE);
-        let controller =
-            DeploymentController::new(&factory, client.clone(), recorder, Config::default());
+        let counting =
+            tower::util::MapRequestLayer::new(move |req: http::Request<kube::client::Body>| {
+                if req.method() != http::Method::GET {
+                    writes.fetch_add(1, Ordering::Relaxed);
+                }
+                req
+            });
+        let d_client = kube::client::ClientBuilder::try_from(server.kube_config())
+            .expect("client for the deployment controller")
+            .with_layer(&counting)
+            .build();
+        let controller = DeploymentController::new(&factory, d_client, recorder, Config::default());
         factory.start(shutdown.clone());
         let mut tasks = JoinSet::new();
         let controller_task = tokio::spawn(controller.run(2, shutdown.clone()));
@@ -370,4 +387,30 @@ impl Simulation {
 
         Ok(())
     }
+}
+
+/// CPU seconds (user + system) used by this process so far, from `/proc/self/stat`.
+pub fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the parenthesised command name; utime and stime are the 14th and 15th.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // Clock ticks are 100 per second on Linux.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// Peak resident set size of this process in KiB, from `/proc/self/status`.
+pub fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
 }
