@@ -42,7 +42,11 @@ impl Drop for Harness {
 
 /// Starts a server and a garbage collector wired as the manager wires it.
 async fn start() -> Harness {
-    let server = testing::start().await;
+    start_on(testing::start().await)
+}
+
+/// Starts a garbage collector against `server`.
+fn start_on(server: TestServer) -> Harness {
     let client = server.client();
     let shutdown = Shutdown::new();
     let factory = InformerFactory::new(client.clone(), Duration::ZERO);
@@ -120,25 +124,8 @@ impl Harness {
 
     /// Creates pod `name` with `owners`, bound to a node when `bound` (graceful deletion).
     async fn dependent(&self, name: &str, owners: Vec<OwnerReference>, bound: bool) -> Result<Pod> {
-        let pod = Pod {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                owner_references: Some(owners),
-                ..ObjectMeta::default()
-            },
-            spec: Some(PodSpec {
-                containers: vec![Container {
-                    name: "c".into(),
-                    image: Some("busybox".into()),
-                    ..Container::default()
-                }],
-                node_name: bound.then(|| "node-1".to_string()),
-                ..PodSpec::default()
-            }),
-            ..Pod::default()
-        };
         self.pods()
-            .create(&PostParams::default(), &pod)
+            .create(&PostParams::default(), &pod(name, owners, bound))
             .await
             .with_context(|| format!("creating pod {name}"))
     }
@@ -181,6 +168,27 @@ impl Harness {
         .await
         .with_context(|| format!("force-deleting pod {name}"))?;
         Ok(())
+    }
+}
+
+/// Pod `name` with `owners`, bound to a node when `bound` (graceful deletion).
+fn pod(name: &str, owners: Vec<OwnerReference>, bound: bool) -> Pod {
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            owner_references: Some(owners),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PodSpec {
+            containers: vec![Container {
+                name: "c".into(),
+                image: Some("busybox".into()),
+                ..Container::default()
+            }],
+            node_name: bound.then(|| "node-1".to_string()),
+            ..PodSpec::default()
+        }),
+        ..Pod::default()
     }
 }
 
@@ -686,5 +694,38 @@ async fn deleting_a_deployment_in_the_foreground_removes_it_last() -> Result<()>
         .list(&ListParams::default().labels("app=fg"))
         .await?;
     assert!(left.items.is_empty(), "{:?}", left.items);
+    Ok(())
+}
+
+#[tokio::test]
+async fn dependents_of_an_owner_deleted_while_the_collector_was_down_are_collected_at_start(
+) -> Result<()> {
+    let server = testing::start().await;
+    let client = server.client();
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
+    let owner = cms
+        .create(
+            &PostParams::default(),
+            &ConfigMap {
+                metadata: ObjectMeta {
+                    name: Some("gone-before".into()),
+                    ..ObjectMeta::default()
+                },
+                ..ConfigMap::default()
+            },
+        )
+        .await?;
+    // No collector yet: the dependent outlives its owner.
+    pods.create(
+        &PostParams::default(),
+        &pod("left-behind", vec![reference(&owner, false)], false),
+    )
+    .await?;
+    cms.delete("gone-before", &policy("Background")).await?;
+    assert!(pods.get_opt("left-behind").await?.is_some());
+    // The collector finds the owner absent when it starts.
+    let h = start_on(server);
+    h.pod_gone("left-behind").await?;
     Ok(())
 }

@@ -516,3 +516,55 @@ async fn deleting_a_namespace_with_a_running_deployment_under_the_manager_remove
     drop(server);
     Ok(())
 }
+
+#[tokio::test]
+async fn the_controller_removes_only_its_own_token_from_spec_finalizers() -> Result<()> {
+    let h = start().await;
+    let namespaces: Api<Namespace> = Api::all(h.client.clone());
+    namespaces
+        .create(
+            &PostParams::default(),
+            &Namespace {
+                metadata: ObjectMeta {
+                    name: Some("shared".into()),
+                    ..ObjectMeta::default()
+                },
+                spec: Some(k8s_openapi::api::core::v1::NamespaceSpec {
+                    finalizers: Some(vec!["example.com/ns-hold".into()]),
+                }),
+                ..Namespace::default()
+            },
+        )
+        .await?;
+    let cms: Api<ConfigMap> = Api::namespaced(h.client.clone(), "shared");
+    cms.create(&PostParams::default(), &config_map("c", &[]))
+        .await?;
+    namespaces
+        .delete("shared", &DeleteParams::background())
+        .await?;
+    // Emptied and finalized by us; the other token still holds the namespace.
+    let ns = eventually("the kubernetes token to be removed", || async {
+        let ns = namespaces.get("shared").await?;
+        let tokens = ns
+            .spec
+            .as_ref()
+            .and_then(|s| s.finalizers.clone())
+            .unwrap_or_default();
+        Ok((tokens == ["example.com/ns-hold"]).then_some(ns))
+    })
+    .await?;
+    assert!(cms.get_opt("c").await?.is_none());
+    // The other finalizer's owner finishes: the namespace goes.
+    let mut done = ns.clone();
+    if let Some(spec) = done.spec.as_mut() {
+        spec.finalizers = Some(Vec::new());
+    }
+    namespaces
+        .replace_subresource("finalize", "shared", &PostParams::default(), &done)
+        .await?;
+    eventually("the namespace to be removed", || async {
+        Ok(namespaces.get_opt("shared").await?.is_none().then_some(()))
+    })
+    .await?;
+    Ok(())
+}
