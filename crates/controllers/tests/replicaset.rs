@@ -521,3 +521,29 @@ async fn failed_creates_end_with_exactly_replicas_and_a_condition_that_clears() 
     assert_eq!(pods(&h.client).await?.len(), 10);
     Ok(())
 }
+
+#[tokio::test]
+async fn run_returns_promptly_after_shutdown() -> Result<()> {
+    let server = testing::start().await;
+    let client = server.client();
+    let shutdown = Shutdown::new();
+    let factory = InformerFactory::new(client.clone(), Duration::ZERO);
+    let broadcaster = EventBroadcaster::new(client.clone());
+    let ctrl = ReplicaSetController::new(
+        &factory,
+        client.clone(),
+        broadcaster.recorder("replicaset-controller"),
+        Config::default(),
+    );
+    factory.start(shutdown.clone());
+    let handle = tokio::spawn(ctrl.run(5, shutdown.clone()));
+    let uid = create_rs(&client, &replica_set("web", "web", 3)).await?;
+    wait_for_replicas(&client, "web", &uid, 3).await?;
+    // Leave work in flight and queued: scale up, then stop at once.
+    scale(&client, "web", 20).await?;
+    shutdown.cancel();
+    tokio::time::timeout(Duration::from_secs(10), handle)
+        .await
+        .context("run did not return after shutdown (queue drain likely stuck)")??;
+    Ok(())
+}
