@@ -167,7 +167,12 @@ impl DeploymentController {
                 debug!(error = %e, "namespace is terminating; not retrying");
                 Ok(())
             }
-            other => other,
+            Err(e) => {
+                // The worker logs the error itself; the causes are only here.
+                debug!(error = %error_chain(&e), "sync failed");
+                Err(e)
+            }
+            Ok(()) => Ok(()),
         }
     }
 
