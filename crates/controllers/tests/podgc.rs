@@ -304,3 +304,35 @@ async fn terminating_pods_that_cannot_finish_are_force_deleted() -> Result<()> {
     );
     Ok(())
 }
+
+#[tokio::test]
+async fn run_collects_every_period_until_shutdown() -> Result<()> {
+    let server = testing::start().await;
+    let client = server.client();
+    let factory = InformerFactory::new(client.clone(), Duration::ZERO);
+    let gc = PodGcController::new(
+        &factory,
+        client.clone(),
+        Config {
+            terminated_pod_gc_threshold: 1,
+            gc_check_period: Duration::from_millis(100),
+            ..Config::default()
+        },
+    );
+    let shutdown = Shutdown::new();
+    factory.start(shutdown.clone());
+    let handle = tokio::spawn(gc.run(shutdown.clone()));
+    for name in ["p1-old", "p2-new"] {
+        create_pod(&client, &pod(name, None, false)).await?;
+        set_phase(&client, name, "Succeeded").await?;
+    }
+    eventually("the oldest terminated pod to be collected", || async {
+        Ok((names(&client).await? == vec!["p2-new".to_string()]).then_some(()))
+    })
+    .await?;
+    shutdown.cancel();
+    tokio::time::timeout(Duration::from_secs(10), handle)
+        .await
+        .context("run did not return after shutdown")??;
+    Ok(())
+}
