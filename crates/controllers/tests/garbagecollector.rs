@@ -729,3 +729,50 @@ async fn dependents_of_an_owner_deleted_while_the_collector_was_down_are_collect
     h.pod_gone("left-behind").await?;
     Ok(())
 }
+
+#[tokio::test]
+async fn an_owner_already_waiting_for_its_dependents_when_the_collector_starts_still_waits(
+) -> Result<()> {
+    let server = testing::start().await;
+    let client = server.client();
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
+    let owner = cms
+        .create(
+            &PostParams::default(),
+            &ConfigMap {
+                metadata: ObjectMeta {
+                    name: Some("waiting".into()),
+                    ..ObjectMeta::default()
+                },
+                ..ConfigMap::default()
+            },
+        )
+        .await?;
+    for i in 0..5 {
+        pods.create(
+            &PostParams::default(),
+            &pod(&format!("blocker-{i}"), vec![reference(&owner, true)], true),
+        )
+        .await?;
+    }
+    cms.delete("waiting", &policy("Foreground")).await?;
+
+    let h = start_on(server);
+    eventually("the blocking dependents to be terminating", || async {
+        let list = h.pods().list(&ListParams::default()).await?;
+        Ok(list
+            .items
+            .iter()
+            .all(|p| p.metadata.deletion_timestamp.is_some())
+            .then_some(()))
+    })
+    .await?;
+    let still = h.config_maps().get("waiting").await?;
+    assert!(has_finalizer(&still, "foregroundDeletion"));
+    for i in 0..5 {
+        h.finish_termination(&format!("blocker-{i}")).await?;
+    }
+    h.owner_gone("waiting").await?;
+    Ok(())
+}

@@ -67,6 +67,9 @@ pub enum Error {
     },
 }
 
+/// How long workers wait for the graph to hold the monitors' initial lists.
+const GRAPH_SYNC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Attempts of a read-modify-write (finalizer removal) before the item is requeued with backoff.
 const FINALIZER_ATTEMPTS: usize = 5;
 
@@ -124,7 +127,7 @@ pub struct GarbageCollector {
     changes_rx: Mutex<Option<mpsc::UnboundedReceiver<Change>>>,
     attempt_to_delete: RateLimitingQueue<String>,
     attempt_to_orphan: RateLimitingQueue<String>,
-    synced: Vec<Box<dyn HasSynced + Send + Sync>>,
+    monitors: Vec<Box<dyn Monitor>>,
     mappings: RwLock<HashMap<(String, String), (ApiResource, Scope)>>,
     config: Config,
 }
@@ -137,7 +140,7 @@ impl GarbageCollector {
         // events (as kube's `ignoredResources`).
         // TODO: owners of kinds outside this list (on a full cluster: Jobs, StatefulSets, ...)
         // are only polled with backoff, not watched; discovering monitors needs dynamic informers.
-        let synced: Vec<Box<dyn HasSynced + Send + Sync>> = vec![
+        let monitors: Vec<Box<dyn Monitor>> = vec![
             Box::new(monitor::<Pod>(factory, &tx)),
             Box::new(monitor::<ReplicaSet>(factory, &tx)),
             Box::new(monitor::<Deployment>(factory, &tx)),
@@ -156,7 +159,7 @@ impl GarbageCollector {
             changes_rx: Mutex::new(Some(rx)),
             attempt_to_delete: RateLimitingQueue::new("garbage_collector_attempt_to_delete"),
             attempt_to_orphan: RateLimitingQueue::new("garbage_collector_attempt_to_orphan"),
-            synced,
+            monitors,
             mappings: RwLock::new(HashMap::new()),
             config,
         })
@@ -164,13 +167,12 @@ impl GarbageCollector {
 
     /// Whether every monitor has synced.
     pub fn has_synced(&self) -> bool {
-        self.synced.iter().all(|s| s.has_synced())
+        self.monitors.iter().all(|m| m.has_synced())
     }
 
     /// Runs the graph builder and the workers until `shutdown`.
     pub async fn run(self: Arc<Self>, shutdown: Shutdown) {
-        let synced: Vec<&dyn HasSynced> =
-            self.synced.iter().map(|s| &**s as &dyn HasSynced).collect();
+        let synced: Vec<&dyn HasSynced> = self.monitors.iter().map(|m| m.as_has_synced()).collect();
         if !wait_for_cache_sync("garbage collector", &synced, &shutdown).await {
             return;
         }
@@ -191,6 +193,12 @@ impl GarbageCollector {
                 }
             })
         };
+        // Workers act on the graph: let it hold the initial lists first, so that an owner found
+        // waiting for its dependents is not finalized before they are in the graph.
+        if !self.wait_for_graph(&shutdown).await {
+            builder.abort();
+            return;
+        }
         let deleters = {
             let this = Arc::clone(&self);
             worker::run(
@@ -219,6 +227,36 @@ impl GarbageCollector {
         };
         tokio::join!(deleters, orphaners);
         builder.abort();
+    }
+
+    /// Waits until every object the monitors list is a node of the graph (objects deleted meanwhile
+    /// aside: the wait ends after [`GRAPH_SYNC_TIMEOUT`] whatever happens). False on shutdown.
+    async fn wait_for_graph(&self, shutdown: &Shutdown) -> bool {
+        let deadline = tokio::time::Instant::now() + GRAPH_SYNC_TIMEOUT;
+        loop {
+            let missing = {
+                let graph = self.graph.lock();
+                self.monitors
+                    .iter()
+                    .flat_map(|m| m.uids())
+                    .filter(|uid| !graph.get(uid).is_some_and(|n| n.observed))
+                    .count()
+            };
+            if missing == 0 {
+                return true;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                tracing::warn!(
+                    missing,
+                    "garbage collector graph still misses listed objects; starting workers anyway"
+                );
+                return true;
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => return false,
+                _ = tokio::time::sleep(std::time::Duration::from_millis(20)) => {}
+            }
+        }
     }
 
     fn process_change(&self, change: Change) {
@@ -686,6 +724,28 @@ fn is_not_found(err: &kube::Error) -> bool {
 
 fn is_conflict(err: &kube::Error) -> bool {
     matches!(err, kube::Error::Api(s) if s.code == 409)
+}
+
+/// A monitor: one kind's informer, seen by the collector without its type.
+trait Monitor: HasSynced + Send + Sync {
+    /// Itself as [`HasSynced`], for `wait_for_cache_sync`.
+    fn as_has_synced(&self) -> &dyn HasSynced;
+    /// UIDs of the objects in the informer's cache.
+    fn uids(&self) -> Vec<String>;
+}
+
+impl<K: Monitored> Monitor for SharedInformer<K> {
+    fn as_has_synced(&self) -> &dyn HasSynced {
+        self
+    }
+
+    fn uids(&self) -> Vec<String> {
+        self.store()
+            .list()
+            .iter()
+            .filter_map(|o| o.meta().uid.clone())
+            .collect()
+    }
 }
 
 /// Feeds `K`'s informer notifications into the graph builder.
