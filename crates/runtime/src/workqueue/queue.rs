@@ -225,12 +225,17 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> RateLimitingQueue<T> {
         state.metrics.done(item);
         let was_processing = state.processing.remove(item);
         // An item that was not processing is either queued already or unknown: never queue it twice.
-        if was_processing && state.dirty.contains(item) {
+        let requeued = was_processing && state.dirty.contains(item);
+        if requeued {
             state.queue.push_back(item.clone());
-            drop(state);
+        }
+        let idle = state.processing.is_empty();
+        drop(state);
+        if requeued {
             self.shared.item_ready.notify_one();
-        } else if state.processing.is_empty() {
-            drop(state);
+        }
+        // A drain waits for processing to end, whether or not the item went back to the queue.
+        if idle {
             self.shared.drained.notify_waiters();
         }
     }
@@ -358,6 +363,24 @@ mod tests {
         .await;
         assert!(processed.load(Ordering::SeqCst) >= producers);
         assert_eq!(q.len(), 0);
+    }
+
+    #[tokio::test]
+    async fn drain_ends_when_the_last_processing_item_is_requeued_by_done() {
+        let q = queue();
+        q.add("a".to_string());
+        let item = q.get().await.expect("an item");
+        // Re-added while processing: `done` puts it back on the queue.
+        q.add("a".to_string());
+        let drain = {
+            let q = q.clone();
+            tokio::spawn(async move { q.shutdown_with_drain().await })
+        };
+        tokio::task::yield_now().await;
+        q.done(&item);
+        within("drain after done requeued the item", drain)
+            .await
+            .expect("drain task");
     }
 
     #[tokio::test]
