@@ -198,3 +198,207 @@ impl Handlers {
         self.resolve_controller_ref(namespace, d_ref)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::deployment::fixtures::{new_deployment, rs};
+    use crate::deployment::spec::RECREATE;
+    use k8s_openapi::api::apps::v1::DeploymentStrategy;
+    use kube::api::ObjectMeta;
+    use rkcm_runtime::informer::Deleted;
+
+    fn handlers() -> Handlers {
+        Handlers {
+            queue: RateLimitingQueue::new("deployment-handlers-test"),
+            deployments: Store::new(),
+            replica_sets: Store::new(),
+            pods: Store::new(),
+        }
+    }
+
+    fn owner(kind: &str, name: &str, uid: &str) -> OwnerReference {
+        OwnerReference {
+            api_version: "apps/v1".into(),
+            kind: kind.into(),
+            name: name.into(),
+            uid: uid.into(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        }
+    }
+
+    fn owned_rs(name: &str, d: &str, labels: &[(&str, &str)]) -> ReplicaSet {
+        let mut r = rs(name, 1, labels, None);
+        r.metadata.labels = Some(
+            labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        );
+        r.metadata.owner_references = Some(vec![owner("Deployment", d, &format!("uid-{d}"))]);
+        r.metadata.resource_version = Some("1".into());
+        r
+    }
+
+    async fn drain(h: &Handlers) -> Vec<String> {
+        let mut keys = Vec::new();
+        while h.queue.len() > 0 {
+            let key = h.queue.get().await.expect("queue is not shut down");
+            h.queue.done(&key);
+            keys.push(key.name.clone());
+        }
+        keys.sort();
+        keys
+    }
+
+    #[tokio::test]
+    async fn a_replica_set_wakes_its_controller_or_every_matching_deployment_when_orphaned() {
+        // TestAddReplicaSet and TestAddReplicaSetOrphan.
+        let h = handlers();
+        h.deployments.insert(Arc::new(new_deployment(
+            "foo",
+            1,
+            None,
+            None,
+            None,
+            &[("app", "web")],
+        )));
+        h.deployments.insert(Arc::new(new_deployment(
+            "bar",
+            1,
+            None,
+            None,
+            None,
+            &[("app", "web")],
+        )));
+        h.deployments.insert(Arc::new(new_deployment(
+            "baz",
+            1,
+            None,
+            None,
+            None,
+            &[("app", "db")],
+        )));
+        h.on_replica_set(Notification::Add(Arc::new(owned_rs(
+            "foo-1",
+            "foo",
+            &[("app", "web")],
+        ))));
+        assert_eq!(drain(&h).await, ["foo"]);
+        let mut orphan = owned_rs("orphan", "foo", &[("app", "web")]);
+        orphan.metadata.owner_references = None;
+        h.on_replica_set(Notification::Add(Arc::new(orphan)));
+        assert_eq!(drain(&h).await, ["bar", "foo"]);
+        // A controller reference to another kind or UID resolves to nothing.
+        let mut foreign = owned_rs("foreign", "foo", &[("app", "web")]);
+        foreign.metadata.owner_references = Some(vec![owner("Deployment", "foo", "other-uid")]);
+        h.on_replica_set(Notification::Add(Arc::new(foreign)));
+        assert!(drain(&h).await.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_controller_reference_change_wakes_the_old_and_the_new_owner() {
+        // TestUpdateReplicaSetChangeControllerRef.
+        let h = handlers();
+        h.deployments.insert(Arc::new(new_deployment(
+            "foo",
+            1,
+            None,
+            None,
+            None,
+            &[("app", "web")],
+        )));
+        h.deployments.insert(Arc::new(new_deployment(
+            "bar",
+            1,
+            None,
+            None,
+            None,
+            &[("app", "web")],
+        )));
+        let old = owned_rs("rs", "foo", &[("app", "web")]);
+        let mut new = owned_rs("rs", "bar", &[("app", "web")]);
+        new.metadata.resource_version = Some("2".into());
+        h.on_replica_set(Notification::Update {
+            old: Arc::new(old.clone()),
+            new: Arc::new(new),
+        });
+        assert_eq!(drain(&h).await, ["bar", "foo"]);
+        // A resync (same resourceVersion) is ignored.
+        h.on_replica_set(Notification::Update {
+            old: Arc::new(old.clone()),
+            new: Arc::new(old),
+        });
+        assert!(drain(&h).await.is_empty());
+    }
+
+    #[tokio::test]
+    async fn deleting_the_last_pod_wakes_a_recreate_deployment_only() {
+        // TestPodDeletionEnqueuesRecreateDeployment / TestPodDeletionDoesntEnqueueRecreateDeployment.
+        let h = handlers();
+        let mut d = new_deployment("foo", 1, None, None, None, &[("app", "web")]);
+        d.spec.as_mut().unwrap().strategy = Some(DeploymentStrategy {
+            type_: Some(RECREATE.into()),
+            rolling_update: None,
+        });
+        h.deployments.insert(Arc::new(d));
+        let rs1 = owned_rs("foo-1", "foo", &[("app", "web")]);
+        h.replica_sets.insert(Arc::new(rs1));
+        let pod = |name: &str| {
+            Arc::new(Pod {
+                metadata: ObjectMeta {
+                    name: Some(name.into()),
+                    namespace: Some("default".into()),
+                    owner_references: Some(vec![owner("ReplicaSet", "foo-1", "uid-foo-1")]),
+                    ..Default::default()
+                },
+                ..Default::default()
+            })
+        };
+        // Another pod remains: no sync.
+        h.pods.insert(pod("p2"));
+        h.on_pod(Notification::Delete(Deleted::Known(pod("p1"))));
+        assert!(drain(&h).await.is_empty());
+        // The last one is gone: sync.
+        h.pods.remove(&ObjectKey::new("default", "p2"));
+        h.on_pod(Notification::Delete(Deleted::FinalStateUnknown {
+            key: ObjectKey::new("default", "p2"),
+            last: pod("p2"),
+        }));
+        assert_eq!(drain(&h).await, ["foo"]);
+        // A rolling Deployment is not woken by pod deletions.
+        h.deployments.insert(Arc::new(new_deployment(
+            "foo",
+            1,
+            None,
+            None,
+            None,
+            &[("app", "web")],
+        )));
+        h.on_pod(Notification::Delete(Deleted::Known(pod("p3"))));
+        assert!(drain(&h).await.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_replica_set_seen_while_being_deleted_counts_as_deleted() {
+        let h = handlers();
+        h.deployments.insert(Arc::new(new_deployment(
+            "foo",
+            1,
+            None,
+            None,
+            None,
+            &[("app", "web")],
+        )));
+        let mut dying = owned_rs("foo-1", "foo", &[("app", "web")]);
+        dying.metadata.deletion_timestamp = Some(crate::deployment::fixtures::ts(0));
+        h.on_replica_set(Notification::Add(Arc::new(dying)));
+        assert_eq!(drain(&h).await, ["foo"]);
+        // Deleting an orphan wakes nobody.
+        let mut orphan = owned_rs("orphan", "foo", &[("app", "web")]);
+        orphan.metadata.owner_references = None;
+        h.on_replica_set(Notification::Delete(Deleted::Known(Arc::new(orphan))));
+        assert!(drain(&h).await.is_empty());
+    }
+}

@@ -265,6 +265,18 @@ mod tests {
     }
 
     #[test]
+    fn a_thousand_templates_hash_without_collisions() {
+        // TestPodTemplateSpecHash: templates differing only in a version.
+        let mut seen = std::collections::HashMap::new();
+        for i in 0..1000 {
+            let t = template("", "", &[], &[("app", "web"), ("version", &i.to_string())]);
+            if let Some(previous) = seen.insert(compute_hash(&t, None), i) {
+                panic!("hash collision between versions {previous} and {i}");
+            }
+        }
+    }
+
+    #[test]
     fn safe_encoding_maps_digits_as_apimachinery_does() {
         // '0' is 48, 48 % 27 = 21 → '4'; '9' is 57, 57 % 27 = 3 → 'f'.
         assert_eq!(safe_encode_string("09"), "4f");

@@ -13,7 +13,6 @@
 //! notifications into queue keys; `sync` reads the caches, calls the decisions and writes the API.
 
 pub mod annotations;
-pub mod claim;
 pub mod cleanup;
 pub mod conditions;
 pub mod fenceposts;

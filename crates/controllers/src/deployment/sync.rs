@@ -13,6 +13,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference};
 use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
 use rkcm_labels::Selector;
+use rkcm_runtime::controller_ref::{self, ControllerRefManager, OwnerInfo};
 use rkcm_runtime::events::EventType;
 use rkcm_runtime::informer::CONTROLLER_UID_INDEX;
 use rkcm_runtime::ObjectKey;
@@ -23,7 +24,6 @@ use super::annotations::{
     set_new_replica_set_annotations, set_replicas_annotations, MAX_REV_HISTORY_LENGTH_IN_CHARS,
     REVISION,
 };
-use super::claim::{claim_replica_sets, ClaimError};
 use super::cleanup::replica_sets_to_delete;
 use super::conditions::{
     deployment_condition, new_condition, set_condition, FAILED_RS_CREATE_REASON, FALSE,
@@ -66,7 +66,7 @@ pub enum SyncError {
         key: ObjectKey,
         /// The cause.
         #[source]
-        source: ClaimError,
+        source: controller_ref::Error,
     },
     /// A write to the API server failed.
     #[error("failed to {action} {object}")]
@@ -258,7 +258,24 @@ impl DeploymentController {
             }
         })?;
         let candidates = self.replica_sets.list_by_namespace(key.namespace_str());
-        claim_replica_sets(&self.client, d, &selector, &candidates)
+        let owner = OwnerInfo::from_resource(d);
+        // Adoption first re-reads the Deployment from the server: it must not adopt for a
+        // Deployment that is being deleted or was replaced (kubernetes#42639).
+        let api: Api<Deployment> = Api::namespaced(self.client.clone(), key.namespace_str());
+        let recheck = owner.clone();
+        let can_adopt = move || {
+            let api = api.clone();
+            let owner = recheck.clone();
+            async move { controller_ref::recheck_owner(&api, &owner).await }
+        };
+        let manager = ControllerRefManager::<ReplicaSet>::new(
+            self.client.clone(),
+            owner,
+            &selector,
+            can_adopt,
+        );
+        manager
+            .claim(&candidates)
             .await
             .map_err(|source| SyncError::Claim {
                 key: key.clone(),
