@@ -19,11 +19,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReferen
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::Client;
 use rkcm_apiserver::testing::{self, TestServer};
-use rkcm_controllers::replicaset::{
-    Config, PodControl, PodControlError, RealPodControl, ReplicaSetController,
-};
+use rkcm_controllers::replicaset::{Config, ReplicaSetController};
 use rkcm_runtime::events::EventBroadcaster;
 use rkcm_runtime::informer::InformerFactory;
+use rkcm_runtime::pod_control::{PodControl, PodControlError, RealPodControl};
 use rkcm_runtime::Shutdown;
 
 const NS: &str = "default";
@@ -414,24 +413,21 @@ async fn min_ready_seconds_delays_available_replicas() -> Result<()> {
             .await?;
     }
     let rs_api: Api<ReplicaSet> = Api::namespaced(h.client.clone(), NS);
-    eventually(
+    let s = eventually(
         "ready replicas reported before they are available",
         || async {
             let s = rs_api.get("web").await?.status.unwrap_or_default();
             Ok((s.ready_replicas == Some(2)).then_some(s))
         },
     )
-    .await
-    .and_then(|s| {
-        if jiff::Timestamp::now().as_second() - now.as_second() < 2 {
-            assert_eq!(
-                s.available_replicas.unwrap_or(0),
-                0,
-                "available before minReadySeconds"
-            );
-        }
-        Ok(())
-    })?;
+    .await?;
+    if jiff::Timestamp::now().as_second() - now.as_second() < 2 {
+        assert_eq!(
+            s.available_replicas.unwrap_or(0),
+            0,
+            "available before minReadySeconds"
+        );
+    }
     eventually("available replicas after minReadySeconds", || async {
         let s = rs_api.get("web").await?.status.unwrap_or_default();
         Ok((s.available_replicas == Some(2)).then_some(()))

@@ -17,11 +17,10 @@ use k8s_openapi::api::core::v1::{Container, ObjectReference, Pod, PodSpec, PodTe
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference};
 use kube::api::{Api, ListParams, ObjectMeta, PostParams};
 use rkcm_apiserver::testing;
-use rkcm_controllers::replicaset::{
-    Config, PodControl, PodControlError, RealPodControl, ReplicaSetController,
-};
+use rkcm_controllers::replicaset::{Config, ReplicaSetController};
 use rkcm_runtime::events::EventBroadcaster;
 use rkcm_runtime::informer::InformerFactory;
+use rkcm_runtime::pod_control::{PodControl, PodControlError, RealPodControl};
 use rkcm_runtime::slow_start::{slow_start_batch, SLOW_START_INITIAL_BATCH_SIZE};
 use rkcm_runtime::Shutdown;
 

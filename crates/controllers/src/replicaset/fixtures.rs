@@ -11,18 +11,11 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference};
 use kube::api::ObjectMeta;
-use kube::Client;
 use rkcm_runtime::informer::InformerFactory;
 use rkcm_runtime::{FakeClock, ObjectKey};
 
-use super::pod_control::FakePodControl;
 use super::{Config, ReplicaSetController, ReplicaSetKind};
-
-/// A client that never reaches a server: syncs that write the API fail, others never notice.
-pub(crate) fn offline_client() -> Client {
-    let config = kube::Config::new("http://127.0.0.1:9".parse().expect("static uri"));
-    Client::try_from(config).expect("client from a plain http config")
-}
+use rkcm_runtime::testing::{offline_client, FakePodControl};
 
 /// A controller over caches the test seeds, with a fake pod control and a fake clock.
 pub(crate) struct Fixture<K: ReplicaSetKind> {

@@ -15,11 +15,7 @@ use super::{ReplicaSetController, ReplicaSetKind};
 
 /// The owner reference with `controller: true`, if any (`metav1.GetControllerOf`).
 pub(crate) fn controller_of<R: Resource>(obj: &R) -> Option<&OwnerReference> {
-    obj.meta()
-        .owner_references
-        .as_ref()?
-        .iter()
-        .find(|r| r.controller == Some(true))
+    rkcm_runtime::controller_ref::controller_of(obj.meta())
 }
 
 impl<K: ReplicaSetKind> ReplicaSetController<K> {

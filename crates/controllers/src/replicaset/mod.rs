@@ -7,12 +7,10 @@
 //! caches, adopts and releases pods, creates or deletes the difference and writes `/status`;
 //! the decisions themselves are pure functions (`replicas.rs`, `status.rs`).
 
-mod claim;
 #[cfg(test)]
 mod fixtures;
 mod handlers;
 pub mod kind;
-pub mod pod_control;
 pub mod pod_state;
 mod rc_adapter;
 pub mod replicas;
@@ -27,11 +25,11 @@ use kube::Client;
 use rkcm_runtime::events::EventRecorder;
 use rkcm_runtime::expectations::ControllerExpectations;
 use rkcm_runtime::informer::{wait_for_cache_sync, InformerFactory, SharedInformer, Store};
+use rkcm_runtime::pod_control::{PodControl, RealPodControl};
 use rkcm_runtime::workqueue::RateLimitingQueue;
 use rkcm_runtime::{worker, Clock, ObjectKey, Shutdown, SystemClock};
 
 pub use kind::ReplicaSetKind;
-pub use pod_control::{FakePodControl, PodControl, PodControlError, RealPodControl};
 pub use replicas::BURST_REPLICAS;
 pub use sync::SyncError;
 

@@ -15,9 +15,12 @@ use rkcm_runtime::informer::CONTROLLER_UID_INDEX;
 use rkcm_runtime::slow_start::{slow_start_batch, SLOW_START_INITIAL_BATCH_SIZE};
 use rkcm_runtime::ObjectKey;
 
-use super::claim::{claim_pods, ClaimError, Claimant};
+use rkcm_runtime::controller_ref::{
+    self, recheck_owner, ControllerRefManager, OwnerInfo, PodControlPatcher,
+};
+use rkcm_runtime::pod_control::PodControlError;
+
 use super::handlers::controller_of;
-use super::pod_control::PodControlError;
 use super::pod_state::filter_active_pods;
 use super::replicas::{pods_to_delete, replica_diff, ReplicaDiff};
 use super::status::{calculate_status, status_needs_update};
@@ -54,7 +57,7 @@ pub enum SyncError {
         owner: ObjectKey,
         /// The failure.
         #[source]
-        source: ClaimError,
+        source: controller_ref::Error,
     },
     /// Writing `/status` failed.
     #[error("failed to update status of {owner}")]
@@ -164,29 +167,18 @@ impl<K: ReplicaSetKind> ReplicaSetController<K> {
         selector: &Selector,
         pods: &[Arc<Pod>],
     ) -> Result<Vec<Arc<Pod>>, SyncError> {
-        let owner = Claimant {
-            controller_ref: controller_ref_of(&**obj),
-            namespace: key.namespace_str().to_string(),
-            deleting: obj.meta().deletion_timestamp.is_some(),
-        };
+        let owner = OwnerInfo::from_resource(&**obj);
         let api: Api<K> = Api::namespaced(self.client.clone(), key.namespace_str());
-        let uid = owner.controller_ref.uid.clone();
-        // RecheckDeletionTimestamp over an uncached GET that also checks the UID.
-        let can_adopt = || async {
-            let fresh = api.get(&key.name).await.map_err(|e| e.to_string())?;
-            let fresh_uid = fresh.meta().uid.clone().unwrap_or_default();
-            if fresh_uid != uid {
-                return Err(format!(
-                    "original {} {key} is gone: got uid {fresh_uid}, wanted {uid}",
-                    K::kind(&())
-                ));
-            }
-            if let Some(ts) = &fresh.meta().deletion_timestamp {
-                return Err(format!("{key} has just been deleted at {}", ts.0));
-            }
-            Ok(())
+        // RecheckDeletionTimestamp over an uncached GET that also checks the UID (#42639).
+        let recheck_owner_info = owner.clone();
+        let can_adopt = move || {
+            let (api, info) = (api.clone(), recheck_owner_info.clone());
+            async move { recheck_owner(&api, &info).await }
         };
-        claim_pods(&*self.pod_control, &owner, selector, pods, can_adopt)
+        // Adopt and release through pod control, as kube's PodControllerRefManager does.
+        let patcher = Arc::new(PodControlPatcher(Arc::clone(&self.pod_control)));
+        ControllerRefManager::<Pod>::with_patcher(patcher, owner, selector, can_adopt)
+            .claim(pods)
             .await
             .map_err(|source| SyncError::Claim {
                 owner: key.clone(),
@@ -453,11 +445,28 @@ mod tests {
         f.add_pod(new_pod("pending", &rs, "Pending", true));
         f.add_pod(new_pod("ready-b", &rs, "Running", true));
         f.ctrl.sync(&key).await.expect("sync");
-        let mut deleted = f.pod_control.deletes();
+        let mut deleted = f.pod_control.deleted_names();
         deleted.sort();
         assert_eq!(deleted.len(), 2);
         assert!(deleted.iter().any(|d| d.contains("pending")), "{deleted:?}");
         assert_eq!(f.ctrl.expectations().get_expectations(&key), Some((0, 2)));
+    }
+
+    /// Ported from replica_set_test.go `TestDoNotPatchPodWithOtherControlRef`.
+    #[tokio::test]
+    async fn a_pod_controlled_by_another_owner_is_neither_patched_nor_counted() {
+        let f = Fixture::<ReplicaSet>::new(BURST);
+        let rs = new_replica_set(2, &foo_bar());
+        let key = f.add_rs(rs.clone());
+        let mut foreign = new_pod("pod", &rs, "Running", true);
+        if let Some(refs) = foreign.metadata.owner_references.as_mut() {
+            refs[0].uid = "another-uid".into();
+            refs[0].name = "AnotherRS".into();
+        }
+        f.add_pod(foreign);
+        f.ctrl.sync(&key).await.expect("sync");
+        assert_eq!(f.pod_control.creates().len(), 2);
+        assert!(f.pod_control.patches().is_empty());
     }
 
     /// Ported from replica_set_test.go `TestControllerBurstReplicas` (creation half).
@@ -506,7 +515,7 @@ mod tests {
     #[tokio::test]
     async fn deleting_a_pod_that_is_already_gone_is_not_an_error() {
         let f = Fixture::<ReplicaSet>::new(BURST);
-        f.pod_control.set_error(Some(not_found));
+        f.pod_control.fail_deletes(|| PodControlError::NotFound);
         let rs = with_status(new_replica_set(0, &foo_bar()), 1, 1);
         let key = f.add_rs(rs.clone());
         f.add_pod(new_pod("pod0", &rs, "Running", true));
@@ -516,8 +525,4 @@ mod tests {
     }
 
     const BURST: usize = crate::replicaset::BURST_REPLICAS;
-
-    fn not_found() -> PodControlError {
-        PodControlError::NotFound
-    }
 }
