@@ -396,7 +396,33 @@ fn should_delete_during_update(info: &ResourceInfo, obj: &Value) -> bool {
 
 /// Updates object `name` with `new` (PUT); `target` selects the main resource, `/status` or
 /// `/finalize`. A `metadata.resourceVersion` in `new` is a precondition (409 when stale).
+///
+/// Without a resourceVersion the update is unconditional and is retried when another writer
+/// gets in between (`GuaranteedUpdate`).
 pub async fn update(
+    store: &Store,
+    info: &'static ResourceInfo,
+    namespace: Option<&str>,
+    name: &str,
+    new: Value,
+    target: UpdateTarget,
+    opts: WriteOptions,
+) -> ApiResult<Arc<CachedObject>> {
+    let unconditional = matches!(object::resource_version(&new), Ok(None));
+    if !unconditional {
+        return update_once(store, info, namespace, name, new, target, opts).await;
+    }
+    let mut last = None;
+    for _ in 0..UPDATE_ATTEMPTS {
+        match update_once(store, info, namespace, name, new.clone(), target, opts).await {
+            Err(e) if e.reason == "Conflict" => last = Some(e),
+            r => return r,
+        }
+    }
+    Err(last.unwrap_or_else(|| ApiError::conflict(info, name)))
+}
+
+async fn update_once(
     store: &Store,
     info: &'static ResourceInfo,
     namespace: Option<&str>,
