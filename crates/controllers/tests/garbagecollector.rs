@@ -776,3 +776,39 @@ async fn an_owner_already_waiting_for_its_dependents_when_the_collector_starts_s
     h.owner_gone("waiting").await?;
     Ok(())
 }
+
+#[tokio::test]
+async fn a_dependent_naming_an_owner_of_another_namespace_is_collected() -> Result<()> {
+    let h = start().await;
+    let owner = h.owner("home").await?;
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(h.client.clone());
+    namespaces
+        .create(
+            &PostParams::default(),
+            &k8s_openapi::api::core::v1::Namespace {
+                metadata: ObjectMeta {
+                    name: Some("away".into()),
+                    ..ObjectMeta::default()
+                },
+                ..Default::default()
+            },
+        )
+        .await?;
+    // Owner references name owners in the dependent's own namespace: from "away", the owner's
+    // UID is found nowhere, so the reference dangles.
+    let away: Api<Pod> = Api::namespaced(h.client.clone(), "away");
+    away.create(
+        &PostParams::default(),
+        &pod("stray", vec![reference(&owner, false)], false),
+    )
+    .await?;
+    h.dependent("legit", vec![reference(&owner, false)], false)
+        .await?;
+    eventually("the cross-namespace dependent to be collected", || async {
+        Ok(away.get_opt("stray").await?.is_none().then_some(()))
+    })
+    .await?;
+    assert!(h.pods().get_opt("legit").await?.is_some());
+    assert!(h.config_maps().get_opt("home").await?.is_some());
+    Ok(())
+}

@@ -166,6 +166,19 @@ impl Graph {
             match self.nodes.get_mut(&owner.uid) {
                 Some(node) => {
                     node.dependents.insert(identity.uid.clone());
+                    // An observed owner that the reference names by other coordinates, or that
+                    // lives in another namespace: the reference may be dangling, verify it
+                    // (`addDependentToOwners`).
+                    let namespace_differs = node
+                        .identity
+                        .namespace
+                        .as_ref()
+                        .is_some_and(|ns| identity.namespace.as_ref() != Some(ns));
+                    if node.observed
+                        && (!same_coordinates(owner, &node.identity) || namespace_differs)
+                    {
+                        actions.attempt_to_delete.push(identity.uid.clone());
+                    }
                 }
                 None => {
                     let mut virtual_node = Node {
@@ -742,5 +755,36 @@ mod tests {
         let actions = g.process(Change::VirtualDelete(id("ReplicaSet", "two", "rs-1")));
         assert!(g.get("rs-1").is_none());
         assert_eq!(actions.attempt_to_delete, ["pod-b"]);
+    }
+
+    #[test]
+    fn a_reference_to_an_observed_owner_by_other_coordinates_is_verified() {
+        let mut g = Graph::default();
+        g.process(Change::Upsert(state(
+            id("ReplicaSet", "rs", "rs-1"),
+            vec![],
+        )));
+        // Right coordinates: nothing to verify.
+        let actions = g.process(Change::Upsert(state(
+            id("Pod", "a", "pod-a"),
+            vec![owner_ref("ReplicaSet", "rs", "rs-1", true)],
+        )));
+        assert_eq!(actions, Actions::default());
+        // Wrong name for that UID.
+        let actions = g.process(Change::Upsert(state(
+            id("Pod", "b", "pod-b"),
+            vec![owner_ref("ReplicaSet", "other", "rs-1", true)],
+        )));
+        assert_eq!(actions.attempt_to_delete, ["pod-b"]);
+        // Right name, other namespace.
+        let elsewhere = Identity {
+            namespace: Some("elsewhere".into()),
+            ..id("Pod", "c", "pod-c")
+        };
+        let actions = g.process(Change::Upsert(state(
+            elsewhere,
+            vec![owner_ref("ReplicaSet", "rs", "rs-1", true)],
+        )));
+        assert_eq!(actions.attempt_to_delete, ["pod-c"]);
     }
 }
