@@ -156,18 +156,6 @@ impl DeploymentController {
             self.queue.shutdown();
             return;
         }
-        // TODO: remove once `RateLimitingQueue::done` wakes `shutdown_with_drain` when it requeues
-        // the last item being processed (today the drain can then wait forever). Shutting the queue
-        // down without drain ends that wait; `worker::run` still lets in-flight syncs finish.
-        let queue = self.queue.clone();
-        let stop = shutdown.clone();
-        let unstick = tokio::spawn(async move {
-            stop.cancelled().await;
-            loop {
-                queue.shutdown();
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-            }
-        });
         let this = Arc::clone(&self);
         worker::run(
             self.queue.clone(),
@@ -180,7 +168,6 @@ impl DeploymentController {
             },
         )
         .await;
-        unstick.abort();
         tracing::info!(controller = QUEUE_NAME, "shutting down controller");
     }
 }

@@ -138,7 +138,6 @@ pub struct Env {
     shutdown: CancellationToken,
     tasks: JoinSet<()>,
     controller_task: tokio::task::JoinHandle<()>,
-    unstick: tokio::task::JoinHandle<()>,
 }
 
 impl Env {
@@ -181,17 +180,6 @@ impl Env {
             ReplicaSetConfig::default(),
         );
         factory.start(shutdown.clone());
-        // TODO: drop once the work queue's drain can no longer miss its wake-up (see
-        // DeploymentController::run): shut the ReplicaSet queue down without drain on shutdown.
-        let rs_queue = rs_controller.queue().clone();
-        let stop = shutdown.clone();
-        let unstick = tokio::spawn(async move {
-            stop.cancelled().await;
-            loop {
-                rs_queue.shutdown();
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        });
         tasks.spawn(rs_controller.run(2, shutdown.clone()));
         let sim = Simulation {
             client: client.clone(),
@@ -214,7 +202,6 @@ impl Env {
             shutdown,
             tasks,
             controller_task,
-            unstick,
         }
     }
 
@@ -336,7 +323,6 @@ impl Env {
         })
         .await
         .expect("the ReplicaSet controller or the kubelet stand-in did not stop");
-        self.unstick.abort();
         tokio::time::timeout(Duration::from_secs(10), self.controller_task)
             .await
             .expect("controller did not stop; a worker is likely deadlocked")
