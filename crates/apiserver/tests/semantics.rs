@@ -466,3 +466,58 @@ async fn streaming_lists_end_with_an_initial_events_bookmark() {
     assert_eq!(lines[0]["type"], "DELETED");
     assert_eq!(lines[0]["object"]["metadata"]["name"], "s1");
 }
+
+#[tokio::test]
+async fn field_validation_modes() {
+    let server = rkcm_apiserver::testing::start().await;
+    let client = server.client();
+    let body = |name: &str| {
+        format!(r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}","creationTimestamp":null}},"data":{{"a":"b"}},"dataa":{{"x":"y"}}}}"#)
+            .into_bytes()
+    };
+    let post = |query: &str, name: &str| {
+        http::Request::post(format!("/api/v1/namespaces/default/configmaps{query}"))
+            .header("Content-Type", "application/json")
+            .body(body(name))
+            .expect("request")
+            .map(kube::client::Body::from)
+    };
+
+    let resp = client
+        .send(post("?fieldValidation=Strict", "strict"))
+        .await
+        .expect("send");
+    assert_eq!(resp.status().as_u16(), 400);
+    let status: serde_json::Value = serde_json::from_slice(
+        &http_body_util::BodyExt::collect(resp.into_body())
+            .await
+            .expect("body")
+            .to_bytes(),
+    )
+    .expect("status");
+    assert_eq!(
+        status["message"],
+        "strict decoding error: unknown field \"dataa\""
+    );
+
+    // Warn (the default): created, a Warning header names the field, and the field is dropped.
+    let resp = client.send(post("", "warned")).await.expect("send");
+    assert_eq!(resp.status().as_u16(), 201);
+    let warning = resp
+        .headers()
+        .get("warning")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    assert_eq!(warning, r#"299 - "unknown field \"dataa\"""#);
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let stored = serde_json::to_value(cms.get("warned").await.expect("get")).expect("json");
+    assert!(stored.get("dataa").is_none(), "{stored}");
+
+    let resp = client
+        .send(post("?fieldValidation=Ignore", "ignored"))
+        .await
+        .expect("send");
+    assert_eq!(resp.status().as_u16(), 201);
+    assert!(resp.headers().get("warning").is_none());
+}

@@ -375,12 +375,15 @@ fn decode_object(
     }
     let mode = field_validation(params)?;
     // Protobuf bodies cannot carry unknown or duplicate fields.
-    let warnings = if bytes.starts_with(protobuf::MAGIC) {
-        Vec::new()
-    } else {
-        check_fields(info, bytes, mode)?
-    };
-    Ok((obj, warnings))
+    if bytes.starts_with(protobuf::MAGIC) {
+        return Ok((obj, Vec::new()));
+    }
+    let check = check_fields(info, bytes, mode)?;
+    let mut obj = obj;
+    for path in &check.unknown {
+        remove_path(&mut obj, path);
+    }
+    Ok((obj, check.warnings))
 }
 
 /// `fieldValidation`: unknown and duplicate fields are an error (`Strict`), warnings (`Warn`,
@@ -395,23 +398,73 @@ fn field_validation(params: &Params) -> ApiResult<&str> {
     Ok(mode)
 }
 
+/// What strict decoding found in a body.
+#[derive(Default)]
+struct FieldCheck {
+    /// `Warning` headers to send (`Warn` mode).
+    warnings: Vec<String>,
+    /// Paths of unknown fields, dropped from the object as kube's decoder drops them.
+    unknown: Vec<String>,
+}
+
 /// Checks `body` (an object of `info`) for unknown and duplicate fields according to `mode`.
-fn check_fields(info: &ResourceInfo, body: &[u8], mode: &str) -> ApiResult<Vec<String>> {
-    if mode == "Ignore" {
-        return Ok(Vec::new());
-    }
+fn check_fields(info: &ResourceInfo, body: &[u8], mode: &str) -> ApiResult<FieldCheck> {
     let problems = validation::check_fields(&info.api_version(), info.kind, body)
         .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))?;
     if problems.is_empty() {
-        return Ok(Vec::new());
+        return Ok(FieldCheck::default());
     }
     if mode == "Strict" {
         return Err(ApiError::bad_request(validation::strict_decoding_message(
             &problems,
         )));
     }
-    // TODO: unknown fields are kept in the stored object; kube prunes them when not strict.
-    Ok(problems.iter().map(ToString::to_string).collect())
+    let unknown = problems
+        .iter()
+        .filter_map(|p| match p {
+            validation::FieldProblem::Unknown(path) => Some(path.clone()),
+            validation::FieldProblem::Duplicate(_) => None,
+        })
+        .collect();
+    let warnings = if mode == "Warn" {
+        problems.iter().map(ToString::to_string).collect()
+    } else {
+        Vec::new()
+    };
+    Ok(FieldCheck { warnings, unknown })
+}
+
+/// Removes the field at `path` (`spec.template.spec.containers[0].imagee`) from `obj`.
+fn remove_path(obj: &mut Value, path: &str) {
+    let mut segments: Vec<(String, Vec<usize>)> = Vec::new();
+    for seg in path.split('.') {
+        let (name, rest) = seg.split_once('[').map_or((seg, ""), |(n, r)| (n, r));
+        let indexes = rest
+            .split('[')
+            .filter_map(|i| i.trim_end_matches(']').parse().ok())
+            .collect();
+        segments.push((name.to_string(), indexes));
+    }
+    let Some(((last, last_idx), parents)) = segments.split_last() else {
+        return;
+    };
+    if !last_idx.is_empty() {
+        return;
+    }
+    let mut cur = obj;
+    for (name, indexes) in parents {
+        let Some(next) = cur.get_mut(name.as_str()) else {
+            return;
+        };
+        cur = next;
+        for i in indexes {
+            let Some(next) = cur.get_mut(*i) else { return };
+            cur = next;
+        }
+    }
+    if let Some(m) = cur.as_object_mut() {
+        m.remove(last);
+    }
 }
 
 fn patch_type(headers: &HeaderMap) -> ApiResult<PatchType> {
@@ -460,7 +513,7 @@ async fn patch_object(
     let mode = field_validation(params)?;
     let api_version = info.api_version();
     let mut last = None;
-    let mut warnings = None;
+    let mut checked: Option<FieldCheck> = None;
     for _ in 0..rest::UPDATE_ATTEMPTS {
         let current = rest::get(&state.store, info, ns, name)?;
         let mut patched = apply_patch(patch_type, &current.value, bytes, &api_version, info.kind)?;
@@ -469,10 +522,13 @@ async fn patch_object(
                 "the patched object is not a JSON object",
             ));
         }
-        if warnings.is_none() {
+        if checked.is_none() {
             let bytes = serde_json::to_vec(&patched)
                 .map_err(|e| ApiError::internal("encoding the patched object", e))?;
-            warnings = Some(check_fields(info, &bytes, mode)?);
+            checked = Some(check_fields(info, &bytes, mode)?);
+        }
+        for path in checked.iter().flat_map(|c| &c.unknown) {
+            remove_path(&mut patched, path);
         }
         // A patch that sets another resourceVersion is a precondition (no retry on conflict).
         let pinned = match patched.pointer("/metadata/resourceVersion") {
@@ -486,7 +542,7 @@ async fn patch_object(
         }
         match rest::update(&state.store, info, ns, name, patched, target, opts).await {
             Err(e) if e.reason == "Conflict" && !pinned => last = Some(e),
-            r => return r.map(|v| (v, warnings.unwrap_or_default())),
+            r => return r.map(|v| (v, checked.map(|c| c.warnings).unwrap_or_default())),
         }
     }
     Err(last.unwrap_or_else(|| ApiError::conflict(info, name)))
@@ -788,6 +844,18 @@ mod tests {
         );
         assert!(decode_continue(&t, "/core/nodes/").is_err());
         assert!(decode_continue("garbage!", "/").is_err());
+    }
+
+    #[test]
+    fn unknown_fields_are_removed_by_path() {
+        let mut obj = json!({"spec": {"foo": 1, "template": {"spec": {"containers": [{"name": "c", "imagee": "x"}]}}}});
+        remove_path(&mut obj, "spec.foo");
+        remove_path(&mut obj, "spec.template.spec.containers[0].imagee");
+        remove_path(&mut obj, "spec.missing.deeper");
+        assert_eq!(
+            obj,
+            json!({"spec": {"template": {"spec": {"containers": [{"name": "c"}]}}}})
+        );
     }
 
     #[test]
