@@ -2,6 +2,7 @@
 
 #![allow(dead_code)] // each test binary uses a different part
 
+pub mod fake_leases;
 pub mod fake_pods;
 
 use std::time::Duration;
