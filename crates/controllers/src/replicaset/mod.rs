@@ -179,19 +179,6 @@ impl<K: ReplicaSetKind> ReplicaSetController<K> {
         )
         .await;
         if synced {
-            // TODO: remove once `RateLimitingQueue::done` notifies `shutdown_with_drain` when
-            // it requeues an item re-added during processing and nothing else is processing
-            // (today the drain can then wait forever). A plain `shutdown` ends that wait;
-            // `worker::run` still lets in-flight syncs finish.
-            let queue = self.queue.clone();
-            let stop = shutdown.clone();
-            let unstick = tokio::spawn(async move {
-                stop.cancelled().await;
-                loop {
-                    queue.shutdown();
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                }
-            });
             let this = Arc::clone(&self);
             worker::run(
                 self.queue.clone(),
@@ -204,7 +191,6 @@ impl<K: ReplicaSetKind> ReplicaSetController<K> {
                 },
             )
             .await;
-            unstick.abort();
         }
         self.queue.shutdown();
         tracing::info!(controller = K::CONTROLLER_NAME, "shutting down controller");
