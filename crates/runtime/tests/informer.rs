@@ -195,3 +195,23 @@ async fn resync_delivers_every_cached_object_as_an_update_to_itself() {
     eventually("a resync", || *resynced.lock() >= 1).await;
     shutdown.cancel();
 }
+
+#[tokio::test]
+async fn an_undecodable_event_makes_the_reflector_relist() {
+    let server = FakePods::start().await;
+    server.add("a");
+    let informer = SharedInformer::<Pod>::new(Api::all(server.client()), Duration::ZERO);
+    let seen = record(&informer);
+    let shutdown = Shutdown::new();
+    informer.start(shutdown.clone());
+    let mut at = 0;
+    expect_next(&seen, &mut at, &["add a"]).await;
+    eventually("watch open", || server.open_watches() == 1).await;
+    server.delete_silently("a");
+    server.send_garbage();
+    // After a backoff (0.8–1.6 s) the reflector relists and finds a gone.
+    expect_next(&seen, &mut at, &["tombstone default/a"]).await;
+    assert_eq!(server.list_count(), 2);
+    assert!(informer.store().is_empty());
+    shutdown.cancel();
+}

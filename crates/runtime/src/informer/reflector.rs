@@ -47,9 +47,12 @@ enum AttemptError {
     /// Anything else: back off and retry.
     #[error(transparent)]
     Api(#[from] kube::Error),
-    /// The server sent an ERROR watch event that is not 410.
+    /// The server sent an ERROR watch event that is not 410: back off and relist.
     #[error("watch error event: {0}")]
     WatchStatus(String),
+    /// An event could not be decoded: back off and relist (rewatching would meet it again).
+    #[error("undecodable watch event")]
+    Undecodable(#[source] kube::Error),
 }
 
 fn is_expired(err: &kube::Error) -> bool {
@@ -159,6 +162,13 @@ where
                     tracing::info!(reflector = %self.name, %msg, "watch expired; relisting");
                     resource_version = None;
                 }
+                Err(err @ (AttemptError::WatchStatus(_) | AttemptError::Undecodable(_))) => {
+                    tracing::warn!(reflector = %self.name, error = %err, "watch failed; relisting");
+                    resource_version = None;
+                    if sleep_or_shutdown(backoff.delay(), &shutdown).await {
+                        return;
+                    }
+                }
                 Err(err) => {
                     tracing::warn!(reflector = %self.name, error = %err, "watch failed; retrying from last resource version");
                     if sleep_or_shutdown(backoff.delay(), &shutdown).await {
@@ -229,6 +239,18 @@ where
             let event = match event {
                 None => return Ok(()),
                 Some(Ok(event)) => event,
+                // kube reports an undecodable line as a Status parsed from it when that
+                // succeeds (any JSON object does, with code 0), else as a serde error.
+                Some(Err(err @ kube::Error::SerdeError(_))) => {
+                    return Err(AttemptError::Undecodable(err))
+                }
+                Some(Err(kube::Error::Api(status))) if status.code == 0 => {
+                    let err = kube::Error::Api(status);
+                    return Err(AttemptError::Undecodable(err));
+                }
+                Some(Err(err)) if is_expired(&err) => {
+                    return Err(AttemptError::Expired(err.to_string()))
+                }
                 Some(Err(err)) => return Err(err.into()),
             };
             let (change, new_rv) = match event {

@@ -135,6 +135,15 @@ impl FakePods {
         rv
     }
 
+    /// Sends a line that is not a watch event to every watcher.
+    pub fn send_garbage(&self) {
+        let mut s = self.state.lock();
+        Self::broadcast(
+            &mut s,
+            "{\"type\":\"ADDED\",\"object\":{\"metadata\":42}}\n".to_string(),
+        );
+    }
+
     /// Ends every open watch stream.
     pub fn drop_watches(&self) {
         self.state.lock().watchers.clear();
