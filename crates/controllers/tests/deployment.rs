@@ -576,3 +576,66 @@ async fn bench_rolling_update_of_many_deployments() -> Result<()> {
     env.stop().await;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_rollover_mid_rollout_ends_on_the_latest_template() -> Result<()> {
+    let env = Env::start().await;
+    let api = env.deployments();
+    let mut d = deployment("roll", 4, "app:v1");
+    d.spec.as_mut().unwrap().min_ready_seconds = Some(0);
+    api.create(&Default::default(), &d).await?;
+    env.wait_complete("roll", 4).await;
+    // v2 never becomes ready; v3 replaces it before it finishes.
+    set_image(&api, "roll", NEVER_READY_IMAGE).await?;
+    eventually("the v2 replica set to exist", || async {
+        let rss = env.replica_sets("app=roll").await.ok()?;
+        rss.iter()
+            .any(|rs| image_of(rs).as_deref() == Some(NEVER_READY_IMAGE) && rs_size(rs) > 0)
+            .then_some(())
+    })
+    .await;
+    set_image(&api, "roll", "app:v3").await?;
+    env.wait_complete("roll", 4).await;
+    let rss = env.replica_sets("app=roll").await?;
+    let sizes: BTreeMap<String, i32> = rss
+        .iter()
+        .map(|rs| (image_of(rs).unwrap_or_default(), rs_size(rs)))
+        .collect();
+    assert_eq!(sizes.get("app:v3"), Some(&4));
+    assert_eq!(sizes.get("app:v1"), Some(&0));
+    assert_eq!(sizes.get(NEVER_READY_IMAGE), Some(&0));
+    let revisions: Vec<String> = rss.iter().filter_map(revision_of).collect();
+    assert!(revisions.contains(&"3".to_string()), "{revisions:?}");
+    env.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn min_ready_seconds_and_annotations_reach_the_replica_set() -> Result<()> {
+    let env = Env::start().await;
+    let api = env.deployments();
+    let mut d = deployment("mrs", 1, "app:v1");
+    d.spec.as_mut().unwrap().min_ready_seconds = Some(1);
+    d.metadata.annotations = Some([("team".to_string(), "web".to_string())].into());
+    api.create(&Default::default(), &d).await?;
+    env.wait_complete("mrs", 1).await;
+    let rss = env.replica_sets("app=mrs").await?;
+    assert_eq!(rss.len(), 1);
+    assert_eq!(rss[0].spec.as_ref().unwrap().min_ready_seconds, Some(1));
+    let annotations = rss[0].metadata.annotations.clone().unwrap_or_default();
+    assert_eq!(annotations.get("team").map(String::as_str), Some("web"));
+    assert_eq!(
+        annotations
+            .get("deployment.kubernetes.io/desired-replicas")
+            .map(String::as_str),
+        Some("1")
+    );
+    assert_eq!(
+        annotations
+            .get("deployment.kubernetes.io/max-replicas")
+            .map(String::as_str),
+        Some("2")
+    );
+    env.stop().await;
+    Ok(())
+}

@@ -355,6 +355,11 @@ impl Simulation {
                     conditions: Some(vec![PodCondition {
                         type_: "Ready".into(),
                         status: "True".into(),
+                        last_transition_time: Some(
+                            k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                                jiff::Timestamp::now(),
+                            ),
+                        ),
                         ..Default::default()
                     }]),
                     ..Default::default()
