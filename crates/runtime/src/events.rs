@@ -249,6 +249,17 @@ impl EventRecorder {
         (recorder, rx)
     }
 
+    /// Records an event about `obj` (a reference is built from its type and metadata).
+    pub fn event_for<K: kube::Resource<DynamicType = ()>>(
+        &self,
+        obj: &K,
+        type_: EventType,
+        reason: &str,
+        message: impl Into<String>,
+    ) {
+        self.event(&obj.object_ref(&()), type_, reason, message);
+    }
+
     /// Records an event about `object`. Returns at once; the event may be dropped if the queue is
     /// full or the broadcaster has shut down.
     pub fn event(
@@ -333,6 +344,19 @@ async fn sink_loop(
             _ = stop.cancelled() => rx.try_recv().ok(),
         };
         let Some(event) = event else { return };
+        // kube-controller-manager also logs every event (StartStructuredLogging).
+        tracing::debug!(
+            object = %format!(
+                "{}/{}",
+                s(&event.involved_object.namespace),
+                s(&event.involved_object.name)
+            ),
+            kind = s(&event.involved_object.kind),
+            type_ = s(&event.type_),
+            reason = s(&event.reason),
+            message = s(&event.message),
+            "event"
+        );
         let result = correlator.correlate(event);
         if result.skip {
             continue;
@@ -928,6 +952,26 @@ mod tests {
         assert_eq!(patched[0].1["count"], 2);
         assert_eq!(broadcaster.dropped(), 0);
         broadcaster.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn event_for_references_the_object() {
+        let (recorder, mut rx) = EventRecorder::channel("c", 2);
+        let pod = k8s_openapi::api::core::v1::Pod {
+            metadata: ObjectMeta {
+                namespace: Some("ns".into()),
+                name: Some("web-1".into()),
+                uid: Some("u".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        recorder.event_for(&pod, EventType::Warning, "Failed", "boom");
+        let e = rx.recv().await.expect("event");
+        assert_eq!(e.involved_object.kind.as_deref(), Some("Pod"));
+        assert_eq!(e.involved_object.name.as_deref(), Some("web-1"));
+        assert_eq!(e.involved_object.uid.as_deref(), Some("u"));
+        assert_eq!(e.metadata.namespace.as_deref(), Some("ns"));
     }
 
     #[tokio::test]
