@@ -574,7 +574,7 @@ pub struct CorrelateResult {
 /// (client-go `EventCorrelator`).
 ///
 /// - Aggregation: after 10 events that differ only by message within 600 s, a single event
-///   "(combined from similar events): <msg>" stands for them.
+///   `"(combined from similar events): <msg>"` stands for them.
 /// - De-duplication: an identical event increments `count` on the existing Event via a patch.
 /// - Spam filter: each source may send 25 events about an object, refilled at one per 5 min.
 pub struct EventCorrelator {

@@ -1,7 +1,7 @@
 //! Shared informers: list/watch into an indexed cache and fan notifications out to handlers.
 //! Mirrors client-go `tools/cache`.
 //!
-//! Data flows one way: the [`reflector`](self) lists and watches the API server, the shared informer
+//! Data flows one way: the reflector lists and watches the API server, the shared informer
 //! applies each change to its [`Store`] and then hands a [`Notification`] to every handler, each on its
 //! own task. The [`InformerFactory`] keeps one [`SharedInformer`] per type so that every controller
 //! shares the same cache and the same watch.
