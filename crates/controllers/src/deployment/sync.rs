@@ -788,3 +788,63 @@ fn status_already_exists(name: &str) -> Box<kube::core::Status> {
     .with_code(409)
     .boxed()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::deployment::fixtures::rs;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
+
+    #[test]
+    fn only_a_selector_without_labels_or_expressions_selects_everything() {
+        assert!(is_selecting_everything(&LabelSelector::default()));
+        assert!(is_selecting_everything(&LabelSelector {
+            match_labels: Some(BTreeMap::new()),
+            match_expressions: Some(vec![]),
+        }));
+        assert!(!is_selecting_everything(&LabelSelector {
+            match_labels: Some([("app".to_string(), "web".to_string())].into()),
+            ..Default::default()
+        }));
+        assert!(!is_selecting_everything(&LabelSelector {
+            match_expressions: Some(vec![LabelSelectorRequirement {
+                key: "app".into(),
+                operator: "Exists".into(),
+                values: None,
+            }]),
+            ..Default::default()
+        }));
+    }
+
+    #[test]
+    fn a_namespace_terminating_cause_is_recognised() {
+        // As the API server sends it.
+        let status: kube::core::Status = serde_json::from_value(serde_json::json!({
+            "status": "Failure", "code": 403, "reason": "Forbidden",
+            "message": "unable to create new content in namespace default because it is being terminated",
+            "details": {"causes": [{"reason": NAMESPACE_TERMINATING_CAUSE, "message": "namespace default is being terminated"}]},
+        }))
+        .expect("a valid Status");
+        let err = SyncError::Api {
+            action: "create",
+            object: "replica set default/web-abc".into(),
+            source: kube::Error::Api(status.boxed()),
+        };
+        assert!(err.is_namespace_terminating());
+        let other = SyncError::UnsupportedStrategy("BlueGreen".into());
+        assert!(!other.is_namespace_terminating());
+    }
+
+    #[test]
+    fn a_written_replica_set_replaces_its_cached_copy() {
+        let cached = vec![
+            Arc::new(rs("a", 1, &[], None)),
+            Arc::new(rs("b", 1, &[], None)),
+        ];
+        let written = Arc::new(rs("b", 5, &[], None));
+        let list = with_replica_set(&cached, Some(&written));
+        assert!(Arc::ptr_eq(&list[0], &cached[0]));
+        assert!(Arc::ptr_eq(&list[1], &written));
+        assert_eq!(with_replica_set(&cached, None).len(), 2);
+    }
+}
