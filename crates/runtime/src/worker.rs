@@ -2,7 +2,7 @@
 //!
 //! client-go controllers write this loop by hand (`processNextWorkItem` plus `handleErr`); here it is written once.
 
-use std::fmt::{Debug, Display};
+use std::fmt::Debug;
 use std::future::Future;
 use std::hash::Hash;
 use std::panic::AssertUnwindSafe;
@@ -37,7 +37,7 @@ pub async fn run<T, F, Fut, E>(
     T: Clone + Eq + Hash + Debug + Send + Sync + 'static,
     F: Fn(T) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<(), E>> + Send,
-    E: Display,
+    E: std::error::Error,
 {
     let sync = Arc::new(sync);
     let mut set = JoinSet::new();
@@ -77,6 +77,21 @@ pub async fn run<T, F, Fut, E>(
     }
 }
 
+/// `error: cause: cause…`, so that the API error behind a sync failure reaches the log.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !out.ends_with(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = cause.source();
+    }
+    out
+}
+
 async fn process<T, F, Fut, E>(
     queue: &RateLimitingQueue<T>,
     max_retries: Option<u32>,
@@ -86,12 +101,12 @@ async fn process<T, F, Fut, E>(
     T: Clone + Eq + Hash + Debug + Send + Sync + 'static,
     F: Fn(T) -> Fut,
     Fut: Future<Output = Result<(), E>>,
-    E: Display,
+    E: std::error::Error,
 {
     let outcome = AssertUnwindSafe(sync(item.clone())).catch_unwind().await;
     let error = match outcome {
         Ok(Ok(())) => None,
-        Ok(Err(e)) => Some(e.to_string()),
+        Ok(Err(e)) => Some(error_chain(&e)),
         Err(panic) => Some(format!("sync panicked: {}", panic_message(&panic))),
     };
     match error {
@@ -120,6 +135,18 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn logged_errors_carry_their_causes() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("failed to sync default/web")]
+        struct Outer(#[source] std::io::Error);
+        let e = Outer(std::io::Error::other("connection refused"));
+        assert_eq!(
+            error_chain(&e),
+            "failed to sync default/web: connection refused"
+        );
+    }
+
     use std::collections::HashMap;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
@@ -154,7 +181,7 @@ mod tests {
                     let seen = Arc::clone(&seen);
                     async move {
                         seen.lock().push(key);
-                        Ok::<_, String>(())
+                        Ok::<_, std::io::Error>(())
                     }
                 },
             ))
@@ -187,7 +214,7 @@ mod tests {
                     let calls = Arc::clone(&calls);
                     async move {
                         calls.fetch_add(1, Ordering::SeqCst);
-                        Err::<(), _>("boom")
+                        Err::<(), _>(std::io::Error::other("boom"))
                     }
                 },
             ))
@@ -224,7 +251,7 @@ mod tests {
                         let n = attempts.entry(key).or_default();
                         *n += 1;
                         if *n < 3 {
-                            Err("not yet")
+                            Err(std::io::Error::other("not yet"))
                         } else {
                             Ok(())
                         }
@@ -257,7 +284,7 @@ mod tests {
                         if calls.fetch_add(1, Ordering::SeqCst) == 0 {
                             panic!("first sync of {key} panics");
                         }
-                        Ok::<_, String>(())
+                        Ok::<_, std::io::Error>(())
                     }
                 },
             ))
@@ -299,7 +326,7 @@ mod tests {
                             let _ = rx.await;
                         }
                         finished.fetch_add(1, Ordering::SeqCst);
-                        Ok::<_, String>(())
+                        Ok::<_, std::io::Error>(())
                     }
                 },
             ))
@@ -328,7 +355,7 @@ mod tests {
             3,
             Shutdown::new(),
             None,
-            |_key: String| async { Ok::<_, String>(()) },
+            |_key: String| async { Ok::<_, std::io::Error>(()) },
         ));
         q.shutdown();
         tokio::time::timeout(Duration::from_secs(10), runner)
