@@ -117,9 +117,10 @@ async fn replica_sets_converge_at_plain_client_speed() -> Result<()> {
     let n_rs = env("RKCM_BENCH_RS", 1000);
     let replicas = env("RKCM_BENCH_REPLICAS", 10);
     let total = n_rs * replicas;
+    let workers = env("RKCM_BENCH_WORKERS", 5);
 
     // Baseline: a plain client creating the same pods with the same concurrency as the
-    // controller: 5 sets at a time (its workers), each in slow-start batches 1, 2, 4, ….
+    // controller: as many sets at a time as it has workers, each in slow-start batches 1, 2, 4, ….
     let baseline = {
         let server = testing::start().await;
         let api: Api<Pod> = Api::namespaced(server.client(), "default");
@@ -151,7 +152,7 @@ async fn replica_sets_converge_at_plain_client_speed() -> Result<()> {
                     usize::from(err.is_some())
                 }
             })
-            .buffer_unordered(5)
+            .buffer_unordered(workers)
             .collect()
             .await;
         let failed: usize = failures.iter().sum();
@@ -180,7 +181,7 @@ async fn replica_sets_converge_at_plain_client_speed() -> Result<()> {
         Config::default(),
     );
     factory.start(shutdown.clone());
-    tokio::spawn(ctrl.run(5, shutdown.clone()));
+    tokio::spawn(ctrl.run(workers, shutdown.clone()));
     let (cpu_before, _) = process_usage();
 
     let rs_api: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
@@ -250,7 +251,7 @@ async fn replica_sets_converge_at_plain_client_speed() -> Result<()> {
     println!(
         "replicaset bench: {n_rs} ReplicaSets x {replicas} replicas = {total} pods\n\
          controller: all pods created in {:.2}s ({:.0} pods/s), statuses converged in {:.2}s\n\
-         plain client (5 workers, slow start): {total} pods in {:.2}s ({:.0} pods/s)\n\
+         plain client ({workers} workers, slow start): {total} pods in {:.2}s ({:.0} pods/s)\n\
          controller throughput / plain: {:.0}%\n\
          pod writes by the controller: {writes} ({:.3} per pod; status writes excluded)\n\
          process CPU during the run (API server + controller, in-process): {:.1}s; peak RSS {:.0} MiB",
