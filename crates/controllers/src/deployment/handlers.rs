@@ -243,7 +243,7 @@ mod tests {
 
     async fn drain(h: &Handlers) -> Vec<String> {
         let mut keys = Vec::new();
-        while h.queue.len() > 0 {
+        while !h.queue.is_empty() {
             let key = h.queue.get().await.expect("queue is not shut down");
             h.queue.done(&key);
             keys.push(key.name.clone());
