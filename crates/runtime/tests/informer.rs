@@ -174,6 +174,9 @@ async fn first_list_is_paginated_by_500() {
     assert_eq!(lists[1].get("continue").map(String::as_str), Some("500"));
     assert_eq!(lists[2].get("continue").map(String::as_str), Some("1000"));
     shutdown.cancel();
+    tokio::time::timeout(Duration::from_secs(5), factory.stopped())
+        .await
+        .expect("informer tasks end after shutdown");
 }
 
 #[tokio::test]

@@ -28,6 +28,7 @@ trait FactoryInformer: Send + Sync {
     fn as_any(&self) -> &dyn Any;
     fn start(&self, shutdown: Shutdown);
     fn synced(&self) -> bool;
+    fn stopped(&self) -> futures::future::BoxFuture<'static, ()>;
 }
 
 impl<K> FactoryInformer for SharedInformer<K>
@@ -44,6 +45,11 @@ where
 
     fn synced(&self) -> bool {
         self.has_synced()
+    }
+
+    fn stopped(&self) -> futures::future::BoxFuture<'static, ()> {
+        let this = self.clone();
+        Box::pin(async move { this.stopped().await })
     }
 }
 
@@ -116,6 +122,13 @@ impl InformerFactory {
         for informer in informers {
             informer.start(shutdown.clone());
         }
+    }
+
+    /// Waits until every informer's tasks have ended, after the token given to
+    /// [`InformerFactory::start`] was cancelled (client-go's factory `Shutdown`).
+    pub async fn stopped(&self) {
+        let informers: Vec<_> = self.inner.informers.lock().values().cloned().collect();
+        futures::future::join_all(informers.iter().map(|i| i.stopped())).await;
     }
 
     /// Whether every informer requested so far has synced.

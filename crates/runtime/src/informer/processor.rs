@@ -5,6 +5,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 
 use super::Notification;
 use crate::Shutdown;
@@ -24,6 +25,8 @@ pub(crate) struct Processor<K> {
     pending: Vec<(Handler<K>, mpsc::UnboundedReceiver<Notification<K>>)>,
     /// Set once started: new listeners get their task immediately.
     shutdown: Option<Shutdown>,
+    /// The listeners' tasks, awaited by [`Processor::take_tasks`] callers on shutdown.
+    tasks: Vec<JoinHandle<()>>,
 }
 
 impl<K: Send + Sync + 'static> Processor<K> {
@@ -33,6 +36,7 @@ impl<K: Send + Sync + 'static> Processor<K> {
             listeners: Vec::new(),
             pending: Vec::new(),
             shutdown: None,
+            tasks: Vec::new(),
         }
     }
 
@@ -50,7 +54,9 @@ impl<K: Send + Sync + 'static> Processor<K> {
         }
         self.listeners.push(tx);
         match &self.shutdown {
-            Some(shutdown) => spawn_listener(handler, rx, shutdown.clone()),
+            Some(shutdown) => self
+                .tasks
+                .push(spawn_listener(handler, rx, shutdown.clone())),
             None => self.pending.push((handler, rx)),
         }
     }
@@ -58,9 +64,15 @@ impl<K: Send + Sync + 'static> Processor<K> {
     /// Starts a task per handler registered so far; later handlers start when added.
     pub(crate) fn start(&mut self, shutdown: Shutdown) {
         for (handler, rx) in self.pending.drain(..) {
-            spawn_listener(handler, rx, shutdown.clone());
+            self.tasks
+                .push(spawn_listener(handler, rx, shutdown.clone()));
         }
         self.shutdown = Some(shutdown);
+    }
+
+    /// The listener tasks spawned so far (they end once the shutdown token is cancelled).
+    pub(crate) fn take_tasks(&mut self) -> Vec<JoinHandle<()>> {
+        std::mem::take(&mut self.tasks)
     }
 
     /// Queues `note` for every handler.
@@ -81,7 +93,7 @@ fn spawn_listener<K: Send + Sync + 'static>(
     handler: Handler<K>,
     mut rx: mpsc::UnboundedReceiver<Notification<K>>,
     shutdown: Shutdown,
-) {
+) -> JoinHandle<()> {
     tokio::spawn(async move {
         loop {
             let note = tokio::select! {
@@ -96,7 +108,7 @@ fn spawn_listener<K: Send + Sync + 'static>(
                 tracing::error!("informer event handler panicked; notification dropped");
             }
         }
-    });
+    })
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use std::time::Duration;
 use kube::{Api, Resource};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
+use tokio::task::JoinHandle;
 
 use super::factory::HasSynced;
 use super::processor::Processor;
@@ -40,6 +41,8 @@ struct Inner<K> {
     resync: Duration,
     started: AtomicBool,
     synced: AtomicBool,
+    /// The reflector and resync tasks, awaited by [`SharedInformer::stopped`].
+    tasks: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl<K> Clone for SharedInformer<K> {
@@ -81,6 +84,7 @@ where
                 resync,
                 started: AtomicBool::new(false),
                 synced: AtomicBool::new(false),
+                tasks: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -129,12 +133,32 @@ where
         let reflector = Reflector::new(self.inner.api.clone(), name);
         let sink = Arc::clone(&self.inner);
         let reflector_shutdown = shutdown.clone();
-        tokio::spawn(async move { reflector.run(&*sink, reflector_shutdown).await });
+        let mut tasks = self.inner.tasks.lock();
+        tasks.push(tokio::spawn(async move {
+            reflector.run(&*sink, reflector_shutdown).await
+        }));
         if !self.inner.resync.is_zero() {
             let inner = Arc::clone(&self.inner);
-            tokio::spawn(async move { inner.resync_loop(shutdown).await });
+            tasks.push(tokio::spawn(
+                async move { inner.resync_loop(shutdown).await },
+            ));
         }
         true
+    }
+
+    /// Waits until the informer's tasks (reflector, resync, handlers) have ended; they end once
+    /// the token given to [`SharedInformer::start`] is cancelled. Handlers added after this call
+    /// are not waited for.
+    pub async fn stopped(&self) {
+        let mut tasks = std::mem::take(&mut *self.inner.tasks.lock());
+        tasks.extend(self.inner.processor.lock().take_tasks());
+        for task in tasks {
+            if let Err(err) = task.await {
+                if err.is_panic() {
+                    tracing::error!(error = %err, "informer task panicked");
+                }
+            }
+        }
     }
 }
 
