@@ -313,6 +313,49 @@ mod tests {
         assert!(f.ctrl.expectations().satisfied_expectations(&rs_key));
     }
 
+    /// Ported from replica_set_test.go `TestDeleteFinalStateUnknown`.
+    #[tokio::test]
+    async fn a_tombstone_of_an_owned_pod_wakes_its_owner() {
+        let f = Fixture::<ReplicaSet>::new(10);
+        let rs = new_replica_set(1, &label_map(&[("foo", "bar")]));
+        let key = f.add_rs(rs.clone());
+        let pod = Arc::new(new_pod("pod0", &rs, "Running", true));
+        f.ctrl
+            .on_pod(Notification::Delete(Deleted::FinalStateUnknown {
+                key: ObjectKey::new("default", "foo"),
+                last: pod,
+            }));
+        assert_eq!(f.next_key().await, Some(key));
+    }
+
+    #[tokio::test]
+    async fn the_rc_flavour_ignores_pods_controlled_by_a_replica_set_of_the_same_name() {
+        use k8s_openapi::api::core::v1::{ReplicationController, ReplicationControllerSpec};
+        let f = Fixture::<ReplicationController>::new(10);
+        let labels = label_map(&[("foo", "bar")]);
+        let rs = new_replica_set(1, &labels);
+        let rc = ReplicationController {
+            metadata: rs.metadata.clone(),
+            spec: Some(ReplicationControllerSpec {
+                replicas: Some(1),
+                selector: Some(labels),
+                ..Default::default()
+            }),
+            status: None,
+        };
+        let key = f.add_rs(rc);
+        // Same name and uid, but the controller ref says ReplicaSet.
+        f.ctrl.on_pod(Notification::Add(Arc::new(new_pod(
+            "pod0", &rs, "Running", true,
+        ))));
+        assert_eq!(f.next_key().await, None);
+        // An orphan with matching labels wakes the RC.
+        f.ctrl.on_pod(Notification::Add(Arc::new(new_pod(
+            "pod1", &rs, "Running", false,
+        ))));
+        assert_eq!(f.next_key().await, Some(key));
+    }
+
     /// Ported from replica_set_test.go `TestOverlappingRSs`: a pod with a controller ref wakes
     /// only its owner.
     #[tokio::test]

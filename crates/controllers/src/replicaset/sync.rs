@@ -33,7 +33,7 @@ const STATUS_UPDATE_RETRIES: usize = 1;
 #[derive(Debug, thiserror::Error)]
 pub enum SyncError {
     /// Creating pods failed (the rest of the slow-start batches were skipped).
-    #[error("failed to create pods for {owner}: {source}")]
+    #[error("failed to create pods for {owner}")]
     Create {
         /// The ReplicaSet.
         owner: ObjectKey,
@@ -42,7 +42,7 @@ pub enum SyncError {
         source: PodControlError,
     },
     /// Deleting surplus pods failed.
-    #[error("failed to delete pods of {owner}: {source}")]
+    #[error("failed to delete pods of {owner}")]
     Delete {
         /// The ReplicaSet.
         owner: ObjectKey,
@@ -74,9 +74,7 @@ impl SyncError {
     /// The message kube puts in the `ReplicaFailure` condition: the API's own error.
     fn condition_message(&self) -> String {
         match self {
-            SyncError::Create { source, .. } | SyncError::Delete { source, .. } => {
-                source.to_string()
-            }
+            SyncError::Create { source, .. } | SyncError::Delete { source, .. } => source.message(),
             other => other.to_string(),
         }
     }
