@@ -166,7 +166,8 @@ fn two_managers_elect_one_leader_which_hands_over_when_killed() {
         "{.spec.holderIdentity}",
     );
     assert!(!holder.is_empty(), "the lease names its holder");
-    let metrics = a.get("/metrics").expect("metrics").1;
+    let leader = if a.is_leader() { &a } else { &b };
+    let metrics = leader.get("/metrics").expect("metrics").1;
     assert!(
         metrics.contains("workqueue_depth"),
         "workqueue metrics exported"

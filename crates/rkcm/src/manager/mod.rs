@@ -72,6 +72,7 @@ pub async fn config_from_flags(args: &ManagerArgs) -> anyhow::Result<ManagerConf
         renew_deadline: args.leader_elect_renew_deadline,
         retry_period: args.leader_elect_retry_period,
         release_on_cancel: true,
+        clock: Arc::new(SystemClock),
     });
     let serving = if args.secure_port == 0 {
         None
@@ -161,25 +162,34 @@ pub async fn run(
             health.set_standing_by();
             let client = rest_client::client(config.kube_config.clone(), config.qps, config.burst)
                 .context("building the leader-election client")?;
-            let elector = LeaderElector::new(client, le);
-            let config = &config;
-            let health = &health;
+            let elector =
+                LeaderElector::new(client, le).context("leader election configuration")?;
+            let config = Arc::new(config);
             let outcome = Arc::new(parking_lot::Mutex::new(Ok(())));
-            let slot = Arc::clone(&outcome);
+            let (slot, leader_health, leader_config) = (
+                Arc::clone(&outcome),
+                Arc::clone(&health),
+                Arc::clone(&config),
+            );
             elector
                 .run(
                     shutdown.clone(),
                     move |leading: Shutdown| async move {
-                        health.set_leading();
+                        leader_health.set_leading();
                         tracing::info!("became leader; starting controllers");
-                        let result = start_controllers(config, health, leading).await;
+                        let result =
+                            start_controllers(&leader_config, &leader_health, leading).await;
                         *slot.lock() = result;
                     },
-                    || tracing::info!("leadership lost or released"),
+                    || tracing::info!("stopped leading"),
                 )
                 .await;
             let result = std::mem::replace(&mut *outcome.lock(), Ok(()));
-            result
+            match result {
+                // kube-controller-manager exits when it loses the lease without being asked to stop.
+                Ok(()) if !shutdown.is_cancelled() => Err(anyhow::anyhow!("leader election lost")),
+                other => other,
+            }
         }
     };
     shutdown.cancel();
@@ -240,7 +250,13 @@ async fn start_controllers(
     if drained.is_err() {
         tracing::warn!("controllers did not stop within 20s; abandoning in-flight work");
     }
-    events.shutdown().await;
+    // Recorders held by controllers still running keep the sink open; don't wait for them forever.
+    if tokio::time::timeout(Duration::from_secs(5), events.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("events still queued at shutdown were dropped");
+    }
     Ok(())
 }
 
