@@ -224,6 +224,15 @@ async fn exercise(bin: &str, validate: &str) {
         .await;
     assert_eq!(port, "80 2 typed");
 
+    let described = k.ok(&["describe", "deploy", "web"]).await;
+    assert!(described.contains("Replicas:"), "{described}");
+    let all = k.ok(&["get", "all"]).await;
+    assert!(all.contains("deployment.apps/web"), "{all}");
+    let watched = k
+        .ok(&["get", "deploy", "web", "-w", "--request-timeout=2s"])
+        .await;
+    assert!(watched.contains("web"), "{watched}");
+
     k.ok(&["delete", "deploy", "web"]).await;
     let (ok, _, stderr) = k.run(&["get", "deploy", "web"]).await;
     assert!(

@@ -102,7 +102,11 @@ async fn authenticate(State(state): State<SharedState>, req: Request, next: Next
             }
         }
     }
-    next.run(req).await
+    let method = req.method().clone();
+    let uri = req.uri().clone();
+    let resp = next.run(req).await;
+    tracing::debug!(%method, %uri, status = resp.status().as_u16(), "request");
+    resp
 }
 
 /// Reads a request body of at most [`MAX_BODY_BYTES`] (413 beyond).
