@@ -298,6 +298,14 @@ pub fn get(
         .ok_or_else(|| ApiError::not_found(info, name))
 }
 
+/// Whether a PUT of a missing object creates it (`AllowCreateOnUpdate`: events and services).
+fn allow_create_on_update(info: &ResourceInfo) -> bool {
+    matches!(
+        (info.group, info.kind),
+        ("", "Event") | ("events.k8s.io", "Event") | ("", "Service")
+    )
+}
+
 fn is_namespace(info: &ResourceInfo) -> bool {
     info.kind == "Namespace" && info.group.is_empty()
 }
@@ -449,9 +457,13 @@ async fn update_once(
     }
     check_namespace(info, &mut new, namespace)?;
     let key = key(info, namespace, name);
-    let current = store
-        .get(&key)
-        .ok_or_else(|| ApiError::not_found(info, name))?;
+    let Some(current) = store.get(&key) else {
+        if target == UpdateTarget::Main && allow_create_on_update(info) {
+            object::remove_meta(&mut new, "resourceVersion");
+            return create(store, info, namespace, new, opts).await;
+        }
+        return Err(ApiError::not_found(info, name));
+    };
     let old = &current.value;
     match object::resource_version(&new) {
         Ok(Some(rv)) if rv != current.revision => return Err(ApiError::conflict(info, name)),

@@ -521,3 +521,30 @@ async fn field_validation_modes() {
     assert_eq!(resp.status().as_u16(), 201);
     assert!(resp.headers().get("warning").is_none());
 }
+
+#[tokio::test]
+async fn put_creates_only_where_kube_allows_it() {
+    let server = rkcm_apiserver::testing::start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(server.client(), "default");
+    let e = api_err(
+        cms.replace("absent", &PostParams::default(), &configmap("absent", &[]))
+            .await
+            .expect_err("no create on update"),
+    );
+    assert_eq!(e.code, 404);
+
+    let events: Api<k8s_openapi::api::core::v1::Event> =
+        Api::namespaced(server.client(), "default");
+    let ev: k8s_openapi::api::core::v1::Event = serde_json::from_value(json!({
+        "metadata": {"name": "e1"},
+        "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
+        "reason": "Test", "message": "m", "type": "Normal",
+        "source": {"component": "test"}
+    }))
+    .expect("event");
+    events
+        .replace("e1", &PostParams::default(), &ev)
+        .await
+        .expect("events are created on update");
+    events.get("e1").await.expect("created");
+}
