@@ -73,10 +73,20 @@ fn the_readme_quickstart_works_with_the_default_kubectl() {
 
 #[test]
 fn the_readme_quickstart_works_with_an_older_kubectl() {
-    let Some(older) = common::older_kubectl("1.28") else {
-        panic!("kubectl 1.28 is expected at /usr/lib/google-cloud-sdk/bin/kubectl.1.28");
+    let Some(older) = common::older_kubectl("1.29") else {
+        panic!("kubectl 1.29 is expected at /usr/lib/google-cloud-sdk/bin/kubectl.1.29");
     };
     let mut cluster = Cluster::start(&["--pod-ready-delay", "200ms"]);
     cluster.kubectl = older;
+    run_quickstart(&cluster);
+}
+
+#[test]
+fn the_readme_quickstart_works_with_a_newer_kubectl() {
+    let Some(newer) = common::older_kubectl("1.33") else {
+        panic!("kubectl 1.33 is expected at /usr/lib/google-cloud-sdk/bin/kubectl.1.33");
+    };
+    let mut cluster = Cluster::start(&["--pod-ready-delay", "200ms"]);
+    cluster.kubectl = newer;
     run_quickstart(&cluster);
 }

@@ -22,7 +22,7 @@ pub fn default_kubectl() -> PathBuf {
     }
 }
 
-/// An older kubectl from the Google Cloud SDK, when installed.
+/// Another kubectl version from the Google Cloud SDK, when installed.
 pub fn older_kubectl(version: &str) -> Option<PathBuf> {
     let p = PathBuf::from(format!("/usr/lib/google-cloud-sdk/bin/kubectl.{version}"));
     p.exists().then_some(p)
