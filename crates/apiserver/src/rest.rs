@@ -342,10 +342,16 @@ fn prepare_namespace_for_create(obj: &mut Value, name: &str) {
     }
 }
 
-/// Copies the metadata only the server may set from `old` into `new`.
+/// Copies the metadata only the server may set from `old` into `new` (`rest.BeforeUpdate`). A
+/// `metadata.uid` that `new` carries is kept, so that validation refuses one that differs.
 fn keep_system_metadata(new: &mut Value, old: &Value) {
+    if object::meta_str(new, "uid").is_none_or(str::is_empty) {
+        match old.pointer("/metadata/uid") {
+            Some(v) => object::set_meta(new, "uid", v.clone()),
+            None => object::remove_meta(new, "uid"),
+        }
+    }
     for field in [
-        "uid",
         "creationTimestamp",
         "deletionTimestamp",
         "deletionGracePeriodSeconds",
@@ -402,11 +408,25 @@ fn should_delete_during_update(info: &ResourceInfo, obj: &Value) -> bool {
     object::deletion_grace(obj).is_none_or(|g| g == 0)
 }
 
-/// Updates object `name` with `new` (PUT); `target` selects the main resource, `/status` or
-/// `/finalize`. A `metadata.resourceVersion` in `new` is a precondition (409 when stale).
+/// Where the new object of an update comes from, which decides how a `metadata.uid` other than
+/// the stored object's is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UpdateSource {
+    /// A PUT body: its uid is a precondition, refused with 409 Conflict
+    /// (`defaultUpdatedObjectInfo.Preconditions` checked by `GuaranteedUpdate`).
+    Put,
+    /// The result of a PATCH: its uid is an immutable field, refused with 422 Invalid
+    /// (`ValidateObjectMetaUpdate`).
+    Patch,
+}
+
+/// Updates object `name` with `new` (PUT or the result of a PATCH, see `source`); `target`
+/// selects the main resource, `/status` or `/finalize`. A `metadata.resourceVersion` in `new` is
+/// a precondition (409 when stale).
 ///
 /// Without a resourceVersion the update is unconditional and is retried when another writer
 /// gets in between (`GuaranteedUpdate`).
+#[allow(clippy::too_many_arguments)]
 pub async fn update(
     store: &Store,
     info: &'static ResourceInfo,
@@ -414,15 +434,27 @@ pub async fn update(
     name: &str,
     new: Value,
     target: UpdateTarget,
+    source: UpdateSource,
     opts: WriteOptions,
 ) -> ApiResult<Arc<CachedObject>> {
     let unconditional = matches!(object::resource_version(&new), Ok(None));
     if !unconditional {
-        return update_once(store, info, namespace, name, new, target, opts).await;
+        return update_once(store, info, namespace, name, new, target, source, opts).await;
     }
     let mut last = None;
     for _ in 0..UPDATE_ATTEMPTS {
-        match update_once(store, info, namespace, name, new.clone(), target, opts).await {
+        match update_once(
+            store,
+            info,
+            namespace,
+            name,
+            new.clone(),
+            target,
+            source,
+            opts,
+        )
+        .await
+        {
             Err(e) if e.reason == "Conflict" => last = Some(e),
             r => return r,
         }
@@ -430,6 +462,7 @@ pub async fn update(
     Err(last.unwrap_or_else(|| ApiError::conflict(info, name)))
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn update_once(
     store: &Store,
     info: &'static ResourceInfo,
@@ -437,6 +470,7 @@ async fn update_once(
     name: &str,
     mut new: Value,
     target: UpdateTarget,
+    source: UpdateSource,
     opts: WriteOptions,
 ) -> ApiResult<Arc<CachedObject>> {
     let strategy = registry::strategy(info);
@@ -465,6 +499,20 @@ async fn update_once(
         return Err(ApiError::not_found(info, name));
     };
     let old = &current.value;
+    if source == UpdateSource::Put {
+        if let Some(uid) = object::meta_str(&new, "uid").filter(|u| !u.is_empty()) {
+            if uid != object::uid(old) {
+                return Err(ApiError::conflict_with(
+                    info,
+                    name,
+                    &format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                        object::uid(old)
+                    ),
+                ));
+            }
+        }
+    }
     match object::resource_version(&new) {
         Ok(Some(rv)) if rv != current.revision => return Err(ApiError::conflict(info, name)),
         Ok(_) => {}

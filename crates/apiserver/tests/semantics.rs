@@ -548,3 +548,121 @@ async fn put_creates_only_where_kube_allows_it() {
         .expect("events are created on update");
     events.get("e1").await.expect("created");
 }
+
+/// A body carrying another object's `metadata.uid` is refused as kube refuses it: a PUT's uid is a
+/// precondition (409 Conflict), a patched object's uid an immutable field (422 Invalid).
+#[tokio::test]
+async fn updates_carrying_another_uid_are_refused() {
+    use kube::api::{Patch, PatchParams};
+    let server = rkcm_apiserver::testing::start().await;
+    let pods: Api<Pod> = Api::namespaced(server.client(), "default");
+    let created = pods
+        .create(&PostParams::default(), &pod("guarded", None))
+        .await
+        .expect("create");
+    let uid = created.metadata.uid.clone().expect("uid");
+    let other = "00000000-0000-0000-0000-000000000000";
+
+    // PUT: 409 with the precondition message of `storage.Preconditions.Check`.
+    let mut replaced = created.clone();
+    replaced.metadata.uid = Some(other.into());
+    let e = api_err(
+        pods.replace("guarded", &PostParams::default(), &replaced)
+            .await
+            .expect_err("put with another uid"),
+    );
+    assert_eq!((e.code, e.reason.as_str()), (409, "Conflict"), "{e:?}");
+    assert_eq!(
+        e.message,
+        format!("Operation cannot be fulfilled on pods \"guarded\": Precondition failed: UID in precondition: {other}, UID in object meta: {uid}")
+    );
+    // The same for PUT /status.
+    let e = api_err(
+        pods.replace_status("guarded", &PostParams::default(), &replaced)
+            .await
+            .expect_err("put status with another uid"),
+    );
+    assert_eq!(e.code, 409, "{e:?}");
+
+    // PATCH (strategic merge, as the controller-ref manager sends it): 422 field is immutable.
+    let adopt = json!({"metadata": {
+        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs",
+            "uid": "11111111-1111-1111-1111-111111111111", "controller": true, "blockOwnerDeletion": true}],
+        "uid": other,
+    }});
+    let e = api_err(
+        pods.patch(
+            "guarded",
+            &PatchParams::default(),
+            &Patch::Strategic(&adopt),
+        )
+        .await
+        .expect_err("patch with another uid"),
+    );
+    assert_eq!((e.code, e.reason.as_str()), (422, "Invalid"), "{e:?}");
+    assert_eq!(
+        e.message,
+        format!("Pod \"guarded\" is invalid: metadata.uid: Invalid value: \"{other}\": field is immutable")
+    );
+    let e = api_err(
+        pods.patch(
+            "guarded",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"uid": other}})),
+        )
+        .await
+        .expect_err("merge patch with another uid"),
+    );
+    assert_eq!(e.code, 422, "{e:?}");
+    let json_patch = json!([{"op": "replace", "path": "/metadata/uid", "value": other}]);
+    let req = http::Request::patch("/api/v1/namespaces/default/pods/guarded")
+        .header("content-type", "application/json-patch+json")
+        .body(json_patch.to_string().into_bytes())
+        .expect("request");
+    let (code, status) = raw(&server, req).await;
+    assert_eq!(
+        (code, &status["reason"]),
+        (422, &json!("Invalid")),
+        "{status}"
+    );
+    let e = api_err(
+        pods.patch_status(
+            "guarded",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"uid": other}, "status": {"phase": "Failed"}})),
+        )
+        .await
+        .expect_err("status patch with another uid"),
+    );
+    assert_eq!(e.code, 422, "{e:?}");
+    let unchanged = pods.get("guarded").await.expect("get");
+    assert_eq!(unchanged.metadata.uid.as_deref(), Some(uid.as_str()));
+    assert!(unchanged.metadata.owner_references.is_none());
+
+    // The right uid, or none, goes through.
+    let adopt = json!({"metadata": {
+        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs",
+            "uid": "11111111-1111-1111-1111-111111111111", "controller": true, "blockOwnerDeletion": true}],
+        "uid": uid,
+    }});
+    let adopted = pods
+        .patch(
+            "guarded",
+            &PatchParams::default(),
+            &Patch::Strategic(&adopt),
+        )
+        .await
+        .expect("patch with the pod's uid");
+    assert_eq!(
+        adopted.metadata.owner_references.as_ref().map(Vec::len),
+        Some(1)
+    );
+    let mut blind = adopted.clone();
+    blind.metadata.uid = None;
+    blind.metadata.resource_version = None;
+    let replaced = pods
+        .replace("guarded", &PostParams::default(), &blind)
+        .await
+        .expect("put without a uid");
+    assert_eq!(replaced.metadata.uid.as_deref(), Some(uid.as_str()));
+}

@@ -27,7 +27,7 @@ use crate::http::{json_response, json_value, read_body, table, watch, SharedStat
 use crate::object;
 use crate::protobuf;
 use crate::registry::{self, Strategy};
-use crate::rest::{self, DeleteOptions, Deleted, UpdateTarget, WriteOptions};
+use crate::rest::{self, DeleteOptions, Deleted, UpdateSource, UpdateTarget, WriteOptions};
 use crate::watch_cache::CachedObject;
 
 /// Entry point for every path that is not discovery, health or OpenAPI.
@@ -128,6 +128,7 @@ async fn dispatch(
                     name,
                     obj,
                     UpdateTarget::Main,
+                    UpdateSource::Put,
                     write_options(&params)?,
                 )
                 .await?;
@@ -215,7 +216,17 @@ async fn subresource(
             };
             let bytes = read_body(headers, body).await?;
             let (obj, warnings) = decode_object(info, headers, &bytes, params)?;
-            let updated = rest::update(&state.store, info, ns, name, obj, target, opts).await?;
+            let updated = rest::update(
+                &state.store,
+                info,
+                ns,
+                name,
+                obj,
+                target,
+                UpdateSource::Put,
+                opts,
+            )
+            .await?;
             Ok(with_warnings(
                 json_response(StatusCode::OK, updated.json().clone()),
                 &warnings,
@@ -540,7 +551,18 @@ async fn patch_object(
         if !pinned {
             object::set_resource_version(&mut patched, current.revision);
         }
-        match rest::update(&state.store, info, ns, name, patched, target, opts).await {
+        let updated = rest::update(
+            &state.store,
+            info,
+            ns,
+            name,
+            patched,
+            target,
+            UpdateSource::Patch,
+            opts,
+        )
+        .await;
+        match updated {
             Err(e) if e.reason == "Conflict" && !pinned => last = Some(e),
             r => return r.map(|v| (v, checked.map(|c| c.warnings).unwrap_or_default())),
         }
