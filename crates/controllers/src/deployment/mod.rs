@@ -11,6 +11,17 @@
 //! active ReplicaSets), `replicas` (counts and proportions), `scale` (scaling events), `rolling`,
 //! `recreate`, `rollback`, `progress`, `status` and `cleanup`. `handlers` turns informer
 //! notifications into queue keys; `sync` reads the caches, calls the decisions and writes the API.
+//!
+//! Where this differs from kube, on purpose:
+//! - the pod-template-hash is FNV-32a over the template's JSON, not over Go's struct dump, so
+//!   ReplicaSet names differ from kube-controller-manager's for the same template (see `hash`);
+//! - after writing the status, a sync continues with the object the server returned, so its later
+//!   writes carry the new resourceVersion instead of conflicting;
+//! - a scaled-down ReplicaSet counts at most `spec.replicas` available pods while its status is
+//!   stale, so a rolling update cannot overshoot maxUnavailable (see `rolling`);
+//! - the apps/v1 defaults are applied to the working copy, for API servers that do not default;
+//! - on AlreadyExists the new ReplicaSet is read from the server rather than the cache, and the
+//!   Recreate pod-deletion handler counts pods from the caches rather than listing ReplicaSets.
 
 pub mod annotations;
 pub mod cleanup;
