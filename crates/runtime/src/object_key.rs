@@ -86,7 +86,10 @@ mod tests {
         let key = ObjectKey::new("default", "web");
         assert_eq!(key.to_string(), "default/web");
         assert_eq!("default/web".parse::<ObjectKey>().unwrap(), key);
-        assert_eq!("node-1".parse::<ObjectKey>().unwrap(), ObjectKey::cluster("node-1"));
+        assert_eq!(
+            "node-1".parse::<ObjectKey>().unwrap(),
+            ObjectKey::cluster("node-1")
+        );
         assert!("a/b/c".parse::<ObjectKey>().is_err());
         assert!("".parse::<ObjectKey>().is_err());
     }

@@ -154,8 +154,13 @@ impl<S> tower::Layer<S> for RateLimitLayer {
 
 enum Permit {
     None,
-    Waiting { sleep: Pin<Box<Sleep>>, since: Instant },
-    Granted { waited: Duration },
+    Waiting {
+        sleep: Pin<Box<Sleep>>,
+        since: Instant,
+    },
+    Granted {
+        waited: Duration,
+    },
 }
 
 /// A service that takes a token before each request (see [`RateLimitLayer`]).

@@ -117,8 +117,7 @@ impl Cluster {
 
     /// Runs kubectl; returns its output whatever the exit status.
     pub fn kubectl_output(&self, args: &[&str]) -> Output {
-        let out = self.kubectl_cmd(args).output().expect("kubectl runs");
-        out
+        self.kubectl_cmd(args).output().expect("kubectl runs")
     }
 
     /// Runs kubectl and asserts success; returns stdout.
