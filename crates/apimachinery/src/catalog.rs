@@ -15,7 +15,8 @@ pub enum Scope {
 /// A subresource of a served resource, as discovery advertises it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Subresource {
-    /// Path segment after the object name: `status`, `scale`, `binding`, `finalize`, `eviction`.
+    /// Path segment after the object name: `status`, `scale`, `binding`, `finalize`, `eviction`,
+    /// `log`, `exec`, `attach`, `portforward`.
     pub name: &'static str,
     /// Group of the subresource's kind (`autoscaling` for `scale`), empty for core.
     pub group: &'static str,
@@ -25,6 +26,9 @@ pub struct Subresource {
     pub kind: &'static str,
     /// Verbs the subresource supports.
     pub verbs: &'static [&'static str],
+    /// Whether the subresource streams bytes from the node (`log`, `exec`, `attach`,
+    /// `portforward`) rather than exchanging objects of `kind`.
+    pub streams: bool,
 }
 
 /// One served resource.
@@ -96,6 +100,10 @@ pub const RW_VERBS: &[&str] = &[
 
 const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
 
+/// Verbs of a subresource a kubelet serves through a connection (`exec`, `attach`,
+/// `portforward`): GET and POST, usually upgraded to a stream.
+const CONNECT_VERBS: &[&str] = &["create", "get"];
+
 const fn status(group: &'static str, version: &'static str, kind: &'static str) -> Subresource {
     Subresource {
         name: "status",
@@ -103,6 +111,7 @@ const fn status(group: &'static str, version: &'static str, kind: &'static str) 
         version,
         kind,
         verbs: STATUS_VERBS,
+        streams: false,
     }
 }
 
@@ -112,6 +121,7 @@ const SCALE: Subresource = Subresource {
     version: "v1",
     kind: "Scale",
     verbs: STATUS_VERBS,
+    streams: false,
 };
 
 static RESOURCES: &[ResourceInfo] = &[
@@ -135,6 +145,7 @@ static RESOURCES: &[ResourceInfo] = &[
                 version: "v1",
                 kind: "Namespace",
                 verbs: &["update"],
+                streams: false,
             },
         ],
     },
@@ -156,6 +167,7 @@ static RESOURCES: &[ResourceInfo] = &[
                 version: "v1",
                 kind: "Binding",
                 verbs: &["create"],
+                streams: false,
             },
             Subresource {
                 name: "eviction",
@@ -163,6 +175,39 @@ static RESOURCES: &[ResourceInfo] = &[
                 version: "v1",
                 kind: "Eviction",
                 verbs: &["create"],
+                streams: false,
+            },
+            Subresource {
+                name: "log",
+                group: "",
+                version: "v1",
+                kind: "Pod",
+                verbs: &["get"],
+                streams: true,
+            },
+            Subresource {
+                name: "exec",
+                group: "",
+                version: "v1",
+                kind: "PodExecOptions",
+                verbs: CONNECT_VERBS,
+                streams: true,
+            },
+            Subresource {
+                name: "attach",
+                group: "",
+                version: "v1",
+                kind: "PodAttachOptions",
+                verbs: CONNECT_VERBS,
+                streams: true,
+            },
+            Subresource {
+                name: "portforward",
+                group: "",
+                version: "v1",
+                kind: "PodPortForwardOptions",
+                verbs: CONNECT_VERBS,
+                streams: true,
             },
         ],
     },

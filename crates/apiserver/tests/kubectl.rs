@@ -305,3 +305,85 @@ async fn kubectl_1_28_drives_the_server_without_client_validation() {
         "client-side validation needs the protobuf document: {stderr}"
     );
 }
+
+const POD: &str = r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: sim
+spec:
+  nodeName: node-1
+  containers:
+  - name: app
+    image: nginx:1.25
+    ports:
+    - containerPort: 80
+"#;
+
+/// `kubectl logs`, `exec`, `attach` and `port-forward` fail at once with the server's reason:
+/// simulated nodes run no containers.
+async fn streams_are_refused(bin: &str, validate: &str) {
+    let server = testing::start().await;
+    let Some(k) = Kubectl::new(&server, bin) else {
+        return;
+    };
+    let manifest = k.write("pod.yaml", POD);
+    k.ok(&["create", "-f", file(&manifest), validate]).await;
+    // attach and port-forward want a running pod before they ask the server.
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+        kube::Api::namespaced(server.client(), "default");
+    pods.patch_status(
+        "sim",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(serde_json::json!({"status": {"phase": "Running"}})),
+    )
+    .await
+    .expect("mark the pod running");
+
+    let started = std::time::Instant::now();
+    for (args, what) in [
+        (&["logs", "sim"][..], "logs are not available"),
+        (&["logs", "sim", "-f"][..], "logs are not available"),
+        (
+            &["exec", "sim", "--", "ls"][..],
+            "commands cannot be executed",
+        ),
+        (
+            &["exec", "-it", "sim", "--", "sh"][..],
+            "commands cannot be executed",
+        ),
+        (&["attach", "sim"][..], "no container process to attach to"),
+        (&["port-forward", "sim", ":80"][..], "no ports to forward"),
+    ] {
+        let (ok, stdout, stderr) = k.run(args).await;
+        assert!(!ok, "kubectl {args:?} succeeded:\n{stdout}\n{stderr}");
+        assert!(
+            stderr.contains("runs on simulated node \"node-1\": rkcm runs no containers")
+                && stderr.contains(what),
+            "kubectl {args:?}:\n{stderr}"
+        );
+    }
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "took {:?}",
+        started.elapsed()
+    );
+
+    let (ok, _, stderr) = k.run(&["logs", "absent"]).await;
+    assert!(!ok && stderr.contains("not found"), "{stderr}");
+    let (ok, _, stderr) = k.run(&["exec", "absent", "--", "ls"]).await;
+    assert!(!ok && stderr.contains("not found"), "{stderr}");
+}
+
+#[tokio::test]
+async fn current_kubectl_logs_and_exec_are_refused() {
+    streams_are_refused("/usr/bin/kubectl", "--validate=strict").await;
+}
+
+#[tokio::test]
+async fn kubectl_1_28_logs_and_exec_are_refused() {
+    streams_are_refused(
+        "/usr/lib/google-cloud-sdk/bin/kubectl.1.28",
+        "--validate=false",
+    )
+    .await;
+}

@@ -666,3 +666,93 @@ async fn updates_carrying_another_uid_are_refused() {
         .expect("put without a uid");
     assert_eq!(replaced.metadata.uid.as_deref(), Some(uid.as_str()));
 }
+
+/// `pods/log`, `exec`, `attach` and `portforward` are routed and advertised as kube's, and
+/// answered with a Status (simulated nodes run no containers).
+#[tokio::test]
+async fn pod_streams_are_answered_with_a_status() {
+    let server = rkcm_apiserver::testing::start().await;
+    let pods: Api<Pod> = Api::namespaced(server.client(), "default");
+    pods.create(&PostParams::default(), &pod("placed", Some("n1")))
+        .await
+        .expect("create");
+    pods.create(&PostParams::default(), &pod("pending", None))
+        .await
+        .expect("create");
+    let base = "/api/v1/namespaces/default/pods";
+    let get = |uri: String| http::Request::get(uri).body(Vec::new()).expect("request");
+    let post = |uri: String| http::Request::post(uri).body(Vec::new()).expect("request");
+
+    let (code, status) = raw(&server, get(format!("{base}/placed/log"))).await;
+    assert_eq!((code, &status["reason"]), (400, &json!("BadRequest")));
+    assert_eq!(
+        status["message"],
+        "pod \"placed\" runs on simulated node \"n1\": rkcm runs no containers, so logs are not available"
+    );
+    // An upgrade request gets a plain answer, not a hanging connection.
+    let upgrade = http::Request::post(format!(
+        "{base}/placed/exec?command=ls&stdout=true&stderr=true"
+    ))
+    .header("connection", "Upgrade")
+    .header("upgrade", "SPDY/3.1")
+    .header("x-stream-protocol-version", "v4.channel.k8s.io")
+    .body(Vec::new())
+    .expect("request");
+    let (code, status) = tokio::time::timeout(Duration::from_secs(10), raw(&server, upgrade))
+        .await
+        .expect("answered");
+    assert_eq!(code, 400, "{status}");
+    assert!(
+        status["message"]
+            .as_str()
+            .is_some_and(|m| m.ends_with("so commands cannot be executed in it")),
+        "{status}"
+    );
+    for sub in ["exec", "attach", "portforward"] {
+        let (code, _) = raw(&server, get(format!("{base}/placed/{sub}"))).await;
+        assert_eq!(code, 400, "{sub}");
+        // kube's checks come first: an unscheduled pod has no host, a missing pod is 404.
+        let (code, status) = raw(&server, post(format!("{base}/pending/{sub}"))).await;
+        assert_eq!(
+            (code, &status["message"]),
+            (400, &json!("pod pending does not have a host assigned")),
+            "{sub}"
+        );
+        let (code, status) = raw(&server, post(format!("{base}/absent/{sub}"))).await;
+        assert_eq!(
+            (code, &status["message"]),
+            (404, &json!("pods \"absent\" not found")),
+            "{sub}"
+        );
+    }
+    let (code, status) = raw(&server, get(format!("{base}/placed/log?container=other"))).await;
+    assert_eq!(
+        (code, &status["message"]),
+        (400, &json!("container other is not valid for pod placed"))
+    );
+    // The logs of a pod without a node are empty, as kube's.
+    let (code, _) = raw(&server, get(format!("{base}/pending/log"))).await;
+    assert_eq!(code, 200);
+    let (code, _) = raw(&server, post(format!("{base}/placed/log"))).await;
+    assert_eq!(code, 405);
+
+    let (_, discovery) = raw(&server, get("/api/v1".into())).await;
+    let verbs = |name: &str| {
+        discovery["resources"]
+            .as_array()
+            .and_then(|r| r.iter().find(|e| e["name"] == name))
+            .map(|e| (e["kind"].clone(), e["verbs"].clone()))
+    };
+    assert_eq!(verbs("pods/log"), Some((json!("Pod"), json!(["get"]))));
+    for (name, kind) in [
+        ("pods/exec", "PodExecOptions"),
+        ("pods/attach", "PodAttachOptions"),
+        ("pods/portforward", "PodPortForwardOptions"),
+    ] {
+        assert_eq!(
+            verbs(name),
+            Some((json!(kind), json!(["create", "get"]))),
+            "{name}"
+        );
+    }
+}

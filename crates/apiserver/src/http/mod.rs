@@ -4,6 +4,7 @@ pub mod discovery;
 pub mod negotiate;
 pub mod params;
 pub mod path;
+pub mod pod_streams;
 pub mod resource;
 pub mod table;
 pub mod watch;

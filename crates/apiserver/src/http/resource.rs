@@ -1,5 +1,6 @@
 //! Handlers of resource paths: get, list, create, update, patch, delete, deletecollection and the
-//! `status`, `scale`, `binding`, `eviction` and `finalize` subresources.
+//! `status`, `scale`, `binding`, `eviction` and `finalize` subresources (the pod streams are
+//! [`crate::http::pod_streams`]).
 //!
 //! Mirrors `staging/src/k8s.io/apiserver/pkg/endpoints/handlers` (get.go, create.go, update.go,
 //! patch.go, delete.go): decode, call the registry ([`crate::rest`]), encode.
@@ -23,6 +24,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::http::negotiate::{self, Output};
 use crate::http::params::Params;
 use crate::http::path::{self, ResourcePath};
+use crate::http::pod_streams::{self, PodStream};
 use crate::http::{json_response, json_value, read_body, table, watch, SharedState};
 use crate::object;
 use crate::protobuf;
@@ -74,6 +76,12 @@ async fn dispatch(
     let path = path::parse(uri.path()).ok_or_else(ApiError::no_route)?;
     let info = path.info;
     let ns = path.namespace.as_deref();
+    if let (Some(name), Some(sub)) = (path.name.as_deref(), path.subresource.as_deref()) {
+        if let Some(stream) = PodStream::from_subresource(info, sub) {
+            // Answered before content negotiation: these requests accept streams, not objects.
+            return pod_streams::serve(&state.store, info, ns, name, stream, method, &params);
+        }
+    }
     let out = negotiate::output(headers, &params)?;
     match (path.name.as_deref(), path.subresource.as_deref()) {
         (None, None) => match *method {
