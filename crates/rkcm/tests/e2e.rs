@@ -283,3 +283,80 @@ fn replica_set_and_replication_controller_examples_run() {
     assert!(!out.status.success());
     assert!(!String::from_utf8_lossy(&out.stderr).trim().is_empty());
 }
+
+#[test]
+fn pause_resume_restart_edit_label_and_describe() {
+    let cluster = Cluster::start(&["--pod-ready-delay", "100ms"]);
+    apply(&cluster, &deployment("tuned", 2, "nginx:1.27", "", ""));
+    cluster.kubectl(&["rollout", "status", "deployment/tuned", "--timeout=60s"]);
+
+    // Paused: template changes make no new ReplicaSet until resumed.
+    cluster.kubectl(&["rollout", "pause", "deployment/tuned"]);
+    cluster.kubectl(&["set", "image", "deployment/tuned", "app=nginx:1.28"]);
+    cluster.eventually(
+        "the Progressing condition reports the pause",
+        MINUTE,
+        || {
+            let reason = cluster.jsonpath(
+                &["get", "deployment/tuned"],
+                r#"{.status.conditions[?(@.type=="Progressing")].reason}"#,
+            );
+            (reason == "DeploymentPaused").then_some(())
+        },
+    );
+    let replica_sets = cluster.kubectl(&["get", "rs", "-l", "app=tuned", "-o", "name"]);
+    assert_eq!(
+        replica_sets.lines().count(),
+        1,
+        "no rollout while paused: {replica_sets}"
+    );
+    cluster.kubectl(&["rollout", "resume", "deployment/tuned"]);
+    cluster.kubectl(&["rollout", "status", "deployment/tuned", "--timeout=60s"]);
+    assert!(live_pods(&cluster, "tuned")
+        .iter()
+        .all(|(_, i)| i == "nginx:1.28"));
+
+    // `rollout restart` stamps the template and produces a new revision.
+    cluster.kubectl(&["rollout", "restart", "deployment/tuned"]);
+    cluster.kubectl(&["rollout", "status", "deployment/tuned", "--timeout=60s"]);
+    let revision = cluster.jsonpath(
+        &["get", "deployment/tuned"],
+        r#"{.metadata.annotations.deployment\.kubernetes\.io/revision}"#,
+    );
+    assert_eq!(revision, "3");
+
+    // `kubectl edit` through an editor script, then `label` and `describe`.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let editor = dir.path().join("editor.sh");
+    std::fs::write(
+        &editor,
+        "#!/bin/sh\nsed -i 's/replicas: 2/replicas: 4/' \"$1\"\n",
+    )
+    .expect("editor written");
+    std::process::Command::new("chmod")
+        .args(["+x", editor.to_str().expect("utf-8")])
+        .status()
+        .expect("chmod");
+    let out = cluster
+        .kubectl_cmd(&["edit", "deployment/tuned"])
+        .env("KUBE_EDITOR", &editor)
+        .output()
+        .expect("kubectl edit runs");
+    assert!(
+        out.status.success(),
+        "kubectl edit: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    cluster.eventually("four ready replicas after the edit", MINUTE, || {
+        let ready = cluster.jsonpath(&["get", "deployment/tuned"], "{.status.readyReplicas}");
+        (ready == "4").then_some(())
+    });
+    cluster.kubectl(&["label", "deployment/tuned", "tier=web"]);
+    let shown = cluster.kubectl(&["get", "deployments", "-l", "tier=web", "-o", "name"]);
+    assert_eq!(shown.trim(), "deployment.apps/tuned");
+    let described = cluster.kubectl(&["describe", "deployment/tuned"]);
+    assert!(
+        described.contains("Replicas:") && described.contains("NewReplicaSet:"),
+        "{described}"
+    );
+}
