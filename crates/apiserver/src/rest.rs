@@ -408,6 +408,16 @@ fn should_delete_during_update(info: &ResourceInfo, obj: &Value) -> bool {
     object::deletion_grace(obj).is_none_or(|g| g == 0)
 }
 
+/// What an update wrote.
+#[derive(Clone, Debug)]
+pub struct Updated {
+    /// The stored object (unchanged when the update changed nothing).
+    pub object: Arc<CachedObject>,
+    /// Whether the update created the object (a PUT of a missing object where kube allows
+    /// `AllowCreateOnUpdate`); kube answers 201 Created then.
+    pub created: bool,
+}
+
 /// Where the new object of an update comes from, which decides how a `metadata.uid` other than
 /// the stored object's is refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -436,7 +446,7 @@ pub async fn update(
     target: UpdateTarget,
     source: UpdateSource,
     opts: WriteOptions,
-) -> ApiResult<Arc<CachedObject>> {
+) -> ApiResult<Updated> {
     let unconditional = matches!(object::resource_version(&new), Ok(None));
     if !unconditional {
         return update_once(store, info, namespace, name, new, target, source, opts).await;
@@ -472,7 +482,7 @@ async fn update_once(
     target: UpdateTarget,
     source: UpdateSource,
     opts: WriteOptions,
-) -> ApiResult<Arc<CachedObject>> {
+) -> ApiResult<Updated> {
     let strategy = registry::strategy(info);
     check_type(info, &mut new)?;
     if object::metadata_mut(&mut new).is_none() {
@@ -494,7 +504,11 @@ async fn update_once(
     let Some(current) = store.get(&key) else {
         if target == UpdateTarget::Main && allow_create_on_update(info) {
             object::remove_meta(&mut new, "resourceVersion");
-            return create(store, info, namespace, new, opts).await;
+            let object = create(store, info, namespace, new, opts).await?;
+            return Ok(Updated {
+                object,
+                created: true,
+            });
         }
         return Err(ApiError::not_found(info, name));
     };
@@ -567,11 +581,15 @@ async fn update_once(
     if !errors.is_empty() {
         return Err(ApiError::invalid(info, name, &errors));
     }
+    let updated = |object| Updated {
+        object,
+        created: false,
+    };
     if same_content(&new, old) {
-        return Ok(current);
+        return Ok(updated(current));
     }
     if opts.dry_run {
-        return Ok(Arc::new(CachedObject::new(new, current.revision)));
+        return Ok(updated(Arc::new(CachedObject::new(new, current.revision))));
     }
     if should_delete_during_update(info, &new) {
         let last = store
@@ -582,11 +600,12 @@ async fn update_once(
             .ok()
             .flatten()
             .unwrap_or(current.revision);
-        return Ok(Arc::new(CachedObject::new(last, rev)));
+        return Ok(updated(Arc::new(CachedObject::new(last, rev))));
     }
     store
         .update(&key, new, current.revision)
         .await
+        .map(updated)
         .map_err(|e| storage_error(info, name, e))
 }
 

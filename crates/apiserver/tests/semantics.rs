@@ -547,6 +547,21 @@ async fn put_creates_only_where_kube_allows_it() {
         .await
         .expect("events are created on update");
     events.get("e1").await.expect("created");
+
+    // A PUT that creates answers 201 Created, one that updates 200 OK (handlers/update.go).
+    let put = |name: &str, body: &serde_json::Value| {
+        http::Request::put(format!("/api/v1/namespaces/default/services/{name}"))
+            .header("content-type", "application/json")
+            .body(body.to_string().into_bytes())
+            .expect("request")
+    };
+    let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s1"},
+        "spec": {"ports": [{"port": 80}], "selector": {"app": "web"}}});
+    let (code, created) = raw(&server, put("s1", &svc)).await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(created["metadata"]["name"], "s1");
+    let (code, updated) = raw(&server, put("s1", &created)).await;
+    assert_eq!(code, 200, "{updated}");
 }
 
 /// A body carrying another object's `metadata.uid` is refused as kube refuses it: a PUT's uid is a

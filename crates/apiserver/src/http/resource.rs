@@ -140,8 +140,13 @@ async fn dispatch(
                     write_options(&params)?,
                 )
                 .await?;
+                let code = if updated.created {
+                    StatusCode::CREATED
+                } else {
+                    StatusCode::OK
+                };
                 Ok(with_warnings(
-                    object_response(info, StatusCode::OK, &updated, out),
+                    object_response(info, code, &updated.object, out),
                     &warnings,
                 ))
             }
@@ -236,7 +241,7 @@ async fn subresource(
             )
             .await?;
             Ok(with_warnings(
-                json_response(StatusCode::OK, updated.json().clone()),
+                json_response(StatusCode::OK, updated.object.json().clone()),
                 &warnings,
             ))
         }
@@ -572,7 +577,7 @@ async fn patch_object(
         .await;
         match updated {
             Err(e) if e.reason == "Conflict" && !pinned => last = Some(e),
-            r => return r.map(|v| (v, checked.map(|c| c.warnings).unwrap_or_default())),
+            r => return r.map(|v| (v.object, checked.map(|c| c.warnings).unwrap_or_default())),
         }
     }
     Err(last.unwrap_or_else(|| ApiError::conflict(info, name)))
