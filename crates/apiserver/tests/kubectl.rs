@@ -285,25 +285,50 @@ async fn kubectl_1_29_drives_the_server() {
     .await;
 }
 
-/// kubectl 1.28 validates client-side against the protobuf OpenAPI v2 document, which is not
-/// served; it works with `--validate=false`.
 #[tokio::test]
-async fn kubectl_1_28_drives_the_server_without_client_validation() {
+async fn kubectl_1_28_drives_the_server() {
+    exercise(
+        "/usr/lib/google-cloud-sdk/bin/kubectl.1.28",
+        "--validate=strict",
+    )
+    .await;
+}
+
+/// kubectl 1.28 fetches the OpenAPI v2 document as protobuf before `apply` and `create`; with
+/// default flags both work, and unknown fields are still refused.
+#[tokio::test]
+async fn kubectl_1_28_applies_with_default_flags() {
     let server = testing::start().await;
     let Some(k) = Kubectl::new(&server, "/usr/lib/google-cloud-sdk/bin/kubectl.1.28") else {
         return;
     };
     let manifest = k.write("deploy.yaml", DEPLOYMENT);
-    k.ok(&["apply", "-f", file(&manifest), "--validate=false"])
-        .await;
-    k.ok(&["scale", "deploy/web", "--replicas=3"]).await;
-    let table = k.ok(&["get", "deploy", "web"]).await;
-    assert!(table.contains("READY"), "{table}");
-    let (ok, _, stderr) = k.run(&["apply", "-f", file(&manifest)]).await;
-    assert!(
-        !ok,
-        "client-side validation needs the protobuf document: {stderr}"
+    let out = k.ok(&["apply", "-f", file(&manifest)]).await;
+    assert!(out.contains("deployment.apps/web created"), "{out}");
+    let applied = k.write(
+        "apply.yaml",
+        &DEPLOYMENT.replace("replicas: 2", "replicas: 3"),
     );
+    let out = k.ok(&["apply", "-f", file(&applied)]).await;
+    assert!(out.contains("deployment.apps/web configured"), "{out}");
+    let replicas = k
+        .ok(&["get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"])
+        .await;
+    assert_eq!(replicas, "3");
+    let other = k.write(
+        "other.yaml",
+        &DEPLOYMENT.replace("name: web\n  labels", "name: other\n  labels"),
+    );
+    let out = k.ok(&["create", "-f", file(&other)]).await;
+    assert!(out.contains("deployment.apps/other created"), "{out}");
+    let bad = k.write(
+        "bad.yaml",
+        &DEPLOYMENT
+            .replace("name: web\n  labels", "name: bad\n  labels")
+            .replace("replicas: 2", "replicas: 2\n  replicaz: 3"),
+    );
+    let (ok, _, stderr) = k.run(&["create", "-f", file(&bad)]).await;
+    assert!(!ok && stderr.contains("replicaz"), "{stderr}");
 }
 
 const POD: &str = r#"apiVersion: v1
@@ -384,6 +409,15 @@ async fn kubectl_1_28_logs_and_exec_are_refused() {
     streams_are_refused(
         "/usr/lib/google-cloud-sdk/bin/kubectl.1.28",
         "--validate=false",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn kubectl_1_27_drives_the_server() {
+    exercise(
+        "/usr/lib/google-cloud-sdk/bin/kubectl.1.27",
+        "--validate=strict",
     )
     .await;
 }

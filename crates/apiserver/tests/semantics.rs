@@ -771,3 +771,44 @@ async fn pod_streams_are_answered_with_a_status() {
         );
     }
 }
+
+/// `/openapi/v2` answers JSON or gnostic protobuf by `Accept`, and 406 otherwise.
+#[tokio::test]
+async fn openapi_v2_is_served_as_json_or_protobuf() {
+    let server = rkcm_apiserver::testing::start().await;
+    let fetch = |accept: &'static str| {
+        let client = server.client();
+        async move {
+            let req = http::Request::get("/openapi/v2")
+                .header("accept", accept)
+                .body(kube::client::Body::empty())
+                .expect("request");
+            let resp = client.send(req).await.expect("request");
+            let status = resp.status().as_u16();
+            let ct = resp
+                .headers()
+                .get("content-type")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_string();
+            let body = http_body_util::BodyExt::collect(resp.into_body())
+                .await
+                .expect("body")
+                .to_bytes();
+            (status, ct, body)
+        }
+    };
+    let (code, ct, body) =
+        fetch("application/com.github.proto-openapi.spec.v2@v1.0+protobuf").await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        ct,
+        "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+    );
+    assert!(body.starts_with(b"\x0a\x032.0"), "Document.swagger first");
+    let (code, ct, body) = fetch("application/json").await;
+    assert_eq!((code, ct.as_str()), (200, "application/json"));
+    assert!(body.starts_with(b"{"));
+    let (code, _, _) = fetch("application/xml").await;
+    assert_eq!(code, 406);
+}

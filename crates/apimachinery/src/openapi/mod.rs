@@ -6,13 +6,14 @@
 //!
 //! kubectl reads the PATCH operations (with `x-kubernetes-group-version-kind`) to learn that the
 //! server validates fields (`fieldValidation`), and `kubectl explain` renders the schemas, whose
-//! descriptions come from k8s-openapi. Documents are generated once, on first use, as JSON.
-//! Only JSON is produced: a server should answer protobuf requests for `/openapi/v2` with
-//! 406 Not Acceptable, so that kubectl falls back to its built-in patch metadata.
+//! descriptions come from k8s-openapi. Documents are generated once, on first use, as JSON; the
+//! v2 document also in gnostic's protobuf form ([`v2_protobuf`]), which kubectl ≤ 1.28 fetches
+//! for client-side validation and for the patches of `kubectl apply`.
 
 pub mod definitions;
 mod operations;
 mod v2;
+mod v2_protobuf;
 mod v3;
 
 use std::sync::OnceLock;
@@ -35,6 +36,7 @@ const RESPONSE_CONTENT_TYPES: &[&str] = &["application/json", "application/yaml"
 
 struct Documents {
     v2: Vec<u8>,
+    v2_protobuf: Vec<u8>,
     v3_index: Vec<u8>,
     /// `(key, hash, document)`, key like `apis/apps/v1`.
     v3: Vec<(String, String, Vec<u8>)>,
@@ -44,7 +46,9 @@ static DOCUMENTS: OnceLock<Documents> = OnceLock::new();
 
 fn documents() -> &'static Documents {
     DOCUMENTS.get_or_init(|| {
-        let v2 = to_bytes(&v2::document());
+        let v2_doc = v2::document();
+        let v2 = to_bytes(&v2_doc);
+        let v2_protobuf = v2_protobuf::document(&v2_doc);
         let mut v3 = Vec::new();
         let mut index = Map::new();
         for gv in operations::group_versions() {
@@ -58,6 +62,7 @@ fn documents() -> &'static Documents {
         }
         Documents {
             v2,
+            v2_protobuf,
             v3_index: to_bytes(&json!({"paths": index})),
             v3,
         }
@@ -86,6 +91,12 @@ fn content_hash(bytes: &[u8]) -> String {
 /// The swagger 2.0 document served at `/openapi/v2` (JSON).
 pub fn v2() -> &'static [u8] {
     &documents().v2
+}
+
+/// The swagger 2.0 document in gnostic's protobuf encoding (`openapi.v2.Document`), served at
+/// `/openapi/v2` for `Accept: application/com.github.proto-openapi.spec.v2@v1.0+protobuf`.
+pub fn v2_protobuf() -> &'static [u8] {
+    &documents().v2_protobuf
 }
 
 /// The index served at `/openapi/v3`: `{"paths":{"apis/apps/v1":{"serverRelativeURL":...}}}`.

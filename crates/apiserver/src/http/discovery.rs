@@ -288,10 +288,15 @@ fn openapi_json(bytes: &'static [u8], etag: Option<&str>) -> Response {
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
-/// `GET /openapi/v2` (JSON only; protobuf is not served).
-///
-/// Clients that accept only the protobuf form (kubectl ≤ 1.28 validating client-side) get 406,
-/// so they report that the document is unavailable instead of failing to parse JSON.
+/// Media types asking for the protobuf form of the v2 document (kube-openapi's handler accepts
+/// both and answers with the second: Go's `mime.ParseMediaType` refuses the `@`).
+const OPENAPI_V2_PROTOBUF: &[&str] = &[
+    "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+    "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+];
+
+/// `GET /openapi/v2`: JSON, or gnostic's protobuf encoding for clients that ask for it
+/// (kubectl ≤ 1.28 validating client-side or computing `apply` patches); 406 for anything else.
 pub async fn openapi_v2(headers: HeaderMap) -> Response {
     let accept = headers
         .get_all(http::header::ACCEPT)
@@ -299,21 +304,29 @@ pub async fn openapi_v2(headers: HeaderMap) -> Response {
         .filter_map(|v| v.to_str().ok())
         .collect::<Vec<_>>()
         .join(",");
-    let json_ok = accept.trim().is_empty()
-        || accept.split(',').any(|m| {
-            let mime = m.split(';').next().unwrap_or("").trim();
-            matches!(mime, "application/json" | "*/*" | "application/*")
-        });
-    if !json_ok {
-        // TODO: serve the gnostic protobuf form of the v2 document for kubectl <= 1.28.
-        return ApiError::new(
-            406,
-            "NotAcceptable",
-            "only application/json is served for /openapi/v2",
-        )
-        .into_response();
+    if accept.trim().is_empty() {
+        return openapi_json(openapi::v2(), None);
     }
-    openapi_json(openapi::v2(), None)
+    // The first acceptable media type wins, as kube-openapi's negotiation does.
+    for m in accept.split(',') {
+        let mime = m.split(';').next().unwrap_or("").trim();
+        if matches!(mime, "application/json" | "*/*" | "application/*") {
+            return openapi_json(openapi::v2(), None);
+        }
+        if OPENAPI_V2_PROTOBUF.contains(&mime) {
+            return Response::builder()
+                .status(StatusCode::OK)
+                .header(http::header::CONTENT_TYPE, OPENAPI_V2_PROTOBUF[1])
+                .body(axum::body::Body::from(openapi::v2_protobuf()))
+                .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response());
+        }
+    }
+    ApiError::new(
+        406,
+        "NotAcceptable",
+        "only application/json and application/com.github.proto-openapi.spec.v2@v1.0+protobuf are served for /openapi/v2",
+    )
+    .into_response()
 }
 
 /// `GET /openapi/v3`.
