@@ -430,6 +430,27 @@ pub enum UpdateSource {
     Patch,
 }
 
+/// The precondition a PUT body's `metadata.uid` sets (`defaultUpdatedObjectInfo.Preconditions`):
+/// 409 Conflict when it names another object than `current`.
+fn check_uid_precondition(
+    info: &ResourceInfo,
+    name: &str,
+    body: &Value,
+    current: &Value,
+) -> ApiResult<()> {
+    match object::meta_str(body, "uid").filter(|u| !u.is_empty()) {
+        Some(uid) if uid != object::uid(current) => Err(ApiError::conflict_with(
+            info,
+            name,
+            &format!(
+                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                object::uid(current)
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Updates object `name` with `new` (PUT or the result of a PATCH, see `source`); `target`
 /// selects the main resource, `/status` or `/finalize`. A `metadata.resourceVersion` in `new` is
 /// a precondition (409 when stale).
@@ -514,18 +535,7 @@ async fn update_once(
     };
     let old = &current.value;
     if source == UpdateSource::Put {
-        if let Some(uid) = object::meta_str(&new, "uid").filter(|u| !u.is_empty()) {
-            if uid != object::uid(old) {
-                return Err(ApiError::conflict_with(
-                    info,
-                    name,
-                    &format!(
-                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                        object::uid(old)
-                    ),
-                ));
-            }
-        }
+        check_uid_precondition(info, name, &new, old)?;
     }
     match object::resource_version(&new) {
         Ok(Some(rv)) if rv != current.revision => return Err(ApiError::conflict(info, name)),
@@ -876,13 +886,16 @@ pub fn scale_of(info: &ResourceInfo, obj: &Value) -> ApiResult<Value> {
     }))
 }
 
-/// Writes `spec.replicas` of object `name` from a Scale (PUT `/scale`); returns the new Scale.
+/// Writes `spec.replicas` of object `name` from a Scale (PUT `/scale`, or the result of a PATCH
+/// as `source` says); returns the new Scale. A PUT's `metadata.uid` is a precondition (409); the
+/// uid of a patched Scale is not looked at, as kube's `scaleUpdatedObjectInfo` ignores it.
 pub async fn update_scale(
     store: &Store,
     info: &'static ResourceInfo,
     namespace: Option<&str>,
     name: &str,
     scale: &Value,
+    source: UpdateSource,
     opts: WriteOptions,
 ) -> ApiResult<Value> {
     let strategy = registry::strategy(info);
@@ -931,6 +944,9 @@ pub async fn update_scale(
         let current = store
             .get(&key)
             .ok_or_else(|| ApiError::not_found(info, name))?;
+        if source == UpdateSource::Put {
+            check_uid_precondition(info, name, scale, &current.value)?;
+        }
         match object::resource_version(scale) {
             Ok(Some(rv)) if rv != current.revision => return Err(ApiError::conflict(info, name)),
             Ok(_) => {}

@@ -812,3 +812,62 @@ async fn openapi_v2_is_served_as_json_or_protobuf() {
     let (code, _, _) = fetch("application/xml").await;
     assert_eq!(code, 406);
 }
+
+/// A PUT of `/scale` whose Scale carries another uid is refused (409, the precondition); a
+/// patched Scale's uid is not looked at, as kube's `scaleUpdatedObjectInfo` builds the object
+/// from the stored one.
+#[tokio::test]
+async fn scale_puts_carrying_another_uid_are_refused() {
+    let server = rkcm_apiserver::testing::start().await;
+    let deploy = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
+    let path = "/apis/apps/v1/namespaces/default/deployments";
+    let req = |method: &str, uri: String, ct: &str, body: serde_json::Value| {
+        http::Request::builder()
+            .method(method)
+            .uri(uri)
+            .header("content-type", ct)
+            .body(body.to_string().into_bytes())
+            .expect("request")
+    };
+    let (code, created) = raw(
+        &server,
+        req("POST", path.into(), "application/json", deploy),
+    )
+    .await;
+    assert_eq!(code, 201, "{created}");
+    let other = "00000000-0000-0000-0000-000000000000";
+    let scale = json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
+        "metadata": {"name": "web", "namespace": "default", "uid": other}, "spec": {"replicas": 3}});
+    let (code, status) = raw(
+        &server,
+        req(
+            "PUT",
+            format!("{path}/web/scale"),
+            "application/json",
+            scale,
+        ),
+    )
+    .await;
+    assert_eq!(
+        (code, &status["reason"]),
+        (409, &json!("Conflict")),
+        "{status}"
+    );
+    let patch = json!({"metadata": {"uid": other}, "spec": {"replicas": 2}});
+    let (code, scaled) = raw(
+        &server,
+        req(
+            "PATCH",
+            format!("{path}/web/scale"),
+            "application/merge-patch+json",
+            patch,
+        ),
+    )
+    .await;
+    assert_eq!(code, 200, "{scaled}");
+    assert_eq!(scaled["spec"]["replicas"], 2);
+    assert_eq!(scaled["metadata"]["uid"], created["metadata"]["uid"]);
+}

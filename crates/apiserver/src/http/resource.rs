@@ -273,7 +273,16 @@ async fn subresource(
         ("scale", "update") => {
             let bytes = read_body(headers, body).await?;
             let scale = decode_json(headers, &bytes)?;
-            let new = rest::update_scale(&state.store, info, ns, name, &scale, opts).await?;
+            let new = rest::update_scale(
+                &state.store,
+                info,
+                ns,
+                name,
+                &scale,
+                UpdateSource::Put,
+                opts,
+            )
+            .await?;
             Ok(json_value(StatusCode::OK, &new))
         }
         ("scale", "patch") => {
@@ -294,7 +303,17 @@ async fn subresource(
                 if !pinned {
                     object::set_resource_version(&mut patched, current.revision);
                 }
-                match rest::update_scale(&state.store, info, ns, name, &patched, opts).await {
+                let updated = rest::update_scale(
+                    &state.store,
+                    info,
+                    ns,
+                    name,
+                    &patched,
+                    UpdateSource::Patch,
+                    opts,
+                )
+                .await;
+                match updated {
                     Err(e) if e.reason == "Conflict" && !pinned => last = Some(e),
                     r => return r.map(|s| json_value(StatusCode::OK, &s)),
                 }
