@@ -745,6 +745,25 @@ async fn pod_streams_are_answered_with_a_status() {
         (code, &status["message"]),
         (400, &json!("container other is not valid for pod placed"))
     );
+    let (code, status) = raw(&server, get(format!("{base}/placed/log?tailLines=-1"))).await;
+    assert_eq!(
+        (code, &status["message"]),
+        (
+            422,
+            &json!("PodLogOptions \"placed\" is invalid: tailLines: Invalid value: -1: must be greater than or equal to 0")
+        )
+    );
+    assert_eq!(status["details"]["kind"], "PodLogOptions");
+    let (code, _) = raw(
+        &server,
+        get(format!(
+            "{base}/placed/log?sinceSeconds=5&sinceTime=2024-01-01T00:00:00Z"
+        )),
+    )
+    .await;
+    assert_eq!(code, 422);
+    let (code, _) = raw(&server, get(format!("{base}/placed/log?limitBytes=x"))).await;
+    assert_eq!(code, 400);
     // The logs of a pod without a node are empty, as kube's.
     let (code, _) = raw(&server, get(format!("{base}/pending/log"))).await;
     assert_eq!(code, 200);

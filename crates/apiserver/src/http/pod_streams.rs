@@ -14,6 +14,7 @@ use rkcm_apimachinery::catalog::ResourceInfo;
 
 use crate::error::{ApiError, ApiResult};
 use crate::http::params::Params;
+use crate::registry::FieldError;
 use crate::rest;
 use crate::store::Store;
 
@@ -61,9 +62,9 @@ impl PodStream {
     }
 }
 
-/// Answers a request for `stream` of pod `name`: 404 for a missing pod, 400 for a container the
-/// pod does not have or a pod without a node, as kube; then 400 explaining that the pod's node
-/// is simulated. Logs of a pod without a node are empty, as kube's.
+/// Answers a request for `stream` of pod `name`: 422 for invalid log options, 404 for a missing
+/// pod, 400 for a container the pod does not have or a pod without a node, as kube; then 400
+/// explaining that the pod's node is simulated. Logs of a pod without a node are empty, as kube's.
 pub fn serve(
     store: &Store,
     info: &'static ResourceInfo,
@@ -79,6 +80,9 @@ pub fn serve(
     };
     if !allowed {
         return Err(ApiError::method_not_allowed(method.as_str()));
+    }
+    if stream == PodStream::Log {
+        validate_log_options(info, name, params)?;
     }
     let pod = rest::get(store, info, namespace, name)?;
     let pod = &pod.value;
@@ -107,6 +111,46 @@ pub fn serve(
         "pod {name:?} runs on simulated node {node:?}: rkcm runs no containers, so {}",
         stream.unavailable()
     )))
+}
+
+/// `ValidatePodLogOptions`: 422 `PodLogOptions "<pod>" is invalid` for negative `tailLines`,
+/// non-positive `limitBytes` or `sinceSeconds`, or both `sinceSeconds` and `sinceTime`; 400 for
+/// parameters that are not integers.
+fn validate_log_options(info: &ResourceInfo, name: &str, params: &Params) -> ApiResult<()> {
+    let mut errs = Vec::new();
+    if let Some(n) = params.int("tailLines")?.filter(|n| *n < 0) {
+        errs.push(FieldError::invalid(
+            "tailLines",
+            &Value::from(n),
+            "must be greater than or equal to 0",
+        ));
+    }
+    if let Some(n) = params.int("limitBytes")?.filter(|n| *n < 1) {
+        errs.push(FieldError::invalid(
+            "limitBytes",
+            &Value::from(n),
+            "must be greater than 0",
+        ));
+    }
+    match (params.int("sinceSeconds")?, params.non_empty("sinceTime")) {
+        (Some(_), Some(_)) => errs.push(FieldError::forbidden(
+            "",
+            "at most one of `sinceTime` or `sinceSeconds` may be specified",
+        )),
+        (Some(n), None) if n < 1 => errs.push(FieldError::invalid(
+            "sinceSeconds",
+            &Value::from(n),
+            "must be greater than 0",
+        )),
+        _ => {}
+    }
+    if errs.is_empty() {
+        return Ok(());
+    }
+    let mut e = ApiError::invalid(info, name, &errs);
+    e.message = e.message.replacen(info.kind, "PodLogOptions", 1);
+    e.details.kind = Some("PodLogOptions".into());
+    Err(e)
 }
 
 /// The names of every container of a pod: containers, init containers, ephemeral containers
