@@ -874,7 +874,6 @@ async fn the_server_honours_the_preconditions_the_collector_relies_on() -> Resul
 /// immutable"): the collector's and the controller-ref manager's patches carry the UID so that
 /// they never apply to an object recreated under the same name.
 #[tokio::test]
-#[ignore = "rkcm's API server silently keeps the stored UID instead of refusing the patch"]
 async fn the_server_refuses_a_patch_carrying_another_uid() -> Result<()> {
     let h = start().await;
     h.owner("uid-guarded").await?;
