@@ -270,8 +270,8 @@ async fn startup(args: StartupArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `rest_client_requests_total` of this process, by HTTP method.
-fn requests_by_method() -> BTreeMap<String, f64> {
+/// `rest_client_requests_total` of this process, by HTTP method and status code.
+fn requests_by_method() -> BTreeMap<(String, String), f64> {
     let mut out = BTreeMap::new();
     for line in rkcm_runtime::metrics::encode_text().lines() {
         let Some(rest) = line.strip_prefix("rest_client_requests_total{") else {
@@ -280,18 +280,44 @@ fn requests_by_method() -> BTreeMap<String, f64> {
         let Some((labels, value)) = rest.rsplit_once("} ") else {
             continue;
         };
-        let method = labels
-            .split(',')
-            .find_map(|kv| kv.strip_prefix("method=\""))
-            .map(|m| m.trim_end_matches('"').to_string())
-            .unwrap_or_default();
-        *out.entry(method).or_insert(0.0) += value.trim().parse::<f64>().unwrap_or(0.0);
+        let label = |name: &str| {
+            labels
+                .split(',')
+                .find_map(|kv| kv.strip_prefix(&format!("{name}=\"")))
+                .map(|m| m.trim_end_matches('"').to_string())
+                .unwrap_or_default()
+        };
+        *out.entry((label("method"), label("code"))).or_insert(0.0) +=
+            value.trim().parse::<f64>().unwrap_or(0.0);
     }
     out
 }
 
-fn delta(after: &BTreeMap<String, f64>, before: &BTreeMap<String, f64>, method: &str) -> f64 {
-    after.get(method).copied().unwrap_or(0.0) - before.get(method).copied().unwrap_or(0.0)
+/// Requests with `method` between two snapshots, whatever their status code.
+fn delta(
+    after: &BTreeMap<(String, String), f64>,
+    before: &BTreeMap<(String, String), f64>,
+    method: &str,
+) -> f64 {
+    after
+        .iter()
+        .filter(|((m, _), _)| m == method)
+        .map(|(k, v)| v - before.get(k).copied().unwrap_or(0.0))
+        .sum()
+}
+
+/// `POST 201: 10000, PUT 200: 2000, …` between two snapshots.
+fn breakdown(
+    after: &BTreeMap<(String, String), f64>,
+    before: &BTreeMap<(String, String), f64>,
+) -> String {
+    after
+        .iter()
+        .map(|(k, v)| (k, v - before.get(k).copied().unwrap_or(0.0)))
+        .filter(|(_, n)| *n > 0.0)
+        .map(|((m, c), n)| format!("{m} {c}: {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn pod_template(labels: serde_json::Value) -> serde_json::Value {
@@ -440,7 +466,6 @@ async fn replicasets(args: ReplicaSetArgs) -> anyhow::Result<()> {
     .await?;
     let controller_secs = started.elapsed().as_secs_f64();
     let cpu = cpu_seconds() - cpu_before;
-    let after = requests_by_method();
     let pods_now = Api::<Pod>::namespaced(plain.clone(), ns)
         .list(&ListParams::default().labels("!bench"))
         .await?
@@ -448,10 +473,19 @@ async fn replicasets(args: ReplicaSetArgs) -> anyhow::Result<()> {
         .len();
     shutdown.cancel();
     let _ = manager.await;
+    // After shutdown, so that queued events have been written too.
+    let after = requests_by_method();
 
-    let creates = delta(&after, &before, "POST");
-    let non_status_writes =
-        creates + delta(&after, &before, "DELETE") + delta(&after, &before, "PATCH");
+    // The controller's client also POSTs Events, one per Event object; take those out so that
+    // pod writes stand alone (PATCHes count as pod writes, which can only overstate them).
+    let event_posts = Api::<k8s_openapi::api::core::v1::Event>::namespaced(plain.clone(), ns)
+        .list(&ListParams::default())
+        .await?
+        .items
+        .len() as f64;
+    let pod_writes = delta(&after, &before, "POST") - event_posts
+        + delta(&after, &before, "DELETE")
+        + delta(&after, &before, "PATCH");
     let status_writes = delta(&after, &before, "PUT");
     let rate = total as f64 / controller_secs;
     println!(
@@ -463,8 +497,12 @@ async fn replicasets(args: ReplicaSetArgs) -> anyhow::Result<()> {
     println!("  plain client, same concurrency: {plain_secs:.1} s ({plain_rate:.0} pods/s)");
     println!("  controller / plain throughput:  {:.2}", rate / plain_rate);
     println!(
-        "  writes per pod (excl. status):  {:.3} ({non_status_writes} writes, {status_writes} status updates)",
-        non_status_writes / total as f64
+        "  writes per pod created:         {:.3} ({pod_writes} pod writes; also {status_writes} status updates, {event_posts} events)",
+        pod_writes / total as f64,
+    );
+    println!(
+        "  requests (method code: count):  {}",
+        breakdown(&after, &before)
     );
     println!("  controller CPU:                 {cpu:.1} s");
     println!(
@@ -573,6 +611,10 @@ async fn deployments(args: DeploymentArgs) -> anyhow::Result<()> {
     println!(
         "  API writes per replaced pod:    {:.2} ({writes} writes by the controllers)",
         writes / replaced
+    );
+    println!(
+        "  requests (method code: count):  {}",
+        breakdown(&after, &before)
     );
     println!("  controllers' CPU (update):      {cpu:.1} s");
     println!(
