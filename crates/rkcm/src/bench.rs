@@ -476,16 +476,12 @@ async fn replicasets(args: ReplicaSetArgs) -> anyhow::Result<()> {
     // After shutdown, so that queued events have been written too.
     let after = requests_by_method();
 
-    // The controller's client also POSTs Events, one per Event object; take those out so that
-    // pod writes stand alone (PATCHes count as pod writes, which can only overstate them).
-    let event_posts = Api::<k8s_openapi::api::core::v1::Event>::namespaced(plain.clone(), ns)
-        .list(&ListParams::default())
-        .await?
-        .items
-        .len() as f64;
-    let pod_writes = delta(&after, &before, "POST") - event_posts
-        + delta(&after, &before, "DELETE")
-        + delta(&after, &before, "PATCH");
+    // The controller's client also writes Events, so pod writes are counted from the pods:
+    // every pod present was created once, every DELETE removed one that had been created, and
+    // PATCHes (adoption, release) are counted as pod writes.
+    let deletes = delta(&after, &before, "DELETE");
+    let pod_writes = pods_now as f64 + 2.0 * deletes + delta(&after, &before, "PATCH");
+    let event_writes = delta(&after, &before, "POST") - pods_now as f64 - deletes;
     let status_writes = delta(&after, &before, "PUT");
     let rate = total as f64 / controller_secs;
     println!(
@@ -497,7 +493,7 @@ async fn replicasets(args: ReplicaSetArgs) -> anyhow::Result<()> {
     println!("  plain client, same concurrency: {plain_secs:.1} s ({plain_rate:.0} pods/s)");
     println!("  controller / plain throughput:  {:.2}", rate / plain_rate);
     println!(
-        "  writes per pod created:         {:.3} ({pod_writes} pod writes; also {status_writes} status updates, {event_posts} events)",
+        "  writes per pod created:         {:.3} ({pod_writes} pod writes; also {status_writes} status updates, {event_writes} event writes)",
         pod_writes / total as f64,
     );
     println!(
