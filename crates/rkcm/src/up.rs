@@ -78,6 +78,7 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     let client = kube::Client::try_from(kube_config.clone()).context("building a client")?;
     wait_until_answering(&client, &shutdown).await?;
 
+    let controller_count = controllers.len();
     let manager_config = ManagerConfig {
         kube_config: kube_config.clone(),
         controllers,
@@ -116,14 +117,20 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         }
     });
 
+    // Ready once the controllers' caches have synced (they start within milliseconds).
+    let deadline = Instant::now() + std::time::Duration::from_secs(10);
+    while health.ready().is_err() && Instant::now() < deadline && !shutdown.is_cancelled() {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
     eprintln!(
-        "rkcm: ready in {} ms: {} simulated node(s), controllers: {}",
+        "rkcm: ready in {} ms: {} simulated node(s), {} controller(s){}",
         started.elapsed().as_millis(),
         args.nodes,
+        controller_count,
         if health.ready().is_ok() {
-            "synced"
+            ""
         } else {
-            "starting"
+            " (caches still syncing)"
         },
     );
     println!("export KUBECONFIG={}", kubeconfig_path.display());
