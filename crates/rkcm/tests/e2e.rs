@@ -333,10 +333,10 @@ fn pause_resume_restart_edit_label_and_describe() {
         "#!/bin/sh\nsed -i 's/replicas: 2/replicas: 4/' \"$1\"\n",
     )
     .expect("editor written");
-    std::process::Command::new("chmod")
-        .args(["+x", editor.to_str().expect("utf-8")])
-        .status()
-        .expect("chmod");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&editor, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
     let out = cluster
         .kubectl_cmd(&["edit", "deployment/tuned"])
         .env("KUBE_EDITOR", &editor)

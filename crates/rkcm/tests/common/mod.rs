@@ -175,11 +175,15 @@ pub fn eventually<T>(what: &str, timeout: Duration, f: &mut dyn FnMut() -> Optio
     }
 }
 
-fn terminate(child: &Child) {
-    // SAFETY-free: use the kill command to send SIGTERM; std offers only SIGKILL.
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
+/// Sends SIGTERM, as Ctrl-C or a service manager would.
+pub fn terminate(child: &Child) {
+    let Ok(pid) = libc::pid_t::try_from(child.id()) else {
+        return;
+    };
+    // SAFETY: `kill` has no memory effects; `pid` is our own child, not yet reaped.
+    unsafe {
+        libc::kill(pid, libc::SIGTERM);
+    }
 }
 
 /// Spawns `rkcm up` and waits for its `export KUBECONFIG=` line.
