@@ -38,7 +38,7 @@ impl Manager {
                 "--leader-elect-retry-period=250ms",
             ])
             .args(extra)
-            .env("RUST_LOG", "warn")
+            .env("RUST_LOG", "error")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())

@@ -83,7 +83,7 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     let mut source = e.source();
     while let Some(cause) = source {
         let text = cause.to_string();
-        if !out.ends_with(&text) {
+        if !out.contains(&text) {
             out.push_str(": ");
             out.push_str(&text);
         }

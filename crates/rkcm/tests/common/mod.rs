@@ -197,7 +197,7 @@ fn spawn(data_dir: &Path, extra: &[String], port: u16) -> (Child, PathBuf, u16) 
         .args(extra)
         .env(
             "RUST_LOG",
-            std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
+            std::env::var("RUST_LOG").unwrap_or_else(|_| "error".into()),
         )
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
