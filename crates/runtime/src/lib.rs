@@ -13,6 +13,7 @@ pub mod pod_control;
 pub mod rest_client;
 pub mod slow_start;
 pub mod testing;
+pub mod token_bucket;
 pub mod worker;
 pub mod workqueue;
 

@@ -20,43 +20,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use tokio::time::Sleep;
 
-/// A token bucket with reservations, as `golang.org/x/time/rate.Limiter`: each request takes a
-/// token, and waits for it when the bucket is empty.
-#[derive(Debug)]
-pub struct TokenBucket {
-    qps: f64,
-    burst: f64,
-    tokens: f64,
-    last: Instant,
-}
-
-impl TokenBucket {
-    /// A full bucket refilled at `qps` tokens per second, holding at most `burst`.
-    pub fn new(qps: f64, burst: u32) -> Self {
-        let burst = f64::from(burst.max(1));
-        Self {
-            qps,
-            burst,
-            tokens: burst,
-            last: Instant::now(),
-        }
-    }
-
-    /// Takes one token and returns how long the caller must wait before using it.
-    pub fn reserve(&mut self, now: Instant) -> Duration {
-        if self.qps <= 0.0 {
-            return Duration::ZERO; // A non-positive QPS means "no limit", as client-go.
-        }
-        let elapsed = now.saturating_duration_since(self.last).as_secs_f64();
-        self.last = now.max(self.last);
-        self.tokens = (self.tokens + elapsed * self.qps).min(self.burst) - 1.0;
-        if self.tokens >= 0.0 {
-            Duration::ZERO
-        } else {
-            Duration::from_secs_f64(-self.tokens / self.qps)
-        }
-    }
-}
+use crate::token_bucket::TokenBucket;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct VerbHost {
@@ -133,7 +97,7 @@ impl RateLimitLayer {
             .map(|a| a.to_string())
             .unwrap_or_default();
         Self {
-            bucket: Arc::new(Mutex::new(TokenBucket::new(f64::from(qps), burst))),
+            bucket: Arc::new(Mutex::new(TokenBucket::new(f64::from(qps), burst.max(1)))),
             host: host.into(),
         }
     }
@@ -185,7 +149,7 @@ where
             match &mut self.state {
                 Permit::None => {
                     let now = Instant::now();
-                    let wait = self.bucket.lock().reserve(now);
+                    let wait = self.bucket.lock().reserve(tokio::time::Instant::now());
                     self.state = if wait.is_zero() {
                         Permit::Granted {
                             waited: Duration::ZERO,
@@ -245,35 +209,5 @@ where
                 .inc();
             result
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_full_bucket_serves_its_burst_without_waiting_then_paces_at_qps() {
-        let start = Instant::now();
-        let mut bucket = TokenBucket::new(10.0, 3);
-        bucket.last = start;
-        for _ in 0..3 {
-            assert_eq!(bucket.reserve(start), Duration::ZERO);
-        }
-        let wait = bucket.reserve(start);
-        assert!((wait.as_secs_f64() - 0.1).abs() < 1e-9, "{wait:?}");
-        let wait = bucket.reserve(start);
-        assert!((wait.as_secs_f64() - 0.2).abs() < 1e-9, "{wait:?}");
-        // A second later the debt is repaid and ten more tokens have accrued, capped at the burst.
-        let later = start + Duration::from_secs(2);
-        assert_eq!(bucket.reserve(later), Duration::ZERO);
-    }
-
-    #[test]
-    fn non_positive_qps_means_unlimited() {
-        let mut bucket = TokenBucket::new(0.0, 1);
-        for _ in 0..100 {
-            assert_eq!(bucket.reserve(Instant::now()), Duration::ZERO);
-        }
     }
 }

@@ -7,6 +7,8 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
+use crate::token_bucket::TokenBucket;
+
 /// Decides how long an item waits before it is added back to the queue.
 ///
 /// Implementations are called concurrently from every worker and must be cheap.
@@ -70,43 +72,19 @@ impl<T: Clone + Eq + Hash + Send + Sync> RateLimiter<T> for ItemExponentialFailu
 /// (golang.org/x/time/rate `Limiter.Reserve().Delay()`); it never tracks individual items.
 #[derive(Debug)]
 pub struct BucketRateLimiter {
-    qps: f64,
-    burst: f64,
-    state: Mutex<Bucket>,
-}
-
-#[derive(Debug)]
-struct Bucket {
-    /// May go negative: a negative balance is tokens already promised to earlier callers.
-    tokens: f64,
-    last: Instant,
+    bucket: Mutex<TokenBucket>,
 }
 
 impl BucketRateLimiter {
     /// A full bucket refilling at `qps` tokens per second, holding at most `burst`.
     pub fn new(qps: f64, burst: u32) -> Self {
         Self {
-            qps,
-            burst: f64::from(burst),
-            state: Mutex::new(Bucket {
-                tokens: f64::from(burst),
-                last: Instant::now(),
-            }),
+            bucket: Mutex::new(TokenBucket::new(qps, burst)),
         }
     }
 
     fn reserve(&self) -> Duration {
-        let now = Instant::now();
-        let mut bucket = self.state.lock();
-        let elapsed = now.saturating_duration_since(bucket.last).as_secs_f64();
-        bucket.tokens = (bucket.tokens + elapsed * self.qps).min(self.burst);
-        bucket.last = now;
-        bucket.tokens -= 1.0;
-        if bucket.tokens >= 0.0 || self.qps <= 0.0 {
-            Duration::ZERO
-        } else {
-            Duration::from_secs_f64(-bucket.tokens / self.qps)
-        }
+        self.bucket.lock().reserve(Instant::now())
     }
 }
 
