@@ -49,7 +49,17 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         ..ApiConfig::default()
     })
     .await
-    .context("starting the API server")?;
+    .map_err(|err| {
+        let in_use = format!("{:#}", anyhow::Error::from(err));
+        if in_use.contains("already open") {
+            anyhow::anyhow!(
+                "{} is in use by another rkcm; stop it or pass another --data-dir",
+                data_dir.display()
+            )
+        } else {
+            anyhow::anyhow!(in_use).context("starting the API server")
+        }
+    })?;
     let host = if addr.ip().is_unspecified() {
         "127.0.0.1".to_string()
     } else if addr.is_ipv6() {
@@ -62,9 +72,10 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     write_private(&kubeconfig_path, server.kubeconfig(&url).as_bytes())
         .with_context(|| format!("writing {}", kubeconfig_path.display()))?;
 
-    let mut tasks = JoinSet::new();
-    let serve_shutdown = shutdown.clone();
-    tasks.spawn(async move {
+    // The API server stops last, after its clients (controllers, nodes) have let go of it.
+    let server_stop = Shutdown::new();
+    let serve_shutdown = server_stop.clone();
+    let server_task = tokio::spawn(async move {
         if let Err(err) = server.serve(listener, serve_shutdown).await {
             tracing::error!(error = %err, "API server stopped");
         }
@@ -93,6 +104,7 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         serving: None,
     };
     let health = Arc::new(Health::default());
+    let mut tasks = JoinSet::new();
     let manager_shutdown = shutdown.clone();
     let manager_health = Arc::clone(&health);
     tasks.spawn(async move {
@@ -137,7 +149,15 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
 
     shutdown.cancelled().await;
     eprintln!("rkcm: shutting down");
-    while tasks.join_next().await.is_some() {}
+    let clients_done = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
+    if clients_done.is_err() {
+        tracing::warn!("controllers and nodes did not stop within 30s");
+    }
+    server_stop.cancel();
+    let _ = server_task.await;
     Ok(())
 }
 
