@@ -53,7 +53,7 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 /// `rkcm up` flags.
 #[derive(Debug, Clone, Args)]
 pub struct UpArgs {
-    /// Number of simulated nodes to register.
+    /// Number of simulated nodes to register; 0 runs no scheduler or kubelet stand-in either.
     #[arg(long, default_value_t = 3)]
     pub nodes: usize,
 

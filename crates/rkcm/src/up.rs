@@ -113,21 +113,25 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         }
     });
 
-    let sim = NodeSim::new(
-        client.clone(),
-        rkcm_nodesim::Config {
-            nodes: args.nodes,
-            pod_ready_delay: args.pod_ready_delay,
-            termination_grace_cap: Some(args.pod_termination_max),
-            ..rkcm_nodesim::Config::default()
-        },
-    );
-    let sim_shutdown = shutdown.clone();
-    tasks.spawn(async move {
-        if let Err(err) = sim.run(sim_shutdown).await {
-            tracing::error!(error = %err, "simulated nodes stopped");
-        }
-    });
+    // `--nodes 0` runs no node simulation at all: no scheduler and no kubelet stand-in, so pods
+    // stay Pending untouched (useful to measure controllers alone).
+    if args.nodes > 0 {
+        let sim = NodeSim::new(
+            client.clone(),
+            rkcm_nodesim::Config {
+                nodes: args.nodes,
+                pod_ready_delay: args.pod_ready_delay,
+                termination_grace_cap: Some(args.pod_termination_max),
+                ..rkcm_nodesim::Config::default()
+            },
+        );
+        let sim_shutdown = shutdown.clone();
+        tasks.spawn(async move {
+            if let Err(err) = sim.run(sim_shutdown).await {
+                tracing::error!(error = %err, "simulated nodes stopped");
+            }
+        });
+    }
 
     // Ready once the controllers' caches have synced (they start within milliseconds).
     let deadline = Instant::now() + std::time::Duration::from_secs(10);
