@@ -11,7 +11,6 @@ use serde_json::{json, Value};
 use super::generic::GenericStrategy;
 use super::meta::{validate_immutable, validate_nonnegative};
 use super::object::{copy, default_field, get, get_i64, object_mut, semantically_equal, set};
-use super::selector::LabelSelector;
 use super::workload;
 use super::{FieldError, GracefulDelete, Strategy};
 
@@ -255,10 +254,7 @@ impl Strategy for DeploymentStrategy {
     }
 
     fn scale_replicas(&self, obj: &Value) -> Option<(i32, i32, String)> {
-        let selector = LabelSelector::from_json(get(obj, &["spec", "selector"]))
-            .map(|s| s.render())
-            .unwrap_or_default();
-        Some(workload::scale_of(obj, selector))
+        Some(workload::apps_scale_of(obj))
     }
 
     fn set_scale_replicas(&self, obj: &mut Value, replicas: i32) -> Result<(), FieldError> {

@@ -10,7 +10,6 @@ use serde_json::Value;
 use super::generic::GenericStrategy;
 use super::meta::validate_immutable;
 use super::object::{get, get_i64};
-use super::selector::LabelSelector;
 use super::workload::{self, drop_terminating_replicas};
 use super::{FieldError, GracefulDelete, Strategy};
 
@@ -110,10 +109,7 @@ impl Strategy for ReplicaSetStrategy {
     }
 
     fn scale_replicas(&self, obj: &Value) -> Option<(i32, i32, String)> {
-        let selector = LabelSelector::from_json(get(obj, &["spec", "selector"]))
-            .map(|s| s.render())
-            .unwrap_or_default();
-        Some(workload::scale_of(obj, selector))
+        Some(workload::apps_scale_of(obj))
     }
 
     fn set_scale_replicas(&self, obj: &mut Value, replicas: i32) -> Result<(), FieldError> {

@@ -192,6 +192,14 @@ pub(crate) fn scale_of(obj: &Value, selector: String) -> (i32, i32, String) {
     )
 }
 
+/// `/scale` of an apps/v1 workload, whose `spec.selector` is a `LabelSelector` rendered as a string.
+pub(crate) fn apps_scale_of(obj: &Value) -> (i32, i32, String) {
+    let selector = LabelSelector::from_json(get(obj, &["spec", "selector"]))
+        .map(|s| s.render())
+        .unwrap_or_default();
+    scale_of(obj, selector)
+}
+
 /// Sets `spec.replicas` from a `Scale`, refusing negative counts as `ValidateScale` does.
 pub(crate) fn set_replicas(obj: &mut Value, replicas: i32) -> Result<(), FieldError> {
     if replicas < 0 {
