@@ -211,3 +211,65 @@ where
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::convert::Infallible;
+    use tower::{Layer, Service, ServiceExt};
+
+    #[tokio::test(start_paused = true)]
+    async fn requests_beyond_the_burst_wait_for_the_bucket() {
+        let config = kube::Config::new("http://127.0.0.1:1".parse().expect("valid url"));
+        let layer = RateLimitLayer::new(&config, 10.0, 2);
+        let mut service = layer.layer(tower::service_fn(|_req: Request<()>| async {
+            Ok::<_, Infallible>(Response::new(()))
+        }));
+        let start = tokio::time::Instant::now();
+        let mut sent_at = Vec::new();
+        for _ in 0..4 {
+            service
+                .ready()
+                .await
+                .expect("ready")
+                .call(Request::new(()))
+                .await
+                .expect("answered");
+            sent_at.push(start.elapsed());
+        }
+        // The burst of two goes at once, then one request every 100 ms (10 qps).
+        assert_eq!(sent_at[0], Duration::ZERO);
+        assert_eq!(sent_at[1], Duration::ZERO);
+        assert!(sent_at[2] >= Duration::from_millis(100), "{sent_at:?}");
+        assert!(sent_at[3] >= Duration::from_millis(200), "{sent_at:?}");
+        assert!(sent_at[3] < Duration::from_millis(250), "{sent_at:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn clients_of_different_controllers_have_their_own_buckets() {
+        let config = kube::Config::new("http://127.0.0.1:1".parse().expect("valid url"));
+        let ok = || {
+            tower::service_fn(|_req: Request<()>| async { Ok::<_, Infallible>(Response::new(())) })
+        };
+        let mut a = RateLimitLayer::new(&config, 1.0, 1).layer(ok());
+        let mut b = RateLimitLayer::new(&config, 1.0, 1).layer(ok());
+        let start = tokio::time::Instant::now();
+        a.ready()
+            .await
+            .expect("ready")
+            .call(Request::new(()))
+            .await
+            .expect("answered");
+        b.ready()
+            .await
+            .expect("ready")
+            .call(Request::new(()))
+            .await
+            .expect("answered");
+        assert_eq!(
+            start.elapsed(),
+            Duration::ZERO,
+            "b did not wait for a's token"
+        );
+    }
+}
