@@ -109,14 +109,13 @@ pub fn max_container_restarts(pod: &Pod) -> ContainerRestarts {
     let Some(status) = pod.status.as_ref() else {
         return ContainerRestarts::default();
     };
-    let max_of = |counts: &mut dyn Iterator<Item = i32>| counts.fold(0, i32::max);
-    let regular = max_of(
-        &mut status
-            .container_statuses
-            .iter()
-            .flatten()
-            .map(|c| c.restart_count),
-    );
+    // Go's max over an int starting at 0: a pod without statuses has 0 restarts.
+    let regular = status
+        .container_statuses
+        .iter()
+        .flatten()
+        .map(|c| c.restart_count)
+        .fold(0, i32::max);
     let sidecars: HashSet<&str> = pod
         .spec
         .iter()
@@ -124,14 +123,13 @@ pub fn max_container_restarts(pod: &Pod) -> ContainerRestarts {
         .filter(|c| c.restart_policy.as_deref() == Some(CONTAINER_RESTART_POLICY_ALWAYS))
         .map(|c| c.name.as_str())
         .collect();
-    let sidecar = max_of(
-        &mut status
-            .init_container_statuses
-            .iter()
-            .flatten()
-            .filter(|c| sidecars.contains(c.name.as_str()))
-            .map(|c| c.restart_count),
-    );
+    let sidecar = status
+        .init_container_statuses
+        .iter()
+        .flatten()
+        .filter(|c| sidecars.contains(c.name.as_str()))
+        .map(|c| c.restart_count)
+        .fold(0, i32::max);
     ContainerRestarts { regular, sidecar }
 }
 
