@@ -1,8 +1,9 @@
 //! API machinery shared by the API server: the resource catalog, patches, OpenAPI documents,
-//! field validation and table printers.
+//! field validation, table printers and semantic equality.
 
 pub mod catalog;
 pub mod openapi;
 pub mod patch;
 pub mod printers;
+pub mod semantic;
 pub mod validation;

@@ -16,7 +16,10 @@ use super::meta::{self, name_is_dns_subdomain};
 use super::object::{
     copy, default_field, get, get_i64, get_str, object_mut, semantically_equal, set,
 };
-use super::podspec::{default_pod_spec, push_invalid_names, validate_pod_spec, CONTAINER_LISTS};
+use super::podspec::{
+    default_pod_spec, encode_pod_value_structs, push_invalid_names, validate_pod_spec,
+    CONTAINER_LISTS,
+};
 use super::quantity::parse_nanos;
 use super::{FieldError, GracefulDelete, Strategy};
 
@@ -56,6 +59,9 @@ fn default_pod(pod: &mut Value) {
                 requests.entry(k).or_insert(v);
             }
         }
+    }
+    if let Some(pod) = pod.as_object_mut() {
+        encode_pod_value_structs(pod);
     }
 }
 

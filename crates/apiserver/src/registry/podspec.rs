@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use rkcm_apimachinery::semantic::{self, types, Shape};
 use serde_json::{json, Map, Value};
 
 use super::meta::{self, name_is_dns_label, name_is_dns_subdomain};
@@ -50,6 +51,32 @@ pub(crate) fn default_pod_spec(spec: &mut Map<String, Value>) {
             default_volume_source(v);
         }
     }
+}
+
+/// Writes into `value`, JSON of the Go type `shape`, the value structs Go's encoder always
+/// writes (`resources: {}` in each container, `creationTimestamp: null` in template metadata), so
+/// that objects read back as kube-apiserver returns them and clients that send them back
+/// (`kubectl rollout undo`) send the same template.
+fn encode_value_structs(shape: &Shape, map: &mut Map<String, Value>) {
+    let mut value = Value::Object(std::mem::take(map));
+    semantic::fill_value_structs(shape, &mut value);
+    if let Value::Object(filled) = value {
+        *map = filled;
+    }
+}
+
+/// The defaults of an embedded pod template (`spec.template` of workloads): the pod spec
+/// defaults, and the value structs of the template as Go writes them.
+pub(crate) fn default_pod_template(template: &mut Map<String, Value>) {
+    if let Some(spec) = template.get_mut("spec").and_then(Value::as_object_mut) {
+        default_pod_spec(spec);
+    }
+    encode_value_structs(&types::POD_TEMPLATE_SPEC, template);
+}
+
+/// The value structs of a pod as Go writes them (see [`default_pod_template`]).
+pub(crate) fn encode_pod_value_structs(pod: &mut Map<String, Value>) {
+    encode_value_structs(&types::POD, pod);
 }
 
 /// The defaults of volume sources: file modes 0644 (`420`), the token expiry of projected
@@ -654,6 +681,24 @@ mod tests {
         assert!(!pulls_always("nginx:1.25"));
         assert!(!pulls_always("nginx@sha256:abc"));
         assert!(pulls_always("nginx:latest@sha256:abc"));
+    }
+
+    #[test]
+    fn a_defaulted_template_has_the_value_structs_go_writes() {
+        let mut template = json!({
+            "metadata": {"labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "a", "image": "x:1"}]},
+        });
+        default_pod_template(template.as_object_mut().expect("an object"));
+        assert_eq!(template["metadata"]["creationTimestamp"], Value::Null);
+        assert!(template["metadata"]
+            .as_object()
+            .is_some_and(|m| m.contains_key("creationTimestamp")));
+        assert_eq!(template["spec"]["containers"][0]["resources"], json!({}));
+        assert_eq!(
+            template["spec"]["dnsPolicy"], "ClusterFirst",
+            "the pod spec defaults too"
+        );
     }
 
     #[test]

@@ -5,18 +5,19 @@
 use serde_json::{json, Value};
 
 use super::meta::validate_nonnegative;
-use super::object::{get, get_i64, object_mut, set, string_map};
-use super::podspec::{default_pod_spec, validate_pod_template};
+use super::object::{get, get_i64, set, string_map};
+use super::podspec::{default_pod_template, validate_pod_template};
 use super::selector::{validate_label_selector, LabelSelector};
 use super::FieldError;
 
-/// Applies the pod spec defaults to `spec.template.spec` (`SetDefaults_PodSpec` runs on
+/// Applies the pod template defaults to `spec.template` (`SetDefaults_PodSpec` runs on
 /// every embedded pod template).
 pub(crate) fn default_template(obj: &mut Value) {
-    if get(obj, &["spec", "template"]).is_some_and(Value::is_object) {
-        if let Some(spec) = object_mut(obj, &["spec", "template", "spec"]) {
-            default_pod_spec(spec);
-        }
+    if let Some(template) = obj
+        .pointer_mut("/spec/template")
+        .and_then(Value::as_object_mut)
+    {
+        default_pod_template(template);
     }
 }
 
