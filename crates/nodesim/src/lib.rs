@@ -77,7 +77,6 @@
 //! 50 seconds. Timed pod changes are delayed queue items.
 
 pub mod config;
-pub mod duration;
 pub mod error;
 pub mod kubelet;
 pub mod lease;
