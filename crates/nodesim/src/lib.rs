@@ -82,7 +82,6 @@ pub mod kubelet;
 pub mod lease;
 pub mod node;
 pub mod node_set;
-pub mod quantity;
 pub mod scheduler;
 pub mod sim;
 
