@@ -1,8 +1,8 @@
-//! ObjectMeta validation and the name validators built on apimachinery's `util/validation`.
+//! ObjectMeta validation, as `k8s.io/apimachinery/pkg/api/validation/objectmeta.go`
+//! (`ValidateObjectMetaAccessor`, `ValidateObjectMetaAccessorUpdate`) has it.
 //!
-//! Mirrors `k8s.io/apimachinery/pkg/api/validation/objectmeta.go` (`ValidateObjectMetaAccessor`,
-//! `ValidateObjectMetaAccessorUpdate`) and `generic.go` (`NameIsDNSSubdomain`, ...); the string
-//! checks themselves live in [`rkcm_labels::validation`], re-exported here.
+//! The name and string checks it uses (`NameIsDNSSubdomain`, `IsQualifiedName`, …) live in
+//! [`rkcm_labels::validation`] and are re-exported here for the registry's kinds.
 
 use serde_json::Value;
 
