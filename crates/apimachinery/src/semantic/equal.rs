@@ -3,7 +3,7 @@
 use jiff::Timestamp;
 use serde_json::{Map, Value};
 
-use super::quantity;
+use crate::quantity::Quantity;
 use super::shape::{Shape, Zero};
 
 /// Whether `a` and `b`, both JSON of the Go type `shape` (such as
@@ -66,7 +66,11 @@ fn equal(shape: &Shape, a: Option<&Value>, b: Option<&Value>) -> bool {
             None => a == b,
         },
         Shape::Quantity => {
-            let read = |v: Option<&Value>| v.map_or(Some(0), quantity::nanos);
+            // An absent Quantity is Go's zero value.
+            let read = |v: Option<&Value>| match v {
+                None => Some(Quantity::default()),
+                Some(v) => Quantity::from_json(v).ok(),
+            };
             match (read(a), read(b)) {
                 (Some(x), Some(y)) => x == y,
                 _ => a == b,

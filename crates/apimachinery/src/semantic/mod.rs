@@ -13,7 +13,6 @@
 
 mod encode;
 mod equal;
-mod quantity;
 mod shape;
 pub mod types;
 

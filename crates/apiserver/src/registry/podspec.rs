@@ -6,12 +6,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use rkcm_apimachinery::quantity::{canonicalize_json_numbers, Quantity};
 use rkcm_apimachinery::semantic::{self, types, Shape};
 use serde_json::{json, Map, Value};
 
 use super::meta::{self, name_is_dns_label, name_is_dns_subdomain};
 use super::object::{default_field, default_nonzero, get, get_str};
-use super::quantity::{canonicalize_numbers, parse_nanos};
 use super::FieldError;
 
 /// `v1.DefaultTerminationGracePeriodSeconds`.
@@ -203,7 +203,7 @@ fn canonicalize_resources(resources: Option<&mut Value>) {
     let Some(resources) = resources else { return };
     for kind in ["requests", "limits"] {
         if let Some(list) = resources.get_mut(kind).and_then(Value::as_object_mut) {
-            canonicalize_numbers(list);
+            canonicalize_json_numbers(list);
         }
     }
 }
@@ -534,7 +534,7 @@ fn validate_volume_mounts(
 /// do not exceed limits.
 fn validate_resources(res: Option<&Value>, path: &str, errs: &mut Vec<FieldError>) {
     let Some(res) = res else { return };
-    let mut parsed: BTreeMap<(&str, &str), i128> = BTreeMap::new();
+    let mut parsed: BTreeMap<(&str, &str), Quantity> = BTreeMap::new();
     for kind in ["limits", "requests"] {
         for (name, q) in get(res, &[kind])
             .and_then(Value::as_object)
@@ -542,13 +542,13 @@ fn validate_resources(res: Option<&Value>, path: &str, errs: &mut Vec<FieldError
             .flatten()
         {
             let p = format!("{path}.{kind}[{name}]");
-            match parse_nanos(q) {
+            match Quantity::from_json(q).ok() {
                 None => errs.push(FieldError::invalid(
                     p,
                     q,
                     "must match the regex ^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$",
                 )),
-                Some(n) if n < 0 => errs.push(FieldError::invalid(
+                Some(n) if n.sign() < 0 => errs.push(FieldError::invalid(
                     p,
                     q,
                     "must be greater than or equal to 0",
@@ -565,13 +565,10 @@ fn validate_resources(res: Option<&Value>, path: &str, errs: &mut Vec<FieldError
         }
         if let Some(limit) = parsed.get(&("limits", name)) {
             if req > limit {
-                let limit_str = get(res, &["limits", name])
-                    .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
-                    .unwrap_or_default();
                 errs.push(FieldError::invalid(
                     format!("{path}.requests[{name}]"),
                     get(res, &["requests", name]).unwrap_or(&Value::Null),
-                    &format!("must be less than or equal to {name} limit of {limit_str}"),
+                    &format!("must be less than or equal to {name} limit of {limit}"),
                 ));
             }
         }
