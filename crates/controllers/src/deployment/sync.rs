@@ -768,16 +768,9 @@ pub(crate) fn with_replica_set(
         .collect()
 }
 
-/// The messages of an error and its sources, joined.
-fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut msg = err.to_string();
-    let mut source = err.source();
-    while let Some(s) = source {
-        msg.push_str(": ");
-        msg.push_str(&s.to_string());
-        source = s.source();
-    }
-    msg
+/// The messages of an error and its sources, joined (an API error as its `Status` message).
+fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    rkcm_runtime::api_error::chain(err)
 }
 
 fn status_already_exists(name: &str) -> Box<kube::core::Status> {

@@ -18,7 +18,7 @@ use rkcm_runtime::ObjectKey;
 use rkcm_runtime::controller_ref::{
     self, recheck_owner, ControllerRefManager, OwnerInfo, PodControlPatcher,
 };
-use rkcm_runtime::pod_control::PodControlError;
+use rkcm_runtime::pod_control::{self, PodControlError};
 
 use super::handlers::controller_of;
 use super::pod_state::filter_active_pods;
@@ -71,10 +71,12 @@ pub enum SyncError {
 }
 
 impl SyncError {
-    /// The message kube puts in the `ReplicaFailure` condition: the API's own error.
+    /// The message kube puts in the `ReplicaFailure` condition: the error `RealPodControl`
+    /// returned (the API's `Status` message; `unable to delete pods: …` for a deletion).
     fn condition_message(&self) -> String {
         match self {
-            SyncError::Create { source, .. } | SyncError::Delete { source, .. } => source.message(),
+            SyncError::Create { source, .. } => source.message(),
+            SyncError::Delete { source, .. } => pod_control::unable_to_delete(source),
             other => other.to_string(),
         }
     }
@@ -520,6 +522,34 @@ mod tests {
         // Status changes (0 replicas wanted, 1 pod counted stays 1): nothing to write.
         f.ctrl.sync(&key).await.expect("NotFound is not an error");
         assert!(f.ctrl.expectations().satisfied_expectations(&key));
+    }
+
+    #[test]
+    fn replica_failure_carries_the_error_kube_returns() {
+        let status = |message: &str| {
+            PodControlError::Api(kube::Error::Api(
+                kube::core::Status::failure(message, "Forbidden")
+                    .with_code(403)
+                    .boxed(),
+            ))
+        };
+        let owner = ObjectKey::new("default", "web");
+        let create = SyncError::Create {
+            owner: owner.clone(),
+            source: status("pods \"web-x\" is forbidden: exceeded quota"),
+        };
+        assert_eq!(
+            create.condition_message(),
+            "pods \"web-x\" is forbidden: exceeded quota"
+        );
+        let delete = SyncError::Delete {
+            owner,
+            source: status("pods \"web-x\" is forbidden: denied"),
+        };
+        assert_eq!(
+            delete.condition_message(),
+            "unable to delete pods: pods \"web-x\" is forbidden: denied"
+        );
     }
 
     const BURST: usize = crate::replicaset::BURST_REPLICAS;
