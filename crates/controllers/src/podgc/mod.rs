@@ -231,8 +231,9 @@ impl PodGcController {
     }
 
     /// Moves a non-terminal pod to `Failed` (with `condition`), then deletes it with grace 0
-    /// (`markFailedAndDeletePodWithCondition`).
-    async fn mark_failed_and_delete(
+    /// (`markFailedAndDeletePodWithCondition`). `pod` is the copy the rules looked at: the status
+    /// patch sets the phase and `condition` only, whatever else changed since.
+    pub async fn mark_failed_and_delete(
         &self,
         pod: &Pod,
         condition: Option<PodCondition>,
@@ -241,12 +242,16 @@ impl PodGcController {
         tracing::info!(pod = %key, "PodGC is force deleting pod");
         let api: Api<Pod> = Api::namespaced(self.client.clone(), key.namespace_str());
         if let Some(patch) = rules::fail_status_patch(pod, condition, self.config.clock.now()) {
-            api.patch_status(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-                .map_err(|source| Error::MarkFailed {
-                    pod: key.clone(),
-                    source,
-                })?;
+            api.patch_status(
+                &key.name,
+                &PatchParams::default(),
+                &Patch::Strategic(&patch),
+            )
+            .await
+            .map_err(|source| Error::MarkFailed {
+                pod: key.clone(),
+                source,
+            })?;
         }
         api.delete(
             &key.name,
