@@ -336,3 +336,42 @@ async fn run_collects_every_period_until_shutdown() -> Result<()> {
         .context("run did not return after shutdown")??;
     Ok(())
 }
+
+#[tokio::test]
+async fn marking_a_pod_failed_keeps_conditions_added_after_it_was_cached() -> Result<()> {
+    let h = start(12_500).await;
+    create_pod(&h.client, &pod("orphan", Some("gone"), true)).await?;
+    let api: Api<Pod> = Api::namespaced(h.client.clone(), NS);
+    let ready = serde_json::json!({"status": {"phase": "Running", "conditions": [
+        {"type": "Ready", "status": "True"}
+    ]}});
+    api.patch_status("orphan", &PatchParams::default(), &Patch::Merge(&ready))
+        .await?;
+    // The copy PodGC decides on; meanwhile another writer adds a condition.
+    let cached = api.get("orphan").await?;
+    let added = serde_json::json!({"status": {"conditions": [
+        {"type": "example.com/Added", "status": "True"}
+    ]}});
+    api.patch_status("orphan", &PatchParams::default(), &Patch::Strategic(&added))
+        .await?;
+
+    h.gc.mark_failed_and_delete(
+        &cached,
+        Some(rkcm_controllers::podgc::rules::orphan_condition()),
+    )
+    .await?;
+
+    let after = api.get("orphan").await?;
+    assert_eq!(phase_of(&after), "Failed");
+    assert!(after.metadata.deletion_timestamp.is_some(), "deleted");
+    let mut types: Vec<String> = after
+        .status
+        .and_then(|s| s.conditions)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| c.type_)
+        .collect();
+    types.sort();
+    assert_eq!(types, ["DisruptionTarget", "Ready", "example.com/Added"]);
+    Ok(())
+}

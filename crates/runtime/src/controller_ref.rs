@@ -163,9 +163,9 @@ pub enum PatchError {
     /// The server refused the patch (for example a `uid` precondition mismatch).
     #[error("invalid: {0}")]
     Invalid(String),
-    /// Any other failure.
-    #[error(transparent)]
-    Other(Box<dyn std::error::Error + Send + Sync>),
+    /// Any other failure (an API error reads as its `Status` message).
+    #[error("{}", crate::api_error::chain(.0.as_ref()))]
+    Other(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl From<kube::Error> for PatchError {
@@ -181,6 +181,7 @@ impl From<kube::Error> for PatchError {
 impl From<PodControlError> for PatchError {
     fn from(err: PodControlError) -> Self {
         match err {
+            PodControlError::Api(err) => PatchError::from(err),
             PodControlError::NotFound => PatchError::NotFound,
             PodControlError::Invalid(m) => PatchError::Invalid(m),
             other => PatchError::Other(Box::new(other)),
@@ -284,7 +285,7 @@ pub enum Error {
         source: PatchError,
     },
     /// Several objects failed; each error is listed.
-    #[error("{}", .0.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; "))]
+    #[error("{}", .0.iter().map(|e| crate::api_error::chain(e)).collect::<Vec<_>>().join("; "))]
     Aggregate(Vec<Error>),
     /// The uncached recheck of the owner failed or found it unfit to adopt.
     #[error("{0}")]
@@ -511,10 +512,12 @@ pub async fn recheck_owner<K>(api: &Api<K>, owner: &OwnerInfo) -> Result<(), Err
 where
     K: Resource + Clone + DeserializeOwned + Debug,
 {
-    let fresh = api
-        .get(&owner.name)
-        .await
-        .map_err(|e| Error::Recheck(format!("can't recheck DeletionTimestamp: {e}")))?;
+    let fresh = api.get(&owner.name).await.map_err(|e| {
+        Error::Recheck(format!(
+            "can't recheck DeletionTimestamp: {}",
+            crate::api_error::message(&e)
+        ))
+    })?;
     let uid = fresh.meta().uid.as_deref().unwrap_or_default();
     if uid != owner.uid {
         return Err(Error::Recheck(format!(

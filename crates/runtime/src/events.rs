@@ -419,7 +419,12 @@ async fn record_event(
         }
         // The server looked at the event and refused it: retrying will not help.
         Some(Err(kube::Error::Api(status))) => {
-            if status.code == 409 && status.reason == "AlreadyExists" {
+            let namespace_terminating = status.details.as_ref().is_some_and(|d| {
+                d.causes
+                    .iter()
+                    .any(|c| c.reason == crate::pod_control::NAMESPACE_TERMINATING_CAUSE)
+            });
+            if (status.code == 409 && status.reason == "AlreadyExists") || namespace_terminating {
                 tracing::debug!(message = %status.message, "server rejected event (will not retry)");
             } else {
                 tracing::error!(message = %status.message, code = status.code, "server rejected event (will not retry)");
@@ -431,7 +436,7 @@ async fn record_event(
             true
         }
         Some(Err(err)) => {
-            tracing::warn!(error = %err, "unable to write event (may retry after sleeping)");
+            tracing::warn!(error = %crate::api_error::message(&err), "unable to write event (may retry after sleeping)");
             false
         }
         None => true,
@@ -741,7 +746,63 @@ fn spam_filtered(cache: &mut Lru<TokenBucket>, event: &Event, now: Timestamp) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::FakeEventSink;
     use crate::FakeClock;
+
+    fn api_error(code: u16, reason: &str, message: &str) -> kube::Error {
+        kube::Error::Api(
+            kube::core::Status::failure(message, reason)
+                .with_code(code)
+                .boxed(),
+        )
+    }
+
+    #[tokio::test]
+    async fn an_expired_event_is_created_afresh_when_its_patch_gets_404() {
+        // client-go TestUpdateExpiredEvent: a repeat is a patch of the existing Event; when that
+        // Event has expired (404), a new one is posted, without the stale resourceVersion.
+        let clock = FakeClock::default();
+        let correlator = EventCorrelator::new(Arc::new(clock.clone()));
+        let sink = FakeEventSink::new();
+        let first = correlator.correlate(event(&clock, "web", "R", "same"));
+        assert!(record_event(&sink, &first.event, first.patch.as_ref(), &correlator).await);
+
+        sink.fail_patches(u32::MAX, || api_error(404, "NotFound", ""));
+        clock.step(Duration::from_secs(1));
+        let repeat = correlator.correlate(event(&clock, "web", "R", "same"));
+        assert_eq!(repeat.event.count, Some(2));
+        assert!(repeat.event.metadata.resource_version.is_some());
+        assert!(
+            record_event(&sink, &repeat.event, repeat.patch.as_ref(), &correlator).await,
+            "written, nothing left to retry"
+        );
+        assert_eq!(sink.patch_calls(), 1);
+        let created = sink.created();
+        assert_eq!(created.len(), 2, "the expired event was posted again");
+        assert_eq!(created[1].metadata.resource_version, None);
+        assert_eq!(created[1].count, Some(2));
+        assert_eq!(created[1].metadata.name, first.event.metadata.name);
+    }
+
+    #[tokio::test]
+    async fn a_patch_refused_otherwise_is_neither_posted_nor_retried() {
+        let clock = FakeClock::default();
+        let correlator = EventCorrelator::new(Arc::new(clock.clone()));
+        let sink = FakeEventSink::new();
+        let first = correlator.correlate(event(&clock, "web", "R", "same"));
+        assert!(record_event(&sink, &first.event, first.patch.as_ref(), &correlator).await);
+        sink.fail_patches(1, || {
+            api_error(422, "Invalid", "Event \"web.1\" is invalid")
+        });
+        let repeat = correlator.correlate(event(&clock, "web", "R", "same"));
+        assert!(record_event(&sink, &repeat.event, repeat.patch.as_ref(), &correlator).await);
+        assert_eq!(sink.created().len(), 1);
+
+        // A transport error is retried.
+        sink.fail_patches(1, || kube::Error::LinesCodecMaxLineLengthExceeded);
+        let again = correlator.correlate(event(&clock, "web", "R", "same"));
+        assert!(!record_event(&sink, &again.event, again.patch.as_ref(), &correlator).await);
+    }
 
     fn pod_ref(name: &str) -> ObjectReference {
         ObjectReference {
@@ -872,47 +933,10 @@ mod tests {
         assert_eq!(lru.take("c"), Some(3));
     }
 
-    /// Records what reaches the API; the first `fail_first` creates fail with a transport error.
-    #[derive(Default)]
-    struct RecordingSink {
-        created: Mutex<Vec<Event>>,
-        patched: Mutex<Vec<(String, serde_json::Value)>>,
-        fail_first: Mutex<u32>,
-    }
-
-    #[async_trait]
-    impl EventSink for RecordingSink {
-        async fn create(&self, event: &Event) -> Result<Event, kube::Error> {
-            {
-                let mut fail = self.fail_first.lock();
-                if *fail > 0 {
-                    *fail -= 1;
-                    return Err(kube::Error::LinesCodecMaxLineLengthExceeded);
-                }
-            }
-            let mut written = event.clone();
-            written.metadata.resource_version = Some("1".into());
-            self.created.lock().push(written.clone());
-            Ok(written)
-        }
-
-        async fn patch(
-            &self,
-            event: &Event,
-            patch: &serde_json::Value,
-        ) -> Result<Event, kube::Error> {
-            self.patched.lock().push((
-                event.metadata.name.clone().unwrap_or_default(),
-                patch.clone(),
-            ));
-            Ok(event.clone())
-        }
-    }
-
     #[tokio::test(start_paused = true)]
     async fn broadcaster_retries_transport_errors_and_patches_repeats() {
-        let sink = Arc::new(RecordingSink::default());
-        *sink.fail_first.lock() = 2;
+        let sink = Arc::new(FakeEventSink::new());
+        sink.fail_creates(2, || kube::Error::LinesCodecMaxLineLengthExceeded);
         let clock = FakeClock::default();
         let broadcaster = EventBroadcaster::with_sink(
             sink.clone(),
@@ -935,16 +959,17 @@ mod tests {
             "Created pod: a",
         );
         let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-        while sink.patched.lock().is_empty() {
+        while sink.patched().is_empty() {
             assert!(
                 tokio::time::Instant::now() < deadline,
                 "events never written"
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        let created = sink.created.lock().clone();
+        let created = sink.created();
         assert_eq!(created.len(), 1);
-        let patched = sink.patched.lock().clone();
+        assert_eq!(sink.create_calls(), 3, "two transport errors, then written");
+        let patched = sink.patched();
         assert_eq!(
             patched[0].0,
             created[0].metadata.name.clone().unwrap_or_default()

@@ -413,7 +413,7 @@ impl Inner {
         let current = match self.inner_get().await {
             Ok(current) => current,
             Err(err) => {
-                tracing::warn!(lease = %self.describe(), error = %err, "error retrieving lease");
+                tracing::warn!(lease = %self.describe(), error = %crate::api_error::message(&err), "error retrieving lease");
                 return false;
             }
         };
@@ -432,7 +432,7 @@ impl Inner {
                     true
                 }
                 Err(err) => {
-                    tracing::debug!(lease = %self.describe(), error = %err, "error creating lease");
+                    tracing::debug!(lease = %self.describe(), error = %crate::api_error::message(&err), "error creating lease");
                     false
                 }
             };
@@ -460,7 +460,7 @@ impl Inner {
         match self.update(&record).await {
             Ok(()) => true,
             Err(err) => {
-                tracing::debug!(lease = %self.describe(), error = %err, "failed to update lease");
+                tracing::debug!(lease = %self.describe(), error = %crate::api_error::message(&err), "failed to update lease");
                 false
             }
         }
@@ -526,7 +526,7 @@ impl Inner {
         match result {
             Ok(()) => tracing::info!(lease = %self.describe(), "released leader lease"),
             Err(err) => {
-                tracing::warn!(lease = %self.describe(), error = %err, "failed to release lease")
+                tracing::warn!(lease = %self.describe(), error = %crate::api_error::message(&err), "failed to release lease")
             }
         }
     }

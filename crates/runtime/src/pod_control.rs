@@ -9,6 +9,7 @@ use kube::{Api, Client};
 
 use rkcm_labels::validation::name_is_dns_subdomain;
 
+use crate::api_error;
 use crate::events::{EventRecorder, EventType};
 
 /// Event reason for a created pod.
@@ -23,30 +24,36 @@ pub const FAILED_DELETE_POD_REASON: &str = "FailedDelete";
 pub const NAMESPACE_TERMINATING_CAUSE: &str = "NamespaceTerminating";
 
 /// Errors from creating, deleting and patching pods.
+///
+/// An error that came from the API server reads as its `Status` message, as client-go's errors do:
+/// that text goes into events (`Error creating: <message>`) and into the `ReplicaFailure`
+/// condition.
 #[derive(Debug, thiserror::Error)]
 pub enum PodControlError {
-    /// The pod (or its namespace) does not exist.
+    /// The pod (or its namespace) does not exist (a fake's error; the API's is [`Self::Api`]).
     #[error("not found")]
     NotFound,
-    /// A write lost an optimistic-concurrency race.
+    /// A write lost an optimistic-concurrency race (a fake's error; the API's is [`Self::Api`]).
     #[error("conflict")]
     Conflict,
-    /// A pod with that name already exists.
+    /// A pod with that name already exists (a fake's error; the API's is [`Self::Api`]).
     #[error("already exists")]
     AlreadyExists,
     /// The namespace is being deleted; creating anything in it will fail.
     #[error("namespace {0} is terminating")]
     NamespaceTerminating(String),
     /// The request or the object was invalid.
-    #[error("invalid: {0}")]
+    #[error("{0}")]
     Invalid(String),
-    /// Any other API or transport error.
-    #[error("api error")]
+    /// The API server refused the request, or it did not reach the server.
+    #[error("{}", api_error::message(.0))]
     Api(#[source] kube::Error),
 }
 
 impl PodControlError {
-    /// Maps an API error as client-go's `apierrors.IsNotFound` & co. classify it.
+    /// Keeps an API error as it came (with its `Status`), except a refusal because the namespace
+    /// is terminating, which callers single out (client-go's `HasStatusCause(err,
+    /// NamespaceTerminatingCause)`).
     pub fn from_kube(err: kube::Error, namespace: &str) -> Self {
         let kube::Error::Api(status) = &err else {
             return PodControlError::Api(err);
@@ -57,35 +64,50 @@ impl PodControlError {
                 .as_ref()
                 .is_some_and(|d| d.causes.iter().any(|c| c.reason == t))
         };
-        match (status.code, status.reason.as_str()) {
-            (_, _)
-                if has_cause(NAMESPACE_TERMINATING_CAUSE)
-                    || (status.code == 403
-                        && status.message.contains("because it is being terminated")) =>
-            {
-                PodControlError::NamespaceTerminating(namespace.to_string())
-            }
-            (404, _) | (_, "NotFound") => PodControlError::NotFound,
-            (409, "AlreadyExists") => PodControlError::AlreadyExists,
-            (409, _) | (_, "Conflict") => PodControlError::Conflict,
-            (422, _) | (_, "Invalid") => PodControlError::Invalid(status.message.clone()),
-            _ => PodControlError::Api(err),
+        if has_cause(NAMESPACE_TERMINATING_CAUSE)
+            || (status.code == 403 && status.message.contains("because it is being terminated"))
+        {
+            return PodControlError::NamespaceTerminating(namespace.to_string());
+        }
+        PodControlError::Api(err)
+    }
+
+    /// The `Status` of an API error.
+    fn status(&self) -> Option<&kube::core::Status> {
+        match self {
+            PodControlError::Api(kube::Error::Api(status)) => Some(status),
+            _ => None,
         }
     }
 
-    /// Whether this is [`PodControlError::NotFound`].
+    /// Whether the pod (or its namespace) does not exist (`apierrors.IsNotFound`).
     pub fn is_not_found(&self) -> bool {
         matches!(self, PodControlError::NotFound)
+            || self
+                .status()
+                .is_some_and(|s| s.code == 404 || s.reason == "NotFound")
     }
 
-    /// Whether this is [`PodControlError::AlreadyExists`].
+    /// Whether a pod with that name already exists (`apierrors.IsAlreadyExists`).
     pub fn is_already_exists(&self) -> bool {
         matches!(self, PodControlError::AlreadyExists)
+            || self.status().is_some_and(|s| s.reason == "AlreadyExists")
     }
 
-    /// Whether this is [`PodControlError::Conflict`].
+    /// Whether a write lost an optimistic-concurrency race (`apierrors.IsConflict`).
     pub fn is_conflict(&self) -> bool {
         matches!(self, PodControlError::Conflict)
+            || self.status().is_some_and(|s| {
+                s.reason == "Conflict" || (s.code == 409 && s.reason != "AlreadyExists")
+            })
+    }
+
+    /// Whether the request or the object was invalid (`apierrors.IsInvalid`).
+    pub fn is_invalid(&self) -> bool {
+        matches!(self, PodControlError::Invalid(_))
+            || self
+                .status()
+                .is_some_and(|s| s.code == 422 || s.reason == "Invalid")
     }
 
     /// Whether this is [`PodControlError::NamespaceTerminating`].
@@ -96,19 +118,21 @@ impl PodControlError {
     /// Whether the server timed out (504 / reason `Timeout`): the pod may or may not exist, and
     /// the informer will tell (the ReplicaSet controller then skips lowering expectations).
     pub fn is_timeout(&self) -> bool {
-        matches!(self, PodControlError::Api(kube::Error::Api(s)) if s.code == 504 || s.reason == "Timeout")
+        self.status()
+            .is_some_and(|s| s.code == 504 || s.reason == "Timeout")
     }
 
-    /// What the API said, for event messages (a Status message, else the error text).
+    /// What the API said, for event and condition messages: the `Status` message of an API error,
+    /// else the error's text. The same as its `Display`.
     pub fn message(&self) -> String {
-        match self {
-            PodControlError::Api(kube::Error::Api(status)) if !status.message.is_empty() => {
-                status.message.clone()
-            }
-            PodControlError::Api(err) => err.to_string(),
-            other => other.to_string(),
-        }
+        self.to_string()
     }
+}
+
+/// The error kube's `RealPodControl.DeletePod` returns for a failed deletion other than NotFound,
+/// and so the `ReplicaFailure` condition's message: `unable to delete pods: <message>`.
+pub fn unable_to_delete(err: &PodControlError) -> String {
+    format!("unable to delete pods: {err}")
 }
 
 /// Creates, deletes and patches pods for a controller. Implementations are shared by workers and
@@ -417,15 +441,30 @@ mod tests {
     }
 
     #[test]
-    fn api_errors_map_to_kinds() {
+    fn api_errors_map_to_kinds_and_keep_their_status_message() {
         let map = |e| PodControlError::from_kube(e, "ns");
-        assert!(map(api_err(404, "NotFound", "pods \"x\" not found", None)).is_not_found());
-        assert!(map(api_err(409, "AlreadyExists", "exists", None)).is_already_exists());
-        assert!(map(api_err(409, "Conflict", "modified", None)).is_conflict());
-        assert!(matches!(
-            map(api_err(422, "Invalid", "bad", None)),
-            PodControlError::Invalid(m) if m == "bad"
+        let not_found = map(api_err(404, "NotFound", "pods \"x\" not found", None));
+        assert!(not_found.is_not_found());
+        assert_eq!(not_found.message(), "pods \"x\" not found");
+        let exists = map(api_err(
+            409,
+            "AlreadyExists",
+            "pods \"x\" already exists",
+            None,
         ));
+        assert!(exists.is_already_exists() && !exists.is_conflict());
+        assert_eq!(exists.to_string(), "pods \"x\" already exists");
+        let conflict = map(api_err(
+            409,
+            "Conflict",
+            "the object has been modified",
+            None,
+        ));
+        assert!(conflict.is_conflict() && !conflict.is_already_exists());
+        assert_eq!(conflict.to_string(), "the object has been modified");
+        let invalid = map(api_err(422, "Invalid", "Pod \"x\" is invalid: spec", None));
+        assert!(invalid.is_invalid());
+        assert_eq!(invalid.to_string(), "Pod \"x\" is invalid: spec");
         assert!(map(api_err(
             403,
             "Forbidden",
@@ -443,6 +482,24 @@ mod tests {
         let forbidden = map(api_err(403, "Forbidden", "quota exceeded", None));
         assert!(matches!(forbidden, PodControlError::Api(_)));
         assert_eq!(forbidden.message(), "quota exceeded");
+        assert!(!forbidden.to_string().contains("Status {"));
         assert!(map(api_err(504, "Timeout", "timeout", None)).is_timeout());
+    }
+
+    #[test]
+    fn local_refusals_read_as_kube_words_them() {
+        let mut r = controller_ref();
+        r.api_version.clear();
+        let err = validate_controller_ref(&r).expect_err("incomplete");
+        assert_eq!(err.to_string(), "controllerRef has empty APIVersion");
+        assert_eq!(
+            unable_to_delete(&PodControlError::Api(api_err(
+                500,
+                "InternalError",
+                "etcd down",
+                None
+            ))),
+            "unable to delete pods: etcd down"
+        );
     }
 }

@@ -1,14 +1,15 @@
-//! Fakes for controller tests: a recording [`FakePodControl`], a client that never connects and a
-//! client answered by the test itself ([`FakeApi`]).
-//! (`FakeClock` lives in [`crate::clock`].)
+//! Fakes for controller tests: a recording [`FakePodControl`], a recording [`FakeEventSink`], a
+//! client that never connects and a client answered by the test itself ([`FakeApi`]). Each fake
+//! can be told to fail. (`FakeClock` lives in [`crate::clock`].)
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use k8s_openapi::api::core::v1::{ObjectReference, PodTemplateSpec};
+use k8s_openapi::api::core::v1::{Event, ObjectReference, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use parking_lot::Mutex;
 
+use crate::events::EventSink;
 use crate::pod_control::{PodControl, PodControlError};
 
 /// A kube client pointing at a closed local port: for building informers and controllers in
@@ -340,6 +341,133 @@ impl PodControl for FakePodControl {
     }
 }
 
+/// Produces the error an injected event-sink failure returns.
+type KubeErrorFactory = Arc<dyn Fn() -> kube::Error + Send + Sync>;
+
+/// Calls that fail, and with what.
+#[derive(Default)]
+struct Failures {
+    /// How many of the next calls fail (`u32::MAX`: all of them).
+    remaining: u32,
+    error: Option<KubeErrorFactory>,
+}
+
+impl Failures {
+    fn set(&mut self, times: u32, err: impl Fn() -> kube::Error + Send + Sync + 'static) {
+        self.remaining = times;
+        self.error = Some(Arc::new(err));
+    }
+
+    /// The error this call fails with, if it fails.
+    fn next(&mut self) -> Option<kube::Error> {
+        if self.remaining == 0 {
+            return None;
+        }
+        if self.remaining != u32::MAX {
+            self.remaining -= 1;
+        }
+        self.error.as_ref().map(|f| f())
+    }
+}
+
+#[derive(Default)]
+struct SinkState {
+    created: Vec<Event>,
+    patched: Vec<(String, serde_json::Value)>,
+    create_calls: usize,
+    patch_calls: usize,
+    resource_version: u64,
+    create_failures: Failures,
+    patch_failures: Failures,
+}
+
+/// An [`EventSink`] that records what would reach the API server (client-go's `testEventSink`).
+/// Clones share the record. Writes succeed, giving the event a new `resourceVersion`, unless told
+/// to fail.
+#[derive(Clone, Default)]
+pub struct FakeEventSink {
+    state: Arc<Mutex<SinkState>>,
+}
+
+impl std::fmt::Debug for FakeEventSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self.state.lock();
+        f.debug_struct("FakeEventSink")
+            .field("created", &s.created.len())
+            .field("patched", &s.patched.len())
+            .finish()
+    }
+}
+
+impl FakeEventSink {
+    /// A sink that accepts everything.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Events successfully created, as they were sent, in call order.
+    pub fn created(&self) -> Vec<Event> {
+        self.state.lock().created.clone()
+    }
+
+    /// Successful patches as `(event name, patch)`, in call order.
+    pub fn patched(&self) -> Vec<(String, serde_json::Value)> {
+        self.state.lock().patched.clone()
+    }
+
+    /// Number of `create` calls, successful or not.
+    pub fn create_calls(&self) -> usize {
+        self.state.lock().create_calls
+    }
+
+    /// Number of `patch` calls, successful or not.
+    pub fn patch_calls(&self) -> usize {
+        self.state.lock().patch_calls
+    }
+
+    /// Makes the next `times` `create` calls (`u32::MAX`: every one) fail with `err()`.
+    pub fn fail_creates(&self, times: u32, err: impl Fn() -> kube::Error + Send + Sync + 'static) {
+        self.state.lock().create_failures.set(times, err);
+    }
+
+    /// Makes the next `times` `patch` calls (`u32::MAX`: every one) fail with `err()`.
+    pub fn fail_patches(&self, times: u32, err: impl Fn() -> kube::Error + Send + Sync + 'static) {
+        self.state.lock().patch_failures.set(times, err);
+    }
+}
+
+#[async_trait]
+impl EventSink for FakeEventSink {
+    async fn create(&self, event: &Event) -> Result<Event, kube::Error> {
+        let mut s = self.state.lock();
+        s.create_calls += 1;
+        if let Some(err) = s.create_failures.next() {
+            return Err(err);
+        }
+        s.created.push(event.clone());
+        s.resource_version += 1;
+        let mut written = event.clone();
+        written.metadata.resource_version = Some(s.resource_version.to_string());
+        Ok(written)
+    }
+
+    async fn patch(&self, event: &Event, patch: &serde_json::Value) -> Result<Event, kube::Error> {
+        let mut s = self.state.lock();
+        s.patch_calls += 1;
+        if let Some(err) = s.patch_failures.next() {
+            return Err(err);
+        }
+        s.patched.push((
+            event.metadata.name.clone().unwrap_or_default(),
+            patch.clone(),
+        ));
+        s.resource_version += 1;
+        let mut written = event.clone();
+        written.metadata.resource_version = Some(s.resource_version.to_string());
+        Ok(written)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -415,5 +543,25 @@ mod tests {
         assert!(requests[0].is(http::Method::GET, "/api/v1/namespaces/ns/configmaps/cm"));
         assert!(requests[1].is(http::Method::PUT, "/api/v1/namespaces/ns/configmaps/cm"));
         assert_eq!(requests[1].body["metadata"]["resourceVersion"], "7");
+    }
+
+    #[tokio::test]
+    async fn fake_event_sink_fails_as_often_as_told() {
+        let sink = FakeEventSink::new();
+        let shared = sink.clone();
+        sink.fail_creates(2, || kube::Error::LinesCodecMaxLineLengthExceeded);
+        let event = Event::default();
+        assert!(sink.create(&event).await.is_err());
+        assert!(sink.create(&event).await.is_err());
+        let written = sink.create(&event).await.expect("third create succeeds");
+        assert_eq!(written.metadata.resource_version.as_deref(), Some("1"));
+        assert_eq!((shared.create_calls(), shared.created().len()), (3, 1));
+
+        sink.fail_patches(u32::MAX, || kube::Error::LinesCodecMaxLineLengthExceeded);
+        let patch = serde_json::json!({"count": 2});
+        for _ in 0..3 {
+            assert!(sink.patch(&event, &patch).await.is_err());
+        }
+        assert_eq!((shared.patch_calls(), shared.patched().len()), (3, 0));
     }
 }

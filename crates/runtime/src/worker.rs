@@ -1,8 +1,9 @@
 //! The worker loop every controller runs: get → sync → forget or retry with backoff → done.
 //!
-//! client-go controllers write this loop by hand (`processNextWorkItem` plus `handleErr`); here it is written once.
+//! client-go controllers write this loop by hand (`processNextWorkItem` plus `handleErr`); here it is written once,
+//! and an [`ErrorPolicy`] carries what differs between controllers: how often a key is retried and how loudly.
 
-use std::fmt::Debug;
+use std::fmt::{Debug, Display};
 use std::future::Future;
 use std::hash::Hash;
 use std::panic::AssertUnwindSafe;
@@ -10,16 +11,108 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 use tokio::task::JoinSet;
+use tracing::Level;
 
+use crate::api_error::Chain;
 use crate::workqueue::RateLimitingQueue;
 use crate::Shutdown;
+
+/// What a controller's worker loop does with a key whose sync failed, and how loudly it says so: the `handleErr`
+/// (or `processNextWorkItem`) of a kube controller.
+///
+/// Levels follow klog: `V(2)` is [`Level::DEBUG`], `V(4)` and above [`Level::TRACE`], `utilruntime.HandleError`
+/// [`Level::ERROR`]. Each failure is one line with the key and the error, an API error as its `Status` message.
+pub struct ErrorPolicy<E> {
+    max_retries: Option<u32>,
+    requeue_level: Level,
+    drop_level: Level,
+    level_of: Option<fn(&E) -> Option<Level>>,
+}
+
+impl<E> Clone for ErrorPolicy<E> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<E> Copy for ErrorPolicy<E> {}
+
+impl<E> Debug for ErrorPolicy<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ErrorPolicy")
+            .field("max_retries", &self.max_retries)
+            .field("requeue_level", &self.requeue_level)
+            .field("drop_level", &self.drop_level)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<E> ErrorPolicy<E> {
+    /// Retried with backoff until it succeeds, each failure logged as an error (`utilruntime.HandleError`): the
+    /// ReplicaSet, namespace and garbage collector controllers.
+    pub fn handle_error() -> Self {
+        Self::retry_forever(Level::ERROR)
+    }
+
+    /// Retried with backoff until it succeeds, each failure logged at `level`.
+    pub fn retry_forever(level: Level) -> Self {
+        Self {
+            max_retries: None,
+            requeue_level: level,
+            drop_level: level,
+            level_of: None,
+        }
+    }
+
+    /// Retried at most `max_retries` times, each failure logged at `V(2)` (debug); dropping the key out of the
+    /// queue is an error (`utilruntime.HandleError`): the Deployment controller's `handleErr`.
+    pub fn max_retries(max_retries: u32) -> Self {
+        Self {
+            max_retries: Some(max_retries),
+            requeue_level: Level::DEBUG,
+            drop_level: Level::ERROR,
+            level_of: None,
+        }
+    }
+
+    /// Logs the failures for which `level_of` gives a level at that level instead (kube's garbage collector, say,
+    /// logs a not-yet-observed owner at `V(5)`).
+    pub fn with_level_of(mut self, level_of: fn(&E) -> Option<Level>) -> Self {
+        self.level_of = Some(level_of);
+        self
+    }
+
+    /// Retries before the key is dropped; `None`: retried until it succeeds.
+    pub fn retries(&self) -> Option<u32> {
+        self.max_retries
+    }
+
+    /// Whether a key that failed `requeues` times already is retried again.
+    pub fn retries_after(&self, requeues: u32) -> bool {
+        self.max_retries.is_none_or(|max| requeues < max)
+    }
+
+    /// The level of the line logged for `error` (`None`: a panic) when the key is requeued (`retried`) or
+    /// dropped.
+    pub fn level(&self, error: Option<&E>, retried: bool) -> Level {
+        let chosen = error.and_then(|e| self.level_of.and_then(|f| f(e)));
+        match (chosen, retried) {
+            (Some(level), _) => level,
+            // A panic is a bug: always loud.
+            (None, _) if error.is_none() => Level::ERROR,
+            (None, true) => self.requeue_level,
+            (None, false) => self.drop_level,
+        }
+    }
+}
 
 /// Runs `workers` (at least one) concurrent loops over `queue` until `shutdown` is cancelled or the queue is shut down.
 ///
 /// Each loop takes an item, awaits `sync(item)`, then:
 /// - `Ok`: [`forget`](RateLimitingQueue::forget)s the item's failures;
-/// - `Err`: logs it and, unless the item has already been retried `max_retries` times, re-adds it with
+/// - `Err`: unless the item has already been retried as often as `policy` allows, re-adds it with
 ///   [`add_rate_limited`](RateLimitingQueue::add_rate_limited); otherwise forgets it (it waits for the next event);
+///   either way logs one line at the level `policy` gives;
 /// - a panic in `sync` is caught, logged and handled as an error, so the item is not lost and the worker survives;
 ///
 /// and always marks the item [`done`](RateLimitingQueue::done). The queue guarantees a key is never synced by two
@@ -31,13 +124,13 @@ pub async fn run<T, F, Fut, E>(
     queue: RateLimitingQueue<T>,
     workers: usize,
     shutdown: Shutdown,
-    max_retries: Option<u32>,
+    policy: ErrorPolicy<E>,
     sync: F,
 ) where
-    T: Clone + Eq + Hash + Debug + Send + Sync + 'static,
+    T: Clone + Eq + Hash + Debug + Display + Send + Sync + 'static,
     F: Fn(T) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<(), E>> + Send,
-    E: std::error::Error,
+    E: std::error::Error + 'static,
 {
     let sync = Arc::new(sync);
     let mut set = JoinSet::new();
@@ -55,7 +148,7 @@ pub async fn run<T, F, Fut, E>(
                         None => break,
                     },
                 };
-                process(&queue, max_retries, &*sync, item).await;
+                process(&queue, policy, &*sync, item).await;
             }
         });
     }
@@ -77,50 +170,83 @@ pub async fn run<T, F, Fut, E>(
     }
 }
 
-/// `error: cause: cause…`, so that the API error behind a sync failure reaches the log.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        source = cause.source();
+/// How one failed sync is reported.
+struct Failure<'a> {
+    queue: &'a str,
+    key: &'a dyn Display,
+    requeues: u32,
+    error: String,
+    retried: bool,
+}
+
+/// Logs `failure` at `level`: one line with the key and the error.
+fn log_failure(level: Level, failure: &Failure<'_>) {
+    let Failure {
+        queue,
+        key,
+        requeues,
+        error,
+        retried,
+    } = failure;
+    let message = if *retried {
+        "error syncing, will retry"
+    } else {
+        "error syncing, dropping the key out of the queue"
+    };
+    macro_rules! at {
+        ($lvl:expr) => {
+            tracing::event!($lvl, queue, key = %key, requeues, error = %error, "{message}")
+        };
     }
-    out
+    match level {
+        Level::ERROR => at!(Level::ERROR),
+        Level::WARN => at!(Level::WARN),
+        Level::INFO => at!(Level::INFO),
+        Level::DEBUG => at!(Level::DEBUG),
+        _ => at!(Level::TRACE),
+    }
 }
 
 async fn process<T, F, Fut, E>(
     queue: &RateLimitingQueue<T>,
-    max_retries: Option<u32>,
+    policy: ErrorPolicy<E>,
     sync: &F,
     item: T,
 ) where
-    T: Clone + Eq + Hash + Debug + Send + Sync + 'static,
+    T: Clone + Eq + Hash + Debug + Display + Send + Sync + 'static,
     F: Fn(T) -> Fut,
     Fut: Future<Output = Result<(), E>>,
-    E: std::error::Error,
+    E: std::error::Error + 'static,
 {
     let outcome = AssertUnwindSafe(sync(item.clone())).catch_unwind().await;
-    let error = match outcome {
-        Ok(Ok(())) => None,
-        Ok(Err(e)) => Some(error_chain(&e)),
-        Err(panic) => Some(format!("sync panicked: {}", panic_message(&panic))),
-    };
-    match error {
-        None => queue.forget(&item),
-        Some(error) => {
-            let requeues = queue.num_requeues(&item);
-            if max_retries.is_none_or(|max| requeues < max) {
-                tracing::warn!(queue = queue.name(), key = ?item, requeues, %error, "sync failed, will retry");
-                queue.add_rate_limited(item.clone());
-            } else {
-                tracing::warn!(queue = queue.name(), key = ?item, requeues, %error, "sync failed, dropping key out of the queue");
-                queue.forget(&item);
-            }
+    let (error, text) = match outcome {
+        Ok(Ok(())) => {
+            queue.forget(&item);
+            queue.done(&item);
+            return;
         }
+        Ok(Err(e)) => {
+            let text = Chain(&e).to_string();
+            (Some(e), text)
+        }
+        Err(panic) => (None, format!("sync panicked: {}", panic_message(&panic))),
+    };
+    let requeues = queue.num_requeues(&item);
+    let retried = policy.retries_after(requeues);
+    log_failure(
+        policy.level(error.as_ref(), retried),
+        &Failure {
+            queue: queue.name(),
+            key: &item,
+            requeues,
+            error: text,
+            retried,
+        },
+    );
+    if retried {
+        queue.add_rate_limited(item.clone());
+    } else {
+        queue.forget(&item);
     }
     queue.done(&item);
 }
@@ -136,15 +262,35 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn logged_errors_carry_their_causes() {
-        #[derive(Debug, thiserror::Error)]
-        #[error("failed to sync default/web")]
-        struct Outer(#[source] std::io::Error);
-        let e = Outer(std::io::Error::other("connection refused"));
-        assert_eq!(
-            error_chain(&e),
-            "failed to sync default/web: connection refused"
-        );
+    fn handle_error_retries_forever_and_logs_every_failure_as_an_error() {
+        let policy = ErrorPolicy::<std::io::Error>::handle_error();
+        let err = std::io::Error::other("conflict");
+        assert!(policy.retries_after(u32::MAX - 1));
+        assert_eq!(policy.retries(), None);
+        assert_eq!(policy.level(Some(&err), true), Level::ERROR);
+    }
+
+    #[test]
+    fn max_retries_logs_requeues_at_debug_and_the_drop_as_an_error() {
+        // The Deployment controller's handleErr: V(2) below maxRetries, HandleError when dropping.
+        let policy = ErrorPolicy::<std::io::Error>::max_retries(15);
+        let err = std::io::Error::other("conflict");
+        assert!(policy.retries_after(14));
+        assert!(!policy.retries_after(15));
+        assert_eq!(policy.level(Some(&err), true), Level::DEBUG);
+        assert_eq!(policy.level(Some(&err), false), Level::ERROR);
+    }
+
+    #[test]
+    fn a_level_chosen_for_an_error_wins_and_a_panic_is_always_an_error() {
+        let policy = ErrorPolicy::<std::io::Error>::handle_error()
+            .with_level_of(|e| (e.kind() == std::io::ErrorKind::NotFound).then_some(Level::TRACE));
+        let quiet = std::io::Error::from(std::io::ErrorKind::NotFound);
+        let loud = std::io::Error::other("boom");
+        assert_eq!(policy.level(Some(&quiet), true), Level::TRACE);
+        assert_eq!(policy.level(Some(&loud), true), Level::ERROR);
+        let debug = ErrorPolicy::<std::io::Error>::retry_forever(Level::DEBUG);
+        assert_eq!(debug.level(None, true), Level::ERROR);
     }
 
     use std::collections::HashMap;
@@ -176,7 +322,7 @@ mod tests {
                 q.clone(),
                 2,
                 shutdown.clone(),
-                None,
+                ErrorPolicy::handle_error(),
                 move |key: String| {
                     let seen = Arc::clone(&seen);
                     async move {
@@ -209,7 +355,7 @@ mod tests {
                 q.clone(),
                 1,
                 shutdown.clone(),
-                Some(3),
+                ErrorPolicy::max_retries(3),
                 move |_key: String| {
                     let calls = Arc::clone(&calls);
                     async move {
@@ -243,7 +389,7 @@ mod tests {
                 q.clone(),
                 2,
                 shutdown.clone(),
-                None,
+                ErrorPolicy::handle_error(),
                 move |key: String| {
                     let attempts = Arc::clone(&attempts);
                     async move {
@@ -277,7 +423,7 @@ mod tests {
                 q.clone(),
                 1,
                 shutdown.clone(),
-                None,
+                ErrorPolicy::handle_error(),
                 move |key: String| {
                     let calls = Arc::clone(&calls);
                     async move {
@@ -313,7 +459,7 @@ mod tests {
                 q.clone(),
                 1,
                 shutdown.clone(),
-                None,
+                ErrorPolicy::handle_error(),
                 move |_key: String| {
                     let finished = Arc::clone(&finished);
                     let started = started_tx.lock().take();
@@ -354,7 +500,7 @@ mod tests {
             q.clone(),
             3,
             Shutdown::new(),
-            None,
+            ErrorPolicy::handle_error(),
             |_key: String| async { Ok::<_, std::io::Error>(()) },
         ));
         q.shutdown();

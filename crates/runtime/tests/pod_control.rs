@@ -33,6 +33,16 @@ async fn create_pod(
             })),
         );
     }
+    if ns == "taken" {
+        return (
+            StatusCode::CONFLICT,
+            Json(json!({
+                "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": "pods \"web-abcde\" already exists", "reason": "AlreadyExists", "code": 409,
+                "details": {"name": "web-abcde", "kind": "pods"}
+            })),
+        );
+    }
     if ns == "full" {
         return (
             StatusCode::FORBIDDEN,
@@ -59,6 +69,16 @@ async fn delete_pod(Path((_ns, name)): Path<(String, String)>) -> (StatusCode, J
             Json(json!({
                 "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                 "message": "pods \"gone\" not found", "reason": "NotFound", "code": 404
+            })),
+        );
+    }
+    if name == "busy" {
+        return (
+            StatusCode::CONFLICT,
+            Json(json!({
+                "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": "Operation cannot be fulfilled on pods \"busy\": the object has been modified; please apply your changes to the latest version and try again",
+                "reason": "Conflict", "code": 409
             })),
         );
     }
@@ -213,4 +233,51 @@ async fn delete_records_success_and_reports_not_found_without_an_event() {
         .expect_err("not found");
     assert!(err.is_not_found());
     assert!(events.try_recv().is_err());
+}
+
+#[tokio::test]
+async fn failures_read_as_the_api_status_message_in_events_and_errors() {
+    let (client, _) = server().await;
+    let (recorder, mut events) = EventRecorder::channel("replicaset-controller", 16);
+    let control = RealPodControl::new(client, recorder);
+
+    // kube: `Error creating: %v` with the StatusError, whose text is the Status message; the
+    // error returned (and put in the ReplicaFailure condition) is that StatusError.
+    let err = control
+        .create_pods("taken", &template(), &owner(), &controller_ref())
+        .await
+        .expect_err("already exists");
+    assert!(err.is_already_exists());
+    assert!(!err.is_conflict());
+    assert_eq!(err.to_string(), "pods \"web-abcde\" already exists");
+    assert_eq!(err.message(), err.to_string());
+    assert_eq!(
+        next_event(&mut events),
+        (
+            "Warning".into(),
+            "FailedCreate".into(),
+            "Error creating: pods \"web-abcde\" already exists".into()
+        )
+    );
+
+    // kube: `Error deleting: %v`, and `unable to delete pods: %v` as the returned error.
+    let err = control
+        .delete_pod("ns", "busy", &owner())
+        .await
+        .expect_err("conflict");
+    assert!(err.is_conflict());
+    let status = "Operation cannot be fulfilled on pods \"busy\": the object has been modified; please apply your changes to the latest version and try again";
+    assert_eq!(err.to_string(), status);
+    assert_eq!(
+        rkcm_runtime::pod_control::unable_to_delete(&err),
+        format!("unable to delete pods: {status}")
+    );
+    assert_eq!(
+        next_event(&mut events),
+        (
+            "Warning".into(),
+            "FailedDelete".into(),
+            format!("Error deleting: {status}")
+        )
+    );
 }

@@ -172,7 +172,7 @@ impl DeploymentController {
             self.queue.clone(),
             workers.max(1),
             shutdown,
-            Some(MAX_RETRIES),
+            worker::ErrorPolicy::max_retries(MAX_RETRIES),
             move |key: ObjectKey| {
                 let this = Arc::clone(&this);
                 async move { this.sync(&key).await }

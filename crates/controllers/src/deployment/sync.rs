@@ -790,40 +790,16 @@ fn carry_forward(step: &ScaleStep, written: &[Arc<ReplicaSet>]) -> ScaleStep {
     }
 }
 
-/// What the API said, as Go's `%v` prints a client error: a Status's message, else the error's
-/// text.
-fn api_message(err: &kube::Error) -> String {
-    match err {
-        kube::Error::Api(status) if !status.message.is_empty() => status.message.clone(),
-        other => other.to_string(),
-    }
-}
-
-/// The messages of an error and its sources, joined; an API error ends the chain with its Status
-/// message.
+/// The messages of an error and its sources, joined (an API error as its `Status` message).
 fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
-    if let Some(api) = err.downcast_ref::<kube::Error>() {
-        return api_message(api);
-    }
-    let mut msg = err.to_string();
-    let mut source = err.source();
-    while let Some(s) = source {
-        msg.push_str(": ");
-        if let Some(api) = s.downcast_ref::<kube::Error>() {
-            msg.push_str(&api_message(api));
-            break;
-        }
-        msg.push_str(&s.to_string());
-        source = s.source();
-    }
-    msg
+    rkcm_runtime::api_error::chain(err)
 }
 
 /// The `ReplicaSetCreateError` condition and event message of kube's `getNewReplicaSet`:
 /// `Failed to create new replica set %q: %v`, the error being the API's.
 fn create_failed_message(name: &str, err: &SyncError) -> String {
     let cause = match err {
-        SyncError::Api { source, .. } => api_message(source),
+        SyncError::Api { source, .. } => rkcm_runtime::api_error::message(source),
         other => error_chain(other),
     };
     format!("Failed to create new replica set {name:?}: {cause}")

@@ -67,6 +67,18 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// The level kube's `attemptToDeleteWorker` logs this at when it is not an error
+    /// (`utilruntime.HandleError`): an owner not observed yet and a kind without a REST mapping are
+    /// retried quietly (`V(5)`).
+    fn log_level(&self) -> Option<tracing::Level> {
+        match self {
+            Error::NotObserved(_) | Error::NoMapping(_) => Some(tracing::Level::TRACE),
+            _ => None,
+        }
+    }
+}
+
 /// How long workers wait for the graph to hold the monitors' initial lists.
 const GRAPH_SYNC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
@@ -205,7 +217,7 @@ impl GarbageCollector {
                 self.attempt_to_delete.clone(),
                 self.config.workers.max(1),
                 shutdown.clone(),
-                None,
+                worker::ErrorPolicy::handle_error().with_level_of(Error::log_level),
                 move |uid: String| {
                     let this = Arc::clone(&this);
                     async move { this.attempt_to_delete_item(&uid).await }
@@ -218,7 +230,7 @@ impl GarbageCollector {
                 self.attempt_to_orphan.clone(),
                 1,
                 shutdown.clone(),
-                None,
+                worker::ErrorPolicy::handle_error().with_level_of(Error::log_level),
                 move |uid: String| {
                     let this = Arc::clone(&this);
                     async move { this.attempt_to_orphan_item(&uid).await }

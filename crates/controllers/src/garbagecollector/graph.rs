@@ -155,30 +155,22 @@ impl Graph {
         }
     }
 
-    /// Adds edges from `uid`'s owners to it, creating virtual owners (to be verified) as needed.
+    /// Adds edges from `identity`'s owners to it, creating virtual owners (to be verified) as
+    /// needed (`addDependentToOwners`). The dependent itself is queued for a check when an owner
+    /// already in the graph, observed or virtual, answers to other coordinates than its reference:
+    /// the reference may be dangling.
     fn insert_edges(
         &mut self,
         identity: &Identity,
         owners: &[OwnerReference],
         actions: &mut Actions,
     ) {
+        let mut potentially_invalid = false;
         for owner in owners {
             match self.nodes.get_mut(&owner.uid) {
                 Some(node) => {
                     node.dependents.insert(identity.uid.clone());
-                    // An observed owner that the reference names by other coordinates, or that
-                    // lives in another namespace: the reference may be dangling, verify it
-                    // (`addDependentToOwners`).
-                    let namespace_differs = node
-                        .identity
-                        .namespace
-                        .as_ref()
-                        .is_some_and(|ns| identity.namespace.as_ref() != Some(ns));
-                    if node.observed
-                        && (!same_coordinates(owner, &node.identity) || namespace_differs)
-                    {
-                        actions.attempt_to_delete.push(identity.uid.clone());
-                    }
+                    potentially_invalid |= reference_may_be_invalid(identity, owner, node);
                 }
                 None => {
                     let mut virtual_node = Node {
@@ -196,6 +188,91 @@ impl Graph {
                 }
             }
         }
+        if potentially_invalid {
+            actions.attempt_to_delete.push(identity.uid.clone());
+        }
+    }
+
+    /// Splits `dependents` into those with a reference matching `owner` and those with a
+    /// reference to its UID under other coordinates, or in another namespace than a namespaced
+    /// `owner` (`partitionDependents`). A dependent with both kinds of reference is in both.
+    fn partition_dependents<'a>(
+        &self,
+        dependents: impl IntoIterator<Item = &'a String>,
+        owner: &Identity,
+    ) -> (Vec<String>, Vec<String>) {
+        let (mut matching, mut non_matching) = (Vec::new(), Vec::new());
+        for uid in dependents {
+            let Some(dep) = self.nodes.get(uid) else {
+                // Not in the graph any more: nothing contradicts the owner.
+                matching.push(uid.clone());
+                continue;
+            };
+            let (mut found_match, mut found_mismatch) = (false, false);
+            if owner.namespace.is_some() && owner.namespace != dep.identity.namespace {
+                found_mismatch = true;
+            } else {
+                for reference in dep.owners.iter().filter(|o| o.uid == owner.uid) {
+                    if same_coordinates(reference, owner) {
+                        found_match = true;
+                    } else {
+                        found_mismatch = true;
+                    }
+                }
+            }
+            if found_match {
+                matching.push(uid.clone());
+            }
+            if found_mismatch {
+                non_matching.push(uid.clone());
+            }
+        }
+        (matching, non_matching)
+    }
+
+    /// Another identity `dependents` give the owner `absent` (verified absent): the first one after
+    /// `absent` in kube's order, else the first one (`getAlternateOwnerIdentity`). Cycling
+    /// through them this way verifies every identity in turn.
+    fn alternate_owner_identity(
+        &self,
+        dependents: &[String],
+        absent: &Identity,
+    ) -> Option<Identity> {
+        let absent_is_cluster_scoped = absent.namespace.is_none();
+        let mut seen = std::collections::HashSet::from([absent.clone()]);
+        let mut first: Option<Identity> = None;
+        let mut first_following: Option<Identity> = None;
+        for dep in dependents.iter().filter_map(|d| self.nodes.get(d)) {
+            for reference in dep.owners.iter().filter(|o| o.uid == absent.uid) {
+                if same_coordinates(reference, absent)
+                    && (absent_is_cluster_scoped || absent.namespace == dep.identity.namespace)
+                {
+                    continue;
+                }
+                let mut alternate = Self::owner_identity(&dep.identity, reference);
+                if absent_is_cluster_scoped
+                    && alternate.api_version == absent.api_version
+                    && alternate.kind == absent.kind
+                {
+                    // That kind is known to be cluster-scoped.
+                    alternate.namespace = None;
+                }
+                if !seen.insert(alternate.clone()) {
+                    continue;
+                }
+                if first.as_ref().is_none_or(|f| reference_less(&alternate, f)) {
+                    first = Some(alternate.clone());
+                }
+                if reference_less(absent, &alternate)
+                    && first_following
+                        .as_ref()
+                        .is_none_or(|f| reference_less(&alternate, f))
+                {
+                    first_following = Some(alternate);
+                }
+            }
+        }
+        first_following.or(first)
     }
 
     /// Applies `change` and returns the work it calls for (`processGraphChanges`).
@@ -212,6 +289,17 @@ impl Graph {
     fn upsert(&mut self, state: ObjectState, actions: &mut Actions) {
         let uid = state.identity.uid.clone();
         // The object as last observed (`event.oldObj`): none for a new or a virtual node.
+        if let Some(node) = self.nodes.get(&uid) {
+            if !node.observed && node.identity != state.identity {
+                // A virtual node turned out to exist under other coordinates (or in another
+                // namespace) than some dependents claimed: re-check those, they may name an
+                // owner that does not exist (the "bad child, good parent" order; the other
+                // order is `insert_edges`').
+                let dependents = node.dependents.clone();
+                let (_, invalid) = self.partition_dependents(&dependents, &state.identity);
+                actions.attempt_to_delete.extend(invalid);
+            }
+        }
         let old: Option<(bool, Vec<String>)> = match self.nodes.get_mut(&uid) {
             None => {
                 let node = Node {
@@ -232,16 +320,6 @@ impl Graph {
                     .observed
                     .then(|| (node.being_deleted, node.finalizers.clone()));
                 if !node.observed {
-                    // A virtual node turned out to exist. If its identity differs from what
-                    // dependents claimed, they must be re-checked.
-                    if node.identity.api_version != state.identity.api_version
-                        || node.identity.kind != state.identity.kind
-                        || node.identity.name != state.identity.name
-                    {
-                        actions
-                            .attempt_to_delete
-                            .extend(node.dependents.iter().cloned());
-                    }
                     node.observed = true;
                     node.identity = state.identity.clone();
                 }
@@ -316,48 +394,33 @@ impl Graph {
         let Some(node) = self.nodes.get(&deleted.uid) else {
             return;
         };
-        let (matching, non_matching): (Vec<&String>, Vec<&String>) =
-            node.dependents.iter().partition(|d| {
-                self.nodes.get(*d).is_none_or(|dep| {
-                    dep.owners
-                        .iter()
-                        .filter(|o| o.uid == deleted.uid)
-                        .all(|o| same_coordinates(o, deleted))
-                })
-            });
-        if node.observed {
-            if node.identity == *deleted {
+        let (observed, identity) = (node.observed, node.identity.clone());
+        let dependents = node.dependents.clone();
+        let (matching, non_matching) = self.partition_dependents(&dependents, deleted);
+        if observed {
+            if identity == *deleted {
                 self.delete(deleted, actions);
                 return;
             }
             // The object exists under other coordinates: re-check only the dependents that named
             // the absent ones.
-            actions
-                .attempt_to_delete
-                .extend(matching.into_iter().cloned());
+            actions.attempt_to_delete.extend(matching);
             return;
         }
         if non_matching.is_empty() {
             self.delete(deleted, actions);
             return;
         }
-        let alternate = (node.identity == *deleted)
-            .then(|| {
-                non_matching.iter().find_map(|d| {
-                    let dep = self.nodes.get(*d)?;
-                    let owner = dep.owners.iter().find(|o| o.uid == deleted.uid)?;
-                    Some(Self::owner_identity(&dep.identity, owner))
-                })
-            })
-            .flatten();
-        actions
-            .attempt_to_delete
-            .extend(matching.into_iter().cloned());
-        if let Some(alternate) = alternate {
-            if let Some(node) = self.nodes.get_mut(&deleted.uid) {
-                node.identity = alternate;
+        // Some dependents disagree on the owner's coordinates: keep the node, re-check the
+        // dependents of the verified-absent ones, and verify the owner under another identity.
+        actions.attempt_to_delete.extend(matching);
+        if identity == *deleted {
+            if let Some(alternate) = self.alternate_owner_identity(&non_matching, deleted) {
+                if let Some(node) = self.nodes.get_mut(&deleted.uid) {
+                    node.identity = alternate;
+                }
+                actions.attempt_to_delete.push(deleted.uid.clone());
             }
-            actions.attempt_to_delete.push(deleted.uid.clone());
         }
     }
 
@@ -386,6 +449,45 @@ fn same_coordinates(reference: &OwnerReference, identity: &Identity) -> bool {
     reference.api_version == identity.api_version
         && reference.kind == identity.kind
         && reference.name == identity.name
+}
+
+/// Whether `dependent`'s `reference` to the graph node `owner` may be dangling, so that the
+/// dependent must be checked (`addDependentToOwners`): a namespaced owner in another namespace,
+/// an owner answering to other coordinates, or a virtual cluster-scoped owner first named from
+/// another namespace (possibly a namespaced kind named by a cluster-scoped object, #98040).
+fn reference_may_be_invalid(
+    dependent: &Identity,
+    reference: &OwnerReference,
+    owner: &Node,
+) -> bool {
+    let owner_is_namespaced = owner.identity.namespace.is_some();
+    if owner_is_namespaced && owner.identity.namespace != dependent.namespace {
+        if owner.observed {
+            tracing::debug!(item = %dependent, owner = %owner.identity, "item references an owner but does not match namespaces");
+        }
+        return true;
+    }
+    if !same_coordinates(reference, &owner.identity) {
+        if owner.observed {
+            tracing::debug!(item = %dependent, owner = %owner.identity, "item references an owner with coordinates that do not match the observed identity");
+        }
+        return true;
+    }
+    !owner_is_namespaced && owner.identity.namespace != dependent.namespace && !owner.observed
+}
+
+/// kube's `referenceLessThan`: kind, then apiVersion, namespace (cluster-scoped first), name, UID.
+fn reference_less(a: &Identity, b: &Identity) -> bool {
+    let key = |i: &Identity| {
+        (
+            i.kind.clone(),
+            i.api_version.clone(),
+            i.namespace.clone().unwrap_or_default(),
+            i.name.clone(),
+            i.uid.clone(),
+        )
+    };
+    key(a) < key(b)
 }
 
 /// Whether `new` is being deleted with `finalizer` while the object as last observed (`old`: being
@@ -786,5 +888,231 @@ mod tests {
             vec![owner_ref("ReplicaSet", "rs", "rs-1", true)],
         )));
         assert_eq!(actions.attempt_to_delete, ["pod-c"]);
+    }
+
+    // Ports of TestConflictingData (garbagecollector_test.go, kubernetes#98040): the graph's half
+    // of each scenario, that is what `processGraphChanges` changes and queues.
+
+    fn make_id(api_version: &str, kind: &str, namespace: &str, name: &str, uid: &str) -> Identity {
+        Identity {
+            api_version: api_version.into(),
+            kind: kind.into(),
+            namespace: (!namespace.is_empty()).then(|| namespace.to_string()),
+            name: name.into(),
+            uid: uid.into(),
+        }
+    }
+
+    /// `makeAddEvent(object, owners...)`.
+    fn add_event(object: &Identity, owners: &[&Identity]) -> Change {
+        let owners = owners
+            .iter()
+            .map(|o| OwnerReference {
+                api_version: o.api_version.clone(),
+                kind: o.kind.clone(),
+                name: o.name.clone(),
+                uid: o.uid.clone(),
+                ..Default::default()
+            })
+            .collect();
+        Change::Upsert(state(object.clone(), owners))
+    }
+
+    fn assert_node(g: &Graph, expected: &Identity, observed: bool) {
+        let node = g.get(&expected.uid).expect("node in the graph");
+        assert_eq!(&node.identity, expected);
+        assert_eq!(node.observed, observed, "observed state of {expected}");
+    }
+
+    fn pod1ns1() -> Identity {
+        make_id("v1", "Pod", "ns1", "podname1", "poduid1")
+    }
+    fn pod2ns1() -> Identity {
+        make_id("v1", "Pod", "ns1", "podname2", "poduid2")
+    }
+    fn pod2ns2() -> Identity {
+        make_id("v1", "Pod", "ns2", "podname2", "poduid2")
+    }
+    fn node1() -> Identity {
+        make_id("v1", "Node", "", "nodename", "nodeuid1")
+    }
+    fn deployment1apps() -> Identity {
+        make_id(
+            "apps/v1",
+            "Deployment",
+            "ns1",
+            "deployment1",
+            "deploymentuid1",
+        )
+    }
+    fn deployment1extensions() -> Identity {
+        make_id(
+            "extensions/v1beta1",
+            "Deployment",
+            "ns1",
+            "deployment1",
+            "deploymentuid1",
+        )
+    }
+
+    #[test]
+    fn good_child_in_ns1_to_a_cluster_scoped_owner() {
+        let mut g = Graph::default();
+        let actions = g.process(add_event(&pod1ns1(), &[&node1()]));
+        // The virtual owner takes the child's namespace until it is observed.
+        let node1_with_namespace = make_id("v1", "Node", "ns1", "nodename", "nodeuid1");
+        assert_node(&g, &node1_with_namespace, false);
+        assert_eq!(actions.attempt_to_delete, ["nodeuid1"]);
+        // Observed: the namespace coordinate is fixed, and the child is fine.
+        let actions = g.process(add_event(&node1(), &[]));
+        assert_node(&g, &node1(), true);
+        assert_eq!(actions, Actions::default());
+    }
+
+    #[test]
+    fn bad_child_in_ns1_to_an_owner_in_ns2_child_first() {
+        let mut g = Graph::default();
+        let actions = g.process(add_event(&pod1ns1(), &[&pod2ns2()]));
+        assert_node(&g, &pod2ns1(), false);
+        assert_eq!(actions.attempt_to_delete, ["poduid2"]);
+        // The owner is observed in ns2: the namespace coordinate is corrected and the child, which
+        // names an owner in its own namespace that does not exist, is checked.
+        let actions = g.process(add_event(&pod2ns2(), &[]));
+        assert_node(&g, &pod2ns2(), true);
+        assert_eq!(actions.attempt_to_delete, ["poduid1"]);
+        // Its deletion leaves the owner alone.
+        g.process(Change::Delete(pod1ns1()));
+        assert_node(&g, &pod2ns2(), true);
+        assert!(g.get("poduid1").is_none());
+    }
+
+    #[test]
+    fn bad_child_in_ns1_to_an_owner_in_ns2_owner_first() {
+        let mut g = Graph::default();
+        assert_eq!(g.process(add_event(&pod2ns2(), &[])), Actions::default());
+        let actions = g.process(add_event(&pod1ns1(), &[&pod2ns1()]));
+        assert_eq!(actions.attempt_to_delete, ["poduid1"]);
+        assert_node(&g, &pod2ns2(), true);
+    }
+
+    #[test]
+    fn bad_cluster_scoped_child_to_an_owner_in_ns1_child_first() {
+        let mut g = Graph::default();
+        let actions = g.process(add_event(&node1(), &[&pod1ns1()]));
+        let pod1_no_namespace = make_id("v1", "Pod", "", "podname1", "poduid1");
+        assert_node(&g, &pod1_no_namespace, false);
+        assert_eq!(actions.attempt_to_delete, ["poduid1"]);
+        // The namespaced owner is observed: the cluster-scoped child cannot own it; check it.
+        let actions = g.process(add_event(&pod1ns1(), &[]));
+        assert_node(&g, &pod1ns1(), true);
+        assert_eq!(actions.attempt_to_delete, ["nodeuid1"]);
+    }
+
+    #[test]
+    fn bad_cluster_scoped_child_to_an_owner_in_ns1_owner_first() {
+        let mut g = Graph::default();
+        g.process(add_event(&pod1ns1(), &[]));
+        let actions = g.process(add_event(&node1(), &[&pod1ns1()]));
+        assert_eq!(actions.attempt_to_delete, ["nodeuid1"]);
+        assert_node(&g, &pod1ns1(), true);
+    }
+
+    #[test]
+    fn good_child_to_an_existing_owner_with_a_non_preferred_api_version() {
+        let role1v1beta1 = make_id(
+            "rbac.authorization.k8s.io/v1beta1",
+            "Role",
+            "ns1",
+            "role1",
+            "roleuid1",
+        );
+        let role1v1 = make_id(
+            "rbac.authorization.k8s.io/v1",
+            "Role",
+            "ns1",
+            "role1",
+            "roleuid1",
+        );
+        let mut g = Graph::default();
+        let actions = g.process(add_event(&pod1ns1(), &[&role1v1beta1]));
+        assert_node(&g, &role1v1beta1, false);
+        assert_eq!(actions.attempt_to_delete, ["roleuid1"]);
+        // Observed via v1: the version is corrected, the mismatched child checked.
+        let actions = g.process(add_event(&role1v1, &[]));
+        assert_node(&g, &role1v1, true);
+        assert_eq!(actions.attempt_to_delete, ["poduid1"]);
+        // The owner goes: the child is checked again.
+        let actions = g.process(Change::Delete(role1v1));
+        assert_eq!(actions.attempt_to_delete, ["poduid1"]);
+    }
+
+    #[test]
+    fn child_to_an_existing_owner_with_an_inaccessible_api_version_owner_first() {
+        let mut g = Graph::default();
+        g.process(add_event(&deployment1apps(), &[]));
+        let actions = g.process(add_event(&pod1ns1(), &[&deployment1extensions()]));
+        assert_eq!(actions.attempt_to_delete, ["poduid1"]);
+        assert_node(&g, &deployment1apps(), true);
+    }
+
+    #[test]
+    fn child_to_a_non_existent_owner_with_an_inaccessible_api_version_inaccessible_first() {
+        let mut g = Graph::default();
+        let actions = g.process(add_event(&pod1ns1(), &[&deployment1extensions()]));
+        assert_node(&g, &deployment1extensions(), false);
+        assert_eq!(actions.attempt_to_delete, ["deploymentuid1"]);
+        // A second child names the same (still virtual) owner by its served version: it is checked,
+        // so that it is collected although the virtual owner stays unverifiable.
+        let actions = g.process(add_event(&pod2ns1(), &[&deployment1apps()]));
+        assert_eq!(actions.attempt_to_delete, ["poduid2"]);
+        assert_node(&g, &deployment1extensions(), false);
+        // Its deletion leaves the unverifiable virtual owner in place.
+        g.process(Change::Delete(pod2ns1()));
+        assert_node(&g, &deployment1extensions(), false);
+    }
+
+    #[test]
+    fn child_to_a_non_existent_owner_with_an_inaccessible_api_version_accessible_first() {
+        let mut g = Graph::default();
+        let actions = g.process(add_event(&pod2ns1(), &[&deployment1apps()]));
+        assert_node(&g, &deployment1apps(), false);
+        assert_eq!(actions.attempt_to_delete, ["deploymentuid1"]);
+        let actions = g.process(add_event(&pod1ns1(), &[&deployment1extensions()]));
+        assert_eq!(actions.attempt_to_delete, ["poduid1"]);
+        // apps/v1 is verified absent: its child is checked, and the virtual owner is verified again
+        // under the other identity a child gives it.
+        let actions = g.process(Change::VirtualDelete(deployment1apps()));
+        assert_node(&g, &deployment1extensions(), false);
+        assert_eq!(actions.attempt_to_delete, ["poduid2", "deploymentuid1"]);
+        // The child naming apps/v1 goes; extensions/v1beta1 cannot be verified and stays.
+        g.process(Change::Delete(pod2ns1()));
+        assert_node(&g, &deployment1extensions(), false);
+        assert_eq!(g.get("deploymentuid1").map(|n| n.dependents.len()), Some(1));
+    }
+
+    #[test]
+    fn alternate_identities_are_tried_in_kubes_order_and_cycle() {
+        let mut g = Graph::default();
+        let a = make_id("v1", "ConfigMap", "ns1", "a", "owner");
+        let b = make_id("v1", "ConfigMap", "ns1", "b", "owner");
+        let c = make_id("v1", "ConfigMap", "ns1", "c", "owner");
+        g.process(add_event(&make_id("v1", "Pod", "ns1", "pc", "pc"), &[&c]));
+        g.process(add_event(&make_id("v1", "Pod", "ns1", "pa", "pa"), &[&a]));
+        g.process(add_event(&make_id("v1", "Pod", "ns1", "pb", "pb"), &[&b]));
+        // The virtual node carries the first name it was given: c. After c, the order wraps to a.
+        assert_node(&g, &c, false);
+        g.process(Change::VirtualDelete(c.clone()));
+        assert_node(&g, &a, false);
+        g.process(Change::VirtualDelete(a.clone()));
+        assert_node(&g, &b, false);
+        assert!(reference_less(&a, &b));
+        assert!(reference_less(
+            &node1(),
+            &make_id("v1", "Node", "ns1", "nodename", "nodeuid1")
+        ));
+        assert!(reference_less(
+            &make_id("v2", "A", "ns", "n", "u"),
+            &make_id("v1", "B", "ns", "n", "u")
+        ));
     }
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
 use kube::discovery::{ApiCapabilities, ApiResource, Discovery, Scope};
+use rkcm_runtime::api_error::{self, Chain};
 use rkcm_runtime::Clock;
 
 use super::conditions::{self, DeletionReport};
@@ -132,7 +133,7 @@ impl NamespacedResourcesDeleter {
         let (estimate, report) = self.delete_all_content(name, deleted_at.0).await;
         // As kube: failing to report progress does not stop the deletion.
         if let Err(err) = self.update_conditions(&namespaces, name, &report).await {
-            tracing::warn!(namespace = name, error = %err, "couldn't update the namespace's status conditions");
+            tracing::warn!(namespace = name, error = %Chain(&err), "couldn't update the namespace's status conditions");
         }
         if !report.delete_errors.is_empty() || report.discovery_error.is_some() {
             let mut errors = report.delete_errors.clone();
@@ -203,7 +204,7 @@ impl NamespacedResourcesDeleter {
         let resources = match self.deletable_resources().await {
             Ok(resources) => resources,
             Err(err) => {
-                report.discovery_error = Some(err.to_string());
+                report.discovery_error = Some(api_error::message(&err));
                 return (0, report);
             }
         };
@@ -276,7 +277,12 @@ impl NamespacedResourcesDeleter {
             match api.delete_collection(&dp, &ListParams::default()).await {
                 Ok(_) => true,
                 Err(err) if is_method_not_supported(&err) || is_not_found(&err) => false,
-                Err(err) => return failed(estimate, format!("failed to delete {gr}: {err}")),
+                Err(err) => {
+                    return failed(
+                        estimate,
+                        format!("failed to delete {gr}: {}", api_error::message(&err)),
+                    )
+                }
             }
         } else {
             false
@@ -290,7 +296,12 @@ impl NamespacedResourcesDeleter {
         if !collection_done {
             let list = match api.list(&ListParams::default()).await {
                 Ok(list) => list,
-                Err(err) => return failed(estimate, format!("failed to list {gr}: {err}")),
+                Err(err) => {
+                    return failed(
+                        estimate,
+                        format!("failed to list {gr}: {}", api_error::message(&err)),
+                    )
+                }
             };
             for obj in list
                 .items
@@ -302,7 +313,10 @@ impl NamespacedResourcesDeleter {
                     Ok(_) => {}
                     Err(err) if is_not_found(&err) => {}
                     Err(err) => {
-                        return failed(estimate, format!("failed to delete {gr} {name}: {err}"))
+                        return failed(
+                            estimate,
+                            format!("failed to delete {gr} {name}: {}", api_error::message(&err)),
+                        )
                     }
                 }
             }
@@ -310,7 +324,12 @@ impl NamespacedResourcesDeleter {
         // Verify what remains: not an error while the estimate says to wait.
         let remaining = match api.list(&ListParams::default()).await {
             Ok(list) => list.items,
-            Err(err) => return failed(estimate, format!("failed to list {gr}: {err}")),
+            Err(err) => {
+                return failed(
+                    estimate,
+                    format!("failed to list {gr}: {}", api_error::message(&err)),
+                )
+            }
         };
         if remaining.is_empty() {
             return GvrDeletion::default();
@@ -362,7 +381,7 @@ impl NamespacedResourcesDeleter {
         let list = pods
             .list(&ListParams::default())
             .await
-            .map_err(|err| format!("failed to list pods.: {err}"))?;
+            .map_err(|err| format!("failed to list pods.: {}", api_error::message(&err)))?;
         let estimate = estimate_from_pods(&list.items);
         let elapsed = self.clock.now().as_second() - deleted_at.as_second();
         Ok(if elapsed >= estimate { 0 } else { estimate })

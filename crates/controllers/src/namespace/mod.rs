@@ -149,7 +149,7 @@ impl NamespaceController {
             self.queue.clone(),
             workers,
             shutdown,
-            None,
+            worker::ErrorPolicy::handle_error(),
             move |key: ObjectKey| {
                 let this = Arc::clone(&this);
                 async move { this.sync(&key).await }

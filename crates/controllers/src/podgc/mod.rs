@@ -21,7 +21,7 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::Client;
 use parking_lot::Mutex;
 use rkcm_runtime::informer::{wait_for_cache_sync, InformerFactory, SharedInformer};
-use rkcm_runtime::{Clock, ObjectKey, Shutdown, SystemClock};
+use rkcm_runtime::{api_error, Clock, ObjectKey, Shutdown, SystemClock};
 
 use self::rules::{Quarantine, Reason};
 
@@ -193,7 +193,9 @@ impl PodGcController {
                 }
                 Ok(Some(_)) => {}
                 // The node goes back into quarantine on the next pass if still missing.
-                Err(e) => tracing::error!(node = %name, error = %e, "error while getting node"),
+                Err(e) => {
+                    tracing::error!(node = %name, error = %api_error::message(&e), "error while getting node")
+                }
             }
         }
         if deleted.is_empty() {
@@ -219,7 +221,7 @@ impl PodGcController {
                 match self.mark_failed_and_delete(pod, condition).await {
                     Ok(()) => tracing::info!(pod = %ObjectKey::from_obj(&**pod), reason = reason.as_str(), "forced deletion of pod succeeded"),
                     Err(e) => {
-                        tracing::error!(error = %e, reason = reason.as_str(), "forced deletion of pod failed");
+                        tracing::error!(error = %api_error::Chain(&e), reason = reason.as_str(), "forced deletion of pod failed");
                         metrics::metrics().deleting_pod_errors.get_or_create(&labels).inc();
                     }
                 }
@@ -229,8 +231,9 @@ impl PodGcController {
     }
 
     /// Moves a non-terminal pod to `Failed` (with `condition`), then deletes it with grace 0
-    /// (`markFailedAndDeletePodWithCondition`).
-    async fn mark_failed_and_delete(
+    /// (`markFailedAndDeletePodWithCondition`). `pod` is the copy the rules looked at: the status
+    /// patch sets the phase and `condition` only, whatever else changed since.
+    pub async fn mark_failed_and_delete(
         &self,
         pod: &Pod,
         condition: Option<PodCondition>,
@@ -239,12 +242,16 @@ impl PodGcController {
         tracing::info!(pod = %key, "PodGC is force deleting pod");
         let api: Api<Pod> = Api::namespaced(self.client.clone(), key.namespace_str());
         if let Some(patch) = rules::fail_status_patch(pod, condition, self.config.clock.now()) {
-            api.patch_status(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-                .map_err(|source| Error::MarkFailed {
-                    pod: key.clone(),
-                    source,
-                })?;
+            api.patch_status(
+                &key.name,
+                &PatchParams::default(),
+                &Patch::Strategic(&patch),
+            )
+            .await
+            .map_err(|source| Error::MarkFailed {
+                pod: key.clone(),
+                source,
+            })?;
         }
         api.delete(
             &key.name,

@@ -213,10 +213,14 @@ pub fn orphan_condition() -> PodCondition {
     }
 }
 
-/// The merge patch that moves a non-terminal pod to `Failed` (with `condition` added or updated
-/// as `UpdatePodCondition` does) before its forced deletion; `None` if the pod is already
-/// Succeeded or Failed (`markFailedAndDeletePodWithCondition`). The patch carries the pod's UID
-/// so that it cannot apply to a new pod with the same name.
+/// The strategic merge patch of `/status` that moves a non-terminal pod to `Failed` before its
+/// forced deletion, with `condition` set as `UpdatePodCondition` sets it; `None` if the pod is
+/// already Succeeded or Failed (`markFailedAndDeletePodWithCondition`).
+///
+/// The patch carries the phase and that one condition only: conditions merge on `type` in a
+/// strategic merge patch, so a condition another writer added since `pod` was cached is kept
+/// (kube sends the two-way diff of the status, which amounts to the same). It carries the pod's
+/// UID so that it cannot apply to a new pod with the same name.
 pub fn fail_status_patch(
     pod: &Pod,
     condition: Option<PodCondition>,
@@ -227,33 +231,37 @@ pub fn fail_status_patch(
         return None;
     }
     let mut status = serde_json::json!({ "phase": PHASE_FAILED });
-    if let Some(mut cond) = condition {
-        let mut conditions = pod
+    if let Some(cond) = condition {
+        let existing = pod
             .status
             .as_ref()
-            .and_then(|s| s.conditions.clone())
-            .unwrap_or_default();
-        match conditions.iter_mut().find(|c| c.type_ == cond.type_) {
-            Some(existing) => {
-                // UpdatePodCondition keeps the transition time unless the status flips.
-                cond.last_transition_time = if existing.status == cond.status {
-                    existing.last_transition_time.clone()
-                } else {
-                    Some(Time(now))
-                };
-                *existing = cond;
-            }
-            None => {
-                cond.last_transition_time = Some(Time(now));
-                conditions.push(cond);
-            }
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|cs| cs.iter().find(|c| c.type_ == cond.type_));
+        if let Some(cond) = updated_condition(existing, cond, now) {
+            status["conditions"] = serde_json::json!([cond]);
         }
-        status["conditions"] = serde_json::to_value(conditions).unwrap_or_default();
     }
     Some(serde_json::json!({
         "metadata": { "uid": pod.metadata.uid },
         "status": status,
     }))
+}
+
+/// `condition` as `UpdatePodCondition` writes it over `existing`: the transition time is now,
+/// unless the status does not flip; `None` when nothing would change.
+fn updated_condition(
+    existing: Option<&PodCondition>,
+    mut condition: PodCondition,
+    now: Timestamp,
+) -> Option<PodCondition> {
+    condition.last_transition_time = Some(Time(now));
+    let Some(existing) = existing else {
+        return Some(condition);
+    };
+    if existing.status == condition.status {
+        condition.last_transition_time = existing.last_transition_time.clone();
+    }
+    (existing != &condition).then_some(condition)
 }
 
 #[cfg(test)]
@@ -491,5 +499,73 @@ mod tests {
         assert!(
             fail_status_patch(&pod("c", "Failed", "", 0), Some(orphan_condition()), t(5)).is_none()
         );
+    }
+
+    fn with_conditions(p: Arc<Pod>, conditions: Vec<PodCondition>) -> Pod {
+        let mut p = (*p).clone();
+        p.status.as_mut().expect("status").conditions = Some(conditions);
+        p
+    }
+
+    fn condition(type_: &str, status: &str, at: i64) -> PodCondition {
+        PodCondition {
+            type_: type_.into(),
+            status: status.into(),
+            last_transition_time: Some(Time(t(at))),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_fail_patch_carries_only_its_own_condition() {
+        // Other conditions stay out of the patch: a strategic merge keyed on `type` keeps whatever
+        // the server holds, including conditions added after this copy was cached.
+        let running = with_conditions(
+            pod("a", "Running", "node", 0),
+            vec![
+                condition("Ready", "True", 1),
+                condition("PodScheduled", "True", 1),
+            ],
+        );
+        let patch = fail_status_patch(&running, Some(orphan_condition()), t(5)).expect("patch");
+        let conditions = patch["status"]["conditions"].as_array().expect("a list");
+        assert_eq!(conditions.len(), 1, "{patch}");
+        assert_eq!(conditions[0]["type"], "DisruptionTarget");
+        assert_eq!(
+            conditions[0]["lastTransitionTime"],
+            serde_json::to_value(Time(t(5))).unwrap()
+        );
+        assert_eq!(patch["status"].as_object().map(|o| o.len()), Some(2));
+    }
+
+    #[test]
+    fn the_fail_patch_updates_an_existing_condition_as_update_pod_condition_does() {
+        let mut disruption = orphan_condition();
+        disruption.last_transition_time = Some(Time(t(1)));
+        // Same status, other message: updated, transition time kept.
+        let mut older = disruption.clone();
+        older.message = Some("older".into());
+        let p = with_conditions(pod("a", "Running", "node", 0), vec![older]);
+        let patch = fail_status_patch(&p, Some(orphan_condition()), t(5)).expect("patch");
+        let cond = &patch["status"]["conditions"][0];
+        assert_eq!(cond["message"], "PodGC: node no longer exists");
+        assert_eq!(
+            cond["lastTransitionTime"],
+            serde_json::to_value(Time(t(1))).unwrap()
+        );
+        // Status flips: transition time is now.
+        let mut flipped = disruption.clone();
+        flipped.status = "False".into();
+        let p = with_conditions(pod("a", "Running", "node", 0), vec![flipped]);
+        let patch = fail_status_patch(&p, Some(orphan_condition()), t(5)).expect("patch");
+        assert_eq!(
+            patch["status"]["conditions"][0]["lastTransitionTime"],
+            serde_json::to_value(Time(t(5))).unwrap()
+        );
+        // Already as wanted: only the phase changes.
+        let p = with_conditions(pod("a", "Running", "node", 0), vec![disruption]);
+        let patch = fail_status_patch(&p, Some(orphan_condition()), t(5)).expect("patch");
+        assert!(patch["status"].get("conditions").is_none(), "{patch}");
+        assert_eq!(patch["status"]["phase"], "Failed");
     }
 }

@@ -184,7 +184,7 @@ impl<K: ReplicaSetKind> ReplicaSetController<K> {
                 self.queue.clone(),
                 workers.max(1),
                 shutdown,
-                None,
+                worker::ErrorPolicy::handle_error(),
                 move |key: ObjectKey| {
                     let this = Arc::clone(&this);
                     async move { this.sync(&key).await }

@@ -18,7 +18,7 @@ use rkcm_runtime::ObjectKey;
 use rkcm_runtime::controller_ref::{
     self, recheck_owner, ControllerRefManager, OwnerInfo, PodControlPatcher,
 };
-use rkcm_runtime::pod_control::PodControlError;
+use rkcm_runtime::pod_control::{self, PodControlError};
 
 use super::handlers::controller_of;
 use super::pod_state::filter_active_pods;
@@ -71,10 +71,12 @@ pub enum SyncError {
 }
 
 impl SyncError {
-    /// The message kube puts in the `ReplicaFailure` condition: the API's own error.
+    /// The message kube puts in the `ReplicaFailure` condition: the error `RealPodControl`
+    /// returned (the API's `Status` message; `unable to delete pods: …` for a deletion).
     fn condition_message(&self) -> String {
         match self {
-            SyncError::Create { source, .. } | SyncError::Delete { source, .. } => source.message(),
+            SyncError::Create { source, .. } => source.message(),
+            SyncError::Delete { source, .. } => pod_control::unable_to_delete(source),
             other => other.to_string(),
         }
     }
@@ -671,7 +673,7 @@ mod tests {
             queue.clone(),
             1,
             shutdown.clone(),
-            None,
+            rkcm_runtime::worker::ErrorPolicy::handle_error(),
             move |key: ObjectKey| {
                 let ctrl = Arc::clone(&ctrl);
                 async move { ctrl.sync(&key).await }
@@ -765,6 +767,34 @@ mod tests {
                 f.pod_control.patches().len()
             ),
             (0, 0, 0)
+        );
+    }
+
+    #[test]
+    fn replica_failure_carries_the_error_kube_returns() {
+        let status = |message: &str| {
+            PodControlError::Api(kube::Error::Api(
+                kube::core::Status::failure(message, "Forbidden")
+                    .with_code(403)
+                    .boxed(),
+            ))
+        };
+        let owner = ObjectKey::new("default", "web");
+        let create = SyncError::Create {
+            owner: owner.clone(),
+            source: status("pods \"web-x\" is forbidden: exceeded quota"),
+        };
+        assert_eq!(
+            create.condition_message(),
+            "pods \"web-x\" is forbidden: exceeded quota"
+        );
+        let delete = SyncError::Delete {
+            owner,
+            source: status("pods \"web-x\" is forbidden: denied"),
+        };
+        assert_eq!(
+            delete.condition_message(),
+            "unable to delete pods: pods \"web-x\" is forbidden: denied"
         );
     }
 

@@ -209,10 +209,16 @@ impl Kubelet {
     /// Runs `workers` loops until `shutdown`.
     pub async fn run(self: Arc<Self>, workers: usize, shutdown: Shutdown) {
         let queue = self.queue.clone();
-        worker::run(queue, workers, shutdown, None, move |key: ObjectKey| {
-            let this = Arc::clone(&self);
-            async move { this.sync(&key).await }
-        })
+        worker::run(
+            queue,
+            workers,
+            shutdown,
+            worker::ErrorPolicy::retry_forever(tracing::Level::DEBUG),
+            move |key: ObjectKey| {
+                let this = Arc::clone(&self);
+                async move { this.sync(&key).await }
+            },
+        )
         .await;
     }
 

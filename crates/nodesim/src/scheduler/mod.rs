@@ -140,10 +140,16 @@ impl Scheduler {
     /// Runs the scheduling loop until `shutdown`.
     pub async fn run(self: Arc<Self>, shutdown: Shutdown) {
         let queue = self.queue.clone();
-        worker::run(queue, 1, shutdown, None, move |key: ObjectKey| {
-            let this = Arc::clone(&self);
-            async move { this.sync(&key).await }
-        })
+        worker::run(
+            queue,
+            1,
+            shutdown,
+            worker::ErrorPolicy::retry_forever(tracing::Level::DEBUG),
+            move |key: ObjectKey| {
+                let this = Arc::clone(&self);
+                async move { this.sync(&key).await }
+            },
+        )
         .await;
     }
 

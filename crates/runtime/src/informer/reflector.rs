@@ -45,7 +45,7 @@ enum AttemptError {
     #[error("resource version expired: {0}")]
     Expired(String),
     /// Anything else: back off and retry.
-    #[error(transparent)]
+    #[error("{}", crate::api_error::message(.0))]
     Api(#[from] kube::Error),
     /// The server sent an ERROR watch event that is not 410: back off and relist.
     #[error("watch error event: {0}")]
@@ -144,7 +144,7 @@ where
                             rv
                         }
                         Err(err) => {
-                            tracing::warn!(reflector = %self.name, error = %err, "list failed");
+                            tracing::warn!(reflector = %self.name, error = %crate::api_error::Chain(&err), "list failed");
                             if sleep_or_shutdown(backoff.delay(), &shutdown).await {
                                 return;
                             }
@@ -163,14 +163,14 @@ where
                     resource_version = None;
                 }
                 Err(err @ (AttemptError::WatchStatus(_) | AttemptError::Undecodable(_))) => {
-                    tracing::warn!(reflector = %self.name, error = %err, "watch failed; relisting");
+                    tracing::warn!(reflector = %self.name, error = %crate::api_error::Chain(&err), "watch failed; relisting");
                     resource_version = None;
                     if sleep_or_shutdown(backoff.delay(), &shutdown).await {
                         return;
                     }
                 }
                 Err(err) => {
-                    tracing::warn!(reflector = %self.name, error = %err, "watch failed; retrying from last resource version");
+                    tracing::warn!(reflector = %self.name, error = %crate::api_error::Chain(&err), "watch failed; retrying from last resource version");
                     if sleep_or_shutdown(backoff.delay(), &shutdown).await {
                         return;
                     }
