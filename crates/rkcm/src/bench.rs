@@ -541,7 +541,10 @@ async fn replicasets(args: ReplicaSetArgs) -> anyhow::Result<()> {
     let server =
         |verb: &str, resource: &str| server_delta(&server_after, &server_before, verb, resource);
     let pod_writes = server("POST", "pods") + server("DELETE", "pods") + server("PATCH", "pods");
-    let (event_posts, event_patches) = (server("POST", "events"), server("PATCH", "events"));
+    let (event_posts, event_patches) = (
+        server("POST", "events").round() as i64,
+        server("PATCH", "events").round() as i64,
+    );
     let status_writes = delta(&after, &before, "PUT");
     let rate = total as f64 / controller_secs;
     println!(
