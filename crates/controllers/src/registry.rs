@@ -3,7 +3,6 @@
 //! Mirrors `cmd/kube-controller-manager/app/controllermanager.go` (`NewControllerDescriptors`,
 //! `IsControllerEnabled`) and `cmd/kube-controller-manager/names`.
 
-use std::collections::BTreeSet;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -18,7 +17,8 @@ use k8s_openapi::api::core::v1::ReplicationController;
 
 use crate::{deployment, garbagecollector, namespace, podgc, replicaset};
 
-/// A controller the manager knows, by canonical name and the aliases `--controllers` accepts.
+/// A controller kube-controller-manager knows, by canonical name and the aliases `--controllers`
+/// accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ControllerName {
     /// Canonical name (`replicaset-controller`).
@@ -27,6 +27,8 @@ pub struct ControllerName {
     pub aliases: &'static [&'static str],
     /// Whether `*` leaves it off.
     pub disabled_by_default: bool,
+    /// Whether rkcm runs it; a name that is known but not implemented is accepted and skipped.
+    pub implemented: bool,
 }
 
 /// Canonical name of the ReplicaSet controller.
@@ -42,100 +44,199 @@ pub const GARBAGECOLLECTOR: &str = "garbage-collector-controller";
 /// Canonical name of the namespace controller.
 pub const NAMESPACE: &str = "namespace-controller";
 
-/// Every controller rkcm implements, in start order.
-pub const KNOWN: &[ControllerName] = &[
+const fn kube(name: &'static str, aliases: &'static [&'static str]) -> ControllerName {
     ControllerName {
-        name: NAMESPACE,
-        aliases: &["namespace"],
+        name,
+        aliases,
         disabled_by_default: false,
-    },
-    ControllerName {
-        name: GARBAGECOLLECTOR,
-        aliases: &["garbagecollector"],
-        disabled_by_default: false,
-    },
-    ControllerName {
-        name: REPLICATIONCONTROLLER,
-        aliases: &["replicationcontroller"],
-        disabled_by_default: false,
-    },
-    ControllerName {
-        name: PODGC,
-        aliases: &["podgc"],
-        disabled_by_default: false,
-    },
-    ControllerName {
-        name: REPLICASET,
-        aliases: &["replicaset"],
-        disabled_by_default: false,
-    },
-    ControllerName {
-        name: DEPLOYMENT,
-        aliases: &["deployment"],
-        disabled_by_default: false,
-    },
-];
-
-/// `--controllers` named a controller rkcm does not know.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("{name:?} is not in the list of known controllers: {known}")]
-pub struct UnknownController {
-    /// The name as given (without a leading `-`).
-    pub name: String,
-    /// Comma-separated canonical names and aliases.
-    pub known: String,
+        implemented: false,
+    }
 }
 
-fn lookup(name: &str) -> Option<&'static ControllerName> {
+const fn off_by_default(c: ControllerName) -> ControllerName {
+    ControllerName {
+        disabled_by_default: true,
+        ..c
+    }
+}
+
+const fn implemented(c: ControllerName) -> ControllerName {
+    ControllerName {
+        implemented: true,
+        ..c
+    }
+}
+
+/// Every controller of kube-controller-manager 1.33, in the order its `NewControllerDescriptors`
+/// registers them, which is also rkcm's start order. Names from
+/// `cmd/kube-controller-manager/names/controller_names.go` and `k8s.io/cloud-provider/names`;
+/// aliases and defaults from each controller's descriptor.
+pub const KNOWN: &[ControllerName] = &[
+    kube("serviceaccount-token-controller", &["serviceaccount-token"]),
+    kube("endpoints-controller", &["endpoint"]),
+    kube("endpointslice-controller", &["endpointslice"]),
+    kube(
+        "endpointslice-mirroring-controller",
+        &["endpointslicemirroring"],
+    ),
+    implemented(kube(REPLICATIONCONTROLLER, &["replicationcontroller"])),
+    implemented(kube(PODGC, &["podgc"])),
+    kube("resourcequota-controller", &["resourcequota"]),
+    implemented(kube(NAMESPACE, &["namespace"])),
+    kube("serviceaccount-controller", &["serviceaccount"]),
+    implemented(kube(GARBAGECOLLECTOR, &["garbagecollector"])),
+    kube("daemonset-controller", &["daemonset"]),
+    kube("job-controller", &["job"]),
+    implemented(kube(DEPLOYMENT, &["deployment"])),
+    implemented(kube(REPLICASET, &["replicaset"])),
+    kube(
+        "horizontal-pod-autoscaler-controller",
+        &["horizontalpodautoscaling"],
+    ),
+    kube("disruption-controller", &["disruption"]),
+    kube("statefulset-controller", &["statefulset"]),
+    kube("cronjob-controller", &["cronjob"]),
+    kube(
+        "certificatesigningrequest-signing-controller",
+        &["csrsigning"],
+    ),
+    kube(
+        "certificatesigningrequest-approving-controller",
+        &["csrapproving"],
+    ),
+    kube(
+        "certificatesigningrequest-cleaner-controller",
+        &["csrcleaner"],
+    ),
+    kube("ttl-controller", &["ttl"]),
+    off_by_default(kube("bootstrap-signer-controller", &["bootstrapsigner"])),
+    off_by_default(kube("token-cleaner-controller", &["tokencleaner"])),
+    kube("node-ipam-controller", &["nodeipam"]),
+    kube("node-lifecycle-controller", &["nodelifecycle"]),
+    // Cloud-provider controllers: known so that the flag accepts them, never run by
+    // kube-controller-manager since KEP-2395.
+    kube("service-lb-controller", &["service"]),
+    kube("node-route-controller", &["route"]),
+    kube("cloud-node-lifecycle-controller", &["cloud-node-lifecycle"]),
+    kube(
+        "persistentvolume-binder-controller",
+        &["persistentvolume-binder"],
+    ),
+    kube(
+        "persistentvolume-attach-detach-controller",
+        &["attachdetach"],
+    ),
+    kube(
+        "persistentvolume-expander-controller",
+        &["persistentvolume-expander"],
+    ),
+    kube(
+        "clusterrole-aggregation-controller",
+        &["clusterrole-aggregation"],
+    ),
+    kube(
+        "persistentvolumeclaim-protection-controller",
+        &["pvc-protection"],
+    ),
+    kube("persistentvolume-protection-controller", &["pv-protection"]),
+    kube("volumeattributesclass-protection-controller", &[]),
+    kube("ttl-after-finished-controller", &["ttl-after-finished"]),
+    kube(
+        "root-ca-certificate-publisher-controller",
+        &["root-ca-cert-publisher"],
+    ),
+    kube(
+        "kube-apiserver-serving-clustertrustbundle-publisher-controller",
+        &[],
+    ),
+    kube("ephemeral-volume-controller", &["ephemeral-volume"]),
+    kube(
+        "storageversion-garbage-collector-controller",
+        &["storage-version-gc"],
+    ),
+    kube("resourceclaim-controller", &["resource-claim-controller"]),
+    kube("device-taint-eviction-controller", &[]),
+    kube(
+        "legacy-serviceaccount-token-cleaner-controller",
+        &["legacy-service-account-token-cleaner"],
+    ),
+    kube("validatingadmissionpolicy-status-controller", &[]),
+    kube("taint-eviction-controller", &[]),
+    kube("service-cidr-controller", &[]),
+    kube("storage-version-migrator-controller", &[]),
+    off_by_default(kube("selinux-warning-controller", &[])),
+];
+
+/// `--controllers` named controllers kube-controller-manager does not know.
+///
+/// The message is kube's (`GenericControllerManagerConfigurationOptions.Validate`, one error per
+/// name, aggregated as `utilerrors.NewAggregate` prints them).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{}", aggregate(.names))]
+pub struct UnknownControllers {
+    /// The names as given, without a leading `-`, in flag order.
+    pub names: Vec<String>,
+}
+
+fn aggregate(names: &[String]) -> String {
+    let errors: Vec<String> = names
+        .iter()
+        .map(|n| format!("{n:?} is not in the list of known controllers"))
+        .collect();
+    match errors.as_slice() {
+        [one] => one.clone(),
+        many => format!("[{}]", many.join(", ")),
+    }
+}
+
+/// The controller `name` (canonical or alias) designates.
+pub fn lookup(name: &str) -> Option<&'static ControllerName> {
     KNOWN
         .iter()
         .find(|c| c.name == name || c.aliases.contains(&name))
 }
 
-/// The canonical names `--controllers` enables, in start order.
+/// Whether rkcm runs the controller with canonical name `name`.
+pub fn is_implemented(name: &str) -> bool {
+    lookup(name).is_some_and(|c| c.implemented)
+}
+
+/// The canonical names `--controllers` enables, in start order, implemented or not (see
+/// [`is_implemented`]).
 ///
-/// As kube's `IsControllerEnabled`: an explicit `-foo` disables foo, an explicit `foo` enables it,
-/// otherwise `*` enables every controller that is not disabled by default. Unknown names are an error.
-pub fn resolve(flag: &[String]) -> Result<Vec<&'static str>, UnknownController> {
-    let mut enabled = BTreeSet::new();
-    let mut disabled = BTreeSet::new();
+/// As kube's `IsControllerEnabled` after `ApplyTo` replaced aliases: the first item that names a
+/// controller decides (`foo` enables it, `-foo` disables it); otherwise `*` enables every
+/// controller that is not disabled by default. Empty items are ignored (pflag reads
+/// `--controllers=` as no items). Names kube does not know are an error.
+pub fn resolve(flag: &[String]) -> Result<Vec<&'static str>, UnknownControllers> {
+    let mut unknown = Vec::new();
+    // (canonical name, enabled) for each named item, in flag order.
+    let mut choices = Vec::new();
     let mut star = false;
     for raw in flag.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
         if raw == "*" {
             star = true;
             continue;
         }
-        let (negated, name) = match raw.strip_prefix('-') {
-            Some(name) => (true, name),
-            None => (false, raw),
+        let (enable, name) = match raw.strip_prefix('-') {
+            Some(name) => (false, name),
+            None => (true, raw),
         };
-        let Some(known) = lookup(name) else {
-            let mut names: Vec<&str> = KNOWN
-                .iter()
-                .flat_map(|c| std::iter::once(c.name).chain(c.aliases.iter().copied()))
-                .collect();
-            names.sort_unstable();
-            return Err(UnknownController {
-                name: name.to_string(),
-                known: names.join(", "),
-            });
-        };
-        if negated {
-            disabled.insert(known.name);
-        } else {
-            enabled.insert(known.name);
+        match lookup(name) {
+            Some(known) => choices.push((known.name, enable)),
+            None => unknown.push(name.to_string()),
         }
+    }
+    if !unknown.is_empty() {
+        return Err(UnknownControllers { names: unknown });
     }
     Ok(KNOWN
         .iter()
         .filter(|c| {
-            if disabled.contains(c.name) {
-                false
-            } else if enabled.contains(c.name) {
-                true
-            } else {
-                star && !c.disabled_by_default
-            }
+            choices
+                .iter()
+                .find(|(name, _)| *name == c.name)
+                .map_or(star && !c.disabled_by_default, |&(_, enable)| enable)
         })
         .map(|c| c.name)
         .collect())
@@ -275,6 +376,9 @@ pub async fn start(
     let Some(known) = KNOWN.iter().find(|c| c.name == name) else {
         return Err(StartError::Unknown(name.to_string()));
     };
+    if !known.implemented {
+        return Ok(Started::Skipped("not implemented in rkcm yet".into()));
+    }
     let controller = known.name;
     let client =
         (ctx.clients)(controller).map_err(|source| StartError::Client { controller, source })?;
@@ -378,6 +482,8 @@ pub async fn start(
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use super::*;
 
     fn flags(s: &[&str]) -> Vec<String> {
@@ -385,9 +491,27 @@ mod tests {
     }
 
     #[test]
-    fn star_enables_every_controller_in_start_order() {
+    fn star_enables_every_controller_on_by_default_in_start_order() {
         let all = resolve(&flags(&["*"])).unwrap();
-        assert_eq!(all, KNOWN.iter().map(|c| c.name).collect::<Vec<_>>());
+        let on_by_default: Vec<_> = KNOWN
+            .iter()
+            .filter(|c| !c.disabled_by_default)
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(all, on_by_default);
+        for implemented in [
+            NAMESPACE,
+            GARBAGECOLLECTOR,
+            REPLICATIONCONTROLLER,
+            PODGC,
+            REPLICASET,
+            DEPLOYMENT,
+        ] {
+            assert!(all.contains(&implemented), "{implemented}");
+        }
+        assert!(!all.contains(&"bootstrap-signer-controller"));
+        assert!(!all.contains(&"token-cleaner-controller"));
+        assert!(!all.contains(&"selinux-warning-controller"));
     }
 
     #[test]
@@ -401,22 +525,94 @@ mod tests {
     #[test]
     fn without_star_only_named_controllers_run() {
         let enabled = resolve(&flags(&["replicaset", "deployment-controller"])).unwrap();
-        assert_eq!(enabled, [REPLICASET, DEPLOYMENT]);
+        assert_eq!(enabled, [DEPLOYMENT, REPLICASET]);
+    }
+
+    // IsControllerEnabled returns at the first item naming the controller.
+    #[test]
+    fn the_first_item_naming_a_controller_decides() {
+        assert_eq!(
+            resolve(&flags(&["replicaset", "-replicaset"])).unwrap(),
+            [REPLICASET]
+        );
+        assert!(resolve(&flags(&["-replicaset", "replicaset"]))
+            .unwrap()
+            .is_empty());
+        // Aliases are replaced by canonical names before the first match is looked for.
+        assert_eq!(
+            resolve(&flags(&["replicaset", "-replicaset-controller"])).unwrap(),
+            [REPLICASET]
+        );
+        // `*` does not override an explicit choice, wherever it stands.
+        assert!(!resolve(&flags(&["-podgc", "*"])).unwrap().contains(&PODGC));
+        assert!(!resolve(&flags(&["*", "-podgc"])).unwrap().contains(&PODGC));
     }
 
     #[test]
-    fn disabling_wins_over_enabling() {
-        let enabled = resolve(&flags(&["replicaset", "-replicaset"])).unwrap();
-        assert!(enabled.is_empty());
+    fn kubeadms_controllers_flag_is_accepted_and_enables_the_bootstrap_controllers() {
+        let enabled = resolve(&flags(&["*", "bootstrapsigner", "tokencleaner"])).unwrap();
+        assert!(enabled.contains(&"bootstrap-signer-controller"));
+        assert!(enabled.contains(&"token-cleaner-controller"));
+        assert!(enabled.contains(&REPLICASET));
+        assert!(!is_implemented("bootstrap-signer-controller"));
     }
 
     #[test]
-    fn unknown_names_are_an_error_listing_the_known_ones() {
-        let err = resolve(&flags(&["*", "-cronjob"])).unwrap_err();
-        assert_eq!(err.name, "cronjob");
-        assert!(err.known.contains("replicaset"), "{err}");
-        assert!(err
-            .to_string()
-            .contains("is not in the list of known controllers"));
+    fn known_but_unimplemented_names_are_accepted() {
+        let enabled = resolve(&flags(&[
+            "cronjob",
+            "-job-controller",
+            "selinux-warning-controller",
+        ]))
+        .unwrap();
+        assert_eq!(
+            enabled,
+            ["cronjob-controller", "selinux-warning-controller"]
+        );
+        assert!(enabled.iter().all(|c| !is_implemented(c)));
+        assert!(is_implemented(REPLICASET));
+    }
+
+    #[test]
+    fn unknown_names_are_refused_with_kubes_message() {
+        let err = resolve(&flags(&["*", "-cronjobs"])).unwrap_err();
+        assert_eq!(err.names, ["cronjobs"]);
+        assert_eq!(
+            err.to_string(),
+            "\"cronjobs\" is not in the list of known controllers"
+        );
+        let err = resolve(&flags(&["foo", "*", "-bar", "podgc"])).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "[\"foo\" is not in the list of known controllers, \"bar\" is not in the list of known controllers]"
+        );
+    }
+
+    #[test]
+    fn the_registry_has_kube_controller_managers_names() {
+        // 49 controllers in kube-controller-manager 1.33's registry, each with a unique name and
+        // aliases that never collide with a name (NewControllerDescriptors panics otherwise).
+        assert_eq!(KNOWN.len(), 49);
+        let mut seen = BTreeSet::new();
+        for c in KNOWN {
+            assert!(c.name.ends_with("-controller"), "{}", c.name);
+            assert!(seen.insert(c.name), "{} twice", c.name);
+            for a in c.aliases {
+                assert!(seen.insert(a), "{a} twice");
+            }
+        }
+        let off: Vec<_> = KNOWN
+            .iter()
+            .filter(|c| c.disabled_by_default)
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(
+            off,
+            [
+                "bootstrap-signer-controller",
+                "token-cleaner-controller",
+                "selinux-warning-controller"
+            ]
+        );
     }
 }

@@ -4,6 +4,7 @@
 
 #[path = "deployment/env.rs"]
 mod env;
+mod support;
 
 use std::collections::BTreeMap;
 

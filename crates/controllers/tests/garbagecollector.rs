@@ -8,37 +8,22 @@
 //! `kubectl delete --cascade=background|orphan|foreground` does.
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, ReplicaSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Container, Node, Pod, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference};
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
-use kube::Client;
 use rkcm_apiserver::testing::{self, TestServer};
 use rkcm_controllers::garbagecollector::{Config, GarbageCollector};
-use rkcm_controllers::registry::{self, ControllerContext, ControllerOptions, Started};
-use rkcm_runtime::events::EventBroadcaster;
-use rkcm_runtime::informer::InformerFactory;
-use rkcm_runtime::Shutdown;
+use rkcm_controllers::registry::{self, ControllerOptions};
 
-const NS: &str = "default";
-const DEADLINE: Duration = Duration::from_secs(30);
+mod support;
+use support::{eventually, Cluster, NS};
 
-/// A running API server with the garbage collector.
-struct Harness {
-    _server: TestServer,
-    client: Client,
-    shutdown: Shutdown,
-}
-
-impl Drop for Harness {
-    fn drop(&mut self) {
-        self.shutdown.cancel();
-    }
-}
+/// A running API server with the garbage collector, or with controllers from the registry.
+type Harness = Cluster;
 
 /// Starts a server and a garbage collector wired as the manager wires it.
 async fn start() -> Harness {
@@ -47,54 +32,22 @@ async fn start() -> Harness {
 
 /// Starts a garbage collector against `server`.
 fn start_on(server: TestServer) -> Harness {
-    let client = server.client();
-    let shutdown = Shutdown::new();
-    let factory = InformerFactory::new(client.clone(), Duration::ZERO);
-    let gc = GarbageCollector::new(&factory, client.clone(), Config { workers: 4 });
-    factory.start(shutdown.clone());
-    tokio::spawn(gc.run(shutdown.clone()));
-    Harness {
-        _server: server,
-        client,
-        shutdown,
-    }
+    let h = Cluster::on(server);
+    let gc = GarbageCollector::new(&h.factory, h.client.clone(), Config { workers: 4 });
+    h.start_informers();
+    h.spawn(gc.run(h.shutdown.clone()));
+    h
 }
 
 /// Starts a server and the named controllers through the registry, as the manager does.
 async fn start_controllers(names: &[&str]) -> Result<Harness> {
-    let server = testing::start().await;
-    let client = server.client();
-    let shutdown = Shutdown::new();
-    let factory = InformerFactory::new(client.clone(), Duration::ZERO);
-    let events = EventBroadcaster::new(client.clone());
+    let h = Cluster::start().await;
     let options = ControllerOptions {
         concurrent_gc_syncs: 4,
         ..ControllerOptions::default()
     };
-    let clients = {
-        let client = client.clone();
-        move |_: &str| Ok(client.clone())
-    };
-    let ctx = ControllerContext {
-        factory: &factory,
-        clients: &clients,
-        events: &events,
-        options: &options,
-    };
-    for name in names {
-        match registry::start(name, &ctx, shutdown.clone()).await? {
-            Started::Running(run) => {
-                tokio::spawn(run);
-            }
-            Started::Skipped(why) => bail!("{name} skipped: {why}"),
-        }
-    }
-    factory.start(shutdown.clone());
-    Ok(Harness {
-        _server: server,
-        client,
-        shutdown,
-    })
+    h.start_registered(names, options).await?;
+    Ok(h)
 }
 
 impl Harness {
@@ -227,23 +180,6 @@ fn owner_uids(pod: &Pod) -> Vec<String> {
 
 fn has_finalizer(cm: &ConfigMap, f: &str) -> bool {
     cm.metadata.finalizers.iter().flatten().any(|x| x == f)
-}
-
-async fn eventually<T, F, Fut>(what: &str, check: F) -> Result<T>
-where
-    F: Fn() -> Fut,
-    Fut: Future<Output = Result<Option<T>>>,
-{
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
-        if let Some(v) = check().await? {
-            return Ok(v);
-        }
-        if tokio::time::Instant::now() > deadline {
-            bail!("timed out waiting for {what} (is the garbage collector running?)");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 fn policy(p: &str) -> DeleteParams {

@@ -5,7 +5,6 @@
 //! No kubelet runs here: the test plays it, deleting terminating bound pods with grace period 0.
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,69 +17,34 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::client::Body;
 use kube::Client;
-use rkcm_apiserver::testing::{self, TestServer};
 use rkcm_controllers::namespace::{self, NamespaceController};
-use rkcm_controllers::registry::{self, ControllerContext, ControllerOptions, Started};
-use rkcm_runtime::events::EventBroadcaster;
-use rkcm_runtime::informer::InformerFactory;
+use rkcm_controllers::registry::{self, ControllerOptions};
 use rkcm_runtime::{Shutdown, SystemClock};
-use serde_json::{json, Value};
 
-const DEADLINE: Duration = Duration::from_secs(30);
+mod support;
+use serde_json::{json, Value};
+use support::{eventually, Cluster};
+
 const HOLD: &str = "example.com/hold";
 
 /// A running API server with the namespace controller.
-struct Harness {
-    _server: TestServer,
-    client: Client,
-    shutdown: Shutdown,
-}
-
-impl Drop for Harness {
-    fn drop(&mut self) {
-        self.shutdown.cancel();
-    }
-}
+type Harness = Cluster;
 
 /// Starts a server and a namespace controller wired as the manager wires it, with short waits.
 async fn start() -> Harness {
-    let server = testing::start().await;
-    let client = server.client();
-    let shutdown = Shutdown::new();
-    let factory = InformerFactory::new(client.clone(), Duration::ZERO);
+    let h = Cluster::start().await;
     let ctrl = NamespaceController::new(
-        &factory,
-        client.clone(),
+        &h.factory,
+        h.client.clone(),
         namespace::Config {
             resync_period: Duration::from_secs(1),
             deletion_grace_period: Duration::from_millis(100),
             clock: Arc::new(SystemClock),
         },
     );
-    factory.start(shutdown.clone());
-    tokio::spawn(ctrl.run(2, shutdown.clone()));
-    Harness {
-        _server: server,
-        client,
-        shutdown,
-    }
-}
-
-async fn eventually<T, F, Fut>(what: &str, check: F) -> Result<T>
-where
-    F: Fn() -> Fut,
-    Fut: Future<Output = Result<Option<T>>>,
-{
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
-        if let Some(v) = check().await? {
-            return Ok(v);
-        }
-        if tokio::time::Instant::now() > deadline {
-            bail!("timed out waiting for {what} (is the namespace controller running?)");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    h.start_informers();
+    h.spawn(ctrl.run(2, h.shutdown.clone()));
+    h
 }
 
 fn config_map(name: &str, finalizers: &[&str]) -> ConfigMap {
@@ -396,37 +360,18 @@ fn kubelet(client: Client, namespace: &str, shutdown: Shutdown) {
 async fn deleting_a_namespace_with_a_running_deployment_under_the_manager_removes_everything(
 ) -> Result<()> {
     // Every controller involved, started through the registry as the manager starts them.
-    let server = testing::start().await;
-    let client = server.client();
-    let shutdown = Shutdown::new();
-    let _stop = shutdown.clone().drop_guard();
-    let factory = InformerFactory::new(client.clone(), Duration::ZERO);
-    let events = EventBroadcaster::new(client.clone());
-    let options = ControllerOptions::default();
-    let clients = {
-        let client = client.clone();
-        move |_: &str| Ok(client.clone())
-    };
-    let ctx = ControllerContext {
-        factory: &factory,
-        clients: &clients,
-        events: &events,
-        options: &options,
-    };
-    for name in [
-        registry::NAMESPACE,
-        registry::GARBAGECOLLECTOR,
-        registry::REPLICASET,
-        registry::DEPLOYMENT,
-    ] {
-        match registry::start(name, &ctx, shutdown.clone()).await? {
-            Started::Running(run) => {
-                tokio::spawn(run);
-            }
-            Started::Skipped(why) => bail!("{name} skipped: {why}"),
-        }
-    }
-    factory.start(shutdown.clone());
+    let h = Cluster::start().await;
+    h.start_registered(
+        &[
+            registry::NAMESPACE,
+            registry::GARBAGECOLLECTOR,
+            registry::REPLICASET,
+            registry::DEPLOYMENT,
+        ],
+        ControllerOptions::default(),
+    )
+    .await?;
+    let (client, shutdown) = (h.client.clone(), h.shutdown.clone());
 
     create_namespace(&client, "app").await?;
     let labels = BTreeMap::from([("app".to_string(), "web".to_string())]);
@@ -513,7 +458,7 @@ async fn deleting_a_namespace_with_a_running_deployment_under_the_manager_remove
             assert_eq!(n, 0, "{what} left behind");
         }
     }
-    drop(server);
+    drop(h);
     Ok(())
 }
 

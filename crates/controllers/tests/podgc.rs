@@ -1,82 +1,54 @@
 //! PodGC's rules against the embedded API server, one `gc()` pass at a time, with a fake clock
 //! for the orphan quarantine.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use k8s_openapi::api::core::v1::{
     Container, Node, NodeCondition, NodeSpec, NodeStatus, Pod, PodSpec, Taint,
 };
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::Client;
-use rkcm_apiserver::testing::{self, TestServer};
+use rkcm_apiserver::testing;
 use rkcm_controllers::podgc::{Config, PodGcController};
 use rkcm_runtime::informer::InformerFactory;
 use rkcm_runtime::{FakeClock, Shutdown};
 
-const NS: &str = "default";
-const DEADLINE: Duration = Duration::from_secs(30);
-/// Keeps force-deleted pods visible so tests can read what PodGC wrote before deleting.
+mod support;
+use support::{eventually, Cluster, NS};
+
 const KEEP: &str = "test.rkcm.io/keep";
 
+/// A running API server with a pod garbage collector on a fake clock; tests run its passes.
 struct Harness {
-    _server: TestServer,
-    client: Client,
+    cluster: Cluster,
     gc: Arc<PodGcController>,
-    factory: InformerFactory,
     clock: FakeClock,
-    shutdown: Shutdown,
 }
 
-impl Drop for Harness {
-    fn drop(&mut self) {
-        self.shutdown.cancel();
+impl std::ops::Deref for Harness {
+    type Target = Cluster;
+
+    fn deref(&self) -> &Cluster {
+        &self.cluster
     }
 }
 
 async fn start(threshold: i64) -> Harness {
-    let server = testing::start().await;
-    let client = server.client();
+    let cluster = Cluster::start().await;
     let clock = FakeClock::default();
-    let factory = InformerFactory::new(client.clone(), Duration::ZERO);
     let gc = PodGcController::new(
-        &factory,
-        client.clone(),
+        &cluster.factory,
+        cluster.client.clone(),
         Config {
             terminated_pod_gc_threshold: threshold,
             clock: Arc::new(clock.clone()),
             ..Config::default()
         },
     );
-    let shutdown = Shutdown::new();
-    factory.start(shutdown.clone());
-    Harness {
-        _server: server,
-        client,
-        gc,
-        factory,
-        clock,
-        shutdown,
-    }
-}
-
-async fn eventually<T, F, Fut>(what: &str, check: F) -> Result<T>
-where
-    F: Fn() -> Fut,
-    Fut: Future<Output = Result<Option<T>>>,
-{
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
-        if let Some(v) = check().await? {
-            return Ok(v);
-        }
-        if tokio::time::Instant::now() > deadline {
-            bail!("timed out waiting for {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    cluster.start_informers();
+    Harness { cluster, gc, clock }
 }
 
 fn pod(name: &str, node: Option<&str>, keep: bool) -> Pod {

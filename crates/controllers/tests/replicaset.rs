@@ -3,12 +3,11 @@
 //! No node agent runs here: pods stay Pending unless a test marks them ready itself.
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use async_trait::async_trait;
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetSpec};
 use k8s_openapi::api::core::v1::{
@@ -25,21 +24,11 @@ use rkcm_runtime::informer::InformerFactory;
 use rkcm_runtime::pod_control::{PodControl, PodControlError, RealPodControl};
 use rkcm_runtime::Shutdown;
 
-const NS: &str = "default";
-const DEADLINE: Duration = Duration::from_secs(30);
+mod support;
+use support::{eventually, Cluster, NS};
 
 /// A running API server with the ReplicaSet and ReplicationController controllers.
-struct Harness {
-    _server: TestServer,
-    client: Client,
-    shutdown: Shutdown,
-}
-
-impl Drop for Harness {
-    fn drop(&mut self) {
-        self.shutdown.cancel();
-    }
-}
+type Harness = Cluster;
 
 /// Starts a server and both controllers.
 async fn start() -> Harness {
@@ -48,38 +37,31 @@ async fn start() -> Harness {
 
 /// Starts both controllers on `server`; `pod_control` overrides the ReplicaSet controller's.
 fn start_on(server: TestServer, pod_control: Option<Arc<dyn PodControl>>) -> Harness {
-    let client = server.client();
-    let shutdown = Shutdown::new();
-    let factory = InformerFactory::new(client.clone(), Duration::ZERO);
-    let broadcaster = EventBroadcaster::new(client.clone());
+    let h = Cluster::on(server);
     let rs_ctrl = match pod_control {
         Some(pc) => ReplicaSetController::<ReplicaSet>::with_pod_control(
-            &factory,
-            client.clone(),
+            &h.factory,
+            h.client.clone(),
             pc,
             Config::default(),
         ),
         None => ReplicaSetController::new(
-            &factory,
-            client.clone(),
-            broadcaster.recorder("replicaset-controller"),
+            &h.factory,
+            h.client.clone(),
+            h.events.recorder("replicaset-controller"),
             Config::default(),
         ),
     };
     let rc_ctrl = ReplicaSetController::new_for_rc(
-        &factory,
-        client.clone(),
-        broadcaster.recorder("replication-controller"),
+        &h.factory,
+        h.client.clone(),
+        h.events.recorder("replication-controller"),
         Config::default(),
     );
-    factory.start(shutdown.clone());
-    tokio::spawn(rs_ctrl.run(5, shutdown.clone()));
-    tokio::spawn(rc_ctrl.run(5, shutdown.clone()));
-    Harness {
-        _server: server,
-        client,
-        shutdown,
-    }
+    h.start_informers();
+    h.spawn(rs_ctrl.run(5, h.shutdown.clone()));
+    h.spawn(rc_ctrl.run(5, h.shutdown.clone()));
+    h
 }
 
 fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -155,24 +137,6 @@ fn owned_by(p: &Pod, uid: &str) -> bool {
         .iter()
         .flatten()
         .any(|r| r.controller == Some(true) && r.uid == uid)
-}
-
-/// Polls `check` until it returns `Ok(Some(v))` or the deadline passes.
-async fn eventually<T, F, Fut>(what: &str, check: F) -> Result<T>
-where
-    F: Fn() -> Fut,
-    Fut: Future<Output = Result<Option<T>>>,
-{
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
-        if let Some(v) = check().await? {
-            return Ok(v);
-        }
-        if tokio::time::Instant::now() > deadline {
-            bail!("timed out waiting for {what} (controller likely stuck)");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 async fn pods(client: &Client) -> Result<Vec<Pod>> {

@@ -320,6 +320,62 @@ fn breakdown(
         .join(", ")
 }
 
+/// One `apiserver_request_total` series of the cluster: verb, group, resource, subresource, code.
+type ServerSeries = (String, String, String, String, String);
+
+/// Parses `apiserver_request_total` out of the API server's `/metrics` text.
+fn parse_server_requests(text: &str) -> BTreeMap<ServerSeries, f64> {
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("apiserver_request_total{") else {
+            continue;
+        };
+        let Some((labels, value)) = rest.rsplit_once("} ") else {
+            continue;
+        };
+        let label = |name: &str| {
+            labels
+                .split(',')
+                .find_map(|kv| kv.strip_prefix(&format!("{name}=\"")))
+                .map(|m| m.trim_end_matches('"').to_string())
+                .unwrap_or_default()
+        };
+        *out.entry((
+            label("verb"),
+            label("group"),
+            label("resource"),
+            label("subresource"),
+            label("code"),
+        ))
+        .or_insert(0.0) += value.trim().parse::<f64>().unwrap_or(0.0);
+    }
+    out
+}
+
+/// The API server's request counters, read from its `/metrics`.
+async fn server_requests(client: &kube::Client) -> anyhow::Result<BTreeMap<ServerSeries, f64>> {
+    let text = client
+        .request_text(http::Request::get("/metrics").body(Vec::new())?)
+        .await
+        .context("reading the API server's /metrics")?;
+    Ok(parse_server_requests(&text))
+}
+
+/// Requests the server answered between two snapshots with `verb` on core/v1 `resource`
+/// (no subresource), whatever their status code.
+fn server_delta(
+    after: &BTreeMap<ServerSeries, f64>,
+    before: &BTreeMap<ServerSeries, f64>,
+    verb: &str,
+    resource: &str,
+) -> f64 {
+    after
+        .iter()
+        .filter(|((v, g, r, s, _), _)| v == verb && g.is_empty() && r == resource && s.is_empty())
+        .map(|(k, n)| n - before.get(k).copied().unwrap_or(0.0))
+        .sum()
+}
+
 fn pod_template(labels: serde_json::Value) -> serde_json::Value {
     json!({
         "metadata": {"labels": labels},
@@ -335,7 +391,7 @@ fn spawn_controllers(
     qps: f32,
     burst: u32,
     shutdown: Shutdown,
-) -> tokio::task::JoinHandle<anyhow::Result<()>> {
+) -> tokio::task::JoinHandle<anyhow::Result<manager::Report>> {
     let config = ManagerConfig {
         kube_config,
         controllers,
@@ -409,6 +465,7 @@ async fn replicasets(args: ReplicaSetArgs) -> anyhow::Result<()> {
     // The controller.
     let shutdown = Shutdown::new();
     let before = requests_by_method();
+    let server_before = server_requests(&plain).await?;
     let cpu_before = cpu_seconds();
     let manager = spawn_controllers(
         kube_config.clone(),
@@ -472,16 +529,22 @@ async fn replicasets(args: ReplicaSetArgs) -> anyhow::Result<()> {
         .items
         .len();
     shutdown.cancel();
-    let _ = manager.await;
+    let report = manager
+        .await
+        .context("the controller manager task panicked")??;
     // After shutdown, so that queued events have been written too.
     let after = requests_by_method();
+    let server_after = server_requests(&plain).await?;
 
-    // The controller's client also writes Events, so pod writes are counted from the pods:
-    // every pod present was created once, every DELETE removed one that had been created, and
-    // PATCHes (adoption, release) are counted as pod writes.
-    let deletes = delta(&after, &before, "DELETE");
-    let pod_writes = pods_now as f64 + 2.0 * deletes + delta(&after, &before, "PATCH");
-    let event_writes = delta(&after, &before, "POST") - pods_now as f64 - deletes;
+    // Pod and Event writes as the API server counted them (only the controller writes either
+    // while it runs: the bench itself creates ReplicaSets and lists them).
+    let server =
+        |verb: &str, resource: &str| server_delta(&server_after, &server_before, verb, resource);
+    let pod_writes = server("POST", "pods") + server("DELETE", "pods") + server("PATCH", "pods");
+    let (event_posts, event_patches) = (
+        server("POST", "events").round() as i64,
+        server("PATCH", "events").round() as i64,
+    );
     let status_writes = delta(&after, &before, "PUT");
     let rate = total as f64 / controller_secs;
     println!(
@@ -493,8 +556,12 @@ async fn replicasets(args: ReplicaSetArgs) -> anyhow::Result<()> {
     println!("  plain client, same concurrency: {plain_secs:.1} s ({plain_rate:.0} pods/s)");
     println!("  controller / plain throughput:  {:.2}", rate / plain_rate);
     println!(
-        "  writes per pod created:         {:.3} ({pod_writes} pod writes; also {status_writes} status updates, {event_writes} event writes)",
+        "  writes per pod created:         {:.3} ({pod_writes} pod writes; also {status_writes} status updates)",
         pod_writes / total as f64,
+    );
+    println!(
+        "  events:                         {event_posts} created, {event_patches} patched (series), {} dropped (event queue full)",
+        report.events_dropped
     );
     println!(
         "  requests (method code: count):  {}",
@@ -591,7 +658,9 @@ async fn deployments(args: DeploymentArgs) -> anyhow::Result<()> {
     let cpu = cpu_seconds() - cpu_before;
     let after = requests_by_method();
     shutdown.cancel();
-    let _ = manager.await;
+    let report = manager
+        .await
+        .context("the controller manager task panicked")??;
 
     let writes: f64 = ["POST", "PUT", "PATCH", "DELETE"]
         .iter()
@@ -615,6 +684,10 @@ async fn deployments(args: DeploymentArgs) -> anyhow::Result<()> {
         "  requests (method code: count):  {}",
         breakdown(&after, &before)
     );
+    println!(
+        "  events dropped (queue full):    {}",
+        report.events_dropped
+    );
     println!("  controllers' CPU (update):      {cpu:.1} s");
     println!(
         "  bench process peak RSS:         {:.1} MiB",
@@ -622,4 +695,29 @@ async fn deployments(args: DeploymentArgs) -> anyhow::Result<()> {
     );
     drop(cluster);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_counters_are_read_by_verb_and_resource() {
+        let before = parse_server_requests(
+            "# TYPE apiserver_request_total counter\n\
+             apiserver_request_total{code=\"201\",group=\"\",resource=\"events\",subresource=\"\",verb=\"POST\",version=\"v1\"} 3\n",
+        );
+        let after = parse_server_requests(
+            "apiserver_request_total{code=\"201\",group=\"\",resource=\"events\",subresource=\"\",verb=\"POST\",version=\"v1\"} 10\n\
+             apiserver_request_total{code=\"409\",group=\"\",resource=\"events\",subresource=\"\",verb=\"POST\",version=\"v1\"} 2\n\
+             apiserver_request_total{code=\"200\",group=\"\",resource=\"events\",subresource=\"\",verb=\"PATCH\",version=\"v1\"} 4\n\
+             apiserver_request_total{code=\"201\",group=\"\",resource=\"pods\",subresource=\"\",verb=\"POST\",version=\"v1\"} 7\n\
+             apiserver_request_total{code=\"200\",group=\"\",resource=\"pods\",subresource=\"status\",verb=\"PATCH\",version=\"v1\"} 5\n\
+             apiserver_request_total{code=\"201\",group=\"events.k8s.io\",resource=\"events\",subresource=\"\",verb=\"POST\",version=\"v1\"} 9\n",
+        );
+        assert_eq!(server_delta(&after, &before, "POST", "events"), 9.0);
+        assert_eq!(server_delta(&after, &before, "PATCH", "events"), 4.0);
+        assert_eq!(server_delta(&after, &before, "POST", "pods"), 7.0);
+        assert_eq!(server_delta(&after, &before, "PATCH", "pods"), 0.0);
+    }
 }

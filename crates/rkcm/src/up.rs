@@ -1,19 +1,54 @@
 //! `rkcm up`: the API server, the controller manager and simulated nodes in one process.
 
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
+use clap::Args;
 use rkcm_apiserver::{ApiServer, Config as ApiConfig};
 use rkcm_controllers::registry::{self, ControllerOptions};
 use rkcm_nodesim::NodeSim;
 use rkcm_runtime::{Shutdown, SystemClock};
 use tokio::task::JoinSet;
 
-use crate::cli::UpArgs;
 use crate::manager::{self, ManagerConfig};
 use crate::serving::Health;
+
+/// `rkcm up` flags.
+#[derive(Debug, Clone, Args)]
+pub struct UpArgs {
+    /// Number of simulated nodes to register; 0 runs no scheduler or kubelet stand-in either.
+    #[arg(long, default_value_t = 3)]
+    pub nodes: usize,
+
+    /// Where the cluster keeps its data, certificates, token and kubeconfig
+    /// (default: $XDG_STATE_HOME/rkcm or ~/.local/state/rkcm).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+
+    /// Port the API server listens on (0 picks a free one).
+    #[arg(long, default_value_t = 6443)]
+    pub port: u16,
+
+    /// Address the API server listens on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind_address: IpAddr,
+
+    /// How long a simulated node takes to make a bound pod Running and Ready.
+    #[arg(long, default_value = "1s", value_parser = rkcm_apimachinery::duration::parse_non_negative, value_name = "DURATION")]
+    pub pod_ready_delay: Duration,
+
+    /// Upper bound on how long a simulated node waits before removing a pod in graceful deletion
+    /// (the pod's grace period when shorter).
+    #[arg(long, default_value = "2s", value_parser = rkcm_apimachinery::duration::parse_non_negative, value_name = "DURATION")]
+    pub pod_termination_max: Duration,
+
+    /// Controllers to run: `*` for all, `foo` to enable, `-foo` to disable.
+    #[arg(long, value_delimiter = ',', default_value = "*")]
+    pub controllers: Vec<String>,
+}
 
 /// The default data directory: `$XDG_STATE_HOME/rkcm`, else `~/.local/state/rkcm`.
 pub fn default_data_dir() -> PathBuf {
@@ -89,7 +124,10 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     let client = kube::Client::try_from(kube_config.clone()).context("building a client")?;
     wait_until_answering(&client, &shutdown).await?;
 
-    let controller_count = controllers.len();
+    let controller_count = controllers
+        .iter()
+        .filter(|c| registry::is_implemented(c))
+        .count();
     let manager_config = ManagerConfig {
         kube_config: kube_config.clone(),
         controllers,

@@ -73,7 +73,22 @@ pub fn register_metrics(registry: &mut Registry) {
     );
 }
 
-/// Builds a `kube::Client` for one controller: its own token bucket (`qps`, `burst`) and metrics.
+/// client-go's QPS when `rest.Config.QPS` is zero (`DefaultQPS`, `rest/config.go`).
+pub const DEFAULT_QPS: f32 = 5.0;
+/// client-go's burst when `rest.Config.Burst` is zero (`DefaultBurst`, `rest/config.go`).
+pub const DEFAULT_BURST: u32 = 10;
+
+/// The token bucket client-go builds for `qps` and `burst` (`RESTClientFor`, `rest/config.go`):
+/// a zero QPS or burst takes client-go's default (5 qps, burst 10), and a negative QPS means no
+/// client-side rate limiting at all (`None`).
+pub fn limits(qps: f32, burst: u32) -> Option<(f64, u32)> {
+    let qps = if qps == 0.0 { DEFAULT_QPS } else { qps };
+    let burst = if burst == 0 { DEFAULT_BURST } else { burst };
+    (qps > 0.0).then_some((f64::from(qps), burst))
+}
+
+/// Builds a `kube::Client` for one controller: its own token bucket (`qps`, `burst`, see
+/// [`limits`]) and metrics.
 pub fn client(config: kube::Config, qps: f32, burst: u32) -> Result<kube::Client, kube::Error> {
     let layer = RateLimitLayer::new(&config, qps, burst);
     Ok(kube::client::ClientBuilder::try_from(config)?
@@ -84,12 +99,13 @@ pub fn client(config: kube::Config, qps: f32, burst: u32) -> Result<kube::Client
 /// The layer that throttles and measures every request of one client.
 #[derive(Clone)]
 pub struct RateLimitLayer {
-    bucket: Arc<Mutex<TokenBucket>>,
+    /// `None`: not throttled.
+    bucket: Option<Arc<Mutex<TokenBucket>>>,
     host: Arc<str>,
 }
 
 impl RateLimitLayer {
-    /// A layer for clients of `config`'s server, at `qps` with `burst`.
+    /// A layer for clients of `config`'s server, at `qps` with `burst` (see [`limits`]).
     pub fn new(config: &kube::Config, qps: f32, burst: u32) -> Self {
         let host = config
             .cluster_url
@@ -97,7 +113,8 @@ impl RateLimitLayer {
             .map(|a| a.to_string())
             .unwrap_or_default();
         Self {
-            bucket: Arc::new(Mutex::new(TokenBucket::new(f64::from(qps), burst.max(1)))),
+            bucket: limits(qps, burst)
+                .map(|(qps, burst)| Arc::new(Mutex::new(TokenBucket::new(qps, burst)))),
             host: host.into(),
         }
     }
@@ -109,7 +126,7 @@ impl<S> tower::Layer<S> for RateLimitLayer {
     fn layer(&self, inner: S) -> Self::Service {
         RateLimited {
             inner,
-            bucket: Arc::clone(&self.bucket),
+            bucket: self.bucket.clone(),
             host: Arc::clone(&self.host),
             state: Permit::None,
         }
@@ -130,7 +147,7 @@ enum Permit {
 /// A service that takes a token before each request (see [`RateLimitLayer`]).
 pub struct RateLimited<S> {
     inner: S,
-    bucket: Arc<Mutex<TokenBucket>>,
+    bucket: Option<Arc<Mutex<TokenBucket>>>,
     host: Arc<str>,
     state: Permit,
 }
@@ -149,7 +166,9 @@ where
             match &mut self.state {
                 Permit::None => {
                     let now = Instant::now();
-                    let wait = self.bucket.lock().reserve(tokio::time::Instant::now());
+                    let wait = self.bucket.as_ref().map_or(Duration::ZERO, |b| {
+                        b.lock().reserve(tokio::time::Instant::now())
+                    });
                     self.state = if wait.is_zero() {
                         Permit::Granted {
                             waited: Duration::ZERO,
@@ -243,6 +262,51 @@ mod tests {
         assert!(sent_at[2] >= Duration::from_millis(100), "{sent_at:?}");
         assert!(sent_at[3] >= Duration::from_millis(200), "{sent_at:?}");
         assert!(sent_at[3] < Duration::from_millis(250), "{sent_at:?}");
+    }
+
+    /// When each of `n` requests through a layer at `qps`/`burst` was sent, from the first.
+    async fn send_times(qps: f32, burst: u32, n: usize) -> Vec<Duration> {
+        let config = kube::Config::new("http://127.0.0.1:1".parse().expect("valid url"));
+        let mut service = RateLimitLayer::new(&config, qps, burst).layer(tower::service_fn(
+            |_req: Request<()>| async { Ok::<_, Infallible>(Response::new(())) },
+        ));
+        let start = tokio::time::Instant::now();
+        let mut sent_at = Vec::new();
+        for _ in 0..n {
+            service
+                .ready()
+                .await
+                .expect("ready")
+                .call(Request::new(()))
+                .await
+                .expect("answered");
+            sent_at.push(start.elapsed());
+        }
+        sent_at
+    }
+
+    #[test]
+    fn zero_qps_and_burst_take_client_gos_defaults_and_negative_qps_turns_limiting_off() {
+        assert_eq!(limits(0.0, 0), Some((5.0, 10)));
+        assert_eq!(limits(0.0, 30), Some((5.0, 30)));
+        assert_eq!(limits(20.0, 0), Some((20.0, 10)));
+        assert_eq!(limits(20.0, 30), Some((20.0, 30)));
+        assert_eq!(limits(-1.0, 30), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_zero_qps_client_is_throttled_at_client_gos_default() {
+        let sent_at = send_times(0.0, 0, 12).await;
+        // Burst 10 at once, then 5 qps: one request every 200 ms.
+        assert_eq!(sent_at[9], Duration::ZERO, "{sent_at:?}");
+        assert!(sent_at[10] >= Duration::from_millis(200), "{sent_at:?}");
+        assert!(sent_at[11] >= Duration::from_millis(400), "{sent_at:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_negative_qps_client_is_not_throttled() {
+        let sent_at = send_times(-1.0, 1, 50).await;
+        assert_eq!(sent_at[49], Duration::ZERO, "{sent_at:?}");
     }
 
     #[tokio::test(start_paused = true)]

@@ -18,7 +18,10 @@ pub struct TokenBucket {
 
 impl TokenBucket {
     /// A full bucket refilled at `qps` tokens per second, holding at most `burst`.
-    /// A non-positive `qps` means no limit, as client-go treats it.
+    ///
+    /// `qps` should be positive: what a zero or negative rate means is the caller's to decide
+    /// (the REST client follows client-go in `rest_client::limits`). As a guard against dividing
+    /// by zero, a bucket with a non-positive rate never makes callers wait.
     pub fn new(qps: f64, burst: u32) -> Self {
         Self {
             qps,
@@ -66,7 +69,7 @@ mod tests {
     }
 
     #[test]
-    fn non_positive_qps_means_unlimited() {
+    fn a_non_positive_rate_never_divides_by_zero() {
         let mut bucket = TokenBucket::new(0.0, 1);
         for _ in 0..100 {
             assert_eq!(bucket.reserve(Instant::now()), Duration::ZERO);

@@ -62,6 +62,7 @@ pub fn router(state: SharedState) -> Router {
         .route("/openapi/v3", get(discovery::openapi_v3_index))
         .route("/openapi/v3/{*path}", get(discovery::openapi_v3_document))
         .fallback(resource::handle)
+        .layer(crate::metrics::RequestMetrics::new())
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&state),
             authenticate,

@@ -19,9 +19,9 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
 use rkcm_controllers::deployment::{Config, DeploymentController};
 use rkcm_controllers::replicaset::{Config as ReplicaSetConfig, ReplicaSetController};
-use rkcm_runtime::events::EventBroadcaster;
-use rkcm_runtime::informer::InformerFactory;
 use tokio::task::JoinSet;
+
+use crate::support::Cluster;
 use tokio_util::sync::CancellationToken;
 
 /// Pods of this image never become Ready.
@@ -133,7 +133,7 @@ fn image(pod: &Pod) -> String {
 
 /// The API server, the Deployment controller and the simulation.
 pub struct Env {
-    server: rkcm_apiserver::testing::TestServer,
+    cluster: Cluster,
     client: kube::Client,
     shutdown: CancellationToken,
     tasks: JoinSet<()>,
@@ -152,11 +152,9 @@ impl Env {
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .with_test_writer()
             .try_init();
-        let server = rkcm_apiserver::testing::start().await;
-        let client = server.client();
-        let shutdown = CancellationToken::new();
-        let factory = InformerFactory::new(client.clone(), Duration::ZERO);
-        let broadcaster = EventBroadcaster::new(client.clone());
+        let cluster = Cluster::start().await;
+        let (server, factory, broadcaster) = (&cluster.server, &cluster.factory, &cluster.events);
+        let (client, shutdown) = (cluster.client.clone(), cluster.shutdown.clone());
         let recorder = broadcaster.recorder(rkcm_controllers::deployment::EVENT_SOURCE);
         let counting =
             tower::util::MapRequestLayer::new(move |req: http::Request<kube::client::Body>| {
@@ -169,12 +167,12 @@ impl Env {
             .expect("client for the deployment controller")
             .with_layer(&counting)
             .build();
-        let controller = DeploymentController::new(&factory, d_client, recorder, Config::default());
+        let controller = DeploymentController::new(factory, d_client, recorder, Config::default());
         factory.start(shutdown.clone());
         let mut tasks = JoinSet::new();
         let controller_task = tokio::spawn(controller.run(2, shutdown.clone()));
         let rs_controller = ReplicaSetController::<ReplicaSet>::new(
-            &factory,
+            factory,
             client.clone(),
             broadcaster.recorder("replicaset-controller"),
             ReplicaSetConfig::default(),
@@ -197,7 +195,7 @@ impl Env {
             }
         });
         Self {
-            server,
+            cluster,
             client,
             shutdown,
             tasks,
@@ -327,7 +325,7 @@ impl Env {
             .await
             .expect("controller did not stop; a worker is likely deadlocked")
             .expect("controller panicked");
-        self.server.stop().await;
+        self.cluster.stop().await;
     }
 }
 

@@ -13,14 +13,18 @@ use rkcm_runtime::leader_election::{LeaderElectionConfig, LeaderElector};
 use rkcm_runtime::{rest_client, Shutdown, SystemClock};
 use tokio::task::JoinSet;
 
-use crate::cli::ManagerArgs;
 use crate::serving::{self, Health};
+
+mod flags;
+
+pub use flags::ManagerArgs;
 
 /// Everything the manager needs to run, resolved from flags (or built by `rkcm up`).
 pub struct ManagerConfig {
     /// Where the API server is and how to authenticate.
     pub kube_config: kube::Config,
-    /// Canonical names of the controllers to start, in start order.
+    /// Canonical names of the enabled controllers, in start order; those rkcm does not implement
+    /// are logged once and skipped.
     pub controllers: Vec<&'static str>,
     /// Per-controller tuning.
     pub options: ControllerOptions,
@@ -110,7 +114,16 @@ pub async fn config_from_flags(args: &ManagerArgs) -> anyhow::Result<ManagerConf
 /// `rkcm controller-manager`: runs until `shutdown`.
 pub async fn run_from_flags(args: ManagerArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     let config = config_from_flags(&args).await?;
-    run(config, Arc::new(Health::default()), shutdown).await
+    run(config, Arc::new(Health::default()), shutdown).await?;
+    Ok(())
+}
+
+/// What the manager observed while it ran, for whoever stopped it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Report {
+    /// Events the controllers recorded that never reached the API server because the event
+    /// broadcaster's queue was full (summed over leadership terms).
+    pub events_dropped: u64,
 }
 
 /// Holder identity for leader election: `<hostname>_<uuid>`, as kube-controller-manager.
@@ -140,7 +153,19 @@ pub async fn run(
     config: ManagerConfig,
     health: Arc<Health>,
     shutdown: Shutdown,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Report> {
+    let not_implemented: Vec<&str> = config
+        .controllers
+        .iter()
+        .copied()
+        .filter(|c| !registry::is_implemented(c))
+        .collect();
+    if !not_implemented.is_empty() {
+        tracing::info!(
+            controllers = %not_implemented.join(","),
+            "enabled controllers that rkcm does not implement yet will not run"
+        );
+    }
     let mut tasks = JoinSet::new();
     if let Some(serving) = &config.serving {
         let listener = tokio::net::TcpListener::bind(serving.addr)
@@ -165,7 +190,7 @@ pub async fn run(
             let elector =
                 LeaderElector::new(client, le).context("leader election configuration")?;
             let config = Arc::new(config);
-            let outcome = Arc::new(parking_lot::Mutex::new(Ok(())));
+            let outcome = Arc::new(parking_lot::Mutex::new(Ok(Report::default())));
             let (slot, leader_health, leader_config) = (
                 Arc::clone(&outcome),
                 Arc::clone(&health),
@@ -179,15 +204,22 @@ pub async fn run(
                         tracing::info!("became leader; starting controllers");
                         let result =
                             start_controllers(&leader_config, &leader_health, leading).await;
-                        *slot.lock() = result;
+                        let mut slot = slot.lock();
+                        *slot = match (std::mem::replace(&mut *slot, Ok(Report::default())), result)
+                        {
+                            (Ok(before), Ok(term)) => Ok(Report {
+                                events_dropped: before.events_dropped + term.events_dropped,
+                            }),
+                            (Err(err), _) | (_, Err(err)) => Err(err),
+                        };
                     },
                     || tracing::info!("stopped leading"),
                 )
                 .await;
-            let result = std::mem::replace(&mut *outcome.lock(), Ok(()));
+            let result = std::mem::replace(&mut *outcome.lock(), Ok(Report::default()));
             match result {
                 // kube-controller-manager exits when it loses the lease without being asked to stop.
-                Ok(()) if !shutdown.is_cancelled() => Err(anyhow::anyhow!("leader election lost")),
+                Ok(_) if !shutdown.is_cancelled() => Err(anyhow::anyhow!("leader election lost")),
                 other => other,
             }
         }
@@ -202,7 +234,7 @@ async fn start_controllers(
     config: &ManagerConfig,
     health: &Arc<Health>,
     shutdown: Shutdown,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Report> {
     let kube_config = config.kube_config.clone();
     let (qps, burst) = (config.qps, config.burst);
     let clients = move |_controller: &str| rest_client::client(kube_config.clone(), qps, burst);
@@ -220,7 +252,11 @@ async fn start_controllers(
             events: &events,
             options: &config.options,
         };
-        for &name in &config.controllers {
+        for &name in config
+            .controllers
+            .iter()
+            .filter(|c| registry::is_implemented(c))
+        {
             match registry::start(name, &ctx, shutdown.clone())
                 .await
                 .with_context(|| format!("starting {name}"))?
@@ -250,6 +286,14 @@ async fn start_controllers(
     if drained.is_err() {
         tracing::warn!("controllers did not stop within 20s; abandoning in-flight work");
     }
+    // The controllers have stopped recording (or were abandoned above), so the count is final.
+    let events_dropped = events.dropped();
+    if events_dropped > 0 {
+        tracing::warn!(
+            dropped = events_dropped,
+            "events dropped because the event queue was full"
+        );
+    }
     // Recorders held by controllers still running keep the sink open; don't wait for them forever.
     if tokio::time::timeout(Duration::from_secs(5), events.shutdown())
         .await
@@ -257,7 +301,7 @@ async fn start_controllers(
     {
         tracing::warn!("events still queued at shutdown were dropped");
     }
-    Ok(())
+    Ok(Report { events_dropped })
 }
 
 /// Registers the REST client metrics in the process-wide registry, once.
