@@ -47,6 +47,7 @@ mod replicationcontrollers;
 pub mod selector;
 mod services;
 mod simple;
+mod table;
 mod typecheck;
 mod workload;
 
@@ -371,7 +372,10 @@ fn build(info: &'static ResourceInfo) -> Box<dyn Strategy> {
                 Box::new(leases::strategy(info)),
                 decode_check::<coordination::v1::Lease>,
             ),
-            _ => return Box::new(GenericStrategy::new(info)),
+            _ => match table::lookup(info) {
+                Some((strategy, check)) => (Box::new(strategy), check),
+                None => return Box::new(GenericStrategy::new(info)),
+            },
         };
     Box::new(TypeChecked::new(strategy, check))
 }

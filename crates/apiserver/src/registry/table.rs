@@ -1,0 +1,308 @@
+//! The table-driven path: kinds served by the generic strategy, each with its k8s-openapi type
+//! and the generic options its kube strategy has (name rules, generation, dependents policy).
+//!
+//! A kind without behaviour of its own is one row here. A kind whose kube registry has
+//! defaulting, validation or bookkeeping beyond these options gets a strategy file and an arm
+//! in [`super::build`] instead.
+
+use rkcm_apimachinery::catalog::ResourceInfo;
+
+use super::generic::GenericStrategy;
+use super::meta::{self, NameValidator};
+use super::typecheck::{decode_check, DecodeCheck};
+
+/// How a kind is served by the generic strategy.
+struct Row {
+    group: &'static str,
+    kind: &'static str,
+    check: DecodeCheck,
+    name: NameValidator,
+    /// `metadata.generation` is bumped when `spec` changes.
+    tracks_generation: bool,
+    /// A DELETE that names no propagation policy orphans dependents.
+    orphans: bool,
+}
+
+const fn row(group: &'static str, kind: &'static str, check: DecodeCheck) -> Row {
+    Row {
+        group,
+        kind,
+        check,
+        name: meta::name_is_dns_subdomain,
+        tracks_generation: false,
+        orphans: false,
+    }
+}
+
+impl Row {
+    const fn generation(mut self) -> Self {
+        self.tracks_generation = true;
+        self
+    }
+
+    const fn named(mut self, name: NameValidator) -> Self {
+        self.name = name;
+        self
+    }
+
+    const fn orphaning(mut self) -> Self {
+        self.orphans = true;
+        self
+    }
+}
+
+/// RBAC objects are named by path segments (`ValidateRBACName` = `path.IsValidPathSegmentName`):
+/// anything but `.`, `..` and names containing `/` or `%`, so `system:controller:job` is valid.
+pub(crate) fn name_is_path_segment(name: &str, prefix: bool) -> Vec<String> {
+    let mut errs = Vec::new();
+    if !prefix && (name == "." || name == "..") {
+        errs.push(format!("may not be '{name}'"));
+    }
+    for c in ["/", "%"] {
+        if name.contains(c) {
+            errs.push(format!("may not contain '{c}'"));
+        }
+    }
+    errs
+}
+
+fn rows() -> Vec<Row> {
+    use k8s_openapi::api::{
+        admissionregistration as admission, apps, autoscaling, batch, certificates, core,
+        discovery, flowcontrol, networking, node, policy, rbac, scheduling, storage,
+    };
+    use k8s_openapi::kube_aggregator::pkg::apis::apiregistration;
+    vec![
+        row("", "Endpoints", decode_check::<core::v1::Endpoints>),
+        row("", "LimitRange", decode_check::<core::v1::LimitRange>),
+        row(
+            "",
+            "PersistentVolumeClaim",
+            decode_check::<core::v1::PersistentVolumeClaim>,
+        ),
+        row(
+            "",
+            "PersistentVolume",
+            decode_check::<core::v1::PersistentVolume>,
+        ),
+        row("", "PodTemplate", decode_check::<core::v1::PodTemplate>),
+        row("", "ResourceQuota", decode_check::<core::v1::ResourceQuota>),
+        row("", "Secret", decode_check::<core::v1::Secret>),
+        row(
+            "",
+            "ServiceAccount",
+            decode_check::<core::v1::ServiceAccount>,
+        ),
+        row(
+            "apiregistration.k8s.io",
+            "APIService",
+            decode_check::<apiregistration::v1::APIService>,
+        ),
+        row("apps", "DaemonSet", decode_check::<apps::v1::DaemonSet>).generation(),
+        row("apps", "StatefulSet", decode_check::<apps::v1::StatefulSet>).generation(),
+        row(
+            "autoscaling",
+            "HorizontalPodAutoscaler",
+            decode_check::<autoscaling::v2::HorizontalPodAutoscaler>,
+        ),
+        row("batch", "CronJob", decode_check::<batch::v1::CronJob>).generation(),
+        // batch/v1 Jobs orphan their pods when a DELETE names no policy, for compatibility
+        // (`pkg/registry/batch/job/strategy.go`, `DefaultGarbageCollectionPolicy`).
+        row("batch", "Job", decode_check::<batch::v1::Job>)
+            .generation()
+            .orphaning(),
+        row(
+            "certificates.k8s.io",
+            "CertificateSigningRequest",
+            decode_check::<certificates::v1::CertificateSigningRequest>,
+        ),
+        row(
+            "networking.k8s.io",
+            "IngressClass",
+            decode_check::<networking::v1::IngressClass>,
+        )
+        .generation(),
+        row(
+            "networking.k8s.io",
+            "Ingress",
+            decode_check::<networking::v1::Ingress>,
+        )
+        .generation(),
+        row(
+            "networking.k8s.io",
+            "IPAddress",
+            decode_check::<networking::v1::IPAddress>,
+        ),
+        row(
+            "networking.k8s.io",
+            "NetworkPolicy",
+            decode_check::<networking::v1::NetworkPolicy>,
+        )
+        .generation(),
+        row(
+            "networking.k8s.io",
+            "ServiceCIDR",
+            decode_check::<networking::v1::ServiceCIDR>,
+        ),
+        row(
+            "policy",
+            "PodDisruptionBudget",
+            decode_check::<policy::v1::PodDisruptionBudget>,
+        )
+        .generation(),
+        row(
+            "rbac.authorization.k8s.io",
+            "ClusterRoleBinding",
+            decode_check::<rbac::v1::ClusterRoleBinding>,
+        )
+        .named(name_is_path_segment),
+        row(
+            "rbac.authorization.k8s.io",
+            "ClusterRole",
+            decode_check::<rbac::v1::ClusterRole>,
+        )
+        .named(name_is_path_segment),
+        row(
+            "rbac.authorization.k8s.io",
+            "RoleBinding",
+            decode_check::<rbac::v1::RoleBinding>,
+        )
+        .named(name_is_path_segment),
+        row(
+            "rbac.authorization.k8s.io",
+            "Role",
+            decode_check::<rbac::v1::Role>,
+        )
+        .named(name_is_path_segment),
+        row(
+            "storage.k8s.io",
+            "CSIDriver",
+            decode_check::<storage::v1::CSIDriver>,
+        ),
+        row(
+            "storage.k8s.io",
+            "CSINode",
+            decode_check::<storage::v1::CSINode>,
+        ),
+        row(
+            "storage.k8s.io",
+            "CSIStorageCapacity",
+            decode_check::<storage::v1::CSIStorageCapacity>,
+        ),
+        row(
+            "storage.k8s.io",
+            "StorageClass",
+            decode_check::<storage::v1::StorageClass>,
+        ),
+        row(
+            "storage.k8s.io",
+            "VolumeAttachment",
+            decode_check::<storage::v1::VolumeAttachment>,
+        ),
+        row(
+            "admissionregistration.k8s.io",
+            "MutatingWebhookConfiguration",
+            decode_check::<admission::v1::MutatingWebhookConfiguration>,
+        ),
+        row(
+            "admissionregistration.k8s.io",
+            "ValidatingAdmissionPolicy",
+            decode_check::<admission::v1::ValidatingAdmissionPolicy>,
+        )
+        .generation(),
+        row(
+            "admissionregistration.k8s.io",
+            "ValidatingAdmissionPolicyBinding",
+            decode_check::<admission::v1::ValidatingAdmissionPolicyBinding>,
+        )
+        .generation(),
+        row(
+            "admissionregistration.k8s.io",
+            "ValidatingWebhookConfiguration",
+            decode_check::<admission::v1::ValidatingWebhookConfiguration>,
+        ),
+        row(
+            "scheduling.k8s.io",
+            "PriorityClass",
+            decode_check::<scheduling::v1::PriorityClass>,
+        ),
+        row(
+            "node.k8s.io",
+            "RuntimeClass",
+            decode_check::<node::v1::RuntimeClass>,
+        )
+        .named(meta::name_is_dns_subdomain),
+        row(
+            "discovery.k8s.io",
+            "EndpointSlice",
+            decode_check::<discovery::v1::EndpointSlice>,
+        ),
+        row(
+            "flowcontrol.apiserver.k8s.io",
+            "FlowSchema",
+            decode_check::<flowcontrol::v1::FlowSchema>,
+        )
+        .generation(),
+        row(
+            "flowcontrol.apiserver.k8s.io",
+            "PriorityLevelConfiguration",
+            decode_check::<flowcontrol::v1::PriorityLevelConfiguration>,
+        )
+        .generation(),
+    ]
+}
+
+/// The generic strategy of `info` with its row's options and type check, if it has a row.
+pub(super) fn lookup(info: &'static ResourceInfo) -> Option<(GenericStrategy, DecodeCheck)> {
+    let row = rows()
+        .into_iter()
+        .find(|r| r.group == info.group && r.kind == info.kind)?;
+    let mut strategy = GenericStrategy::new(info).with_name_validator(row.name);
+    if row.tracks_generation {
+        strategy = strategy.tracking_generation();
+    }
+    if row.orphans {
+        strategy = strategy.orphaning_dependents();
+    }
+    Some((strategy, row.check))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rkcm_apimachinery::catalog;
+
+    #[test]
+    fn rbac_names_are_path_segments() {
+        assert!(name_is_path_segment("system:controller:job", false).is_empty());
+        assert_eq!(name_is_path_segment("..", false), ["may not be '..'"]);
+        assert_eq!(name_is_path_segment("a/b", false), ["may not contain '/'"]);
+        assert_eq!(name_is_path_segment("a%b", false), ["may not contain '%'"]);
+    }
+
+    #[test]
+    fn every_row_names_a_catalog_kind() {
+        for r in rows() {
+            assert!(
+                catalog::all()
+                    .iter()
+                    .any(|i| i.group == r.group && i.kind == r.kind),
+                "{} {} is not in the catalog",
+                r.group,
+                r.kind
+            );
+        }
+    }
+
+    #[test]
+    fn jobs_track_generation_and_orphan_by_default() {
+        use super::super::Strategy;
+        let info = catalog::by_kind("batch/v1", "Job").expect("served");
+        let (jobs, _) = lookup(info).expect("a row");
+        assert!(jobs.default_propagation_orphans());
+        let old = serde_json::json!({"metadata": {"name": "j", "generation": 1}, "spec": {"parallelism": 1}});
+        let mut new = serde_json::json!({"metadata": {"name": "j", "generation": 1}, "spec": {"parallelism": 2}});
+        jobs.prepare_for_update(&mut new, &old);
+        assert_eq!(new["metadata"]["generation"], 2);
+    }
+}
