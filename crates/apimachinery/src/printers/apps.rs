@@ -1,12 +1,13 @@
-//! Workload tables: Deployment, ReplicaSet, ReplicationController and ControllerRevision
-//! (`printDeployment`, `printReplicaSet`, `printReplicationController`, `printControllerRevision`).
+//! Workload tables: Deployment, ReplicaSet, ReplicationController, StatefulSet, DaemonSet and
+//! ControllerRevision (`printDeployment`, `printReplicaSet`, `printReplicationController`,
+//! `printStatefulSet`, `printDaemonSet`, `printControllerRevision`).
 
 use jiff::Timestamp;
 use serde_json::Value;
 
 use super::{
-    age, array_at, col, containers_and_images, int_at, label_selector_string, name,
-    set_selector_string, str_at, wide, Column, Description, AGE, NAME,
+    age, array_at, col, containers_and_images, format_label_selector, format_labels, int_at,
+    label_selector_string, name, set_selector_string, str_at, wide, Column, Description, AGE, NAME,
 };
 
 const CONTAINERS: Column = wide(
@@ -117,6 +118,98 @@ pub(super) fn replica_set_cells(rs: &Value, now: Timestamp) -> Vec<Value> {
 /// The cells of one ReplicationController's row.
 pub(super) fn replication_controller_cells(rc: &Value, now: Timestamp) -> Vec<Value> {
     replica_cells(rc, now, set_selector_string(rc.pointer("/spec/selector")))
+}
+
+/// StatefulSet columns.
+pub(super) const STATEFUL_SET_COLUMNS: &[Column] = &[
+    NAME,
+    col(
+        "Ready",
+        "string",
+        Description::Text("Number of the pod with ready state"),
+    ),
+    AGE,
+    CONTAINERS,
+    IMAGES,
+];
+
+/// The cells of one StatefulSet's row: ready over desired replicas.
+pub(super) fn stateful_set_cells(ss: &Value, now: Timestamp) -> Vec<Value> {
+    // spec.replicas defaults to 1.
+    let desired = int_at(ss, "/spec/replicas", 1);
+    let ready = int_at(ss, "/status/readyReplicas", 0);
+    let (containers, images) = containers_and_images(ss.pointer("/spec/template/spec"));
+    vec![
+        name(ss),
+        format!("{ready}/{desired}").into(),
+        age(ss, now),
+        containers.into(),
+        images.into(),
+    ]
+}
+
+const DAEMON_SET_STATUS: &str = "io.k8s.api.apps.v1.DaemonSetStatus";
+
+/// DaemonSet columns.
+pub(super) const DAEMON_SET_COLUMNS: &[Column] = &[
+    NAME,
+    col(
+        "Desired",
+        "integer",
+        Description::Field(DAEMON_SET_STATUS, "desiredNumberScheduled"),
+    ),
+    col(
+        "Current",
+        "integer",
+        Description::Field(DAEMON_SET_STATUS, "currentNumberScheduled"),
+    ),
+    col(
+        "Ready",
+        "integer",
+        Description::Field(DAEMON_SET_STATUS, "numberReady"),
+    ),
+    col(
+        "Up-to-date",
+        "integer",
+        Description::Field(DAEMON_SET_STATUS, "updatedNumberScheduled"),
+    ),
+    col(
+        "Available",
+        "integer",
+        Description::Field(DAEMON_SET_STATUS, "numberAvailable"),
+    ),
+    col(
+        "Node Selector",
+        "string",
+        Description::Field("io.k8s.api.core.v1.PodSpec", "nodeSelector"),
+    ),
+    AGE,
+    CONTAINERS,
+    IMAGES,
+    wide(
+        "Selector",
+        "string",
+        Description::Field("io.k8s.api.apps.v1.DaemonSetSpec", "selector"),
+    ),
+];
+
+/// The cells of one DaemonSet's row.
+pub(super) fn daemon_set_cells(ds: &Value, now: Timestamp) -> Vec<Value> {
+    let status = |field: &str| int_at(ds, &format!("/status/{field}"), 0);
+    let (containers, images) = containers_and_images(ds.pointer("/spec/template/spec"));
+    vec![
+        name(ds),
+        status("desiredNumberScheduled").into(),
+        status("currentNumberScheduled").into(),
+        status("numberReady").into(),
+        status("updatedNumberScheduled").into(),
+        status("numberAvailable").into(),
+        format_labels(ds.pointer("/spec/template/spec/nodeSelector")).into(),
+        age(ds, now),
+        containers.into(),
+        images.into(),
+        format_label_selector(ds.pointer("/spec/selector")).into(),
+    ]
 }
 
 /// ControllerRevision columns.

@@ -5,13 +5,27 @@
 //! rows always carry every column, including the `priority: 1` ones that kubectl shows only
 //! with `-o wide`. Kinds without a printer get the default table (Name, Created At).
 
+mod admission;
+mod apiregistration;
 mod apps;
+mod autoscaling;
 mod basic;
+mod batch;
+mod certificates;
+mod core;
+mod discovery;
 pub mod duration;
 mod event;
+mod flowcontrol;
+mod networking;
 mod node;
 mod pod;
+mod policy;
+mod rbac;
+mod runtime_class;
+mod scheduling;
 mod service;
+mod storage;
 
 use jiff::Timestamp;
 use serde_json::{json, Map, Value};
@@ -138,6 +152,94 @@ fn printer_for(info: &ResourceInfo) -> Printer {
         ("", "ConfigMap") => p(basic::CONFIG_MAP_COLUMNS, basic::config_map_cells),
         ("coordination.k8s.io", "Lease") => p(basic::LEASE_COLUMNS, basic::lease_cells),
         ("", "Service") => p(service::COLUMNS, service::cells),
+        ("", "Secret") => p(core::SECRET_COLUMNS, core::secret_cells),
+        ("", "ServiceAccount") => p(core::SERVICE_ACCOUNT_COLUMNS, core::service_account_cells),
+        ("", "Endpoints") => p(core::ENDPOINTS_COLUMNS, core::endpoints_cells),
+        ("", "ResourceQuota") => p(core::RESOURCE_QUOTA_COLUMNS, core::resource_quota_cells),
+        ("", "PersistentVolume") => p(
+            core::PERSISTENT_VOLUME_COLUMNS,
+            core::persistent_volume_cells,
+        ),
+        ("", "PersistentVolumeClaim") => p(
+            core::PERSISTENT_VOLUME_CLAIM_COLUMNS,
+            core::persistent_volume_claim_cells,
+        ),
+        ("", "PodTemplate") => p(core::POD_TEMPLATE_COLUMNS, core::pod_template_cells),
+        ("", "ComponentStatus") => p(core::COMPONENT_STATUS_COLUMNS, core::component_status_cells),
+        ("apps", "StatefulSet") => p(apps::STATEFUL_SET_COLUMNS, apps::stateful_set_cells),
+        ("apps", "DaemonSet") => p(apps::DAEMON_SET_COLUMNS, apps::daemon_set_cells),
+        ("batch", "Job") => p(batch::JOB_COLUMNS, batch::job_cells),
+        ("batch", "CronJob") => p(batch::CRON_JOB_COLUMNS, batch::cron_job_cells),
+        ("autoscaling", "HorizontalPodAutoscaler") => p(autoscaling::COLUMNS, autoscaling::cells),
+        ("policy", "PodDisruptionBudget") => p(policy::COLUMNS, policy::cells),
+        ("discovery.k8s.io", "EndpointSlice") => p(discovery::COLUMNS, discovery::cells),
+        ("networking.k8s.io", "Ingress") => {
+            p(networking::INGRESS_COLUMNS, networking::ingress_cells)
+        }
+        ("networking.k8s.io", "IngressClass") => p(
+            networking::INGRESS_CLASS_COLUMNS,
+            networking::ingress_class_cells,
+        ),
+        ("networking.k8s.io", "NetworkPolicy") => p(
+            networking::NETWORK_POLICY_COLUMNS,
+            networking::network_policy_cells,
+        ),
+        ("networking.k8s.io", "ServiceCIDR") => p(
+            networking::SERVICE_CIDR_COLUMNS,
+            networking::service_cidr_cells,
+        ),
+        ("networking.k8s.io", "IPAddress") => {
+            p(networking::IP_ADDRESS_COLUMNS, networking::ip_address_cells)
+        }
+        ("rbac.authorization.k8s.io", "RoleBinding") => {
+            p(rbac::ROLE_BINDING_COLUMNS, rbac::binding_cells)
+        }
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding") => {
+            p(rbac::CLUSTER_ROLE_BINDING_COLUMNS, rbac::binding_cells)
+        }
+        ("storage.k8s.io", "StorageClass") => {
+            p(storage::STORAGE_CLASS_COLUMNS, storage::storage_class_cells)
+        }
+        ("storage.k8s.io", "CSIDriver") => {
+            p(storage::CSI_DRIVER_COLUMNS, storage::csi_driver_cells)
+        }
+        ("storage.k8s.io", "CSINode") => p(storage::CSI_NODE_COLUMNS, storage::csi_node_cells),
+        ("storage.k8s.io", "CSIStorageCapacity") => p(
+            storage::CSI_STORAGE_CAPACITY_COLUMNS,
+            storage::csi_storage_capacity_cells,
+        ),
+        ("storage.k8s.io", "VolumeAttachment") => p(
+            storage::VOLUME_ATTACHMENT_COLUMNS,
+            storage::volume_attachment_cells,
+        ),
+        ("scheduling.k8s.io", "PriorityClass") => p(scheduling::COLUMNS, scheduling::cells),
+        ("node.k8s.io", "RuntimeClass") => p(runtime_class::COLUMNS, runtime_class::cells),
+        ("certificates.k8s.io", "CertificateSigningRequest") => {
+            p(certificates::COLUMNS, certificates::cells)
+        }
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration")
+        | ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => {
+            p(admission::WEBHOOK_COLUMNS, admission::webhook_cells)
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
+            p(admission::POLICY_COLUMNS, admission::policy_cells)
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
+            p(admission::BINDING_COLUMNS, admission::binding_cells)
+        }
+        ("flowcontrol.apiserver.k8s.io", "FlowSchema") => p(
+            flowcontrol::FLOW_SCHEMA_COLUMNS,
+            flowcontrol::flow_schema_cells,
+        ),
+        ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration") => p(
+            flowcontrol::PRIORITY_LEVEL_COLUMNS,
+            flowcontrol::priority_level_cells,
+        ),
+        ("apiregistration.k8s.io", "APIService") => {
+            p(apiregistration::COLUMNS, apiregistration::cells)
+        }
+        // Role, ClusterRole, LimitRange and every kind without a handler in kube's printers
+        // get the default table.
         _ => p(basic::DEFAULT_COLUMNS, basic::default_cells),
     }
 }
@@ -319,10 +421,26 @@ fn set_selector_string(map: Option<&Value>) -> String {
     }
 }
 
-/// `metav1.LabelSelectorAsSelector(sel).String()`: requirements sorted by key.
+/// `metav1.LabelSelectorAsSelector(sel).String()`: requirements sorted by key, `<invalid>` for
+/// an operator kube rejects.
 fn label_selector_string(sel: Option<&Value>) -> String {
+    label_selector(sel).unwrap_or_else(|| "<invalid>".to_string())
+}
+
+/// `metav1.FormatLabelSelector`: like [`label_selector_string`], but `<none>` for a selector
+/// that selects everything (or nothing) and `<error>` for an invalid one.
+fn format_label_selector(sel: Option<&Value>) -> String {
+    match label_selector(sel) {
+        Some(s) if s.is_empty() => "<none>".to_string(),
+        Some(s) => s,
+        None => "<error>".to_string(),
+    }
+}
+
+/// The selector's requirements as kube's `labels.Selector.String()`, `None` when invalid.
+fn label_selector(sel: Option<&Value>) -> Option<String> {
     let Some(sel) = sel.filter(|s| s.is_object()) else {
-        return String::new();
+        return Some(String::new());
     };
     let mut reqs: Vec<(String, String)> = Vec::new();
     if let Some(Value::Object(labels)) = sel.get("matchLabels") {
@@ -330,12 +448,7 @@ fn label_selector_string(sel: Option<&Value>) -> String {
             reqs.push((k.clone(), format!("{k}={}", v.as_str().unwrap_or_default())));
         }
     }
-    for expr in sel
-        .get("matchExpressions")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-    {
+    for expr in array_at(sel, "/matchExpressions") {
         let key = str_at(expr, "/key");
         let mut values: Vec<&str> = array_at(expr, "/values")
             .iter()
@@ -348,15 +461,61 @@ fn label_selector_string(sel: Option<&Value>) -> String {
             "NotIn" => format!("{key} notin ({})", values.join(",")),
             "Exists" => key.to_string(),
             "DoesNotExist" => format!("!{key}"),
-            _ => return "<invalid>".to_string(),
+            _ => return None,
         };
         reqs.push((key.to_string(), text));
     }
     reqs.sort_by(|a, b| a.0.cmp(&b.0));
-    reqs.into_iter()
-        .map(|(_, t)| t)
+    Some(
+        reqs.into_iter()
+            .map(|(_, t)| t)
+            .collect::<Vec<_>>()
+            .join(","),
+    )
+}
+
+/// A `resource.Quantity`'s `String()`: the serialized quantity as stored, `"0"` when absent
+/// (Go's zero value).
+fn quantity_at(v: &Value, pointer: &str) -> String {
+    match v.pointer(pointer) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => "0".to_string(),
+    }
+}
+
+/// `strings.Join` of the strings at `pointer`.
+fn join_strings(v: &Value, pointer: &str, sep: &str) -> String {
+    array_at(v, pointer)
+        .iter()
+        .filter_map(Value::as_str)
         .collect::<Vec<_>>()
-        .join(",")
+        .join(sep)
+}
+
+/// The boolean at `pointer`, or `default`.
+fn bool_at(v: &Value, pointer: &str, default: bool) -> bool {
+    v.pointer(pointer)
+        .and_then(Value::as_bool)
+        .unwrap_or(default)
+}
+
+/// Whether the object has a `metadata.deletionTimestamp`.
+fn deleting(obj: &Value) -> bool {
+    obj.pointer("/metadata/deletionTimestamp")
+        .is_some_and(|d| !d.is_null())
+}
+
+/// `listWithMoreString`: the first `max` items, then ` + N more...`; `<unset>` when empty.
+fn list_with_more(items: &[String], max: usize) -> String {
+    let shown = items[..items.len().min(max)].join(",");
+    if items.len() > max {
+        format!("{shown} + {} more...", items.len() - max)
+    } else if shown.is_empty() {
+        "<unset>".to_string()
+    } else {
+        shown
+    }
 }
 
 /// `layoutContainerCells`: container names and images, comma-separated.
