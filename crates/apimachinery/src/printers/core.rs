@@ -415,3 +415,265 @@ pub(super) fn component_status_cells(cs: &Value, _now: Timestamp) -> Vec<Value> 
     };
     vec![name(cs), status.into(), message.into(), error.into()]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn now() -> Timestamp {
+        "2026-01-01T00:00:00Z".parse().unwrap()
+    }
+
+    /// Creation timestamps as kube's tests set them.
+    const IN_A_MOMENT: &str = "2026-01-01T00:00:01.9Z";
+    const FIVE_MINUTES_AGO: &str = "2025-12-31T23:55:00Z";
+
+    fn row(cells: Vec<Value>) -> Value {
+        Value::Array(cells)
+    }
+
+    #[test]
+    fn secret_rows_count_data_keys() {
+        // TestPrintSecret.
+        let s = json!({"metadata":{"name":"secret1","creationTimestamp":IN_A_MOMENT},
+            "type":"kubernetes.io/service-account-token","data":{"token":"c2VjcmV0"}});
+        assert_eq!(
+            row(secret_cells(&s, now())),
+            json!(["secret1", "kubernetes.io/service-account-token", 1, "0s"])
+        );
+        let empty = json!({"metadata":{"name":"secret1","creationTimestamp":IN_A_MOMENT},
+            "type":"kubernetes.io/service-account-token"});
+        assert_eq!(secret_cells(&empty, now())[2], 0);
+        // stringData is merged into data as kube decodes it.
+        let both =
+            json!({"metadata":{"name":"s"},"data":{"a":"","b":""},"stringData":{"b":"","c":""}});
+        assert_eq!(secret_cells(&both, now())[2], 3);
+    }
+
+    #[test]
+    fn service_account_rows_count_secrets() {
+        // TestPrintServiceAccount.
+        let sa = json!({"metadata":{"name":"sa1","creationTimestamp":IN_A_MOMENT},"secrets":[]});
+        assert_eq!(
+            row(service_account_cells(&sa, now())),
+            json!(["sa1", 0, "0s"])
+        );
+        let sa = json!({"metadata":{"name":"sa1","creationTimestamp":IN_A_MOMENT},
+            "secrets":[{"name":"Secret1"},{"name":"Secret2"}]});
+        assert_eq!(service_account_cells(&sa, now())[1], 2);
+    }
+
+    #[test]
+    fn endpoints_rows_list_three_addresses_then_more() {
+        // TestPrintEndpoint.
+        let none = json!({"metadata":{"name":"endpoint1","creationTimestamp":IN_A_MOMENT}});
+        assert_eq!(
+            row(endpoints_cells(&none, now())),
+            json!(["endpoint1", "<none>", "0s"])
+        );
+        let no_ports = json!({"metadata":{"name":"endpoint3","creationTimestamp":FIVE_MINUTES_AGO},
+            "subsets":[{"addresses":[{"ip":"1.2.3.4"},{"ip":"5.6.7.8"}]}]});
+        assert_eq!(
+            row(endpoints_cells(&no_ports, now())),
+            json!(["endpoint3", "1.2.3.4,5.6.7.8", "5m"])
+        );
+        let one_port = json!({"metadata":{"name":"endpoint2"},
+            "subsets":[{"addresses":[{"ip":"1.2.3.4"},{"ip":"5.6.7.8"}],
+                "ports":[{"port":8001,"protocol":"tcp"}]}]});
+        assert_eq!(
+            endpoints_cells(&one_port, now())[1],
+            "1.2.3.4:8001,5.6.7.8:8001"
+        );
+        let more = json!({"metadata":{"name":"endpoint2"},
+            "subsets":[{"addresses":[{"ip":"1.2.3.4"},{"ip":"5.6.7.8"},{"ip":"9.8.7.6"},{"ip":"6.6.6.6"}],
+                "ports":[{"port":8001,"protocol":"tcp"}]}]});
+        assert_eq!(
+            endpoints_cells(&more, now())[1],
+            "1.2.3.4:8001,5.6.7.8:8001,9.8.7.6:8001 + 1 more..."
+        );
+        let ipv6 = json!({"metadata":{"name":"e"},
+            "subsets":[{"addresses":[{"ip":"fd00::1"}],"ports":[{"port":80}]}]});
+        assert_eq!(endpoints_cells(&ipv6, now())[1], "[fd00::1]:80");
+    }
+
+    #[test]
+    fn resource_quota_rows_split_requests_and_limits() {
+        // TestPrintResourceQuota.
+        let q = json!({"metadata":{"name":"test-resourcequota","creationTimestamp":FIVE_MINUTES_AGO},
+            "spec":{},
+            "status":{
+                "used":{"cpu":"1","memory":"1Gi","pods":"1","services":"1","replicationcontrollers":"1",
+                    "resourcequotas":"1","limits.cpu":"2","limits.memory":"2Gi"},
+                "hard":{"cpu":"100","memory":"4Gi","pods":"10","services":"10","replicationcontrollers":"10",
+                    "resourcequotas":"1","limits.cpu":"200","limits.memory":"8Gi"}}});
+        assert_eq!(
+            row(resource_quota_cells(&q, now())),
+            json!([
+                "test-resourcequota",
+                "cpu: 1/100, memory: 1Gi/4Gi, pods: 1/10, replicationcontrollers: 1/10, resourcequotas: 1/1, services: 1/10",
+                "limits.cpu: 2/200, limits.memory: 2Gi/8Gi",
+                "5m"
+            ])
+        );
+        let unused = json!({"metadata":{"name":"q"},"status":{"hard":{"requests.storage":"1Ti"}}});
+        assert_eq!(
+            row(resource_quota_cells(&unused, now())),
+            json!(["q", "requests.storage: 0/1Ti", "", "<unknown>"])
+        );
+    }
+
+    fn pv(name: &str, modes: &[&str], storage: &str, phase: &str) -> Value {
+        json!({"metadata":{"name":name},
+            "spec":{"claimRef":{"name":"test","namespace":"default"},"accessModes":modes,
+                "capacity":{"storage":storage}},
+            "status":{"phase":phase}})
+    }
+
+    #[test]
+    fn persistent_volume_rows_match_kube() {
+        // TestPrintPersistentVolume.
+        let bound = pv("test1", &["ReadOnlyMany"], "4Gi", "Bound");
+        assert_eq!(
+            row(persistent_volume_cells(&bound, now())),
+            json!([
+                "test1",
+                "4Gi",
+                "ROX",
+                "",
+                "Bound",
+                "default/test",
+                "",
+                "<unset>",
+                "",
+                "<unknown>",
+                "<unset>"
+            ])
+        );
+        let failed = pv("test2", &["ReadOnlyMany"], "4Gi", "Failed");
+        assert_eq!(persistent_volume_cells(&failed, now())[4], "Failed");
+        let pending = pv("test3", &["ReadWriteMany"], "10Gi", "Pending");
+        assert_eq!(
+            &persistent_volume_cells(&pending, now())[1..3],
+            &[json!("10Gi"), json!("RWX")]
+        );
+        let mut classy = pv("test4", &["ReadWriteOnce"], "10Gi", "Pending");
+        classy["spec"]["storageClassName"] = json!("my-scn");
+        let c = persistent_volume_cells(&classy, now());
+        assert_eq!(
+            (&c[2], &c[6], &c[7]),
+            (&json!("RWO"), &json!("my-scn"), &json!("<unset>"))
+        );
+        classy["spec"]["volumeAttributesClassName"] = json!("my-vacn");
+        assert_eq!(persistent_volume_cells(&classy, now())[7], "my-vacn");
+    }
+
+    #[test]
+    fn persistent_volume_details_kube_derives() {
+        let pv = json!({"metadata":{"name":"pv","deletionTimestamp":"2026-01-01T00:00:00Z",
+                "annotations":{"volume.beta.kubernetes.io/storage-class":"beta"}},
+            "spec":{"storageClassName":"ga","volumeMode":"Block","persistentVolumeReclaimPolicy":"Retain",
+                "accessModes":["ReadWriteOncePod","ReadWriteMany","ReadWriteOnce","ReadWriteOnce"]},
+            "status":{"phase":"Released","reason":"gone"}});
+        let c = persistent_volume_cells(&pv, now());
+        assert_eq!(c[1], "0");
+        assert_eq!(c[2], "RWO,RWX,RWOP");
+        assert_eq!(c[3], "Retain");
+        assert_eq!(c[4], "Terminating");
+        assert_eq!(c[5], "");
+        assert_eq!(c[6], "beta");
+        assert_eq!(c[8], "gone");
+        assert_eq!(c[10], "Block");
+    }
+
+    #[test]
+    fn persistent_volume_claim_rows_match_kube() {
+        // TestPrintPersistentVolumeClaim.
+        let bound = json!({"metadata":{"name":"test1"},
+            "spec":{"volumeName":"my-volume","volumeMode":"Filesystem"},
+            "status":{"phase":"Bound","accessModes":["ReadOnlyMany"],"capacity":{"storage":"4Gi"}}});
+        assert_eq!(
+            row(persistent_volume_claim_cells(&bound, now())),
+            json!([
+                "test1",
+                "Bound",
+                "my-volume",
+                "4Gi",
+                "ROX",
+                "",
+                "<unset>",
+                "<unknown>",
+                "Filesystem"
+            ])
+        );
+        let lost = json!({"metadata":{"name":"test2"},"spec":{"volumeMode":"Filesystem"},
+            "status":{"phase":"Lost","accessModes":["ReadOnlyMany"],"capacity":{"storage":"4Gi"}}});
+        assert_eq!(
+            row(persistent_volume_claim_cells(&lost, now())),
+            json!([
+                "test2",
+                "Lost",
+                "",
+                "",
+                "",
+                "",
+                "<unset>",
+                "<unknown>",
+                "Filesystem"
+            ])
+        );
+        let classy = json!({"metadata":{"name":"test5"},
+            "spec":{"volumeName":"my-volume","storageClassName":"my-scn","volumeAttributesClassName":"my-vacn"},
+            "status":{"phase":"Pending","accessModes":["ReadWriteOnce"],"capacity":{"storage":"10Gi"}}});
+        assert_eq!(
+            row(persistent_volume_claim_cells(&classy, now())),
+            json!([
+                "test5",
+                "Pending",
+                "my-volume",
+                "10Gi",
+                "RWO",
+                "my-scn",
+                "my-vacn",
+                "<unknown>",
+                "<unset>"
+            ])
+        );
+    }
+
+    #[test]
+    fn pod_template_rows_show_containers_and_pod_labels() {
+        // TestPrintPodTemplate.
+        let pt = json!({"metadata":{"name":"pod-template-1"},
+            "template":{"metadata":{"labels":{"a":"b"}},
+                "spec":{"containers":[{"name":"fake-container","image":"fake-image"}]}}});
+        assert_eq!(
+            row(pod_template_cells(&pt, now())),
+            json!(["pod-template-1", "fake-container", "fake-image", "a=b"])
+        );
+        let bare = json!({"metadata":{"name":"pod-template-2"},"template":{"spec":{}}});
+        assert_eq!(
+            row(pod_template_cells(&bare, now())),
+            json!(["pod-template-2", "", "", "<none>"])
+        );
+    }
+
+    #[test]
+    fn component_status_rows_match_kube() {
+        // TestPrintComponentStatus.
+        let unknown = json!({"metadata":{"name":"cs1"},"conditions":[]});
+        assert_eq!(
+            row(component_status_cells(&unknown, now())),
+            json!(["cs1", "Unknown", "", ""])
+        );
+        let healthy = json!({"metadata":{"name":"cs2"},"conditions":[
+            {"type":"Healthy","status":"True","message":"test message","error":"test error"}]});
+        assert_eq!(
+            row(component_status_cells(&healthy, now())),
+            json!(["cs2", "Healthy", "test message", "test error"])
+        );
+        let unhealthy = json!({"metadata":{"name":"cs3"},"conditions":[
+            {"type":"Healthy","status":"False","message":"test message","error":"test error"}]});
+        assert_eq!(component_status_cells(&unhealthy, now())[1], "Unhealthy");
+    }
+}

@@ -413,14 +413,6 @@ fn format_labels(map: Option<&Value>) -> String {
     pairs.join(",")
 }
 
-/// `labels.SelectorFromSet(m).String()`: like [`format_labels`] but "" when empty.
-fn set_selector_string(map: Option<&Value>) -> String {
-    match map {
-        Some(Value::Object(m)) if !m.is_empty() => format_labels(map),
-        _ => String::new(),
-    }
-}
-
 /// `metav1.LabelSelectorAsSelector(sel).String()`: requirements sorted by key, `<invalid>` for
 /// an operator kube rejects.
 fn label_selector_string(sel: Option<&Value>) -> String {
