@@ -175,3 +175,140 @@ pub(super) fn cells(hpa: &Value, now: Timestamp) -> Vec<Value> {
         age(hpa, now),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hpa(metrics: Value, current: Value) -> Value {
+        json!({"metadata":{"name":"some-hpa"},
+            "spec":{"scaleTargetRef":{"kind":"ReplicationController","name":"some-rc"},
+                "minReplicas":2,"maxReplicas":10,"metrics":metrics},
+            "status":{"currentReplicas":4,"desiredReplicas":5,"currentMetrics":current}})
+    }
+
+    fn targets(hpa: &Value) -> Value {
+        cells(hpa, "2026-01-01T00:00:00Z".parse().unwrap())[2].clone()
+    }
+
+    #[test]
+    fn hpa_without_metrics_or_min_replicas() {
+        // TestPrintHPA "minReplicas unset".
+        let h = json!({"metadata":{"name":"some-hpa"},
+            "spec":{"scaleTargetRef":{"kind":"ReplicationController","name":"some-rc"},"maxReplicas":10},
+            "status":{"currentReplicas":4,"desiredReplicas":5}});
+        assert_eq!(
+            Value::Array(cells(&h, "2026-01-01T00:00:00Z".parse().unwrap())),
+            json!([
+                "some-hpa",
+                "ReplicationController/some-rc",
+                "<none>",
+                "<unset>",
+                10,
+                4,
+                "<unknown>"
+            ])
+        );
+    }
+
+    #[test]
+    fn external_and_object_metrics() {
+        // TestPrintHPA external and object cases.
+        for (kind, field) in [("External", "external"), ("Object", "object")] {
+            let avg = json!([{"type":kind, field:{"metric":{"name":"m"},
+                "target":{"type":"AverageValue","averageValue":"100m"}}}]);
+            assert_eq!(
+                targets(&hpa(avg.clone(), json!([]))),
+                "<unknown>/100m (avg)"
+            );
+            let current = json!([{"type":kind, field:{"current":{"averageValue":"50m"}}}]);
+            assert_eq!(targets(&hpa(avg, current)), "50m/100m (avg)");
+            let value = json!([{"type":kind, field:{"metric":{"name":"m"},
+                "target":{"type":"Value","value":"100m"}}}]);
+            assert_eq!(targets(&hpa(value.clone(), json!([]))), "<unknown>/100m");
+            let current = json!([{"type":kind, field:{"current":{"value":"50m"}}}]);
+            assert_eq!(targets(&hpa(value, current)), "50m/100m");
+        }
+    }
+
+    #[test]
+    fn pods_metrics() {
+        let pods = json!([{"type":"Pods","pods":{"metric":{"name":"some-pods-metric"},
+            "target":{"type":"AverageValue","averageValue":"100m"}}}]);
+        assert_eq!(targets(&hpa(pods.clone(), json!([]))), "<unknown>/100m");
+        let current = json!([{"type":"Pods","pods":{"current":{"averageValue":"50m"}}}]);
+        assert_eq!(targets(&hpa(pods, current)), "50m/100m");
+    }
+
+    #[test]
+    fn resource_and_container_resource_metrics() {
+        for (kind, field) in [
+            ("Resource", "resource"),
+            ("ContainerResource", "containerResource"),
+        ] {
+            let avg = json!([{"type":kind, field:{"name":"cpu","container":"application",
+                "target":{"type":"AverageValue","averageValue":"100m"}}}]);
+            assert_eq!(targets(&hpa(avg.clone(), json!([]))), "cpu: <unknown>/100m");
+            let current = json!([{"type":kind, field:{"name":"cpu",
+                "current":{"averageValue":"50m"}}}]);
+            assert_eq!(targets(&hpa(avg, current)), "cpu: 50m/100m");
+            let util = json!([{"type":kind, field:{"name":"cpu",
+                "target":{"type":"Utilization","averageUtilization":80}}}]);
+            assert_eq!(targets(&hpa(util.clone(), json!([]))), "cpu: <unknown>/80%");
+            let current = json!([{"type":kind, field:{"name":"cpu",
+                "current":{"averageUtilization":50,"averageValue":"40m"}}}]);
+            assert_eq!(targets(&hpa(util, current)), "cpu: 50%/80%");
+            let auto =
+                json!([{"type":kind, field:{"name":"memory","target":{"type":"Utilization"}}}]);
+            assert_eq!(targets(&hpa(auto, json!([]))), "memory: <unknown>/<auto>");
+        }
+    }
+
+    #[test]
+    fn more_than_two_metrics_are_summarised() {
+        // TestPrintHPA "multiple specs".
+        let metrics = json!([
+            {"type":"Pods","pods":{"metric":{"name":"some-pods-metric"},
+                "target":{"type":"AverageValue","averageValue":"100m"}}},
+            {"type":"Resource","resource":{"name":"cpu",
+                "target":{"type":"Utilization","averageUtilization":80}}},
+            {"type":"Pods","pods":{"metric":{"name":"other-pods-metric"},
+                "target":{"type":"AverageValue","averageValue":"400m"}}}]);
+        let current = json!([
+            {"type":"Pods","pods":{"current":{"averageValue":"50m"}}},
+            {"type":"Resource","resource":{"name":"cpu",
+                "current":{"averageUtilization":50,"averageValue":"40m"}}}]);
+        assert_eq!(
+            targets(&hpa(metrics, current)),
+            "50m/100m, cpu: 50%/80% + 1 more..."
+        );
+        assert_eq!(
+            targets(&hpa(json!([{"type":"Bogus"}]), json!([]))),
+            "<unknown type>"
+        );
+    }
+
+    #[test]
+    fn autoscaling_v1_cpu_target_reads_as_a_resource_metric() {
+        let v1 = json!({"metadata":{"name":"web"},
+            "spec":{"scaleTargetRef":{"kind":"Deployment","name":"web"},"minReplicas":1,
+                "maxReplicas":5,"targetCPUUtilizationPercentage":80},
+            "status":{"currentReplicas":2,"desiredReplicas":2}});
+        assert_eq!(targets(&v1), "cpu: <unknown>/80%");
+        let mut measured = v1.clone();
+        measured["status"]["currentCPUUtilizationPercentage"] = json!(65);
+        let c = cells(&measured, "2026-01-01T00:00:00Z".parse().unwrap());
+        assert_eq!(
+            Value::Array(c),
+            json!([
+                "web",
+                "Deployment/web",
+                "cpu: 65%/80%",
+                "1",
+                5,
+                2,
+                "<unknown>"
+            ])
+        );
+    }
+}

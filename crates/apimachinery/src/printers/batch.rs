@@ -180,3 +180,149 @@ pub(super) fn cron_job_cells(cj: &Value, now: Timestamp) -> Vec<Value> {
         format_label_selector(job_spec.and_then(|s| s.get("selector"))).into(),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn now() -> Timestamp {
+        "2026-01-01T00:00:00Z".parse().unwrap()
+    }
+
+    const IN_A_MOMENT: &str = "2026-01-01T00:00:01.9Z";
+    const TEN_YEARS_AGO: &str = "2016-01-03T00:00:00Z";
+
+    fn job(name: &str, created: &str, status: Value) -> Value {
+        json!({"metadata":{"name":name,"creationTimestamp":created},"spec":{},"status":status})
+    }
+
+    #[test]
+    fn job_rows_match_kube() {
+        // TestPrintJob.
+        let j = json!({"metadata":{"name":"job1","creationTimestamp":IN_A_MOMENT},
+            "spec":{"completions":2,"selector":{"matchLabels":{"job-label":"job-label-value"}},
+                "template":{"spec":{"containers":[
+                    {"name":"fake-job-container1","image":"fake-job-image1"},
+                    {"name":"fake-job-container2","image":"fake-job-image2"}]}}},
+            "status":{"succeeded":1}});
+        assert_eq!(
+            Value::Array(job_cells(&j, now())),
+            json!([
+                "job1",
+                "Running",
+                "1/2",
+                "",
+                "0s",
+                "fake-job-container1,fake-job-container2",
+                "fake-job-image1,fake-job-image2",
+                "job-label=job-label-value"
+            ])
+        );
+        let old = job("job2", TEN_YEARS_AGO, json!({"succeeded":0}));
+        assert_eq!(
+            &job_cells(&old, now())[..5],
+            &json!(["job2", "Running", "0/1", "", "10y"])
+                .as_array()
+                .unwrap()[..]
+        );
+        let done = job(
+            "job3",
+            TEN_YEARS_AGO,
+            json!({"startTime":"2026-01-01T00:01:00Z","completionTime":"2026-01-01T00:31:00Z"}),
+        );
+        assert_eq!(job_cells(&done, now())[3], "30m");
+        let running = job(
+            "job4",
+            TEN_YEARS_AGO,
+            json!({"startTime":"2025-12-31T23:40:00Z"}),
+        );
+        assert_eq!(job_cells(&running, now())[3], "20m");
+    }
+
+    #[test]
+    fn job_status_follows_kube_precedence() {
+        // TestPrintJob job5 to job9, and SuccessCriteriaMet.
+        let with = |type_: &str, status: &str| {
+            job(
+                "j",
+                IN_A_MOMENT,
+                json!({"conditions":[{"type":type_,"status":status}]}),
+            )
+        };
+        assert_eq!(job_cells(&with("Complete", "True"), now())[1], "Complete");
+        assert_eq!(job_cells(&with("Failed", "True"), now())[1], "Failed");
+        assert_eq!(job_cells(&with("Suspended", "True"), now())[1], "Suspended");
+        assert_eq!(
+            job_cells(&with("FailureTarget", "True"), now())[1],
+            "FailureTarget"
+        );
+        assert_eq!(
+            job_cells(&with("SuccessCriteriaMet", "True"), now())[1],
+            "SuccessCriteriaMet"
+        );
+        assert_eq!(job_cells(&with("Suspended", "False"), now())[1], "Running");
+        let mut deleted = job("job9", IN_A_MOMENT, json!({}));
+        deleted["metadata"]["deletionTimestamp"] = json!(IN_A_MOMENT);
+        assert_eq!(job_cells(&deleted, now())[1], "Terminating");
+        // A finished job stays finished while it is deleted.
+        let mut finished = with("Complete", "True");
+        finished["metadata"]["deletionTimestamp"] = json!(IN_A_MOMENT);
+        assert_eq!(job_cells(&finished, now())[1], "Complete");
+    }
+
+    #[test]
+    fn job_completions_for_work_queues() {
+        let mut j = job("j", IN_A_MOMENT, json!({"succeeded":2}));
+        j["spec"]["parallelism"] = json!(3);
+        assert_eq!(job_cells(&j, now())[2], "2/1 of 3");
+        j["spec"]["parallelism"] = json!(1);
+        assert_eq!(job_cells(&j, now())[2], "2/1");
+        assert_eq!(job_cells(&j, now())[7], "<none>");
+    }
+
+    #[test]
+    fn cron_job_rows_match_kube() {
+        // TestPrintCronJob.
+        let cj = json!({"metadata":{"name":"cronjob1","creationTimestamp":IN_A_MOMENT},
+            "spec":{"schedule":"0/5 * * * ?","suspend":false,
+                "jobTemplate":{"spec":{"completions":2,"selector":{"matchLabels":{"a":"b"}},
+                    "template":{"spec":{"containers":[
+                        {"name":"fake-job-container1","image":"fake-job-image1"},
+                        {"name":"fake-job-container2","image":"fake-job-image2"}]}}}}},
+            "status":{"lastScheduleTime":IN_A_MOMENT}});
+        assert_eq!(
+            Value::Array(cron_job_cells(&cj, now())),
+            json!([
+                "cronjob1",
+                "0/5 * * * ?",
+                "<none>",
+                "False",
+                0,
+                "0s",
+                "0s",
+                "fake-job-container1,fake-job-container2",
+                "fake-job-image1,fake-job-image2",
+                "a=b"
+            ])
+        );
+        let mut zoned = cj.clone();
+        zoned["spec"]["timeZone"] = json!("LOCAL");
+        assert_eq!(cron_job_cells(&zoned, now())[2], "LOCAL");
+        let cj2 = json!({"metadata":{"name":"cronjob2","creationTimestamp":"2025-12-31T23:55:00Z"},
+            "spec":{"schedule":"0/5 * * * ?","suspend":false},
+            "status":{"lastScheduleTime":"2025-12-31T23:59:30Z","active":[{"name":"j"}]}});
+        assert_eq!(
+            &cron_job_cells(&cj2, now())[..7],
+            &json!(["cronjob2", "0/5 * * * ?", "<none>", "False", 1, "30s", "5m"])
+                .as_array()
+                .unwrap()[..]
+        );
+        let cj3 = json!({"metadata":{"name":"cronjob3"},"spec":{"schedule":"@hourly"}});
+        let c = cron_job_cells(&cj3, now());
+        assert_eq!(
+            (&c[3], &c[5], &c[9]),
+            (&json!("<unset>"), &json!("<none>"), &json!("<none>"))
+        );
+    }
+}
