@@ -55,3 +55,50 @@ pub(super) fn cells(slice: &Value, now: Timestamp) -> Vec<Value> {
         age(slice, now),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn endpoint_slice_rows_match_kube() {
+        // TestPrintEndpointSlice.
+        let now: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        let one = json!({"metadata":{"name":"abcslice.123","creationTimestamp":"2026-01-01T00:00:01.9Z"},
+            "addressType":"IPv4","ports":[{"name":"http","port":80,"protocol":"TCP"}],
+            "endpoints":[{"addresses":["10.1.2.3","2001:db8::1234:5678"]}]});
+        assert_eq!(
+            Value::Array(cells(&one, now)),
+            json!([
+                "abcslice.123",
+                "IPv4",
+                "80",
+                "10.1.2.3,2001:db8::1234:5678",
+                "0s"
+            ])
+        );
+        let many = json!({"metadata":{"name":"multiportslice.123","creationTimestamp":"2025-12-31T23:55:00Z"},
+            "addressType":"IPv4",
+            "ports":[{"name":"http","port":80},{"name":"https","port":443},
+                {"name":"extra1","port":3000},{"name":"extra2","port":3001}],
+            "endpoints":[{"addresses":["10.1.2.3","2001:db8::1234:5678"]},
+                {"addresses":["10.2.3.4","2001:db8::2345:6789"]}]});
+        assert_eq!(
+            Value::Array(cells(&many, now)),
+            json!([
+                "multiportslice.123",
+                "IPv4",
+                "80,443,3000 + 1 more...",
+                "10.1.2.3,2001:db8::1234:5678,10.2.3.4 + 1 more...",
+                "5m"
+            ])
+        );
+        let bare = json!({"metadata":{"name":"s"},"addressType":"FQDN",
+            "ports":[{"name":"dns"},{}]});
+        assert_eq!(
+            Value::Array(cells(&bare, now)),
+            json!(["s", "FQDN", "dns,*", "<unset>", "<unknown>"])
+        );
+    }
+}

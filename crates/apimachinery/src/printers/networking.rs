@@ -213,3 +213,125 @@ pub(super) fn ip_address_cells(ip: &Value, now: Timestamp) -> Vec<Value> {
     };
     vec![name(ip), parent.into(), age(ip, now)]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn now() -> Timestamp {
+        "2026-01-01T00:00:00Z".parse().unwrap()
+    }
+
+    #[test]
+    fn ingress_rows_match_kube() {
+        // TestPrintIngress.
+        let ing = json!({"metadata":{"name":"test1","creationTimestamp":"2016-01-01T00:00:00Z"},
+            "spec":{"ingressClassName":"foo",
+                "defaultBackend":{"service":{"name":"default-backend","port":{"name":"default-backend"}}}},
+            "status":{"loadBalancer":{"ingress":[
+                {"ip":"2.3.4.5","hostname":"localhost.localdomain"}]}}});
+        assert_eq!(
+            Value::Array(ingress_cells(&ing, now())),
+            json!(["test1", "foo", "*", "2.3.4.5", "80", "10y"])
+        );
+        let no_class = json!({"metadata":{"name":"test2"}});
+        assert_eq!(
+            Value::Array(ingress_cells(&no_class, now())),
+            json!(["test2", "<none>", "*", "", "80", "<unknown>"])
+        );
+    }
+
+    #[test]
+    fn ingress_hosts_addresses_and_ports() {
+        let ing = json!({"metadata":{"name":"i"},
+            "spec":{"tls":[{"hosts":["a.example.com"]}],
+                "rules":[{"host":"a.example.com"},{},{"host":"b.example.com"},
+                    {"host":"c.example.com"},{"host":"d.example.com"}]},
+            "status":{"loadBalancer":{"ingress":[{"hostname":"lb.example.com"},
+                {"ip":"10.0.0.2"},{"ip":"10.0.0.1"},{"ip":"10.0.0.2"}]}}});
+        let c = ingress_cells(&ing, now());
+        // Three hosts, then the count of the remaining rules; addresses sorted and distinct,
+        // never clipped as the server prints wide.
+        assert_eq!(
+            c[2],
+            "a.example.com,b.example.com,c.example.com + 2 more..."
+        );
+        assert_eq!(c[3], "10.0.0.1,10.0.0.2,lb.example.com");
+        assert_eq!(c[4], "80, 443");
+    }
+
+    #[test]
+    fn ingress_class_rows_match_kube() {
+        // TestPrintIngressClass.
+        let with_group = json!({"metadata":{"name":"test1","creationTimestamp":"2016-01-01T00:00:00Z"},
+            "spec":{"controller":"example.com/controller",
+                "parameters":{"kind":"customgroup","name":"example","apiGroup":"example.com"}}});
+        assert_eq!(
+            Value::Array(ingress_class_cells(&with_group, now())),
+            json!([
+                "test1",
+                "example.com/controller",
+                "customgroup.example.com/example",
+                "10y"
+            ])
+        );
+        let core = json!({"metadata":{"name":"test2","creationTimestamp":"2025-12-31T23:55:00Z"},
+            "spec":{"controller":"example.com/controller",
+                "parameters":{"kind":"customgroup","name":"example"}}});
+        assert_eq!(ingress_class_cells(&core, now())[2], "customgroup/example");
+        let none =
+            json!({"metadata":{"name":"test3"},"spec":{"controller":"example.com/controller"}});
+        assert_eq!(ingress_class_cells(&none, now())[2], "<none>");
+    }
+
+    #[test]
+    fn network_policy_rows_match_kube() {
+        // TestPrintNetworkPolicy.
+        let empty = json!({"metadata":{"name":"policy1","creationTimestamp":"2026-01-01T00:00:01.9Z"},
+            "spec":{}});
+        assert_eq!(
+            Value::Array(network_policy_cells(&empty, now())),
+            json!(["policy1", "<none>", "0s"])
+        );
+        let selected = json!({"metadata":{"name":"policy2"},
+            "spec":{"podSelector":{"matchLabels":{"foo":"bar"}}}});
+        assert_eq!(network_policy_cells(&selected, now())[1], "foo=bar");
+    }
+
+    #[test]
+    fn service_cidr_rows_match_kube() {
+        // TestPrintServiceCIDR.
+        let dual = json!({"metadata":{"name":"test9"},
+            "spec":{"cidrs":["10.1.0.0/16","fd00:1:1::/64"]}});
+        assert_eq!(
+            Value::Array(service_cidr_cells(&dual, now())),
+            json!(["test9", "10.1.0.0/16,fd00:1:1::/64", "<unknown>"])
+        );
+    }
+
+    #[test]
+    fn ip_address_rows_match_kube() {
+        // TestPrintIPAddress: three cells under two columns, as kube serves them.
+        let ip = json!({"metadata":{"name":"192.168.2.2","creationTimestamp":"2016-01-03T00:00:00Z"},
+            "spec":{"parentRef":{"group":"mygroup","resource":"myresource",
+                "namespace":"mynamespace","name":"myname"}}});
+        assert_eq!(
+            Value::Array(ip_address_cells(&ip, now())),
+            json!([
+                "192.168.2.2",
+                "myresource.mygroup/mynamespace/myname",
+                "10y"
+            ])
+        );
+        let core = json!({"metadata":{"name":"10.0.0.10"},
+            "spec":{"parentRef":{"resource":"Services","name":"kubernetes","namespace":"default"}}});
+        assert_eq!(
+            ip_address_cells(&core, now())[1],
+            "services/default/kubernetes"
+        );
+        let orphan = json!({"metadata":{"name":"10.0.0.11"},"spec":{}});
+        assert_eq!(ip_address_cells(&orphan, now())[1], "<none>");
+        assert_eq!(IP_ADDRESS_COLUMNS.len(), 2);
+    }
+}

@@ -45,3 +45,28 @@ pub(super) fn cells(pdb: &Value, now: Timestamp) -> Vec<Value> {
         age(pdb, now),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn pod_disruption_budget_rows_match_kube() {
+        // TestPrintPodDisruptionBudget.
+        let now: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        let min = json!({"metadata":{"namespace":"ns1","name":"pdb1",
+                "creationTimestamp":"2026-01-01T00:00:01.9Z"},
+            "spec":{"minAvailable":22},"status":{"disruptionsAllowed":5}});
+        assert_eq!(
+            Value::Array(cells(&min, now)),
+            json!(["pdb1", "22", "N/A", 5, "0s"])
+        );
+        let max = json!({"metadata":{"name":"pdb2"},
+            "spec":{"maxUnavailable":"10%"},"status":{"disruptionsAllowed":3}});
+        assert_eq!(
+            Value::Array(cells(&max, now)),
+            json!(["pdb2", "N/A", "10%", 3, "<unknown>"])
+        );
+    }
+}

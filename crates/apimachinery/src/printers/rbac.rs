@@ -79,3 +79,58 @@ pub(super) fn binding_cells(binding: &Value, now: Timestamp) -> Vec<Value> {
         service_accounts.join(", ").into(),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn role_binding_rows_match_kube() {
+        // TestPrintRoleBinding and TestPrintClusterRoleBinding.
+        let now: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        let basic = json!({"metadata":{"name":"binding1","creationTimestamp":"2026-01-01T00:00:01.9Z"},
+            "subjects":[{"kind":"User","name":"system:kube-controller-manager"}],
+            "roleRef":{"kind":"Role","name":"extension-apiserver-authentication-reader"}});
+        assert_eq!(
+            Value::Array(binding_cells(&basic, now)),
+            json!([
+                "binding1",
+                "Role/extension-apiserver-authentication-reader",
+                "0s",
+                "system:kube-controller-manager",
+                "",
+                ""
+            ])
+        );
+        let wide = json!({"metadata":{"name":"binding2","creationTimestamp":"2026-01-01T00:00:01.9Z"},
+            "subjects":[{"kind":"User","name":"user-name"},{"kind":"Group","name":"group-name"},
+                {"kind":"ServiceAccount","name":"service-account-name","namespace":"service-account-namespace"},
+                {"kind":"Group","name":"other-group"}],
+            "roleRef":{"kind":"Role","name":"role-name"}});
+        assert_eq!(
+            Value::Array(binding_cells(&wide, now)),
+            json!([
+                "binding2",
+                "Role/role-name",
+                "0s",
+                "user-name",
+                "group-name, other-group",
+                "service-account-namespace/service-account-name"
+            ])
+        );
+    }
+
+    #[test]
+    fn binding_kinds_describe_their_own_subjects() {
+        let describe = |cols: &[Column]| match cols[3].description {
+            Description::Text(t) => t,
+            Description::Field(..) => "",
+        };
+        assert_eq!(describe(ROLE_BINDING_COLUMNS), "Users in the roleBinding");
+        assert_eq!(
+            describe(CLUSTER_ROLE_BINDING_COLUMNS),
+            "Users in the clusterRoleBinding"
+        );
+    }
+}
