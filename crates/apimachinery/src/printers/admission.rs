@@ -143,3 +143,79 @@ pub(super) fn binding_cells(binding: &Value, now: Timestamp) -> Vec<Value> {
         age(binding, now),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn now() -> Timestamp {
+        "2026-01-01T00:00:00Z".parse().unwrap()
+    }
+
+    #[test]
+    fn webhook_configuration_rows_count_webhooks() {
+        let config = json!({"metadata":{"name":"hooks","creationTimestamp":"2025-12-31T23:55:00Z"},
+            "webhooks":[{"name":"a.example.com"},{"name":"b.example.com"}]});
+        assert_eq!(
+            Value::Array(webhook_cells(&config, now())),
+            json!(["hooks", 2, "5m"])
+        );
+        let empty = json!({"metadata":{"name":"none"}});
+        assert_eq!(webhook_cells(&empty, now())[1], 0);
+    }
+
+    #[test]
+    fn validating_admission_policy_rows() {
+        let policy = json!({"metadata":{"name":"replicas","creationTimestamp":"2025-12-31T23:55:00Z"},
+            "spec":{"paramKind":{"apiVersion":"rules.example.com/v1","kind":"ReplicaLimit"},
+                "validations":[{"expression":"object.spec.replicas <= params.maxReplicas"}]}});
+        assert_eq!(
+            Value::Array(policy_cells(&policy, now())),
+            json!(["replicas", 1, "rules.example.com/v1/ReplicaLimit", "5m"])
+        );
+        let bare = json!({"metadata":{"name":"p"},"spec":{}});
+        assert_eq!(
+            Value::Array(policy_cells(&bare, now())),
+            json!(["p", 0, "<unset>", "<unknown>"])
+        );
+    }
+
+    #[test]
+    fn validating_admission_policy_binding_rows_match_kube() {
+        // TestPrintValidatingAdmissionPolicyBinding.
+        let binding = json!({"metadata":{"name":"config","creationTimestamp":"2025-12-31T23:55:00Z"},
+            "spec":{"policyName":"test-scale.example.com",
+                "paramRef":{"name":"test-scale-setting.example.com","parameterNotFoundAction":"Deny"}}});
+        assert_eq!(
+            Value::Array(binding_cells(&binding, now())),
+            json!([
+                "config",
+                "test-scale.example.com",
+                "*/test-scale-setting.example.com",
+                "5m"
+            ])
+        );
+    }
+
+    #[test]
+    fn param_refs_by_namespace_selector_or_nothing() {
+        let with = |param_ref: Value| {
+            let b = json!({"metadata":{"name":"b"},"spec":{"policyName":"p","paramRef":param_ref}});
+            binding_cells(&b, now())[2].clone()
+        };
+        assert_eq!(with(json!({"name":"limits","namespace":"ns"})), "ns/limits");
+        assert_eq!(
+            with(json!({"selector":{"matchLabels":{"b":"2","a":"1"}}})),
+            "&LabelSelector{MatchLabels:map[string]string{a: 1,b: 2,},MatchExpressions:[]LabelSelectorRequirement{},}"
+        );
+        assert_eq!(
+            with(json!({"selector":{"matchExpressions":[
+                {"key":"env","operator":"In","values":["prod","dev"]}]}})),
+            "&LabelSelector{MatchLabels:map[string]string{},MatchExpressions:[]LabelSelectorRequirement{LabelSelectorRequirement{Key:env,Operator:In,Values:[prod dev],},},}"
+        );
+        assert_eq!(with(json!({"parameterNotFoundAction":"Allow"})), "<unset>");
+        let unbound = json!({"metadata":{"name":"b"},"spec":{"policyName":"p"}});
+        assert_eq!(binding_cells(&unbound, now())[2], "<unset>");
+    }
+}

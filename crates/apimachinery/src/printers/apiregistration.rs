@@ -41,3 +41,46 @@ pub(super) fn cells(svc: &Value, now: Timestamp) -> Vec<Value> {
     };
     vec![name(svc), service.into(), available.into(), age(svc, now)]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn now() -> Timestamp {
+        "2026-01-01T00:00:00Z".parse().unwrap()
+    }
+
+    #[test]
+    fn local_and_available_api_service() {
+        let local = json!({"metadata":{"name":"v1.apps","creationTimestamp":"2025-12-31T23:55:00Z"},
+            "spec":{"group":"apps","version":"v1"},
+            "status":{"conditions":[{"type":"Available","status":"True","reason":"Local"}]}});
+        assert_eq!(
+            Value::Array(cells(&local, now())),
+            json!(["v1.apps", "Local", "True", "5m"])
+        );
+    }
+
+    #[test]
+    fn aggregated_api_service_shows_why_it_is_unavailable() {
+        let svc = json!({"metadata":{"name":"v1beta1.metrics.k8s.io"},
+            "spec":{"service":{"namespace":"kube-system","name":"metrics-server"}},
+            "status":{"conditions":[{"type":"Available","status":"False",
+                "reason":"MissingEndpoints"}]}});
+        assert_eq!(
+            Value::Array(cells(&svc, now())),
+            json!([
+                "v1beta1.metrics.k8s.io",
+                "kube-system/metrics-server",
+                "False (MissingEndpoints)",
+                "<unknown>"
+            ])
+        );
+        let no_reason = json!({"metadata":{"name":"x"},"spec":{"service":{"namespace":"ns","name":"s"}},
+            "status":{"conditions":[{"type":"Available","status":"Unknown"}]}});
+        assert_eq!(cells(&no_reason, now())[2], "Unknown");
+        let no_status = json!({"metadata":{"name":"y"},"spec":{}});
+        assert_eq!(cells(&no_status, now())[2], "Unknown");
+    }
+}

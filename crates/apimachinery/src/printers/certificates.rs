@@ -83,3 +83,55 @@ pub(super) fn cells(csr: &Value, now: Timestamp) -> Vec<Value> {
         status(csr).into(),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn csr(spec: Value, status: Value) -> Value {
+        json!({"metadata":{"name":"csr","creationTimestamp":"2026-01-01T00:00:01.9Z"},
+            "spec":spec,"status":status})
+    }
+
+    fn row(csr: &Value) -> Value {
+        Value::Array(cells(csr, "2026-01-01T00:00:00Z".parse().unwrap()))
+    }
+
+    #[test]
+    fn certificate_signing_request_rows_match_kube() {
+        // TestPrintCertificateSigningRequest.
+        assert_eq!(
+            row(&csr(json!({}), json!({}))),
+            json!(["csr", "0s", "<none>", "", "<none>", "Pending"])
+        );
+        let approved = json!({"conditions":[{"type":"Approved","status":"True"}]});
+        assert_eq!(
+            row(&csr(json!({"username":"CSR Requestor"}), approved.clone())),
+            json!(["csr", "0s", "<none>", "CSR Requestor", "<none>", "Approved"])
+        );
+        // A little more than a week.
+        let spec = json!({"username":"CSR Requestor","signerName":"example.com/test-signer",
+            "expirationSeconds":(7 * 24 + 1) * 3600});
+        assert_eq!(
+            row(&csr(spec, approved)),
+            json!([
+                "csr",
+                "0s",
+                "example.com/test-signer",
+                "CSR Requestor",
+                "7d1h",
+                "Approved"
+            ])
+        );
+        let issued = json!({"conditions":[{"type":"Approved","status":"True"}],
+            "certificate":"Y2VydCBkYXRh"});
+        assert_eq!(
+            row(&csr(json!({"username":"CSR Requestor"}), issued))[5],
+            "Approved,Issued"
+        );
+        let denied = json!({"conditions":[{"type":"Denied","status":"True"},
+            {"type":"Approved","status":"True"},{"type":"Failed","status":"True"}]});
+        assert_eq!(row(&csr(json!({}), denied))[5], "Denied,Failed");
+    }
+}

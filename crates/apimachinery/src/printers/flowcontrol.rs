@@ -112,3 +112,73 @@ pub(super) fn priority_level_cells(pl: &Value, now: Timestamp) -> Vec<Value> {
         age(pl, now),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn now() -> Timestamp {
+        "2026-01-01T00:00:00Z".parse().unwrap()
+    }
+
+    #[test]
+    fn flow_schema_rows_match_kube() {
+        // TestPrintFlowSchema.
+        let all = json!({"metadata":{"name":"all-matcher","creationTimestamp":"2026-01-01T00:00:01.9Z"},
+            "spec":{"priorityLevelConfiguration":{"name":"allee"},"matchingPrecedence":2147483647,
+                "distinguisherMethod":{"type":"ByUser"}}});
+        assert_eq!(
+            Value::Array(flow_schema_cells(&all, now())),
+            json!(["all-matcher", "allee", 2147483647, "ByUser", "0s", "?"])
+        );
+        let dangling = json!({"metadata":{"name":"some-matcher","creationTimestamp":"2025-12-31T23:55:00Z"},
+            "spec":{"priorityLevelConfiguration":{"name":"allee"},"matchingPrecedence":0,
+                "distinguisherMethod":{"type":"ByNamespace"}},
+            "status":{"conditions":[{"type":"Dangling","status":"True"}]}});
+        assert_eq!(
+            Value::Array(flow_schema_cells(&dangling, now())),
+            json!(["some-matcher", "allee", 0, "ByNamespace", "5m", "True"])
+        );
+        let exempt = json!({"metadata":{"name":"exempt","creationTimestamp":"2025-12-31T23:55:00Z"},
+            "spec":{"priorityLevelConfiguration":{"name":"allee"},"matchingPrecedence":0}});
+        assert_eq!(
+            Value::Array(flow_schema_cells(&exempt, now())),
+            json!(["exempt", "allee", 0, "<none>", "5m", "?"])
+        );
+    }
+
+    #[test]
+    fn priority_level_configuration_rows_match_kube() {
+        // TestPrintPriorityLevelConfiguration.
+        let exempt = json!({"metadata":{"name":"unlimited","creationTimestamp":"2026-01-01T00:00:01.9Z"},
+            "spec":{"type":"Exempt"}});
+        assert_eq!(
+            Value::Array(priority_level_cells(&exempt, now())),
+            json!([
+                "unlimited",
+                "Exempt",
+                "<none>",
+                "<none>",
+                "<none>",
+                "<none>",
+                "0s"
+            ])
+        );
+        let unqueued = json!({"metadata":{"name":"unqueued","creationTimestamp":"2026-01-01T00:00:01.9Z"},
+            "spec":{"type":"Limited","limited":{"nominalConcurrencyShares":47,
+                "limitResponse":{"type":"Reject"}}}});
+        assert_eq!(
+            Value::Array(priority_level_cells(&unqueued, now())),
+            json!(["unqueued", "Limited", 47, "<none>", "<none>", "<none>", "0s"])
+        );
+        let queued = json!({"metadata":{"name":"queued","creationTimestamp":"2026-01-01T00:00:01.9Z"},
+            "spec":{"type":"Limited","limited":{"nominalConcurrencyShares":42,
+                "limitResponse":{"type":"Queue",
+                    "queuing":{"queues":8,"handSize":3,"queueLengthLimit":4}}}}});
+        assert_eq!(
+            Value::Array(priority_level_cells(&queued, now())),
+            json!(["queued", "Limited", 42, 8, 3, 4, "0s"])
+        );
+    }
+}

@@ -38,3 +38,28 @@ pub(super) fn cells(pc: &Value, now: Timestamp) -> Vec<Value> {
         str_at(pc, "/preemptionPolicy").into(),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn priority_class_rows_match_kube() {
+        // TestPrintPriorityClass, as the server prints it (wide).
+        let now: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        let pc1 = json!({"metadata":{"name":"pc1","creationTimestamp":"2026-01-01T00:00:01.9Z"},
+            "value":1,"preemptionPolicy":"Never"});
+        assert_eq!(
+            Value::Array(cells(&pc1, now)),
+            json!(["pc1", 1, false, "0s", "Never"])
+        );
+        let pc2 = json!({"metadata":{"name":"pc2","creationTimestamp":"2025-12-31T23:55:00Z"},
+            "value":1000000000,"globalDefault":true});
+        assert_eq!(
+            Value::Array(cells(&pc2, now)),
+            json!(["pc2", 1000000000, true, "5m", ""])
+        );
+        assert!(COLUMNS.iter().all(|c| c.priority == 0));
+    }
+}

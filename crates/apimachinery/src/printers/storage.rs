@@ -232,3 +232,151 @@ pub(super) fn volume_attachment_cells(va: &Value, now: Timestamp) -> Vec<Value> 
         age(va, now),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn now() -> Timestamp {
+        "2026-01-01T00:00:00Z".parse().unwrap()
+    }
+
+    #[test]
+    fn storage_class_rows_match_kube() {
+        // TestPrintStorageClass.
+        let sc1 = json!({"metadata":{"name":"sc1","creationTimestamp":"2026-01-01T00:00:01.9Z"},
+            "provisioner":"kubernetes.io/glusterfs"});
+        assert_eq!(
+            Value::Array(storage_class_cells(&sc1, now())),
+            json!([
+                "sc1",
+                "kubernetes.io/glusterfs",
+                "Delete",
+                "Immediate",
+                false,
+                "0s"
+            ])
+        );
+        let sc6 = json!({"metadata":{"name":"sc6","creationTimestamp":"2025-12-31T23:55:00Z"},
+            "provisioner":"kubernetes.io/nfs","reclaimPolicy":"Retain",
+            "allowVolumeExpansion":true,"volumeBindingMode":"WaitForFirstConsumer"});
+        assert_eq!(
+            Value::Array(storage_class_cells(&sc6, now())),
+            json!([
+                "sc6",
+                "kubernetes.io/nfs",
+                "Retain",
+                "WaitForFirstConsumer",
+                true,
+                "5m"
+            ])
+        );
+    }
+
+    #[test]
+    fn default_storage_class_is_marked() {
+        for key in [
+            "storageclass.kubernetes.io/is-default-class",
+            "storageclass.beta.kubernetes.io/is-default-class",
+        ] {
+            let sc = json!({"metadata":{"name":"standard","annotations":{key:"true"}},
+                "provisioner":"p"});
+            assert_eq!(storage_class_cells(&sc, now())[0], "standard (default)");
+        }
+        let not = json!({"metadata":{"name":"standard",
+            "annotations":{"storageclass.kubernetes.io/is-default-class":"false"}}});
+        assert_eq!(storage_class_cells(&not, now())[0], "standard");
+    }
+
+    #[test]
+    fn csi_driver_rows_use_kube_defaults() {
+        // TestPrintCSIDriver.
+        let d = json!({"metadata":{"name":"driver1","creationTimestamp":"2016-01-03T00:00:00Z"},
+            "spec":{"attachRequired":true,"podInfoOnMount":true,"storageCapacity":true,
+                "requiresRepublish":false,"volumeLifecycleModes":["Persistent"]}});
+        assert_eq!(
+            Value::Array(csi_driver_cells(&d, now())),
+            json!([
+                "driver1",
+                true,
+                true,
+                true,
+                "<unset>",
+                false,
+                "Persistent",
+                "10y"
+            ])
+        );
+        let bare = json!({"metadata":{"name":"driver2"},"spec":{
+            "tokenRequests":[{"audience":"a"},{"audience":"b","expirationSeconds":600}],
+            "volumeLifecycleModes":["Persistent","Ephemeral"]}});
+        assert_eq!(
+            Value::Array(csi_driver_cells(&bare, now())),
+            json!([
+                "driver2",
+                true,
+                false,
+                false,
+                "a,b",
+                false,
+                "Persistent,Ephemeral",
+                "<unknown>"
+            ])
+        );
+        let no_modes = json!({"metadata":{"name":"driver3"},"spec":{"tokenRequests":[]}});
+        let c = csi_driver_cells(&no_modes, now());
+        assert_eq!((&c[4], &c[6]), (&json!(""), &json!("<none>")));
+    }
+
+    #[test]
+    fn csi_node_rows_count_drivers() {
+        // TestPrintCSINode.
+        let n = json!({"metadata":{"name":"csinode1","creationTimestamp":"2016-01-03T00:00:00Z"},
+            "spec":{"drivers":[{"name":"my-driver","nodeID":"n1"},{"name":"other","nodeID":"n1"}]}});
+        assert_eq!(
+            Value::Array(csi_node_cells(&n, now())),
+            json!(["csinode1", 2, "10y"])
+        );
+        let none = json!({"metadata":{"name":"csinode2"},"spec":{}});
+        assert_eq!(csi_node_cells(&none, now())[1], 0);
+    }
+
+    #[test]
+    fn csi_storage_capacity_rows_match_kube() {
+        // TestPrintCSIStorageCapacity.
+        let c = json!({"metadata":{"name":"cap1","namespace":"default"},
+            "storageClassName":"test-sc","capacity":"1Gi"});
+        assert_eq!(
+            Value::Array(csi_storage_capacity_cells(&c, now())),
+            json!(["cap1", "test-sc", "1Gi"])
+        );
+        let unset = json!({"metadata":{"name":"cap2"},"storageClassName":"test-sc"});
+        assert_eq!(csi_storage_capacity_cells(&unset, now())[2], "<unset>");
+    }
+
+    #[test]
+    fn volume_attachment_rows_match_kube() {
+        // TestPrintVolumeAttachment.
+        let va = json!({"metadata":{"name":"attachment1","creationTimestamp":"2016-01-03T00:00:00Z"},
+            "spec":{"attacher":"my-attacher","source":{"persistentVolumeName":"persistentVolume"},
+                "nodeName":"my-node"},
+            "status":{"attached":true}});
+        assert_eq!(
+            Value::Array(volume_attachment_cells(&va, now())),
+            json!([
+                "attachment1",
+                "my-attacher",
+                "persistentVolume",
+                "my-node",
+                true,
+                "10y"
+            ])
+        );
+        let inline = json!({"metadata":{"name":"attachment2"},
+            "spec":{"attacher":"my-attacher","source":{"inlineVolumeSpec":{}},"nodeName":"my-node"}});
+        let c = volume_attachment_cells(&inline, now());
+        assert_eq!((&c[2], &c[4]), (&json!(""), &json!(false)));
+        assert_eq!(VOLUME_ATTACHMENT_COLUMNS[1].format, "name");
+    }
+}
