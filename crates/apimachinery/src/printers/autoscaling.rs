@@ -2,8 +2,10 @@
 //! and its `formatHPAMetrics`).
 //!
 //! kube converts both versions to the internal HPA, whose metrics have v2's shape, before
-//! printing; here a v1 object's `targetCPUUtilizationPercentage` and
-//! `currentCPUUtilizationPercentage` are read as the one CPU resource metric they convert to.
+//! printing. Here a v1 object is converted the same way: the metrics its
+//! `autoscaling.alpha.kubernetes.io/metrics` and `.../current-metrics` annotations carry come
+//! first, then the CPU metric of `targetCPUUtilizationPercentage` and
+//! `currentCPUUtilizationPercentage` (`pkg/apis/autoscaling/v1/conversion.go`).
 
 use jiff::Timestamp;
 use serde_json::{json, Value};
@@ -42,28 +44,146 @@ pub(super) const COLUMNS: &[Column] = &[
     AGE,
 ];
 
+/// The annotation in which autoscaling/v1 keeps the metrics it has no fields for.
+const METRIC_SPECS_ANNOTATION: &str = "autoscaling.alpha.kubernetes.io/metrics";
+/// The annotation in which autoscaling/v1 keeps the current values of those metrics.
+const METRIC_STATUSES_ANNOTATION: &str = "autoscaling.alpha.kubernetes.io/current-metrics";
+
+/// Whether the object is an autoscaling/v1 HPA: v2 has `spec.metrics`, v1 has none.
+fn is_v1(hpa: &Value) -> bool {
+    hpa.pointer("/spec/metrics").is_none()
+        && (str_at(hpa, "/apiVersion") == "autoscaling/v1"
+            || hpa
+                .pointer("/spec/targetCPUUtilizationPercentage")
+                .is_some()
+            || annotation_metrics(hpa, METRIC_SPECS_ANNOTATION).is_some())
+}
+
+/// The v1 metrics encoded as JSON in an annotation.
+fn annotation_metrics(hpa: &Value, key: &str) -> Option<Vec<Value>> {
+    let encoded = hpa
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(key))
+        .and_then(Value::as_str)?;
+    serde_json::from_str(encoded).ok()
+}
+
+/// Copies the fields of a v1 metric source named in `fields` (`(v1 name, v2 name)`) into a
+/// v2 `target` or `current`.
+fn v2_value(source: &Value, fields: &[(&str, &str)]) -> Value {
+    let mut value = serde_json::Map::new();
+    for (from, to) in fields {
+        if let Some(v) = source.get(*from).filter(|v| !v.is_null()) {
+            value.insert((*to).to_string(), v.clone());
+        }
+    }
+    Value::Object(value)
+}
+
+/// One autoscaling/v1 `MetricSpec` in v2's shape.
+fn v1_spec_to_v2(spec: &Value) -> Value {
+    let kind = str_at(spec, "/type");
+    let (field, fields): (&str, &[(&str, &str)]) = match kind {
+        "Resource" => (
+            "resource",
+            &[
+                ("targetAverageUtilization", "averageUtilization"),
+                ("targetAverageValue", "averageValue"),
+            ],
+        ),
+        "ContainerResource" => (
+            "containerResource",
+            &[
+                ("targetAverageUtilization", "averageUtilization"),
+                ("targetAverageValue", "averageValue"),
+            ],
+        ),
+        "Pods" => ("pods", &[("targetAverageValue", "averageValue")]),
+        "Object" => (
+            "object",
+            &[("targetValue", "value"), ("averageValue", "averageValue")],
+        ),
+        "External" => (
+            "external",
+            &[
+                ("targetValue", "value"),
+                ("targetAverageValue", "averageValue"),
+            ],
+        ),
+        _ => return json!({"type": kind}),
+    };
+    let source = spec.get(field).unwrap_or(&Value::Null);
+    json!({"type": kind, field: {"name": source.get("name"), "target": v2_value(source, fields)}})
+}
+
+/// One autoscaling/v1 `MetricStatus` in v2's shape.
+fn v1_status_to_v2(status: &Value) -> Value {
+    let kind = str_at(status, "/type");
+    let (field, fields): (&str, &[(&str, &str)]) = match kind {
+        "Resource" => (
+            "resource",
+            &[
+                ("currentAverageUtilization", "averageUtilization"),
+                ("currentAverageValue", "averageValue"),
+            ],
+        ),
+        "ContainerResource" => (
+            "containerResource",
+            &[
+                ("currentAverageUtilization", "averageUtilization"),
+                ("currentAverageValue", "averageValue"),
+            ],
+        ),
+        "Pods" => ("pods", &[("currentAverageValue", "averageValue")]),
+        "Object" => (
+            "object",
+            &[("currentValue", "value"), ("averageValue", "averageValue")],
+        ),
+        "External" => (
+            "external",
+            &[
+                ("currentValue", "value"),
+                ("currentAverageValue", "averageValue"),
+            ],
+        ),
+        _ => return json!({"type": kind}),
+    };
+    let source = status.get(field).unwrap_or(&Value::Null);
+    json!({"type": kind, field: {"name": source.get("name"), "current": v2_value(source, fields)}})
+}
+
 /// The spec metrics and status metrics in v2's shape.
 fn metrics(hpa: &Value) -> (Vec<Value>, Vec<Value>) {
-    if hpa.pointer("/spec/metrics").is_some() {
+    if !is_v1(hpa) {
         return (
             array_at(hpa, "/spec/metrics").to_vec(),
             array_at(hpa, "/status/currentMetrics").to_vec(),
         );
     }
-    let cpu = |target: Option<&Value>, key: &str| {
-        target.and_then(Value::as_i64).map(|u| {
+    let cpu = |percentage: Option<&Value>, key: &str| {
+        percentage.and_then(Value::as_i64).map(|u| {
             json!({"type": "Resource", "resource": {"name": "cpu", key: {"averageUtilization": u}}})
         })
     };
-    let specs = cpu(
+    let mut specs: Vec<Value> = annotation_metrics(hpa, METRIC_SPECS_ANNOTATION)
+        .unwrap_or_default()
+        .iter()
+        .map(v1_spec_to_v2)
+        .collect();
+    specs.extend(cpu(
         hpa.pointer("/spec/targetCPUUtilizationPercentage"),
         "target",
-    );
-    let statuses = cpu(
+    ));
+    let mut statuses: Vec<Value> = annotation_metrics(hpa, METRIC_STATUSES_ANNOTATION)
+        .unwrap_or_default()
+        .iter()
+        .map(v1_status_to_v2)
+        .collect();
+    statuses.extend(cpu(
         hpa.pointer("/status/currentCPUUtilizationPercentage"),
         "current",
-    );
-    (specs.into_iter().collect(), statuses.into_iter().collect())
+    ));
+    (specs, statuses)
 }
 
 /// A `*resource.Quantity`'s `String()`: `<nil>` when absent.
@@ -310,5 +430,29 @@ mod tests {
                 "<unknown>"
             ])
         );
+    }
+
+    #[test]
+    fn autoscaling_v1_annotation_metrics_come_before_the_cpu_target() {
+        let specs = json!([
+            {"type":"Pods","pods":{"metricName":"qps","targetAverageValue":"10"}},
+            {"type":"External","external":{"metricName":"queue","targetAverageValue":"30"}}]);
+        let current = json!([
+            {"type":"Pods","pods":{"metricName":"qps","currentAverageValue":"7"}}]);
+        let v1 = json!({"apiVersion":"autoscaling/v1","metadata":{"name":"web","annotations":{
+                "autoscaling.alpha.kubernetes.io/metrics": specs.to_string(),
+                "autoscaling.alpha.kubernetes.io/current-metrics": current.to_string()}},
+            "spec":{"scaleTargetRef":{"kind":"Deployment","name":"web"},"maxReplicas":5,
+                "targetCPUUtilizationPercentage":80}});
+        assert_eq!(targets(&v1), "7/10, <unknown>/30 (avg) + 1 more...");
+        let resource = json!([{"type":"Resource","resource":{"name":"memory",
+            "targetAverageValue":"100Mi"}}]);
+        let resource_now = json!([{"type":"Resource","resource":{"name":"memory",
+            "currentAverageValue":"50Mi"}}]);
+        let only = json!({"apiVersion":"autoscaling/v1","metadata":{"name":"m","annotations":{
+                "autoscaling.alpha.kubernetes.io/metrics": resource.to_string(),
+                "autoscaling.alpha.kubernetes.io/current-metrics": resource_now.to_string()}},
+            "spec":{"scaleTargetRef":{"kind":"Deployment","name":"m"},"maxReplicas":5}});
+        assert_eq!(targets(&only), "memory: 50Mi/100Mi");
     }
 }
