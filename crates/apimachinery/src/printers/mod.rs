@@ -285,6 +285,21 @@ pub fn table(
     (columns, rows)
 }
 
+/// Puts `objects` in the order kube's list printer for `info`'s kind prints them.
+///
+/// Only FlowSchemas have one (`printFlowSchemaList` sorts by matching precedence, then name);
+/// every other kind keeps the order it was listed in. Callers sort before [`table`], so that
+/// rows and the objects they carry stay in step.
+pub fn sort_for_table(info: &ResourceInfo, objects: &mut [&Value]) {
+    if (info.group, info.kind) == ("flowcontrol.apiserver.k8s.io", "FlowSchema") {
+        objects.sort_by(|a, b| {
+            int_at(a, "/spec/matchingPrecedence", 0)
+                .cmp(&int_at(b, "/spec/matchingPrecedence", 0))
+                .then_with(|| str_at(a, "/metadata/name").cmp(str_at(b, "/metadata/name")))
+        });
+    }
+}
+
 /// What each row's `object` holds (the `includeObject` query parameter).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum IncludeObject {
@@ -318,9 +333,11 @@ pub fn table_object(
     include: IncludeObject,
     resource_version: Option<&str>,
 ) -> Value {
-    let (columns, mut rows) = table(info, objects, now, include == IncludeObject::Metadata);
+    let mut objects = objects.to_vec();
+    sort_for_table(info, &mut objects);
+    let (columns, mut rows) = table(info, &objects, now, include == IncludeObject::Metadata);
     if include == IncludeObject::Object {
-        for (row, obj) in rows.iter_mut().zip(objects) {
+        for (row, obj) in rows.iter_mut().zip(&objects) {
             if let Value::Object(row) = row {
                 row.insert("object".into(), (*obj).clone());
             }
@@ -825,5 +842,49 @@ mod tests {
         );
         assert_eq!(format_labels(None), "<none>");
         assert_eq!(format_labels(Some(&json!({"b":"2","a":"1"}))), "a=1,b=2");
+    }
+
+    #[test]
+    fn flow_schemas_are_listed_by_matching_precedence_then_name() {
+        let fs = |name: &str, precedence: i64| {
+            json!({"metadata":{"name":name},"spec":{"matchingPrecedence":precedence,
+                "priorityLevelConfiguration":{"name":"pl"}}})
+        };
+        let (global, exempt, probes, catch_all) = (
+            fs("global-default", 9900),
+            fs("exempt", 1),
+            fs("probes", 2),
+            fs("catch-all", 10000),
+        );
+        let b_leader = fs("b-leader", 200);
+        let a_leader = fs("a-leader", 200);
+        let info = resource("flowcontrol.apiserver.k8s.io", "FlowSchema");
+        let now: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        let listed = [&catch_all, &global, &b_leader, &exempt, &a_leader, &probes];
+        let t = table_object(&info, &listed, now, IncludeObject::Object, None);
+        let names: Vec<&str> = t["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["cells"][0].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "exempt",
+                "probes",
+                "a-leader",
+                "b-leader",
+                "global-default",
+                "catch-all"
+            ]
+        );
+        for row in t["rows"].as_array().unwrap() {
+            assert_eq!(row["object"]["metadata"]["name"], row["cells"][0]);
+        }
+        // Other kinds keep their listed order.
+        let mut pods = listed.to_vec();
+        sort_for_table(&resource("", "Pod"), &mut pods);
+        assert_eq!(pods[0]["metadata"]["name"], "catch-all");
     }
 }
