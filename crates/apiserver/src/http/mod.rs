@@ -1,5 +1,6 @@
 //! HTTP layer: routing, authentication, content negotiation and the handlers.
 
+pub mod body;
 pub mod discovery;
 pub mod negotiate;
 pub mod params;
@@ -18,14 +19,12 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use bytes::Bytes;
-use http::{header, HeaderMap, StatusCode};
+use http::{header, StatusCode};
 
 use crate::error::ApiError;
 use crate::store::Store;
 
-/// Largest request body accepted (kube's 3 MiB limit).
-pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+pub use body::{read_body, MAX_BODY_BYTES};
 
 /// What every handler shares.
 pub struct AppState {
@@ -108,22 +107,6 @@ async fn authenticate(State(state): State<SharedState>, req: Request, next: Next
     let resp = next.run(req).await;
     tracing::debug!(%method, %uri, status = resp.status().as_u16(), "request");
     resp
-}
-
-/// Reads a request body of at most [`MAX_BODY_BYTES`] (413 beyond).
-pub async fn read_body(headers: &HeaderMap, body: Body) -> Result<Bytes, ApiError> {
-    if let Some(len) = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok())
-    {
-        if len > MAX_BODY_BYTES {
-            return Err(ApiError::too_large());
-        }
-    }
-    axum::body::to_bytes(body, MAX_BODY_BYTES)
-        .await
-        .map_err(|_| ApiError::too_large())
 }
 
 /// A JSON response.

@@ -327,17 +327,15 @@ fn build(info: &'static ResourceInfo) -> Box<dyn Strategy> {
                 decode_check::<core::v1::Pod>,
             ),
             ("", "ReplicationController") => (
-                Box::new(replicationcontrollers::ReplicationControllerStrategy::new(
-                    info,
-                )),
+                Box::new(replicationcontrollers::strategy(info)),
                 decode_check::<core::v1::ReplicationController>,
             ),
             ("apps", "Deployment") => (
-                Box::new(deployments::DeploymentStrategy::new(info)),
+                Box::new(deployments::strategy(info)),
                 decode_check::<apps::v1::Deployment>,
             ),
             ("apps", "ReplicaSet") => (
-                Box::new(replicasets::ReplicaSetStrategy::new(info)),
+                Box::new(replicasets::strategy(info)),
                 decode_check::<apps::v1::ReplicaSet>,
             ),
             ("", "Namespace") => (

@@ -100,6 +100,11 @@ impl Strategy for SimpleStrategy {
 /// A defaulting function that does nothing.
 pub(crate) fn no_defaults(_obj: &mut Value) {}
 
+/// A validation that adds nothing to the metadata checks.
+pub(crate) fn no_checks(_obj: &Value) -> Vec<FieldError> {
+    Vec::new()
+}
+
 /// An update validation that adds nothing to the metadata checks.
 pub(crate) fn no_update_checks(_new: &Value, _old: &Value) -> Vec<FieldError> {
     Vec::new()

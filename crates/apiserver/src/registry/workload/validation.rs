@@ -1,31 +1,13 @@
-//! What deployments, replica sets and replication controllers share: the template checks of
-//! `ValidatePodTemplateSpecForReplicaSet` / `ForRC`, selector checks, replica-count status
-//! validation and the `/scale` subresource.
+//! The checks workload kinds share: `ValidatePodTemplateSpecForReplicaSet` / `ForRC`, apps/v1
+//! selectors, non-negative counts and replica-count status.
 
 use serde_json::{json, Value};
 
-use super::meta::validate_nonnegative;
-use super::object::{get, get_i64, object_mut, set, string_map};
-use super::podspec::{default_pod_spec, validate_pod_template};
-use super::selector::{validate_label_selector, LabelSelector};
-use super::FieldError;
-
-/// Applies the pod spec defaults to `spec.template.spec` (`SetDefaults_PodSpec` runs on
-/// every embedded pod template).
-pub(crate) fn default_template(obj: &mut Value) {
-    if get(obj, &["spec", "template"]).is_some_and(Value::is_object) {
-        if let Some(spec) = object_mut(obj, &["spec", "template", "spec"]) {
-            default_pod_spec(spec);
-        }
-    }
-}
-
-/// Defaults `spec.replicas` to 1.
-pub(crate) fn default_replicas(obj: &mut Value) {
-    if get(obj, &["spec", "replicas"]).is_none_or(Value::is_null) {
-        set(obj, &["spec", "replicas"], Some(json!(1)));
-    }
-}
+use crate::registry::meta::validate_nonnegative;
+use crate::registry::object::{get, get_i64, string_map};
+use crate::registry::podspec::validate_pod_template;
+use crate::registry::selector::{validate_label_selector, LabelSelector};
+use crate::registry::FieldError;
 
 /// `ValidatePodTemplateSpecForReplicaSet` / `ValidatePodTemplateSpecForRC`: the template is
 /// required, matches a non-empty selector, is a valid pod template, restarts `Always` and has
@@ -167,48 +149,4 @@ pub(crate) fn validate_collision_count(new: &Value, old: &Value) -> Vec<FieldErr
         )],
         _ => Vec::new(),
     }
-}
-
-/// `dropDisabledStatusFields`: `status.terminatingReplicas` belongs to the
-/// `DeploymentReplicaSetTerminatingReplicas` feature, alpha and off in 1.33, so a status
-/// update may only keep it when the old status already had it.
-pub(crate) fn drop_terminating_replicas(new: &mut Value, old: &Value) {
-    if get(old, &["status", "terminatingReplicas"]).is_none_or(Value::is_null) {
-        set(new, &["status", "terminatingReplicas"], None);
-    }
-}
-
-/// `(spec.replicas, status.replicas, selector)` of a workload for `/scale`.
-pub(crate) fn scale_of(obj: &Value, selector: String) -> (i32, i32, String) {
-    let as_i32 = |path: &[&str]| {
-        get_i64(obj, path)
-            .and_then(|n| i32::try_from(n).ok())
-            .unwrap_or(0)
-    };
-    (
-        as_i32(&["spec", "replicas"]),
-        as_i32(&["status", "replicas"]),
-        selector,
-    )
-}
-
-/// `/scale` of an apps/v1 workload, whose `spec.selector` is a `LabelSelector` rendered as a string.
-pub(crate) fn apps_scale_of(obj: &Value) -> (i32, i32, String) {
-    let selector = LabelSelector::from_json(get(obj, &["spec", "selector"]))
-        .map(|s| s.render())
-        .unwrap_or_default();
-    scale_of(obj, selector)
-}
-
-/// Sets `spec.replicas` from a `Scale`, refusing negative counts as `ValidateScale` does.
-pub(crate) fn set_replicas(obj: &mut Value, replicas: i32) -> Result<(), FieldError> {
-    if replicas < 0 {
-        return Err(FieldError::invalid(
-            "spec.replicas",
-            &json!(replicas),
-            "must be greater than or equal to 0",
-        ));
-    }
-    set(obj, &["spec", "replicas"], Some(json!(replicas)));
-    Ok(())
 }
