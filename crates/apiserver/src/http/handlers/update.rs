@@ -1,0 +1,51 @@
+//! PUT of an object, of its `/status` or of a namespace's `/finalize`.
+
+use axum::body::Body;
+use axum::response::Response;
+use http::StatusCode;
+
+use crate::error::ApiResult;
+use crate::http::body::read_body;
+use crate::http::decode::decode_object;
+use crate::http::encode::{json_response, object_response, with_warnings};
+use crate::http::handlers::ResourceRequest;
+use crate::rest::{self, UpdateSource, UpdateTarget};
+
+/// Replaces the part of object `name` that `target` names with the body. An update of the
+/// object answers in the asked-for representation, 201 Created when it created the object;
+/// `/status` and `/finalize` answer with the object as JSON.
+pub async fn update(
+    req: &ResourceRequest<'_>,
+    name: &str,
+    body: Body,
+    target: UpdateTarget,
+) -> ApiResult<Response> {
+    let info = req.info;
+    let bytes = read_body(req.headers, body).await?;
+    let (obj, warnings) = decode_object(info, req.headers, &bytes, req.params)?;
+    let updated = rest::update(
+        req.store(),
+        info,
+        req.namespace,
+        name,
+        obj,
+        target,
+        UpdateSource::Put,
+        req.write_options()?,
+    )
+    .await?;
+    let resp = match target {
+        UpdateTarget::Main => {
+            let code = if updated.created {
+                StatusCode::CREATED
+            } else {
+                StatusCode::OK
+            };
+            object_response(info, code, &updated.object, req.out)
+        }
+        UpdateTarget::Status | UpdateTarget::Finalize => {
+            json_response(StatusCode::OK, updated.object.json().clone())
+        }
+    };
+    Ok(with_warnings(resp, &warnings))
+}
