@@ -14,6 +14,7 @@ use crate::error::ApiError;
 use crate::http::negotiate::Output;
 use crate::http::table;
 use crate::object;
+use crate::rest::UpdateTarget;
 use crate::watch_cache::CachedObject;
 
 /// A JSON response.
@@ -82,6 +83,21 @@ pub(crate) fn object_response(
             )
         }
         Output::Metadata => json_value(code, &table::partial_metadata(value)),
+    }
+}
+
+/// The answer to a write of `target`: the object in the asked-for representation, but plain
+/// JSON for `/status` and `/finalize`.
+pub(crate) fn written_response(
+    info: &ResourceInfo,
+    code: StatusCode,
+    obj: &Arc<CachedObject>,
+    target: UpdateTarget,
+    out: Output,
+) -> Response {
+    match target {
+        UpdateTarget::Main => object_response(info, code, obj, out),
+        UpdateTarget::Status | UpdateTarget::Finalize => json_response(code, obj.json().clone()),
     }
 }
 

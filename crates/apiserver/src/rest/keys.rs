@@ -2,19 +2,6 @@
 
 use rkcm_apimachinery::catalog::ResourceInfo;
 
-/// Storage key of an object.
-pub fn key(info: &ResourceInfo, namespace: Option<&str>, name: &str) -> String {
-    let group = if info.group.is_empty() {
-        "core"
-    } else {
-        info.group
-    };
-    match namespace {
-        Some(ns) if info.namespaced() => format!("/{group}/{}/{ns}/{name}", info.plural),
-        _ => format!("/{group}/{}/{name}", info.plural),
-    }
-}
-
 /// Storage key prefix of a collection (all namespaces when `namespace` is `None`).
 pub fn prefix(info: &ResourceInfo, namespace: Option<&str>) -> String {
     let group = if info.group.is_empty() {
@@ -26,6 +13,13 @@ pub fn prefix(info: &ResourceInfo, namespace: Option<&str>) -> String {
         Some(ns) if info.namespaced() => format!("/{group}/{}/{ns}/", info.plural),
         _ => format!("/{group}/{}/", info.plural),
     }
+}
+
+/// Storage key of an object: the prefix of its collection in its namespace, then its name.
+pub fn key(info: &ResourceInfo, namespace: Option<&str>, name: &str) -> String {
+    let mut key = prefix(info, namespace);
+    key.push_str(name);
+    key
 }
 
 #[cfg(test)]

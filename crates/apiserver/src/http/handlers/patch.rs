@@ -13,7 +13,7 @@ use rkcm_apimachinery::patch::{self, PatchType};
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::read_body;
 use crate::http::decode::patch_type;
-use crate::http::encode::{json_response, object_response, with_warnings};
+use crate::http::encode::{with_warnings, written_response};
 use crate::http::field_validation::{check_fields, field_validation, remove_path, FieldCheck};
 use crate::http::handlers::ResourceRequest;
 use crate::object;
@@ -30,13 +30,10 @@ pub async fn patch(
 ) -> ApiResult<Response> {
     let bytes = read_body(req.headers, body).await?;
     let (patched, warnings) = patch_object(req, name, &bytes, target).await?;
-    let resp = match target {
-        UpdateTarget::Main => object_response(req.info, StatusCode::OK, &patched, req.out),
-        UpdateTarget::Status | UpdateTarget::Finalize => {
-            json_response(StatusCode::OK, patched.json().clone())
-        }
-    };
-    Ok(with_warnings(resp, &warnings))
+    Ok(with_warnings(
+        written_response(req.info, StatusCode::OK, &patched, target, req.out),
+        &warnings,
+    ))
 }
 
 /// Applies a patch of `patch_type` to `original`, an object of `api_version`/`kind`; errors
@@ -55,6 +52,20 @@ pub(crate) fn apply_patch(
             _ => ApiError::new(422, "Invalid", e.to_string()),
         }
     })
+}
+
+/// Whether `patched` sets another resourceVersion than `original` (the object the patch was
+/// applied to) has: such a patch is a precondition, not retried on conflict. Otherwise the
+/// update is pinned to `revision`, the revision the patch was applied to.
+pub(crate) fn pin_resource_version(patched: &mut Value, original: &Value, revision: i64) -> bool {
+    let pinned = match patched.pointer("/metadata/resourceVersion") {
+        Some(v) if !v.is_null() => Some(v) != original.pointer("/metadata/resourceVersion"),
+        _ => false,
+    };
+    if !pinned {
+        object::set_resource_version(patched, revision);
+    }
+    pinned
 }
 
 /// PATCH: applies the body to the current object and updates it, retrying on conflicts with
@@ -88,16 +99,7 @@ async fn patch_object(
         for path in checked.iter().flat_map(|c| &c.unknown) {
             remove_path(&mut patched, path);
         }
-        // A patch that sets another resourceVersion is a precondition (no retry on conflict).
-        let pinned = match patched.pointer("/metadata/resourceVersion") {
-            Some(v) if !v.is_null() => {
-                Some(v) != current.value.pointer("/metadata/resourceVersion")
-            }
-            _ => false,
-        };
-        if !pinned {
-            object::set_resource_version(&mut patched, current.revision);
-        }
+        let pinned = pin_resource_version(&mut patched, &current.value, current.revision);
         let updated = rest::update(
             req.store(),
             info,
@@ -115,4 +117,24 @@ async fn patch_object(
         }
     }
     Err(last.unwrap_or_else(|| ApiError::conflict(info, name)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn patches_pin_the_revision_they_were_applied_to_unless_they_name_another() {
+        let original = json!({"metadata": {"name": "a", "resourceVersion": "5"}});
+        let mut same = original.clone();
+        assert!(!pin_resource_version(&mut same, &original, 5));
+        assert_eq!(same["metadata"]["resourceVersion"], "5");
+        let mut unset = json!({"metadata": {"name": "a", "resourceVersion": null}});
+        assert!(!pin_resource_version(&mut unset, &original, 5));
+        assert_eq!(unset["metadata"]["resourceVersion"], "5");
+        let mut other = json!({"metadata": {"name": "a", "resourceVersion": "3"}});
+        assert!(pin_resource_version(&mut other, &original, 5));
+        assert_eq!(other["metadata"]["resourceVersion"], "3");
+    }
 }

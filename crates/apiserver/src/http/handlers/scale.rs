@@ -8,9 +8,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::http::body::read_body;
 use crate::http::decode::{decode_json, patch_type};
 use crate::http::encode::json_value;
-use crate::http::handlers::patch::apply_patch;
+use crate::http::handlers::patch::{apply_patch, pin_resource_version};
 use crate::http::handlers::ResourceRequest;
-use crate::object;
 use crate::rest::{self, UpdateSource};
 
 /// The Scale of object `name`.
@@ -51,13 +50,7 @@ pub async fn patch(req: &ResourceRequest<'_>, name: &str, body: Body) -> ApiResu
         let current = rest::get(req.store(), info, ns, name)?;
         let scale = rest::scale_of(info, &current.value)?;
         let mut patched = apply_patch(patch_type, &scale, &bytes, "autoscaling/v1", "Scale")?;
-        let pinned = match patched.pointer("/metadata/resourceVersion") {
-            Some(v) if !v.is_null() => Some(v) != scale.pointer("/metadata/resourceVersion"),
-            _ => false,
-        };
-        if !pinned {
-            object::set_resource_version(&mut patched, current.revision);
-        }
+        let pinned = pin_resource_version(&mut patched, &scale, current.revision);
         let updated = rest::update_scale(
             req.store(),
             info,

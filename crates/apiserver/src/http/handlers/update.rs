@@ -7,7 +7,7 @@ use http::StatusCode;
 use crate::error::ApiResult;
 use crate::http::body::read_body;
 use crate::http::decode::decode_object;
-use crate::http::encode::{json_response, object_response, with_warnings};
+use crate::http::encode::{with_warnings, written_response};
 use crate::http::handlers::ResourceRequest;
 use crate::rest::{self, UpdateSource, UpdateTarget};
 
@@ -34,18 +34,11 @@ pub async fn update(
         req.write_options()?,
     )
     .await?;
-    let resp = match target {
-        UpdateTarget::Main => {
-            let code = if updated.created {
-                StatusCode::CREATED
-            } else {
-                StatusCode::OK
-            };
-            object_response(info, code, &updated.object, req.out)
-        }
-        UpdateTarget::Status | UpdateTarget::Finalize => {
-            json_response(StatusCode::OK, updated.object.json().clone())
-        }
+    let code = if updated.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
     };
+    let resp = written_response(info, code, &updated.object, target, req.out);
     Ok(with_warnings(resp, &warnings))
 }
