@@ -74,57 +74,6 @@ fn assert_too_large(code: u16, status: &Value, what: &str) {
     );
 }
 
-#[tokio::test]
-async fn a_4mib_post_gets_413_and_the_connection_stays_usable_for_the_answer() {
-    let (server, addr) = server().await;
-    let (code, status) = send_h1(
-        addr,
-        "POST",
-        "/api/v1/namespaces/default/configmaps",
-        "application/json",
-        server.admin_token(),
-        TOO_LARGE,
-    )
-    .await;
-    assert_too_large(code, &status, "POST");
-}
-
-#[tokio::test]
-async fn every_body_over_the_limit_gets_413() {
-    let (server, addr) = server().await;
-    let token = server.admin_token();
-    for (method, path, content_type) in [
-        (
-            "PATCH",
-            "/api/v1/namespaces/default/configmaps/x",
-            "application/merge-patch+json",
-        ),
-        (
-            "POST",
-            "/api/v1/namespaces/default/pods",
-            "application/vnd.kubernetes.protobuf",
-        ),
-        (
-            "PUT",
-            "/api/v1/namespaces/default/pods/x/status",
-            "application/json",
-        ),
-        (
-            "PUT",
-            "/apis/apps/v1/namespaces/default/deployments/x/scale",
-            "application/json",
-        ),
-        (
-            "DELETE",
-            "/api/v1/namespaces/default/configmaps",
-            "application/json",
-        ),
-    ] {
-        let (code, status) = send_h1(addr, method, path, content_type, token, TOO_LARGE).await;
-        assert_too_large(code, &status, &format!("{method} {path}"));
-    }
-}
-
 /// Sends one HTTP/2 request (cleartext, prior knowledge) with a `len`-byte body.
 async fn send_h2(
     addr: std::net::SocketAddr,
@@ -159,17 +108,71 @@ async fn send_h2(
     (code, serde_json::from_slice(&body).unwrap_or(Value::Null))
 }
 
+/// The HTTP version a test request goes with.
+#[derive(Clone, Copy, Debug)]
+enum Version {
+    Http1,
+    Http2,
+}
+
 #[tokio::test]
-async fn a_4mib_patch_over_http2_gets_413() {
+async fn every_body_over_the_limit_gets_413() {
     let (server, addr) = server().await;
-    let (code, status) = send_h2(
-        addr,
-        "PATCH",
-        "/api/v1/namespaces/default/configmaps/x",
-        "application/strategic-merge-patch+json",
-        server.admin_token(),
-        TOO_LARGE,
-    )
-    .await;
-    assert_too_large(code, &status, "PATCH over HTTP/2");
+    let token = server.admin_token();
+    for (version, method, path, content_type) in [
+        (
+            Version::Http1,
+            "POST",
+            "/api/v1/namespaces/default/configmaps",
+            "application/json",
+        ),
+        (
+            Version::Http1,
+            "PATCH",
+            "/api/v1/namespaces/default/configmaps/x",
+            "application/merge-patch+json",
+        ),
+        (
+            Version::Http2,
+            "POST",
+            "/api/v1/namespaces/default/configmaps",
+            "application/json",
+        ),
+        (
+            Version::Http2,
+            "PATCH",
+            "/api/v1/namespaces/default/configmaps/x",
+            "application/strategic-merge-patch+json",
+        ),
+        (
+            Version::Http1,
+            "POST",
+            "/api/v1/namespaces/default/pods",
+            "application/vnd.kubernetes.protobuf",
+        ),
+        (
+            Version::Http1,
+            "PUT",
+            "/api/v1/namespaces/default/pods/x/status",
+            "application/json",
+        ),
+        (
+            Version::Http1,
+            "PUT",
+            "/apis/apps/v1/namespaces/default/deployments/x/scale",
+            "application/json",
+        ),
+        (
+            Version::Http1,
+            "DELETE",
+            "/api/v1/namespaces/default/configmaps",
+            "application/json",
+        ),
+    ] {
+        let (code, status) = match version {
+            Version::Http1 => send_h1(addr, method, path, content_type, token, TOO_LARGE).await,
+            Version::Http2 => send_h2(addr, method, path, content_type, token, TOO_LARGE).await,
+        };
+        assert_too_large(code, &status, &format!("{method} {path} over {version:?}"));
+    }
 }

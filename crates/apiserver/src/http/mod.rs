@@ -1,30 +1,34 @@
 //! HTTP layer: routing, authentication, content negotiation and the handlers.
 
 pub mod body;
+pub mod decode;
 pub mod discovery;
+pub mod encode;
+pub mod field_validation;
+pub mod filter;
+pub mod handlers;
 pub mod negotiate;
 pub mod params;
 pub mod path;
 pub mod pod_streams;
 pub mod resource;
 pub mod table;
-pub mod watch;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use http::{header, StatusCode};
+use http::header;
 
 use crate::error::ApiError;
 use crate::store::Store;
 
 pub use body::{read_body, MAX_BODY_BYTES};
+pub use encode::{json_response, json_value};
 
 /// What every handler shares.
 pub struct AppState {
@@ -107,21 +111,4 @@ async fn authenticate(State(state): State<SharedState>, req: Request, next: Next
     let resp = next.run(req).await;
     tracing::debug!(%method, %uri, status = resp.status().as_u16(), "request");
     resp
-}
-
-/// A JSON response.
-pub fn json_response(code: StatusCode, body: impl Into<Body>) -> Response {
-    Response::builder()
-        .status(code)
-        .header(header::CONTENT_TYPE, "application/json")
-        .body(body.into())
-        .unwrap_or_else(|_| code.into_response())
-}
-
-/// A JSON response of a value.
-pub fn json_value(code: StatusCode, value: &serde_json::Value) -> Response {
-    match serde_json::to_vec(value) {
-        Ok(b) => json_response(code, b),
-        Err(e) => ApiError::internal("encoding the response", e).into_response(),
-    }
 }
