@@ -1,8 +1,12 @@
-//! API machinery shared by the API server: the resource catalog, patches, OpenAPI documents,
-//! field validation and table printers.
+//! API machinery shared by the API server and its clients: the resource catalog, patches, OpenAPI
+//! documents, field validation, table printers, semantic equality, Go durations and resource
+//! quantities.
 
 pub mod catalog;
+pub mod duration;
 pub mod openapi;
 pub mod patch;
 pub mod printers;
+pub mod quantity;
+pub mod semantic;
 pub mod validation;

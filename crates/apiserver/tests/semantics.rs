@@ -890,3 +890,43 @@ async fn scale_puts_carrying_another_uid_are_refused() {
     assert_eq!(scaled["spec"]["replicas"], 2);
     assert_eq!(scaled["metadata"]["uid"], created["metadata"]["uid"]);
 }
+
+#[tokio::test]
+async fn templates_and_pods_come_back_with_the_value_structs_go_writes() {
+    // kube-apiserver encodes Go structs: a container without resources reads back with
+    // `resources: {}`, a pod template's metadata with `creationTimestamp: null`.
+    use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+    let server = rkcm_apiserver::testing::start().await;
+    let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("apps", "v1", "Deployment"));
+    let deployments: Api<DynamicObject> = Api::namespaced_with(server.client(), "default", &ar);
+    let d: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {
+            "metadata": {"labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "web", "image": "nginx"}]}}},
+    }))
+    .expect("deployment");
+    deployments
+        .create(&PostParams::default(), &d)
+        .await
+        .expect("create");
+    let stored = deployments.get("web").await.expect("get");
+    let template = &stored.data["spec"]["template"];
+    assert_eq!(
+        template["metadata"],
+        json!({"labels": {"app": "web"}, "creationTimestamp": null})
+    );
+    assert_eq!(template["spec"]["containers"][0]["resources"], json!({}));
+    assert_eq!(template["spec"]["securityContext"], json!({}));
+
+    let pods: Api<Pod> = Api::namespaced(server.client(), "default");
+    pods.create(&PostParams::default(), &pod("p", None))
+        .await
+        .expect("create");
+    let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "Pod"));
+    let raw: Api<DynamicObject> = Api::namespaced_with(server.client(), "default", &ar);
+    let stored = raw.get("p").await.expect("get");
+    assert_eq!(stored.data["spec"]["containers"][0]["resources"], json!({}));
+    assert!(stored.data["status"].is_object());
+}

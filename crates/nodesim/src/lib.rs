@@ -77,13 +77,11 @@
 //! 50 seconds. Timed pod changes are delayed queue items.
 
 pub mod config;
-pub mod duration;
 pub mod error;
 pub mod kubelet;
 pub mod lease;
 pub mod node;
 pub mod node_set;
-pub mod quantity;
 pub mod scheduler;
 pub mod sim;
 

@@ -81,7 +81,7 @@ pub struct DeploymentArgs {
     #[arg(long, default_value_t = 30)]
     pub nodes: usize,
     /// Time a simulated node takes to make a pod Ready.
-    #[arg(long, default_value = "100ms", value_parser = crate::duration::parse)]
+    #[arg(long, default_value = "100ms", value_parser = rkcm_apimachinery::duration::parse_non_negative)]
     pub pod_ready_delay: Duration,
     /// Client-side QPS of each controller.
     #[arg(long, default_value_t = 5000.0)]
@@ -599,8 +599,11 @@ async fn deployments(args: DeploymentArgs) -> anyhow::Result<()> {
         .sum();
     let replaced = (args.count as i32 * args.replicas) as f64;
     println!(
-        "Deployment controller: {} Deployments × {} replicas, {} simulated nodes, pod ready delay {:?}",
-        args.count, args.replicas, args.nodes, args.pod_ready_delay
+        "Deployment controller: {} Deployments × {} replicas, {} simulated nodes, pod ready delay {}",
+        args.count,
+        args.replicas,
+        args.nodes,
+        rkcm_apimachinery::duration::format_std(args.pod_ready_delay)
     );
     println!("  initial rollout:                {first_rollout:.1} s");
     println!("  rolling update of all:          {rollout:.1} s");

@@ -6,8 +6,6 @@ use std::time::Duration;
 
 use clap::{ArgAction, Args, Parser, Subcommand};
 
-use crate::duration;
-
 /// The Kubernetes controller manager in Rust, and a one-command local cluster.
 #[derive(Debug, Parser)]
 #[command(name = "rkcm", version, about, propagate_version = true)]
@@ -47,7 +45,7 @@ pub enum Command {
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
-    duration::parse(s)
+    rkcm_apimachinery::duration::parse_non_negative(s).map_err(|e| e.to_string())
 }
 
 /// `rkcm up` flags.
@@ -312,5 +310,20 @@ mod tests {
             err.to_string().contains("--leader-elect-retry-period"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn negative_durations_are_refused_with_the_flag_named() {
+        let err = Cli::try_parse_from(["rkcm", "up", "--pod-ready-delay=-1s"])
+            .expect_err("negative delay");
+        let message = err.to_string();
+        assert!(message.contains("--pod-ready-delay"), "{message}");
+        assert!(
+            message.contains("duration \"-1s\" must not be negative"),
+            "{message}"
+        );
+        let m = manager(&["--min-resync-period=1.5h", "--namespace-sync-period=90s"]);
+        assert_eq!(m.min_resync_period, Duration::from_secs(5400));
+        assert_eq!(m.namespace_sync_period, Duration::from_secs(90));
     }
 }

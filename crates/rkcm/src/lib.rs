@@ -2,7 +2,6 @@
 
 pub mod bench;
 pub mod cli;
-pub mod duration;
 pub mod logging;
 pub mod manager;
 pub mod serving;

@@ -102,6 +102,24 @@ fn rolling_update_rollback_scale_and_wait() {
         r#"{.metadata.annotations.deployment\.kubernetes\.io/revision}"#,
     );
     assert_eq!(revision, "3", "an undo is a new revision");
+    // kubectl sends the template back as Go encodes it (`creationTimestamp: null`,
+    // `resources: {}`): semantically the revision-1 template, so that ReplicaSet is scaled back
+    // up rather than a third one created.
+    let replica_sets = cluster.kubectl(&[
+        "get",
+        "rs",
+        "-l",
+        "app=web",
+        "-o",
+        r#"jsonpath={range .items[*]}{.spec.template.spec.containers[0].image} {.spec.replicas} {.metadata.annotations.deployment\.kubernetes\.io/revision}{"\n"}{end}"#,
+    ]);
+    let mut replica_sets: Vec<&str> = replica_sets.lines().collect();
+    replica_sets.sort_unstable();
+    assert_eq!(
+        replica_sets,
+        ["nginx:1.27 3 3", "nginx:1.28 0 2"],
+        "the revision-1 ReplicaSet is reused"
+    );
 
     cluster.kubectl(&["scale", "deployment/web", "--replicas=5"]);
     cluster.eventually("five ready replicas", MINUTE, || {

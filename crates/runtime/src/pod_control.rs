@@ -7,6 +7,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 
+use rkcm_labels::validation::name_is_dns_subdomain;
+
 use crate::events::{EventRecorder, EventType};
 
 /// Event reason for a created pod.
@@ -167,24 +169,12 @@ pub fn validate_controller_ref(controller_ref: &OwnerReference) -> Result<(), Po
     Ok(())
 }
 
-/// Whether `name` is a DNS-1123 subdomain (what pod names must be).
-fn is_dns_subdomain(name: &str) -> bool {
-    let bytes = name.as_bytes();
-    !bytes.is_empty()
-        && bytes.len() <= 253
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-' || *b == b'.')
-        && bytes[0].is_ascii_alphanumeric()
-        && bytes[bytes.len() - 1].is_ascii_alphanumeric()
-}
-
 /// The generateName prefix for pods of `controller_name`: `<name>-`, or the bare name if that
 /// would not be a valid name prefix.
 pub fn pods_prefix(controller_name: &str) -> String {
     let prefix = format!("{controller_name}-");
-    // As apimachinery's prefix validation, a trailing dash is allowed: check it masked.
-    if is_dns_subdomain(&format!("{controller_name}-a")) {
+    // kube's getPodsPrefix: validate it as a generateName (ValidatePodName(prefix, true)).
+    if name_is_dns_subdomain(&prefix, true).is_empty() {
         prefix
     } else {
         controller_name.to_string()
@@ -385,8 +375,12 @@ mod tests {
     #[test]
     fn prefix_falls_back_to_the_name_when_name_dash_is_not_a_valid_prefix() {
         assert_eq!(pods_prefix("web"), "web-");
-        let long = "a".repeat(253);
+        let long = "a".repeat(254);
         assert_eq!(pods_prefix(&long), long);
+        // kube masks the dash and the character before it, so 253 characters still get one.
+        let limit = "a".repeat(253);
+        assert_eq!(pods_prefix(&limit), format!("{limit}-"));
+        assert_eq!(pods_prefix("Web"), "Web");
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! Fakes for controller tests: a recording [`FakePodControl`] and a client that never connects.
+//! Fakes for controller tests: a recording [`FakePodControl`], a client that never connects and a
+//! client answered by the test itself ([`FakeApi`]).
 //! (`FakeClock` lives in [`crate::clock`].)
 
 use std::sync::Arc;
@@ -15,6 +16,144 @@ use crate::pod_control::{PodControl, PodControlError};
 pub fn offline_client() -> kube::Client {
     let config = kube::Config::new(http::Uri::from_static("http://127.0.0.1:9"));
     kube::Client::try_from(config).expect("a plain-http client config is always valid")
+}
+
+/// A request received by a [`FakeApi`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct ApiRequest {
+    /// HTTP method (`GET`, `PUT`, …).
+    pub method: http::Method,
+    /// Path, e.g. `/apis/apps/v1/namespaces/default/replicasets/web/status`.
+    pub path: String,
+    /// Query string without the `?`, `""` when there is none.
+    pub query: String,
+    /// The JSON body; `Null` when the body is empty or not JSON.
+    pub body: serde_json::Value,
+}
+
+impl ApiRequest {
+    /// True if this is a `method` request for exactly `path`.
+    pub fn is(&self, method: http::Method, path: &str) -> bool {
+        self.method == method && self.path == path
+    }
+}
+
+/// The answer a [`FakeApi`] handler gives to one request.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ApiResponse {
+    /// HTTP status code.
+    pub status: http::StatusCode,
+    /// JSON body.
+    pub body: serde_json::Value,
+}
+
+impl ApiResponse {
+    /// `200 OK` with `object` as the body.
+    pub fn ok(object: &impl serde::Serialize) -> Self {
+        Self {
+            status: http::StatusCode::OK,
+            body: serde_json::to_value(object).unwrap_or(serde_json::Value::Null),
+        }
+    }
+
+    /// A failure as the API server reports it: a `metav1.Status` with `code`, `reason` (e.g.
+    /// `Conflict`, `InternalError`) and `message`.
+    pub fn error(code: http::StatusCode, reason: &str, message: &str) -> Self {
+        Self {
+            status: code,
+            body: serde_json::json!({
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Failure",
+                "message": message,
+                "reason": reason,
+                "code": code.as_u16(),
+            }),
+        }
+    }
+
+    /// `404 NotFound` for `resource` `name`, worded as the API server words it.
+    pub fn not_found(resource: &str, name: &str) -> Self {
+        Self::error(
+            http::StatusCode::NOT_FOUND,
+            "NotFound",
+            &format!("{resource} \"{name}\" not found"),
+        )
+    }
+}
+
+type Handler = Arc<dyn Fn(&ApiRequest) -> ApiResponse + Send + Sync>;
+
+/// An API server stand-in for unit tests (client-go's fake clientset with reactors): a
+/// [`kube::Client`] whose requests are recorded and answered by a handler the test writes, in
+/// process and without HTTP. Clones share the record.
+///
+/// The handler runs once per request, in arrival order, and may keep state (e.g. fail the first
+/// update only). Needs a tokio runtime, as every [`kube::Client`] does.
+#[derive(Clone)]
+pub struct FakeApi {
+    requests: Arc<Mutex<Vec<ApiRequest>>>,
+    handler: Handler,
+}
+
+impl std::fmt::Debug for FakeApi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FakeApi")
+            .field("requests", &self.requests.lock().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl FakeApi {
+    /// A fake API answering every request with `handler(request)`.
+    pub fn new(handler: impl Fn(&ApiRequest) -> ApiResponse + Send + Sync + 'static) -> Self {
+        Self {
+            requests: Arc::default(),
+            handler: Arc::new(handler),
+        }
+    }
+
+    /// A client whose requests this fake answers; its default namespace is `default`.
+    pub fn client(&self) -> kube::Client {
+        let this = self.clone();
+        let service = tower::service_fn(move |req: http::Request<kube::client::Body>| {
+            let this = this.clone();
+            async move { this.answer(req).await }
+        });
+        kube::Client::new(service, "default")
+    }
+
+    /// Every request received so far, in order.
+    pub fn requests(&self) -> Vec<ApiRequest> {
+        self.requests.lock().clone()
+    }
+
+    async fn answer(
+        &self,
+        req: http::Request<kube::client::Body>,
+    ) -> Result<http::Response<kube::client::Body>, kube::Error> {
+        let (parts, body) = req.into_parts();
+        let bytes = body.collect_bytes().await?;
+        let request = ApiRequest {
+            method: parts.method,
+            path: parts.uri.path().to_string(),
+            query: parts.uri.query().unwrap_or_default().to_string(),
+            body: serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null),
+        };
+        self.requests.lock().push(request.clone());
+        // Not under the record's lock: a handler may read the record.
+        let answer = (self.handler)(&request);
+        let mut response = http::Response::new(kube::client::Body::from(
+            answer.body.to_string().into_bytes(),
+        ));
+        *response.status_mut() = answer.status;
+        response.headers_mut().insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("application/json"),
+        );
+        Ok(response)
+    }
 }
 
 /// A pod creation recorded by [`FakePodControl`].
@@ -241,5 +380,40 @@ mod tests {
             .delete_pod("ns", "p", &owner)
             .await
             .is_err_and(|e| e.is_not_found()));
+    }
+
+    #[tokio::test]
+    async fn fake_api_records_requests_and_answers_with_the_handler() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        use kube::api::{Api, PostParams};
+
+        let api = FakeApi::new(|req| {
+            if req.method == http::Method::GET {
+                let mut cm = ConfigMap::default();
+                cm.metadata.name = Some("cm".into());
+                cm.metadata.resource_version = Some("7".into());
+                ApiResponse::ok(&cm)
+            } else {
+                ApiResponse::error(http::StatusCode::CONFLICT, "Conflict", "stale")
+            }
+        });
+        let cms: Api<ConfigMap> = Api::namespaced(api.client(), "ns");
+        let got = cms.get("cm").await.expect("get is answered");
+        assert_eq!(got.metadata.resource_version.as_deref(), Some("7"));
+        let err = cms
+            .replace("cm", &PostParams::default(), &got)
+            .await
+            .expect_err("replace is refused");
+        match err {
+            kube::Error::Api(status) => {
+                assert_eq!((status.code, status.message.as_str()), (409, "stale"))
+            }
+            other => panic!("unexpected error: {other}"),
+        }
+        let requests = api.requests();
+        assert_eq!(requests.len(), 2);
+        assert!(requests[0].is(http::Method::GET, "/api/v1/namespaces/ns/configmaps/cm"));
+        assert!(requests[1].is(http::Method::PUT, "/api/v1/namespaces/ns/configmaps/cm"));
+        assert_eq!(requests[1].body["metadata"]["resourceVersion"], "7");
     }
 }

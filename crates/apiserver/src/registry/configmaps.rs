@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 
 use rkcm_apimachinery::catalog::ResourceInfo;
+use rkcm_labels::validation::is_config_map_key;
 use serde_json::{json, Value};
 
 use super::generic::GenericStrategy;
@@ -13,29 +14,6 @@ use super::FieldError;
 
 /// Largest total size of `data` and `binaryData` (`MaxSecretSize`, shared by configmaps).
 const MAX_CONFIG_MAP_SIZE: usize = 1024 * 1024;
-
-/// `IsConfigMapKey`.
-fn config_map_key_errors(key: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if key.len() > 253 {
-        errs.push("must be no more than 253 characters".to_string());
-    }
-    if key.is_empty()
-        || !key
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
-    {
-        errs.push("a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')".to_string());
-    }
-    if key == "." {
-        errs.push("must not be '.'".to_string());
-    } else if key == ".." {
-        errs.push("must not be '..'".to_string());
-    } else if key.starts_with("..") {
-        errs.push("must not start with '..'".to_string());
-    }
-    errs
-}
 
 fn validate(obj: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
@@ -50,7 +28,7 @@ fn validate(obj: &Value) -> Vec<FieldError> {
             .into_iter()
             .flatten()
         {
-            for m in config_map_key_errors(k) {
+            for m in is_config_map_key(k) {
                 errs.push(FieldError::invalid(
                     format!("{section}[{k}]"),
                     &json!(k),

@@ -6,6 +6,7 @@
 //! `pkg/apis/apps/validation/validation.go`.
 
 use rkcm_apimachinery::catalog::ResourceInfo;
+use rkcm_labels::validation::is_valid_percent;
 use serde_json::{json, Value};
 
 use super::meta::validate_nonnegative;
@@ -65,11 +66,10 @@ fn validate_int_or_percent(v: Option<&Value>, path: &str) -> Vec<FieldError> {
     match v {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::String(_)) if percent(v.unwrap_or(&Value::Null)).is_some() => Vec::new(),
-        Some(s @ Value::String(_)) => vec![FieldError::invalid(
-            path,
-            s,
-            "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')",
-        )],
+        Some(s @ Value::String(text)) => is_valid_percent(text)
+            .iter()
+            .map(|m| FieldError::invalid(path, s, m))
+            .collect(),
         Some(n @ Value::Number(_)) => validate_nonnegative(Some(n), path),
         Some(other) => vec![FieldError::invalid(
             path,

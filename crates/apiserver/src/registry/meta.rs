@@ -1,7 +1,8 @@
-//! ObjectMeta validation and the name/label validators of apimachinery `util/validation`.
+//! ObjectMeta validation, as `k8s.io/apimachinery/pkg/api/validation/objectmeta.go`
+//! (`ValidateObjectMetaAccessor`, `ValidateObjectMetaAccessorUpdate`) has it.
 //!
-//! Mirrors `k8s.io/apimachinery/pkg/api/validation/objectmeta.go` (`ValidateObjectMetaAccessor`,
-//! `ValidateObjectMetaAccessorUpdate`) and `pkg/util/validation/validation.go`; messages are kube's.
+//! The name and string checks it uses (`NameIsDNSSubdomain`, `IsQualifiedName`, …) live in
+//! [`rkcm_labels::validation`] and are re-exported here for the registry's kinds.
 
 use serde_json::Value;
 
@@ -12,133 +13,13 @@ use super::FieldError;
 /// `generateName`, whose trailing dash is allowed). Same contract as `ValidateNameFunc`.
 pub type NameValidator = fn(name: &str, prefix: bool) -> Vec<String>;
 
-const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
-const DNS1123_SUBDOMAIN_FMT: &str =
-    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
-const DNS1035_LABEL_FMT: &str = "[a-z]([-a-z0-9]*[a-z0-9])?";
-const QUALIFIED_NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
-const QUALIFIED_NAME_ERR: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-const LABEL_VALUE_ERR: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+pub use rkcm_labels::validation::{
+    is_dns1123_label, is_dns1123_subdomain, is_qualified_name, is_valid_label_value,
+    name_is_dns1035_label, name_is_dns_label, name_is_dns_subdomain,
+};
 
-/// Longest DNS-1123 label / DNS-1035 label / label value / qualified-name name part.
-pub const DNS1123_LABEL_MAX_LENGTH: usize = 63;
-/// Longest DNS-1123 subdomain.
-pub const DNS1123_SUBDOMAIN_MAX_LENGTH: usize = 253;
 /// Largest total size of the annotations of one object (`TotalAnnotationSizeLimitB`).
 pub const TOTAL_ANNOTATION_SIZE_LIMIT: usize = 256 * 1024;
-
-/// `validation.RegexError`: the message, examples and the regex.
-fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
-    let mut out = msg.to_string();
-    out.push_str(" (e.g. ");
-    for (i, e) in examples.iter().enumerate() {
-        if i > 0 {
-            out.push_str(" or ");
-        }
-        out.push_str(&format!("'{e}', "));
-    }
-    out.push_str(&format!("regex used for validation is '{fmt}')"));
-    out
-}
-
-fn max_len_error(n: usize) -> String {
-    format!("must be no more than {n} characters")
-}
-
-fn is_lower_alnum(c: u8) -> bool {
-    c.is_ascii_lowercase() || c.is_ascii_digit()
-}
-
-/// Matches `[a-z0-9]([-a-z0-9]*[a-z0-9])?`.
-fn matches_dns1123_label(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && is_lower_alnum(b[0])
-        && is_lower_alnum(b[b.len() - 1])
-        && b.iter().all(|&c| is_lower_alnum(c) || c == b'-')
-}
-
-/// `IsDNS1123Label`: messages for a value that is not an RFC 1123 label.
-pub fn is_dns1123_label(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if value.len() > DNS1123_LABEL_MAX_LENGTH {
-        errs.push(max_len_error(DNS1123_LABEL_MAX_LENGTH));
-    }
-    if !matches_dns1123_label(value) {
-        errs.push(regex_error(
-            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character",
-            DNS1123_LABEL_FMT,
-            &["my-name", "123-abc"],
-        ));
-    }
-    errs
-}
-
-/// `IsDNS1123Subdomain`: messages for a value that is not an RFC 1123 subdomain.
-pub fn is_dns1123_subdomain(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if value.len() > DNS1123_SUBDOMAIN_MAX_LENGTH {
-        errs.push(max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH));
-    }
-    if value.is_empty() || !value.split('.').all(matches_dns1123_label) {
-        errs.push(regex_error(
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
-            DNS1123_SUBDOMAIN_FMT,
-            &["example.com"],
-        ));
-    }
-    errs
-}
-
-/// `IsDNS1035Label`: messages for a value that is not an RFC 1035 label (service names).
-pub fn is_dns1035_label(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if value.len() > DNS1123_LABEL_MAX_LENGTH {
-        errs.push(max_len_error(DNS1123_LABEL_MAX_LENGTH));
-    }
-    let b = value.as_bytes();
-    let ok = !b.is_empty()
-        && b[0].is_ascii_lowercase()
-        && is_lower_alnum(b[b.len() - 1])
-        && b.iter().all(|&c| is_lower_alnum(c) || c == b'-');
-    if !ok {
-        errs.push(regex_error(
-            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character",
-            DNS1035_LABEL_FMT,
-            &["my-name", "abc-123"],
-        ));
-    }
-    errs
-}
-
-/// `maskTrailingDash`: a `generateName` may end in `-`. Bug-compatible with kube, which drops
-/// the last two characters (`name[:len(name)-2] + "a"`).
-fn mask_trailing_dash(name: &str, prefix: bool) -> String {
-    if prefix && name.len() > 1 && name.ends_with('-') {
-        let cut = name.len() - 2;
-        match name.get(..cut) {
-            Some(head) => format!("{head}a"),
-            None => name.to_string(),
-        }
-    } else {
-        name.to_string()
-    }
-}
-
-/// `NameIsDNSSubdomain`: the name validator of most kinds.
-pub fn name_is_dns_subdomain(name: &str, prefix: bool) -> Vec<String> {
-    is_dns1123_subdomain(&mask_trailing_dash(name, prefix))
-}
-
-/// `NameIsDNSLabel`: the name validator of namespaces.
-pub fn name_is_dns_label(name: &str, prefix: bool) -> Vec<String> {
-    is_dns1123_label(&mask_trailing_dash(name, prefix))
-}
-
-/// `NameIsDNS1035Label`: the name validator of services.
-pub fn name_is_dns1035_label(name: &str, prefix: bool) -> Vec<String> {
-    is_dns1035_label(&mask_trailing_dash(name, prefix))
-}
 
 /// `ValidatePathSegmentName`: names that cannot appear in a URL path.
 pub fn validate_path_segment_name(name: &str, _prefix: bool) -> Vec<String> {
@@ -150,78 +31,6 @@ pub fn validate_path_segment_name(name: &str, _prefix: bool) -> Vec<String> {
         if name.contains(illegal) {
             errs.push(format!("may not contain '{illegal}'"));
         }
-    }
-    errs
-}
-
-fn matches_qualified_name_part(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b[0].is_ascii_alphanumeric()
-        && b[b.len() - 1].is_ascii_alphanumeric()
-        && b.iter()
-            .all(|&c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_' || c == b'.')
-}
-
-/// `IsQualifiedName`: messages for an invalid label key / annotation key / finalizer name.
-pub fn is_qualified_name(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    let parts: Vec<&str> = value.split('/').collect();
-    let name = match parts.as_slice() {
-        [name] => *name,
-        [prefix, name] => {
-            if prefix.is_empty() {
-                errs.push("prefix part must be non-empty".to_string());
-            } else {
-                errs.extend(
-                    is_dns1123_subdomain(prefix)
-                        .into_iter()
-                        .map(|m| format!("prefix part {m}")),
-                );
-            }
-            *name
-        }
-        _ => {
-            errs.push(format!(
-                "a qualified name {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
-                regex_error(QUALIFIED_NAME_ERR, QUALIFIED_NAME_FMT, &["MyName", "my.name", "123-abc"])
-            ));
-            return errs;
-        }
-    };
-    if name.is_empty() {
-        errs.push("name part must be non-empty".to_string());
-    } else if name.len() > DNS1123_LABEL_MAX_LENGTH {
-        errs.push(format!(
-            "name part {}",
-            max_len_error(DNS1123_LABEL_MAX_LENGTH)
-        ));
-    }
-    if !matches_qualified_name_part(name) {
-        errs.push(format!(
-            "name part {}",
-            regex_error(
-                QUALIFIED_NAME_ERR,
-                QUALIFIED_NAME_FMT,
-                &["MyName", "my.name", "123-abc"]
-            )
-        ));
-    }
-    errs
-}
-
-/// `IsValidLabelValue`: messages for an invalid label value.
-pub fn is_valid_label_value(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if value.len() > DNS1123_LABEL_MAX_LENGTH {
-        errs.push(max_len_error(DNS1123_LABEL_MAX_LENGTH));
-    }
-    if !value.is_empty() && !matches_qualified_name_part(value) {
-        errs.push(regex_error(
-            LABEL_VALUE_ERR,
-            &format!("({QUALIFIED_NAME_FMT})?"),
-            &["MyValue", "my_value", "12345"],
-        ));
     }
     errs
 }

@@ -41,7 +41,6 @@ mod nodes;
 pub(crate) mod object;
 mod pods;
 mod podspec;
-mod quantity;
 mod replicasets;
 mod replicationcontrollers;
 pub mod selector;

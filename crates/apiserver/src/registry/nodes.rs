@@ -77,7 +77,7 @@ impl Strategy for NodeStrategy {
     fn default(&self, obj: &mut Value) {
         for list in ["capacity", "allocatable"] {
             if let Some(m) = super::object::existing_object_mut(obj, &["status", list]) {
-                super::quantity::canonicalize_numbers(m);
+                rkcm_apimachinery::quantity::canonicalize_json_numbers(m);
             }
         }
         // SetDefaults_NodeStatus: allocatable defaults to capacity.

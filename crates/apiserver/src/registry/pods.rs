@@ -9,6 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use rkcm_apimachinery::catalog::ResourceInfo;
+use rkcm_apimachinery::quantity::Quantity;
 use serde_json::{json, Value};
 
 use super::generic::GenericStrategy;
@@ -16,8 +17,10 @@ use super::meta::{self, name_is_dns_subdomain};
 use super::object::{
     copy, default_field, get, get_i64, get_str, object_mut, semantically_equal, set,
 };
-use super::podspec::{default_pod_spec, push_invalid_names, validate_pod_spec, CONTAINER_LISTS};
-use super::quantity::parse_nanos;
+use super::podspec::{
+    default_pod_spec, encode_pod_value_structs, push_invalid_names, validate_pod_spec,
+    CONTAINER_LISTS,
+};
 use super::{FieldError, GracefulDelete, Strategy};
 
 /// `SetDefaults_Pod`: requests default to limits, `enableServiceLinks` to true; plus what the
@@ -57,13 +60,16 @@ fn default_pod(pod: &mut Value) {
             }
         }
     }
+    if let Some(pod) = pod.as_object_mut() {
+        encode_pod_value_structs(pod);
+    }
 }
 
 /// The QoS class of a pod (`qos.GetPodQOS`): `Guaranteed` when every container has equal
 /// cpu and memory requests and limits, `BestEffort` when none has any, else `Burstable`.
 pub(crate) fn qos_class(pod: &Value) -> &'static str {
-    let mut requests: BTreeMap<String, i128> = BTreeMap::new();
-    let mut limits: BTreeMap<String, i128> = BTreeMap::new();
+    let mut requests: BTreeMap<String, Quantity> = BTreeMap::new();
+    let mut limits: BTreeMap<String, Quantity> = BTreeMap::new();
     let mut guaranteed = true;
     for list in CONTAINER_LISTS {
         let containers = get(pod, &["spec", list]).and_then(Value::as_array);
@@ -75,9 +81,15 @@ pub(crate) fn qos_class(pod: &Value) -> &'static str {
                     if name != "cpu" && name != "memory" {
                         continue;
                     }
-                    let Some(n) = parse_nanos(q) else { continue };
-                    if n > 0 {
-                        *sums.entry(name.clone()).or_insert(0) += n;
+                    let Ok(n) = Quantity::from_json(q) else {
+                        continue;
+                    };
+                    if n.sign() > 0 {
+                        let sum = sums.entry(name.clone()).or_default();
+                        // Past 38 digits the sum no longer changes; no pod asks for that much.
+                        if let Some(total) = sum.checked_add(&n) {
+                            *sum = total;
+                        }
                         found.insert(name.as_str());
                     }
                 }
@@ -735,6 +747,13 @@ mod tests {
         assert_eq!(
             errs[0].message_with_field(),
             "spec.containers[0].resources.requests[cpu]: Invalid value: \"2\": must be less than or equal to cpu limit of 1"
+        );
+        // The limit is written as kube writes quantities, whatever notation it came in.
+        let p = created(json!([{"name": "a", "image": "x",
+            "resources": {"requests": {"memory": "2Gi"}, "limits": {"memory": "1024Mi"}}}]));
+        assert_eq!(
+            strategy().validate_create(&p)[0].message_with_field(),
+            "spec.containers[0].resources.requests[memory]: Invalid value: \"2Gi\": must be less than or equal to memory limit of 1Gi"
         );
     }
 

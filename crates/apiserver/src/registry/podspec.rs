@@ -6,11 +6,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use rkcm_apimachinery::quantity::{canonicalize_json_numbers, Quantity};
+use rkcm_apimachinery::semantic::{self, types, Shape};
 use serde_json::{json, Map, Value};
 
 use super::meta::{self, name_is_dns_label, name_is_dns_subdomain};
 use super::object::{default_field, default_nonzero, get, get_str};
-use super::quantity::{canonicalize_numbers, parse_nanos};
 use super::FieldError;
 
 /// `v1.DefaultTerminationGracePeriodSeconds`.
@@ -50,6 +51,32 @@ pub(crate) fn default_pod_spec(spec: &mut Map<String, Value>) {
             default_volume_source(v);
         }
     }
+}
+
+/// Writes into `value`, JSON of the Go type `shape`, the value structs Go's encoder always
+/// writes (`resources: {}` in each container, `creationTimestamp: null` in template metadata), so
+/// that objects read back as kube-apiserver returns them and clients that send them back
+/// (`kubectl rollout undo`) send the same template.
+fn encode_value_structs(shape: &Shape, map: &mut Map<String, Value>) {
+    let mut value = Value::Object(std::mem::take(map));
+    semantic::fill_value_structs(shape, &mut value);
+    if let Value::Object(filled) = value {
+        *map = filled;
+    }
+}
+
+/// The defaults of an embedded pod template (`spec.template` of workloads): the pod spec
+/// defaults, and the value structs of the template as Go writes them.
+pub(crate) fn default_pod_template(template: &mut Map<String, Value>) {
+    if let Some(spec) = template.get_mut("spec").and_then(Value::as_object_mut) {
+        default_pod_spec(spec);
+    }
+    encode_value_structs(&types::POD_TEMPLATE_SPEC, template);
+}
+
+/// The value structs of a pod as Go writes them (see [`default_pod_template`]).
+pub(crate) fn encode_pod_value_structs(pod: &mut Map<String, Value>) {
+    encode_value_structs(&types::POD, pod);
 }
 
 /// The defaults of volume sources: file modes 0644 (`420`), the token expiry of projected
@@ -176,7 +203,7 @@ fn canonicalize_resources(resources: Option<&mut Value>) {
     let Some(resources) = resources else { return };
     for kind in ["requests", "limits"] {
         if let Some(list) = resources.get_mut(kind).and_then(Value::as_object_mut) {
-            canonicalize_numbers(list);
+            canonicalize_json_numbers(list);
         }
     }
 }
@@ -507,7 +534,7 @@ fn validate_volume_mounts(
 /// do not exceed limits.
 fn validate_resources(res: Option<&Value>, path: &str, errs: &mut Vec<FieldError>) {
     let Some(res) = res else { return };
-    let mut parsed: BTreeMap<(&str, &str), i128> = BTreeMap::new();
+    let mut parsed: BTreeMap<(&str, &str), Quantity> = BTreeMap::new();
     for kind in ["limits", "requests"] {
         for (name, q) in get(res, &[kind])
             .and_then(Value::as_object)
@@ -515,13 +542,13 @@ fn validate_resources(res: Option<&Value>, path: &str, errs: &mut Vec<FieldError
             .flatten()
         {
             let p = format!("{path}.{kind}[{name}]");
-            match parse_nanos(q) {
+            match Quantity::from_json(q).ok() {
                 None => errs.push(FieldError::invalid(
                     p,
                     q,
                     "must match the regex ^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$",
                 )),
-                Some(n) if n < 0 => errs.push(FieldError::invalid(
+                Some(n) if n.sign() < 0 => errs.push(FieldError::invalid(
                     p,
                     q,
                     "must be greater than or equal to 0",
@@ -538,13 +565,10 @@ fn validate_resources(res: Option<&Value>, path: &str, errs: &mut Vec<FieldError
         }
         if let Some(limit) = parsed.get(&("limits", name)) {
             if req > limit {
-                let limit_str = get(res, &["limits", name])
-                    .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
-                    .unwrap_or_default();
                 errs.push(FieldError::invalid(
                     format!("{path}.requests[{name}]"),
                     get(res, &["requests", name]).unwrap_or(&Value::Null),
-                    &format!("must be less than or equal to {name} limit of {limit_str}"),
+                    &format!("must be less than or equal to {name} limit of {limit}"),
                 ));
             }
         }
@@ -654,6 +678,24 @@ mod tests {
         assert!(!pulls_always("nginx:1.25"));
         assert!(!pulls_always("nginx@sha256:abc"));
         assert!(pulls_always("nginx:latest@sha256:abc"));
+    }
+
+    #[test]
+    fn a_defaulted_template_has_the_value_structs_go_writes() {
+        let mut template = json!({
+            "metadata": {"labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "a", "image": "x:1"}]},
+        });
+        default_pod_template(template.as_object_mut().expect("an object"));
+        assert_eq!(template["metadata"]["creationTimestamp"], Value::Null);
+        assert!(template["metadata"]
+            .as_object()
+            .is_some_and(|m| m.contains_key("creationTimestamp")));
+        assert_eq!(template["spec"]["containers"][0]["resources"], json!({}));
+        assert_eq!(
+            template["spec"]["dnsPolicy"], "ClusterFirst",
+            "the pod spec defaults too"
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 
-use super::replica_sets::by_revision;
+use super::replica_sets::sort_by_revision;
 use super::spec::{revision_history_limit, rs_replicas, rs_status_replicas};
 
 /// The old ReplicaSets to delete, lowest revision first: of the ReplicaSets beyond the history
@@ -26,7 +26,7 @@ pub fn replica_sets_to_delete(d: &Deployment, old_rss: &[Arc<ReplicaSet>]) -> Ve
     if diff <= 0 {
         return Vec::new();
     }
-    cleanable.sort_by(|a, b| by_revision(a, b));
+    sort_by_revision(&mut cleanable);
     cleanable
         .into_iter()
         .take(diff as usize)
@@ -119,5 +119,69 @@ mod tests {
             .map(|r| r.metadata.name.clone().unwrap())
             .collect();
         assert_eq!(names, ["b"]);
+    }
+
+    #[test]
+    fn unparsable_revisions_are_ordered_by_creation_time_then_name() {
+        // ReplicaSetsByRevision: an unparsable revision is not 0; the pair falls back to
+        // ReplicaSetsByCreationTimestamp.
+        let sel = [("foo", "bar")];
+        let rs = |name: &str, rev: Option<&str>, created: i64| {
+            let mut rs = new_rs_with_status(name, 0, 0, &sel);
+            rs.metadata.annotations = rev.map(|rev| {
+                [(
+                    crate::deployment::annotations::REVISION.to_string(),
+                    rev.to_string(),
+                )]
+                .into()
+            });
+            rs.metadata.creation_timestamp = Some(ts(created));
+            Arc::new(rs)
+        };
+        let names = |olds: Vec<Arc<ReplicaSet>>, limit: i32| -> Vec<String> {
+            let d = new_deployment("foo", 1, Some(limit), None, None, &sel);
+            replica_sets_to_delete(&d, &olds)
+                .iter()
+                .map(|r| r.metadata.name.clone().unwrap())
+                .collect()
+        };
+        // "bad" is older than revision 1: it goes first, where reading it as 0 would agree; but
+        // "late-bad", newer than revision 2, is kept while revision 1 goes.
+        assert_eq!(
+            names(
+                vec![
+                    rs("r2", Some("2"), 20),
+                    rs("late-bad", Some("x"), 30),
+                    rs("r1", Some("1"), 10)
+                ],
+                2
+            ),
+            ["r1"]
+        );
+        // Equal times fall back to names; a missing annotation is revision 0.
+        assert_eq!(
+            names(
+                vec![
+                    rs("b", Some("x"), 10),
+                    rs("a", Some("y"), 10),
+                    rs("r0", None, 5)
+                ],
+                1
+            ),
+            ["r0", "a"]
+        );
+        // A cycle (r1 < r2 by revision, r2 < bad and bad < r1 by time) still sorts, as Go's
+        // insertion sort would: bad, r1, r2.
+        assert_eq!(
+            names(
+                vec![
+                    rs("r1", Some("1"), 30),
+                    rs("bad", Some("x"), 20),
+                    rs("r2", Some("2"), 10)
+                ],
+                2
+            ),
+            ["bad"]
+        );
     }
 }

@@ -10,6 +10,7 @@
 //! across templates, changed by a collision-count bump — holds.
 
 use k8s_openapi::api::core::v1::PodTemplateSpec;
+use rkcm_apimachinery::semantic;
 use serde_json::Value;
 
 use super::spec::POD_TEMPLATE_HASH_LABEL;
@@ -49,52 +50,26 @@ pub fn compute_hash(template: &PodTemplateSpec, collision_count: Option<i32>) ->
     safe_encode_string(&h.to_string())
 }
 
-/// Keys whose values are maps (or embedded structs) in PodTemplateSpec: for these, as for lists,
-/// apimachinery's semantic equality treats empty and absent alike.
-const MAP_FIELDS: [&str; 7] = [
-    "metadata",
-    "spec",
-    "labels",
-    "annotations",
-    "nodeSelector",
-    "limits",
-    "requests",
-];
-
-/// Drops nulls, empty lists and empty map-valued fields, recursively.
-fn normalize(value: &mut Value) {
-    match value {
-        Value::Object(map) => {
-            for v in map.values_mut() {
-                normalize(v);
-            }
-            map.retain(|k, v| match v {
-                Value::Null => false,
-                Value::Array(a) => !a.is_empty(),
-                Value::Object(o) => !(o.is_empty() && MAP_FIELDS.contains(&k.as_str())),
-                _ => true,
-            });
-        }
-        Value::Array(items) => items.iter_mut().for_each(normalize),
-        _ => {}
-    }
-}
-
 fn comparable(template: &PodTemplateSpec) -> Value {
     let mut t = template.clone();
     if let Some(labels) = t.metadata.as_mut().and_then(|m| m.labels.as_mut()) {
         labels.remove(POD_TEMPLATE_HASH_LABEL);
     }
-    let mut value = serde_json::to_value(&t).unwrap_or(Value::Null);
-    normalize(&mut value);
-    value
+    // Serializing a k8s-openapi struct cannot fail: every field is plain data with string keys.
+    serde_json::to_value(&t).unwrap_or(Value::Null)
 }
 
-/// Whether two pod templates are equal apart from the pod-template-hash label, with empty and absent
-/// lists and maps equal (apimachinery's `Semantic.DeepEqual`).
+/// Whether two pod templates are equal apart from the pod-template-hash label, as apimachinery's
+/// `Semantic.DeepEqual` finds them: empty and absent lists, maps and value structs alike (so the
+/// `resources: {}` that `kubectl rollout undo` sends back matches a template without it),
+/// quantities by value.
 #[doc(alias = "EqualIgnoreHash")]
 pub fn equal_ignore_hash(a: &PodTemplateSpec, b: &PodTemplateSpec) -> bool {
-    comparable(a) == comparable(b)
+    semantic::deep_equal(
+        &semantic::types::POD_TEMPLATE_SPEC,
+        &comparable(a),
+        &comparable(b),
+    )
 }
 
 #[cfg(test)]
@@ -102,7 +77,8 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
-    use k8s_openapi::api::core::v1::PodSpec;
+    use k8s_openapi::api::core::v1::{Container, PodSpec, ResourceRequirements};
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
     use kube::api::ObjectMeta;
 
     fn template(
@@ -249,6 +225,47 @@ mod tests {
         b.spec.as_mut().unwrap().containers = vec![];
         b.spec.as_mut().unwrap().volumes = Some(vec![]);
         assert!(equal_ignore_hash(&a, &b));
+    }
+
+    #[test]
+    fn a_template_sent_back_by_rollout_undo_equals_the_replica_sets() {
+        // `kubectl rollout undo` writes the ReplicaSet's template into the Deployment with
+        // `creationTimestamp: null` and `resources: {}` in each container.
+        let mut rs_template = template(
+            "",
+            "",
+            &[],
+            &[(POD_TEMPLATE_HASH_LABEL, "abc"), ("app", "web")],
+        );
+        rs_template.spec.as_mut().unwrap().containers = vec![Container {
+            name: "web".into(),
+            image: Some("nginx:1.27".into()),
+            ..Default::default()
+        }];
+        let undone: PodTemplateSpec = serde_json::from_value(serde_json::json!({
+            "metadata": {"creationTimestamp": null, "labels": {"app": "web"}},
+            "spec": {"nodeName": "", "containers": [{"name": "web", "image": "nginx:1.27", "resources": {}}]},
+        }))
+        .unwrap();
+        assert!(equal_ignore_hash(&rs_template, &undone));
+        assert!(equal_ignore_hash(&undone, &rs_template));
+
+        // A nil pointer still differs from a pointer to an empty struct, and quantities compare by
+        // value.
+        let mut with_security_context = undone.clone();
+        with_security_context.spec.as_mut().unwrap().containers[0].security_context =
+            Some(Default::default());
+        assert!(!equal_ignore_hash(&rs_template, &with_security_context));
+        let limits = |cpu: &str| {
+            let mut t = undone.clone();
+            t.spec.as_mut().unwrap().containers[0].resources = Some(ResourceRequirements {
+                limits: Some([("cpu".to_string(), Quantity(cpu.into()))].into()),
+                ..Default::default()
+            });
+            t
+        };
+        assert!(equal_ignore_hash(&limits("1"), &limits("1000m")));
+        assert!(!equal_ignore_hash(&limits("1"), &limits("2")));
     }
 
     #[test]

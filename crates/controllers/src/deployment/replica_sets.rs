@@ -38,12 +38,29 @@ pub fn by_size_newer(a: &ReplicaSet, b: &ReplicaSet) -> Ordering {
         .then_with(|| by_creation_timestamp(b, a))
 }
 
-/// Lowest revision first; ties (and unparsable revisions, read as 0) by creation time.
+/// kube's `ReplicaSetsByRevision.Less`: the lower revision first; when the revisions are equal or
+/// either cannot be parsed, the older first (then by name). A missing annotation is revision 0.
 #[doc(alias = "ReplicaSetsByRevision")]
-pub fn by_revision(a: &ReplicaSet, b: &ReplicaSet) -> Ordering {
-    let ra = revision(a).unwrap_or(0);
-    let rb = revision(b).unwrap_or(0);
-    ra.cmp(&rb).then_with(|| by_creation_timestamp(a, b))
+pub fn revision_less(a: &ReplicaSet, b: &ReplicaSet) -> bool {
+    match (revision(a), revision(b)) {
+        (Ok(ra), Ok(rb)) if ra != rb => ra < rb,
+        _ => by_creation_timestamp(a, b) == Ordering::Less,
+    }
+}
+
+/// Sorts `rss` with [`revision_less`], lowest revision first.
+///
+/// That order is not total when revisions are unparsable (a cycle of revision, time and time), so
+/// it cannot be given to `sort_by`. An insertion sort is what Go's `sort.Sort` runs on lists of
+/// twelve or fewer, so for those the order is kube's.
+pub fn sort_by_revision(rss: &mut [Arc<ReplicaSet>]) {
+    for i in 1..rss.len() {
+        let mut j = i;
+        while j > 0 && revision_less(&rss[j], &rss[j - 1]) {
+            rss.swap(j, j - 1);
+            j -= 1;
+        }
+    }
 }
 
 /// The pod template of a ReplicaSet (empty when unset).

@@ -121,8 +121,12 @@ pub fn scale_down_old_replica_sets(
 
 /// The scale-down a rolling update makes next: first old replicas that are not available (they
 /// cost no availability), then available ones, never letting the available pods (old and new, minus
-/// the new ReplicaSet's unavailable ones) drop below `replicas − maxUnavailable`. Steps on the same
-/// ReplicaSet are merged into one write.
+/// the new ReplicaSet's unavailable ones) drop below `replicas − maxUnavailable`.
+///
+/// As in kube, the two passes write separately: an old ReplicaSet with unhealthy replicas that is
+/// then scaled down further gets two steps (10 → 9, then 9 → 8), so two writes and two
+/// `ScalingReplicaSet` events. The second step starts from the ReplicaSet as the first leaves it;
+/// [`DeploymentController::apply_scale_steps`] carries the written object forward.
 #[doc(alias = "reconcileOldReplicaSets")]
 pub fn reconcile_old_replica_sets(
     d: &Deployment,
@@ -146,21 +150,7 @@ pub fn reconcile_old_replica_sets(
     let mut all: Vec<Arc<ReplicaSet>> = olds.clone();
     all.push(Arc::clone(new_rs));
     let (down, _) = scale_down_old_replica_sets(d, &all, &olds);
-    for step in down {
-        match steps.iter_mut().find(|s| {
-            s.rs.metadata.uid == step.rs.metadata.uid && s.rs.metadata.name == step.rs.metadata.name
-        }) {
-            Some(existing) => existing.to = step.to,
-            None => steps.push(ScaleStep {
-                rs: old_rss
-                    .iter()
-                    .find(|rs| rs.metadata.name == step.rs.metadata.name)
-                    .cloned()
-                    .unwrap_or(step.rs),
-                ..step
-            }),
-        }
-    }
+    steps.extend(down);
     steps
 }
 
@@ -280,9 +270,8 @@ mod tests {
                 std::slice::from_ref(&old_rs),
                 &new_rs,
             );
-            assert!(steps.len() <= 1, "one write per replica set: {steps:?}");
             assert_eq!(
-                steps.first().map(|s| s.to),
+                steps.last().map(|s| s.to),
                 expected,
                 "case {want} {unavailable} {old_replicas} {old_ready}"
             );
@@ -291,6 +280,30 @@ mod tests {
                 assert_eq!(step.operation, "down");
             }
         }
+    }
+
+    #[test]
+    fn unhealthy_cleanup_and_scale_down_are_two_writes_as_in_kube() {
+        // cleanupUnhealthyReplicas and scaleDownOldReplicaSetsForRollingUpdate each scale with
+        // scaleReplicaSetAndRecordEvent: "from 10 to 9", then "from 9 to 8".
+        let new_rs = Arc::new(with_available(rs("foo-new", 0, &[("foo", "new")], None), 0));
+        let old_rs = Arc::new(with_available(
+            rs("foo-old", 10, &[("foo", "old")], None),
+            9,
+        ));
+        let d = deployment(10, 0, 2);
+        let steps = reconcile_old_replica_sets(
+            &d,
+            &[old_rs.clone(), new_rs.clone()],
+            std::slice::from_ref(&old_rs),
+            &new_rs,
+        );
+        let sizes: Vec<_> = steps.iter().map(|s| (rs_replicas(&s.rs), s.to)).collect();
+        assert_eq!(sizes, [(10, 9), (9, 8)]);
+        assert!(steps
+            .iter()
+            .all(|s| s.name() == "foo-old" && s.operation == "down"));
+        assert_eq!(steps[0].rs, old_rs);
     }
 
     #[test]

@@ -500,10 +500,7 @@ impl DeploymentController {
                 if err.is_namespace_terminating() {
                     return Err(err);
                 }
-                let msg = format!(
-                    "Failed to create new replica set {name:?}: {}",
-                    error_chain(&err)
-                );
+                let msg = create_failed_message(&name, &err);
                 if progress_deadline_seconds(d).is_some() {
                     let condition = new_condition(
                         PROGRESSING,
@@ -621,16 +618,24 @@ impl DeploymentController {
     }
 
     /// Applies `steps` in order, stopping at the first failure. Returns how many changed a size.
+    ///
+    /// A later step on a ReplicaSet written earlier starts from the object the server returned,
+    /// as kube passes the updated ReplicaSet on, so it carries the new resourceVersion.
     pub(crate) async fn apply_scale_steps(
         &self,
         d: &Deployment,
         steps: &[ScaleStep],
     ) -> Result<usize> {
         let mut scaled = 0;
+        let mut written: Vec<Arc<ReplicaSet>> = Vec::new();
         for step in steps {
-            if self.scale_replica_set(d, step).await?.0 {
+            let step = carry_forward(step, &written);
+            let (changed, stored) = self.scale_replica_set(d, &step).await?;
+            if changed {
                 scaled += 1;
             }
+            written.retain(|rs| !same_object(rs, &stored));
+            written.push(stored);
         }
         Ok(scaled)
     }
@@ -768,16 +773,60 @@ pub(crate) fn with_replica_set(
         .collect()
 }
 
-/// The messages of an error and its sources, joined.
-fn error_chain(err: &dyn std::error::Error) -> String {
+fn same_object(a: &ReplicaSet, b: &ReplicaSet) -> bool {
+    a.metadata.uid == b.metadata.uid
+        && a.metadata.namespace == b.metadata.namespace
+        && a.metadata.name == b.metadata.name
+}
+
+/// `step`, starting from the stored ReplicaSet when an earlier step of the same sync wrote it.
+fn carry_forward(step: &ScaleStep, written: &[Arc<ReplicaSet>]) -> ScaleStep {
+    match written.iter().find(|rs| same_object(rs, &step.rs)) {
+        Some(stored) => ScaleStep {
+            rs: Arc::clone(stored),
+            ..step.clone()
+        },
+        None => step.clone(),
+    }
+}
+
+/// What the API said, as Go's `%v` prints a client error: a Status's message, else the error's
+/// text.
+fn api_message(err: &kube::Error) -> String {
+    match err {
+        kube::Error::Api(status) if !status.message.is_empty() => status.message.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The messages of an error and its sources, joined; an API error ends the chain with its Status
+/// message.
+fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    if let Some(api) = err.downcast_ref::<kube::Error>() {
+        return api_message(api);
+    }
     let mut msg = err.to_string();
     let mut source = err.source();
     while let Some(s) = source {
         msg.push_str(": ");
+        if let Some(api) = s.downcast_ref::<kube::Error>() {
+            msg.push_str(&api_message(api));
+            break;
+        }
         msg.push_str(&s.to_string());
         source = s.source();
     }
     msg
+}
+
+/// The `ReplicaSetCreateError` condition and event message of kube's `getNewReplicaSet`:
+/// `Failed to create new replica set %q: %v`, the error being the API's.
+fn create_failed_message(name: &str, err: &SyncError) -> String {
+    let cause = match err {
+        SyncError::Api { source, .. } => api_message(source),
+        other => error_chain(other),
+    };
+    format!("Failed to create new replica set {name:?}: {cause}")
 }
 
 fn status_already_exists(name: &str) -> Box<kube::core::Status> {
@@ -835,6 +884,73 @@ mod tests {
         assert!(!other.is_namespace_terminating());
     }
 
+    fn forbidden(message: &str) -> kube::Error {
+        kube::Error::Api(
+            kube::core::Status::failure(message, "Forbidden")
+                .with_code(403)
+                .boxed(),
+        )
+    }
+
+    #[test]
+    fn a_failed_create_is_reported_with_the_status_message() {
+        // sync.go: msg := fmt.Sprintf("Failed to create new replica set %q: %v", newRS.Name, err)
+        let err = SyncError::Api {
+            action: "create",
+            object: "replica set default/web-abc".into(),
+            source: forbidden("replicasets.apps \"web-abc\" is forbidden: exceeded quota: q"),
+        };
+        assert_eq!(
+            create_failed_message("web-abc", &err),
+            "Failed to create new replica set \"web-abc\": replicasets.apps \"web-abc\" is forbidden: exceeded quota: q"
+        );
+    }
+
+    #[test]
+    fn an_error_chain_ends_with_the_status_message_not_a_dump() {
+        let err = SyncError::Api {
+            action: "update status of",
+            object: "deployment default/web".into(),
+            source: forbidden("nope"),
+        };
+        assert_eq!(
+            error_chain(&err),
+            "failed to update status of deployment default/web: nope"
+        );
+        assert_eq!(error_chain(&forbidden("nope")), "nope");
+    }
+
+    #[test]
+    fn a_second_step_on_a_written_replica_set_starts_from_the_stored_object() {
+        let cached = Arc::new(rs("old", 10, &[], None));
+        let mut stored = rs("old", 9, &[], None);
+        stored.metadata.resource_version = Some("7".into());
+        let stored = Arc::new(stored);
+        let mut planned = (*cached).clone();
+        planned.spec.as_mut().unwrap().replicas = Some(9);
+        let second = ScaleStep {
+            rs: Arc::new(planned),
+            to: 8,
+            operation: "down",
+        };
+        let step = carry_forward(&second, std::slice::from_ref(&stored));
+        assert!(Arc::ptr_eq(&step.rs, &stored));
+        assert_eq!((step.to, step.operation), (8, "down"));
+        let other = Arc::new(rs("other", 3, &[], None));
+        assert!(Arc::ptr_eq(
+            &carry_forward(
+                &ScaleStep {
+                    rs: other.clone(),
+                    to: 1,
+                    operation: "down"
+                },
+                &[stored]
+            )
+            .rs,
+            &other
+        ));
+    }
+
     #[test]
     fn a_written_replica_set_replaces_its_cached_copy() {
         let cached = vec![
@@ -846,5 +962,95 @@ mod tests {
         assert!(Arc::ptr_eq(&list[0], &cached[0]));
         assert!(Arc::ptr_eq(&list[1], &written));
         assert_eq!(with_replica_set(&cached, None).len(), 2);
+    }
+}
+
+#[cfg(test)]
+mod deletion_race_tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::deployment::Config;
+    use rkcm_runtime::events::EventBroadcaster;
+    use rkcm_runtime::informer::InformerFactory;
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn a_deployment_deleted_behind_a_stale_cache_adopts_nothing() {
+        // TestSyncDeploymentDeletionRace: the cache says the Deployment is not being deleted,
+        // the server says it is. Adopting the matching orphan first re-reads the Deployment
+        // uncached; that finds the deletion, so the sync fails (to retry once the cache has
+        // caught up) and nothing is adopted or written.
+        let server = rkcm_apiserver::testing::start().await;
+        let client = server.client();
+        let d_api: Api<Deployment> = Api::namespaced(client.clone(), "default");
+        let rs_api: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
+        let template = json!({"metadata": {"labels": {"foo": "bar"}},
+            "spec": {"containers": [{"name": "app", "image": "app:v1"}]}});
+        let d: Deployment = serde_json::from_value(json!({
+            "metadata": {"name": "foo", "finalizers": ["example.com/hold"]},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"foo": "bar"}}, "template": template},
+        }))
+        .expect("a valid Deployment");
+        let cached = d_api
+            .create(&PostParams::default(), &d)
+            .await
+            .expect("create");
+        d_api
+            .delete("foo", &DeleteParams::default())
+            .await
+            .expect("delete");
+        let deleting = d_api
+            .get("foo")
+            .await
+            .expect("still there, held by its finalizer");
+        assert!(deleting.metadata.deletion_timestamp.is_some());
+
+        // The recheck is only triggered if a matching orphan exists.
+        let orphan: ReplicaSet = serde_json::from_value(json!({
+            "metadata": {"name": "rs1", "labels": {"foo": "bar"}},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"foo": "bar"}}, "template": template},
+        }))
+        .expect("a valid ReplicaSet");
+        let orphan = rs_api
+            .create(&PostParams::default(), &orphan)
+            .await
+            .expect("create");
+
+        // Caches that are never started: they hold what the test puts there.
+        let factory = InformerFactory::new(client.clone(), Duration::ZERO);
+        let recorder =
+            EventBroadcaster::new(client.clone()).recorder(crate::deployment::EVENT_SOURCE);
+        let ctrl = DeploymentController::new(&factory, client.clone(), recorder, Config::default());
+        ctrl.deployments.insert(Arc::new(cached.clone()));
+        ctrl.replica_sets.insert(Arc::new(orphan.clone()));
+
+        let key = ObjectKey::new("default", "foo");
+        let err = ctrl
+            .sync(&key)
+            .await
+            .expect_err("the sync fails to be retried");
+        assert!(matches!(err, SyncError::Claim { .. }), "{err}");
+
+        let after = rs_api.get("rs1").await.expect("the orphan");
+        assert_eq!(after.metadata.owner_references, None, "not adopted");
+        assert_eq!(
+            after.metadata.resource_version,
+            orphan.metadata.resource_version
+        );
+        assert_eq!(
+            rs_api
+                .list(&Default::default())
+                .await
+                .expect("list")
+                .items
+                .len(),
+            1
+        );
+        let d_after = d_api.get("foo").await.expect("the deployment");
+        assert_eq!(
+            d_after.metadata.resource_version, deleting.metadata.resource_version,
+            "nothing else is written"
+        );
     }
 }

@@ -5,14 +5,16 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetSpec, ReplicaSetStatus};
 use k8s_openapi::api::core::v1::{
     Container, Pod, PodCondition, PodSpec, PodStatus, PodTemplateSpec,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference};
 use kube::api::ObjectMeta;
+use parking_lot::Mutex;
 use rkcm_runtime::informer::InformerFactory;
-use rkcm_runtime::{FakeClock, ObjectKey};
+use rkcm_runtime::{Clock, FakeClock, ObjectKey};
 
 use super::{Config, ReplicaSetController, ReplicaSetKind};
 use rkcm_runtime::testing::{offline_client, FakePodControl};
@@ -24,17 +26,28 @@ pub(crate) struct Fixture<K: ReplicaSetKind> {
 }
 
 impl<K: ReplicaSetKind> Fixture<K> {
+    /// A controller whose API calls fail to connect, on a fake clock.
     pub(crate) fn new(burst_replicas: usize) -> Self {
+        Self::with(
+            burst_replicas,
+            offline_client(),
+            Arc::new(FakeClock::default()),
+        )
+    }
+
+    /// A controller whose API calls go to `client` (e.g. a [`FakeApi`]'s), reading `clock`.
+    ///
+    /// [`FakeApi`]: rkcm_runtime::testing::FakeApi
+    pub(crate) fn with(burst_replicas: usize, client: kube::Client, clock: Arc<dyn Clock>) -> Self {
         let factory = InformerFactory::new(offline_client(), Duration::ZERO);
         let pod_control = Arc::new(FakePodControl::default());
-        let clock = FakeClock::default();
         let ctrl = ReplicaSetController::<K>::with_pod_control(
             &factory,
-            offline_client(),
+            client,
             pod_control.clone(),
             Config {
                 burst_replicas,
-                clock: Arc::new(clock),
+                clock,
                 ..Config::default()
             },
         );
@@ -165,5 +178,34 @@ pub(crate) fn new_pod(name: &str, rs: &ReplicaSet, phase: &str, owned: bool) -> 
             conditions: ready,
             ..Default::default()
         }),
+    }
+}
+
+/// A hook a [`HookClock`] runs once.
+type Hook = Box<dyn FnOnce() + Send>;
+
+/// A [`FakeClock`] that runs a hook the next time it is read: lets a test act at the exact moment
+/// the controller consults the clock, as kube's tests do with `FakeRSExpectations`.
+#[derive(Clone, Default)]
+pub(crate) struct HookClock {
+    pub(crate) clock: FakeClock,
+    hook: Arc<Mutex<Option<Hook>>>,
+}
+
+impl HookClock {
+    /// Runs `hook` on the next read of the clock, before that read returns.
+    pub(crate) fn on_next_read(&self, hook: impl FnOnce() + Send + 'static) {
+        *self.hook.lock() = Some(Box::new(hook));
+    }
+}
+
+impl Clock for HookClock {
+    fn now(&self) -> Timestamp {
+        // Taken out first: the hook may read the clock itself.
+        let hook = self.hook.lock().take();
+        if let Some(hook) = hook {
+            hook();
+        }
+        self.clock.now()
     }
 }

@@ -8,8 +8,8 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 
 use super::pod_state::{
-    is_pod_active, is_pod_ready, max_container_restarts, node_name, phase, ready_time,
-    PHASE_RUNNING, PHASE_UNKNOWN,
+    is_pod_active, is_pod_ready, more_restarts, node_name, phase, ready_time, PHASE_RUNNING,
+    PHASE_UNKNOWN,
 };
 
 /// Most pods one sync creates or deletes (`BurstReplicas`, "based off performance requirements
@@ -90,7 +90,8 @@ struct RankedPod<'a> {
 /// (`ActivePodsWithRanks.Less`):
 /// 1. unassigned < assigned; 2. Pending < Unknown < Running; 3. not ready < ready;
 /// 4. lower pod-deletion-cost < higher; 5. more co-located related pods < fewer;
-/// 6. ready for less time < more time (log₂ buckets, then UID); 7. more restarts < fewer;
+/// 6. ready for less time < more time (log₂ buckets, then UID);
+/// 7. more restarts < fewer (regular containers, then restartable init containers);
 /// 8. newer < older (log₂ buckets, then UID). `now` = `None` compares raw times.
 pub fn delete_first(
     a: &Pod,
@@ -130,10 +131,10 @@ pub fn delete_first(
             return newer_first(ta, tb, now, a, b);
         }
     }
-    // 7. Pods with containers with higher restart counts < lower restart counts.
-    let (restarts_a, restarts_b) = (max_container_restarts(a), max_container_restarts(b));
-    if restarts_a != restarts_b {
-        return restarts_a > restarts_b;
+    // 7. Pods with containers with higher restart counts < lower restart counts (regular
+    // containers first, then sidecars).
+    if let Some(a_restarted_more) = more_restarts(a, b) {
+        return a_restarted_more;
     }
     // 8. Empty creation time pods < newer pods < older pods.
     let created_a = a.metadata.creation_timestamp.as_ref().map(|t| t.0);
@@ -193,14 +194,27 @@ fn phase_ordinal(phase: &str) -> u8 {
     }
 }
 
-/// The pod's deletion cost; 0 when the annotation is absent or not a valid int32.
+/// The pod's deletion cost; 0 when the annotation is absent or invalid (`getPodDeletionCost`).
 pub fn deletion_cost(pod: &Pod) -> i32 {
     pod.metadata
         .annotations
         .as_ref()
         .and_then(|a| a.get(POD_DELETION_COST_ANNOTATION))
-        .and_then(|v| v.parse::<i32>().ok())
+        .and_then(|v| parse_deletion_cost(v))
         .unwrap_or(0)
+}
+
+/// A pod-deletion-cost value as kube reads it (`GetDeletionCostFromPodAnnotations` of
+/// `pkg/apis/core/helper`): a base-10 int32 in canonical form, or `None`. A leading `+` (`"+10"`)
+/// or a leading zero (`"008"`) makes the value invalid; `"0"` and a leading `-` are fine.
+pub fn parse_deletion_cost(value: &str) -> Option<i32> {
+    // validFirstDigit: '-', the string "0" itself, or 1-9.
+    let valid_first = matches!(value.as_bytes(), [b'-', ..] | [b'1'..=b'9', ..] | [b'0']);
+    if !valid_first {
+        return None;
+    }
+    // strconv.ParseInt(value, 10, 32): ASCII digits after an optional sign, within int32.
+    value.parse::<i32>().ok()
 }
 
 /// A stable merge sort driven by a `less` predicate.
@@ -244,7 +258,9 @@ fn merge_sort_by_less<T: Copy>(v: &mut [T], less: &dyn Fn(&T, &T) -> bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::{ContainerStatus, PodCondition, PodSpec, PodStatus};
+    use k8s_openapi::api::core::v1::{
+        Container, ContainerStatus, PodCondition, PodSpec, PodStatus,
+    };
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
     use kube::api::ObjectMeta;
     use std::collections::BTreeMap;
@@ -423,7 +439,35 @@ mod tests {
             None,
         );
 
+        // kubernetes#124952: restarts of restartable init containers (sidecars) break ties
+        // between equal regular restart counts; other init containers do not count.
+        let with_init = |pod: &Arc<Pod>, name: &str, policy: Option<&str>, restarts: i32| {
+            let mut pod = (**pod).clone();
+            pod.metadata.name = Some(name.into());
+            pod.spec
+                .get_or_insert_with(Default::default)
+                .init_containers = Some(vec![Container {
+                name: "init".into(),
+                restart_policy: policy.map(String::from),
+                ..Default::default()
+            }]);
+            pod.status
+                .get_or_insert_with(Default::default)
+                .init_container_statuses = Some(vec![ContainerStatus {
+                name: "init".into(),
+                restart_count: restarts,
+                ..Default::default()
+            }]);
+            Arc::new(pod)
+        };
+        let ready_sidecar_restarts =
+            with_init(&ready_now, "ready-sidecar-restarts", Some("Always"), 9001);
+        let ready_init_restarts = with_init(&ready_now, "ready-init-restarts", None, 9001);
+        let ready_high_restarts_and_sidecar =
+            with_init(&ready_high_restarts, "ready-high-both", Some("Always"), 1);
+
         let equal = [
+            (&ready_init_restarts, &ready_now),
             (&unscheduled, &unscheduled),
             (&scheduled_pending, &scheduled_pending),
             (&unknown_phase, &unknown_phase),
@@ -462,6 +506,13 @@ mod tests {
             ((&ready_now, 1), (&ready_now_created_then, 1)),
             ((&ready_now_created_then, 2), (&ready_now, 1)),
             ((&low_cost, 2), (&high_cost, 1)),
+            ((&ready_sidecar_restarts, 1), (&ready_now, 1)),
+            ((&ready_sidecar_restarts, 1), (&ready_init_restarts, 1)),
+            ((&ready_high_restarts, 1), (&ready_sidecar_restarts, 1)),
+            (
+                (&ready_high_restarts_and_sidecar, 1),
+                (&ready_high_restarts, 1),
+            ),
             ((&ready_2h, 1), (&ready_5h, 1)),
         ];
         for ((lesser, lr), (greater, gr)) in lesser_greater {
@@ -679,11 +730,69 @@ mod tests {
         assert_eq!(w, (0..100).collect::<Vec<_>>());
     }
 
+    /// The cases of kube's `GetDeletionCostFromPodAnnotations` and its validation tests.
     #[test]
-    fn invalid_deletion_cost_counts_as_zero() {
-        let p = pod("p", "", "Pending", false, 0, None, None, cost("abc"));
-        assert_eq!(deletion_cost(&p), 0);
-        let p = pod("p", "", "Pending", false, 0, None, None, cost("-5"));
-        assert_eq!(deletion_cost(&p), -5);
+    fn deletion_cost_accepts_only_canonical_int32_values() {
+        let cases: [(&str, Option<i32>); 20] = [
+            ("0", Some(0)),
+            ("100", Some(100)),
+            ("-5", Some(-5)),
+            ("-0", Some(0)),
+            ("2147483647", Some(i32::MAX)),
+            ("-2147483648", Some(i32::MIN)),
+            ("+100", None),
+            ("+0", None),
+            ("007", None),
+            ("00", None),
+            ("2147483648", None),
+            ("-2147483649", None),
+            ("9223372036854775807", None),
+            ("", None),
+            ("-", None),
+            ("abc", None),
+            ("10a", None),
+            (" 10", None),
+            ("1_000", None),
+            ("1.5", None),
+        ];
+        for (value, want) in cases {
+            assert_eq!(parse_deletion_cost(value), want, "{value:?}");
+            let p = pod("p", "", "Pending", false, 0, None, None, cost(value));
+            assert_eq!(deletion_cost(&p), want.unwrap_or(0), "{value:?}");
+        }
+        let unannotated = pod("p", "", "Pending", false, 0, None, None, None);
+        assert_eq!(deletion_cost(&unannotated), 0);
+    }
+
+    #[test]
+    fn an_invalid_deletion_cost_ranks_as_zero() {
+        let now = Timestamp::from_second(1_700_000_000).unwrap();
+        let ranked = |name: &str, value: &str| {
+            pod(
+                name,
+                "node",
+                "Running",
+                true,
+                0,
+                Some(now),
+                Some(now),
+                cost(value),
+            )
+        };
+        // "+100" is not 100: it ranks as 0, below a cost of 1.
+        assert!(delete_first(
+            &ranked("plus", "+100"),
+            1,
+            &ranked("one", "1"),
+            1,
+            Some(now)
+        ));
+        assert!(delete_first(
+            &ranked("zero-padded", "007"),
+            1,
+            &ranked("one", "1"),
+            1,
+            Some(now)
+        ));
     }
 }

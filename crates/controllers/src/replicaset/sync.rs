@@ -385,8 +385,15 @@ fn object_reference<K: ReplicaSetKind>(obj: &K) -> ObjectReference {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::replicaset::fixtures::{label_map, new_pod, new_replica_set, with_status, Fixture};
+    use crate::replicaset::fixtures::{
+        label_map, new_pod, new_replica_set, with_status, Fixture, HookClock,
+    };
+    use http::{Method, StatusCode};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use rkcm_runtime::expectations::EXPECTATIONS_TIMEOUT;
+    use rkcm_runtime::testing::{offline_client, ApiResponse, FakeApi};
+    use rkcm_runtime::{FakeClock, Shutdown};
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     fn foo_bar() -> std::collections::BTreeMap<String, String> {
         label_map(&[("foo", "bar")])
@@ -520,6 +527,245 @@ mod tests {
         // Status changes (0 replicas wanted, 1 pod counted stays 1): nothing to write.
         f.ctrl.sync(&key).await.expect("NotFound is not an error");
         assert!(f.ctrl.expectations().satisfied_expectations(&key));
+    }
+
+    const RS_PATH: &str = "/apis/apps/v1/namespaces/default/replicasets/foobar";
+    const RS_STATUS_PATH: &str = "/apis/apps/v1/namespaces/default/replicasets/foobar/status";
+
+    fn internal_error(message: &str) -> ApiResponse {
+        ApiResponse::error(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", message)
+    }
+
+    fn fixture_with_api(burst: usize, api: &FakeApi) -> Fixture<ReplicaSet> {
+        Fixture::with(burst, api.client(), Arc::new(FakeClock::default()))
+    }
+
+    /// Ported from replica_set_test.go `TestControllerUpdateStatusWithFailure`: a failed status
+    /// update is retried once after a GET, and both updates carry the new status although the
+    /// GET returned the old one.
+    #[tokio::test]
+    async fn a_failed_status_update_is_retried_once_after_a_fresh_get() {
+        let rs = new_replica_set(1, &foo_bar());
+        let live = {
+            let mut live = with_status(rs.clone(), 1, 1);
+            live.metadata.resource_version = Some("19".into());
+            live
+        };
+        let api = FakeApi::new(move |req| {
+            if req.is(Method::GET, RS_PATH) {
+                ApiResponse::ok(&live)
+            } else {
+                internal_error("fake error")
+            }
+        });
+        let f = fixture_with_api(BURST, &api);
+        let key = f.add_rs(rs.clone());
+        let obj = f.ctrl.store().get(&key).expect("cached");
+        let new_status = ReplicaSetStatus {
+            replicas: 10,
+            ..Default::default()
+        };
+
+        let err = f
+            .ctrl
+            .update_status(&obj, &rs, &key, new_status)
+            .await
+            .expect_err("every update fails");
+        assert!(matches!(err, SyncError::Status { .. }), "{err}");
+
+        let requests = api.requests();
+        let gets: Vec<_> = requests
+            .iter()
+            .filter(|r| r.method == Method::GET)
+            .collect();
+        let updates: Vec<_> = requests
+            .iter()
+            .filter(|r| r.method == Method::PUT)
+            .collect();
+        assert_eq!((gets.len(), updates.len()), (1, 2), "{requests:?}");
+        // The GET is for the right ReplicaSet, between the two updates.
+        assert!(requests[1].is(Method::GET, RS_PATH), "{requests:?}");
+        for update in &updates {
+            assert_eq!(update.path, RS_STATUS_PATH);
+            assert_eq!(update.body["status"]["replicas"], 10, "{update:?}");
+            assert_eq!(update.body["status"]["observedGeneration"], 1);
+        }
+        // The retry writes over the version the GET returned.
+        assert_eq!(updates[0].body["metadata"]["resourceVersion"], "18");
+        assert_eq!(updates[1].body["metadata"]["resourceVersion"], "19");
+    }
+
+    /// A status update that loses a conflict succeeds on the retry, over the fresh copy.
+    #[tokio::test]
+    async fn a_conflicting_status_update_succeeds_on_the_retry() {
+        let rs = new_replica_set(1, &foo_bar());
+        let mut live = rs.clone();
+        live.metadata.resource_version = Some("19".into());
+        let updates = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&updates);
+        let api = FakeApi::new(move |req| {
+            if req.is(Method::GET, RS_PATH) {
+                return ApiResponse::ok(&live);
+            }
+            if counted.fetch_add(1, Ordering::SeqCst) == 0 {
+                return ApiResponse::error(
+                    StatusCode::CONFLICT,
+                    "Conflict",
+                    "the object has been modified; please apply your changes to the latest version and try again",
+                );
+            }
+            // Echo the written object back, as the API server does.
+            ApiResponse {
+                status: StatusCode::OK,
+                body: req.body.clone(),
+            }
+        });
+        let f = fixture_with_api(BURST, &api);
+        let key = f.add_rs(rs.clone());
+        let obj = f.ctrl.store().get(&key).expect("cached");
+        let new_status = ReplicaSetStatus {
+            replicas: 3,
+            ..Default::default()
+        };
+
+        let written = f
+            .ctrl
+            .update_status(&obj, &rs, &key, new_status)
+            .await
+            .expect("the retry succeeds");
+        assert_eq!(written.status.map(|s| s.replicas), Some(3));
+        assert_eq!(written.metadata.resource_version.as_deref(), Some("19"));
+        assert_eq!(updates.load(Ordering::SeqCst), 2);
+    }
+
+    /// Ported from replica_set_test.go `TestControllerUpdateRequeue`: a sync whose status
+    /// update fails returns an error, so the worker puts the key back with rate limiting.
+    #[tokio::test]
+    async fn a_failed_status_update_requeues_the_replica_set() {
+        let api = FakeApi::new(|req| {
+            if req.path.ends_with("/status") {
+                internal_error("failed to update status")
+            } else {
+                ApiResponse::not_found("replicasets.apps", "foobar")
+            }
+        });
+        let f = fixture_with_api(BURST, &api);
+        // The status reports 2 replicas but there is 1 pod: the sync must write the status.
+        let rs = with_status(new_replica_set(1, &foo_bar()), 2, 2);
+        let key = f.add_rs(rs.clone());
+        f.add_pod(new_pod("pod0", &rs, "Running", true));
+
+        let err = f
+            .ctrl
+            .sync(&key)
+            .await
+            .expect_err("the status update fails");
+        assert!(matches!(err, SyncError::Status { .. }), "{err}");
+        assert!(f.pod_control.creates().is_empty());
+
+        let queue = f.ctrl.queue().clone();
+        queue.add(key.clone());
+        let shutdown = Shutdown::new();
+        let ctrl = Arc::clone(&f.ctrl);
+        let worker = tokio::spawn(rkcm_runtime::worker::run(
+            queue.clone(),
+            1,
+            shutdown.clone(),
+            None,
+            move |key: ObjectKey| {
+                let ctrl = Arc::clone(&ctrl);
+                async move { ctrl.sync(&key).await }
+            },
+        ));
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while queue.num_requeues(&key) == 0 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the failed sync was not requeued"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        shutdown.cancel();
+        tokio::time::timeout(Duration::from_secs(10), worker)
+            .await
+            .expect("worker likely deadlocked")
+            .expect("worker task");
+    }
+
+    /// Ported from replica_set_test.go `TestDoNotAdoptOrCreateIfBeingDeletedRace`: the cache
+    /// says the ReplicaSet lives, the uncached GET before adopting says it is being deleted, so
+    /// the sync adopts nothing, creates nothing and fails.
+    #[tokio::test]
+    async fn no_adoption_or_creation_when_the_live_replica_set_is_being_deleted() {
+        let rs = new_replica_set(2, &foo_bar());
+        let mut live = rs.clone();
+        live.metadata.deletion_timestamp = Some(Time(jiff::Timestamp::UNIX_EPOCH));
+        let api = FakeApi::new(move |req| {
+            if req.is(Method::GET, RS_PATH) {
+                ApiResponse::ok(&live)
+            } else {
+                internal_error("unexpected request")
+            }
+        });
+        let f = fixture_with_api(BURST, &api);
+        let key = f.add_rs(rs.clone());
+        // The recheck happens only when there is a matching orphan to adopt.
+        f.add_pod(new_pod("pod1", &rs, "Running", false));
+
+        let err = f.ctrl.sync(&key).await.expect_err("the sync must abort");
+        assert!(matches!(err, SyncError::Claim { .. }), "{err}");
+        let cause = std::error::Error::source(&err).map(ToString::to_string);
+        assert!(
+            cause
+                .as_deref()
+                .is_some_and(|c| c.contains("has just been deleted")),
+            "{cause:?}"
+        );
+        assert_eq!(
+            (
+                f.pod_control.creates().len(),
+                f.pod_control.deletes().len(),
+                f.pod_control.patches().len()
+            ),
+            (0, 0, 0)
+        );
+        let requests = api.requests();
+        assert_eq!(requests.len(), 1, "only the recheck: {requests:?}");
+        assert!(requests[0].is(Method::GET, RS_PATH));
+    }
+
+    /// Ported from replica_set_test.go `TestRSSyncExpectations`: expectations are checked
+    /// before the pods are listed, so a pod that arrives while they are being checked is
+    /// counted and not created a second time.
+    #[tokio::test]
+    async fn expectations_are_checked_before_the_pods_are_listed() {
+        let clock = HookClock::default();
+        let f = Fixture::<ReplicaSet>::with(2, offline_client(), Arc::new(clock.clone()));
+        // Both pods exist and are Pending: the status already says so.
+        let rs = with_status(new_replica_set(2, &foo_bar()), 2, 0);
+        let key = f.add_rs(rs.clone());
+        f.add_pod(new_pod("pod0", &rs, "Pending", true));
+        let late = new_pod("pod1", &rs, "Pending", true);
+
+        // One creation is still expected; the expectations are read on the next clock read,
+        // where the late pod reaches the cache and the expectations expire, so they are
+        // satisfied (kube's FakeRSExpectations does both in SatisfiedExpectations).
+        f.ctrl.expectations().expect_creations(&key, 1);
+        let (pods, fake) = (f.ctrl.pod_store().clone(), clock.clock.clone());
+        clock.on_next_read(move || {
+            pods.insert(Arc::new(late));
+            fake.step(EXPECTATIONS_TIMEOUT + Duration::from_secs(1));
+        });
+
+        f.ctrl.sync(&key).await.expect("nothing to write");
+        assert_eq!(
+            (
+                f.pod_control.creates().len(),
+                f.pod_control.deletes().len(),
+                f.pod_control.patches().len()
+            ),
+            (0, 0, 0)
+        );
     }
 
     const BURST: usize = crate::replicaset::BURST_REPLICAS;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Container, Pod};
 
-use crate::duration::parse_duration;
+use rkcm_apimachinery::duration::parse_non_negative;
 
 /// `"true"`: the pod's containers run but never become ready.
 pub const NEVER_READY_ANNOTATION: &str = "rkcm.io/never-ready";
@@ -60,8 +60,9 @@ pub fn pod_behaviour(pod: &Pod) -> PodBehaviour {
     PodBehaviour {
         never_ready: flag(NEVER_READY_ANNOTATION),
         fail: flag(FAIL_ANNOTATION),
-        ready_delay: annotation(READY_DELAY_ANNOTATION).and_then(parse_duration),
-        complete_after: annotation(COMPLETE_AFTER_ANNOTATION).and_then(parse_duration),
+        ready_delay: annotation(READY_DELAY_ANNOTATION).and_then(|v| parse_non_negative(v).ok()),
+        complete_after: annotation(COMPLETE_AFTER_ANNOTATION)
+            .and_then(|v| parse_non_negative(v).ok()),
     }
 }
 
@@ -141,5 +142,33 @@ mod tests {
             container_behaviour(&none, &container("nginx:1.27")),
             ContainerBehaviour::default()
         );
+    }
+
+    #[test]
+    fn annotation_durations_are_go_durations() {
+        let cases = [
+            ("500ms", Some(Duration::from_millis(500))),
+            ("2s", Some(Duration::from_secs(2))),
+            ("1m30s", Some(Duration::from_secs(90))),
+            ("1.5s", Some(Duration::from_millis(1500))),
+            ("1h", Some(Duration::from_secs(3600))),
+            ("10us", Some(Duration::from_micros(10))),
+            (" 2s ", Some(Duration::from_secs(2))),
+            ("0", Some(Duration::ZERO)),
+            // Go's time.ParseDuration wants a unit on anything but zero.
+            ("3", None),
+            ("", None),
+            ("-1s", None),
+            ("5x", None),
+            ("s", None),
+        ];
+        for (input, want) in cases {
+            let b = pod_behaviour(&pod(&[
+                (READY_DELAY_ANNOTATION, input),
+                (COMPLETE_AFTER_ANNOTATION, input),
+            ]));
+            assert_eq!(b.ready_delay, want, "{input:?}");
+            assert_eq!(b.complete_after, want, "{input:?}");
+        }
     }
 }

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{Container, Node, Pod};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-use crate::quantity::parse_milli;
+use rkcm_apimachinery::quantity::Quantity as ParsedQuantity;
 
 /// The resource name of the pod-count limit in a node's allocatable list.
 pub const PODS: &str = "pods";
@@ -43,8 +43,8 @@ impl Resources {
         let mut out = Resources::default();
         for (name, quantity) in quantities.into_iter().flatten() {
             // A malformed quantity cannot have passed API validation; count it as zero.
-            out.0
-                .insert(name.clone(), parse_milli(&quantity.0).unwrap_or(0));
+            let milli = ParsedQuantity::parse(quantity.0.trim()).map_or(0, |q| q.milli_value());
+            out.0.insert(name.clone(), i128::from(milli));
         }
         out
     }

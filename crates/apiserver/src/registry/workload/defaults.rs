@@ -2,16 +2,17 @@
 
 use serde_json::{json, Value};
 
-use crate::registry::object::{get, object_mut, set};
-use crate::registry::podspec::default_pod_spec;
+use crate::registry::object::{get, set};
+use crate::registry::podspec::default_pod_template;
 
-/// Applies the pod spec defaults to `spec.template.spec` (`SetDefaults_PodSpec` runs on
-/// every embedded pod template).
+/// Applies the pod template defaults to `spec.template` (`SetDefaults_PodSpec` runs on
+/// every embedded pod template, and Go's encoder writes its empty value structs).
 pub(crate) fn default_template(obj: &mut Value) {
-    if get(obj, &["spec", "template"]).is_some_and(Value::is_object) {
-        if let Some(spec) = object_mut(obj, &["spec", "template", "spec"]) {
-            default_pod_spec(spec);
-        }
+    if let Some(template) = obj
+        .pointer_mut("/spec/template")
+        .and_then(Value::as_object_mut)
+    {
+        default_pod_template(template);
     }
 }
 
