@@ -27,7 +27,7 @@ pub async fn read_body(headers: &HeaderMap, body: Body) -> Result<Bytes, ApiErro
         .and_then(|v| v.parse::<u64>().ok());
     let mut stream = body.into_data_stream();
     if let Some(len) = declared.filter(|len| *len > MAX_BODY_BYTES as u64) {
-        if len <= DRAIN_BYTES as u64 {
+        if len <= DRAIN_BYTES as u64 && !waits_for_continue(headers) {
             drain(stream).await;
         }
         return Err(ApiError::too_large());
@@ -43,6 +43,15 @@ pub async fn read_body(headers: &HeaderMap, body: Body) -> Result<Bytes, ApiErro
         buf.extend_from_slice(&chunk);
     }
     Ok(buf.freeze())
+}
+
+/// Whether the client sends the body only after a `100 Continue` (`Expect: 100-continue`): then
+/// nothing is to be drained, the 413 goes instead of the `100 Continue` and the body is never
+/// sent.
+fn waits_for_continue(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::EXPECT)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"))
 }
 
 /// Reads and discards the rest of a body, [`DRAIN_BYTES`] at the most.
@@ -64,6 +73,17 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert(header::CONTENT_LENGTH, len.into());
         h
+    }
+
+    #[test]
+    fn only_clients_that_wait_for_100_continue_are_not_drained() {
+        let mut h = with_length(MAX_BODY_BYTES + 1);
+        assert!(!waits_for_continue(&h));
+        h.insert(
+            header::EXPECT,
+            http::HeaderValue::from_static("100-Continue"),
+        );
+        assert!(waits_for_continue(&h));
     }
 
     #[tokio::test]

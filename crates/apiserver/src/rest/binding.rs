@@ -1,4 +1,5 @@
-//! Binding a pod to a node (`pods/{name}/binding`): `spec.nodeName` once, and the `PodScheduled` condition.
+//! Binding a pod to a node (`pods/{name}/binding`): `spec.nodeName` once, and the `PodScheduled`
+//! condition.
 
 use serde_json::{json, Value};
 

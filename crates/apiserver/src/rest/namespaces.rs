@@ -1,4 +1,5 @@
-//! What the generic registry does for namespaces itself: the system namespaces, NamespaceLifecycle admission of creates, and a new namespace's finalizer, phase and name label.
+//! What the generic registry does for namespaces itself: the system namespaces, NamespaceLifecycle
+//! admission of creates, and a new namespace's finalizer, phase and name label.
 
 use serde_json::{json, Value};
 

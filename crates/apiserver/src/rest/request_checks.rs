@@ -1,4 +1,5 @@
-//! Checks of a request body against the request it came with: apiVersion, kind, namespace and the uid precondition.
+//! Checks of a request body against the request it came with: apiVersion, kind, namespace and the
+//! uid precondition.
 
 use serde_json::{json, Value};
 

@@ -1,4 +1,5 @@
-//! The metadata only the server writes (`rest.BeforeUpdate`): kept from the stored object, and left out when telling whether a write changes anything.
+//! The metadata only the server writes (`rest.BeforeUpdate`): kept from the stored object, and left
+//! out when telling whether a write changes anything.
 
 use serde_json::Value;
 

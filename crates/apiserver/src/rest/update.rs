@@ -1,4 +1,5 @@
-//! Update (PUT, and the result of a PATCH) of an object, of its `/status` or of a namespace's `/finalize`.
+//! Update (PUT, and the result of a PATCH) of an object, of its `/status` or of a namespace's
+//! `/finalize`.
 
 use std::sync::Arc;
 

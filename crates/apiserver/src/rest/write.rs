@@ -1,4 +1,5 @@
-//! What every write shares: its options, retries on conflicts with other writers, and the API errors of storage errors.
+//! What every write shares: its options, retries on conflicts with other writers, and the API
+//! errors of storage errors.
 
 use rkcm_apimachinery::catalog::ResourceInfo;
 
