@@ -2,6 +2,7 @@
 //! field validation and table printers.
 
 pub mod catalog;
+pub mod cron;
 pub mod openapi;
 pub mod patch;
 pub mod printers;
