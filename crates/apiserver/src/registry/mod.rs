@@ -8,7 +8,8 @@
 //! `pkg/registry/rest/create.go`, `update.go`) does:
 //!
 //! - create: [`Strategy::default`] → [`Strategy::prepare_for_create`] → (server fills `uid`,
-//!   `creationTimestamp`, the name from `generateName`) → [`Strategy::validate_create`];
+//!   `creationTimestamp`, the name from `generateName`) → [`Strategy::complete_create`] →
+//!   [`Strategy::validate_create`];
 //! - update: [`Strategy::default`] → [`Strategy::prepare_for_update`] →
 //!   [`Strategy::validate_update`];
 //! - status update: [`Strategy::prepare_for_status_update`] (which applies the defaults
@@ -30,6 +31,7 @@
 
 mod configmaps;
 mod controllerrevisions;
+mod daemonsets;
 mod deployments;
 mod events;
 mod generation;
@@ -47,6 +49,7 @@ mod replicationcontrollers;
 pub mod selector;
 mod services;
 mod simple;
+mod statefulsets;
 mod table;
 mod typecheck;
 mod workload;
@@ -78,6 +81,8 @@ pub enum FieldErrorKind {
     /// A value refers to something that does not exist (`field.NotFound`), e.g. a volume
     /// mount naming no volume.
     NotFound,
+    /// A list has more items than allowed (`field.TooMany`).
+    TooMany,
 }
 
 impl FieldErrorKind {
@@ -91,6 +96,7 @@ impl FieldErrorKind {
             FieldErrorKind::Forbidden => "FieldValueForbidden",
             FieldErrorKind::TooLong => "FieldValueTooLong",
             FieldErrorKind::NotFound => "FieldValueNotFound",
+            FieldErrorKind::TooMany => "FieldValueTooMany",
         }
     }
 
@@ -104,6 +110,7 @@ impl FieldErrorKind {
             FieldErrorKind::Forbidden => "Forbidden",
             FieldErrorKind::TooLong => "Too long",
             FieldErrorKind::NotFound => "Not found",
+            FieldErrorKind::TooMany => "Too many",
         }
     }
 }
@@ -150,6 +157,22 @@ impl FieldError {
     /// A value is invalid; `value` is rendered as kube renders the bad value.
     pub fn invalid(field: impl Into<String>, value: &Value, detail: &str) -> Self {
         Self::with_value(field, FieldErrorKind::Invalid, value, detail)
+    }
+
+    /// A value is invalid and kube leaves it out of the message (`field.OmitValueType{}`).
+    pub fn invalid_omitting_value(field: impl Into<String>, detail: &str) -> Self {
+        Self::without_value(field, FieldErrorKind::Invalid, detail)
+    }
+
+    /// A list has `actual` items where at most `max` are allowed.
+    pub fn too_many(field: impl Into<String>, actual: usize, max: usize) -> Self {
+        let items = if max == 1 { "item" } else { "items" };
+        Self::with_value(
+            field,
+            FieldErrorKind::TooMany,
+            &Value::from(actual),
+            &format!("must have at most {max} {items}"),
+        )
     }
 
     /// A value refers to something that does not exist.
@@ -287,6 +310,12 @@ pub trait Strategy: Send + Sync + 'static {
     /// else kube keeps), takes the new status; the generation is never bumped.
     fn prepare_for_status_update(&self, new: &mut Value, old: &Value);
 
+    /// Completes a new object once the server has given it its `uid` and final name, before
+    /// [`Strategy::validate_create`]: kube's `PrepareForCreate` already sees both (the generic
+    /// registry fills them first), and Jobs build their selector from them. Most kinds do
+    /// nothing here.
+    fn complete_create(&self, _obj: &mut Value) {}
+
     /// Validates a new object, including its metadata. Empty means valid.
     fn validate_create(&self, obj: &Value) -> Vec<FieldError>;
 
@@ -337,6 +366,14 @@ fn build(info: &'static ResourceInfo) -> Box<dyn Strategy> {
             ("apps", "ReplicaSet") => (
                 Box::new(replicasets::strategy(info)),
                 decode_check::<apps::v1::ReplicaSet>,
+            ),
+            ("apps", "StatefulSet") => (
+                Box::new(statefulsets::strategy(info)),
+                decode_check::<apps::v1::StatefulSet>,
+            ),
+            ("apps", "DaemonSet") => (
+                Box::new(daemonsets::DaemonSetStrategy::new(info)),
+                decode_check::<apps::v1::DaemonSet>,
             ),
             ("", "Namespace") => (
                 Box::new(namespaces::NamespaceStrategy::new(info)),

@@ -68,8 +68,8 @@ pub(crate) fn name_is_path_segment(name: &str, prefix: bool) -> Vec<String> {
 
 fn rows() -> Vec<Row> {
     use k8s_openapi::api::{
-        admissionregistration as admission, apps, autoscaling, batch, certificates, core,
-        discovery, flowcontrol, networking, node, policy, rbac, scheduling, storage,
+        admissionregistration as admission, autoscaling, batch, certificates, core, discovery,
+        flowcontrol, networking, node, policy, rbac, scheduling, storage,
     };
     use k8s_openapi::kube_aggregator::pkg::apis::apiregistration;
     vec![
@@ -98,8 +98,6 @@ fn rows() -> Vec<Row> {
             "APIService",
             decode_check::<apiregistration::v1::APIService>,
         ),
-        row("apps", "DaemonSet", decode_check::<apps::v1::DaemonSet>).generation(),
-        row("apps", "StatefulSet", decode_check::<apps::v1::StatefulSet>).generation(),
         row(
             "autoscaling",
             "HorizontalPodAutoscaler",
