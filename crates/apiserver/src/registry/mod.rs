@@ -31,11 +31,13 @@
 
 mod configmaps;
 mod controllerrevisions;
+mod cronjobs;
 mod daemonsets;
 mod deployments;
 mod events;
 mod generation;
 mod generic;
+mod jobs;
 mod leases;
 pub mod meta;
 pub mod namespaces;
@@ -347,7 +349,7 @@ pub trait Strategy: Send + Sync + 'static {
 /// Builds the strategy of a catalog entry: the kind's strategy, checked to decode as its
 /// k8s-openapi type.
 fn build(info: &'static ResourceInfo) -> Box<dyn Strategy> {
-    use k8s_openapi::api::{apps, coordination, core, events as events_api};
+    use k8s_openapi::api::{apps, batch, coordination, core, events as events_api};
     use typecheck::{decode_check, TypeChecked};
     let (strategy, check): (Box<dyn Strategy>, typecheck::DecodeCheck) =
         match (info.group, info.kind) {
@@ -370,6 +372,14 @@ fn build(info: &'static ResourceInfo) -> Box<dyn Strategy> {
             ("apps", "StatefulSet") => (
                 Box::new(statefulsets::strategy(info)),
                 decode_check::<apps::v1::StatefulSet>,
+            ),
+            ("batch", "CronJob") => (
+                Box::new(cronjobs::strategy(info)),
+                decode_check::<batch::v1::CronJob>,
+            ),
+            ("batch", "Job") => (
+                Box::new(jobs::JobStrategy::new(info)),
+                decode_check::<batch::v1::Job>,
             ),
             ("apps", "DaemonSet") => (
                 Box::new(daemonsets::DaemonSetStrategy::new(info)),
