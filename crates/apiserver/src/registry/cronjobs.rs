@@ -224,6 +224,9 @@ mod tests {
         c
     }
 
+    /// A change to a valid object and the one error kube reports for it.
+    type Case = (fn(&mut Value), &'static str);
+
     fn messages(errs: &[FieldError]) -> Vec<String> {
         errs.iter().map(FieldError::message_with_field).collect()
     }
@@ -266,7 +269,7 @@ mod tests {
     #[test]
     fn spec_errors_carry_kube_messages() {
         // Cases of TestValidateCronJob.
-        let cases: Vec<(fn(&mut Value), &str)> = vec![
+        let cases: Vec<Case> = vec![
             (|c| c["spec"]["schedule"] = json!(""), "spec.schedule: Required value"),
             (
                 |c| c["spec"]["schedule"] = json!("error"),

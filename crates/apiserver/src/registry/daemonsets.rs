@@ -365,6 +365,9 @@ mod tests {
         ds
     }
 
+    /// A change to a valid object and the one error kube reports for it.
+    type Case = (fn(&mut Value), &'static str);
+
     fn messages(errs: &[FieldError]) -> Vec<String> {
         errs.iter().map(FieldError::message_with_field).collect()
     }
@@ -401,7 +404,7 @@ mod tests {
     #[test]
     fn spec_errors_carry_kube_messages() {
         // Cases of TestValidateDaemonSet.
-        let cases: Vec<(fn(&mut Value), &str)> = vec![
+        let cases: Vec<Case> = vec![
             (
                 |d| d["spec"]["selector"] = json!({"matchLabels": {"app": "other"}}),
                 "spec.template.metadata.labels: Invalid value: {\"app\":\"agent\"}: `selector` does not match template `labels`",

@@ -361,6 +361,9 @@ mod tests {
         s
     }
 
+    /// A change to a valid object and the one error kube reports for it.
+    type Case = (fn(&mut Value), &'static str);
+
     fn messages(errs: &[FieldError]) -> Vec<String> {
         errs.iter().map(FieldError::message_with_field).collect()
     }
@@ -443,7 +446,7 @@ mod tests {
     #[test]
     fn spec_errors_carry_kube_messages() {
         // Cases of TestValidateStatefulSet.
-        let cases: Vec<(fn(&mut Value), &str)> = vec![
+        let cases: Vec<Case> = vec![
             (
                 |s| s["spec"]["podManagementPolicy"] = json!("Foo"),
                 "spec.podManagementPolicy: Invalid value: \"Foo\": must be 'OrderedReady' or 'Parallel'",

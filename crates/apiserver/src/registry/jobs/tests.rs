@@ -34,6 +34,9 @@ fn created() -> Value {
     obj
 }
 
+/// A change to a valid job and the errors kube reports for it.
+type Case = (fn(&mut Value), &'static [&'static str]);
+
 fn messages(errs: &[FieldError]) -> Vec<String> {
     errs.iter().map(FieldError::message_with_field).collect()
 }
@@ -212,7 +215,7 @@ fn restart_policy_must_be_never_or_on_failure() {
 #[test]
 fn spec_errors_carry_kube_messages() {
     // Cases of TestValidateJob.
-    let cases: Vec<(fn(&mut Value), &[&str])> = vec![
+    let cases: Vec<Case> = vec![
         (|j| j["spec"]["parallelism"] = json!(-1), &["spec.parallelism: Invalid value: -1: must be greater than or equal to 0"]),
         (|j| j["spec"]["completions"] = json!(-1), &["spec.completions: Invalid value: -1: must be greater than or equal to 0"]),
         (|j| j["spec"]["activeDeadlineSeconds"] = json!(-1), &["spec.activeDeadlineSeconds: Invalid value: -1: must be greater than or equal to 0"]),
