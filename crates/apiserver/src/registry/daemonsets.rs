@@ -1,5 +1,10 @@
 //! DaemonSets: defaults (`SetDefaults_DaemonSet`), validation (`ValidateDaemonSetSpec`, rolling
-//! update parameters), the immutable selector, `spec.templateGeneration` and the status split.
+//! update parameters), the immutable selector, the template generation and the status split.
+//!
+//! The template generation is a field of kube's internal type only: apps/v1 carries it in the
+//! annotation `deprecated.daemonset.template.generation` (`Convert_apps_DaemonSet_To_v1_DaemonSet`),
+//! which the server sets on every write; a client's value is never taken. kube fails to decode
+//! an annotation that is not an integer; here that is a 422 on the annotation.
 //!
 //! Mirrors `pkg/registry/apps/daemonset/strategy.go`, `pkg/apis/apps/v1/defaults.go` and
 //! `pkg/apis/apps/validation/validation.go`. DaemonSets have no `/scale`, so they are not a
@@ -35,6 +40,30 @@ const STATUS_COUNTERS: &[&str] = &[
     "numberUnavailable",
     "collisionCount",
 ];
+
+/// The annotation apps/v1 keeps the internal `spec.templateGeneration` in.
+const TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.generation";
+
+/// The template generation of `obj`: 0 without the annotation (Go's zero value), `Err` with
+/// the `strconv.ParseInt` message when it is not an integer.
+fn template_generation(obj: &Value) -> Result<i64, String> {
+    match get(obj, &["metadata", "annotations", TEMPLATE_GENERATION]) {
+        None | Some(Value::Null) => Ok(0),
+        Some(v) => {
+            let text = v.as_str().unwrap_or("");
+            text.parse()
+                .map_err(|_| format!("strconv.ParseInt: parsing {text:?}: invalid syntax"))
+        }
+    }
+}
+
+fn set_template_generation(obj: &mut Value, generation: i64) {
+    set(
+        obj,
+        &["metadata", "annotations", TEMPLATE_GENERATION],
+        Some(json!(generation.to_string())),
+    );
+}
 
 /// `SetDefaults_DaemonSet` and the pod template's defaults.
 fn default_daemon_set(obj: &mut Value) {
@@ -174,10 +203,17 @@ fn validate_spec(obj: &Value) -> Vec<FieldError> {
         spec.get("minReadySeconds"),
         "spec.minReadySeconds",
     ));
-    errs.extend(validate_nonnegative(
-        spec.get("templateGeneration"),
-        "spec.templateGeneration",
-    ));
+    match template_generation(obj) {
+        Ok(g) => errs.extend(validate_nonnegative(
+            Some(&json!(g)),
+            "spec.templateGeneration",
+        )),
+        Err(e) => errs.push(FieldError::invalid(
+            format!("metadata.annotations[{TEMPLATE_GENERATION}]"),
+            get(obj, &["metadata", "annotations", TEMPLATE_GENERATION]).unwrap_or(&Value::Null),
+            &e,
+        )),
+    }
     errs.extend(validate_update_strategy(spec));
     errs.extend(validate_nonnegative(
         spec.get("revisionHistoryLimit"),
@@ -188,7 +224,7 @@ fn validate_spec(obj: &Value) -> Vec<FieldError> {
 
 /// `ValidateDaemonSetSpecUpdate`: `templateGeneration` moves with the template, never back.
 fn validate_template_generation(new: &Value, old: &Value) -> Vec<FieldError> {
-    let generation = |obj: &Value| get_i64(obj, &["spec", "templateGeneration"]).unwrap_or(0);
+    let generation = |obj: &Value| template_generation(obj).unwrap_or(0);
     let (n, o) = (generation(new), generation(old));
     let path = "spec.templateGeneration";
     let mut errs = Vec::new();
@@ -259,28 +295,30 @@ impl Strategy for DaemonSetStrategy {
             .map(|c| (c.to_string(), json!(0)))
             .collect();
         set(obj, &["status"], Some(Value::Object(zeroes)));
-        if get_i64(obj, &["spec", "templateGeneration"]).is_none_or(|g| g < 1) {
-            set(obj, &["spec", "templateGeneration"], Some(json!(1)));
+        if let Ok(g) = template_generation(obj) {
+            set_template_generation(obj, g.max(1));
         }
     }
 
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
-        // Status and generation from the old object; an update may not set templateGeneration.
+        // Status and generation from the old object; an update may not set the template
+        // generation (an unparsable one is left for validation to refuse, as kube's decoding
+        // would).
         self.base.prepare_for_update(new, old);
         copy(new, old, &["metadata", "generation"]);
-        copy(new, old, &["spec", "templateGeneration"]);
         let old_generation = get_i64(old, &["metadata", "generation"]).unwrap_or(0);
+        let old_template_generation = template_generation(old).unwrap_or(0);
+        let keep = template_generation(new).is_ok();
+        if keep {
+            set_template_generation(new, old_template_generation);
+        }
         if !semantically_equal(
             get(new, &["spec", "template"]),
             get(old, &["spec", "template"]),
         ) {
-            let old_template_generation =
-                get_i64(old, &["spec", "templateGeneration"]).unwrap_or(0);
-            set(
-                new,
-                &["spec", "templateGeneration"],
-                Some(json!(old_template_generation + 1)),
-            );
+            if keep {
+                set_template_generation(new, old_template_generation + 1);
+            }
             set(
                 new,
                 &["metadata", "generation"],
@@ -296,9 +334,13 @@ impl Strategy for DaemonSetStrategy {
     }
 
     fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
-        // kube defaults every decoded body, status updates included.
+        // kube defaults every decoded body, status updates included; the template generation
+        // is part of the old spec it keeps.
         self.default(new);
         self.base.prepare_for_status_update(new, old);
+        if template_generation(new).is_ok() {
+            set_template_generation(new, template_generation(old).unwrap_or(0));
+        }
     }
 
     fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
@@ -381,7 +423,10 @@ mod tests {
             json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}})
         );
         assert_eq!(ds["spec"]["revisionHistoryLimit"], 10);
-        assert_eq!(ds["spec"]["templateGeneration"], 1);
+        assert_eq!(
+            ds["metadata"]["annotations"],
+            json!({TEMPLATE_GENERATION: "1"})
+        );
         assert_eq!(ds["spec"]["template"]["spec"]["restartPolicy"], "Always");
         assert_eq!(ds["metadata"]["generation"], 1);
         assert_eq!(
@@ -465,10 +510,10 @@ mod tests {
         let old = created();
         let mut new = old.clone();
         new["spec"]["template"]["spec"]["containers"][0]["image"] = json!("agent:2");
-        new["spec"]["templateGeneration"] = json!(7);
+        new["metadata"]["annotations"][TEMPLATE_GENERATION] = json!("7");
         new["status"] = json!({"numberReady": 3});
         s.prepare_for_update(&mut new, &old);
-        assert_eq!(new["spec"]["templateGeneration"], 2);
+        assert_eq!(new["metadata"]["annotations"][TEMPLATE_GENERATION], "2");
         assert_eq!(new["metadata"]["generation"], 2);
         assert_eq!(new["status"], old["status"]);
         assert!(
@@ -479,8 +524,23 @@ mod tests {
         let mut limited = old.clone();
         limited["spec"]["revisionHistoryLimit"] = json!(3);
         s.prepare_for_update(&mut limited, &old);
-        assert_eq!(limited["spec"]["templateGeneration"], 1);
+        assert_eq!(limited["metadata"]["annotations"][TEMPLATE_GENERATION], "1");
         assert_eq!(limited["metadata"]["generation"], 2);
+    }
+
+    #[test]
+    fn template_generations_that_are_not_integers_are_refused() {
+        let mut ds = created();
+        ds["metadata"]["annotations"][TEMPLATE_GENERATION] = json!("x");
+        assert_eq!(
+            messages(&strategy().validate_create(&ds)),
+            ["metadata.annotations[deprecated.daemonset.template.generation]: Invalid value: \"x\": strconv.ParseInt: parsing \"x\": invalid syntax"]
+        );
+        let old = created();
+        let mut new = old.clone();
+        new["metadata"]["annotations"][TEMPLATE_GENERATION] = json!("5");
+        strategy().prepare_for_status_update(&mut new, &old);
+        assert_eq!(new["metadata"]["annotations"][TEMPLATE_GENERATION], "1");
     }
 
     #[test]
@@ -493,13 +553,13 @@ mod tests {
             ["spec.templateGeneration: Invalid value: 1: must be incremented upon template update"]
         );
         let mut bumped = old.clone();
-        bumped["spec"]["templateGeneration"] = json!(2);
+        bumped["metadata"]["annotations"][TEMPLATE_GENERATION] = json!("2");
         assert_eq!(
             messages(&validate_template_generation(&bumped, &old)),
             ["spec.templateGeneration: Invalid value: 2: must not be incremented without template update"]
         );
         let mut decremented = changed.clone();
-        decremented["spec"]["templateGeneration"] = json!(0);
+        decremented["metadata"]["annotations"][TEMPLATE_GENERATION] = json!("0");
         assert_eq!(
             messages(&validate_template_generation(&decremented, &old))[0],
             "spec.templateGeneration: Invalid value: 0: must not be decremented"

@@ -485,6 +485,7 @@ mod tests {
         s.prepare_for_create(&mut obj);
         obj["metadata"]["uid"] = json!("u1");
         obj["metadata"]["creationTimestamp"] = json!("2024-01-01T00:00:00Z");
+        s.complete_create(&mut obj);
         let errs = s.validate_create(&obj);
         assert!(errs.is_empty(), "{}: {errs:?}", info.kind);
         let mut again = obj.clone();
@@ -602,6 +603,59 @@ mod tests {
                 "metadata": {"name": "kube-controller-manager", "namespace": "kube-system"},
                 "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15}
             }),
+        );
+    }
+
+    #[test]
+    fn batch_and_stateful_workloads_pass_create_update_and_status_update() {
+        use k8s_openapi::api::{apps::v1 as apps, batch::v1 as batch};
+        let kind =
+            |api_version: &str, kind: &str| catalog::by_kind(api_version, kind).expect("served");
+        let pod = json!({"metadata": {"labels": {"app": "db"}},
+            "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}});
+        let sts: apps::StatefulSet = round_trip(
+            kind("apps/v1", "StatefulSet"),
+            json!({"metadata": {"name": "db", "namespace": "default"},
+                "spec": {"serviceName": "db", "selector": {"matchLabels": {"app": "db"}}, "template": pod.clone(),
+                    "volumeClaimTemplates": [{"metadata": {"name": "data"},
+                        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]}}),
+        );
+        assert_eq!(sts.status.and_then(|s| s.available_replicas), Some(0));
+        let ds: apps::DaemonSet = round_trip(
+            kind("apps/v1", "DaemonSet"),
+            json!({"metadata": {"name": "agent", "namespace": "default"},
+                "spec": {"selector": {"matchLabels": {"app": "db"}}, "template": pod.clone()}}),
+        );
+        assert_eq!(
+            ds.metadata
+                .annotations
+                .and_then(|a| a.get("deprecated.daemonset.template.generation").cloned())
+                .as_deref(),
+            Some("1")
+        );
+        let mut job_pod = pod.clone();
+        job_pod["spec"]["restartPolicy"] = json!("Never");
+        let job: batch::Job = round_trip(
+            kind("batch/v1", "Job"),
+            json!({"metadata": {"name": "pi", "namespace": "default"}, "spec": {"template": job_pod.clone()}}),
+        );
+        assert_eq!(
+            job.spec
+                .and_then(|s| s.selector)
+                .and_then(|s| s.match_labels),
+            Some(std::collections::BTreeMap::from([(
+                "batch.kubernetes.io/controller-uid".to_string(),
+                "u1".to_string()
+            )]))
+        );
+        let cron: batch::CronJob = round_trip(
+            kind("batch/v1", "CronJob"),
+            json!({"metadata": {"name": "tick", "namespace": "default"},
+                "spec": {"schedule": "@hourly", "jobTemplate": {"spec": {"template": job_pod}}}}),
+        );
+        assert_eq!(
+            cron.spec.and_then(|s| s.concurrency_policy).as_deref(),
+            Some("Allow")
         );
     }
 
