@@ -3,13 +3,14 @@
 //! apply only when the fields they look at change, so that jobs written by older controllers
 //! stay updatable.
 //!
-//! Not checked (kube 1.33 checks them): a Failed condition without FailureTarget, a Complete
-//! condition without SuccessCriteriaMet on jobs with a success policy, startTime changes of
-//! unsuspended jobs, `ready` above `active`, terminating pods of finished jobs.
+//! kube's status strategy turns on every rule of `JobStatusValidationOptions` except
+//! `RejectFailedJobWithoutFailureTarget`, `RejectCompleteJobWithoutSuccessCriteriaMet`,
+//! `RejectMoreReadyThanActivePods` and `RejectFinishedJobWithTerminatingPods`, which stay off
+//! here as there.
 
 use serde_json::{json, Value};
 
-use super::validation::{is_indexed, parse_indexes};
+use super::validation::{is_indexed, overlapping_index, parse_indexes};
 use crate::registry::meta::validate_nonnegative;
 use crate::registry::object::get;
 use crate::registry::FieldError;
@@ -173,27 +174,23 @@ pub(crate) fn validate_status_update(new: &Value, old: &Value) -> Vec<FieldError
         .and_then(Value::as_str)
         .unwrap_or("");
     let failed_indexes = status(new, "failedIndexes");
-    let mut completed_parsed = None;
-    let mut failed_parsed = None;
     if let Some(c) = completions {
-        match parse_indexes(completed_indexes, c) {
-            Ok(parsed) => completed_parsed = Some(parsed),
-            Err(e) if completed_indexes_changed => errs.push(FieldError::invalid(
-                "status.completedIndexes",
-                &json!(completed_indexes),
-                &format!("error parsing completedIndexes: {e}"),
-            )),
-            Err(_) => {}
+        if completed_indexes_changed {
+            if let Err(e) = parse_indexes(completed_indexes, c) {
+                errs.push(FieldError::invalid(
+                    "status.completedIndexes",
+                    &json!(completed_indexes),
+                    &format!("error parsing completedIndexes: {e}"),
+                ));
+            }
         }
-        if let (Some(_), Some(f)) = (per_index, failed_indexes) {
-            match parse_indexes(f.as_str().unwrap_or(""), c) {
-                Ok(parsed) => failed_parsed = Some(parsed),
-                Err(e) if failed_indexes_changed => errs.push(FieldError::invalid(
+        if let (Some(_), Some(f), true) = (per_index, failed_indexes, failed_indexes_changed) {
+            if let Err(e) = parse_indexes(f.as_str().unwrap_or(""), c) {
+                errs.push(FieldError::invalid(
                     "status.failedIndexes",
                     f,
                     &format!("error parsing failedIndexes: {e}"),
-                )),
-                Err(_) => {}
+                ));
             }
         }
     }
@@ -214,28 +211,20 @@ pub(crate) fn validate_status_update(new: &Value, old: &Value) -> Vec<FieldError
         }
     }
     if failed_indexes_changed || completed_indexes_changed {
-        if let (Some(done), Some(bad)) = (&completed_parsed, &failed_parsed) {
-            let overlap = bad.iter().find_map(|(fx, fy)| {
-                done.iter()
-                    .find(|(cx, cy)| fx <= cy && cx <= fy)
-                    .map(|(cx, _)| *fx.max(cx))
-            });
-            if let Some(index) = overlap {
+        if let (Some(c), Some(f)) = (completions, failed_indexes) {
+            let failed_text = f.as_str().unwrap_or("");
+            if let Some(index) = overlapping_index(completed_indexes, failed_text, c) {
                 errs.push(FieldError::invalid(
                     "status.failedIndexes",
-                    failed_indexes.unwrap_or(&Value::Null),
+                    f,
                     &format!("failedIndexes and completedIndexes overlap at index: {index}"),
                 ));
             }
         }
     }
     let success_criteria_met = condition_true(new, "SuccessCriteriaMet");
-    if success_criteria_met && !is_indexed(spec) {
-        errs.push(FieldError::invalid_omitting_value(
-            "status.conditions",
-            "cannot set SuccessCriteriaMet to NonIndexed Job",
-        ));
-    }
+    // `AllowForSuccessCriteriaMetInExtendedScope` is on in 1.33, so SuccessCriteriaMet is not
+    // refused for NonIndexed jobs or jobs without a success policy.
     if success_criteria_met && failed(new) {
         errs.push(FieldError::invalid_omitting_value(
             "status.conditions",
@@ -248,10 +237,13 @@ pub(crate) fn validate_status_update(new: &Value, old: &Value) -> Vec<FieldError
             "cannot set SuccessCriteriaMet=True and FailureTarget=true conditions",
         ));
     }
-    if success_criteria_met && spec.get("successPolicy").is_none_or(Value::is_null) {
+    if spec.get("successPolicy").is_some_and(|p| !p.is_null())
+        && !success_criteria_met
+        && complete(new)
+    {
         errs.push(FieldError::invalid_omitting_value(
             "status.conditions",
-            "cannot set SuccessCriteriaMet=True for Job without SuccessPolicy",
+            "cannot set Complete=True for Job with SuccessPolicy unless SuccessCriteriaMet=True",
         ));
     }
 
@@ -286,9 +278,29 @@ pub(crate) fn validate_status_update(new: &Value, old: &Value) -> Vec<FieldError
             errs.push(FieldError::invalid(
                 "status.completionTime",
                 n,
-                "field is immutable",
+                "completionTime cannot be mutated",
             ));
         }
+    }
+    let suspended = spec.get("suspend").and_then(Value::as_bool) == Some(true);
+    if start_time_changed && status(old, "startTime").is_some() && !suspended {
+        errs.push(FieldError::required(
+            "status.startTime",
+            "startTime cannot be removed for unsuspended job",
+        ));
+    }
+    let old_success_criteria_met = condition_true(old, "SuccessCriteriaMet");
+    if old_success_criteria_met && !success_criteria_met {
+        errs.push(FieldError::invalid_omitting_value(
+            "status.conditions",
+            "cannot disable the SuccessCriteriaMet=True condition",
+        ));
+    }
+    if complete(old) && !old_success_criteria_met && success_criteria_met {
+        errs.push(FieldError::invalid_omitting_value(
+            "status.conditions",
+            "cannot set SuccessCriteriaMet=True for Job already has Complete=true conditions",
+        ));
     }
     errs
 }

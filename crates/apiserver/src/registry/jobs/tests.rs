@@ -593,8 +593,25 @@ fn status_updates_are_validated_as_kube_does() {
             "status.conditions: Invalid value: cannot disable the terminal Complete=True condition",
             "status.failed: Invalid value: 1: cannot decrease the failed counter",
             "status.succeeded: Invalid value: 0: cannot decrease the succeeded counter",
-            "status.completionTime: Invalid value: \"2024-01-01T00:02:00Z\": field is immutable",
+            "status.completionTime: Invalid value: \"2024-01-01T00:02:00Z\": completionTime cannot be mutated",
         ]
+    );
+    let mut running = old.clone();
+    running["status"] = json!({"active": 1, "startTime": "2024-01-01T00:00:00Z"});
+    assert_eq!(
+        status_update(&running, json!({"active": 1})),
+        ["status.startTime: Required value: startTime cannot be removed for unsuspended job"]
+    );
+    let met = json!({"type": "SuccessCriteriaMet", "status": "True"});
+    assert_eq!(
+        status_update(&old, json!({"conditions": [met.clone(), {"type": "FailureTarget", "status": "True"}]})),
+        ["status.conditions: Invalid value: cannot set SuccessCriteriaMet=True and FailureTarget=true conditions"]
+    );
+    let mut criteria_met = old.clone();
+    criteria_met["status"] = json!({"conditions": [met]});
+    assert_eq!(
+        status_update(&criteria_met, json!({})),
+        ["status.conditions: Invalid value: cannot disable the SuccessCriteriaMet=True condition"]
     );
 }
 
@@ -625,6 +642,13 @@ fn indexed_status_indexes_are_parsed_against_completions() {
     assert_eq!(
         status_update(&old, json!({"completedIndexes": "0-2", "failedIndexes": "2-4"})),
         ["status.failedIndexes: Invalid value: \"2-4\": failedIndexes and completedIndexes overlap at index: 2"]
+    );
+    assert_eq!(
+        status_update(&old, json!({"completedIndexes": "0,x,3", "failedIndexes": "1,3"})),
+        [
+            "status.completedIndexes: Invalid value: \"0,x,3\": error parsing completedIndexes: cannot convert string to integer for index: \"x\"",
+            "status.failedIndexes: Invalid value: \"1,3\": failedIndexes and completedIndexes overlap at index: 3",
+        ]
     );
 }
 

@@ -410,53 +410,52 @@ fn validate_on_exit_codes(req: &Value, path: &str, containers: &BTreeSet<&str>) 
         .unwrap_or_default();
     if values.is_empty() {
         errs.push(invalid_int32s(
-            values_path,
+            values_path.clone(),
             values,
             "at least one value is required",
         ));
     } else if values.len() > MAX_ON_EXIT_CODES_VALUES {
         errs.push(FieldError::too_many(
-            values_path,
+            &values_path,
             values.len(),
             MAX_ON_EXIT_CODES_VALUES,
         ));
-    } else {
-        let mut seen = BTreeSet::new();
-        let mut ordered = true;
-        for (j, value) in values.iter().enumerate() {
-            let code = value.as_i64().unwrap_or(0);
-            let value_path = format!("{values_path}[{j}]");
-            if operator == "In" && code == 0 {
-                errs.push(FieldError::invalid(
-                    &value_path,
-                    &json!(0),
-                    "must not be 0 for the In operator",
-                ));
-            }
-            if !seen.insert(code) {
-                errs.push(FieldError::duplicate(&value_path, &json!(code)));
-            }
-            if j > 0 && values[j - 1].as_i64().unwrap_or(0) > code {
-                ordered = false;
-            }
+    }
+    let mut seen = BTreeSet::new();
+    let mut ordered = true;
+    for (j, value) in values.iter().enumerate() {
+        let code = value.as_i64().unwrap_or(0);
+        let value_path = format!("{values_path}[{j}]");
+        if operator == "In" && code == 0 {
+            errs.push(FieldError::invalid(
+                &value_path,
+                &json!(0),
+                "must not be 0 for the In operator",
+            ));
         }
-        if !ordered {
-            errs.push(invalid_int32s(values_path, values, "must be ordered"));
+        if !seen.insert(code) {
+            errs.push(FieldError::duplicate(&value_path, &json!(code)));
         }
+        if j > 0 && values[j - 1].as_i64().unwrap_or(0) > code {
+            ordered = false;
+        }
+    }
+    if !ordered {
+        errs.push(invalid_int32s(values_path, values, "must be ordered"));
     }
     errs
 }
 
 /// `validatePodFailurePolicyRuleOnPodConditions`.
 fn validate_on_pod_conditions(patterns: &[Value], path: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
     if patterns.len() > MAX_ON_POD_CONDITIONS_PATTERNS {
-        return vec![FieldError::too_many(
+        errs.push(FieldError::too_many(
             path,
             patterns.len(),
             MAX_ON_POD_CONDITIONS_PATTERNS,
-        )];
+        ));
     }
-    let mut errs = Vec::new();
     const STATUSES: &[&str] = &["False", "True", "Unknown"];
     for (j, pattern) in patterns.iter().enumerate() {
         let pattern_path = format!("{path}[{j}]");
@@ -560,46 +559,84 @@ fn validate_success_policy(spec: &Value, policy: &Value, path: &str) -> Vec<Fiel
     errs
 }
 
-/// `validateIndexesFormat`: `1,3-5,7`, increasing, every index below `completions`; the
-/// intervals, or kube's error.
-pub(crate) fn parse_indexes(indexes: &str, completions: i64) -> Result<Vec<(i64, i64)>, String> {
-    let mut intervals = Vec::new();
-    if indexes.is_empty() {
-        return Ok(intervals);
+/// `parseIndexInterval`: `x` or `x-y` with `x < y < completions`.
+pub(crate) fn parse_interval(interval: &str, completions: i64) -> Result<(i64, i64), String> {
+    let limits: Vec<&str> = interval.split('-').collect();
+    if limits.len() > 2 {
+        return Err(format!(
+            "the fragment {interval:?} violates the requirement that an index interval can have at most two parts separated by '-'"
+        ));
     }
-    let mut last: Option<i64> = None;
     let atoi = |s: &str| {
         s.parse::<i64>()
             .map_err(|_| format!("cannot convert string to integer for index: {s:?}"))
     };
+    let x = atoi(limits[0])?;
+    if x >= completions {
+        return Err(format!("too large index: {:?}", limits[0]));
+    }
+    let Some(high) = limits.get(1) else {
+        return Ok((x, x));
+    };
+    let y = atoi(high)?;
+    if y >= completions {
+        return Err(format!("too large index: {high:?}"));
+    }
+    if x >= y {
+        return Err(format!("non-increasing order, previous: {x}, current: {y}"));
+    }
+    Ok((x, y))
+}
+
+/// `validateIndexesFormat`: `1,3-5,7`, increasing, every index below `completions`; the
+/// intervals, or kube's error.
+pub(crate) fn parse_indexes(indexes: &str, completions: i64) -> Result<Vec<(i64, i64)>, String> {
+    let mut intervals: Vec<(i64, i64)> = Vec::new();
+    if indexes.is_empty() {
+        return Ok(intervals);
+    }
     for interval in indexes.split(',') {
-        let limits: Vec<&str> = interval.split('-').collect();
-        if limits.len() > 2 {
+        let (x, y) = parse_interval(interval, completions)?;
+        if let Some((_, last)) = intervals.last().filter(|(_, last)| *last >= x) {
             return Err(format!(
-                "the fragment {interval:?} violates the requirement that an index interval can have at most two parts separated by '-'"
+                "non-increasing order, previous: {last}, current: {x}"
             ));
         }
-        let x = atoi(limits[0])?;
-        if x >= completions {
-            return Err(format!("too large index: {:?}", limits[0]));
-        }
-        if let Some(l) = last.filter(|l| *l >= x) {
-            return Err(format!("non-increasing order, previous: {l}, current: {x}"));
-        }
-        let mut y = x;
-        if let Some(high) = limits.get(1) {
-            y = atoi(high)?;
-            if y >= completions {
-                return Err(format!("too large index: {high:?}"));
-            }
-            if x >= y {
-                return Err(format!("non-increasing order, previous: {x}, current: {y}"));
-            }
-        }
-        last = Some(y);
         intervals.push((x, y));
     }
     Ok(intervals)
+}
+
+/// `validateFailedIndexesNotOverlapCompleted`: the first index in both lists, walking both in
+/// order and skipping intervals that do not parse (their format is reported elsewhere).
+pub(crate) fn overlapping_index(completed: &str, failed: &str, completions: i64) -> Option<i64> {
+    if completed.is_empty() || failed.is_empty() {
+        return None;
+    }
+    let parse = |list: &str| -> Vec<Option<(i64, i64)>> {
+        list.split(',')
+            .map(|i| parse_interval(i, completions).ok())
+            .collect()
+    };
+    let (done, bad) = (parse(completed), parse(failed));
+    let (mut c, mut f) = (0, 0);
+    while c < done.len() && f < bad.len() {
+        match (done[c], bad[f]) {
+            (None, _) => c += 1,
+            (_, None) => f += 1,
+            (Some((cx, cy)), Some((fx, fy))) => {
+                if cx <= fy && fx <= cy {
+                    return Some(cx.max(fx));
+                }
+                if cx <= fx {
+                    c += 1;
+                } else {
+                    f += 1;
+                }
+            }
+        }
+    }
+    None
 }
 
 /// The number of indexes in parsed intervals.
