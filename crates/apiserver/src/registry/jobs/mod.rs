@@ -35,10 +35,18 @@ pub(crate) fn default_job_template(spec: &mut Value) {
     }
 }
 
+/// Sets `map[key]` when it is absent or `null` (a Go pointer that is nil).
+fn default_pointer(map: &mut Map<String, Value>, key: &str, value: Value) {
+    if map.get(key).is_none_or(Value::is_null) {
+        map.insert(key.to_string(), value);
+    }
+}
+
 /// `SetDefaults_Job`.
 fn default_job(obj: &mut Value) {
+    // An empty template label map copied over would be omitted again, so only non-empty ones.
     let template_labels = get(obj, &["spec", "template", "metadata", "labels"])
-        .filter(|l| l.is_object())
+        .filter(|l| l.as_object().is_some_and(|m| !m.is_empty()))
         .cloned();
     let Some(spec) = object_mut(obj, &["spec"]) else {
         return;
@@ -55,7 +63,8 @@ fn default_job(obj: &mut Value) {
         i64::from(i32::MAX)
     };
     default_field(spec, "backoffLimit", json!(backoff));
-    default_field(spec, "completionMode", json!("NonIndexed"));
+    // Pointers in Go: only nil is defaulted, an empty string is left for validation.
+    default_pointer(spec, "completionMode", json!("NonIndexed"));
     default_field(spec, "suspend", json!(false));
     default_field(spec, "manualSelector", json!(false));
     let has_failure_policy = !unset(spec, "podFailurePolicy");
@@ -78,7 +87,7 @@ fn default_job(obj: &mut Value) {
     } else {
         "TerminatingOrFailed"
     };
-    default_field(spec, "podReplacementPolicy", json!(replacement));
+    default_pointer(spec, "podReplacementPolicy", json!(replacement));
     if let Some(spec) = obj.get_mut("spec") {
         default_job_template(spec);
     }

@@ -111,6 +111,9 @@ fn defaults_follow_set_defaults_job() {
         json!({"app": "pi"}),
         "labels come from the template"
     );
+    let j = defaulted(json!({"completionMode": "", "template": {"metadata": {"labels": {}}}}));
+    assert_eq!(j["spec"]["completionMode"], "", "an empty mode is not nil");
+    assert!(j["metadata"].get("labels").is_none());
     let mut own = json!({"metadata": {"name": "j", "labels": {"own": "x"}}, "spec": {"template": {"metadata": {"labels": {"app": "pi"}}}}});
     default_job(&mut own);
     assert_eq!(own["metadata"]["labels"], json!({"own": "x"}));
