@@ -364,6 +364,10 @@ impl Schedule {
     /// The first activation time strictly after `after` (`Schedule.Next`), evaluated in
     /// `zone` unless the schedule named its own; `None` when none exists within five years
     /// (robfig's limit, e.g. `0 0 30 2 *`).
+    ///
+    /// Fields are matched on the wall clock of the zone. Around a DST change this can differ
+    /// from robfig, which steps hours in absolute time: a wall time skipped by the change runs
+    /// at the first instant after the gap here.
     pub fn next(&self, after: Timestamp, zone: &TimeZone) -> Option<Timestamp> {
         match self {
             Schedule::Every(delay) => {
