@@ -367,7 +367,7 @@ impl Schedule {
     ///
     /// Fields are matched on the wall clock of the zone. Around a DST change this can differ
     /// from robfig, which steps hours in absolute time: a wall time skipped by the change runs
-    /// at the first instant after the gap here.
+    /// shifted forward by the length of the gap here (02:30 becomes 03:30).
     pub fn next(&self, after: Timestamp, zone: &TimeZone) -> Option<Timestamp> {
         match self {
             Schedule::Every(delay) => {
