@@ -3,8 +3,8 @@
 use jiff::Timestamp;
 use serde_json::{Map, Value};
 
-use crate::quantity::Quantity;
 use super::shape::{Shape, Zero};
+use crate::quantity::Quantity;
 
 /// Whether `a` and `b`, both JSON of the Go type `shape` (such as
 /// [`types::POD_TEMPLATE_SPEC`](super::types::POD_TEMPLATE_SPEC)), are equal as

@@ -6,12 +6,11 @@
 //! `pkg/apis/apps/validation/validation.go`.
 
 use rkcm_apimachinery::catalog::ResourceInfo;
-use rkcm_labels::validation::is_valid_percent;
 use serde_json::{json, Value};
 
 use super::meta::validate_nonnegative;
 use super::object::{default_field, get, get_i64, object_mut};
-use super::workload::{self, Workload, WorkloadStrategy};
+use super::workload::{self, percent, validate_int_or_percent, Workload, WorkloadStrategy};
 use super::FieldError;
 
 const STATUS_COUNTERS: &[&str] = &[
@@ -49,34 +48,6 @@ fn default_deployment(obj: &mut Value) {
         default_field(spec, "progressDeadlineSeconds", json!(600));
     }
     workload::default_template(obj);
-}
-
-/// A percentage (`25%`) as its number, if the value is a valid percent string.
-fn percent(v: &Value) -> Option<i64> {
-    let s = v.as_str()?;
-    let digits = s.strip_suffix('%')?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
-}
-
-/// `ValidatePositiveIntOrPercent`.
-fn validate_int_or_percent(v: Option<&Value>, path: &str) -> Vec<FieldError> {
-    match v {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::String(_)) if percent(v.unwrap_or(&Value::Null)).is_some() => Vec::new(),
-        Some(s @ Value::String(text)) => is_valid_percent(text)
-            .iter()
-            .map(|m| FieldError::invalid(path, s, m))
-            .collect(),
-        Some(n @ Value::Number(_)) => validate_nonnegative(Some(n), path),
-        Some(other) => vec![FieldError::invalid(
-            path,
-            other,
-            "must be an integer or percentage (e.g '5%')",
-        )],
-    }
 }
 
 /// `ValidateDeploymentStrategy` and `ValidateRollingUpdateDeployment`.

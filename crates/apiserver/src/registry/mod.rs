@@ -8,7 +8,8 @@
 //! `pkg/registry/rest/create.go`, `update.go`) does:
 //!
 //! - create: [`Strategy::default`] → [`Strategy::prepare_for_create`] → (server fills `uid`,
-//!   `creationTimestamp`, the name from `generateName`) → [`Strategy::validate_create`];
+//!   `creationTimestamp`, the name from `generateName`) → [`Strategy::complete_create`] →
+//!   [`Strategy::validate_create`];
 //! - update: [`Strategy::default`] → [`Strategy::prepare_for_update`] →
 //!   [`Strategy::validate_update`];
 //! - status update: [`Strategy::prepare_for_status_update`] (which applies the defaults
@@ -30,10 +31,13 @@
 
 mod configmaps;
 mod controllerrevisions;
+mod cronjobs;
+mod daemonsets;
 mod deployments;
 mod events;
 mod generation;
 mod generic;
+mod jobs;
 mod leases;
 pub mod meta;
 pub mod namespaces;
@@ -46,6 +50,7 @@ mod replicationcontrollers;
 pub mod selector;
 mod services;
 mod simple;
+mod statefulsets;
 mod table;
 mod typecheck;
 mod workload;
@@ -77,6 +82,8 @@ pub enum FieldErrorKind {
     /// A value refers to something that does not exist (`field.NotFound`), e.g. a volume
     /// mount naming no volume.
     NotFound,
+    /// A list has more items than allowed (`field.TooMany`).
+    TooMany,
 }
 
 impl FieldErrorKind {
@@ -90,6 +97,7 @@ impl FieldErrorKind {
             FieldErrorKind::Forbidden => "FieldValueForbidden",
             FieldErrorKind::TooLong => "FieldValueTooLong",
             FieldErrorKind::NotFound => "FieldValueNotFound",
+            FieldErrorKind::TooMany => "FieldValueTooMany",
         }
     }
 
@@ -103,6 +111,7 @@ impl FieldErrorKind {
             FieldErrorKind::Forbidden => "Forbidden",
             FieldErrorKind::TooLong => "Too long",
             FieldErrorKind::NotFound => "Not found",
+            FieldErrorKind::TooMany => "Too many",
         }
     }
 }
@@ -149,6 +158,22 @@ impl FieldError {
     /// A value is invalid; `value` is rendered as kube renders the bad value.
     pub fn invalid(field: impl Into<String>, value: &Value, detail: &str) -> Self {
         Self::with_value(field, FieldErrorKind::Invalid, value, detail)
+    }
+
+    /// A value is invalid and kube leaves it out of the message (`field.OmitValueType{}`).
+    pub fn invalid_omitting_value(field: impl Into<String>, detail: &str) -> Self {
+        Self::without_value(field, FieldErrorKind::Invalid, detail)
+    }
+
+    /// A list has `actual` items where at most `max` are allowed.
+    pub fn too_many(field: impl Into<String>, actual: usize, max: usize) -> Self {
+        let items = if max == 1 { "item" } else { "items" };
+        Self::with_value(
+            field,
+            FieldErrorKind::TooMany,
+            &Value::from(actual),
+            &format!("must have at most {max} {items}"),
+        )
     }
 
     /// A value refers to something that does not exist.
@@ -286,6 +311,12 @@ pub trait Strategy: Send + Sync + 'static {
     /// else kube keeps), takes the new status; the generation is never bumped.
     fn prepare_for_status_update(&self, new: &mut Value, old: &Value);
 
+    /// Completes a new object once the server has given it its `uid` and final name, before
+    /// [`Strategy::validate_create`]: kube's `PrepareForCreate` already sees both (the generic
+    /// registry fills them first), and Jobs build their selector from them. Most kinds do
+    /// nothing here.
+    fn complete_create(&self, _obj: &mut Value) {}
+
     /// Validates a new object, including its metadata. Empty means valid.
     fn validate_create(&self, obj: &Value) -> Vec<FieldError>;
 
@@ -317,7 +348,7 @@ pub trait Strategy: Send + Sync + 'static {
 /// Builds the strategy of a catalog entry: the kind's strategy, checked to decode as its
 /// k8s-openapi type.
 fn build(info: &'static ResourceInfo) -> Box<dyn Strategy> {
-    use k8s_openapi::api::{apps, coordination, core, events as events_api};
+    use k8s_openapi::api::{apps, batch, coordination, core, events as events_api};
     use typecheck::{decode_check, TypeChecked};
     let (strategy, check): (Box<dyn Strategy>, typecheck::DecodeCheck) =
         match (info.group, info.kind) {
@@ -336,6 +367,22 @@ fn build(info: &'static ResourceInfo) -> Box<dyn Strategy> {
             ("apps", "ReplicaSet") => (
                 Box::new(replicasets::strategy(info)),
                 decode_check::<apps::v1::ReplicaSet>,
+            ),
+            ("apps", "StatefulSet") => (
+                Box::new(statefulsets::strategy(info)),
+                decode_check::<apps::v1::StatefulSet>,
+            ),
+            ("batch", "CronJob") => (
+                Box::new(cronjobs::strategy(info)),
+                decode_check::<batch::v1::CronJob>,
+            ),
+            ("batch", "Job") => (
+                Box::new(jobs::JobStrategy::new(info)),
+                decode_check::<batch::v1::Job>,
+            ),
+            ("apps", "DaemonSet") => (
+                Box::new(daemonsets::DaemonSetStrategy::new(info)),
+                decode_check::<apps::v1::DaemonSet>,
             ),
             ("", "Namespace") => (
                 Box::new(namespaces::NamespaceStrategy::new(info)),
@@ -437,6 +484,7 @@ mod tests {
         s.prepare_for_create(&mut obj);
         obj["metadata"]["uid"] = json!("u1");
         obj["metadata"]["creationTimestamp"] = json!("2024-01-01T00:00:00Z");
+        s.complete_create(&mut obj);
         let errs = s.validate_create(&obj);
         assert!(errs.is_empty(), "{}: {errs:?}", info.kind);
         let mut again = obj.clone();
@@ -554,6 +602,59 @@ mod tests {
                 "metadata": {"name": "kube-controller-manager", "namespace": "kube-system"},
                 "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15}
             }),
+        );
+    }
+
+    #[test]
+    fn batch_and_stateful_workloads_pass_create_update_and_status_update() {
+        use k8s_openapi::api::{apps::v1 as apps, batch::v1 as batch};
+        let kind =
+            |api_version: &str, kind: &str| catalog::by_kind(api_version, kind).expect("served");
+        let pod = json!({"metadata": {"labels": {"app": "db"}},
+            "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}});
+        let sts: apps::StatefulSet = round_trip(
+            kind("apps/v1", "StatefulSet"),
+            json!({"metadata": {"name": "db", "namespace": "default"},
+                "spec": {"serviceName": "db", "selector": {"matchLabels": {"app": "db"}}, "template": pod.clone(),
+                    "volumeClaimTemplates": [{"metadata": {"name": "data"},
+                        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]}}),
+        );
+        assert_eq!(sts.status.and_then(|s| s.available_replicas), Some(0));
+        let ds: apps::DaemonSet = round_trip(
+            kind("apps/v1", "DaemonSet"),
+            json!({"metadata": {"name": "agent", "namespace": "default"},
+                "spec": {"selector": {"matchLabels": {"app": "db"}}, "template": pod.clone()}}),
+        );
+        assert_eq!(
+            ds.metadata
+                .annotations
+                .and_then(|a| a.get("deprecated.daemonset.template.generation").cloned())
+                .as_deref(),
+            Some("1")
+        );
+        let mut job_pod = pod.clone();
+        job_pod["spec"]["restartPolicy"] = json!("Never");
+        let job: batch::Job = round_trip(
+            kind("batch/v1", "Job"),
+            json!({"metadata": {"name": "pi", "namespace": "default"}, "spec": {"template": job_pod.clone()}}),
+        );
+        assert_eq!(
+            job.spec
+                .and_then(|s| s.selector)
+                .and_then(|s| s.match_labels),
+            Some(std::collections::BTreeMap::from([(
+                "batch.kubernetes.io/controller-uid".to_string(),
+                "u1".to_string()
+            )]))
+        );
+        let cron: batch::CronJob = round_trip(
+            kind("batch/v1", "CronJob"),
+            json!({"metadata": {"name": "tick", "namespace": "default"},
+                "spec": {"schedule": "@hourly", "jobTemplate": {"spec": {"template": job_pod}}}}),
+        );
+        assert_eq!(
+            cron.spec.and_then(|s| s.concurrency_policy).as_deref(),
+            Some("Allow")
         );
     }
 

@@ -40,7 +40,7 @@ pub(crate) const REPLICA_SET: Workload = Workload {
     immutable_selector: true,
     status_counters: STATUS_COUNTERS,
     status_bounded: STATUS_BOUNDED,
-    status_shows_replicas: true,
+    initial_status: &["replicas"],
     gated_terminating_replicas: true,
     status_replicas_selectable: true,
     ..Workload::BASE

@@ -69,7 +69,7 @@ pub(crate) const REPLICATION_CONTROLLER: Workload = Workload {
     selector: SelectorForm::Map,
     status_counters: STATUS_COUNTERS,
     status_bounded: STATUS_BOUNDED,
-    status_shows_replicas: true,
+    initial_status: &["replicas"],
     status_replicas_selectable: true,
     // core/v1 keeps orphaning for backwards compatibility.
     orphans_dependents: true,

@@ -20,6 +20,7 @@ pub(crate) struct SimpleStrategy {
     default: DefaultFn,
     validate: ValidateFn,
     validate_update: ValidateUpdateFn,
+    validate_create_only: ValidateFn,
 }
 
 impl SimpleStrategy {
@@ -35,7 +36,15 @@ impl SimpleStrategy {
             default,
             validate,
             validate_update,
+            validate_create_only: no_checks,
         }
+    }
+
+    /// Adds checks that run on create only (a `Validate` whose `ValidateUpdate` does not
+    /// repeat them, e.g. the CronJob name length).
+    pub(crate) fn with_create_only_checks(mut self, checks: ValidateFn) -> Self {
+        self.validate_create_only = checks;
+        self
     }
 }
 
@@ -66,6 +75,7 @@ impl Strategy for SimpleStrategy {
         // As the kinds' Validate* functions: metadata first, then the kind's fields.
         let mut errs = self.base.validate_create(obj);
         errs.extend((self.validate)(obj));
+        errs.extend((self.validate_create_only)(obj));
         errs
     }
 

@@ -89,6 +89,8 @@ pub async fn create(
             );
         }
         let name = object::name(&candidate).to_string();
+        // What the kind derives from its final name and uid (a Job's selector and labels).
+        strategy.complete_create(&mut candidate);
         let errors = strategy.validate_create(&candidate);
         if !errors.is_empty() {
             return Err(ApiError::invalid(info, &name, &errors));

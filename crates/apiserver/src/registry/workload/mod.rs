@@ -1,5 +1,5 @@
-//! Replicated workloads (Deployments, ReplicaSets, ReplicationControllers; StatefulSets and
-//! DaemonSets next): one strategy for all of them, parameterised by a [`Workload`] entry that
+//! Replicated workloads (Deployments, ReplicaSets, ReplicationControllers, StatefulSets): one
+//! strategy for all of them, parameterised by a [`Workload`] entry that
 //! names the kind's own defaulting and validation functions.
 //!
 //! What every workload kind shares — `spec.replicas` defaults, the spec/status split,
@@ -15,6 +15,6 @@ pub(crate) use defaults::{default_replicas, default_template};
 pub(crate) use scale::SelectorForm;
 pub(crate) use strategy::{Workload, WorkloadStrategy};
 pub(crate) use validation::{
-    validate_apps_selector_and_template, validate_collision_count, validate_counts,
-    validate_template,
+    int_or_percent_value, percent, validate_apps_selector_and_template, validate_collision_count,
+    validate_counts, validate_int_or_percent, validate_not_over_100_percent, validate_template,
 };

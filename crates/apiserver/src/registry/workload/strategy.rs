@@ -12,12 +12,18 @@ use super::scale::{scale_of, set_replicas, SelectorForm};
 use super::validation::validate_replica_status;
 use crate::registry::generation::bump_if_changed;
 use crate::registry::generic::GenericStrategy;
-use crate::registry::meta::validate_immutable;
+use crate::registry::meta::{self, validate_immutable, NameValidator};
 use crate::registry::object::{copy, get, get_i64, semantically_equal, set};
 use crate::registry::simple::{
     no_checks, no_defaults, no_update_checks, DefaultFn, ValidateFn, ValidateUpdateFn,
 };
 use crate::registry::{FieldError, GracefulDelete, Strategy};
+
+/// `drop<Kind>DisabledFields(new, old)`.
+pub(crate) type DropDisabledFn = fn(&mut Value, Option<&Value>);
+
+/// A kind none of whose fields are behind a disabled feature gate.
+fn no_disabled_fields(_new: &mut Value, _old: Option<&Value>) {}
 
 /// What one workload kind does its own way; each kind's file holds one as a `const`.
 #[derive(Clone, Copy, Debug)]
@@ -36,9 +42,16 @@ pub(crate) struct Workload {
     pub status_counters: &'static [&'static str],
     /// Status counters that may not exceed `status.replicas`.
     pub status_bounded: &'static [&'static str],
-    /// Whether a new object's status is `{"replicas": 0}` (`replicas` has no omitempty in the
-    /// kind's Go status type) rather than `{}`.
-    pub status_shows_replicas: bool,
+    /// The status counters a new object shows as `0` (those without omitempty in the kind's Go
+    /// status type, e.g. `replicas`); a new status is `{}` when there are none.
+    pub initial_status: &'static [&'static str],
+    /// The detail kube gives when `status.availableReplicas` exceeds `status.readyReplicas`.
+    pub available_over_ready: &'static str,
+    /// How `metadata.name` and `generateName` are validated.
+    pub name: NameValidator,
+    /// `drop<Kind>DisabledFields`: clears fields of disabled features from a new object, given
+    /// the old one on update (a field already in use is kept).
+    pub drop_disabled: DropDisabledFn,
     /// Whether changing annotations is a new generation too (deployments copy their
     /// annotations to their replica sets).
     pub generation_follows_annotations: bool,
@@ -65,7 +78,10 @@ impl Workload {
         selector: SelectorForm::LabelSelector,
         status_counters: &["replicas", "observedGeneration"],
         status_bounded: &[],
-        status_shows_replicas: false,
+        initial_status: &[],
+        available_over_ready: "cannot be greater than readyReplicas",
+        name: meta::name_is_dns_subdomain,
+        drop_disabled: no_disabled_fields,
         generation_follows_annotations: false,
         status_keeps_labels: false,
         gated_terminating_replicas: false,
@@ -84,7 +100,9 @@ pub(crate) struct WorkloadStrategy {
 impl WorkloadStrategy {
     /// The strategy of `info`, a kind described by `kind`.
     pub(crate) fn new(info: &'static ResourceInfo, kind: &'static Workload) -> Self {
-        let base = GenericStrategy::new(info).tracking_generation();
+        let base = GenericStrategy::new(info)
+            .with_name_validator(kind.name)
+            .tracking_generation();
         let base = if kind.orphans_dependents {
             base.orphaning_dependents()
         } else {
@@ -113,12 +131,20 @@ impl Strategy for WorkloadStrategy {
 
     fn prepare_for_create(&self, obj: &mut Value) {
         self.base.prepare_for_create(obj);
-        if self.kind.status_shows_replicas {
-            set(obj, &["status"], Some(json!({"replicas": 0})));
+        (self.kind.drop_disabled)(obj, None);
+        if !self.kind.initial_status.is_empty() {
+            let zeroes = self
+                .kind
+                .initial_status
+                .iter()
+                .map(|c| (c.to_string(), json!(0)))
+                .collect();
+            set(obj, &["status"], Some(Value::Object(zeroes)));
         }
     }
 
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        (self.kind.drop_disabled)(new, Some(old));
         // Status kept, generation bumped on a spec change.
         self.base.prepare_for_update(new, old);
         let spec_unchanged = semantically_equal(get(new, &["spec"]), get(old, &["spec"]));
@@ -159,6 +185,7 @@ impl Strategy for WorkloadStrategy {
             new,
             self.kind.status_counters,
             self.kind.status_bounded,
+            self.kind.available_over_ready,
         ));
         errs.extend((self.kind.validate_update)(new, old));
         errs

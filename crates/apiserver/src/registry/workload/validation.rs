@@ -1,6 +1,7 @@
 //! The checks workload kinds share: `ValidatePodTemplateSpecForReplicaSet` / `ForRC`, apps/v1
 //! selectors, non-negative counts and replica-count status.
 
+use rkcm_labels::validation::is_valid_percent;
 use serde_json::{json, Value};
 
 use crate::registry::meta::validate_nonnegative;
@@ -91,6 +92,52 @@ pub(crate) fn validate_apps_selector_and_template(obj: &Value) -> Vec<FieldError
     errs
 }
 
+/// A percentage (`25%`) as its number, if the value is a valid percent string.
+pub(crate) fn percent(v: &Value) -> Option<i64> {
+    let s = v.as_str()?;
+    let digits = s.strip_suffix('%')?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// `ValidatePositiveIntOrPercent`: a non-negative integer or a valid percent string.
+pub(crate) fn validate_int_or_percent(v: Option<&Value>, path: &str) -> Vec<FieldError> {
+    match v {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::String(_)) if percent(v.unwrap_or(&Value::Null)).is_some() => Vec::new(),
+        Some(s @ Value::String(text)) => is_valid_percent(text)
+            .iter()
+            .map(|m| FieldError::invalid(path, s, m))
+            .collect(),
+        Some(n @ Value::Number(_)) => validate_nonnegative(Some(n), path),
+        Some(other) => vec![FieldError::invalid(
+            path,
+            other,
+            "must be an integer or percentage (e.g '5%')",
+        )],
+    }
+}
+
+/// `getIntOrPercentValue`: the number of an integer or a valid percentage, else 0.
+pub(crate) fn int_or_percent_value(v: Option<&Value>) -> i64 {
+    v.and_then(|v| percent(v).or_else(|| v.as_i64()))
+        .unwrap_or(0)
+}
+
+/// `IsNotMoreThan100Percent`.
+pub(crate) fn validate_not_over_100_percent(v: Option<&Value>, path: &str) -> Vec<FieldError> {
+    match v {
+        Some(value) if percent(value).is_some_and(|p| p > 100) => vec![FieldError::invalid(
+            path,
+            value,
+            "must not be greater than 100%",
+        )],
+        _ => Vec::new(),
+    }
+}
+
 /// `ValidateNonnegativeField` of `spec.replicas` and `spec.minReadySeconds`.
 pub(crate) fn validate_counts(obj: &Value) -> Vec<FieldError> {
     let mut errs = validate_nonnegative(get(obj, &["spec", "replicas"]), "spec.replicas");
@@ -103,11 +150,13 @@ pub(crate) fn validate_counts(obj: &Value) -> Vec<FieldError> {
 
 /// Replica-count status validation (`ValidateReplicaSetStatus`, `ValidateDeploymentStatus`,
 /// `ValidateReplicationControllerStatus`): counters are non-negative; `bounded` counters do not
-/// exceed `status.replicas`; `availableReplicas` does not exceed `readyReplicas`.
+/// exceed `status.replicas`; `availableReplicas` does not exceed `readyReplicas` (the detail
+/// differs between kinds).
 pub(crate) fn validate_replica_status(
     obj: &Value,
     counters: &[&str],
     bounded: &[&str],
+    available_over_ready: &str,
 ) -> Vec<FieldError> {
     let mut errs = Vec::new();
     for c in counters {
@@ -131,7 +180,7 @@ pub(crate) fn validate_replica_status(
         errs.push(FieldError::invalid(
             "status.availableReplicas",
             &json!(n("availableReplicas")),
-            "cannot be greater than readyReplicas",
+            available_over_ready,
         ));
     }
     errs
