@@ -31,19 +31,28 @@
 mod configmaps;
 mod controllerrevisions;
 mod deployments;
+mod endpoints;
 mod events;
 mod generation;
 mod generic;
+mod hooked;
 mod leases;
+mod limitranges;
 pub mod meta;
 pub mod namespaces;
 mod nodes;
 pub(crate) mod object;
+//TMPmod persistentvolumeclaims;
+//TMPmod persistentvolumes;
 mod pods;
 mod podspec;
+mod podtemplates;
 mod quantity;
 mod replicasets;
 mod replicationcontrollers;
+mod resourcequotas;
+mod resources;
+mod secrets;
 pub mod selector;
 mod services;
 mod simple;
@@ -369,6 +378,27 @@ fn build(info: &'static ResourceInfo) -> Box<dyn Strategy> {
             ("coordination.k8s.io", "Lease") => (
                 Box::new(leases::strategy(info)),
                 decode_check::<coordination::v1::Lease>,
+            ),
+            ("", "Secret") => (
+                Box::new(secrets::strategy(info)),
+                decode_check::<core::v1::Secret>,
+            ),
+            ("", "LimitRange") => (
+                Box::new(limitranges::strategy(info)),
+                decode_check::<core::v1::LimitRange>,
+            ),
+            ("", "ResourceQuota") => (
+                Box::new(resourcequotas::strategy(info)),
+                decode_check::<core::v1::ResourceQuota>,
+            ),
+/*TMPPV*/
+            ("", "PodTemplate") => (
+                Box::new(podtemplates::strategy(info)),
+                decode_check::<core::v1::PodTemplate>,
+            ),
+            ("", "Endpoints") => (
+                Box::new(endpoints::strategy(info)),
+                decode_check::<core::v1::Endpoints>,
             ),
             _ => match table::lookup(info) {
                 Some((strategy, check)) => (Box::new(strategy), check),

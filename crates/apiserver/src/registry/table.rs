@@ -73,21 +73,6 @@ fn rows() -> Vec<Row> {
     };
     use k8s_openapi::kube_aggregator::pkg::apis::apiregistration;
     vec![
-        row("", "Endpoints", decode_check::<core::v1::Endpoints>),
-        row("", "LimitRange", decode_check::<core::v1::LimitRange>),
-        row(
-            "",
-            "PersistentVolumeClaim",
-            decode_check::<core::v1::PersistentVolumeClaim>,
-        ),
-        row(
-            "",
-            "PersistentVolume",
-            decode_check::<core::v1::PersistentVolume>,
-        ),
-        row("", "PodTemplate", decode_check::<core::v1::PodTemplate>),
-        row("", "ResourceQuota", decode_check::<core::v1::ResourceQuota>),
-        row("", "Secret", decode_check::<core::v1::Secret>),
         row(
             "",
             "ServiceAccount",
