@@ -62,7 +62,11 @@ fn validate_endpoint_ip(ip: &str, path: &str, errs: &mut Vec<FieldError>) {
             &value,
             "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)",
         ));
-        errs.push(FieldError::invalid(path, &value, "must be a valid IP address"));
+        errs.push(FieldError::invalid(
+            path,
+            &value,
+            "must be a valid IP address",
+        ));
         return;
     };
     // An IPv4-mapped IPv6 address is judged as the IPv4 address, as Go does.
@@ -115,10 +119,20 @@ fn validate_address(addr: &Value, path: &str, errs: &mut Vec<FieldError>) {
     let ip = get_str(addr, &["ip"]).unwrap_or("");
     let ip_path = format!("{path}.ip");
     if let Some(hostname) = get_str(addr, &["hostname"]).filter(|h| !h.is_empty()) {
-        push_invalid_names(errs, &format!("{path}.hostname"), hostname, is_dns1123_label(hostname));
+        push_invalid_names(
+            errs,
+            &format!("{path}.hostname"),
+            hostname,
+            is_dns1123_label(hostname),
+        );
     }
     if let Some(node) = get_str(addr, &["nodeName"]) {
-        push_invalid_names(errs, &format!("{path}.nodeName"), node, is_dns1123_subdomain(node));
+        push_invalid_names(
+            errs,
+            &format!("{path}.nodeName"),
+            node,
+            is_dns1123_subdomain(node),
+        );
     }
     validate_endpoint_ip(ip, &ip_path, errs);
 }
@@ -149,7 +163,12 @@ fn validate_port(port: &Value, require_name: bool, path: &str, errs: &mut Vec<Fi
         )),
     }
     if let Some(app) = get_str(port, &["appProtocol"]) {
-        push_invalid_names(errs, &format!("{path}.appProtocol"), app, is_qualified_name(app));
+        push_invalid_names(
+            errs,
+            &format!("{path}.appProtocol"),
+            app,
+            is_qualified_name(app),
+        );
     }
 }
 
@@ -165,7 +184,8 @@ fn validate(obj: &Value) -> Vec<FieldError> {
                 .cloned()
                 .unwrap_or_default()
         };
-        let (ready, not_ready, ports) = (list("addresses"), list("notReadyAddresses"), list("ports"));
+        let (ready, not_ready, ports) =
+            (list("addresses"), list("notReadyAddresses"), list("ports"));
         if ready.is_empty() && not_ready.is_empty() {
             errs.push(FieldError::required(
                 path.as_str(),

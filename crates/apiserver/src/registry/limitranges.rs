@@ -20,7 +20,13 @@ use super::resources::{
 use super::simple::{no_update_checks, SimpleStrategy};
 use super::FieldError;
 
-const LIST_KEYS: [&str; 5] = ["max", "min", "default", "defaultRequest", "maxLimitRequestRatio"];
+const LIST_KEYS: [&str; 5] = [
+    "max",
+    "min",
+    "default",
+    "defaultRequest",
+    "maxLimitRequestRatio",
+];
 
 /// `SetDefaults_LimitRangeItem` for every item, after `SetDefaults_ResourceList` of its lists:
 /// for `Container` items a missing default limit is the max, and a missing default request
@@ -148,7 +154,11 @@ fn validate(obj: &Value) -> Vec<FieldError> {
                     errs.push(invalid_quantity(
                         format!("{path}.min[{k}]"),
                         min,
-                        &format!("min value {} is greater than max value {}", text(min), text(max)),
+                        &format!(
+                            "min value {} is greater than max value {}",
+                            text(min),
+                            text(max)
+                        ),
                     ));
                 }
             }
@@ -245,7 +255,9 @@ fn validate(obj: &Value) -> Vec<FieldError> {
                 }
             }
             if let (Some(default), Some(request)) = (default, request) {
-                if !is_overcharge_allowed(k) && cmp(default, request) != Some(std::cmp::Ordering::Equal) {
+                if !is_overcharge_allowed(k)
+                    && cmp(default, request) != Some(std::cmp::Ordering::Equal)
+                {
                     errs.push(invalid_quantity(
                         format!("{path}.defaultRequest[{k}]"),
                         request,
@@ -304,7 +316,10 @@ mod tests {
         s().default(&mut obj);
         let c = &obj["spec"]["limits"][0];
         assert_eq!(c["default"], json!({"cpu": "100m", "memory": "200Mi"}));
-        assert_eq!(c["defaultRequest"], json!({"cpu": "100m", "memory": "200Mi"}));
+        assert_eq!(
+            c["defaultRequest"],
+            json!({"cpu": "100m", "memory": "200Mi"})
+        );
         let p = &obj["spec"]["limits"][1];
         assert_eq!(p, &json!({"type": "Pod", "max": {"cpu": "1"}}));
         let mut min_only = limit_range(json!([{"type": "Container", "min": {"cpu": "50m"}}]));

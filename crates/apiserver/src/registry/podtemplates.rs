@@ -35,7 +35,9 @@ fn prepare_update(new: &mut Value, old: &Value) {
 /// an absent one is validated as empty.
 fn validate(obj: &Value) -> Vec<FieldError> {
     let empty = Value::Object(Map::new());
-    let template = get(obj, &["template"]).filter(|t| !t.is_null()).unwrap_or(&empty);
+    let template = get(obj, &["template"])
+        .filter(|t| !t.is_null())
+        .unwrap_or(&empty);
     validate_pod_template(Some(template), "template")
 }
 
@@ -83,7 +85,10 @@ mod tests {
         assert_eq!(spec["restartPolicy"], "Always");
         assert_eq!(spec["dnsPolicy"], "ClusterFirst");
         assert_eq!(spec["terminationGracePeriodSeconds"], 30);
-        assert_eq!(spec["containers"][0]["terminationMessagePath"], "/dev/termination-log");
+        assert_eq!(
+            spec["containers"][0]["terminationMessagePath"],
+            "/dev/termination-log"
+        );
         assert_eq!(spec["containers"][0]["imagePullPolicy"], "IfNotPresent");
         assert!(s().validate_create(&obj).is_empty());
     }
@@ -102,7 +107,8 @@ mod tests {
             .map(FieldError::message_with_field)
             .collect();
         assert!(
-            errs.iter().any(|e| e.starts_with("template.spec.containers: Required value")),
+            errs.iter()
+                .any(|e| e.starts_with("template.spec.containers: Required value")),
             "{errs:?}"
         );
     }

@@ -12,8 +12,8 @@ use super::generic::GenericStrategy;
 use super::hooked::{nothing, nothing_on_update, HookedStrategy, Hooks};
 use super::object::{get, get_str};
 use super::resources::{
-    default_resource_list, entries, is_standard_quota_resource_name,
-    validate_quantity_value, validate_quota_resource_name,
+    default_resource_list, entries, is_standard_quota_resource_name, validate_quantity_value,
+    validate_quota_resource_name,
 };
 use super::{FieldError, FieldErrorKind};
 
@@ -45,7 +45,10 @@ fn scope_valid_for_resource(scope: &str, resource: &str) -> bool {
         "requests.memory",
     ];
     match scope {
-        "Terminating" | "NotTerminating" | "NotBestEffort" | "PriorityClass"
+        "Terminating"
+        | "NotTerminating"
+        | "NotBestEffort"
+        | "PriorityClass"
         | "CrossNamespacePodAffinity" => resource == "pods" || POD_COMPUTE.contains(&resource),
         "BestEffort" => resource == "pods",
         _ => true,
@@ -109,7 +112,11 @@ fn validate_scopes(obj: &Value, errs: &mut Vec<FieldError>) {
     let hard = hard_names(obj);
     for scope in &scopes {
         if !STANDARD_SCOPES.contains(&scope.as_str()) {
-            errs.push(invalid_rendered("spec.scopes", &rendered, "unsupported scope"));
+            errs.push(invalid_rendered(
+                "spec.scopes",
+                &rendered,
+                "unsupported scope",
+            ));
         }
         for k in &hard {
             if is_standard_quota_resource_name(k) && !scope_valid_for_resource(scope, k) {
@@ -123,7 +130,11 @@ fn validate_scopes(obj: &Value, errs: &mut Vec<FieldError>) {
     }
     for (a, b) in CONFLICTING_SCOPES {
         if scopes.iter().any(|s| s == a) && scopes.iter().any(|s| s == b) {
-            errs.push(invalid_rendered("spec.scopes", &rendered, "conflicting scopes"));
+            errs.push(invalid_rendered(
+                "spec.scopes",
+                &rendered,
+                "conflicting scopes",
+            ));
         }
     }
 }
@@ -162,7 +173,11 @@ fn validate_scope_selector(obj: &Value, errs: &mut Vec<FieldError>) {
         }
         if matches!(
             scope,
-            "BestEffort" | "NotBestEffort" | "Terminating" | "NotTerminating" | "CrossNamespacePodAffinity"
+            "BestEffort"
+                | "NotBestEffort"
+                | "Terminating"
+                | "NotTerminating"
+                | "CrossNamespacePodAffinity"
         ) && operator != "Exists"
         {
             errs.push(FieldError::invalid(
@@ -337,7 +352,11 @@ mod tests {
             ),
         ];
         for (spec, want) in cases {
-            assert_eq!(messages(&s().validate_create(&quota(spec.clone()))), want, "{spec}");
+            assert_eq!(
+                messages(&s().validate_create(&quota(spec.clone()))),
+                want,
+                "{spec}"
+            );
         }
     }
 

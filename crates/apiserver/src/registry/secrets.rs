@@ -317,7 +317,10 @@ mod tests {
             messages(&s().validate_create(&obj)),
             ["data: Too long: must have at most 1048576 bytes"]
         );
-        let exact = secret("Opaque", json!({"a": BASE64.encode(vec![b'x'; MAX_SECRET_SIZE])}));
+        let exact = secret(
+            "Opaque",
+            json!({"a": BASE64.encode(vec![b'x'; MAX_SECRET_SIZE])}),
+        );
         assert!(s().validate_create(&exact).is_empty());
     }
 
@@ -357,7 +360,10 @@ mod tests {
     #[test]
     fn secrets_are_selectable_by_type() {
         let obj = secret("kubernetes.io/tls", json!({}));
-        assert_eq!(s().field_value(&obj, "type").as_deref(), Some("kubernetes.io/tls"));
+        assert_eq!(
+            s().field_value(&obj, "type").as_deref(),
+            Some("kubernetes.io/tls")
+        );
         assert_eq!(s().field_value(&obj, "metadata.name").as_deref(), Some("s"));
         assert_eq!(s().field_value(&obj, "data"), None);
     }
