@@ -154,17 +154,15 @@ fn validate(obj: &Value) -> Vec<FieldError> {
                 }
             }
         }
-        "kubernetes.io/basic-auth" => {
-            // Either may be empty, but one must be present.
-            if !has("username") && !has("password") {
-                errs.push(required("username"));
-                errs.push(required("password"));
-            }
+        // Either may be empty, but one must be present.
+        "kubernetes.io/basic-auth" if !has("username") && !has("password") => {
+            errs.push(required("username"));
+            errs.push(required("password"));
         }
-        "kubernetes.io/ssh-auth" => {
-            if data_bytes(obj, "ssh-privatekey").is_none_or(|b| b.is_empty()) {
-                errs.push(required("ssh-privatekey"));
-            }
+        "kubernetes.io/ssh-auth"
+            if data_bytes(obj, "ssh-privatekey").is_none_or(|b| b.is_empty()) =>
+        {
+            errs.push(required("ssh-privatekey"));
         }
         "kubernetes.io/tls" => {
             // kube does not check that the key matches the certificate either.
