@@ -53,15 +53,21 @@ fn parse_ip_sloppy(s: &str) -> Option<IpAddr> {
     Some(IpAddr::V4(Ipv4Addr::from(out)))
 }
 
-/// `ValidateNonSpecialIP`, after the IP check of `IsValidIPForLegacyField`.
-fn validate_endpoint_ip(ip: &str, path: &str, errs: &mut Vec<FieldError>) {
-    let value = json!(ip);
-    let Some(addr) = parse_ip_sloppy(ip) else {
+/// `IsValidIPForLegacyField` (with `StrictIPCIDRValidation` off, as in 1.33).
+fn validate_legacy_ip(ip: &str, path: &str, errs: &mut Vec<FieldError>) {
+    if parse_ip_sloppy(ip).is_none() {
         errs.push(FieldError::invalid(
             path,
-            &value,
+            &json!(ip),
             "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)",
         ));
+    }
+}
+
+/// `ValidateNonSpecialIP`.
+fn validate_non_special_ip(ip: &str, path: &str, errs: &mut Vec<FieldError>) {
+    let value = json!(ip);
+    let Some(addr) = parse_ip_sloppy(ip) else {
         errs.push(FieldError::invalid(
             path,
             &value,
@@ -118,6 +124,7 @@ fn validate_endpoint_ip(ip: &str, path: &str, errs: &mut Vec<FieldError>) {
 fn validate_address(addr: &Value, path: &str, errs: &mut Vec<FieldError>) {
     let ip = get_str(addr, &["ip"]).unwrap_or("");
     let ip_path = format!("{path}.ip");
+    validate_legacy_ip(ip, &ip_path, errs);
     if let Some(hostname) = get_str(addr, &["hostname"]).filter(|h| !h.is_empty()) {
         push_invalid_names(
             errs,
@@ -134,7 +141,7 @@ fn validate_address(addr: &Value, path: &str, errs: &mut Vec<FieldError>) {
             is_dns1123_subdomain(node),
         );
     }
-    validate_endpoint_ip(ip, &ip_path, errs);
+    validate_non_special_ip(ip, &ip_path, errs);
 }
 
 /// `validateEndpointPort`.
@@ -289,6 +296,14 @@ mod tests {
                 ],
             ),
             (json!([{"addresses": [{"ip": "010.001.002.003"}]}]), vec![]),
+            (
+                json!([{"addresses": [{"ip": "bad", "hostname": "Bad_Host"}]}]),
+                vec![
+                    "subsets[0].addresses[0].ip: Invalid value: \"bad\": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)",
+                    "subsets[0].addresses[0].hostname: Invalid value: \"Bad_Host\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+                    "subsets[0].addresses[0].ip: Invalid value: \"bad\": must be a valid IP address",
+                ],
+            ),
             (json!([{"addresses": [{"ip": "2001:db8::1", "hostname": "a"}]}]), vec![]),
             (
                 json!([{"addresses": [{"ip": "10.1.2.3"}],

@@ -54,6 +54,7 @@ mod resourcequotas;
 mod resources;
 mod secrets;
 pub mod selector;
+mod serviceaccounts;
 mod services;
 mod simple;
 mod table;
@@ -402,6 +403,10 @@ fn build(info: &'static ResourceInfo) -> Box<dyn Strategy> {
             ("", "PodTemplate") => (
                 Box::new(podtemplates::strategy(info)),
                 decode_check::<core::v1::PodTemplate>,
+            ),
+            ("", "ServiceAccount") => (
+                Box::new(serviceaccounts::strategy(info)),
+                decode_check::<core::v1::ServiceAccount>,
             ),
             ("", "Endpoints") => (
                 Box::new(endpoints::strategy(info)),

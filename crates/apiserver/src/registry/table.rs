@@ -68,16 +68,11 @@ pub(crate) fn name_is_path_segment(name: &str, prefix: bool) -> Vec<String> {
 
 fn rows() -> Vec<Row> {
     use k8s_openapi::api::{
-        admissionregistration as admission, apps, autoscaling, batch, certificates, core,
-        discovery, flowcontrol, networking, node, policy, rbac, scheduling, storage,
+        admissionregistration as admission, apps, autoscaling, batch, certificates, discovery,
+        flowcontrol, networking, node, policy, rbac, scheduling, storage,
     };
     use k8s_openapi::kube_aggregator::pkg::apis::apiregistration;
     vec![
-        row(
-            "",
-            "ServiceAccount",
-            decode_check::<core::v1::ServiceAccount>,
-        ),
         row(
             "apiregistration.k8s.io",
             "APIService",
