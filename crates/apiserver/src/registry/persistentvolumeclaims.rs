@@ -301,7 +301,7 @@ fn validate_update(new: &Value, old: &Value) -> Vec<FieldError> {
         get(old, &["spec", "volumeAttributesClassName"]),
     ) {
         errs.push(FieldError::forbidden(
-            "volumeAttributesClassName",
+            "spec.volumeAttributesClassName",
             "update is forbidden when the VolumeAttributesClass feature gate is disabled",
         ));
     }

@@ -51,9 +51,9 @@ const SOURCES: &[&str] = &[
     "nfs",
     "rbd",
     "quobyte",
-    "cinder",
     "cephfs",
     "iscsi",
+    "cinder",
     "fc",
     "flexVolume",
     "azureFile",
@@ -359,9 +359,16 @@ fn validate(obj: &Value) -> Vec<FieldError> {
             continue;
         };
         let path = format!("spec.{name}");
-        if found > 0 {
+        // kube never refuses a second source when it is flexVolume, and names cephfs
+        // `cephFS` in this error.
+        if found > 0 && *name != "flexVolume" {
+            let shown = if *name == "cephfs" {
+                "spec.cephFS".to_string()
+            } else {
+                path
+            };
             errs.push(FieldError::forbidden(
-                path,
+                shown,
                 "may not specify more than 1 volume type",
             ));
             continue;
@@ -446,6 +453,15 @@ fn validate_update(new: &Value, old: &Value) -> Vec<FieldError> {
             "nodeAffinity",
             new_affinity.unwrap_or(&Value::Null),
             "field is immutable, except for updating from beta label to GA",
+        ));
+    }
+    if !semantically_equal(
+        get(new, &["spec", "volumeAttributesClassName"]),
+        get(old, &["spec", "volumeAttributesClassName"]),
+    ) {
+        errs.push(FieldError::forbidden(
+            "spec.volumeAttributesClassName",
+            "update is forbidden when the VolumeAttributesClass feature gate is disabled",
         ));
     }
     errs
@@ -559,6 +575,10 @@ mod tests {
             (
                 with(json!({"gcePersistentDisk": {"pdName": "foo"}})),
                 vec!["spec.gcePersistentDisk: Forbidden: may not specify more than 1 volume type"],
+            ),
+            (
+                with(json!({"cephfs": {"monitors": ["m"]}, "flexVolume": {"driver": "d"}})),
+                vec!["spec.cephFS: Forbidden: may not specify more than 1 volume type"],
             ),
             (
                 with(json!({"hostPath": {"path": "/a/../b"}})),
