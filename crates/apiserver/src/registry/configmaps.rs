@@ -9,8 +9,8 @@ use rkcm_apimachinery::catalog::ResourceInfo;
 use serde_json::{json, Value};
 
 use super::generic::GenericStrategy;
+use super::hooked::{nothing, nothing_on_update, HookedStrategy, Hooks};
 use super::object::{get, semantically_equal};
-use super::simple::{no_defaults, SimpleStrategy};
 use super::{FieldError, FieldErrorKind};
 
 /// Largest total size of `data` and `binaryData` (`MaxSecretSize`, shared by configmaps).
@@ -90,6 +90,7 @@ fn validate(obj: &Value) -> Vec<FieldError> {
     errs
 }
 
+/// `ValidateConfigMapUpdate` without the metadata: the `immutable` rules, then the new object.
 fn validate_update(new: &Value, old: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if get(old, &["immutable"]).and_then(Value::as_bool) == Some(true) {
@@ -108,17 +109,23 @@ fn validate_update(new: &Value, old: &Value) -> Vec<FieldError> {
             }
         }
     }
+    errs.extend(validate(new));
     errs
 }
 
+static HOOKS: Hooks = Hooks {
+    default: nothing,
+    prepare_create: nothing,
+    prepare_update: nothing_on_update,
+    prepare_status_update: nothing_on_update,
+    validate,
+    validate_update,
+    fields: &[],
+};
+
 /// The strategy of configmaps.
-pub(crate) fn strategy(info: &'static ResourceInfo) -> SimpleStrategy {
-    SimpleStrategy::new(
-        GenericStrategy::new(info),
-        no_defaults,
-        validate,
-        validate_update,
-    )
+pub(crate) fn strategy(info: &'static ResourceInfo) -> HookedStrategy {
+    HookedStrategy::new(GenericStrategy::new(info), &HOOKS)
 }
 
 #[cfg(test)]
@@ -127,7 +134,7 @@ mod tests {
     use crate::registry::Strategy;
     use rkcm_apimachinery::catalog;
 
-    fn s() -> SimpleStrategy {
+    fn s() -> HookedStrategy {
         strategy(catalog::by_kind("v1", "ConfigMap").expect("served"))
     }
 
@@ -179,6 +186,19 @@ mod tests {
                 "binaryData: Forbidden: field is immutable when `immutable` is set"
             ]
         );
+    }
+
+    #[test]
+    fn immutable_rules_are_reported_before_the_checks_of_the_new_object() {
+        let old = json!({"metadata": {"name": "c", "namespace": "default"}, "data": {"a": "1"}, "immutable": true});
+        let mut new = old.clone();
+        new["data"] = json!({"bad key": "1"});
+        let fields: Vec<String> = s()
+            .validate_update(&new, &old)
+            .iter()
+            .map(|e| e.field.clone())
+            .collect();
+        assert_eq!(fields, ["data", "data[bad key]"]);
     }
 
     #[test]
