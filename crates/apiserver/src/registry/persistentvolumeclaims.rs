@@ -20,7 +20,8 @@ use super::persistentvolumes::{drop_volume_attributes_class, validate_access_mod
 use super::podspec::push_invalid_names;
 use super::quantity::parse_nanos;
 use super::resources::{
-    default_resource_list, validate_positive_quantity, validate_quantity_value,
+    default_resource_list, entries, validate_basic_resource, validate_positive_quantity,
+    validate_quantity_value,
 };
 use super::selector::validate_label_selector;
 use super::FieldError;
@@ -296,6 +297,13 @@ fn validate_update(new: &Value, old: &Value) -> Vec<FieldError> {
         get(old, &["spec", "volumeMode"]),
         "volumeMode",
     ));
+    // From `ValidatePersistentVolumeClaimStatusUpdate` (a full update keeps the old status).
+    for (name, q) in entries(get(new, &["status", "capacity"])) {
+        errs.extend(validate_basic_resource(
+            q,
+            &format!("status.capacity[{name}]"),
+        ));
+    }
     if !semantically_equal(
         get(new, &["spec", "volumeAttributesClassName"]),
         get(old, &["spec", "volumeAttributesClassName"]),
@@ -541,6 +549,12 @@ mod tests {
         s().prepare_for_status_update(&mut status, &old);
         assert_eq!(status["spec"], old["spec"]);
         assert_eq!(status["status"]["capacity"]["storage"], "10");
+        let mut negative = status.clone();
+        negative["status"]["capacity"]["storage"] = json!("-1");
+        assert_eq!(
+            messages(&s().validate_update(&negative, &status)),
+            ["status.capacity[storage]: Invalid value: -1: must be a valid resource quantity"]
+        );
         let mut spec_update = old.clone();
         spec_update["status"] = json!({"phase": "Lost"});
         s().prepare_for_update(&mut spec_update, &old);

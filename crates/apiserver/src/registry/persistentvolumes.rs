@@ -17,7 +17,9 @@ use super::hooked::{HookedStrategy, Hooks};
 use super::meta::{is_dns1123_subdomain, validate_immutable};
 use super::object::{default_field, get, get_str, object_mut, semantically_equal, set};
 use super::podspec::push_invalid_names;
-use super::resources::{default_resource_list, entries, validate_positive_quantity};
+use super::resources::{
+    default_resource_list, entries, validate_basic_resource, validate_positive_quantity,
+};
 use super::FieldError;
 
 /// `supportedAccessModes` (with `ReadWriteOncePod`), sorted.
@@ -330,10 +332,9 @@ fn validate(obj: &Value) -> Vec<FieldError> {
         ));
     }
     for (name, q) in entries(capacity) {
-        errs.extend(validate_positive_quantity(
-            q,
-            &format!("spec.capacity[{name}]"),
-        ));
+        let path = format!("spec.capacity[{name}]");
+        errs.extend(validate_basic_resource(q, &path));
+        errs.extend(validate_positive_quantity(q, &path));
     }
 
     if let Some(policy) =
@@ -563,6 +564,13 @@ mod tests {
             (
                 with(json!({"capacity": {"storage": "0"}})),
                 vec!["spec.capacity[storage]: Invalid value: \"0\": must be greater than zero"],
+            ),
+            (
+                with(json!({"capacity": {"storage": "-1Gi"}})),
+                vec![
+                    "spec.capacity[storage]: Invalid value: -1073741824: must be a valid resource quantity",
+                    "spec.capacity[storage]: Invalid value: \"-1Gi\": must be greater than zero",
+                ],
             ),
             (
                 with(json!({"persistentVolumeReclaimPolicy": "fakeReclaimPolicy"})),

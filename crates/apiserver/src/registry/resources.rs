@@ -211,6 +211,21 @@ pub(crate) fn validate_quantity_value(name: &str, q: &Value, path: &str) -> Vec<
     errs
 }
 
+/// `validateBasicResource`: kube shows the value rounded up to a whole unit (`Value()`).
+pub(crate) fn validate_basic_resource(q: &Value, path: &str) -> Vec<FieldError> {
+    match parse_nanos(q) {
+        Some(n) if n < 0 => {
+            let units = n.div_euclid(1_000_000_000) + i128::from(n.rem_euclid(1_000_000_000) != 0);
+            vec![FieldError {
+                field: path.to_string(),
+                kind: FieldErrorKind::Invalid,
+                message: format!("Invalid value: {units}: must be a valid resource quantity"),
+            }]
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// `ValidatePositiveQuantityValue`.
 pub(crate) fn validate_positive_quantity(q: &Value, path: &str) -> Vec<FieldError> {
     match parse_nanos(q) {
@@ -276,6 +291,11 @@ mod tests {
         );
         assert!(validate_quantity_value("cpu", &json!("1500m"), "h").is_empty());
         assert!(validate_quantity_value("example.com/gpu", &json!("2"), "h").is_empty());
+        assert_eq!(
+            validate_basic_resource(&json!("-1500m"), "c")[0].message_with_field(),
+            "c: Invalid value: -1: must be a valid resource quantity"
+        );
+        assert!(validate_basic_resource(&json!("0"), "c").is_empty());
         assert_eq!(
             validate_positive_quantity(&json!("0"), "s")[0].message,
             "Invalid value: \"0\": must be greater than zero"
