@@ -34,20 +34,30 @@ mod controllerrevisions;
 mod cronjobs;
 mod daemonsets;
 mod deployments;
+mod endpoints;
 mod events;
 mod generation;
 mod generic;
+mod hooked;
 mod jobs;
 mod leases;
+mod limitranges;
 pub mod meta;
 pub mod namespaces;
 mod nodes;
 pub(crate) mod object;
+mod persistentvolumeclaims;
+mod persistentvolumes;
 mod pods;
 mod podspec;
+mod podtemplates;
 mod replicasets;
 mod replicationcontrollers;
+mod resourcequotas;
+mod resources;
+mod secrets;
 pub mod selector;
+mod serviceaccounts;
 mod services;
 mod simple;
 mod statefulsets;
@@ -416,6 +426,38 @@ fn build(info: &'static ResourceInfo) -> Box<dyn Strategy> {
                 Box::new(leases::strategy(info)),
                 decode_check::<coordination::v1::Lease>,
             ),
+            ("", "Secret") => (
+                Box::new(secrets::strategy(info)),
+                decode_check::<core::v1::Secret>,
+            ),
+            ("", "LimitRange") => (
+                Box::new(limitranges::strategy(info)),
+                decode_check::<core::v1::LimitRange>,
+            ),
+            ("", "ResourceQuota") => (
+                Box::new(resourcequotas::strategy(info)),
+                decode_check::<core::v1::ResourceQuota>,
+            ),
+            ("", "PersistentVolume") => (
+                Box::new(persistentvolumes::strategy(info)),
+                decode_check::<core::v1::PersistentVolume>,
+            ),
+            ("", "PersistentVolumeClaim") => (
+                Box::new(persistentvolumeclaims::strategy(info)),
+                decode_check::<core::v1::PersistentVolumeClaim>,
+            ),
+            ("", "PodTemplate") => (
+                Box::new(podtemplates::strategy(info)),
+                decode_check::<core::v1::PodTemplate>,
+            ),
+            ("", "ServiceAccount") => (
+                Box::new(serviceaccounts::strategy(info)),
+                decode_check::<core::v1::ServiceAccount>,
+            ),
+            ("", "Endpoints") => (
+                Box::new(endpoints::strategy(info)),
+                decode_check::<core::v1::Endpoints>,
+            ),
             _ => match table::lookup(info) {
                 Some((strategy, check)) => (Box::new(strategy), check),
                 None => return Box::new(GenericStrategy::new(info)),
@@ -594,6 +636,64 @@ mod tests {
             kind("apps/v1", "ControllerRevision"),
             json!({
                 "metadata": {"name": "rev-1", "namespace": "default"}, "revision": 1, "data": {"spec": {}}
+            }),
+        );
+        let secret: core::Secret = round_trip(
+            kind("v1", "Secret"),
+            json!({
+                "metadata": {"name": "creds", "namespace": "default"},
+                "stringData": {"username": "admin"}, "type": "kubernetes.io/basic-auth"
+            }),
+        );
+        assert_eq!(
+            secret.data.and_then(|d| d.get("username").cloned()),
+            Some(k8s_openapi::ByteString(b"admin".to_vec()))
+        );
+        let _: core::LimitRange = round_trip(
+            kind("v1", "LimitRange"),
+            json!({
+                "metadata": {"name": "limits", "namespace": "default"},
+                "spec": {"limits": [{"type": "Container", "max": {"cpu": "1"}, "min": {"cpu": "100m"}}]}
+            }),
+        );
+        let _: core::ResourceQuota = round_trip(
+            kind("v1", "ResourceQuota"),
+            json!({
+                "metadata": {"name": "quota", "namespace": "default"},
+                "spec": {"hard": {"pods": 10, "requests.cpu": "4"}}
+            }),
+        );
+        let pv: core::PersistentVolume = round_trip(
+            kind("v1", "PersistentVolume"),
+            json!({
+                "metadata": {"name": "pv-1"},
+                "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                    "hostPath": {"path": "/data"}}
+            }),
+        );
+        assert_eq!(pv.status.and_then(|s| s.phase).as_deref(), Some("Pending"));
+        let pvc: core::PersistentVolumeClaim = round_trip(
+            kind("v1", "PersistentVolumeClaim"),
+            json!({
+                "metadata": {"name": "data", "namespace": "default"},
+                "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+            }),
+        );
+        assert_eq!(
+            pvc.spec.and_then(|s| s.volume_mode).as_deref(),
+            Some("Filesystem")
+        );
+        let _: core::PodTemplate = round_trip(
+            kind("v1", "PodTemplate"),
+            json!({
+                "metadata": {"name": "tmpl", "namespace": "default"}, "template": template.clone()
+            }),
+        );
+        let _: core::Endpoints = round_trip(
+            kind("v1", "Endpoints"),
+            json!({
+                "metadata": {"name": "web", "namespace": "default"},
+                "subsets": [{"addresses": [{"ip": "10.0.0.5"}], "ports": [{"port": 80}]}]
             }),
         );
         let _: k8s_openapi::api::coordination::v1::Lease = round_trip(

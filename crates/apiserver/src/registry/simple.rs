@@ -1,5 +1,5 @@
 //! The generic strategy extended by a kind's own defaulting and validation functions, for
-//! kinds whose behaviour is otherwise generic (configmaps, services, leases, revisions).
+//! kinds whose behaviour is otherwise generic (services, leases, revisions).
 
 use rkcm_apimachinery::catalog::ResourceInfo;
 use serde_json::Value;

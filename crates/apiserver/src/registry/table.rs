@@ -70,31 +70,11 @@ pub(crate) fn name_is_path_segment(name: &str, prefix: bool) -> Vec<String> {
 
 fn rows() -> Vec<Row> {
     use k8s_openapi::api::{
-        admissionregistration as admission, autoscaling, certificates, core, discovery,
-        flowcontrol, networking, node, policy, rbac, scheduling, storage,
+        admissionregistration as admission, autoscaling, certificates, discovery, flowcontrol,
+        networking, node, policy, rbac, scheduling, storage,
     };
     use k8s_openapi::kube_aggregator::pkg::apis::apiregistration;
     vec![
-        row("", "Endpoints", decode_check::<core::v1::Endpoints>),
-        row("", "LimitRange", decode_check::<core::v1::LimitRange>),
-        row(
-            "",
-            "PersistentVolumeClaim",
-            decode_check::<core::v1::PersistentVolumeClaim>,
-        ),
-        row(
-            "",
-            "PersistentVolume",
-            decode_check::<core::v1::PersistentVolume>,
-        ),
-        row("", "PodTemplate", decode_check::<core::v1::PodTemplate>),
-        row("", "ResourceQuota", decode_check::<core::v1::ResourceQuota>),
-        row("", "Secret", decode_check::<core::v1::Secret>),
-        row(
-            "",
-            "ServiceAccount",
-            decode_check::<core::v1::ServiceAccount>,
-        ),
         row(
             "apiregistration.k8s.io",
             "APIService",
