@@ -28,20 +28,28 @@
 //! / [`namespaces::validate_finalize`] for `/finalize`, and [`namespaces::mark_terminating`] for
 //! DELETE.
 
+mod certificatesigningrequests;
+mod conditions;
 mod configmaps;
 mod controllerrevisions;
 mod deployments;
 mod events;
 mod generation;
 mod generic;
+mod hooked;
+mod horizontalpodautoscalers;
+pub mod hpa_conversion;
 mod leases;
 pub mod meta;
 pub mod namespaces;
 mod nodes;
 pub(crate) mod object;
+mod poddisruptionbudgets;
 mod pods;
 mod podspec;
+pub mod priorityclasses;
 mod quantity;
+mod rbac;
 mod replicasets;
 mod replicationcontrollers;
 pub mod selector;
@@ -58,7 +66,12 @@ use parking_lot::Mutex;
 use rkcm_apimachinery::catalog::{self, ResourceInfo};
 use serde_json::Value;
 
+pub use certificatesigningrequests::{
+    prepare_for_approval_update, prepare_for_status_update_at as prepare_csr_status_update_at,
+    validate_approval_update,
+};
 pub use generic::GenericStrategy;
+pub use priorityclasses::{check_single_global_default, system_priority_classes};
 
 /// The kind of a field validation error, as apimachinery `field.ErrorType`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -318,7 +331,10 @@ pub trait Strategy: Send + Sync + 'static {
 /// Builds the strategy of a catalog entry: the kind's strategy, checked to decode as its
 /// k8s-openapi type.
 fn build(info: &'static ResourceInfo) -> Box<dyn Strategy> {
-    use k8s_openapi::api::{apps, coordination, core, events as events_api};
+    use k8s_openapi::api::{
+        apps, autoscaling, certificates, coordination, core, events as events_api, policy, rbac,
+        scheduling,
+    };
     use typecheck::{decode_check, TypeChecked};
     let (strategy, check): (Box<dyn Strategy>, typecheck::DecodeCheck) =
         match (info.group, info.kind) {
@@ -369,6 +385,38 @@ fn build(info: &'static ResourceInfo) -> Box<dyn Strategy> {
             ("coordination.k8s.io", "Lease") => (
                 Box::new(leases::strategy(info)),
                 decode_check::<coordination::v1::Lease>,
+            ),
+            ("policy", "PodDisruptionBudget") => (
+                Box::new(poddisruptionbudgets::strategy(info)),
+                decode_check::<policy::v1::PodDisruptionBudget>,
+            ),
+            ("autoscaling", "HorizontalPodAutoscaler") => (
+                Box::new(horizontalpodautoscalers::strategy(info)),
+                decode_check::<autoscaling::v2::HorizontalPodAutoscaler>,
+            ),
+            ("rbac.authorization.k8s.io", "Role") => (
+                Box::new(self::rbac::roles(info)),
+                decode_check::<rbac::v1::Role>,
+            ),
+            ("rbac.authorization.k8s.io", "ClusterRole") => (
+                Box::new(self::rbac::cluster_roles(info)),
+                decode_check::<rbac::v1::ClusterRole>,
+            ),
+            ("rbac.authorization.k8s.io", "RoleBinding") => (
+                Box::new(self::rbac::role_bindings(info)),
+                decode_check::<rbac::v1::RoleBinding>,
+            ),
+            ("rbac.authorization.k8s.io", "ClusterRoleBinding") => (
+                Box::new(self::rbac::cluster_role_bindings(info)),
+                decode_check::<rbac::v1::ClusterRoleBinding>,
+            ),
+            ("scheduling.k8s.io", "PriorityClass") => (
+                Box::new(priorityclasses::strategy(info)),
+                decode_check::<scheduling::v1::PriorityClass>,
+            ),
+            ("certificates.k8s.io", "CertificateSigningRequest") => (
+                Box::new(certificatesigningrequests::strategy(info)),
+                decode_check::<certificates::v1::CertificateSigningRequest>,
             ),
             _ => match table::lookup(info) {
                 Some((strategy, check)) => (Box::new(strategy), check),

@@ -51,25 +51,10 @@ impl Row {
     }
 }
 
-/// RBAC objects are named by path segments (`ValidateRBACName` = `path.IsValidPathSegmentName`):
-/// anything but `.`, `..` and names containing `/` or `%`, so `system:controller:job` is valid.
-pub(crate) fn name_is_path_segment(name: &str, prefix: bool) -> Vec<String> {
-    let mut errs = Vec::new();
-    if !prefix && (name == "." || name == "..") {
-        errs.push(format!("may not be '{name}'"));
-    }
-    for c in ["/", "%"] {
-        if name.contains(c) {
-            errs.push(format!("may not contain '{c}'"));
-        }
-    }
-    errs
-}
-
 fn rows() -> Vec<Row> {
     use k8s_openapi::api::{
-        admissionregistration as admission, apps, autoscaling, batch, certificates, core,
-        discovery, flowcontrol, networking, node, policy, rbac, scheduling, storage,
+        admissionregistration as admission, apps, batch, core, discovery, flowcontrol, networking,
+        node, storage,
     };
     use k8s_openapi::kube_aggregator::pkg::apis::apiregistration;
     vec![
@@ -100,22 +85,12 @@ fn rows() -> Vec<Row> {
         ),
         row("apps", "DaemonSet", decode_check::<apps::v1::DaemonSet>).generation(),
         row("apps", "StatefulSet", decode_check::<apps::v1::StatefulSet>).generation(),
-        row(
-            "autoscaling",
-            "HorizontalPodAutoscaler",
-            decode_check::<autoscaling::v2::HorizontalPodAutoscaler>,
-        ),
         row("batch", "CronJob", decode_check::<batch::v1::CronJob>).generation(),
         // batch/v1 Jobs orphan their pods when a DELETE names no policy, for compatibility
         // (`pkg/registry/batch/job/strategy.go`, `DefaultGarbageCollectionPolicy`).
         row("batch", "Job", decode_check::<batch::v1::Job>)
             .generation()
             .orphaning(),
-        row(
-            "certificates.k8s.io",
-            "CertificateSigningRequest",
-            decode_check::<certificates::v1::CertificateSigningRequest>,
-        ),
         row(
             "networking.k8s.io",
             "IngressClass",
@@ -144,36 +119,6 @@ fn rows() -> Vec<Row> {
             "ServiceCIDR",
             decode_check::<networking::v1::ServiceCIDR>,
         ),
-        row(
-            "policy",
-            "PodDisruptionBudget",
-            decode_check::<policy::v1::PodDisruptionBudget>,
-        )
-        .generation(),
-        row(
-            "rbac.authorization.k8s.io",
-            "ClusterRoleBinding",
-            decode_check::<rbac::v1::ClusterRoleBinding>,
-        )
-        .named(name_is_path_segment),
-        row(
-            "rbac.authorization.k8s.io",
-            "ClusterRole",
-            decode_check::<rbac::v1::ClusterRole>,
-        )
-        .named(name_is_path_segment),
-        row(
-            "rbac.authorization.k8s.io",
-            "RoleBinding",
-            decode_check::<rbac::v1::RoleBinding>,
-        )
-        .named(name_is_path_segment),
-        row(
-            "rbac.authorization.k8s.io",
-            "Role",
-            decode_check::<rbac::v1::Role>,
-        )
-        .named(name_is_path_segment),
         row(
             "storage.k8s.io",
             "CSIDriver",
@@ -222,11 +167,6 @@ fn rows() -> Vec<Row> {
             decode_check::<admission::v1::ValidatingWebhookConfiguration>,
         ),
         row(
-            "scheduling.k8s.io",
-            "PriorityClass",
-            decode_check::<scheduling::v1::PriorityClass>,
-        ),
-        row(
             "node.k8s.io",
             "RuntimeClass",
             decode_check::<node::v1::RuntimeClass>,
@@ -271,14 +211,6 @@ pub(super) fn lookup(info: &'static ResourceInfo) -> Option<(GenericStrategy, De
 mod tests {
     use super::*;
     use rkcm_apimachinery::catalog;
-
-    #[test]
-    fn rbac_names_are_path_segments() {
-        assert!(name_is_path_segment("system:controller:job", false).is_empty());
-        assert_eq!(name_is_path_segment("..", false), ["may not be '..'"]);
-        assert_eq!(name_is_path_segment("a/b", false), ["may not contain '/'"]);
-        assert_eq!(name_is_path_segment("a%b", false), ["may not contain '%'"]);
-    }
 
     #[test]
     fn every_row_names_a_catalog_kind() {
