@@ -201,7 +201,7 @@ fn validate_metric_target(target: &Value, path: &str) -> Vec<FieldError> {
     }
     for key in ["value", "averageValue"] {
         if let Some(q) = present(target, key) {
-            if !parse_nanos(&q).is_some_and(|n| n > 0) {
+            if parse_nanos(&q).is_none_or(|n| n <= 0) {
                 errs.push(invalid_quantity(
                     &format!("{path}.{key}"),
                     &q,
