@@ -98,6 +98,10 @@ fn check_request(der_or_pem: &[u8]) -> Result<(), String> {
 
 /// `validateCertificate` of `status.certificate`: empty, or only parseable `CERTIFICATE`
 /// blocks.
+///
+/// kube refuses PEM headers inside a block ("no PEM block headers are permitted"); the PEM
+/// reader used here does not parse headers, so a block with headers fails as malformed (its
+/// base64 does not decode) and ends the list of blocks instead.
 fn check_certificate(pem_data: &[u8]) -> Result<(), String> {
     if pem_data.is_empty() {
         return Ok(());

@@ -400,6 +400,10 @@ fn validate_metric_spec(spec: &Value, path: &str) -> Vec<FieldError> {
 }
 
 /// `validateScalingRules` of one direction.
+///
+/// `tolerance` is not checked: it is dropped on write unless the stored object already has
+/// it (the gate `HPAConfigurableTolerance` is off), and kube's sign check only matters with
+/// the gate on.
 fn validate_scaling_rules(rules: &Value, path: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if let Some(w) = get_i64(rules, &["stabilizationWindowSeconds"]) {

@@ -607,6 +607,63 @@ mod tests {
     }
 
     #[test]
+    fn policy_autoscaling_rbac_scheduling_and_certificates_objects_round_trip() {
+        use k8s_openapi::api::{autoscaling, certificates, policy, rbac, scheduling};
+        let kind =
+            |api_version: &str, kind: &str| catalog::by_kind(api_version, kind).expect("served");
+        let pdb: policy::v1::PodDisruptionBudget = round_trip(
+            kind("policy/v1", "PodDisruptionBudget"),
+            json!({"metadata": {"name": "web", "namespace": "default"},
+                "spec": {"maxUnavailable": "25%", "selector": {"matchLabels": {"app": "web"}}}}),
+        );
+        assert_eq!(pdb.status.map(|s| s.expected_pods), Some(0));
+        let hpa: autoscaling::v2::HorizontalPodAutoscaler = round_trip(
+            kind("autoscaling/v2", "HorizontalPodAutoscaler"),
+            json!({"metadata": {"name": "web", "namespace": "default"},
+                "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                    "maxReplicas": 5, "behavior": {"scaleDown": {"stabilizationWindowSeconds": 60}}}}),
+        );
+        assert_eq!(hpa.spec.as_ref().and_then(|s| s.min_replicas), Some(1));
+        let _: rbac::v1::ClusterRole = round_trip(
+            kind("rbac.authorization.k8s.io/v1", "ClusterRole"),
+            json!({"metadata": {"name": "system:controller:job"},
+                "rules": [{"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list"]}]}),
+        );
+        let _: rbac::v1::RoleBinding = round_trip(
+            kind("rbac.authorization.k8s.io/v1", "RoleBinding"),
+            json!({"metadata": {"name": "b", "namespace": "default"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+                "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": "default"}]}),
+        );
+        let pc: scheduling::v1::PriorityClass = round_trip(
+            kind("scheduling.k8s.io/v1", "PriorityClass"),
+            json!({"metadata": {"name": "high"}, "value": 1000}),
+        );
+        assert_eq!(
+            pc.preemption_policy.as_deref(),
+            Some("PreemptLowerPriority")
+        );
+        for sys in system_priority_classes() {
+            let _: scheduling::v1::PriorityClass =
+                round_trip(kind("scheduling.k8s.io/v1", "PriorityClass"), sys);
+        }
+        let key = rcgen::KeyPair::generate().expect("key");
+        let request = rcgen::CertificateParams::new(vec!["node".to_string()])
+            .expect("params")
+            .serialize_request(&key)
+            .expect("csr")
+            .pem()
+            .expect("pem");
+        use base64::Engine as _;
+        let _: certificates::v1::CertificateSigningRequest = round_trip(
+            kind("certificates.k8s.io/v1", "CertificateSigningRequest"),
+            json!({"metadata": {"name": "node-csr"},
+                "spec": {"request": base64::engine::general_purpose::STANDARD.encode(request),
+                    "signerName": "kubernetes.io/kube-apiserver-client", "usages": ["client auth"]}}),
+        );
+    }
+
+    #[test]
     fn invalid_values_render_as_kube_does() {
         let e = FieldError::invalid(
             "spec.replicas",
