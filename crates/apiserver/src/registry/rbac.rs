@@ -220,15 +220,7 @@ fn validate_subject(subject: &Value, namespaced: bool, path: &str) -> Vec<FieldE
                 errs.push(FieldError::required(format!("{path}.namespace"), ""));
             }
         }
-        kind @ ("User" | "Group") => {
-            if name.is_empty() {
-                let what = if kind == "User" { "user" } else { "group" };
-                errs.push(FieldError::invalid(
-                    format!("{path}.name"),
-                    &Value::from(name),
-                    &format!("{what} name cannot be empty"),
-                ));
-            }
+        "User" | "Group" => {
             if api_group != GROUP {
                 errs.push(FieldError::not_supported(
                     format!("{path}.apiGroup"),
@@ -502,7 +494,6 @@ mod tests {
             [
                 "subjects[0].kind: Unsupported value: \"Other\": supported values: \"ServiceAccount\", \"User\", \"Group\"",
                 "subjects[1].name: Required value",
-                "subjects[1].name: Invalid value: \"\": user name cannot be empty",
                 "subjects[2].apiGroup: Unsupported value: \"rbac.authorization.k8s.io\": supported values: \"\"",
                 "subjects[3].apiGroup: Unsupported value: \"\": supported values: \"rbac.authorization.k8s.io\"",
             ]
