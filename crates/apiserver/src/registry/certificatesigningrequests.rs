@@ -556,11 +556,11 @@ pub fn prepare_for_approval_update(new: &mut Value, old: &Value, now: &str) {
     let new_conditions = get(new, &["status", "conditions"]).cloned();
     copy(new, old, &["spec"]);
     copy(new, old, &["status"]);
-    match new_conditions {
-        Some(c) => set(new, &["status", "conditions"], Some(c)),
-        None => set(new, &["status", "conditions"], None),
-    }
-    populate_condition_timestamps(new, old, now);
+    set(new, &["status", "conditions"], new_conditions);
+    // kube's approval strategy assigns the new conditions to the old object before filling
+    // timestamps, so a missing `lastTransitionTime` is looked up among the new conditions.
+    let as_old = new.clone();
+    populate_condition_timestamps(new, &as_old, now);
 }
 
 /// The current time as kube writes `metav1.Time` (RFC 3339, seconds).

@@ -123,6 +123,10 @@ fn fill_status(obj: &mut Value) {
         status.insert("desiredReplicas".to_string(), json!(0));
     }
     status.entry("currentMetrics").or_insert(Value::Null);
+    // `currentReplicas` has `omitempty`: a 0 is not written.
+    if status.get("currentReplicas").and_then(Value::as_i64) == Some(0) {
+        status.remove("currentReplicas");
+    }
 }
 
 fn prepare_create(obj: &mut Value) {
@@ -817,6 +821,13 @@ mod tests {
         assert_eq!(
             messages(&s().validate_update(&new, &old)),
             ["status.currentReplicas: Invalid value: -1: must be greater than or equal to 0"]
+        );
+        let mut zero = old.clone();
+        zero["status"] = json!({"currentReplicas": 0, "desiredReplicas": 2});
+        s().prepare_for_status_update(&mut zero, &old);
+        assert_eq!(
+            zero["status"],
+            json!({"desiredReplicas": 2, "currentMetrics": null})
         );
         let mut full = old.clone();
         full["status"] = json!({"desiredReplicas": 3});
