@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use super::generic::GenericStrategy;
 use super::hooked::{HookedStrategy, Hooks};
-use super::meta::validate_nonnegative;
+use super::meta::{is_valid_label_value, validate_nonnegative};
 use super::object::{get, object_mut};
 use super::selector::validate_label_selector;
 use super::FieldError;
@@ -86,8 +86,48 @@ fn fill_status_counters(obj: &mut Value) {
     }
 }
 
-/// `ValidatePodDisruptionBudgetSpec`.
-fn validate_spec(obj: &Value) -> Vec<FieldError> {
+/// `ValidateLabelSelector` with `AllowInvalidLabelValueInSelector` when `allow_invalid_values`:
+/// the values of `matchExpressions` are then not checked (keys, operators and `matchLabels`
+/// still are).
+pub(crate) fn validate_selector(
+    selector: Option<&Value>,
+    path: &str,
+    allow_invalid_values: bool,
+) -> Vec<FieldError> {
+    if !allow_invalid_values {
+        return validate_label_selector(selector, path);
+    }
+    let mut tolerant = selector.cloned().unwrap_or(Value::Null);
+    if let Some(exprs) = tolerant
+        .get_mut("matchExpressions")
+        .and_then(Value::as_array_mut)
+    {
+        for values in exprs
+            .iter_mut()
+            .filter_map(|e| e.get_mut("values"))
+            .filter_map(Value::as_array_mut)
+        {
+            for v in values.iter_mut() {
+                if v.as_str()
+                    .is_some_and(|s| !is_valid_label_value(s).is_empty())
+                {
+                    // An empty value is always a valid label value.
+                    *v = json!("");
+                }
+            }
+        }
+    }
+    validate_label_selector(Some(&tolerant), path)
+}
+
+/// `hasInvalidLabelValueInLabelSelector`-style check: the stored selector does not validate,
+/// so an update is allowed to keep its invalid label values.
+pub(crate) fn selector_has_errors(selector: Option<&Value>) -> bool {
+    !validate_label_selector(selector, "").is_empty()
+}
+
+/// `ValidatePodDisruptionBudgetSpec`; `allow_invalid_values` as `AllowInvalidLabelValueInSelector`.
+fn validate_spec_with(obj: &Value, allow_invalid_values: bool) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let spec = get(obj, &["spec"]).unwrap_or(&Value::Null);
     let min = get(spec, &["minAvailable"]).filter(|v| !v.is_null());
@@ -103,12 +143,10 @@ fn validate_spec(obj: &Value) -> Vec<FieldError> {
     }
     errs.extend(validate_int_or_percent(min, "spec.minAvailable"));
     errs.extend(validate_int_or_percent(max, "spec.maxUnavailable"));
-    // TODO: kube tolerates invalid label values in the selector on update when the stored
-    // budget already had them (`AllowInvalidLabelValueInSelector`); they are always refused
-    // here.
-    errs.extend(validate_label_selector(
+    errs.extend(validate_selector(
         get(spec, &["selector"]),
         "spec.selector",
+        allow_invalid_values,
     ));
     if let Some(policy) = get(spec, &["unhealthyPodEvictionPolicy"]).filter(|v| !v.is_null()) {
         if !policy
@@ -123,6 +161,11 @@ fn validate_spec(obj: &Value) -> Vec<FieldError> {
         }
     }
     errs
+}
+
+/// `ValidatePodDisruptionBudget` of a new budget.
+fn validate_spec(obj: &Value) -> Vec<FieldError> {
+    validate_spec_with(obj, false)
 }
 
 /// `ValidatePodDisruptionBudgetStatusUpdate` for policy/v1: conditions and the counters.
@@ -142,8 +185,9 @@ fn validate_status(obj: &Value) -> Vec<FieldError> {
 
 /// A full update validates the spec; a status update the status. Each preparation keeps the
 /// other half as stored, so checking both covers both paths.
-fn validate_update(new: &Value, _old: &Value) -> Vec<FieldError> {
-    let mut errs = validate_spec(new);
+fn validate_update(new: &Value, old: &Value) -> Vec<FieldError> {
+    let tolerate = selector_has_errors(get(old, &["spec", "selector"]));
+    let mut errs = validate_spec_with(new, tolerate);
     errs.extend(validate_status(new));
     errs
 }
@@ -249,6 +293,23 @@ mod tests {
     fn the_selector_is_validated() {
         let errs = validate_spec(&pdb(json!({"selector": {"matchLabels": {"bad key": "x"}}})));
         assert_eq!(errs[0].field, "spec.selector.matchLabels");
+    }
+
+    /// `TestPodDisruptionBudgetStrategy` "invalid label value in selector" cases.
+    #[test]
+    fn stored_invalid_label_values_may_stay_on_update() {
+        let selector = json!({"matchExpressions": [{"key": "app", "operator": "In", "values": ["bad value!"]}]});
+        let obj = pdb(json!({"minAvailable": 1, "selector": selector}));
+        assert!(!validate_spec(&obj).is_empty());
+        let clean = pdb(json!({"minAvailable": 1}));
+        assert!(!validate_update(&obj, &clean).is_empty());
+        let mut newer = obj.clone();
+        newer["spec"]["minAvailable"] = json!(2);
+        assert!(
+            validate_update(&newer, &obj).is_empty(),
+            "{:?}",
+            validate_update(&newer, &obj)
+        );
     }
 
     /// `TestValidatePodDisruptionBudgetStatus` (policy/v1).

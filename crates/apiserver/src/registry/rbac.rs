@@ -15,7 +15,8 @@ use super::generic::GenericStrategy;
 use super::hooked::{HookedStrategy, Hooks};
 use super::meta::name_is_dns_subdomain;
 use super::object::{get, get_str};
-use super::selector::{validate_label_selector, LabelSelector};
+use super::poddisruptionbudgets::{selector_has_errors, validate_selector};
+use super::selector::LabelSelector;
 use super::{FieldError, FieldErrorKind};
 
 /// `rbac.GroupName`.
@@ -114,6 +115,22 @@ fn validate_role(obj: &Value) -> Vec<FieldError> {
 
 /// `ValidateClusterRole` (after the metadata): rules and the aggregation rule.
 fn validate_cluster_role(obj: &Value) -> Vec<FieldError> {
+    validate_cluster_role_with(obj, false)
+}
+
+/// `ValidateClusterRoleUpdate` (after the metadata): a stored role whose aggregation selectors
+/// do not validate may keep invalid label values (`AllowInvalidLabelValueInSelector`).
+fn validate_cluster_role_update(new: &Value, old: &Value) -> Vec<FieldError> {
+    let tolerate = strings(
+        get(old, &["aggregationRule"]).unwrap_or(&Value::Null),
+        "clusterRoleSelectors",
+    )
+    .into_iter()
+    .any(|s| selector_has_errors(Some(s)));
+    validate_cluster_role_with(new, tolerate)
+}
+
+fn validate_cluster_role_with(obj: &Value, allow_invalid_values: bool) -> Vec<FieldError> {
     let mut errs = validate_rules(obj, false);
     let Some(rule) = get(obj, &["aggregationRule"]).filter(|v| !v.is_null()) else {
         return errs;
@@ -125,11 +142,13 @@ fn validate_cluster_role(obj: &Value) -> Vec<FieldError> {
             "at least one clusterRoleSelector required if aggregationRule is non-nil",
         ));
     }
-    // TODO: kube tolerates invalid label values here on update when the stored role already
-    // had them (`AllowInvalidLabelValueInSelector`); they are always refused.
     for (i, selector) in selectors.into_iter().enumerate() {
         let path = format!("aggregationRule.clusterRoleSelectors[{i}]");
-        errs.extend(validate_label_selector(Some(selector), &path));
+        errs.extend(validate_selector(
+            Some(selector),
+            &path,
+            allow_invalid_values,
+        ));
         if LabelSelector::from_json(Some(selector)).is_err() {
             errs.push(FieldError::invalid(
                 path,
@@ -286,7 +305,7 @@ pub(crate) fn cluster_roles(info: &'static ResourceInfo) -> HookedStrategy {
         GenericStrategy::new(info).with_name_validator(name_is_path_segment),
         Hooks {
             validate: validate_cluster_role,
-            validate_update: |new, _old| validate_cluster_role(new),
+            validate_update: validate_cluster_role_update,
             ..Hooks::NONE
         },
     )
