@@ -302,24 +302,25 @@ pub fn v2_to_v1(v2: &Value) -> Value {
         "maxReplicas".into(),
         spec.get("maxReplicas").cloned().unwrap_or(json!(0)),
     );
-    if let Some(cpu) = metrics.iter().find(|m| is_cpu_resource(m)) {
-        put(
-            &mut out_spec,
-            "targetCPUUtilizationPercentage",
-            cpu.get("resource")
-                .and_then(|r| r.get("target"))
-                .and_then(|t| t.get("averageUtilization")),
-        );
+    let cpu_utilization = |m: &Value| {
+        m.get("resource")
+            .and_then(|r| r.get("target"))
+            .and_then(|t| t.get("averageUtilization"))
+            .filter(|u| !u.is_null())
+            .cloned()
+    };
+    // The first CPU metric with a utilization target (kubernetes#101370: a CPU average-value
+    // metric before it does not hide it).
+    if let Some(u) = metrics
+        .iter()
+        .filter(|m| is_cpu_resource(m))
+        .find_map(cpu_utilization)
+    {
+        out_spec.insert("targetCPUUtilizationPercentage".into(), u);
     }
     let other_metrics: Vec<Value> = metrics
         .iter()
-        .filter(|m| {
-            !(is_cpu_resource(m)
-                && m.get("resource")
-                    .and_then(|r| r.get("target"))
-                    .and_then(|t| t.get("averageUtilization"))
-                    .is_some_and(|u| !u.is_null()))
-        })
+        .filter(|m| !(is_cpu_resource(m) && cpu_utilization(m).is_some()))
         .map(metric_spec_to_v1)
         .collect();
 
@@ -738,6 +739,34 @@ mod tests {
             back["status"],
             json!({"currentReplicas": 0, "desiredReplicas": 0})
         );
+    }
+
+    /// `TestConvert_autoscaling_HorizontalPodAutoscalerSpec_To_v1_HorizontalPodAutoscalerSpec`.
+    #[test]
+    fn the_cpu_target_is_the_first_cpu_utilization_metric() {
+        let v2 = |metrics: Value| {
+            json!({"metadata": {"name": "web"}, "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"},
+                "minReplicas": 1, "maxReplicas": 3, "metrics": metrics}})
+        };
+        let average = json!({"type": "Resource", "resource": {"name": "cpu", "target": {"type": "AverageValue", "averageValue": "300m"}}});
+        let utilization = json!({"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 70}}});
+        let both = v2_to_v1(&v2(json!([average, utilization])));
+        assert_eq!(
+            both["spec"],
+            json!({"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "minReplicas": 1, "maxReplicas": 3,
+                "targetCPUUtilizationPercentage": 70})
+        );
+        // The average-value CPU metric travels in the annotation.
+        assert_eq!(
+            both["metadata"]["annotations"][METRIC_SPECS_ANNOTATION],
+            r#"[{"type":"Resource","resource":{"name":"cpu","targetAverageValue":"300m"}}]"#
+        );
+        let none = v2_to_v1(&v2(json!([])));
+        assert!(none["spec"].get("targetCPUUtilizationPercentage").is_none());
+        let only = v2_to_v1(&v2(json!([{"type": "Resource", "resource": {"name": "cpu",
+            "target": {"type": "Utilization", "averageUtilization": 60}}}])));
+        assert_eq!(only["spec"]["targetCPUUtilizationPercentage"], 60);
+        assert!(only["metadata"].get("annotations").is_none());
     }
 
     #[test]
