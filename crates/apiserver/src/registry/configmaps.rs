@@ -108,7 +108,7 @@ static HOOKS: Hooks = Hooks {
 
 /// The strategy of configmaps.
 pub(crate) fn strategy(info: &'static ResourceInfo) -> HookedStrategy {
-    HookedStrategy::new(GenericStrategy::new(info), &HOOKS)
+    HookedStrategy::new(GenericStrategy::new(info), HOOKS)
 }
 
 #[cfg(test)]

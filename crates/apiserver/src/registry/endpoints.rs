@@ -230,7 +230,7 @@ static HOOKS: Hooks = Hooks {
 
 /// The strategy of endpoints.
 pub(crate) fn strategy(info: &'static ResourceInfo) -> HookedStrategy {
-    HookedStrategy::new(GenericStrategy::new(info), &HOOKS)
+    HookedStrategy::new(GenericStrategy::new(info), HOOKS)
 }
 
 #[cfg(test)]

@@ -29,6 +29,8 @@
 //! / [`namespaces::validate_finalize`] for `/finalize`, and [`namespaces::mark_terminating`] for
 //! DELETE.
 
+mod certificatesigningrequests;
+mod conditions;
 mod configmaps;
 mod controllerrevisions;
 mod cronjobs;
@@ -39,6 +41,8 @@ mod events;
 mod generation;
 mod generic;
 mod hooked;
+mod horizontalpodautoscalers;
+pub mod hpa_conversion;
 mod jobs;
 mod leases;
 mod limitranges;
@@ -48,9 +52,12 @@ mod nodes;
 pub(crate) mod object;
 mod persistentvolumeclaims;
 mod persistentvolumes;
+mod poddisruptionbudgets;
 mod pods;
 mod podspec;
 mod podtemplates;
+pub mod priorityclasses;
+mod rbac;
 mod replicasets;
 mod replicationcontrollers;
 mod resourcequotas;
@@ -72,7 +79,12 @@ use parking_lot::Mutex;
 use rkcm_apimachinery::catalog::{self, ResourceInfo};
 use serde_json::Value;
 
+pub use certificatesigningrequests::{
+    prepare_for_approval_update, prepare_for_status_update_at as prepare_csr_status_update_at,
+    validate_approval_update,
+};
 pub use generic::GenericStrategy;
+pub use priorityclasses::{check_single_global_default, system_priority_classes};
 
 /// The kind of a field validation error, as apimachinery `field.ErrorType`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -358,7 +370,10 @@ pub trait Strategy: Send + Sync + 'static {
 /// Builds the strategy of a catalog entry: the kind's strategy, checked to decode as its
 /// k8s-openapi type.
 fn build(info: &'static ResourceInfo) -> Box<dyn Strategy> {
-    use k8s_openapi::api::{apps, batch, coordination, core, events as events_api};
+    use k8s_openapi::api::{
+        apps, autoscaling, batch, certificates, coordination, core, events as events_api, policy,
+        rbac, scheduling,
+    };
     use typecheck::{decode_check, TypeChecked};
     let (strategy, check): (Box<dyn Strategy>, typecheck::DecodeCheck) =
         match (info.group, info.kind) {
@@ -457,6 +472,38 @@ fn build(info: &'static ResourceInfo) -> Box<dyn Strategy> {
             ("", "Endpoints") => (
                 Box::new(endpoints::strategy(info)),
                 decode_check::<core::v1::Endpoints>,
+            ),
+            ("policy", "PodDisruptionBudget") => (
+                Box::new(poddisruptionbudgets::strategy(info)),
+                decode_check::<policy::v1::PodDisruptionBudget>,
+            ),
+            ("autoscaling", "HorizontalPodAutoscaler") => (
+                Box::new(horizontalpodautoscalers::strategy(info)),
+                decode_check::<autoscaling::v2::HorizontalPodAutoscaler>,
+            ),
+            ("rbac.authorization.k8s.io", "Role") => (
+                Box::new(self::rbac::roles(info)),
+                decode_check::<rbac::v1::Role>,
+            ),
+            ("rbac.authorization.k8s.io", "ClusterRole") => (
+                Box::new(self::rbac::cluster_roles(info)),
+                decode_check::<rbac::v1::ClusterRole>,
+            ),
+            ("rbac.authorization.k8s.io", "RoleBinding") => (
+                Box::new(self::rbac::role_bindings(info)),
+                decode_check::<rbac::v1::RoleBinding>,
+            ),
+            ("rbac.authorization.k8s.io", "ClusterRoleBinding") => (
+                Box::new(self::rbac::cluster_role_bindings(info)),
+                decode_check::<rbac::v1::ClusterRoleBinding>,
+            ),
+            ("scheduling.k8s.io", "PriorityClass") => (
+                Box::new(priorityclasses::strategy(info)),
+                decode_check::<scheduling::v1::PriorityClass>,
+            ),
+            ("certificates.k8s.io", "CertificateSigningRequest") => (
+                Box::new(certificatesigningrequests::strategy(info)),
+                decode_check::<certificates::v1::CertificateSigningRequest>,
             ),
             _ => match table::lookup(info) {
                 Some((strategy, check)) => (Box::new(strategy), check),
@@ -755,6 +802,63 @@ mod tests {
         assert_eq!(
             cron.spec.and_then(|s| s.concurrency_policy).as_deref(),
             Some("Allow")
+        );
+    }
+
+    #[test]
+    fn policy_autoscaling_rbac_scheduling_and_certificates_objects_round_trip() {
+        use k8s_openapi::api::{autoscaling, certificates, policy, rbac, scheduling};
+        let kind =
+            |api_version: &str, kind: &str| catalog::by_kind(api_version, kind).expect("served");
+        let pdb: policy::v1::PodDisruptionBudget = round_trip(
+            kind("policy/v1", "PodDisruptionBudget"),
+            json!({"metadata": {"name": "web", "namespace": "default"},
+                "spec": {"maxUnavailable": "25%", "selector": {"matchLabels": {"app": "web"}}}}),
+        );
+        assert_eq!(pdb.status.map(|s| s.expected_pods), Some(0));
+        let hpa: autoscaling::v2::HorizontalPodAutoscaler = round_trip(
+            kind("autoscaling/v2", "HorizontalPodAutoscaler"),
+            json!({"metadata": {"name": "web", "namespace": "default"},
+                "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                    "maxReplicas": 5, "behavior": {"scaleDown": {"stabilizationWindowSeconds": 60}}}}),
+        );
+        assert_eq!(hpa.spec.as_ref().and_then(|s| s.min_replicas), Some(1));
+        let _: rbac::v1::ClusterRole = round_trip(
+            kind("rbac.authorization.k8s.io/v1", "ClusterRole"),
+            json!({"metadata": {"name": "system:controller:job"},
+                "rules": [{"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list"]}]}),
+        );
+        let _: rbac::v1::RoleBinding = round_trip(
+            kind("rbac.authorization.k8s.io/v1", "RoleBinding"),
+            json!({"metadata": {"name": "b", "namespace": "default"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+                "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": "default"}]}),
+        );
+        let pc: scheduling::v1::PriorityClass = round_trip(
+            kind("scheduling.k8s.io/v1", "PriorityClass"),
+            json!({"metadata": {"name": "high"}, "value": 1000}),
+        );
+        assert_eq!(
+            pc.preemption_policy.as_deref(),
+            Some("PreemptLowerPriority")
+        );
+        for sys in system_priority_classes() {
+            let _: scheduling::v1::PriorityClass =
+                round_trip(kind("scheduling.k8s.io/v1", "PriorityClass"), sys);
+        }
+        let key = rcgen::KeyPair::generate().expect("key");
+        let request = rcgen::CertificateParams::new(vec!["node".to_string()])
+            .expect("params")
+            .serialize_request(&key)
+            .expect("csr")
+            .pem()
+            .expect("pem");
+        use base64::Engine as _;
+        let _: certificates::v1::CertificateSigningRequest = round_trip(
+            kind("certificates.k8s.io/v1", "CertificateSigningRequest"),
+            json!({"metadata": {"name": "node-csr"},
+                "spec": {"request": base64::engine::general_purpose::STANDARD.encode(request),
+                    "signerName": "kubernetes.io/kube-apiserver-client", "usages": ["client auth"]}}),
         );
     }
 

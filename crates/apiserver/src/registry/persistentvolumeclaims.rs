@@ -334,7 +334,7 @@ static HOOKS: Hooks = Hooks {
 
 /// The strategy of persistent volume claims.
 pub(crate) fn strategy(info: &'static ResourceInfo) -> HookedStrategy {
-    HookedStrategy::new(GenericStrategy::new(info), &HOOKS)
+    HookedStrategy::new(GenericStrategy::new(info), HOOKS)
 }
 
 #[cfg(test)]

@@ -482,7 +482,7 @@ static HOOKS: Hooks = Hooks {
 
 /// The strategy of persistent volumes.
 pub(crate) fn strategy(info: &'static ResourceInfo) -> HookedStrategy {
-    HookedStrategy::new(GenericStrategy::new(info), &HOOKS)
+    HookedStrategy::new(GenericStrategy::new(info), HOOKS)
 }
 
 #[cfg(test)]

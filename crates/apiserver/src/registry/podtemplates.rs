@@ -57,7 +57,7 @@ static HOOKS: Hooks = Hooks {
 
 /// The strategy of pod templates.
 pub(crate) fn strategy(info: &'static ResourceInfo) -> HookedStrategy {
-    HookedStrategy::new(GenericStrategy::new(info), &HOOKS)
+    HookedStrategy::new(GenericStrategy::new(info), HOOKS)
 }
 
 #[cfg(test)]

@@ -266,7 +266,7 @@ static HOOKS: Hooks = Hooks {
 
 /// The strategy of resource quotas: the generic spec/status split, no generation.
 pub(crate) fn strategy(info: &'static ResourceInfo) -> HookedStrategy {
-    HookedStrategy::new(GenericStrategy::new(info), &HOOKS)
+    HookedStrategy::new(GenericStrategy::new(info), HOOKS)
 }
 
 #[cfg(test)]

@@ -53,25 +53,9 @@ impl Row {
     }
 }
 
-/// RBAC objects are named by path segments (`ValidateRBACName` = `path.IsValidPathSegmentName`):
-/// anything but `.`, `..` and names containing `/` or `%`, so `system:controller:job` is valid.
-pub(crate) fn name_is_path_segment(name: &str, prefix: bool) -> Vec<String> {
-    let mut errs = Vec::new();
-    if !prefix && (name == "." || name == "..") {
-        errs.push(format!("may not be '{name}'"));
-    }
-    for c in ["/", "%"] {
-        if name.contains(c) {
-            errs.push(format!("may not contain '{c}'"));
-        }
-    }
-    errs
-}
-
 fn rows() -> Vec<Row> {
     use k8s_openapi::api::{
-        admissionregistration as admission, autoscaling, certificates, discovery, flowcontrol,
-        networking, node, policy, rbac, scheduling, storage,
+        admissionregistration as admission, discovery, flowcontrol, networking, node, storage,
     };
     use k8s_openapi::kube_aggregator::pkg::apis::apiregistration;
     vec![
@@ -79,16 +63,6 @@ fn rows() -> Vec<Row> {
             "apiregistration.k8s.io",
             "APIService",
             decode_check::<apiregistration::v1::APIService>,
-        ),
-        row(
-            "autoscaling",
-            "HorizontalPodAutoscaler",
-            decode_check::<autoscaling::v2::HorizontalPodAutoscaler>,
-        ),
-        row(
-            "certificates.k8s.io",
-            "CertificateSigningRequest",
-            decode_check::<certificates::v1::CertificateSigningRequest>,
         ),
         row(
             "networking.k8s.io",
@@ -118,36 +92,6 @@ fn rows() -> Vec<Row> {
             "ServiceCIDR",
             decode_check::<networking::v1::ServiceCIDR>,
         ),
-        row(
-            "policy",
-            "PodDisruptionBudget",
-            decode_check::<policy::v1::PodDisruptionBudget>,
-        )
-        .generation(),
-        row(
-            "rbac.authorization.k8s.io",
-            "ClusterRoleBinding",
-            decode_check::<rbac::v1::ClusterRoleBinding>,
-        )
-        .named(name_is_path_segment),
-        row(
-            "rbac.authorization.k8s.io",
-            "ClusterRole",
-            decode_check::<rbac::v1::ClusterRole>,
-        )
-        .named(name_is_path_segment),
-        row(
-            "rbac.authorization.k8s.io",
-            "RoleBinding",
-            decode_check::<rbac::v1::RoleBinding>,
-        )
-        .named(name_is_path_segment),
-        row(
-            "rbac.authorization.k8s.io",
-            "Role",
-            decode_check::<rbac::v1::Role>,
-        )
-        .named(name_is_path_segment),
         row(
             "storage.k8s.io",
             "CSIDriver",
@@ -196,11 +140,6 @@ fn rows() -> Vec<Row> {
             decode_check::<admission::v1::ValidatingWebhookConfiguration>,
         ),
         row(
-            "scheduling.k8s.io",
-            "PriorityClass",
-            decode_check::<scheduling::v1::PriorityClass>,
-        ),
-        row(
             "node.k8s.io",
             "RuntimeClass",
             decode_check::<node::v1::RuntimeClass>,
@@ -245,14 +184,6 @@ pub(super) fn lookup(info: &'static ResourceInfo) -> Option<(GenericStrategy, De
 mod tests {
     use super::*;
     use rkcm_apimachinery::catalog;
-
-    #[test]
-    fn rbac_names_are_path_segments() {
-        assert!(name_is_path_segment("system:controller:job", false).is_empty());
-        assert_eq!(name_is_path_segment("..", false), ["may not be '..'"]);
-        assert_eq!(name_is_path_segment("a/b", false), ["may not contain '/'"]);
-        assert_eq!(name_is_path_segment("a%b", false), ["may not contain '%'"]);
-    }
 
     #[test]
     fn every_row_names_a_catalog_kind() {
