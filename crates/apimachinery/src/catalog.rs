@@ -124,20 +124,94 @@ const SCALE: Subresource = Subresource {
     streams: false,
 };
 
-static RESOURCES: &[ResourceInfo] = &[
+/// A namespaced resource with the ordinary read-write verbs and no subresource, names and
+/// categories; refined with the `with_*` builders below.
+const fn namespaced(
+    group: &'static str,
+    version: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+    singular: &'static str,
+) -> ResourceInfo {
     ResourceInfo {
-        group: "",
-        version: "v1",
-        kind: "Namespace",
-        plural: "namespaces",
-        singular: "namespace",
-        short_names: &["ns"],
+        group,
+        version,
+        kind,
+        plural,
+        singular,
+        short_names: &[],
         categories: &[],
-        scope: Scope::Cluster,
-        verbs: &[
+        scope: Scope::Namespaced,
+        verbs: RW_VERBS,
+        subresources: &[],
+    }
+}
+
+/// A cluster-scoped resource, otherwise as [`namespaced`].
+const fn cluster(
+    group: &'static str,
+    version: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+    singular: &'static str,
+) -> ResourceInfo {
+    let mut r = namespaced(group, version, kind, plural, singular);
+    r.scope = Scope::Cluster;
+    r
+}
+
+impl ResourceInfo {
+    const fn with_short_names(mut self, short_names: &'static [&'static str]) -> Self {
+        self.short_names = short_names;
+        self
+    }
+
+    const fn with_categories(mut self, categories: &'static [&'static str]) -> Self {
+        self.categories = categories;
+        self
+    }
+
+    const fn with_verbs(mut self, verbs: &'static [&'static str]) -> Self {
+        self.verbs = verbs;
+        self
+    }
+
+    const fn with_subresources(mut self, subresources: &'static [Subresource]) -> Self {
+        self.subresources = subresources;
+        self
+    }
+}
+
+/// The `all` category (`kubectl get all`).
+const ALL: &[&str] = &["all"];
+/// The `api-extensions` category kube gives the resources that extend the API.
+const API_EXTENSIONS: &[&str] = &["api-extensions"];
+
+/// Every resource kube-apiserver 1.33 serves by default, grouped in kube's discovery order
+/// (the core group, then the groups by kube's group priority). Within a group the preferred
+/// version comes first.
+static RESOURCES: &[ResourceInfo] = &[
+    // core/v1, in kube's legacy discovery order.
+    namespaced("", "v1", "Binding", "bindings", "binding").with_verbs(&["create"]),
+    cluster(
+        "",
+        "v1",
+        "ComponentStatus",
+        "componentstatuses",
+        "componentstatus",
+    )
+    .with_short_names(&["cs"])
+    .with_verbs(&["get", "list"]),
+    namespaced("", "v1", "ConfigMap", "configmaps", "configmap").with_short_names(&["cm"]),
+    namespaced("", "v1", "Endpoints", "endpoints", "endpoints").with_short_names(&["ep"]),
+    namespaced("", "v1", "Event", "events", "event").with_short_names(&["ev"]),
+    namespaced("", "v1", "LimitRange", "limitranges", "limitrange").with_short_names(&["limits"]),
+    cluster("", "v1", "Namespace", "namespaces", "namespace")
+        .with_short_names(&["ns"])
+        .with_verbs(&[
             "create", "delete", "get", "list", "patch", "update", "watch",
-        ],
-        subresources: &[
+        ])
+        .with_subresources(&[
             status("", "v1", "Namespace"),
             Subresource {
                 name: "finalize",
@@ -147,19 +221,32 @@ static RESOURCES: &[ResourceInfo] = &[
                 verbs: &["update"],
                 streams: false,
             },
-        ],
-    },
-    ResourceInfo {
-        group: "",
-        version: "v1",
-        kind: "Pod",
-        plural: "pods",
-        singular: "pod",
-        short_names: &["po"],
-        categories: &["all"],
-        scope: Scope::Namespaced,
-        verbs: RW_VERBS,
-        subresources: &[
+        ]),
+    cluster("", "v1", "Node", "nodes", "node")
+        .with_short_names(&["no"])
+        .with_subresources(&[status("", "v1", "Node")]),
+    namespaced(
+        "",
+        "v1",
+        "PersistentVolumeClaim",
+        "persistentvolumeclaims",
+        "persistentvolumeclaim",
+    )
+    .with_short_names(&["pvc"])
+    .with_subresources(&[status("", "v1", "PersistentVolumeClaim")]),
+    cluster(
+        "",
+        "v1",
+        "PersistentVolume",
+        "persistentvolumes",
+        "persistentvolume",
+    )
+    .with_short_names(&["pv"])
+    .with_subresources(&[status("", "v1", "PersistentVolume")]),
+    namespaced("", "v1", "Pod", "pods", "pod")
+        .with_short_names(&["po"])
+        .with_categories(ALL)
+        .with_subresources(&[
             status("", "v1", "Pod"),
             Subresource {
                 name: "binding",
@@ -209,128 +296,313 @@ static RESOURCES: &[ResourceInfo] = &[
                 verbs: CONNECT_VERBS,
                 streams: true,
             },
-        ],
-    },
-    ResourceInfo {
-        group: "",
+        ]),
+    namespaced("", "v1", "PodTemplate", "podtemplates", "podtemplate"),
+    namespaced(
+        "",
+        "v1",
+        "ReplicationController",
+        "replicationcontrollers",
+        "replicationcontroller",
+    )
+    .with_short_names(&["rc"])
+    .with_categories(ALL)
+    .with_subresources(&[status("", "v1", "ReplicationController"), SCALE]),
+    namespaced("", "v1", "ResourceQuota", "resourcequotas", "resourcequota")
+        .with_short_names(&["quota"])
+        .with_subresources(&[status("", "v1", "ResourceQuota")]),
+    namespaced("", "v1", "Secret", "secrets", "secret"),
+    namespaced(
+        "",
+        "v1",
+        "ServiceAccount",
+        "serviceaccounts",
+        "serviceaccount",
+    )
+    .with_short_names(&["sa"])
+    .with_subresources(&[Subresource {
+        name: "token",
+        group: "authentication.k8s.io",
         version: "v1",
-        kind: "Node",
-        plural: "nodes",
-        singular: "node",
-        short_names: &["no"],
-        categories: &[],
-        scope: Scope::Cluster,
-        verbs: RW_VERBS,
-        subresources: &[status("", "v1", "Node")],
-    },
-    ResourceInfo {
-        group: "",
-        version: "v1",
-        kind: "Event",
-        plural: "events",
-        singular: "event",
-        short_names: &["ev"],
-        categories: &[],
-        scope: Scope::Namespaced,
-        verbs: RW_VERBS,
-        subresources: &[],
-    },
-    ResourceInfo {
-        group: "",
-        version: "v1",
-        kind: "ReplicationController",
-        plural: "replicationcontrollers",
-        singular: "replicationcontroller",
-        short_names: &["rc"],
-        categories: &["all"],
-        scope: Scope::Namespaced,
-        verbs: RW_VERBS,
-        subresources: &[status("", "v1", "ReplicationController"), SCALE],
-    },
-    ResourceInfo {
-        group: "",
-        version: "v1",
-        kind: "Service",
-        plural: "services",
-        singular: "service",
-        short_names: &["svc"],
-        categories: &["all"],
-        scope: Scope::Namespaced,
-        verbs: RW_VERBS,
-        subresources: &[status("", "v1", "Service")],
-    },
-    ResourceInfo {
-        group: "",
-        version: "v1",
-        kind: "ConfigMap",
-        plural: "configmaps",
-        singular: "configmap",
-        short_names: &["cm"],
-        categories: &[],
-        scope: Scope::Namespaced,
-        verbs: RW_VERBS,
-        subresources: &[],
-    },
-    ResourceInfo {
-        group: "apps",
-        version: "v1",
-        kind: "Deployment",
-        plural: "deployments",
-        singular: "deployment",
-        short_names: &["deploy"],
-        categories: &["all"],
-        scope: Scope::Namespaced,
-        verbs: RW_VERBS,
-        subresources: &[status("apps", "v1", "Deployment"), SCALE],
-    },
-    ResourceInfo {
-        group: "apps",
-        version: "v1",
-        kind: "ReplicaSet",
-        plural: "replicasets",
-        singular: "replicaset",
-        short_names: &["rs"],
-        categories: &["all"],
-        scope: Scope::Namespaced,
-        verbs: RW_VERBS,
-        subresources: &[status("apps", "v1", "ReplicaSet"), SCALE],
-    },
-    ResourceInfo {
-        group: "apps",
-        version: "v1",
-        kind: "ControllerRevision",
-        plural: "controllerrevisions",
-        singular: "controllerrevision",
-        short_names: &[],
-        categories: &[],
-        scope: Scope::Namespaced,
-        verbs: RW_VERBS,
-        subresources: &[],
-    },
-    ResourceInfo {
-        group: "events.k8s.io",
-        version: "v1",
-        kind: "Event",
-        plural: "events",
-        singular: "event",
-        short_names: &["ev"],
-        categories: &[],
-        scope: Scope::Namespaced,
-        verbs: RW_VERBS,
-        subresources: &[],
-    },
-    ResourceInfo {
-        group: "coordination.k8s.io",
-        version: "v1",
-        kind: "Lease",
-        plural: "leases",
-        singular: "lease",
-        short_names: &[],
-        categories: &[],
-        scope: Scope::Namespaced,
-        verbs: RW_VERBS,
-        subresources: &[],
-    },
+        kind: "TokenRequest",
+        verbs: &["create"],
+        streams: false,
+    }]),
+    namespaced("", "v1", "Service", "services", "service")
+        .with_short_names(&["svc"])
+        .with_categories(ALL)
+        .with_subresources(&[
+            status("", "v1", "Service"),
+            Subresource {
+                name: "proxy",
+                group: "",
+                version: "v1",
+                kind: "ServiceProxyOptions",
+                verbs: &["create", "delete", "get", "patch", "update"],
+                streams: true,
+            },
+        ]),
+    // apiregistration.k8s.io
+    cluster(
+        "apiregistration.k8s.io",
+        "v1",
+        "APIService",
+        "apiservices",
+        "apiservice",
+    )
+    .with_categories(API_EXTENSIONS)
+    .with_subresources(&[status("apiregistration.k8s.io", "v1", "APIService")]),
+    // apps
+    namespaced(
+        "apps",
+        "v1",
+        "ControllerRevision",
+        "controllerrevisions",
+        "controllerrevision",
+    ),
+    namespaced("apps", "v1", "DaemonSet", "daemonsets", "daemonset")
+        .with_short_names(&["ds"])
+        .with_categories(ALL)
+        .with_subresources(&[status("apps", "v1", "DaemonSet")]),
+    namespaced("apps", "v1", "Deployment", "deployments", "deployment")
+        .with_short_names(&["deploy"])
+        .with_categories(ALL)
+        .with_subresources(&[status("apps", "v1", "Deployment"), SCALE]),
+    namespaced("apps", "v1", "ReplicaSet", "replicasets", "replicaset")
+        .with_short_names(&["rs"])
+        .with_categories(ALL)
+        .with_subresources(&[status("apps", "v1", "ReplicaSet"), SCALE]),
+    namespaced("apps", "v1", "StatefulSet", "statefulsets", "statefulset")
+        .with_short_names(&["sts"])
+        .with_categories(ALL)
+        .with_subresources(&[status("apps", "v1", "StatefulSet"), SCALE]),
+    // events.k8s.io
+    namespaced("events.k8s.io", "v1", "Event", "events", "event").with_short_names(&["ev"]),
+    // autoscaling: v2 is the preferred (and stored) version.
+    namespaced(
+        "autoscaling",
+        "v2",
+        "HorizontalPodAutoscaler",
+        "horizontalpodautoscalers",
+        "horizontalpodautoscaler",
+    )
+    .with_short_names(&["hpa"])
+    .with_categories(ALL)
+    .with_subresources(&[status("autoscaling", "v2", "HorizontalPodAutoscaler")]),
+    // batch
+    namespaced("batch", "v1", "CronJob", "cronjobs", "cronjob")
+        .with_short_names(&["cj"])
+        .with_categories(ALL)
+        .with_subresources(&[status("batch", "v1", "CronJob")]),
+    namespaced("batch", "v1", "Job", "jobs", "job")
+        .with_categories(ALL)
+        .with_subresources(&[status("batch", "v1", "Job")]),
+    // certificates.k8s.io
+    cluster(
+        "certificates.k8s.io",
+        "v1",
+        "CertificateSigningRequest",
+        "certificatesigningrequests",
+        "certificatesigningrequest",
+    )
+    .with_short_names(&["csr"])
+    .with_subresources(&[
+        Subresource {
+            name: "approval",
+            group: "certificates.k8s.io",
+            version: "v1",
+            kind: "CertificateSigningRequest",
+            verbs: STATUS_VERBS,
+            streams: false,
+        },
+        status("certificates.k8s.io", "v1", "CertificateSigningRequest"),
+    ]),
+    // networking.k8s.io
+    cluster(
+        "networking.k8s.io",
+        "v1",
+        "IngressClass",
+        "ingressclasses",
+        "ingressclass",
+    ),
+    namespaced("networking.k8s.io", "v1", "Ingress", "ingresses", "ingress")
+        .with_short_names(&["ing"])
+        .with_subresources(&[status("networking.k8s.io", "v1", "Ingress")]),
+    cluster(
+        "networking.k8s.io",
+        "v1",
+        "IPAddress",
+        "ipaddresses",
+        "ipaddress",
+    )
+    .with_short_names(&["ip"]),
+    namespaced(
+        "networking.k8s.io",
+        "v1",
+        "NetworkPolicy",
+        "networkpolicies",
+        "networkpolicy",
+    )
+    .with_short_names(&["netpol"]),
+    cluster(
+        "networking.k8s.io",
+        "v1",
+        "ServiceCIDR",
+        "servicecidrs",
+        "servicecidr",
+    )
+    .with_subresources(&[status("networking.k8s.io", "v1", "ServiceCIDR")]),
+    // policy
+    namespaced(
+        "policy",
+        "v1",
+        "PodDisruptionBudget",
+        "poddisruptionbudgets",
+        "poddisruptionbudget",
+    )
+    .with_short_names(&["pdb"])
+    .with_subresources(&[status("policy", "v1", "PodDisruptionBudget")]),
+    // rbac.authorization.k8s.io
+    cluster(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRoleBinding",
+        "clusterrolebindings",
+        "clusterrolebinding",
+    ),
+    cluster(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRole",
+        "clusterroles",
+        "clusterrole",
+    ),
+    namespaced(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "RoleBinding",
+        "rolebindings",
+        "rolebinding",
+    ),
+    namespaced("rbac.authorization.k8s.io", "v1", "Role", "roles", "role"),
+    // storage.k8s.io
+    cluster(
+        "storage.k8s.io",
+        "v1",
+        "CSIDriver",
+        "csidrivers",
+        "csidriver",
+    ),
+    cluster("storage.k8s.io", "v1", "CSINode", "csinodes", "csinode"),
+    namespaced(
+        "storage.k8s.io",
+        "v1",
+        "CSIStorageCapacity",
+        "csistoragecapacities",
+        "csistoragecapacity",
+    ),
+    cluster(
+        "storage.k8s.io",
+        "v1",
+        "StorageClass",
+        "storageclasses",
+        "storageclass",
+    )
+    .with_short_names(&["sc"]),
+    cluster(
+        "storage.k8s.io",
+        "v1",
+        "VolumeAttachment",
+        "volumeattachments",
+        "volumeattachment",
+    )
+    .with_subresources(&[status("storage.k8s.io", "v1", "VolumeAttachment")]),
+    // admissionregistration.k8s.io
+    cluster(
+        "admissionregistration.k8s.io",
+        "v1",
+        "MutatingWebhookConfiguration",
+        "mutatingwebhookconfigurations",
+        "mutatingwebhookconfiguration",
+    )
+    .with_categories(API_EXTENSIONS),
+    cluster(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingAdmissionPolicy",
+        "validatingadmissionpolicies",
+        "validatingadmissionpolicy",
+    )
+    .with_categories(API_EXTENSIONS)
+    .with_subresources(&[status(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingAdmissionPolicy",
+    )]),
+    cluster(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingAdmissionPolicyBinding",
+        "validatingadmissionpolicybindings",
+        "validatingadmissionpolicybinding",
+    )
+    .with_categories(API_EXTENSIONS),
+    cluster(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingWebhookConfiguration",
+        "validatingwebhookconfigurations",
+        "validatingwebhookconfiguration",
+    )
+    .with_categories(API_EXTENSIONS),
+    // scheduling.k8s.io
+    cluster(
+        "scheduling.k8s.io",
+        "v1",
+        "PriorityClass",
+        "priorityclasses",
+        "priorityclass",
+    )
+    .with_short_names(&["pc"]),
+    // coordination.k8s.io
+    namespaced("coordination.k8s.io", "v1", "Lease", "leases", "lease"),
+    // node.k8s.io
+    cluster(
+        "node.k8s.io",
+        "v1",
+        "RuntimeClass",
+        "runtimeclasses",
+        "runtimeclass",
+    ),
+    // discovery.k8s.io
+    namespaced(
+        "discovery.k8s.io",
+        "v1",
+        "EndpointSlice",
+        "endpointslices",
+        "endpointslice",
+    ),
+    // flowcontrol.apiserver.k8s.io
+    cluster(
+        "flowcontrol.apiserver.k8s.io",
+        "v1",
+        "FlowSchema",
+        "flowschemas",
+        "flowschema",
+    )
+    .with_subresources(&[status("flowcontrol.apiserver.k8s.io", "v1", "FlowSchema")]),
+    cluster(
+        "flowcontrol.apiserver.k8s.io",
+        "v1",
+        "PriorityLevelConfiguration",
+        "prioritylevelconfigurations",
+        "prioritylevelconfiguration",
+    )
+    .with_subresources(&[status(
+        "flowcontrol.apiserver.k8s.io",
+        "v1",
+        "PriorityLevelConfiguration",
+    )]),
 ];
 
 /// Every served resource, core group first, in discovery order.
@@ -389,9 +661,71 @@ mod tests {
     }
 
     #[test]
-    fn groups_are_listed_once_each() {
+    fn groups_are_listed_once_each_in_kubes_priority_order() {
         let groups = groups();
         let names: Vec<_> = groups.iter().map(|(g, _)| *g).collect();
-        assert_eq!(names, ["apps", "events.k8s.io", "coordination.k8s.io"]);
+        assert_eq!(
+            names,
+            [
+                "apiregistration.k8s.io",
+                "apps",
+                "events.k8s.io",
+                "autoscaling",
+                "batch",
+                "certificates.k8s.io",
+                "networking.k8s.io",
+                "policy",
+                "rbac.authorization.k8s.io",
+                "storage.k8s.io",
+                "admissionregistration.k8s.io",
+                "scheduling.k8s.io",
+                "coordination.k8s.io",
+                "node.k8s.io",
+                "discovery.k8s.io",
+                "flowcontrol.apiserver.k8s.io",
+            ]
+        );
+    }
+
+    #[test]
+    fn every_resource_is_listed_once() {
+        for (i, r) in all().iter().enumerate() {
+            assert!(
+                !all()[..i]
+                    .iter()
+                    .any(|o| o.group == r.group && o.version == r.version && o.plural == r.plural),
+                "{} listed twice",
+                r.qualified_plural()
+            );
+        }
+    }
+
+    #[test]
+    fn short_names_and_categories_are_kubes() {
+        let sa = by_plural("", "v1", "serviceaccounts").expect("served");
+        assert_eq!(sa.short_names, ["sa"]);
+        assert_eq!(
+            sa.subresource("token").map(|s| s.kind),
+            Some("TokenRequest")
+        );
+        let sts = by_kind("apps/v1", "StatefulSet").expect("served");
+        assert_eq!(
+            (sts.short_names, sts.categories),
+            (&["sts"][..], &["all"][..])
+        );
+        assert!(sts.subresource("scale").is_some());
+        let jobs = by_kind("batch/v1", "Job").expect("served");
+        assert_eq!(jobs.categories, ["all"]);
+        let hpa = by_kind("autoscaling/v2", "HorizontalPodAutoscaler").expect("served");
+        assert_eq!(hpa.short_names, ["hpa"]);
+        let cs = by_plural("", "v1", "componentstatuses").expect("served");
+        assert_eq!((cs.verbs, cs.scope), (&["get", "list"][..], Scope::Cluster));
+        let vwc = by_plural(
+            "admissionregistration.k8s.io",
+            "v1",
+            "validatingwebhookconfigurations",
+        )
+        .expect("served");
+        assert_eq!(vwc.categories, ["api-extensions"]);
     }
 }

@@ -3,6 +3,7 @@
 //! quantities.
 
 pub mod catalog;
+pub mod cron;
 pub mod duration;
 pub mod openapi;
 pub mod patch;

@@ -8,6 +8,7 @@
 pub mod config;
 pub mod error;
 pub mod http;
+pub mod kubeconfig;
 pub mod metrics;
 pub mod object;
 pub mod protobuf;

@@ -3,7 +3,6 @@
 use std::sync::Arc;
 
 use axum::Router;
-use base64::Engine;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
@@ -13,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::http::{self, AppState};
+pub use crate::kubeconfig::kubeconfig_yaml;
 use crate::rest;
 use crate::storage::{self, memory::MemoryBackend, redb::RedbBackend, Backend};
 use crate::store::Store;
@@ -100,8 +100,8 @@ impl ApiServer {
         self.tls.as_ref().map(|t| t.ca_pem.clone())
     }
 
-    /// A kubeconfig (YAML) for `server_url` with the CA embedded, the admin token and context
-    /// `rkcm`.
+    /// A kubeconfig file for `server_url` with the CA embedded, the admin token and context
+    /// `rkcm` (see [`crate::kubeconfig`]).
     pub fn kubeconfig(&self, server_url: &str) -> String {
         kubeconfig_yaml(server_url, self.ca_pem().as_deref(), &self.token)
     }
@@ -178,18 +178,4 @@ impl ApiServer {
         conns.shutdown().await;
         Ok(())
     }
-}
-
-/// Kubeconfig YAML with one cluster, one user (bearer token) and context `rkcm`.
-pub fn kubeconfig_yaml(server_url: &str, ca_pem: Option<&str>, token: &str) -> String {
-    let ca_line = match ca_pem {
-        Some(pem) => format!(
-            "    certificate-authority-data: {}\n",
-            base64::engine::general_purpose::STANDARD.encode(pem)
-        ),
-        None => String::new(),
-    };
-    format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: rkcm\n  cluster:\n    server: {server_url}\n{ca_line}users:\n- name: rkcm-admin\n  user:\n    token: {token}\ncontexts:\n- name: rkcm\n  context:\n    cluster: rkcm\n    user: rkcm-admin\n    namespace: default\ncurrent-context: rkcm\npreferences: {{}}\n"
-    )
 }

@@ -6,7 +6,8 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
-use crate::server::{kubeconfig_yaml, ApiServer};
+use crate::kubeconfig::{kubeconfig, kubeconfig_yaml};
+use crate::server::ApiServer;
 
 /// A running test server; stopped when dropped.
 pub struct TestServer {
@@ -39,8 +40,7 @@ pub async fn start_with(config: Config) -> TestServer {
     let url = format!("{scheme}://{addr}");
     let token = server.admin_token().to_string();
     let ca_pem = server.ca_pem();
-    let yaml = kubeconfig_yaml(&url, ca_pem.as_deref(), &token);
-    let kubeconfig = kube::config::Kubeconfig::from_yaml(&yaml).expect("kubeconfig parses");
+    let kubeconfig = kubeconfig(&url, ca_pem.as_deref(), &token);
     let kube_config = kube::Config::from_custom_kubeconfig(
         kubeconfig,
         &kube::config::KubeConfigOptions::default(),
@@ -70,7 +70,7 @@ impl TestServer {
         self.kube_config.clone()
     }
 
-    /// Kubeconfig YAML for this server.
+    /// The kubeconfig file for this server.
     pub fn kubeconfig_yaml(&self) -> String {
         kubeconfig_yaml(&self.url, self.ca_pem.as_deref(), &self.token)
     }

@@ -4,6 +4,8 @@ use std::path::Path;
 
 use rand::RngCore;
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+use rustls::pki_types::pem::{self, PemObject};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 /// PEM-encoded CA and serving certificate with its key.
 #[derive(Clone, Debug)]
@@ -169,12 +171,16 @@ pub fn load_or_generate_token(dir: Option<&Path>) -> Result<String, Error> {
 
 /// A rustls server config for `m` (HTTP/2 and HTTP/1.1 via ALPN).
 pub fn server_config(m: &TlsMaterial) -> Result<rustls::ServerConfig, Error> {
-    let certs: Vec<_> = rustls_pemfile::certs(&mut m.cert_pem.as_bytes())
-        .collect::<Result<_, _>>()
+    let certs = CertificateDer::pem_slice_iter(m.cert_pem.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
         .map_err(|e| Error::Invalid(format!("serving certificate: {e}")))?;
-    let key = rustls_pemfile::private_key(&mut m.key_pem.as_bytes())
-        .map_err(|e| Error::Invalid(format!("serving key: {e}")))?
-        .ok_or_else(|| Error::Invalid("no private key in apiserver.key".into()))?;
+    if certs.is_empty() {
+        return Err(Error::Invalid("no certificate in apiserver.crt".into()));
+    }
+    let key = PrivateKeyDer::from_pem_slice(m.key_pem.as_bytes()).map_err(|e| match e {
+        pem::Error::NoItemsFound => Error::Invalid("no private key in apiserver.key".into()),
+        e => Error::Invalid(format!("serving key: {e}")),
+    })?;
     let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
     let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -197,6 +203,24 @@ mod tests {
         let b = load_or_generate(Some(dir.path()), &[]).expect("load");
         assert_eq!(a.ca_pem, b.ca_pem);
         server_config(&b).expect("usable");
+        let no_key = TlsMaterial {
+            key_pem: String::new(),
+            ..b.clone()
+        };
+        assert_eq!(
+            server_config(&no_key).expect_err("no key").to_string(),
+            "invalid TLS material: no private key in apiserver.key"
+        );
+        let no_cert = TlsMaterial {
+            cert_pem: b.key_pem.clone(),
+            ..b.clone()
+        };
+        assert_eq!(
+            server_config(&no_cert)
+                .expect_err("no certificate")
+                .to_string(),
+            "invalid TLS material: no certificate in apiserver.crt"
+        );
         let t1 = load_or_generate_token(Some(dir.path())).expect("token");
         assert_eq!(t1.len(), 64);
         assert_eq!(t1, load_or_generate_token(Some(dir.path())).expect("token"));

@@ -13,13 +13,49 @@ import sys
 
 ROOTS = [
     "io.k8s.api.core.v1." + k
-    for k in ["Namespace", "Pod", "Node", "Event", "ReplicationController", "Service", "ConfigMap", "Binding"]
+    for k in [
+        "Binding", "ComponentStatus", "ConfigMap", "Endpoints", "Event", "LimitRange", "Namespace", "Node",
+        "PersistentVolumeClaim", "PersistentVolume", "Pod", "PodTemplate", "ReplicationController",
+        "ResourceQuota", "Secret", "ServiceAccount", "Service",
+    ]
 ] + [
+    "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIService",
+    "io.k8s.api.apps.v1.ControllerRevision",
+    "io.k8s.api.apps.v1.DaemonSet",
     "io.k8s.api.apps.v1.Deployment",
     "io.k8s.api.apps.v1.ReplicaSet",
-    "io.k8s.api.apps.v1.ControllerRevision",
+    "io.k8s.api.apps.v1.StatefulSet",
     "io.k8s.api.events.v1.Event",
+    "io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler",
+    "io.k8s.api.batch.v1.CronJob",
+    "io.k8s.api.batch.v1.Job",
+    "io.k8s.api.certificates.v1.CertificateSigningRequest",
+    "io.k8s.api.networking.v1.IngressClass",
+    "io.k8s.api.networking.v1.Ingress",
+    "io.k8s.api.networking.v1.IPAddress",
+    "io.k8s.api.networking.v1.NetworkPolicy",
+    "io.k8s.api.networking.v1.ServiceCIDR",
+    "io.k8s.api.policy.v1.PodDisruptionBudget",
+    "io.k8s.api.rbac.v1.ClusterRoleBinding",
+    "io.k8s.api.rbac.v1.ClusterRole",
+    "io.k8s.api.rbac.v1.RoleBinding",
+    "io.k8s.api.rbac.v1.Role",
+    "io.k8s.api.storage.v1.CSIDriver",
+    "io.k8s.api.storage.v1.CSINode",
+    "io.k8s.api.storage.v1.CSIStorageCapacity",
+    "io.k8s.api.storage.v1.StorageClass",
+    "io.k8s.api.storage.v1.VolumeAttachment",
+    "io.k8s.api.admissionregistration.v1.MutatingWebhookConfiguration",
+    "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicy",
+    "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding",
+    "io.k8s.api.admissionregistration.v1.ValidatingWebhookConfiguration",
+    "io.k8s.api.scheduling.v1.PriorityClass",
     "io.k8s.api.coordination.v1.Lease",
+    "io.k8s.api.node.v1.RuntimeClass",
+    "io.k8s.api.discovery.v1.EndpointSlice",
+    "io.k8s.api.flowcontrol.v1.FlowSchema",
+    "io.k8s.api.flowcontrol.v1.PriorityLevelConfiguration",
+    "io.k8s.api.authentication.v1.TokenRequest",
     "io.k8s.api.autoscaling.v1.Scale",
     "io.k8s.api.policy.v1.Eviction",
     "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions",
@@ -33,6 +69,8 @@ STRUCT = re.compile(r'pub struct (\w+) \{')
 
 def module_name(rel):
     parts = rel.split(os.sep)[:-1]  # drop mod.rs
+    # Kubernetes names these packages with a hyphen (as the OpenAPI definitions do).
+    parts = [p.replace("_", "-") if p in ("kube_aggregator", "apiextensions_apiserver") else p for p in parts]
     return "io.k8s." + ".".join(parts)
 
 
@@ -41,7 +79,8 @@ def resolve(module, rust_type):
     t = rust_type
     for wrapper in ["::core::option::Option<", "::prost::alloc::vec::Vec<", "::prost::alloc::boxed::Box<"]:
         while t.startswith(wrapper):
-            t = t[len(wrapper):-1]
+            # A declaration joined from several lines keeps rustfmt's trailing comma.
+            t = t[len(wrapper):-1].rstrip(", ")
     m = re.match(r'(?:::\w+)*::BTreeMap<\s*::prost::alloc::string::String,\s*(.+?),?\s*>$', t)
     if m:
         t = m.group(1)

@@ -98,7 +98,7 @@ pub fn tls_config(
                 .with_context(|| format!("reading --tls-cert-file {}", cert.display()))?;
             let key_pem = std::fs::read(key)
                 .with_context(|| format!("reading --tls-private-key-file {}", key.display()))?;
-            let certs = rustls_pemfile_certs(&cert_pem)?;
+            let certs = certificates_from_pem(&cert_pem)?;
             let key = {
                 use rustls::pki_types::pem::PemObject;
                 rustls::pki_types::PrivateKeyDer::from_pem_slice(&key_pem)
@@ -128,7 +128,7 @@ pub fn tls_config(
     Ok(Arc::new(config))
 }
 
-fn rustls_pemfile_certs(
+fn certificates_from_pem(
     pem: &[u8],
 ) -> anyhow::Result<Vec<rustls::pki_types::CertificateDer<'static>>> {
     use rustls::pki_types::pem::PemObject;

@@ -113,12 +113,44 @@ fn generate() -> Generated {
             });
         }};
     }
-    use k8s_openapi::api::{apps, autoscaling, coordination, core, events, policy};
+    use k8s_openapi::api::{
+        admissionregistration, apps, authentication, autoscaling, batch, certificates,
+        coordination, core, discovery, events, flowcontrol, networking, node, policy, rbac,
+        scheduling, storage,
+    };
     use k8s_openapi::apimachinery::pkg::apis::meta;
-    kind!("", "v1", "Namespace", core::v1::Namespace, list = true);
-    kind!("", "v1", "Pod", core::v1::Pod, list = true);
-    kind!("", "v1", "Node", core::v1::Node, list = true);
+    use k8s_openapi::kube_aggregator::pkg::apis::apiregistration;
+    // The served kinds, in catalog order.
+    kind!("", "v1", "Binding", core::v1::Binding, list = false);
+    kind!(
+        "",
+        "v1",
+        "ComponentStatus",
+        core::v1::ComponentStatus,
+        list = true
+    );
+    kind!("", "v1", "ConfigMap", core::v1::ConfigMap, list = true);
+    kind!("", "v1", "Endpoints", core::v1::Endpoints, list = true);
     kind!("", "v1", "Event", core::v1::Event, list = true);
+    kind!("", "v1", "LimitRange", core::v1::LimitRange, list = true);
+    kind!("", "v1", "Namespace", core::v1::Namespace, list = true);
+    kind!("", "v1", "Node", core::v1::Node, list = true);
+    kind!(
+        "",
+        "v1",
+        "PersistentVolumeClaim",
+        core::v1::PersistentVolumeClaim,
+        list = true
+    );
+    kind!(
+        "",
+        "v1",
+        "PersistentVolume",
+        core::v1::PersistentVolume,
+        list = true
+    );
+    kind!("", "v1", "Pod", core::v1::Pod, list = true);
+    kind!("", "v1", "PodTemplate", core::v1::PodTemplate, list = true);
     kind!(
         "",
         "v1",
@@ -126,9 +158,37 @@ fn generate() -> Generated {
         core::v1::ReplicationController,
         list = true
     );
+    kind!(
+        "",
+        "v1",
+        "ResourceQuota",
+        core::v1::ResourceQuota,
+        list = true
+    );
+    kind!("", "v1", "Secret", core::v1::Secret, list = true);
+    kind!(
+        "",
+        "v1",
+        "ServiceAccount",
+        core::v1::ServiceAccount,
+        list = true
+    );
     kind!("", "v1", "Service", core::v1::Service, list = true);
-    kind!("", "v1", "ConfigMap", core::v1::ConfigMap, list = true);
-    kind!("", "v1", "Binding", core::v1::Binding, list = false);
+    kind!(
+        "apiregistration.k8s.io",
+        "v1",
+        "APIService",
+        apiregistration::v1::APIService,
+        list = true
+    );
+    kind!(
+        "apps",
+        "v1",
+        "ControllerRevision",
+        apps::v1::ControllerRevision,
+        list = true
+    );
+    kind!("apps", "v1", "DaemonSet", apps::v1::DaemonSet, list = true);
     kind!(
         "apps",
         "v1",
@@ -146,8 +206,8 @@ fn generate() -> Generated {
     kind!(
         "apps",
         "v1",
-        "ControllerRevision",
-        apps::v1::ControllerRevision,
+        "StatefulSet",
+        apps::v1::StatefulSet,
         list = true
     );
     kind!(
@@ -158,11 +218,203 @@ fn generate() -> Generated {
         list = true
     );
     kind!(
+        "autoscaling",
+        "v2",
+        "HorizontalPodAutoscaler",
+        autoscaling::v2::HorizontalPodAutoscaler,
+        list = true
+    );
+    kind!("batch", "v1", "CronJob", batch::v1::CronJob, list = true);
+    kind!("batch", "v1", "Job", batch::v1::Job, list = true);
+    kind!(
+        "certificates.k8s.io",
+        "v1",
+        "CertificateSigningRequest",
+        certificates::v1::CertificateSigningRequest,
+        list = true
+    );
+    kind!(
+        "networking.k8s.io",
+        "v1",
+        "IngressClass",
+        networking::v1::IngressClass,
+        list = true
+    );
+    kind!(
+        "networking.k8s.io",
+        "v1",
+        "Ingress",
+        networking::v1::Ingress,
+        list = true
+    );
+    kind!(
+        "networking.k8s.io",
+        "v1",
+        "IPAddress",
+        networking::v1::IPAddress,
+        list = true
+    );
+    kind!(
+        "networking.k8s.io",
+        "v1",
+        "NetworkPolicy",
+        networking::v1::NetworkPolicy,
+        list = true
+    );
+    kind!(
+        "networking.k8s.io",
+        "v1",
+        "ServiceCIDR",
+        networking::v1::ServiceCIDR,
+        list = true
+    );
+    kind!(
+        "policy",
+        "v1",
+        "PodDisruptionBudget",
+        policy::v1::PodDisruptionBudget,
+        list = true
+    );
+    kind!(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRoleBinding",
+        rbac::v1::ClusterRoleBinding,
+        list = true
+    );
+    kind!(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRole",
+        rbac::v1::ClusterRole,
+        list = true
+    );
+    kind!(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "RoleBinding",
+        rbac::v1::RoleBinding,
+        list = true
+    );
+    kind!(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "Role",
+        rbac::v1::Role,
+        list = true
+    );
+    kind!(
+        "storage.k8s.io",
+        "v1",
+        "CSIDriver",
+        storage::v1::CSIDriver,
+        list = true
+    );
+    kind!(
+        "storage.k8s.io",
+        "v1",
+        "CSINode",
+        storage::v1::CSINode,
+        list = true
+    );
+    kind!(
+        "storage.k8s.io",
+        "v1",
+        "CSIStorageCapacity",
+        storage::v1::CSIStorageCapacity,
+        list = true
+    );
+    kind!(
+        "storage.k8s.io",
+        "v1",
+        "StorageClass",
+        storage::v1::StorageClass,
+        list = true
+    );
+    kind!(
+        "storage.k8s.io",
+        "v1",
+        "VolumeAttachment",
+        storage::v1::VolumeAttachment,
+        list = true
+    );
+    kind!(
+        "admissionregistration.k8s.io",
+        "v1",
+        "MutatingWebhookConfiguration",
+        admissionregistration::v1::MutatingWebhookConfiguration,
+        list = true
+    );
+    kind!(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingAdmissionPolicy",
+        admissionregistration::v1::ValidatingAdmissionPolicy,
+        list = true
+    );
+    kind!(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingAdmissionPolicyBinding",
+        admissionregistration::v1::ValidatingAdmissionPolicyBinding,
+        list = true
+    );
+    kind!(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingWebhookConfiguration",
+        admissionregistration::v1::ValidatingWebhookConfiguration,
+        list = true
+    );
+    kind!(
+        "scheduling.k8s.io",
+        "v1",
+        "PriorityClass",
+        scheduling::v1::PriorityClass,
+        list = true
+    );
+    kind!(
         "coordination.k8s.io",
         "v1",
         "Lease",
         coordination::v1::Lease,
         list = true
+    );
+    kind!(
+        "node.k8s.io",
+        "v1",
+        "RuntimeClass",
+        node::v1::RuntimeClass,
+        list = true
+    );
+    kind!(
+        "discovery.k8s.io",
+        "v1",
+        "EndpointSlice",
+        discovery::v1::EndpointSlice,
+        list = true
+    );
+    kind!(
+        "flowcontrol.apiserver.k8s.io",
+        "v1",
+        "FlowSchema",
+        flowcontrol::v1::FlowSchema,
+        list = true
+    );
+    kind!(
+        "flowcontrol.apiserver.k8s.io",
+        "v1",
+        "PriorityLevelConfiguration",
+        flowcontrol::v1::PriorityLevelConfiguration,
+        list = true
+    );
+    // Kinds exchanged with subresources.
+    kind!(
+        "authentication.k8s.io",
+        "v1",
+        "TokenRequest",
+        authentication::v1::TokenRequest,
+        list = false
     );
     kind!(
         "autoscaling",

@@ -165,7 +165,8 @@ mod tests {
         assert!(index["paths"]["api/v1"].is_object());
         assert!(v3_document(url).is_some());
         assert!(v3_document("/openapi/v3/api/v1").is_some());
-        assert!(v3_document("apis/batch/v1").is_none());
+        assert!(v3_document("apis/batch/v1").is_some());
+        assert!(v3_document("apis/resource.k8s.io/v1beta1").is_none());
     }
 
     #[test]

@@ -159,6 +159,13 @@ pub static FIELD_STRATEGIES: &[FieldStrategy] = &[
         Some("type"),
     ),
     f(core!("ServiceSpec"), "ports", "merge", Some("port")),
+    f(core!("ServiceAccount"), "secrets", "merge", Some("name")),
+    f(
+        core!("PersistentVolumeClaimStatus"),
+        "conditions",
+        "merge",
+        Some("type"),
+    ),
     f(core!("ServiceStatus"), "conditions", "merge", Some("type")),
     // apps/v1
     f(apps!("DeploymentSpec"), "strategy", "retainKeys", None),
@@ -170,6 +177,49 @@ pub static FIELD_STRATEGIES: &[FieldStrategy] = &[
     ),
     f(
         apps!("ReplicaSetStatus"),
+        "conditions",
+        "merge",
+        Some("type"),
+    ),
+    f(
+        apps!("StatefulSetStatus"),
+        "conditions",
+        "merge",
+        Some("type"),
+    ),
+    f(
+        apps!("DaemonSetStatus"),
+        "conditions",
+        "merge",
+        Some("type"),
+    ),
+    // batch/v1, policy/v1, autoscaling/v2, networking.k8s.io/v1, apiregistration.k8s.io/v1
+    f(
+        "io.k8s.api.batch.v1.JobStatus",
+        "conditions",
+        "merge",
+        Some("type"),
+    ),
+    f(
+        "io.k8s.api.policy.v1.PodDisruptionBudgetStatus",
+        "conditions",
+        "merge",
+        Some("type"),
+    ),
+    f(
+        "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerStatus",
+        "conditions",
+        "merge",
+        Some("type"),
+    ),
+    f(
+        "io.k8s.api.networking.v1.ServiceCIDRStatus",
+        "conditions",
+        "merge",
+        Some("type"),
+    ),
+    f(
+        "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIServiceStatus",
         "conditions",
         "merge",
         Some("type"),

@@ -1,12 +1,13 @@
-//! Workload tables: Deployment, ReplicaSet, ReplicationController and ControllerRevision
-//! (`printDeployment`, `printReplicaSet`, `printReplicationController`, `printControllerRevision`).
+//! Workload tables: Deployment, ReplicaSet, ReplicationController, StatefulSet, DaemonSet and
+//! ControllerRevision (`printDeployment`, `printReplicaSet`, `printReplicationController`,
+//! `printStatefulSet`, `printDaemonSet`, `printControllerRevision`).
 
 use jiff::Timestamp;
 use serde_json::Value;
 
 use super::{
-    age, array_at, col, containers_and_images, int_at, label_selector_string, name,
-    set_selector_string, str_at, wide, Column, Description, AGE, NAME,
+    age, array_at, col, containers_and_images, format_label_selector, format_labels, int_at,
+    label_selector_string, name, str_at, wide, Column, Description, AGE, NAME,
 };
 
 const CONTAINERS: Column = wide(
@@ -111,12 +112,104 @@ fn replica_cells(obj: &Value, now: Timestamp, selector: String) -> Vec<Value> {
 
 /// The cells of one ReplicaSet's row.
 pub(super) fn replica_set_cells(rs: &Value, now: Timestamp) -> Vec<Value> {
-    replica_cells(rs, now, label_selector_string(rs.pointer("/spec/selector")))
+    replica_cells(rs, now, format_label_selector(rs.pointer("/spec/selector")))
 }
 
 /// The cells of one ReplicationController's row.
 pub(super) fn replication_controller_cells(rc: &Value, now: Timestamp) -> Vec<Value> {
-    replica_cells(rc, now, set_selector_string(rc.pointer("/spec/selector")))
+    replica_cells(rc, now, format_labels(rc.pointer("/spec/selector")))
+}
+
+/// StatefulSet columns.
+pub(super) const STATEFUL_SET_COLUMNS: &[Column] = &[
+    NAME,
+    col(
+        "Ready",
+        "string",
+        Description::Text("Number of the pod with ready state"),
+    ),
+    AGE,
+    CONTAINERS,
+    IMAGES,
+];
+
+/// The cells of one StatefulSet's row: ready over desired replicas.
+pub(super) fn stateful_set_cells(ss: &Value, now: Timestamp) -> Vec<Value> {
+    // spec.replicas defaults to 1.
+    let desired = int_at(ss, "/spec/replicas", 1);
+    let ready = int_at(ss, "/status/readyReplicas", 0);
+    let (containers, images) = containers_and_images(ss.pointer("/spec/template/spec"));
+    vec![
+        name(ss),
+        format!("{ready}/{desired}").into(),
+        age(ss, now),
+        containers.into(),
+        images.into(),
+    ]
+}
+
+const DAEMON_SET_STATUS: &str = "io.k8s.api.apps.v1.DaemonSetStatus";
+
+/// DaemonSet columns.
+pub(super) const DAEMON_SET_COLUMNS: &[Column] = &[
+    NAME,
+    col(
+        "Desired",
+        "integer",
+        Description::Field(DAEMON_SET_STATUS, "desiredNumberScheduled"),
+    ),
+    col(
+        "Current",
+        "integer",
+        Description::Field(DAEMON_SET_STATUS, "currentNumberScheduled"),
+    ),
+    col(
+        "Ready",
+        "integer",
+        Description::Field(DAEMON_SET_STATUS, "numberReady"),
+    ),
+    col(
+        "Up-to-date",
+        "integer",
+        Description::Field(DAEMON_SET_STATUS, "updatedNumberScheduled"),
+    ),
+    col(
+        "Available",
+        "integer",
+        Description::Field(DAEMON_SET_STATUS, "numberAvailable"),
+    ),
+    col(
+        "Node Selector",
+        "string",
+        Description::Field("io.k8s.api.core.v1.PodSpec", "nodeSelector"),
+    ),
+    AGE,
+    CONTAINERS,
+    IMAGES,
+    wide(
+        "Selector",
+        "string",
+        Description::Field("io.k8s.api.apps.v1.DaemonSetSpec", "selector"),
+    ),
+];
+
+/// The cells of one DaemonSet's row.
+pub(super) fn daemon_set_cells(ds: &Value, now: Timestamp) -> Vec<Value> {
+    let status = |field: &str| int_at(ds, &format!("/status/{field}"), 0);
+    let (containers, images) = containers_and_images(ds.pointer("/spec/template/spec"));
+    vec![
+        name(ds),
+        status("desiredNumberScheduled").into(),
+        status("currentNumberScheduled").into(),
+        status("numberReady").into(),
+        status("updatedNumberScheduled").into(),
+        status("numberAvailable").into(),
+        format_labels(ds.pointer("/spec/template/spec/nodeSelector")).into(),
+        age(ds, now),
+        containers.into(),
+        images.into(),
+        format_label_selector(ds.pointer("/spec/selector")).into(),
+    ]
 }
 
 /// ControllerRevision columns.
@@ -226,5 +319,70 @@ mod tests {
         assert_eq!(c[2], 3);
         let orphan = json!({"metadata":{"name":"x"},"revision":1});
         assert_eq!(controller_revision_cells(&orphan, now())[1], "<none>");
+    }
+
+    #[test]
+    fn replication_controller_without_selector_prints_none_as_kube() {
+        // TestPrintReplicationController "no panic": no selector, template or name.
+        let rc = json!({"metadata":{},"spec":{"replicas":0}});
+        let c = replication_controller_cells(&rc, now());
+        assert_eq!(
+            Value::Array(c),
+            json!(["", 0, 0, 0, "<unknown>", "", "", "<none>"])
+        );
+        let rs = json!({"metadata":{"name":"rs"},"spec":{"replicas":1}});
+        assert_eq!(replica_set_cells(&rs, now())[7], "<none>");
+    }
+
+    fn two_containers() -> Value {
+        json!({"spec":{"containers":[
+            {"name":"fake-container1","image":"fake-image1"},
+            {"name":"fake-container2","image":"fake-image2"}]}})
+    }
+
+    #[test]
+    fn stateful_set_rows_match_kube() {
+        // TestPrintStatefulSet.
+        let ss = json!({"metadata":{"name":"test1","creationTimestamp":"2026-01-03T01:00:01Z"},
+            "spec":{"replicas":5,"template":two_containers()},
+            "status":{"replicas":5,"readyReplicas":2}});
+        assert_eq!(
+            Value::Array(stateful_set_cells(&ss, now())),
+            json!([
+                "test1",
+                "2/5",
+                "0s",
+                "fake-container1,fake-container2",
+                "fake-image1,fake-image2"
+            ])
+        );
+    }
+
+    #[test]
+    fn daemon_set_rows_match_kube() {
+        // TestPrintDaemonSet.
+        let ds = json!({"metadata":{"name":"test1","creationTimestamp":"2026-01-03T01:00:01Z"},
+            "spec":{"template":two_containers(),"selector":{"matchLabels":{"foo":"bar"}}},
+            "status":{"currentNumberScheduled":2,"desiredNumberScheduled":3,"numberReady":1,
+                "updatedNumberScheduled":2,"numberAvailable":0}});
+        assert_eq!(
+            Value::Array(daemon_set_cells(&ds, now())),
+            json!([
+                "test1",
+                3,
+                2,
+                1,
+                2,
+                0,
+                "<none>",
+                "0s",
+                "fake-container1,fake-container2",
+                "fake-image1,fake-image2",
+                "foo=bar"
+            ])
+        );
+        let mut selected = ds.clone();
+        selected["spec"]["template"]["spec"]["nodeSelector"] = json!({"zone":"a","disk":"ssd"});
+        assert_eq!(daemon_set_cells(&selected, now())[6], "disk=ssd,zone=a");
     }
 }

@@ -5,13 +5,27 @@
 //! rows always carry every column, including the `priority: 1` ones that kubectl shows only
 //! with `-o wide`. Kinds without a printer get the default table (Name, Created At).
 
+mod admission;
+mod apiregistration;
 mod apps;
+mod autoscaling;
 mod basic;
+mod batch;
+mod certificates;
+mod core;
+mod discovery;
 pub mod duration;
 mod event;
+mod flowcontrol;
+mod networking;
 mod node;
 mod pod;
+mod policy;
+mod rbac;
+mod runtime_class;
+mod scheduling;
 mod service;
+mod storage;
 
 use jiff::Timestamp;
 use serde_json::{json, Map, Value};
@@ -138,6 +152,94 @@ fn printer_for(info: &ResourceInfo) -> Printer {
         ("", "ConfigMap") => p(basic::CONFIG_MAP_COLUMNS, basic::config_map_cells),
         ("coordination.k8s.io", "Lease") => p(basic::LEASE_COLUMNS, basic::lease_cells),
         ("", "Service") => p(service::COLUMNS, service::cells),
+        ("", "Secret") => p(core::SECRET_COLUMNS, core::secret_cells),
+        ("", "ServiceAccount") => p(core::SERVICE_ACCOUNT_COLUMNS, core::service_account_cells),
+        ("", "Endpoints") => p(core::ENDPOINTS_COLUMNS, core::endpoints_cells),
+        ("", "ResourceQuota") => p(core::RESOURCE_QUOTA_COLUMNS, core::resource_quota_cells),
+        ("", "PersistentVolume") => p(
+            core::PERSISTENT_VOLUME_COLUMNS,
+            core::persistent_volume_cells,
+        ),
+        ("", "PersistentVolumeClaim") => p(
+            core::PERSISTENT_VOLUME_CLAIM_COLUMNS,
+            core::persistent_volume_claim_cells,
+        ),
+        ("", "PodTemplate") => p(core::POD_TEMPLATE_COLUMNS, core::pod_template_cells),
+        ("", "ComponentStatus") => p(core::COMPONENT_STATUS_COLUMNS, core::component_status_cells),
+        ("apps", "StatefulSet") => p(apps::STATEFUL_SET_COLUMNS, apps::stateful_set_cells),
+        ("apps", "DaemonSet") => p(apps::DAEMON_SET_COLUMNS, apps::daemon_set_cells),
+        ("batch", "Job") => p(batch::JOB_COLUMNS, batch::job_cells),
+        ("batch", "CronJob") => p(batch::CRON_JOB_COLUMNS, batch::cron_job_cells),
+        ("autoscaling", "HorizontalPodAutoscaler") => p(autoscaling::COLUMNS, autoscaling::cells),
+        ("policy", "PodDisruptionBudget") => p(policy::COLUMNS, policy::cells),
+        ("discovery.k8s.io", "EndpointSlice") => p(discovery::COLUMNS, discovery::cells),
+        ("networking.k8s.io", "Ingress") => {
+            p(networking::INGRESS_COLUMNS, networking::ingress_cells)
+        }
+        ("networking.k8s.io", "IngressClass") => p(
+            networking::INGRESS_CLASS_COLUMNS,
+            networking::ingress_class_cells,
+        ),
+        ("networking.k8s.io", "NetworkPolicy") => p(
+            networking::NETWORK_POLICY_COLUMNS,
+            networking::network_policy_cells,
+        ),
+        ("networking.k8s.io", "ServiceCIDR") => p(
+            networking::SERVICE_CIDR_COLUMNS,
+            networking::service_cidr_cells,
+        ),
+        ("networking.k8s.io", "IPAddress") => {
+            p(networking::IP_ADDRESS_COLUMNS, networking::ip_address_cells)
+        }
+        ("rbac.authorization.k8s.io", "RoleBinding") => {
+            p(rbac::ROLE_BINDING_COLUMNS, rbac::binding_cells)
+        }
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding") => {
+            p(rbac::CLUSTER_ROLE_BINDING_COLUMNS, rbac::binding_cells)
+        }
+        ("storage.k8s.io", "StorageClass") => {
+            p(storage::STORAGE_CLASS_COLUMNS, storage::storage_class_cells)
+        }
+        ("storage.k8s.io", "CSIDriver") => {
+            p(storage::CSI_DRIVER_COLUMNS, storage::csi_driver_cells)
+        }
+        ("storage.k8s.io", "CSINode") => p(storage::CSI_NODE_COLUMNS, storage::csi_node_cells),
+        ("storage.k8s.io", "CSIStorageCapacity") => p(
+            storage::CSI_STORAGE_CAPACITY_COLUMNS,
+            storage::csi_storage_capacity_cells,
+        ),
+        ("storage.k8s.io", "VolumeAttachment") => p(
+            storage::VOLUME_ATTACHMENT_COLUMNS,
+            storage::volume_attachment_cells,
+        ),
+        ("scheduling.k8s.io", "PriorityClass") => p(scheduling::COLUMNS, scheduling::cells),
+        ("node.k8s.io", "RuntimeClass") => p(runtime_class::COLUMNS, runtime_class::cells),
+        ("certificates.k8s.io", "CertificateSigningRequest") => {
+            p(certificates::COLUMNS, certificates::cells)
+        }
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration")
+        | ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => {
+            p(admission::WEBHOOK_COLUMNS, admission::webhook_cells)
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
+            p(admission::POLICY_COLUMNS, admission::policy_cells)
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
+            p(admission::BINDING_COLUMNS, admission::binding_cells)
+        }
+        ("flowcontrol.apiserver.k8s.io", "FlowSchema") => p(
+            flowcontrol::FLOW_SCHEMA_COLUMNS,
+            flowcontrol::flow_schema_cells,
+        ),
+        ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration") => p(
+            flowcontrol::PRIORITY_LEVEL_COLUMNS,
+            flowcontrol::priority_level_cells,
+        ),
+        ("apiregistration.k8s.io", "APIService") => {
+            p(apiregistration::COLUMNS, apiregistration::cells)
+        }
+        // Role, ClusterRole, LimitRange and every kind without a handler in kube's printers
+        // get the default table.
         _ => p(basic::DEFAULT_COLUMNS, basic::default_cells),
     }
 }
@@ -183,6 +285,21 @@ pub fn table(
     (columns, rows)
 }
 
+/// Puts `objects` in the order kube's list printer for `info`'s kind prints them.
+///
+/// Only FlowSchemas have one (`printFlowSchemaList` sorts by matching precedence, then name);
+/// every other kind keeps the order it was listed in. Callers sort before [`table`], so that
+/// rows and the objects they carry stay in step.
+pub fn sort_for_table(info: &ResourceInfo, objects: &mut [&Value]) {
+    if (info.group, info.kind) == ("flowcontrol.apiserver.k8s.io", "FlowSchema") {
+        objects.sort_by(|a, b| {
+            int_at(a, "/spec/matchingPrecedence", 0)
+                .cmp(&int_at(b, "/spec/matchingPrecedence", 0))
+                .then_with(|| str_at(a, "/metadata/name").cmp(str_at(b, "/metadata/name")))
+        });
+    }
+}
+
 /// What each row's `object` holds (the `includeObject` query parameter).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum IncludeObject {
@@ -216,9 +333,11 @@ pub fn table_object(
     include: IncludeObject,
     resource_version: Option<&str>,
 ) -> Value {
-    let (columns, mut rows) = table(info, objects, now, include == IncludeObject::Metadata);
+    let mut objects = objects.to_vec();
+    sort_for_table(info, &mut objects);
+    let (columns, mut rows) = table(info, &objects, now, include == IncludeObject::Metadata);
     if include == IncludeObject::Object {
-        for (row, obj) in rows.iter_mut().zip(objects) {
+        for (row, obj) in rows.iter_mut().zip(&objects) {
             if let Value::Object(row) = row {
                 row.insert("object".into(), (*obj).clone());
             }
@@ -311,18 +430,26 @@ fn format_labels(map: Option<&Value>) -> String {
     pairs.join(",")
 }
 
-/// `labels.SelectorFromSet(m).String()`: like [`format_labels`] but "" when empty.
-fn set_selector_string(map: Option<&Value>) -> String {
-    match map {
-        Some(Value::Object(m)) if !m.is_empty() => format_labels(map),
-        _ => String::new(),
+/// `metav1.LabelSelectorAsSelector(sel).String()`: requirements sorted by key, `<invalid>` for
+/// an operator kube rejects.
+fn label_selector_string(sel: Option<&Value>) -> String {
+    label_selector(sel).unwrap_or_else(|| "<invalid>".to_string())
+}
+
+/// `metav1.FormatLabelSelector`: like [`label_selector_string`], but `<none>` for a selector
+/// that selects everything (or nothing) and `<error>` for an invalid one.
+fn format_label_selector(sel: Option<&Value>) -> String {
+    match label_selector(sel) {
+        Some(s) if s.is_empty() => "<none>".to_string(),
+        Some(s) => s,
+        None => "<error>".to_string(),
     }
 }
 
-/// `metav1.LabelSelectorAsSelector(sel).String()`: requirements sorted by key.
-fn label_selector_string(sel: Option<&Value>) -> String {
+/// The selector's requirements as kube's `labels.Selector.String()`, `None` when invalid.
+fn label_selector(sel: Option<&Value>) -> Option<String> {
     let Some(sel) = sel.filter(|s| s.is_object()) else {
-        return String::new();
+        return Some(String::new());
     };
     let mut reqs: Vec<(String, String)> = Vec::new();
     if let Some(Value::Object(labels)) = sel.get("matchLabels") {
@@ -330,12 +457,7 @@ fn label_selector_string(sel: Option<&Value>) -> String {
             reqs.push((k.clone(), format!("{k}={}", v.as_str().unwrap_or_default())));
         }
     }
-    for expr in sel
-        .get("matchExpressions")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-    {
+    for expr in array_at(sel, "/matchExpressions") {
         let key = str_at(expr, "/key");
         let mut values: Vec<&str> = array_at(expr, "/values")
             .iter()
@@ -348,15 +470,61 @@ fn label_selector_string(sel: Option<&Value>) -> String {
             "NotIn" => format!("{key} notin ({})", values.join(",")),
             "Exists" => key.to_string(),
             "DoesNotExist" => format!("!{key}"),
-            _ => return "<invalid>".to_string(),
+            _ => return None,
         };
         reqs.push((key.to_string(), text));
     }
     reqs.sort_by(|a, b| a.0.cmp(&b.0));
-    reqs.into_iter()
-        .map(|(_, t)| t)
+    Some(
+        reqs.into_iter()
+            .map(|(_, t)| t)
+            .collect::<Vec<_>>()
+            .join(","),
+    )
+}
+
+/// A `resource.Quantity`'s `String()`: the serialized quantity as stored, `"0"` when absent
+/// (Go's zero value).
+fn quantity_at(v: &Value, pointer: &str) -> String {
+    match v.pointer(pointer) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => "0".to_string(),
+    }
+}
+
+/// `strings.Join` of the strings at `pointer`.
+fn join_strings(v: &Value, pointer: &str, sep: &str) -> String {
+    array_at(v, pointer)
+        .iter()
+        .filter_map(Value::as_str)
         .collect::<Vec<_>>()
-        .join(",")
+        .join(sep)
+}
+
+/// The boolean at `pointer`, or `default`.
+fn bool_at(v: &Value, pointer: &str, default: bool) -> bool {
+    v.pointer(pointer)
+        .and_then(Value::as_bool)
+        .unwrap_or(default)
+}
+
+/// Whether the object has a `metadata.deletionTimestamp`.
+fn deleting(obj: &Value) -> bool {
+    obj.pointer("/metadata/deletionTimestamp")
+        .is_some_and(|d| !d.is_null())
+}
+
+/// `listWithMoreString`: the first `max` items, then ` + N more...`; `<unset>` when empty.
+fn list_with_more(items: &[String], max: usize) -> String {
+    let shown = items[..items.len().min(max)].join(",");
+    if items.len() > max {
+        format!("{shown} + {} more...", items.len() - max)
+    } else if shown.is_empty() {
+        "<unset>".to_string()
+    } else {
+        shown
+    }
 }
 
 /// `layoutContainerCells`: container names and images, comma-separated.
@@ -376,6 +544,12 @@ mod tests {
     use super::*;
     use crate::catalog;
 
+    /// Whether kube itself serves an empty description for a column: RuntimeClass takes its
+    /// Handler description from `ObjectMeta`, which has no `handler` field.
+    fn kube_leaves_undescribed(kind: &str, column: &Value) -> bool {
+        kind == "RuntimeClass" && column["name"] == "Handler"
+    }
+
     #[test]
     fn every_served_resource_has_columns_with_a_name_column() {
         for info in catalog::all() {
@@ -387,12 +561,214 @@ mod tests {
             );
             for c in &cols {
                 assert!(
-                    !c["description"].as_str().unwrap_or_default().is_empty(),
+                    kube_leaves_undescribed(info.kind, c)
+                        || !c["description"].as_str().unwrap_or_default().is_empty(),
                     "{} column {} has a description",
                     info.kind,
                     c["name"]
                 );
             }
+        }
+    }
+
+    /// A resource of `group`/`kind` for dispatching to its printer.
+    fn resource(group: &'static str, kind: &'static str) -> ResourceInfo {
+        ResourceInfo {
+            group,
+            version: "v1",
+            kind,
+            plural: "",
+            singular: "",
+            short_names: &[],
+            categories: &[],
+            scope: catalog::Scope::Namespaced,
+            verbs: &[],
+            subresources: &[],
+        }
+    }
+
+    /// Every kind with its own printer, by group.
+    const PRINTED: &[(&str, &str)] = &[
+        ("", "Pod"),
+        ("", "Node"),
+        ("", "Event"),
+        ("", "Namespace"),
+        ("", "ConfigMap"),
+        ("", "Service"),
+        ("", "ReplicationController"),
+        ("", "Secret"),
+        ("", "ServiceAccount"),
+        ("", "Endpoints"),
+        ("", "ResourceQuota"),
+        ("", "PersistentVolume"),
+        ("", "PersistentVolumeClaim"),
+        ("", "PodTemplate"),
+        ("", "ComponentStatus"),
+        ("apps", "Deployment"),
+        ("apps", "ReplicaSet"),
+        ("apps", "StatefulSet"),
+        ("apps", "DaemonSet"),
+        ("apps", "ControllerRevision"),
+        ("batch", "Job"),
+        ("batch", "CronJob"),
+        ("autoscaling", "HorizontalPodAutoscaler"),
+        ("policy", "PodDisruptionBudget"),
+        ("coordination.k8s.io", "Lease"),
+        ("discovery.k8s.io", "EndpointSlice"),
+        ("events.k8s.io", "Event"),
+        ("networking.k8s.io", "Ingress"),
+        ("networking.k8s.io", "IngressClass"),
+        ("networking.k8s.io", "NetworkPolicy"),
+        ("networking.k8s.io", "ServiceCIDR"),
+        ("networking.k8s.io", "IPAddress"),
+        ("rbac.authorization.k8s.io", "RoleBinding"),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+        ("storage.k8s.io", "StorageClass"),
+        ("storage.k8s.io", "CSIDriver"),
+        ("storage.k8s.io", "CSINode"),
+        ("storage.k8s.io", "CSIStorageCapacity"),
+        ("storage.k8s.io", "VolumeAttachment"),
+        ("scheduling.k8s.io", "PriorityClass"),
+        ("node.k8s.io", "RuntimeClass"),
+        ("certificates.k8s.io", "CertificateSigningRequest"),
+        (
+            "admissionregistration.k8s.io",
+            "MutatingWebhookConfiguration",
+        ),
+        (
+            "admissionregistration.k8s.io",
+            "ValidatingWebhookConfiguration",
+        ),
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"),
+        (
+            "admissionregistration.k8s.io",
+            "ValidatingAdmissionPolicyBinding",
+        ),
+        ("flowcontrol.apiserver.k8s.io", "FlowSchema"),
+        ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
+        ("apiregistration.k8s.io", "APIService"),
+    ];
+
+    /// k8s-openapi's schemas of every printed kind, independent of which kinds the server
+    /// serves yet.
+    fn printed_kind_schemas() -> Map<String, Value> {
+        use k8s_openapi::api::{
+            admissionregistration::v1 as admission, apps::v1 as apps,
+            autoscaling::v2 as autoscaling, batch::v1 as batch, certificates::v1 as certificates,
+            coordination::v1 as coordination, core::v1 as core, discovery::v1 as discovery,
+            events::v1 as events, flowcontrol::v1 as flowcontrol, networking::v1 as networking,
+            node::v1 as node, policy::v1 as policy, rbac::v1 as rbac, scheduling::v1 as scheduling,
+            storage::v1 as storage,
+        };
+        use k8s_openapi::schemars::generate::{SchemaGenerator, SchemaSettings};
+        let mut gen: SchemaGenerator = SchemaSettings::openapi3().into_generator();
+        macro_rules! schemas {
+            ($($ty:ty),* $(,)?) => { $( gen.subschema_for::<$ty>(); )* };
+        }
+        schemas!(
+            core::Pod,
+            core::Node,
+            core::Event,
+            core::Namespace,
+            core::ConfigMap,
+            core::Service,
+            core::ReplicationController,
+            core::Secret,
+            core::ServiceAccount,
+            core::Endpoints,
+            core::ResourceQuota,
+            core::PersistentVolume,
+            core::PersistentVolumeClaim,
+            core::PodTemplate,
+            core::ComponentStatus,
+            apps::Deployment,
+            apps::ReplicaSet,
+            apps::StatefulSet,
+            apps::DaemonSet,
+            apps::ControllerRevision,
+            batch::Job,
+            batch::CronJob,
+            autoscaling::HorizontalPodAutoscaler,
+            policy::PodDisruptionBudget,
+            coordination::Lease,
+            discovery::EndpointSlice,
+            events::Event,
+            networking::Ingress,
+            networking::IngressClass,
+            networking::NetworkPolicy,
+            networking::ServiceCIDR,
+            networking::IPAddress,
+            rbac::RoleBinding,
+            rbac::ClusterRoleBinding,
+            storage::StorageClass,
+            storage::CSIDriver,
+            storage::CSINode,
+            storage::CSIStorageCapacity,
+            storage::VolumeAttachment,
+            scheduling::PriorityClass,
+            node::RuntimeClass,
+            certificates::CertificateSigningRequest,
+            admission::MutatingWebhookConfiguration,
+            admission::ValidatingWebhookConfiguration,
+            admission::ValidatingAdmissionPolicy,
+            admission::ValidatingAdmissionPolicyBinding,
+            flowcontrol::FlowSchema,
+            flowcontrol::PriorityLevelConfiguration,
+        );
+        gen.take_definitions(true)
+    }
+
+    #[test]
+    fn every_field_description_names_a_documented_field() {
+        let schemas = printed_kind_schemas();
+        for (group, kind) in PRINTED {
+            let printer = printer_for(&resource(group, kind));
+            assert!(
+                printer.columns.iter().any(|c| c.format == "name"),
+                "{kind} has a name column"
+            );
+            for c in printer.columns {
+                let described = match c.description {
+                    Description::Text(t) => !t.is_empty(),
+                    Description::Field(def, field) => schemas
+                        .get(def)
+                        .and_then(|d| d.pointer(&format!("/properties/{field}/description")))
+                        .and_then(Value::as_str)
+                        .is_some_and(|d| !d.is_empty()),
+                };
+                let column = json!({"name": c.name});
+                assert!(
+                    described || kube_leaves_undescribed(kind, &column),
+                    "{group}/{kind} column {} names no documented field",
+                    c.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_printed_row_has_a_cell_per_column() {
+        let now: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        let empty = json!({"metadata":{"name":"x"}});
+        for (group, kind) in PRINTED {
+            let printer = printer_for(&resource(group, kind));
+            let cells = (printer.cells)(&empty, now);
+            // kube's IPAddress rows carry the age past the last of its two columns.
+            let extra = usize::from(*kind == "IPAddress");
+            assert_eq!(cells.len(), printer.columns.len() + extra, "{group}/{kind}");
+        }
+    }
+
+    #[test]
+    fn kinds_kube_leaves_to_the_default_table() {
+        for (group, kind) in [
+            ("rbac.authorization.k8s.io", "Role"),
+            ("rbac.authorization.k8s.io", "ClusterRole"),
+            ("", "LimitRange"),
+        ] {
+            let printer = printer_for(&resource(group, kind));
+            let names: Vec<&str> = printer.columns.iter().map(|c| c.name).collect();
+            assert_eq!(names, ["Name", "Created At"], "{group}/{kind}");
         }
     }
 
@@ -445,9 +821,10 @@ mod tests {
         let empty = json!({"metadata":{"name":"x"}});
         for info in catalog::all() {
             let (cols, rows) = table(info, &[&empty], now, false);
+            let extra = usize::from(info.kind == "IPAddress");
             assert_eq!(
                 rows[0]["cells"].as_array().unwrap().len(),
-                cols.len(),
+                cols.len() + extra,
                 "{}",
                 info.kind
             );
@@ -465,5 +842,49 @@ mod tests {
         );
         assert_eq!(format_labels(None), "<none>");
         assert_eq!(format_labels(Some(&json!({"b":"2","a":"1"}))), "a=1,b=2");
+    }
+
+    #[test]
+    fn flow_schemas_are_listed_by_matching_precedence_then_name() {
+        let fs = |name: &str, precedence: i64| {
+            json!({"metadata":{"name":name},"spec":{"matchingPrecedence":precedence,
+                "priorityLevelConfiguration":{"name":"pl"}}})
+        };
+        let (global, exempt, probes, catch_all) = (
+            fs("global-default", 9900),
+            fs("exempt", 1),
+            fs("probes", 2),
+            fs("catch-all", 10000),
+        );
+        let b_leader = fs("b-leader", 200);
+        let a_leader = fs("a-leader", 200);
+        let info = resource("flowcontrol.apiserver.k8s.io", "FlowSchema");
+        let now: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        let listed = [&catch_all, &global, &b_leader, &exempt, &a_leader, &probes];
+        let t = table_object(&info, &listed, now, IncludeObject::Object, None);
+        let names: Vec<&str> = t["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["cells"][0].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "exempt",
+                "probes",
+                "a-leader",
+                "b-leader",
+                "global-default",
+                "catch-all"
+            ]
+        );
+        for row in t["rows"].as_array().unwrap() {
+            assert_eq!(row["object"]["metadata"]["name"], row["cells"][0]);
+        }
+        // Other kinds keep their listed order.
+        let mut pods = listed.to_vec();
+        sort_for_table(&resource("", "Pod"), &mut pods);
+        assert_eq!(pods[0]["metadata"]["name"], "catch-all");
     }
 }

@@ -1,5 +1,7 @@
 //! The Service table: `printService` from `pkg/printers/internalversion/printers.go`.
 
+use std::collections::BTreeSet;
+
 use jiff::Timestamp;
 use serde_json::Value;
 
@@ -36,21 +38,19 @@ fn strings(v: &Value, pointer: &str) -> Vec<String> {
         .collect()
 }
 
-/// `loadBalancerStatusStringer` (wide): ingress IPs or host names.
+/// `loadBalancerStatusStringer` (wide, so never clipped): the distinct ingress IPs or host
+/// names, sorted, as kube collects them in a string set.
 fn load_balancer_ips(svc: &Value) -> Vec<String> {
     array_at(svc, "/status/loadBalancer/ingress")
         .iter()
         .filter_map(|i| {
-            let ip = str_at(i, "/ip");
-            let host = str_at(i, "/hostname");
-            if !ip.is_empty() {
-                Some(ip.to_string())
-            } else if !host.is_empty() {
-                Some(host.to_string())
-            } else {
-                None
-            }
+            [str_at(i, "/ip"), str_at(i, "/hostname")]
+                .into_iter()
+                .find(|s| !s.is_empty())
+                .map(str::to_string)
         })
+        .collect::<BTreeSet<_>>()
+        .into_iter()
         .collect()
 }
 
@@ -158,5 +158,22 @@ mod tests {
         assert_eq!(cells(&lb, now)[3], "<pending>");
         assert_eq!(cells(&lb, now)[2], "<none>");
         assert_eq!(cells(&lb, now)[4], "<none>");
+    }
+
+    #[test]
+    fn load_balancer_addresses_are_sorted_and_distinct_before_external_ips() {
+        // TestPrintService test6.
+        let now = "2026-01-01T00:00:00Z".parse().unwrap();
+        let svc = json!({"metadata":{"name":"test6"},"spec":{"type":"LoadBalancer",
+                "clusterIPs":["10.9.8.7"],"ports":[{"protocol":"tcp","port":8888}],
+                "externalIPs":["80.11.12.10","80.11.12.11"]},
+            "status":{"loadBalancer":{"ingress":[
+                {"ip":"3.4.5.6","hostname":"test.cluster.com"},
+                {"ip":"2.3.4.5","hostname":"test.cluster.local"},
+                {"ip":"3.4.5.6"}]}}});
+        assert_eq!(
+            cells(&svc, now)[3],
+            "2.3.4.5,3.4.5.6,80.11.12.10,80.11.12.11"
+        );
     }
 }

@@ -1,31 +1,34 @@
 //! HTTP layer: routing, authentication, content negotiation and the handlers.
 
+pub mod body;
+pub mod decode;
 pub mod discovery;
+pub mod encode;
+pub mod field_validation;
+pub mod filter;
+pub mod handlers;
 pub mod negotiate;
 pub mod params;
 pub mod path;
 pub mod pod_streams;
 pub mod resource;
 pub mod table;
-pub mod watch;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use bytes::Bytes;
-use http::{header, HeaderMap, StatusCode};
+use http::header;
 
 use crate::error::ApiError;
 use crate::store::Store;
 
-/// Largest request body accepted (kube's 3 MiB limit).
-pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+pub use body::{read_body, MAX_BODY_BYTES};
+pub use encode::{json_response, json_value};
 
 /// What every handler shares.
 pub struct AppState {
@@ -109,37 +112,4 @@ async fn authenticate(State(state): State<SharedState>, req: Request, next: Next
     let resp = next.run(req).await;
     tracing::debug!(%method, %uri, status = resp.status().as_u16(), "request");
     resp
-}
-
-/// Reads a request body of at most [`MAX_BODY_BYTES`] (413 beyond).
-pub async fn read_body(headers: &HeaderMap, body: Body) -> Result<Bytes, ApiError> {
-    if let Some(len) = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok())
-    {
-        if len > MAX_BODY_BYTES {
-            return Err(ApiError::too_large());
-        }
-    }
-    axum::body::to_bytes(body, MAX_BODY_BYTES)
-        .await
-        .map_err(|_| ApiError::too_large())
-}
-
-/// A JSON response.
-pub fn json_response(code: StatusCode, body: impl Into<Body>) -> Response {
-    Response::builder()
-        .status(code)
-        .header(header::CONTENT_TYPE, "application/json")
-        .body(body.into())
-        .unwrap_or_else(|_| code.into_response())
-}
-
-/// A JSON response of a value.
-pub fn json_value(code: StatusCode, value: &serde_json::Value) -> Response {
-    match serde_json::to_vec(value) {
-        Ok(b) => json_response(code, b),
-        Err(e) => ApiError::internal("encoding the response", e).into_response(),
-    }
 }

@@ -371,10 +371,15 @@ fn map_entry(value_kind: &Kind, bytes: &[u8], depth: usize) -> Result<(String, V
     Ok((key, value))
 }
 
-/// The qualified message name of `api_version`/`kind`.
+/// The qualified message name of `api_version`/`kind`: its OpenAPI definition name, which is
+/// also its protobuf message name (`io.k8s.api.apps.v1.Deployment`,
+/// `io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIService`).
 fn message_for(api_version: &str, kind: &str) -> String {
     if kind == "DeleteOptions" {
         return "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions".into();
+    }
+    if let Some(definition) = definitions::root_definition(api_version, kind) {
+        return definition.to_string();
     }
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     let short = match group {
@@ -551,6 +556,6 @@ mod tests {
     #[test]
     fn bodies_without_the_envelope_are_refused() {
         assert!(matches!(decode(b"{}"), Err(Error::NoMagic)));
-        assert!(decode(&envelope("v1", "Secret", &[])).is_err());
+        assert!(decode(&envelope("v1", "Frobnicator", &[])).is_err());
     }
 }

@@ -6,6 +6,635 @@ use super::{Field, Kind, Message};
 /// Every message reachable from the served kinds, sorted by name.
 pub(super) static MESSAGES: &[Message] = &[
     Message {
+        name: "io.k8s.api.admissionregistration.v1.AuditAnnotation",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "key",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "value_expression",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.admissionregistration.v1.ExpressionWarning",
+        fields: &[
+            Field {
+                tag: 2,
+                name: "field_ref",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "warning",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.admissionregistration.v1.MatchCondition",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "expression",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.admissionregistration.v1.MatchResources",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "namespace_selector",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "object_selector",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "resource_rules",
+                kind: Kind::Message("io.k8s.api.admissionregistration.v1.NamedRuleWithOperations"),
+                repeated: true,
+            },
+            Field {
+                tag: 4,
+                name: "exclude_resource_rules",
+                kind: Kind::Message("io.k8s.api.admissionregistration.v1.NamedRuleWithOperations"),
+                repeated: true,
+            },
+            Field {
+                tag: 7,
+                name: "match_policy",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.admissionregistration.v1.MutatingWebhook",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "client_config",
+                kind: Kind::Message("io.k8s.api.admissionregistration.v1.WebhookClientConfig"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "rules",
+                kind: Kind::Message("io.k8s.api.admissionregistration.v1.RuleWithOperations"),
+                repeated: true,
+            },
+            Field {
+                tag: 4,
+                name: "failure_policy",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 9,
+                name: "match_policy",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "namespace_selector",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"),
+                repeated: false,
+            },
+            Field {
+                tag: 11,
+                name: "object_selector",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"),
+                repeated: false,
+            },
+            Field {
+                tag: 6,
+                name: "side_effects",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 7,
+                name: "timeout_seconds",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 8,
+                name: "admission_review_versions",
+                kind: Kind::Str,
+                repeated: true,
+            },
+            Field {
+                tag: 10,
+                name: "reinvocation_policy",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 12,
+                name: "match_conditions",
+                kind: Kind::Message("io.k8s.api.admissionregistration.v1.MatchCondition"),
+                repeated: true,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.admissionregistration.v1.MutatingWebhookConfiguration",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "webhooks",
+                kind: Kind::Message("io.k8s.api.admissionregistration.v1.MutatingWebhook"),
+                repeated: true,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.admissionregistration.v1.NamedRuleWithOperations",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "resource_names",
+                kind: Kind::Str,
+                repeated: true,
+            },
+            Field {
+                tag: 2,
+                name: "rule_with_operations",
+                kind: Kind::Message("io.k8s.api.admissionregistration.v1.RuleWithOperations"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.admissionregistration.v1.ParamKind",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "api_version",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "kind",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.admissionregistration.v1.ParamRef",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "namespace",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "selector",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"),
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "parameter_not_found_action",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.admissionregistration.v1.Rule",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "api_groups",
+                kind: Kind::Str,
+                repeated: true,
+            },
+            Field {
+                tag: 2,
+                name: "api_versions",
+                kind: Kind::Str,
+                repeated: true,
+            },
+            Field {
+                tag: 3,
+                name: "resources",
+                kind: Kind::Str,
+                repeated: true,
+            },
+            Field {
+                tag: 4,
+                name: "scope",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.admissionregistration.v1.RuleWithOperations",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "operations",
+                kind: Kind::Str,
+                repeated: true,
+            },
+            Field {
+                tag: 2,
+                name: "rule",
+                kind: Kind::Message("io.k8s.api.admissionregistration.v1.Rule"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.admissionregistration.v1.ServiceReference",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "namespace",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "path",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "port",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.admissionregistration.v1.TypeChecking",
+        fields: &[Field {
+            tag: 1,
+            name: "expression_warnings",
+            kind: Kind::Message("io.k8s.api.admissionregistration.v1.ExpressionWarning"),
+            repeated: true,
+        }],
+    },
+    Message {
+        name: "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicy",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "spec",
+                kind: Kind::Message(
+                    "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicySpec",
+                ),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "status",
+                kind: Kind::Message(
+                    "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyStatus",
+                ),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "spec",
+                kind: Kind::Message(
+                    "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpec",
+                ),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpec",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "policy_name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "param_ref",
+                kind: Kind::Message("io.k8s.api.admissionregistration.v1.ParamRef"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "match_resources",
+                kind: Kind::Message("io.k8s.api.admissionregistration.v1.MatchResources"),
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "validation_actions",
+                kind: Kind::Str,
+                repeated: true,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicySpec",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "param_kind",
+                kind: Kind::Message("io.k8s.api.admissionregistration.v1.ParamKind"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "match_constraints",
+                kind: Kind::Message("io.k8s.api.admissionregistration.v1.MatchResources"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "validations",
+                kind: Kind::Message("io.k8s.api.admissionregistration.v1.Validation"),
+                repeated: true,
+            },
+            Field {
+                tag: 4,
+                name: "failure_policy",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "audit_annotations",
+                kind: Kind::Message("io.k8s.api.admissionregistration.v1.AuditAnnotation"),
+                repeated: true,
+            },
+            Field {
+                tag: 6,
+                name: "match_conditions",
+                kind: Kind::Message("io.k8s.api.admissionregistration.v1.MatchCondition"),
+                repeated: true,
+            },
+            Field {
+                tag: 7,
+                name: "variables",
+                kind: Kind::Message("io.k8s.api.admissionregistration.v1.Variable"),
+                repeated: true,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyStatus",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "observed_generation",
+                kind: Kind::Int64,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "type_checking",
+                kind: Kind::Message("io.k8s.api.admissionregistration.v1.TypeChecking"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "conditions",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.Condition"),
+                repeated: true,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.admissionregistration.v1.ValidatingWebhook",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "client_config",
+                kind: Kind::Message("io.k8s.api.admissionregistration.v1.WebhookClientConfig"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "rules",
+                kind: Kind::Message("io.k8s.api.admissionregistration.v1.RuleWithOperations"),
+                repeated: true,
+            },
+            Field {
+                tag: 4,
+                name: "failure_policy",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 9,
+                name: "match_policy",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "namespace_selector",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"),
+                repeated: false,
+            },
+            Field {
+                tag: 10,
+                name: "object_selector",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"),
+                repeated: false,
+            },
+            Field {
+                tag: 6,
+                name: "side_effects",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 7,
+                name: "timeout_seconds",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 8,
+                name: "admission_review_versions",
+                kind: Kind::Str,
+                repeated: true,
+            },
+            Field {
+                tag: 11,
+                name: "match_conditions",
+                kind: Kind::Message("io.k8s.api.admissionregistration.v1.MatchCondition"),
+                repeated: true,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.admissionregistration.v1.ValidatingWebhookConfiguration",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "webhooks",
+                kind: Kind::Message("io.k8s.api.admissionregistration.v1.ValidatingWebhook"),
+                repeated: true,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.admissionregistration.v1.Validation",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "expression",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "message",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "reason",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "message_expression",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.admissionregistration.v1.Variable",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "expression",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.admissionregistration.v1.WebhookClientConfig",
+        fields: &[
+            Field {
+                tag: 3,
+                name: "url",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 1,
+                name: "service",
+                kind: Kind::Message("io.k8s.api.admissionregistration.v1.ServiceReference"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "ca_bundle",
+                kind: Kind::Bytes,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
         name: "io.k8s.api.apps.v1.ControllerRevision",
         fields: &[
             Field {
@@ -24,6 +653,181 @@ pub(super) static MESSAGES: &[Message] = &[
                 tag: 3,
                 name: "revision",
                 kind: Kind::Int64,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.apps.v1.DaemonSet",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "spec",
+                kind: Kind::Message("io.k8s.api.apps.v1.DaemonSetSpec"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "status",
+                kind: Kind::Message("io.k8s.api.apps.v1.DaemonSetStatus"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.apps.v1.DaemonSetCondition",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "type",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "status",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "last_transition_time",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.Time"),
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "reason",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "message",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.apps.v1.DaemonSetSpec",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "selector",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "template",
+                kind: Kind::Message("io.k8s.api.core.v1.PodTemplateSpec"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "update_strategy",
+                kind: Kind::Message("io.k8s.api.apps.v1.DaemonSetUpdateStrategy"),
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "min_ready_seconds",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 6,
+                name: "revision_history_limit",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.apps.v1.DaemonSetStatus",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "current_number_scheduled",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "number_misscheduled",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "desired_number_scheduled",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "number_ready",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "observed_generation",
+                kind: Kind::Int64,
+                repeated: false,
+            },
+            Field {
+                tag: 6,
+                name: "updated_number_scheduled",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 7,
+                name: "number_available",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 8,
+                name: "number_unavailable",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 9,
+                name: "collision_count",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 10,
+                name: "conditions",
+                kind: Kind::Message("io.k8s.api.apps.v1.DaemonSetCondition"),
+                repeated: true,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.apps.v1.DaemonSetUpdateStrategy",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "type",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "rolling_update",
+                kind: Kind::Message("io.k8s.api.apps.v1.RollingUpdateDaemonSet"),
                 repeated: false,
             },
         ],
@@ -356,6 +1160,23 @@ pub(super) static MESSAGES: &[Message] = &[
         ],
     },
     Message {
+        name: "io.k8s.api.apps.v1.RollingUpdateDaemonSet",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "max_unavailable",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.util.intstr.IntOrString"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "max_surge",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.util.intstr.IntOrString"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
         name: "io.k8s.api.apps.v1.RollingUpdateDeployment",
         fields: &[
             Field {
@@ -368,6 +1189,354 @@ pub(super) static MESSAGES: &[Message] = &[
                 tag: 2,
                 name: "max_surge",
                 kind: Kind::Message("io.k8s.apimachinery.pkg.util.intstr.IntOrString"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.apps.v1.RollingUpdateStatefulSetStrategy",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "partition",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "max_unavailable",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.util.intstr.IntOrString"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.apps.v1.StatefulSet",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "spec",
+                kind: Kind::Message("io.k8s.api.apps.v1.StatefulSetSpec"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "status",
+                kind: Kind::Message("io.k8s.api.apps.v1.StatefulSetStatus"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.apps.v1.StatefulSetCondition",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "type",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "status",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "last_transition_time",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.Time"),
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "reason",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "message",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.apps.v1.StatefulSetOrdinals",
+        fields: &[Field {
+            tag: 1,
+            name: "start",
+            kind: Kind::Int32,
+            repeated: false,
+        }],
+    },
+    Message {
+        name: "io.k8s.api.apps.v1.StatefulSetPersistentVolumeClaimRetentionPolicy",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "when_deleted",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "when_scaled",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.apps.v1.StatefulSetSpec",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "replicas",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "selector",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "template",
+                kind: Kind::Message("io.k8s.api.core.v1.PodTemplateSpec"),
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "volume_claim_templates",
+                kind: Kind::Message("io.k8s.api.core.v1.PersistentVolumeClaim"),
+                repeated: true,
+            },
+            Field {
+                tag: 5,
+                name: "service_name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 6,
+                name: "pod_management_policy",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 7,
+                name: "update_strategy",
+                kind: Kind::Message("io.k8s.api.apps.v1.StatefulSetUpdateStrategy"),
+                repeated: false,
+            },
+            Field {
+                tag: 8,
+                name: "revision_history_limit",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 9,
+                name: "min_ready_seconds",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 10,
+                name: "persistent_volume_claim_retention_policy",
+                kind: Kind::Message(
+                    "io.k8s.api.apps.v1.StatefulSetPersistentVolumeClaimRetentionPolicy",
+                ),
+                repeated: false,
+            },
+            Field {
+                tag: 11,
+                name: "ordinals",
+                kind: Kind::Message("io.k8s.api.apps.v1.StatefulSetOrdinals"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.apps.v1.StatefulSetStatus",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "observed_generation",
+                kind: Kind::Int64,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "replicas",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "ready_replicas",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "current_replicas",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "updated_replicas",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 6,
+                name: "current_revision",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 7,
+                name: "update_revision",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 9,
+                name: "collision_count",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 10,
+                name: "conditions",
+                kind: Kind::Message("io.k8s.api.apps.v1.StatefulSetCondition"),
+                repeated: true,
+            },
+            Field {
+                tag: 11,
+                name: "available_replicas",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.apps.v1.StatefulSetUpdateStrategy",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "type",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "rolling_update",
+                kind: Kind::Message("io.k8s.api.apps.v1.RollingUpdateStatefulSetStrategy"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.authentication.v1.BoundObjectReference",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "kind",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "api_version",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "u_id",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.authentication.v1.TokenRequest",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "spec",
+                kind: Kind::Message("io.k8s.api.authentication.v1.TokenRequestSpec"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "status",
+                kind: Kind::Message("io.k8s.api.authentication.v1.TokenRequestStatus"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.authentication.v1.TokenRequestSpec",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "audiences",
+                kind: Kind::Str,
+                repeated: true,
+            },
+            Field {
+                tag: 4,
+                name: "expiration_seconds",
+                kind: Kind::Int64,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "bound_object_ref",
+                kind: Kind::Message("io.k8s.api.authentication.v1.BoundObjectReference"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.authentication.v1.TokenRequestStatus",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "token",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "expiration_timestamp",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.Time"),
                 repeated: false,
             },
         ],
@@ -420,6 +1589,1189 @@ pub(super) static MESSAGES: &[Message] = &[
                 repeated: false,
             },
         ],
+    },
+    Message {
+        name: "io.k8s.api.autoscaling.v2.ContainerResourceMetricSource",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "target",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.MetricTarget"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "container",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.autoscaling.v2.ContainerResourceMetricStatus",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "current",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.MetricValueStatus"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "container",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.autoscaling.v2.CrossVersionObjectReference",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "kind",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "api_version",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.autoscaling.v2.ExternalMetricSource",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metric",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.MetricIdentifier"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "target",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.MetricTarget"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.autoscaling.v2.ExternalMetricStatus",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metric",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.MetricIdentifier"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "current",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.MetricValueStatus"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "spec",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerSpec"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "status",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerStatus"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerBehavior",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "scale_up",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.HpaScalingRules"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "scale_down",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.HpaScalingRules"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerCondition",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "type",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "status",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "last_transition_time",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.Time"),
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "reason",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "message",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerSpec",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "scale_target_ref",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.CrossVersionObjectReference"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "min_replicas",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "max_replicas",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "metrics",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.MetricSpec"),
+                repeated: true,
+            },
+            Field {
+                tag: 5,
+                name: "behavior",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerBehavior"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerStatus",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "observed_generation",
+                kind: Kind::Int64,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "last_scale_time",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.Time"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "current_replicas",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "desired_replicas",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "current_metrics",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.MetricStatus"),
+                repeated: true,
+            },
+            Field {
+                tag: 6,
+                name: "conditions",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerCondition"),
+                repeated: true,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.autoscaling.v2.HpaScalingPolicy",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "type",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "value",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "period_seconds",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.autoscaling.v2.HpaScalingRules",
+        fields: &[
+            Field {
+                tag: 3,
+                name: "stabilization_window_seconds",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 1,
+                name: "select_policy",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "policies",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.HpaScalingPolicy"),
+                repeated: true,
+            },
+            Field {
+                tag: 4,
+                name: "tolerance",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.api.resource.Quantity"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.autoscaling.v2.MetricIdentifier",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "selector",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.autoscaling.v2.MetricSpec",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "type",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "object",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.ObjectMetricSource"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "pods",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.PodsMetricSource"),
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "resource",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.ResourceMetricSource"),
+                repeated: false,
+            },
+            Field {
+                tag: 7,
+                name: "container_resource",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.ContainerResourceMetricSource"),
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "external",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.ExternalMetricSource"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.autoscaling.v2.MetricStatus",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "type",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "object",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.ObjectMetricStatus"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "pods",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.PodsMetricStatus"),
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "resource",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.ResourceMetricStatus"),
+                repeated: false,
+            },
+            Field {
+                tag: 7,
+                name: "container_resource",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.ContainerResourceMetricStatus"),
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "external",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.ExternalMetricStatus"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.autoscaling.v2.MetricTarget",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "type",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "value",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.api.resource.Quantity"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "average_value",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.api.resource.Quantity"),
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "average_utilization",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.autoscaling.v2.MetricValueStatus",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "value",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.api.resource.Quantity"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "average_value",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.api.resource.Quantity"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "average_utilization",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.autoscaling.v2.ObjectMetricSource",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "described_object",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.CrossVersionObjectReference"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "target",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.MetricTarget"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "metric",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.MetricIdentifier"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.autoscaling.v2.ObjectMetricStatus",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metric",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.MetricIdentifier"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "current",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.MetricValueStatus"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "described_object",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.CrossVersionObjectReference"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.autoscaling.v2.PodsMetricSource",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metric",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.MetricIdentifier"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "target",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.MetricTarget"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.autoscaling.v2.PodsMetricStatus",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metric",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.MetricIdentifier"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "current",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.MetricValueStatus"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.autoscaling.v2.ResourceMetricSource",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "target",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.MetricTarget"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.autoscaling.v2.ResourceMetricStatus",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "current",
+                kind: Kind::Message("io.k8s.api.autoscaling.v2.MetricValueStatus"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.batch.v1.CronJob",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "spec",
+                kind: Kind::Message("io.k8s.api.batch.v1.CronJobSpec"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "status",
+                kind: Kind::Message("io.k8s.api.batch.v1.CronJobStatus"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.batch.v1.CronJobSpec",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "schedule",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 8,
+                name: "time_zone",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "starting_deadline_seconds",
+                kind: Kind::Int64,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "concurrency_policy",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "suspend",
+                kind: Kind::Bool,
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "job_template",
+                kind: Kind::Message("io.k8s.api.batch.v1.JobTemplateSpec"),
+                repeated: false,
+            },
+            Field {
+                tag: 6,
+                name: "successful_jobs_history_limit",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 7,
+                name: "failed_jobs_history_limit",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.batch.v1.CronJobStatus",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "active",
+                kind: Kind::Message("io.k8s.api.core.v1.ObjectReference"),
+                repeated: true,
+            },
+            Field {
+                tag: 4,
+                name: "last_schedule_time",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.Time"),
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "last_successful_time",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.Time"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.batch.v1.Job",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "spec",
+                kind: Kind::Message("io.k8s.api.batch.v1.JobSpec"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "status",
+                kind: Kind::Message("io.k8s.api.batch.v1.JobStatus"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.batch.v1.JobCondition",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "type",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "status",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "last_probe_time",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.Time"),
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "last_transition_time",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.Time"),
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "reason",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 6,
+                name: "message",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.batch.v1.JobSpec",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "parallelism",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "completions",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "active_deadline_seconds",
+                kind: Kind::Int64,
+                repeated: false,
+            },
+            Field {
+                tag: 11,
+                name: "pod_failure_policy",
+                kind: Kind::Message("io.k8s.api.batch.v1.PodFailurePolicy"),
+                repeated: false,
+            },
+            Field {
+                tag: 16,
+                name: "success_policy",
+                kind: Kind::Message("io.k8s.api.batch.v1.SuccessPolicy"),
+                repeated: false,
+            },
+            Field {
+                tag: 7,
+                name: "backoff_limit",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 12,
+                name: "backoff_limit_per_index",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 13,
+                name: "max_failed_indexes",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "selector",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"),
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "manual_selector",
+                kind: Kind::Bool,
+                repeated: false,
+            },
+            Field {
+                tag: 6,
+                name: "template",
+                kind: Kind::Message("io.k8s.api.core.v1.PodTemplateSpec"),
+                repeated: false,
+            },
+            Field {
+                tag: 8,
+                name: "ttl_seconds_after_finished",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 9,
+                name: "completion_mode",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 10,
+                name: "suspend",
+                kind: Kind::Bool,
+                repeated: false,
+            },
+            Field {
+                tag: 14,
+                name: "pod_replacement_policy",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 15,
+                name: "managed_by",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.batch.v1.JobStatus",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "conditions",
+                kind: Kind::Message("io.k8s.api.batch.v1.JobCondition"),
+                repeated: true,
+            },
+            Field {
+                tag: 2,
+                name: "start_time",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.Time"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "completion_time",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.Time"),
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "active",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "succeeded",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 6,
+                name: "failed",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 11,
+                name: "terminating",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 7,
+                name: "completed_indexes",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 10,
+                name: "failed_indexes",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 8,
+                name: "uncounted_terminated_pods",
+                kind: Kind::Message("io.k8s.api.batch.v1.UncountedTerminatedPods"),
+                repeated: false,
+            },
+            Field {
+                tag: 9,
+                name: "ready",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.batch.v1.JobTemplateSpec",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "spec",
+                kind: Kind::Message("io.k8s.api.batch.v1.JobSpec"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.batch.v1.PodFailurePolicy",
+        fields: &[Field {
+            tag: 1,
+            name: "rules",
+            kind: Kind::Message("io.k8s.api.batch.v1.PodFailurePolicyRule"),
+            repeated: true,
+        }],
+    },
+    Message {
+        name: "io.k8s.api.batch.v1.PodFailurePolicyOnExitCodesRequirement",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "container_name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "operator",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "values",
+                kind: Kind::Int32,
+                repeated: true,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.batch.v1.PodFailurePolicyOnPodConditionsPattern",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "type",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "status",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.batch.v1.PodFailurePolicyRule",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "action",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "on_exit_codes",
+                kind: Kind::Message("io.k8s.api.batch.v1.PodFailurePolicyOnExitCodesRequirement"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "on_pod_conditions",
+                kind: Kind::Message("io.k8s.api.batch.v1.PodFailurePolicyOnPodConditionsPattern"),
+                repeated: true,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.batch.v1.SuccessPolicy",
+        fields: &[Field {
+            tag: 1,
+            name: "rules",
+            kind: Kind::Message("io.k8s.api.batch.v1.SuccessPolicyRule"),
+            repeated: true,
+        }],
+    },
+    Message {
+        name: "io.k8s.api.batch.v1.SuccessPolicyRule",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "succeeded_indexes",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "succeeded_count",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.batch.v1.UncountedTerminatedPods",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "succeeded",
+                kind: Kind::Str,
+                repeated: true,
+            },
+            Field {
+                tag: 2,
+                name: "failed",
+                kind: Kind::Str,
+                repeated: true,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.certificates.v1.CertificateSigningRequest",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "spec",
+                kind: Kind::Message("io.k8s.api.certificates.v1.CertificateSigningRequestSpec"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "status",
+                kind: Kind::Message("io.k8s.api.certificates.v1.CertificateSigningRequestStatus"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.certificates.v1.CertificateSigningRequestCondition",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "type",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 6,
+                name: "status",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "reason",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "message",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "last_update_time",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.Time"),
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "last_transition_time",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.Time"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.certificates.v1.CertificateSigningRequestSpec",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "request",
+                kind: Kind::Bytes,
+                repeated: false,
+            },
+            Field {
+                tag: 7,
+                name: "signer_name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 8,
+                name: "expiration_seconds",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "usages",
+                kind: Kind::Str,
+                repeated: true,
+            },
+            Field {
+                tag: 2,
+                name: "username",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "uid",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "groups",
+                kind: Kind::Str,
+                repeated: true,
+            },
+            Field {
+                tag: 6,
+                name: "extra",
+                kind: Kind::Map(&Kind::Message("io.k8s.api.certificates.v1.ExtraValue")),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.certificates.v1.CertificateSigningRequestStatus",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "conditions",
+                kind: Kind::Message(
+                    "io.k8s.api.certificates.v1.CertificateSigningRequestCondition",
+                ),
+                repeated: true,
+            },
+            Field {
+                tag: 2,
+                name: "certificate",
+                kind: Kind::Bytes,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.certificates.v1.ExtraValue",
+        fields: &[Field {
+            tag: 1,
+            name: "items",
+            kind: Kind::Str,
+            repeated: true,
+        }],
     },
     Message {
         name: "io.k8s.api.coordination.v1.Lease",
@@ -613,6 +2965,35 @@ pub(super) static MESSAGES: &[Message] = &[
         ],
     },
     Message {
+        name: "io.k8s.api.core.v1.AzureFilePersistentVolumeSource",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "secret_name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "share_name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "read_only",
+                kind: Kind::Bool,
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "secret_namespace",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
         name: "io.k8s.api.core.v1.AzureFileVolumeSource",
         fields: &[
             Field {
@@ -648,6 +3029,71 @@ pub(super) static MESSAGES: &[Message] = &[
                 tag: 2,
                 name: "target",
                 kind: Kind::Message("io.k8s.api.core.v1.ObjectReference"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.core.v1.CSIPersistentVolumeSource",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "driver",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "volume_handle",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "read_only",
+                kind: Kind::Bool,
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "fs_type",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "volume_attributes",
+                kind: Kind::Map(&Kind::Str),
+                repeated: false,
+            },
+            Field {
+                tag: 6,
+                name: "controller_publish_secret_ref",
+                kind: Kind::Message("io.k8s.api.core.v1.SecretReference"),
+                repeated: false,
+            },
+            Field {
+                tag: 7,
+                name: "node_stage_secret_ref",
+                kind: Kind::Message("io.k8s.api.core.v1.SecretReference"),
+                repeated: false,
+            },
+            Field {
+                tag: 8,
+                name: "node_publish_secret_ref",
+                kind: Kind::Message("io.k8s.api.core.v1.SecretReference"),
+                repeated: false,
+            },
+            Field {
+                tag: 9,
+                name: "controller_expand_secret_ref",
+                kind: Kind::Message("io.k8s.api.core.v1.SecretReference"),
+                repeated: false,
+            },
+            Field {
+                tag: 10,
+                name: "node_expand_secret_ref",
+                kind: Kind::Message("io.k8s.api.core.v1.SecretReference"),
                 repeated: false,
             },
         ],
@@ -705,6 +3151,47 @@ pub(super) static MESSAGES: &[Message] = &[
         ],
     },
     Message {
+        name: "io.k8s.api.core.v1.CephFsPersistentVolumeSource",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "monitors",
+                kind: Kind::Str,
+                repeated: true,
+            },
+            Field {
+                tag: 2,
+                name: "path",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "user",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "secret_file",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "secret_ref",
+                kind: Kind::Message("io.k8s.api.core.v1.SecretReference"),
+                repeated: false,
+            },
+            Field {
+                tag: 6,
+                name: "read_only",
+                kind: Kind::Bool,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
         name: "io.k8s.api.core.v1.CephFsVolumeSource",
         fields: &[
             Field {
@@ -741,6 +3228,35 @@ pub(super) static MESSAGES: &[Message] = &[
                 tag: 6,
                 name: "read_only",
                 kind: Kind::Bool,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.core.v1.CinderPersistentVolumeSource",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "volume_id",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "fs_type",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "read_only",
+                kind: Kind::Bool,
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "secret_ref",
+                kind: Kind::Message("io.k8s.api.core.v1.SecretReference"),
                 repeated: false,
             },
         ],
@@ -815,6 +3331,52 @@ pub(super) static MESSAGES: &[Message] = &[
                 name: "path",
                 kind: Kind::Str,
                 repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.core.v1.ComponentCondition",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "type",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "status",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "message",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "error",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.core.v1.ComponentStatus",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "conditions",
+                kind: Kind::Message("io.k8s.api.core.v1.ComponentCondition"),
+                repeated: true,
             },
         ],
     },
@@ -1539,6 +4101,104 @@ pub(super) static MESSAGES: &[Message] = &[
         ],
     },
     Message {
+        name: "io.k8s.api.core.v1.EndpointAddress",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "ip",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "hostname",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "node_name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "target_ref",
+                kind: Kind::Message("io.k8s.api.core.v1.ObjectReference"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.core.v1.EndpointPort",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "port",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "protocol",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "app_protocol",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.core.v1.EndpointSubset",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "addresses",
+                kind: Kind::Message("io.k8s.api.core.v1.EndpointAddress"),
+                repeated: true,
+            },
+            Field {
+                tag: 2,
+                name: "not_ready_addresses",
+                kind: Kind::Message("io.k8s.api.core.v1.EndpointAddress"),
+                repeated: true,
+            },
+            Field {
+                tag: 3,
+                name: "ports",
+                kind: Kind::Message("io.k8s.api.core.v1.EndpointPort"),
+                repeated: true,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.core.v1.Endpoints",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "subsets",
+                kind: Kind::Message("io.k8s.api.core.v1.EndpointSubset"),
+                repeated: true,
+            },
+        ],
+    },
+    Message {
         name: "io.k8s.api.core.v1.EnvFromSource",
         fields: &[
             Field {
@@ -2003,6 +4663,41 @@ pub(super) static MESSAGES: &[Message] = &[
         ],
     },
     Message {
+        name: "io.k8s.api.core.v1.FlexPersistentVolumeSource",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "driver",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "fs_type",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "secret_ref",
+                kind: Kind::Message("io.k8s.api.core.v1.SecretReference"),
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "read_only",
+                kind: Kind::Bool,
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "options",
+                kind: Kind::Map(&Kind::Str),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
         name: "io.k8s.api.core.v1.FlexVolumeSource",
         fields: &[
             Field {
@@ -2101,6 +4796,35 @@ pub(super) static MESSAGES: &[Message] = &[
             Field {
                 tag: 3,
                 name: "directory",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.core.v1.GlusterfsPersistentVolumeSource",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "endpoints",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "path",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "read_only",
+                kind: Kind::Bool,
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "endpoints_namespace",
                 kind: Kind::Str,
                 repeated: false,
             },
@@ -2259,6 +4983,77 @@ pub(super) static MESSAGES: &[Message] = &[
         ],
     },
     Message {
+        name: "io.k8s.api.core.v1.IscsiPersistentVolumeSource",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "target_portal",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "iqn",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "lun",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "iscsi_interface",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "fs_type",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 6,
+                name: "read_only",
+                kind: Kind::Bool,
+                repeated: false,
+            },
+            Field {
+                tag: 7,
+                name: "portals",
+                kind: Kind::Str,
+                repeated: true,
+            },
+            Field {
+                tag: 8,
+                name: "chap_auth_discovery",
+                kind: Kind::Bool,
+                repeated: false,
+            },
+            Field {
+                tag: 11,
+                name: "chap_auth_session",
+                kind: Kind::Bool,
+                repeated: false,
+            },
+            Field {
+                tag: 10,
+                name: "secret_ref",
+                kind: Kind::Message("io.k8s.api.core.v1.SecretReference"),
+                repeated: false,
+            },
+            Field {
+                tag: 12,
+                name: "initiator_name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
         name: "io.k8s.api.core.v1.IscsiVolumeSource",
         fields: &[
             Field {
@@ -2405,6 +5200,83 @@ pub(super) static MESSAGES: &[Message] = &[
         ],
     },
     Message {
+        name: "io.k8s.api.core.v1.LimitRange",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "spec",
+                kind: Kind::Message("io.k8s.api.core.v1.LimitRangeSpec"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.core.v1.LimitRangeItem",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "type",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "max",
+                kind: Kind::Map(&Kind::Message(
+                    "io.k8s.apimachinery.pkg.api.resource.Quantity",
+                )),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "min",
+                kind: Kind::Map(&Kind::Message(
+                    "io.k8s.apimachinery.pkg.api.resource.Quantity",
+                )),
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "default",
+                kind: Kind::Map(&Kind::Message(
+                    "io.k8s.apimachinery.pkg.api.resource.Quantity",
+                )),
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "default_request",
+                kind: Kind::Map(&Kind::Message(
+                    "io.k8s.apimachinery.pkg.api.resource.Quantity",
+                )),
+                repeated: false,
+            },
+            Field {
+                tag: 6,
+                name: "max_limit_request_ratio",
+                kind: Kind::Map(&Kind::Message(
+                    "io.k8s.apimachinery.pkg.api.resource.Quantity",
+                )),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.core.v1.LimitRangeSpec",
+        fields: &[Field {
+            tag: 1,
+            name: "limits",
+            kind: Kind::Message("io.k8s.api.core.v1.LimitRangeItem"),
+            repeated: true,
+        }],
+    },
+    Message {
         name: "io.k8s.api.core.v1.LinuxContainerUser",
         fields: &[
             Field {
@@ -2473,6 +5345,40 @@ pub(super) static MESSAGES: &[Message] = &[
             kind: Kind::Str,
             repeated: false,
         }],
+    },
+    Message {
+        name: "io.k8s.api.core.v1.LocalVolumeSource",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "path",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "fs_type",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.core.v1.ModifyVolumeStatus",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "target_volume_attributes_class_name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "status",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
     },
     Message {
         name: "io.k8s.api.core.v1.Namespace",
@@ -3103,6 +6009,93 @@ pub(super) static MESSAGES: &[Message] = &[
         ],
     },
     Message {
+        name: "io.k8s.api.core.v1.PersistentVolume",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "spec",
+                kind: Kind::Message("io.k8s.api.core.v1.PersistentVolumeSpec"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "status",
+                kind: Kind::Message("io.k8s.api.core.v1.PersistentVolumeStatus"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.core.v1.PersistentVolumeClaim",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "spec",
+                kind: Kind::Message("io.k8s.api.core.v1.PersistentVolumeClaimSpec"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "status",
+                kind: Kind::Message("io.k8s.api.core.v1.PersistentVolumeClaimStatus"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.core.v1.PersistentVolumeClaimCondition",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "type",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "status",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "last_probe_time",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.Time"),
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "last_transition_time",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.Time"),
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "reason",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 6,
+                name: "message",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
         name: "io.k8s.api.core.v1.PersistentVolumeClaimSpec",
         fields: &[
             Field {
@@ -3162,6 +6155,63 @@ pub(super) static MESSAGES: &[Message] = &[
         ],
     },
     Message {
+        name: "io.k8s.api.core.v1.PersistentVolumeClaimStatus",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "phase",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "access_modes",
+                kind: Kind::Str,
+                repeated: true,
+            },
+            Field {
+                tag: 3,
+                name: "capacity",
+                kind: Kind::Map(&Kind::Message(
+                    "io.k8s.apimachinery.pkg.api.resource.Quantity",
+                )),
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "conditions",
+                kind: Kind::Message("io.k8s.api.core.v1.PersistentVolumeClaimCondition"),
+                repeated: true,
+            },
+            Field {
+                tag: 5,
+                name: "allocated_resources",
+                kind: Kind::Map(&Kind::Message(
+                    "io.k8s.apimachinery.pkg.api.resource.Quantity",
+                )),
+                repeated: false,
+            },
+            Field {
+                tag: 7,
+                name: "allocated_resource_statuses",
+                kind: Kind::Map(&Kind::Str),
+                repeated: false,
+            },
+            Field {
+                tag: 8,
+                name: "current_volume_attributes_class_name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 9,
+                name: "modify_volume_status",
+                kind: Kind::Message("io.k8s.api.core.v1.ModifyVolumeStatus"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
         name: "io.k8s.api.core.v1.PersistentVolumeClaimTemplate",
         fields: &[
             Field {
@@ -3191,6 +6241,239 @@ pub(super) static MESSAGES: &[Message] = &[
                 tag: 2,
                 name: "read_only",
                 kind: Kind::Bool,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.core.v1.PersistentVolumeSource",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "gce_persistent_disk",
+                kind: Kind::Message("io.k8s.api.core.v1.GcePersistentDiskVolumeSource"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "aws_elastic_block_store",
+                kind: Kind::Message("io.k8s.api.core.v1.AwsElasticBlockStoreVolumeSource"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "host_path",
+                kind: Kind::Message("io.k8s.api.core.v1.HostPathVolumeSource"),
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "glusterfs",
+                kind: Kind::Message("io.k8s.api.core.v1.GlusterfsPersistentVolumeSource"),
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "nfs",
+                kind: Kind::Message("io.k8s.api.core.v1.NfsVolumeSource"),
+                repeated: false,
+            },
+            Field {
+                tag: 6,
+                name: "rbd",
+                kind: Kind::Message("io.k8s.api.core.v1.RbdPersistentVolumeSource"),
+                repeated: false,
+            },
+            Field {
+                tag: 7,
+                name: "iscsi",
+                kind: Kind::Message("io.k8s.api.core.v1.IscsiPersistentVolumeSource"),
+                repeated: false,
+            },
+            Field {
+                tag: 8,
+                name: "cinder",
+                kind: Kind::Message("io.k8s.api.core.v1.CinderPersistentVolumeSource"),
+                repeated: false,
+            },
+            Field {
+                tag: 9,
+                name: "cephfs",
+                kind: Kind::Message("io.k8s.api.core.v1.CephFsPersistentVolumeSource"),
+                repeated: false,
+            },
+            Field {
+                tag: 10,
+                name: "fc",
+                kind: Kind::Message("io.k8s.api.core.v1.FcVolumeSource"),
+                repeated: false,
+            },
+            Field {
+                tag: 11,
+                name: "flocker",
+                kind: Kind::Message("io.k8s.api.core.v1.FlockerVolumeSource"),
+                repeated: false,
+            },
+            Field {
+                tag: 12,
+                name: "flex_volume",
+                kind: Kind::Message("io.k8s.api.core.v1.FlexPersistentVolumeSource"),
+                repeated: false,
+            },
+            Field {
+                tag: 13,
+                name: "azure_file",
+                kind: Kind::Message("io.k8s.api.core.v1.AzureFilePersistentVolumeSource"),
+                repeated: false,
+            },
+            Field {
+                tag: 14,
+                name: "vsphere_volume",
+                kind: Kind::Message("io.k8s.api.core.v1.VsphereVirtualDiskVolumeSource"),
+                repeated: false,
+            },
+            Field {
+                tag: 15,
+                name: "quobyte",
+                kind: Kind::Message("io.k8s.api.core.v1.QuobyteVolumeSource"),
+                repeated: false,
+            },
+            Field {
+                tag: 16,
+                name: "azure_disk",
+                kind: Kind::Message("io.k8s.api.core.v1.AzureDiskVolumeSource"),
+                repeated: false,
+            },
+            Field {
+                tag: 17,
+                name: "photon_persistent_disk",
+                kind: Kind::Message("io.k8s.api.core.v1.PhotonPersistentDiskVolumeSource"),
+                repeated: false,
+            },
+            Field {
+                tag: 18,
+                name: "portworx_volume",
+                kind: Kind::Message("io.k8s.api.core.v1.PortworxVolumeSource"),
+                repeated: false,
+            },
+            Field {
+                tag: 19,
+                name: "scale_io",
+                kind: Kind::Message("io.k8s.api.core.v1.ScaleIoPersistentVolumeSource"),
+                repeated: false,
+            },
+            Field {
+                tag: 20,
+                name: "local",
+                kind: Kind::Message("io.k8s.api.core.v1.LocalVolumeSource"),
+                repeated: false,
+            },
+            Field {
+                tag: 21,
+                name: "storageos",
+                kind: Kind::Message("io.k8s.api.core.v1.StorageOsPersistentVolumeSource"),
+                repeated: false,
+            },
+            Field {
+                tag: 22,
+                name: "csi",
+                kind: Kind::Message("io.k8s.api.core.v1.CSIPersistentVolumeSource"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.core.v1.PersistentVolumeSpec",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "capacity",
+                kind: Kind::Map(&Kind::Message(
+                    "io.k8s.apimachinery.pkg.api.resource.Quantity",
+                )),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "persistent_volume_source",
+                kind: Kind::Message("io.k8s.api.core.v1.PersistentVolumeSource"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "access_modes",
+                kind: Kind::Str,
+                repeated: true,
+            },
+            Field {
+                tag: 4,
+                name: "claim_ref",
+                kind: Kind::Message("io.k8s.api.core.v1.ObjectReference"),
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "persistent_volume_reclaim_policy",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 6,
+                name: "storage_class_name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 7,
+                name: "mount_options",
+                kind: Kind::Str,
+                repeated: true,
+            },
+            Field {
+                tag: 8,
+                name: "volume_mode",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 9,
+                name: "node_affinity",
+                kind: Kind::Message("io.k8s.api.core.v1.VolumeNodeAffinity"),
+                repeated: false,
+            },
+            Field {
+                tag: 10,
+                name: "volume_attributes_class_name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.core.v1.PersistentVolumeStatus",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "phase",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "message",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "reason",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "last_phase_transition_time",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.Time"),
                 repeated: false,
             },
         ],
@@ -4007,6 +7290,23 @@ pub(super) static MESSAGES: &[Message] = &[
         ],
     },
     Message {
+        name: "io.k8s.api.core.v1.PodTemplate",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "template",
+                kind: Kind::Message("io.k8s.api.core.v1.PodTemplateSpec"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
         name: "io.k8s.api.core.v1.PodTemplateSpec",
         fields: &[
             Field {
@@ -4216,6 +7516,59 @@ pub(super) static MESSAGES: &[Message] = &[
                 tag: 6,
                 name: "tenant",
                 kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.core.v1.RbdPersistentVolumeSource",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "monitors",
+                kind: Kind::Str,
+                repeated: true,
+            },
+            Field {
+                tag: 2,
+                name: "image",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "fs_type",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "pool",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "user",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 6,
+                name: "keyring",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 7,
+                name: "secret_ref",
+                kind: Kind::Message("io.k8s.api.core.v1.SecretReference"),
+                repeated: false,
+            },
+            Field {
+                tag: 8,
+                name: "read_only",
+                kind: Kind::Bool,
                 repeated: false,
             },
         ],
@@ -4459,6 +7812,75 @@ pub(super) static MESSAGES: &[Message] = &[
         ],
     },
     Message {
+        name: "io.k8s.api.core.v1.ResourceQuota",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "spec",
+                kind: Kind::Message("io.k8s.api.core.v1.ResourceQuotaSpec"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "status",
+                kind: Kind::Message("io.k8s.api.core.v1.ResourceQuotaStatus"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.core.v1.ResourceQuotaSpec",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "hard",
+                kind: Kind::Map(&Kind::Message(
+                    "io.k8s.apimachinery.pkg.api.resource.Quantity",
+                )),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "scopes",
+                kind: Kind::Str,
+                repeated: true,
+            },
+            Field {
+                tag: 3,
+                name: "scope_selector",
+                kind: Kind::Message("io.k8s.api.core.v1.ScopeSelector"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.core.v1.ResourceQuotaStatus",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "hard",
+                kind: Kind::Map(&Kind::Message(
+                    "io.k8s.apimachinery.pkg.api.resource.Quantity",
+                )),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "used",
+                kind: Kind::Map(&Kind::Message(
+                    "io.k8s.apimachinery.pkg.api.resource.Quantity",
+                )),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
         name: "io.k8s.api.core.v1.ResourceRequirements",
         fields: &[
             Field {
@@ -4499,6 +7921,71 @@ pub(super) static MESSAGES: &[Message] = &[
                 name: "resources",
                 kind: Kind::Message("io.k8s.api.core.v1.ResourceHealth"),
                 repeated: true,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.core.v1.ScaleIoPersistentVolumeSource",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "gateway",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "system",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "secret_ref",
+                kind: Kind::Message("io.k8s.api.core.v1.SecretReference"),
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "ssl_enabled",
+                kind: Kind::Bool,
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "protection_domain",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 6,
+                name: "storage_pool",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 7,
+                name: "storage_mode",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 8,
+                name: "volume_name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 9,
+                name: "fs_type",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 10,
+                name: "read_only",
+                kind: Kind::Bool,
+                repeated: false,
             },
         ],
     },
@@ -4568,6 +8055,38 @@ pub(super) static MESSAGES: &[Message] = &[
         ],
     },
     Message {
+        name: "io.k8s.api.core.v1.ScopeSelector",
+        fields: &[Field {
+            tag: 1,
+            name: "match_expressions",
+            kind: Kind::Message("io.k8s.api.core.v1.ScopedResourceSelectorRequirement"),
+            repeated: true,
+        }],
+    },
+    Message {
+        name: "io.k8s.api.core.v1.ScopedResourceSelectorRequirement",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "scope_name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "operator",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "values",
+                kind: Kind::Str,
+                repeated: true,
+            },
+        ],
+    },
+    Message {
         name: "io.k8s.api.core.v1.SeLinuxOptions",
         fields: &[
             Field {
@@ -4608,6 +8127,41 @@ pub(super) static MESSAGES: &[Message] = &[
             Field {
                 tag: 2,
                 name: "localhost_profile",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.core.v1.Secret",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "immutable",
+                kind: Kind::Bool,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "data",
+                kind: Kind::Map(&Kind::Bytes),
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "string_data",
+                kind: Kind::Map(&Kind::Str),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "type",
                 kind: Kind::Str,
                 repeated: false,
             },
@@ -4672,6 +8226,23 @@ pub(super) static MESSAGES: &[Message] = &[
                 tag: 4,
                 name: "optional",
                 kind: Kind::Bool,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.core.v1.SecretReference",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "namespace",
+                kind: Kind::Str,
                 repeated: false,
             },
         ],
@@ -4801,6 +8372,35 @@ pub(super) static MESSAGES: &[Message] = &[
                 tag: 3,
                 name: "status",
                 kind: Kind::Message("io.k8s.api.core.v1.ServiceStatus"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.core.v1.ServiceAccount",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "secrets",
+                kind: Kind::Message("io.k8s.api.core.v1.ObjectReference"),
+                repeated: true,
+            },
+            Field {
+                tag: 3,
+                name: "image_pull_secrets",
+                kind: Kind::Message("io.k8s.api.core.v1.LocalObjectReference"),
+                repeated: true,
+            },
+            Field {
+                tag: 4,
+                name: "automount_service_account_token",
+                kind: Kind::Bool,
                 repeated: false,
             },
         ],
@@ -5030,6 +8630,41 @@ pub(super) static MESSAGES: &[Message] = &[
         }],
     },
     Message {
+        name: "io.k8s.api.core.v1.StorageOsPersistentVolumeSource",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "volume_name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "volume_namespace",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "fs_type",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "read_only",
+                kind: Kind::Bool,
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "secret_ref",
+                kind: Kind::Message("io.k8s.api.core.v1.ObjectReference"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
         name: "io.k8s.api.core.v1.StorageOsVolumeSource",
         fields: &[
             Field {
@@ -5161,6 +8796,32 @@ pub(super) static MESSAGES: &[Message] = &[
                 repeated: false,
             },
         ],
+    },
+    Message {
+        name: "io.k8s.api.core.v1.TopologySelectorLabelRequirement",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "key",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "values",
+                kind: Kind::Str,
+                repeated: true,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.core.v1.TopologySelectorTerm",
+        fields: &[Field {
+            tag: 1,
+            name: "match_label_expressions",
+            kind: Kind::Message("io.k8s.api.core.v1.TopologySelectorLabelRequirement"),
+            repeated: true,
+        }],
     },
     Message {
         name: "io.k8s.api.core.v1.TopologySpreadConstraint",
@@ -5376,6 +9037,15 @@ pub(super) static MESSAGES: &[Message] = &[
                 repeated: false,
             },
         ],
+    },
+    Message {
+        name: "io.k8s.api.core.v1.VolumeNodeAffinity",
+        fields: &[Field {
+            tag: 1,
+            name: "required",
+            kind: Kind::Message("io.k8s.api.core.v1.NodeSelector"),
+            repeated: false,
+        }],
     },
     Message {
         name: "io.k8s.api.core.v1.VolumeProjection",
@@ -5723,6 +9393,175 @@ pub(super) static MESSAGES: &[Message] = &[
         ],
     },
     Message {
+        name: "io.k8s.api.discovery.v1.Endpoint",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "addresses",
+                kind: Kind::Str,
+                repeated: true,
+            },
+            Field {
+                tag: 2,
+                name: "conditions",
+                kind: Kind::Message("io.k8s.api.discovery.v1.EndpointConditions"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "hostname",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "target_ref",
+                kind: Kind::Message("io.k8s.api.core.v1.ObjectReference"),
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "deprecated_topology",
+                kind: Kind::Map(&Kind::Str),
+                repeated: false,
+            },
+            Field {
+                tag: 6,
+                name: "node_name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 7,
+                name: "zone",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 8,
+                name: "hints",
+                kind: Kind::Message("io.k8s.api.discovery.v1.EndpointHints"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.discovery.v1.EndpointConditions",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "ready",
+                kind: Kind::Bool,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "serving",
+                kind: Kind::Bool,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "terminating",
+                kind: Kind::Bool,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.discovery.v1.EndpointHints",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "for_zones",
+                kind: Kind::Message("io.k8s.api.discovery.v1.ForZone"),
+                repeated: true,
+            },
+            Field {
+                tag: 2,
+                name: "for_nodes",
+                kind: Kind::Message("io.k8s.api.discovery.v1.ForNode"),
+                repeated: true,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.discovery.v1.EndpointPort",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "protocol",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "port",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "app_protocol",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.discovery.v1.EndpointSlice",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "address_type",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "endpoints",
+                kind: Kind::Message("io.k8s.api.discovery.v1.Endpoint"),
+                repeated: true,
+            },
+            Field {
+                tag: 3,
+                name: "ports",
+                kind: Kind::Message("io.k8s.api.discovery.v1.EndpointPort"),
+                repeated: true,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.discovery.v1.ForNode",
+        fields: &[Field {
+            tag: 1,
+            name: "name",
+            kind: Kind::Str,
+            repeated: false,
+        }],
+    },
+    Message {
+        name: "io.k8s.api.discovery.v1.ForZone",
+        fields: &[Field {
+            tag: 1,
+            name: "name",
+            kind: Kind::Str,
+            repeated: false,
+        }],
+    },
+    Message {
         name: "io.k8s.api.events.v1.Event",
         fields: &[
             Field {
@@ -5835,6 +9674,1044 @@ pub(super) static MESSAGES: &[Message] = &[
         ],
     },
     Message {
+        name: "io.k8s.api.flowcontrol.v1.ExemptPriorityLevelConfiguration",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "nominal_concurrency_shares",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "lendable_percent",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.flowcontrol.v1.FlowDistinguisherMethod",
+        fields: &[Field {
+            tag: 1,
+            name: "type",
+            kind: Kind::Str,
+            repeated: false,
+        }],
+    },
+    Message {
+        name: "io.k8s.api.flowcontrol.v1.FlowSchema",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "spec",
+                kind: Kind::Message("io.k8s.api.flowcontrol.v1.FlowSchemaSpec"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "status",
+                kind: Kind::Message("io.k8s.api.flowcontrol.v1.FlowSchemaStatus"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.flowcontrol.v1.FlowSchemaCondition",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "type",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "status",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "last_transition_time",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.Time"),
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "reason",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "message",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.flowcontrol.v1.FlowSchemaSpec",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "priority_level_configuration",
+                kind: Kind::Message(
+                    "io.k8s.api.flowcontrol.v1.PriorityLevelConfigurationReference",
+                ),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "matching_precedence",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "distinguisher_method",
+                kind: Kind::Message("io.k8s.api.flowcontrol.v1.FlowDistinguisherMethod"),
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "rules",
+                kind: Kind::Message("io.k8s.api.flowcontrol.v1.PolicyRulesWithSubjects"),
+                repeated: true,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.flowcontrol.v1.FlowSchemaStatus",
+        fields: &[Field {
+            tag: 1,
+            name: "conditions",
+            kind: Kind::Message("io.k8s.api.flowcontrol.v1.FlowSchemaCondition"),
+            repeated: true,
+        }],
+    },
+    Message {
+        name: "io.k8s.api.flowcontrol.v1.GroupSubject",
+        fields: &[Field {
+            tag: 1,
+            name: "name",
+            kind: Kind::Str,
+            repeated: false,
+        }],
+    },
+    Message {
+        name: "io.k8s.api.flowcontrol.v1.LimitResponse",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "type",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "queuing",
+                kind: Kind::Message("io.k8s.api.flowcontrol.v1.QueuingConfiguration"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.flowcontrol.v1.LimitedPriorityLevelConfiguration",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "nominal_concurrency_shares",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "limit_response",
+                kind: Kind::Message("io.k8s.api.flowcontrol.v1.LimitResponse"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "lendable_percent",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "borrowing_limit_percent",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.flowcontrol.v1.NonResourcePolicyRule",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "verbs",
+                kind: Kind::Str,
+                repeated: true,
+            },
+            Field {
+                tag: 6,
+                name: "non_resource_ur_ls",
+                kind: Kind::Str,
+                repeated: true,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.flowcontrol.v1.PolicyRulesWithSubjects",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "subjects",
+                kind: Kind::Message("io.k8s.api.flowcontrol.v1.Subject"),
+                repeated: true,
+            },
+            Field {
+                tag: 2,
+                name: "resource_rules",
+                kind: Kind::Message("io.k8s.api.flowcontrol.v1.ResourcePolicyRule"),
+                repeated: true,
+            },
+            Field {
+                tag: 3,
+                name: "non_resource_rules",
+                kind: Kind::Message("io.k8s.api.flowcontrol.v1.NonResourcePolicyRule"),
+                repeated: true,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.flowcontrol.v1.PriorityLevelConfiguration",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "spec",
+                kind: Kind::Message("io.k8s.api.flowcontrol.v1.PriorityLevelConfigurationSpec"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "status",
+                kind: Kind::Message("io.k8s.api.flowcontrol.v1.PriorityLevelConfigurationStatus"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.flowcontrol.v1.PriorityLevelConfigurationCondition",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "type",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "status",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "last_transition_time",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.Time"),
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "reason",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "message",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.flowcontrol.v1.PriorityLevelConfigurationReference",
+        fields: &[Field {
+            tag: 1,
+            name: "name",
+            kind: Kind::Str,
+            repeated: false,
+        }],
+    },
+    Message {
+        name: "io.k8s.api.flowcontrol.v1.PriorityLevelConfigurationSpec",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "type",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "limited",
+                kind: Kind::Message("io.k8s.api.flowcontrol.v1.LimitedPriorityLevelConfiguration"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "exempt",
+                kind: Kind::Message("io.k8s.api.flowcontrol.v1.ExemptPriorityLevelConfiguration"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.flowcontrol.v1.PriorityLevelConfigurationStatus",
+        fields: &[Field {
+            tag: 1,
+            name: "conditions",
+            kind: Kind::Message("io.k8s.api.flowcontrol.v1.PriorityLevelConfigurationCondition"),
+            repeated: true,
+        }],
+    },
+    Message {
+        name: "io.k8s.api.flowcontrol.v1.QueuingConfiguration",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "queues",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "hand_size",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "queue_length_limit",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.flowcontrol.v1.ResourcePolicyRule",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "verbs",
+                kind: Kind::Str,
+                repeated: true,
+            },
+            Field {
+                tag: 2,
+                name: "api_groups",
+                kind: Kind::Str,
+                repeated: true,
+            },
+            Field {
+                tag: 3,
+                name: "resources",
+                kind: Kind::Str,
+                repeated: true,
+            },
+            Field {
+                tag: 4,
+                name: "cluster_scope",
+                kind: Kind::Bool,
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "namespaces",
+                kind: Kind::Str,
+                repeated: true,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.flowcontrol.v1.ServiceAccountSubject",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "namespace",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.flowcontrol.v1.Subject",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "kind",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "user",
+                kind: Kind::Message("io.k8s.api.flowcontrol.v1.UserSubject"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "group",
+                kind: Kind::Message("io.k8s.api.flowcontrol.v1.GroupSubject"),
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "service_account",
+                kind: Kind::Message("io.k8s.api.flowcontrol.v1.ServiceAccountSubject"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.flowcontrol.v1.UserSubject",
+        fields: &[Field {
+            tag: 1,
+            name: "name",
+            kind: Kind::Str,
+            repeated: false,
+        }],
+    },
+    Message {
+        name: "io.k8s.api.networking.v1.HttpIngressPath",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "path",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "path_type",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "backend",
+                kind: Kind::Message("io.k8s.api.networking.v1.IngressBackend"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.networking.v1.HttpIngressRuleValue",
+        fields: &[Field {
+            tag: 1,
+            name: "paths",
+            kind: Kind::Message("io.k8s.api.networking.v1.HttpIngressPath"),
+            repeated: true,
+        }],
+    },
+    Message {
+        name: "io.k8s.api.networking.v1.IPAddress",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "spec",
+                kind: Kind::Message("io.k8s.api.networking.v1.IPAddressSpec"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.networking.v1.IPAddressSpec",
+        fields: &[Field {
+            tag: 1,
+            name: "parent_ref",
+            kind: Kind::Message("io.k8s.api.networking.v1.ParentReference"),
+            repeated: false,
+        }],
+    },
+    Message {
+        name: "io.k8s.api.networking.v1.Ingress",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "spec",
+                kind: Kind::Message("io.k8s.api.networking.v1.IngressSpec"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "status",
+                kind: Kind::Message("io.k8s.api.networking.v1.IngressStatus"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.networking.v1.IngressBackend",
+        fields: &[
+            Field {
+                tag: 4,
+                name: "service",
+                kind: Kind::Message("io.k8s.api.networking.v1.IngressServiceBackend"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "resource",
+                kind: Kind::Message("io.k8s.api.core.v1.TypedLocalObjectReference"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.networking.v1.IngressClass",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "spec",
+                kind: Kind::Message("io.k8s.api.networking.v1.IngressClassSpec"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.networking.v1.IngressClassParametersReference",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "a_pi_group",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "kind",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "scope",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "namespace",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.networking.v1.IngressClassSpec",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "controller",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "parameters",
+                kind: Kind::Message("io.k8s.api.networking.v1.IngressClassParametersReference"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.networking.v1.IngressLoadBalancerIngress",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "ip",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "hostname",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "ports",
+                kind: Kind::Message("io.k8s.api.networking.v1.IngressPortStatus"),
+                repeated: true,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.networking.v1.IngressLoadBalancerStatus",
+        fields: &[Field {
+            tag: 1,
+            name: "ingress",
+            kind: Kind::Message("io.k8s.api.networking.v1.IngressLoadBalancerIngress"),
+            repeated: true,
+        }],
+    },
+    Message {
+        name: "io.k8s.api.networking.v1.IngressPortStatus",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "port",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "protocol",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "error",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.networking.v1.IngressRule",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "host",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "ingress_rule_value",
+                kind: Kind::Message("io.k8s.api.networking.v1.IngressRuleValue"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.networking.v1.IngressRuleValue",
+        fields: &[Field {
+            tag: 1,
+            name: "http",
+            kind: Kind::Message("io.k8s.api.networking.v1.HttpIngressRuleValue"),
+            repeated: false,
+        }],
+    },
+    Message {
+        name: "io.k8s.api.networking.v1.IngressServiceBackend",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "port",
+                kind: Kind::Message("io.k8s.api.networking.v1.ServiceBackendPort"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.networking.v1.IngressSpec",
+        fields: &[
+            Field {
+                tag: 4,
+                name: "ingress_class_name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 1,
+                name: "default_backend",
+                kind: Kind::Message("io.k8s.api.networking.v1.IngressBackend"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "tls",
+                kind: Kind::Message("io.k8s.api.networking.v1.IngressTls"),
+                repeated: true,
+            },
+            Field {
+                tag: 3,
+                name: "rules",
+                kind: Kind::Message("io.k8s.api.networking.v1.IngressRule"),
+                repeated: true,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.networking.v1.IngressStatus",
+        fields: &[Field {
+            tag: 1,
+            name: "load_balancer",
+            kind: Kind::Message("io.k8s.api.networking.v1.IngressLoadBalancerStatus"),
+            repeated: false,
+        }],
+    },
+    Message {
+        name: "io.k8s.api.networking.v1.IngressTls",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "hosts",
+                kind: Kind::Str,
+                repeated: true,
+            },
+            Field {
+                tag: 2,
+                name: "secret_name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.networking.v1.IpBlock",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "cidr",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "except",
+                kind: Kind::Str,
+                repeated: true,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.networking.v1.NetworkPolicy",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "spec",
+                kind: Kind::Message("io.k8s.api.networking.v1.NetworkPolicySpec"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.networking.v1.NetworkPolicyEgressRule",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "ports",
+                kind: Kind::Message("io.k8s.api.networking.v1.NetworkPolicyPort"),
+                repeated: true,
+            },
+            Field {
+                tag: 2,
+                name: "to",
+                kind: Kind::Message("io.k8s.api.networking.v1.NetworkPolicyPeer"),
+                repeated: true,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.networking.v1.NetworkPolicyIngressRule",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "ports",
+                kind: Kind::Message("io.k8s.api.networking.v1.NetworkPolicyPort"),
+                repeated: true,
+            },
+            Field {
+                tag: 2,
+                name: "from",
+                kind: Kind::Message("io.k8s.api.networking.v1.NetworkPolicyPeer"),
+                repeated: true,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.networking.v1.NetworkPolicyPeer",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "pod_selector",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "namespace_selector",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "ip_block",
+                kind: Kind::Message("io.k8s.api.networking.v1.IpBlock"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.networking.v1.NetworkPolicyPort",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "protocol",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "port",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.util.intstr.IntOrString"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "end_port",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.networking.v1.NetworkPolicySpec",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "pod_selector",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "ingress",
+                kind: Kind::Message("io.k8s.api.networking.v1.NetworkPolicyIngressRule"),
+                repeated: true,
+            },
+            Field {
+                tag: 3,
+                name: "egress",
+                kind: Kind::Message("io.k8s.api.networking.v1.NetworkPolicyEgressRule"),
+                repeated: true,
+            },
+            Field {
+                tag: 4,
+                name: "policy_types",
+                kind: Kind::Str,
+                repeated: true,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.networking.v1.ParentReference",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "group",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "resource",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "namespace",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.networking.v1.ServiceBackendPort",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "number",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.networking.v1.ServiceCIDR",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "spec",
+                kind: Kind::Message("io.k8s.api.networking.v1.ServiceCIDRSpec"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "status",
+                kind: Kind::Message("io.k8s.api.networking.v1.ServiceCIDRStatus"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.networking.v1.ServiceCIDRSpec",
+        fields: &[Field {
+            tag: 1,
+            name: "cidrs",
+            kind: Kind::Str,
+            repeated: true,
+        }],
+    },
+    Message {
+        name: "io.k8s.api.networking.v1.ServiceCIDRStatus",
+        fields: &[Field {
+            tag: 1,
+            name: "conditions",
+            kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.Condition"),
+            repeated: true,
+        }],
+    },
+    Message {
+        name: "io.k8s.api.node.v1.Overhead",
+        fields: &[Field {
+            tag: 1,
+            name: "pod_fixed",
+            kind: Kind::Map(&Kind::Message(
+                "io.k8s.apimachinery.pkg.api.resource.Quantity",
+            )),
+            repeated: false,
+        }],
+    },
+    Message {
+        name: "io.k8s.api.node.v1.RuntimeClass",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "handler",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "overhead",
+                kind: Kind::Message("io.k8s.api.node.v1.Overhead"),
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "scheduling",
+                kind: Kind::Message("io.k8s.api.node.v1.Scheduling"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.node.v1.Scheduling",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "node_selector",
+                kind: Kind::Map(&Kind::Str),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "tolerations",
+                kind: Kind::Message("io.k8s.api.core.v1.Toleration"),
+                repeated: true,
+            },
+        ],
+    },
+    Message {
         name: "io.k8s.api.policy.v1.Eviction",
         fields: &[
             Field {
@@ -5850,6 +10727,688 @@ pub(super) static MESSAGES: &[Message] = &[
                 repeated: false,
             },
         ],
+    },
+    Message {
+        name: "io.k8s.api.policy.v1.PodDisruptionBudget",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "spec",
+                kind: Kind::Message("io.k8s.api.policy.v1.PodDisruptionBudgetSpec"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "status",
+                kind: Kind::Message("io.k8s.api.policy.v1.PodDisruptionBudgetStatus"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.policy.v1.PodDisruptionBudgetSpec",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "min_available",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.util.intstr.IntOrString"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "selector",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "max_unavailable",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.util.intstr.IntOrString"),
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "unhealthy_pod_eviction_policy",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.policy.v1.PodDisruptionBudgetStatus",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "observed_generation",
+                kind: Kind::Int64,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "disrupted_pods",
+                kind: Kind::Map(&Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.Time")),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "disruptions_allowed",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "current_healthy",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "desired_healthy",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 6,
+                name: "expected_pods",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 7,
+                name: "conditions",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.Condition"),
+                repeated: true,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.rbac.v1.AggregationRule",
+        fields: &[Field {
+            tag: 1,
+            name: "cluster_role_selectors",
+            kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"),
+            repeated: true,
+        }],
+    },
+    Message {
+        name: "io.k8s.api.rbac.v1.ClusterRole",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "rules",
+                kind: Kind::Message("io.k8s.api.rbac.v1.PolicyRule"),
+                repeated: true,
+            },
+            Field {
+                tag: 3,
+                name: "aggregation_rule",
+                kind: Kind::Message("io.k8s.api.rbac.v1.AggregationRule"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.rbac.v1.ClusterRoleBinding",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "subjects",
+                kind: Kind::Message("io.k8s.api.rbac.v1.Subject"),
+                repeated: true,
+            },
+            Field {
+                tag: 3,
+                name: "role_ref",
+                kind: Kind::Message("io.k8s.api.rbac.v1.RoleRef"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.rbac.v1.PolicyRule",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "verbs",
+                kind: Kind::Str,
+                repeated: true,
+            },
+            Field {
+                tag: 2,
+                name: "api_groups",
+                kind: Kind::Str,
+                repeated: true,
+            },
+            Field {
+                tag: 3,
+                name: "resources",
+                kind: Kind::Str,
+                repeated: true,
+            },
+            Field {
+                tag: 4,
+                name: "resource_names",
+                kind: Kind::Str,
+                repeated: true,
+            },
+            Field {
+                tag: 5,
+                name: "non_resource_ur_ls",
+                kind: Kind::Str,
+                repeated: true,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.rbac.v1.Role",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "rules",
+                kind: Kind::Message("io.k8s.api.rbac.v1.PolicyRule"),
+                repeated: true,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.rbac.v1.RoleBinding",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "subjects",
+                kind: Kind::Message("io.k8s.api.rbac.v1.Subject"),
+                repeated: true,
+            },
+            Field {
+                tag: 3,
+                name: "role_ref",
+                kind: Kind::Message("io.k8s.api.rbac.v1.RoleRef"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.rbac.v1.RoleRef",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "api_group",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "kind",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.rbac.v1.Subject",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "kind",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "api_group",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "namespace",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.scheduling.v1.PriorityClass",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "value",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "global_default",
+                kind: Kind::Bool,
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "description",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "preemption_policy",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.storage.v1.CSIDriver",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "spec",
+                kind: Kind::Message("io.k8s.api.storage.v1.CSIDriverSpec"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.storage.v1.CSIDriverSpec",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "attach_required",
+                kind: Kind::Bool,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "pod_info_on_mount",
+                kind: Kind::Bool,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "volume_lifecycle_modes",
+                kind: Kind::Str,
+                repeated: true,
+            },
+            Field {
+                tag: 4,
+                name: "storage_capacity",
+                kind: Kind::Bool,
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "fs_group_policy",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 6,
+                name: "token_requests",
+                kind: Kind::Message("io.k8s.api.storage.v1.TokenRequest"),
+                repeated: true,
+            },
+            Field {
+                tag: 7,
+                name: "requires_republish",
+                kind: Kind::Bool,
+                repeated: false,
+            },
+            Field {
+                tag: 8,
+                name: "se_linux_mount",
+                kind: Kind::Bool,
+                repeated: false,
+            },
+            Field {
+                tag: 9,
+                name: "node_allocatable_update_period_seconds",
+                kind: Kind::Int64,
+                repeated: false,
+            },
+            Field {
+                tag: 10,
+                name: "service_account_token_in_secrets",
+                kind: Kind::Bool,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.storage.v1.CSINode",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "spec",
+                kind: Kind::Message("io.k8s.api.storage.v1.CSINodeSpec"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.storage.v1.CSINodeDriver",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "node_id",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "topology_keys",
+                kind: Kind::Str,
+                repeated: true,
+            },
+            Field {
+                tag: 4,
+                name: "allocatable",
+                kind: Kind::Message("io.k8s.api.storage.v1.VolumeNodeResources"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.storage.v1.CSINodeSpec",
+        fields: &[Field {
+            tag: 1,
+            name: "drivers",
+            kind: Kind::Message("io.k8s.api.storage.v1.CSINodeDriver"),
+            repeated: true,
+        }],
+    },
+    Message {
+        name: "io.k8s.api.storage.v1.CSIStorageCapacity",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "node_topology",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "storage_class_name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "capacity",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.api.resource.Quantity"),
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "maximum_volume_size",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.api.resource.Quantity"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.storage.v1.StorageClass",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "provisioner",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "parameters",
+                kind: Kind::Map(&Kind::Str),
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "reclaim_policy",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "mount_options",
+                kind: Kind::Str,
+                repeated: true,
+            },
+            Field {
+                tag: 6,
+                name: "allow_volume_expansion",
+                kind: Kind::Bool,
+                repeated: false,
+            },
+            Field {
+                tag: 7,
+                name: "volume_binding_mode",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 8,
+                name: "allowed_topologies",
+                kind: Kind::Message("io.k8s.api.core.v1.TopologySelectorTerm"),
+                repeated: true,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.storage.v1.TokenRequest",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "audience",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "expiration_seconds",
+                kind: Kind::Int64,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.storage.v1.VolumeAttachment",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "spec",
+                kind: Kind::Message("io.k8s.api.storage.v1.VolumeAttachmentSpec"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "status",
+                kind: Kind::Message("io.k8s.api.storage.v1.VolumeAttachmentStatus"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.storage.v1.VolumeAttachmentSource",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "persistent_volume_name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "inline_volume_spec",
+                kind: Kind::Message("io.k8s.api.core.v1.PersistentVolumeSpec"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.storage.v1.VolumeAttachmentSpec",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "attacher",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "source",
+                kind: Kind::Message("io.k8s.api.storage.v1.VolumeAttachmentSource"),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "node_name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.storage.v1.VolumeAttachmentStatus",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "attached",
+                kind: Kind::Bool,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "attachment_metadata",
+                kind: Kind::Map(&Kind::Str),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "attach_error",
+                kind: Kind::Message("io.k8s.api.storage.v1.VolumeError"),
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "detach_error",
+                kind: Kind::Message("io.k8s.api.storage.v1.VolumeError"),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.storage.v1.VolumeError",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "time",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.Time"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "message",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "error_code",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.api.storage.v1.VolumeNodeResources",
+        fields: &[Field {
+            tag: 1,
+            name: "count",
+            kind: Kind::Int32,
+            repeated: false,
+        }],
     },
     Message {
         name: "io.k8s.apimachinery.pkg.api.resource.Quantity",
@@ -6301,6 +11860,151 @@ pub(super) static MESSAGES: &[Message] = &[
                 tag: 3,
                 name: "str_val",
                 kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIService",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "metadata",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "spec",
+                kind: Kind::Message(
+                    "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIServiceSpec",
+                ),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "status",
+                kind: Kind::Message(
+                    "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIServiceStatus",
+                ),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIServiceCondition",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "type",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "status",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "last_transition_time",
+                kind: Kind::Message("io.k8s.apimachinery.pkg.apis.meta.v1.Time"),
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "reason",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "message",
+                kind: Kind::Str,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIServiceSpec",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "service",
+                kind: Kind::Message(
+                    "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.ServiceReference",
+                ),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "group",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "version",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                name: "insecure_skip_tls_verify",
+                kind: Kind::Bool,
+                repeated: false,
+            },
+            Field {
+                tag: 5,
+                name: "ca_bundle",
+                kind: Kind::Bytes,
+                repeated: false,
+            },
+            Field {
+                tag: 7,
+                name: "group_priority_minimum",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+            Field {
+                tag: 8,
+                name: "version_priority",
+                kind: Kind::Int32,
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIServiceStatus",
+        fields: &[Field {
+            tag: 1,
+            name: "conditions",
+            kind: Kind::Message(
+                "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIServiceCondition",
+            ),
+            repeated: true,
+        }],
+    },
+    Message {
+        name: "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.ServiceReference",
+        fields: &[
+            Field {
+                tag: 1,
+                name: "namespace",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                name: "name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                name: "port",
+                kind: Kind::Int32,
                 repeated: false,
             },
         ],

@@ -1,19 +1,17 @@
 //! Deployments: defaults (`SetDefaults_Deployment`), validation (`ValidateDeploymentSpec`,
-//! rolling-update parameters), the immutable selector, generation bumps on spec and
-//! annotation changes, status validation and `/scale`.
+//! rolling-update parameters) and the [`Workload`] entry that makes them a workload whose
+//! annotations count for the generation and whose status writes keep the labels.
 //!
 //! Mirrors `pkg/registry/apps/deployment/strategy.go`, `pkg/apis/apps/v1/defaults.go` and
 //! `pkg/apis/apps/validation/validation.go`.
 
 use rkcm_apimachinery::catalog::ResourceInfo;
-use rkcm_labels::validation::is_valid_percent;
 use serde_json::{json, Value};
 
-use super::generic::GenericStrategy;
-use super::meta::{validate_immutable, validate_nonnegative};
-use super::object::{copy, default_field, get, get_i64, object_mut, semantically_equal, set};
-use super::workload;
-use super::{FieldError, GracefulDelete, Strategy};
+use super::meta::validate_nonnegative;
+use super::object::{default_field, get, get_i64, object_mut};
+use super::workload::{self, percent, validate_int_or_percent, Workload, WorkloadStrategy};
+use super::FieldError;
 
 const STATUS_COUNTERS: &[&str] = &[
     "observedGeneration",
@@ -50,34 +48,6 @@ fn default_deployment(obj: &mut Value) {
         default_field(spec, "progressDeadlineSeconds", json!(600));
     }
     workload::default_template(obj);
-}
-
-/// A percentage (`25%`) as its number, if the value is a valid percent string.
-fn percent(v: &Value) -> Option<i64> {
-    let s = v.as_str()?;
-    let digits = s.strip_suffix('%')?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
-}
-
-/// `ValidatePositiveIntOrPercent`.
-fn validate_int_or_percent(v: Option<&Value>, path: &str) -> Vec<FieldError> {
-    match v {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::String(_)) if percent(v.unwrap_or(&Value::Null)).is_some() => Vec::new(),
-        Some(s @ Value::String(text)) => is_valid_percent(text)
-            .iter()
-            .map(|m| FieldError::invalid(path, s, m))
-            .collect(),
-        Some(n @ Value::Number(_)) => validate_nonnegative(Some(n), path),
-        Some(other) => vec![FieldError::invalid(
-            path,
-            other,
-            "must be an integer or percentage (e.g '5%')",
-        )],
-    }
 }
 
 /// `ValidateDeploymentStrategy` and `ValidateRollingUpdateDeployment`.
@@ -172,103 +142,35 @@ fn validate_spec(obj: &Value) -> Vec<FieldError> {
     errs
 }
 
-/// The strategy of apps/v1 deployments.
-pub(crate) struct DeploymentStrategy {
-    base: GenericStrategy,
-}
+/// How deployments differ from other workloads (`pkg/registry/apps/deployment/strategy.go`).
+pub(crate) const DEPLOYMENT: Workload = Workload {
+    default: default_deployment,
+    validate_spec,
+    validate_update: workload::validate_collision_count,
+    immutable_selector: true,
+    status_counters: STATUS_COUNTERS,
+    status_bounded: STATUS_BOUNDED,
+    // Annotations are copied from deployments to their replica sets, so changing them is a
+    // new generation too.
+    generation_follows_annotations: true,
+    status_keeps_labels: true,
+    gated_terminating_replicas: true,
+    ..Workload::BASE
+};
 
-impl DeploymentStrategy {
-    /// The strategy of `info` (apps/v1 deployments).
-    pub(crate) fn new(info: &'static ResourceInfo) -> Self {
-        DeploymentStrategy {
-            base: GenericStrategy::new(info).tracking_generation(),
-        }
-    }
-}
-
-impl Strategy for DeploymentStrategy {
-    fn resource(&self) -> &'static ResourceInfo {
-        self.base.resource()
-    }
-
-    fn default(&self, obj: &mut Value) {
-        default_deployment(obj);
-    }
-
-    fn prepare_for_create(&self, obj: &mut Value) {
-        self.base.prepare_for_create(obj);
-    }
-
-    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
-        self.base.prepare_for_update(new, old);
-        // Annotations are copied from deployments to their replica sets, so changing them
-        // is a new generation too.
-        let spec_changed = !semantically_equal(get(new, &["spec"]), get(old, &["spec"]));
-        let annotations_changed = !semantically_equal(
-            get(new, &["metadata", "annotations"]),
-            get(old, &["metadata", "annotations"]),
-        );
-        if annotations_changed && !spec_changed {
-            let g = get_i64(old, &["metadata", "generation"]).unwrap_or(0) + 1;
-            set(new, &["metadata", "generation"], Some(json!(g)));
-        }
-    }
-
-    fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
-        // kube defaults every decoded body, status updates included.
-        self.default(new);
-        self.base.prepare_for_status_update(new, old);
-        copy(new, old, &["metadata", "labels"]);
-        workload::drop_terminating_replicas(new, old);
-    }
-
-    fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
-        let mut errs = self.base.validate_create(obj);
-        errs.extend(validate_spec(obj));
-        errs
-    }
-
-    fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
-        let mut errs = self.base.validate_update(new, old);
-        errs.extend(validate_spec(new));
-        errs.extend(validate_immutable(
-            get(new, &["spec", "selector"]),
-            get(old, &["spec", "selector"]),
-            "spec.selector",
-        ));
-        errs.extend(workload::validate_replica_status(
-            new,
-            STATUS_COUNTERS,
-            STATUS_BOUNDED,
-        ));
-        errs.extend(workload::validate_collision_count(new, old));
-        errs
-    }
-
-    fn field_value(&self, obj: &Value, field: &str) -> Option<String> {
-        self.base.field_value(obj, field)
-    }
-
-    fn graceful_delete(&self, obj: &Value, requested_grace: Option<i64>) -> GracefulDelete {
-        self.base.graceful_delete(obj, requested_grace)
-    }
-
-    fn scale_replicas(&self, obj: &Value) -> Option<(i32, i32, String)> {
-        Some(workload::apps_scale_of(obj))
-    }
-
-    fn set_scale_replicas(&self, obj: &mut Value, replicas: i32) -> Result<(), FieldError> {
-        workload::set_replicas(obj, replicas)
-    }
+/// The strategy of `info` (apps/v1 deployments).
+pub(crate) fn strategy(info: &'static ResourceInfo) -> WorkloadStrategy {
+    WorkloadStrategy::new(info, &DEPLOYMENT)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::registry::Strategy;
     use rkcm_apimachinery::catalog;
 
-    fn strategy() -> DeploymentStrategy {
-        DeploymentStrategy::new(catalog::by_kind("apps/v1", "Deployment").expect("served"))
+    fn strategy() -> WorkloadStrategy {
+        super::strategy(catalog::by_kind("apps/v1", "Deployment").expect("served"))
     }
 
     fn deployment() -> Value {

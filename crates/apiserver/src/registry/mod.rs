@@ -8,7 +8,8 @@
 //! `pkg/registry/rest/create.go`, `update.go`) does:
 //!
 //! - create: [`Strategy::default`] → [`Strategy::prepare_for_create`] → (server fills `uid`,
-//!   `creationTimestamp`, the name from `generateName`) → [`Strategy::validate_create`];
+//!   `creationTimestamp`, the name from `generateName`) → [`Strategy::complete_create`] →
+//!   [`Strategy::validate_create`];
 //! - update: [`Strategy::default`] → [`Strategy::prepare_for_update`] →
 //!   [`Strategy::validate_update`];
 //! - status update: [`Strategy::prepare_for_status_update`] (which applies the defaults
@@ -28,24 +29,46 @@
 //! / [`namespaces::validate_finalize`] for `/finalize`, and [`namespaces::mark_terminating`] for
 //! DELETE.
 
+mod certificatesigningrequests;
+mod conditions;
 mod configmaps;
 mod controllerrevisions;
+mod cronjobs;
+mod daemonsets;
 mod deployments;
+mod endpoints;
 mod events;
 mod generation;
 mod generic;
+mod hooked;
+mod horizontalpodautoscalers;
+pub mod hpa_conversion;
+mod jobs;
 mod leases;
+mod limitranges;
 pub mod meta;
 pub mod namespaces;
 mod nodes;
 pub(crate) mod object;
+mod persistentvolumeclaims;
+mod persistentvolumes;
+mod poddisruptionbudgets;
 mod pods;
 mod podspec;
+mod podtemplates;
+pub mod priorityclasses;
+mod rbac;
 mod replicasets;
 mod replicationcontrollers;
+mod resourcequotas;
+mod resources;
+mod secrets;
 pub mod selector;
+mod serviceaccounts;
 mod services;
 mod simple;
+mod statefulsets;
+mod table;
 mod typecheck;
 mod workload;
 
@@ -56,7 +79,12 @@ use parking_lot::Mutex;
 use rkcm_apimachinery::catalog::{self, ResourceInfo};
 use serde_json::Value;
 
+pub use certificatesigningrequests::{
+    prepare_for_approval_update, prepare_for_status_update_at as prepare_csr_status_update_at,
+    validate_approval_update,
+};
 pub use generic::GenericStrategy;
+pub use priorityclasses::{check_single_global_default, system_priority_classes};
 
 /// The kind of a field validation error, as apimachinery `field.ErrorType`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -76,6 +104,8 @@ pub enum FieldErrorKind {
     /// A value refers to something that does not exist (`field.NotFound`), e.g. a volume
     /// mount naming no volume.
     NotFound,
+    /// A list has more items than allowed (`field.TooMany`).
+    TooMany,
 }
 
 impl FieldErrorKind {
@@ -89,6 +119,7 @@ impl FieldErrorKind {
             FieldErrorKind::Forbidden => "FieldValueForbidden",
             FieldErrorKind::TooLong => "FieldValueTooLong",
             FieldErrorKind::NotFound => "FieldValueNotFound",
+            FieldErrorKind::TooMany => "FieldValueTooMany",
         }
     }
 
@@ -102,6 +133,7 @@ impl FieldErrorKind {
             FieldErrorKind::Forbidden => "Forbidden",
             FieldErrorKind::TooLong => "Too long",
             FieldErrorKind::NotFound => "Not found",
+            FieldErrorKind::TooMany => "Too many",
         }
     }
 }
@@ -148,6 +180,22 @@ impl FieldError {
     /// A value is invalid; `value` is rendered as kube renders the bad value.
     pub fn invalid(field: impl Into<String>, value: &Value, detail: &str) -> Self {
         Self::with_value(field, FieldErrorKind::Invalid, value, detail)
+    }
+
+    /// A value is invalid and kube leaves it out of the message (`field.OmitValueType{}`).
+    pub fn invalid_omitting_value(field: impl Into<String>, detail: &str) -> Self {
+        Self::without_value(field, FieldErrorKind::Invalid, detail)
+    }
+
+    /// A list has `actual` items where at most `max` are allowed.
+    pub fn too_many(field: impl Into<String>, actual: usize, max: usize) -> Self {
+        let items = if max == 1 { "item" } else { "items" };
+        Self::with_value(
+            field,
+            FieldErrorKind::TooMany,
+            &Value::from(actual),
+            &format!("must have at most {max} {items}"),
+        )
     }
 
     /// A value refers to something that does not exist.
@@ -285,6 +333,12 @@ pub trait Strategy: Send + Sync + 'static {
     /// else kube keeps), takes the new status; the generation is never bumped.
     fn prepare_for_status_update(&self, new: &mut Value, old: &Value);
 
+    /// Completes a new object once the server has given it its `uid` and final name, before
+    /// [`Strategy::validate_create`]: kube's `PrepareForCreate` already sees both (the generic
+    /// registry fills them first), and Jobs build their selector from them. Most kinds do
+    /// nothing here.
+    fn complete_create(&self, _obj: &mut Value) {}
+
     /// Validates a new object, including its metadata. Empty means valid.
     fn validate_create(&self, obj: &Value) -> Vec<FieldError>;
 
@@ -316,7 +370,10 @@ pub trait Strategy: Send + Sync + 'static {
 /// Builds the strategy of a catalog entry: the kind's strategy, checked to decode as its
 /// k8s-openapi type.
 fn build(info: &'static ResourceInfo) -> Box<dyn Strategy> {
-    use k8s_openapi::api::{apps, coordination, core, events as events_api};
+    use k8s_openapi::api::{
+        apps, autoscaling, batch, certificates, coordination, core, events as events_api, policy,
+        rbac, scheduling,
+    };
     use typecheck::{decode_check, TypeChecked};
     let (strategy, check): (Box<dyn Strategy>, typecheck::DecodeCheck) =
         match (info.group, info.kind) {
@@ -325,18 +382,32 @@ fn build(info: &'static ResourceInfo) -> Box<dyn Strategy> {
                 decode_check::<core::v1::Pod>,
             ),
             ("", "ReplicationController") => (
-                Box::new(replicationcontrollers::ReplicationControllerStrategy::new(
-                    info,
-                )),
+                Box::new(replicationcontrollers::strategy(info)),
                 decode_check::<core::v1::ReplicationController>,
             ),
             ("apps", "Deployment") => (
-                Box::new(deployments::DeploymentStrategy::new(info)),
+                Box::new(deployments::strategy(info)),
                 decode_check::<apps::v1::Deployment>,
             ),
             ("apps", "ReplicaSet") => (
-                Box::new(replicasets::ReplicaSetStrategy::new(info)),
+                Box::new(replicasets::strategy(info)),
                 decode_check::<apps::v1::ReplicaSet>,
+            ),
+            ("apps", "StatefulSet") => (
+                Box::new(statefulsets::strategy(info)),
+                decode_check::<apps::v1::StatefulSet>,
+            ),
+            ("batch", "CronJob") => (
+                Box::new(cronjobs::strategy(info)),
+                decode_check::<batch::v1::CronJob>,
+            ),
+            ("batch", "Job") => (
+                Box::new(jobs::JobStrategy::new(info)),
+                decode_check::<batch::v1::Job>,
+            ),
+            ("apps", "DaemonSet") => (
+                Box::new(daemonsets::DaemonSetStrategy::new(info)),
+                decode_check::<apps::v1::DaemonSet>,
             ),
             ("", "Namespace") => (
                 Box::new(namespaces::NamespaceStrategy::new(info)),
@@ -370,7 +441,74 @@ fn build(info: &'static ResourceInfo) -> Box<dyn Strategy> {
                 Box::new(leases::strategy(info)),
                 decode_check::<coordination::v1::Lease>,
             ),
-            _ => return Box::new(GenericStrategy::new(info)),
+            ("", "Secret") => (
+                Box::new(secrets::strategy(info)),
+                decode_check::<core::v1::Secret>,
+            ),
+            ("", "LimitRange") => (
+                Box::new(limitranges::strategy(info)),
+                decode_check::<core::v1::LimitRange>,
+            ),
+            ("", "ResourceQuota") => (
+                Box::new(resourcequotas::strategy(info)),
+                decode_check::<core::v1::ResourceQuota>,
+            ),
+            ("", "PersistentVolume") => (
+                Box::new(persistentvolumes::strategy(info)),
+                decode_check::<core::v1::PersistentVolume>,
+            ),
+            ("", "PersistentVolumeClaim") => (
+                Box::new(persistentvolumeclaims::strategy(info)),
+                decode_check::<core::v1::PersistentVolumeClaim>,
+            ),
+            ("", "PodTemplate") => (
+                Box::new(podtemplates::strategy(info)),
+                decode_check::<core::v1::PodTemplate>,
+            ),
+            ("", "ServiceAccount") => (
+                Box::new(serviceaccounts::strategy(info)),
+                decode_check::<core::v1::ServiceAccount>,
+            ),
+            ("", "Endpoints") => (
+                Box::new(endpoints::strategy(info)),
+                decode_check::<core::v1::Endpoints>,
+            ),
+            ("policy", "PodDisruptionBudget") => (
+                Box::new(poddisruptionbudgets::strategy(info)),
+                decode_check::<policy::v1::PodDisruptionBudget>,
+            ),
+            ("autoscaling", "HorizontalPodAutoscaler") => (
+                Box::new(horizontalpodautoscalers::strategy(info)),
+                decode_check::<autoscaling::v2::HorizontalPodAutoscaler>,
+            ),
+            ("rbac.authorization.k8s.io", "Role") => (
+                Box::new(self::rbac::roles(info)),
+                decode_check::<rbac::v1::Role>,
+            ),
+            ("rbac.authorization.k8s.io", "ClusterRole") => (
+                Box::new(self::rbac::cluster_roles(info)),
+                decode_check::<rbac::v1::ClusterRole>,
+            ),
+            ("rbac.authorization.k8s.io", "RoleBinding") => (
+                Box::new(self::rbac::role_bindings(info)),
+                decode_check::<rbac::v1::RoleBinding>,
+            ),
+            ("rbac.authorization.k8s.io", "ClusterRoleBinding") => (
+                Box::new(self::rbac::cluster_role_bindings(info)),
+                decode_check::<rbac::v1::ClusterRoleBinding>,
+            ),
+            ("scheduling.k8s.io", "PriorityClass") => (
+                Box::new(priorityclasses::strategy(info)),
+                decode_check::<scheduling::v1::PriorityClass>,
+            ),
+            ("certificates.k8s.io", "CertificateSigningRequest") => (
+                Box::new(certificatesigningrequests::strategy(info)),
+                decode_check::<certificates::v1::CertificateSigningRequest>,
+            ),
+            _ => match table::lookup(info) {
+                Some((strategy, check)) => (Box::new(strategy), check),
+                None => return Box::new(GenericStrategy::new(info)),
+            },
         };
     Box::new(TypeChecked::new(strategy, check))
 }
@@ -435,6 +573,7 @@ mod tests {
         s.prepare_for_create(&mut obj);
         obj["metadata"]["uid"] = json!("u1");
         obj["metadata"]["creationTimestamp"] = json!("2024-01-01T00:00:00Z");
+        s.complete_create(&mut obj);
         let errs = s.validate_create(&obj);
         assert!(errs.is_empty(), "{}: {errs:?}", info.kind);
         let mut again = obj.clone();
@@ -546,12 +685,180 @@ mod tests {
                 "metadata": {"name": "rev-1", "namespace": "default"}, "revision": 1, "data": {"spec": {}}
             }),
         );
+        let secret: core::Secret = round_trip(
+            kind("v1", "Secret"),
+            json!({
+                "metadata": {"name": "creds", "namespace": "default"},
+                "stringData": {"username": "admin"}, "type": "kubernetes.io/basic-auth"
+            }),
+        );
+        assert_eq!(
+            secret.data.and_then(|d| d.get("username").cloned()),
+            Some(k8s_openapi::ByteString(b"admin".to_vec()))
+        );
+        let _: core::LimitRange = round_trip(
+            kind("v1", "LimitRange"),
+            json!({
+                "metadata": {"name": "limits", "namespace": "default"},
+                "spec": {"limits": [{"type": "Container", "max": {"cpu": "1"}, "min": {"cpu": "100m"}}]}
+            }),
+        );
+        let _: core::ResourceQuota = round_trip(
+            kind("v1", "ResourceQuota"),
+            json!({
+                "metadata": {"name": "quota", "namespace": "default"},
+                "spec": {"hard": {"pods": 10, "requests.cpu": "4"}}
+            }),
+        );
+        let pv: core::PersistentVolume = round_trip(
+            kind("v1", "PersistentVolume"),
+            json!({
+                "metadata": {"name": "pv-1"},
+                "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                    "hostPath": {"path": "/data"}}
+            }),
+        );
+        assert_eq!(pv.status.and_then(|s| s.phase).as_deref(), Some("Pending"));
+        let pvc: core::PersistentVolumeClaim = round_trip(
+            kind("v1", "PersistentVolumeClaim"),
+            json!({
+                "metadata": {"name": "data", "namespace": "default"},
+                "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+            }),
+        );
+        assert_eq!(
+            pvc.spec.and_then(|s| s.volume_mode).as_deref(),
+            Some("Filesystem")
+        );
+        let _: core::PodTemplate = round_trip(
+            kind("v1", "PodTemplate"),
+            json!({
+                "metadata": {"name": "tmpl", "namespace": "default"}, "template": template.clone()
+            }),
+        );
+        let _: core::Endpoints = round_trip(
+            kind("v1", "Endpoints"),
+            json!({
+                "metadata": {"name": "web", "namespace": "default"},
+                "subsets": [{"addresses": [{"ip": "10.0.0.5"}], "ports": [{"port": 80}]}]
+            }),
+        );
         let _: k8s_openapi::api::coordination::v1::Lease = round_trip(
             kind("coordination.k8s.io/v1", "Lease"),
             json!({
                 "metadata": {"name": "kube-controller-manager", "namespace": "kube-system"},
                 "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15}
             }),
+        );
+    }
+
+    #[test]
+    fn batch_and_stateful_workloads_pass_create_update_and_status_update() {
+        use k8s_openapi::api::{apps::v1 as apps, batch::v1 as batch};
+        let kind =
+            |api_version: &str, kind: &str| catalog::by_kind(api_version, kind).expect("served");
+        let pod = json!({"metadata": {"labels": {"app": "db"}},
+            "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}});
+        let sts: apps::StatefulSet = round_trip(
+            kind("apps/v1", "StatefulSet"),
+            json!({"metadata": {"name": "db", "namespace": "default"},
+                "spec": {"serviceName": "db", "selector": {"matchLabels": {"app": "db"}}, "template": pod.clone(),
+                    "volumeClaimTemplates": [{"metadata": {"name": "data"},
+                        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]}}),
+        );
+        assert_eq!(sts.status.and_then(|s| s.available_replicas), Some(0));
+        let ds: apps::DaemonSet = round_trip(
+            kind("apps/v1", "DaemonSet"),
+            json!({"metadata": {"name": "agent", "namespace": "default"},
+                "spec": {"selector": {"matchLabels": {"app": "db"}}, "template": pod.clone()}}),
+        );
+        assert_eq!(
+            ds.metadata
+                .annotations
+                .and_then(|a| a.get("deprecated.daemonset.template.generation").cloned())
+                .as_deref(),
+            Some("1")
+        );
+        let mut job_pod = pod.clone();
+        job_pod["spec"]["restartPolicy"] = json!("Never");
+        let job: batch::Job = round_trip(
+            kind("batch/v1", "Job"),
+            json!({"metadata": {"name": "pi", "namespace": "default"}, "spec": {"template": job_pod.clone()}}),
+        );
+        assert_eq!(
+            job.spec
+                .and_then(|s| s.selector)
+                .and_then(|s| s.match_labels),
+            Some(std::collections::BTreeMap::from([(
+                "batch.kubernetes.io/controller-uid".to_string(),
+                "u1".to_string()
+            )]))
+        );
+        let cron: batch::CronJob = round_trip(
+            kind("batch/v1", "CronJob"),
+            json!({"metadata": {"name": "tick", "namespace": "default"},
+                "spec": {"schedule": "@hourly", "jobTemplate": {"spec": {"template": job_pod}}}}),
+        );
+        assert_eq!(
+            cron.spec.and_then(|s| s.concurrency_policy).as_deref(),
+            Some("Allow")
+        );
+    }
+
+    #[test]
+    fn policy_autoscaling_rbac_scheduling_and_certificates_objects_round_trip() {
+        use k8s_openapi::api::{autoscaling, certificates, policy, rbac, scheduling};
+        let kind =
+            |api_version: &str, kind: &str| catalog::by_kind(api_version, kind).expect("served");
+        let pdb: policy::v1::PodDisruptionBudget = round_trip(
+            kind("policy/v1", "PodDisruptionBudget"),
+            json!({"metadata": {"name": "web", "namespace": "default"},
+                "spec": {"maxUnavailable": "25%", "selector": {"matchLabels": {"app": "web"}}}}),
+        );
+        assert_eq!(pdb.status.map(|s| s.expected_pods), Some(0));
+        let hpa: autoscaling::v2::HorizontalPodAutoscaler = round_trip(
+            kind("autoscaling/v2", "HorizontalPodAutoscaler"),
+            json!({"metadata": {"name": "web", "namespace": "default"},
+                "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                    "maxReplicas": 5, "behavior": {"scaleDown": {"stabilizationWindowSeconds": 60}}}}),
+        );
+        assert_eq!(hpa.spec.as_ref().and_then(|s| s.min_replicas), Some(1));
+        let _: rbac::v1::ClusterRole = round_trip(
+            kind("rbac.authorization.k8s.io/v1", "ClusterRole"),
+            json!({"metadata": {"name": "system:controller:job"},
+                "rules": [{"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list"]}]}),
+        );
+        let _: rbac::v1::RoleBinding = round_trip(
+            kind("rbac.authorization.k8s.io/v1", "RoleBinding"),
+            json!({"metadata": {"name": "b", "namespace": "default"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+                "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": "default"}]}),
+        );
+        let pc: scheduling::v1::PriorityClass = round_trip(
+            kind("scheduling.k8s.io/v1", "PriorityClass"),
+            json!({"metadata": {"name": "high"}, "value": 1000}),
+        );
+        assert_eq!(
+            pc.preemption_policy.as_deref(),
+            Some("PreemptLowerPriority")
+        );
+        for sys in system_priority_classes() {
+            let _: scheduling::v1::PriorityClass =
+                round_trip(kind("scheduling.k8s.io/v1", "PriorityClass"), sys);
+        }
+        let key = rcgen::KeyPair::generate().expect("key");
+        let request = rcgen::CertificateParams::new(vec!["node".to_string()])
+            .expect("params")
+            .serialize_request(&key)
+            .expect("csr")
+            .pem()
+            .expect("pem");
+        use base64::Engine as _;
+        let _: certificates::v1::CertificateSigningRequest = round_trip(
+            kind("certificates.k8s.io/v1", "CertificateSigningRequest"),
+            json!({"metadata": {"name": "node-csr"},
+                "spec": {"request": base64::engine::general_purpose::STANDARD.encode(request),
+                    "signerName": "kubernetes.io/kube-apiserver-client", "usages": ["client auth"]}}),
         );
     }
 

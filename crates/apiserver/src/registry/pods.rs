@@ -111,6 +111,41 @@ pub(crate) fn qos_class(pod: &Value) -> &'static str {
     "Burstable"
 }
 
+/// The annotation that ranks pods for deletion when a ReplicaSet scales down (`core.PodDeletionCost`).
+const POD_DELETION_COST: &str = "controller.kubernetes.io/pod-deletion-cost";
+
+/// `helper.GetDeletionCostFromPodAnnotations`: the deletion cost as a 32-bit integer, refusing
+/// a leading `+` or leading zeros (`validFirstDigit`); `Ok(0)` when the annotation is absent.
+fn deletion_cost(obj: &Value) -> Result<i32, ()> {
+    let Some(value) = get(obj, &["metadata", "annotations", POD_DELETION_COST]) else {
+        return Ok(0);
+    };
+    let text = value.as_str().ok_or(())?;
+    let valid_first_digit = match text.as_bytes() {
+        [] => false,
+        [b'0', ..] => text == "0",
+        [first, ..] => *first == b'-' || first.is_ascii_digit(),
+    };
+    if !valid_first_digit {
+        return Err(());
+    }
+    text.parse::<i32>().map_err(|_| ())
+}
+
+/// The deletion-cost part of `ValidatePodSpecificAnnotations`. On update an invalid value is
+/// let through when the old pod already had one (`AllowInvalidPodDeletionCost`).
+fn validate_deletion_cost(new: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    if deletion_cost(new).is_ok() || old.is_some_and(|o| deletion_cost(o).is_err()) {
+        return Vec::new();
+    }
+    let value = get(new, &["metadata", "annotations", POD_DELETION_COST]);
+    vec![FieldError::invalid(
+        format!("metadata.annotations[{POD_DELETION_COST}]"),
+        value.unwrap_or(&Value::Null),
+        "must be a 32bit integer",
+    )]
+}
+
 const UPDATABLE_POD_SPEC_FIELDS: &str = "`spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)";
 
 /// The part of `ValidatePodUpdate` about the spec: only images, `activeDeadlineSeconds`,
@@ -355,6 +390,7 @@ impl Strategy for PodStrategy {
     fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
         // ValidatePod: metadata first, then the spec.
         let mut errs = self.base.validate_create(obj);
+        errs.extend(validate_deletion_cost(obj, None));
         errs.extend(validate_pod_spec(get(obj, &["spec"]), "spec"));
         // ValidatePodCreate: ephemeral containers come only through their subresource.
         if get(obj, &["spec", "ephemeralContainers"])
@@ -371,6 +407,7 @@ impl Strategy for PodStrategy {
 
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
         let mut errs = self.base.validate_update(new, old);
+        errs.extend(validate_deletion_cost(new, Some(old)));
         errs.extend(validate_pod_spec(get(new, &["spec"]), "spec"));
         errs.extend(validate_pod_spec_update(new, old));
         errs.extend(validate_pod_status(new, old));
@@ -934,5 +971,69 @@ mod tests {
         );
         assert_eq!(s.field_value(&p, "metadata.name").as_deref(), Some("web"));
         assert_eq!(s.field_value(&p, "spec.containers"), None);
+    }
+
+    #[test]
+    fn deletion_costs_must_be_32bit_integers_without_sign_or_leading_zeros() {
+        // TestGetDeletionCostFromPodAnnotations (pkg/apis/core/helper/helpers_test.go).
+        let with_cost = |v: &str| json!({"metadata": {"annotations": {POD_DELETION_COST: v}}});
+        assert_eq!(deletion_cost(&json!({"metadata": {}})), Ok(0));
+        for (value, cost) in [
+            ("10", 10),
+            ("-10", -10),
+            ("0", 0),
+            ("2147483647", i32::MAX),
+            ("-2147483648", i32::MIN),
+        ] {
+            assert_eq!(deletion_cost(&with_cost(value)), Ok(cost), "{value}");
+        }
+        for value in [
+            "+100",
+            "007",
+            "00",
+            "",
+            "-",
+            "10a",
+            " 1",
+            "1.5",
+            "2147483648",
+            "-2147483649",
+            "1_000",
+        ] {
+            assert!(
+                deletion_cost(&with_cost(value)).is_err(),
+                "{value:?} accepted"
+            );
+        }
+    }
+
+    #[test]
+    fn pods_with_a_bad_deletion_cost_are_refused_unless_it_was_already_there() {
+        let s = strategy();
+        let mut p = pod(json!([{"name": "c", "image": "nginx"}]));
+        s.default(&mut p);
+        s.prepare_for_create(&mut p);
+        p["metadata"]["annotations"] = json!({POD_DELETION_COST: "+100"});
+        let errs = s.validate_create(&p);
+        assert_eq!(
+            errs.iter().map(FieldError::message_with_field).collect::<Vec<_>>(),
+            ["metadata.annotations[controller.kubernetes.io/pod-deletion-cost]: Invalid value: \"+100\": must be a 32bit integer"]
+        );
+        let mut valid = p.clone();
+        valid["metadata"]["annotations"][POD_DELETION_COST] = json!("-5");
+        assert!(s.validate_create(&valid).is_empty());
+        let mut bad = valid.clone();
+        bad["metadata"]["annotations"][POD_DELETION_COST] = json!("007");
+        assert_eq!(
+            s.validate_update(&bad, &valid).len(),
+            1,
+            "a valid cost may not become invalid"
+        );
+        let mut labelled = p.clone();
+        labelled["metadata"]["labels"] = json!({"x": "y"});
+        assert!(
+            s.validate_update(&labelled, &p).is_empty(),
+            "an old invalid cost is tolerated"
+        );
     }
 }

@@ -1,17 +1,14 @@
-//! ReplicaSets: defaults (`SetDefaults_ReplicaSet`), validation (`ValidateReplicaSetSpec`),
-//! the immutable selector, generation bumps, status validation, `status.replicas` field
-//! selector and `/scale`.
+//! ReplicaSets: defaults (`SetDefaults_ReplicaSet`), validation (`ValidateReplicaSetSpec`) and
+//! the [`Workload`] entry that makes them a workload with an immutable selector and a
+//! `status.replicas` field selector.
 //!
 //! Mirrors `pkg/registry/apps/replicaset/strategy.go` and `pkg/apis/apps/validation`.
 
 use rkcm_apimachinery::catalog::ResourceInfo;
 use serde_json::Value;
 
-use super::generic::GenericStrategy;
-use super::meta::validate_immutable;
-use super::object::{get, get_i64};
-use super::workload::{self, drop_terminating_replicas};
-use super::{FieldError, GracefulDelete, Strategy};
+use super::workload::{self, Workload, WorkloadStrategy};
+use super::FieldError;
 
 const STATUS_COUNTERS: &[&str] = &[
     "replicas",
@@ -23,6 +20,12 @@ const STATUS_COUNTERS: &[&str] = &[
 ];
 const STATUS_BOUNDED: &[&str] = &["fullyLabeledReplicas", "readyReplicas", "availableReplicas"];
 
+/// `SetDefaults_ReplicaSet`.
+fn default_replica_set(obj: &mut Value) {
+    workload::default_replicas(obj);
+    workload::default_template(obj);
+}
+
 /// `ValidateReplicaSetSpec`.
 fn validate_spec(obj: &Value) -> Vec<FieldError> {
     let mut errs = workload::validate_counts(obj);
@@ -30,101 +33,33 @@ fn validate_spec(obj: &Value) -> Vec<FieldError> {
     errs
 }
 
-/// The strategy of apps/v1 replica sets.
-pub(crate) struct ReplicaSetStrategy {
-    base: GenericStrategy,
-}
+/// How replica sets differ from other workloads (`pkg/registry/apps/replicaset/strategy.go`).
+pub(crate) const REPLICA_SET: Workload = Workload {
+    default: default_replica_set,
+    validate_spec,
+    immutable_selector: true,
+    status_counters: STATUS_COUNTERS,
+    status_bounded: STATUS_BOUNDED,
+    initial_status: &["replicas"],
+    gated_terminating_replicas: true,
+    status_replicas_selectable: true,
+    ..Workload::BASE
+};
 
-impl ReplicaSetStrategy {
-    /// The strategy of `info` (apps/v1 replica sets).
-    pub(crate) fn new(info: &'static ResourceInfo) -> Self {
-        ReplicaSetStrategy {
-            base: GenericStrategy::new(info).tracking_generation(),
-        }
-    }
-}
-
-impl Strategy for ReplicaSetStrategy {
-    fn resource(&self) -> &'static ResourceInfo {
-        self.base.resource()
-    }
-
-    fn default(&self, obj: &mut Value) {
-        workload::default_replicas(obj);
-        workload::default_template(obj);
-    }
-
-    fn prepare_for_create(&self, obj: &mut Value) {
-        self.base.prepare_for_create(obj);
-        // The empty status as kube serializes it (`replicas` has no omitempty).
-        super::object::set(obj, &["status"], Some(serde_json::json!({"replicas": 0})));
-    }
-
-    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
-        self.base.prepare_for_update(new, old);
-    }
-
-    fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
-        // kube defaults every decoded body, status updates included.
-        self.default(new);
-        self.base.prepare_for_status_update(new, old);
-        drop_terminating_replicas(new, old);
-    }
-
-    fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
-        let mut errs = self.base.validate_create(obj);
-        errs.extend(validate_spec(obj));
-        errs
-    }
-
-    fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
-        let mut errs = self.base.validate_update(new, old);
-        errs.extend(validate_spec(new));
-        errs.extend(validate_immutable(
-            get(new, &["spec", "selector"]),
-            get(old, &["spec", "selector"]),
-            "spec.selector",
-        ));
-        errs.extend(workload::validate_replica_status(
-            new,
-            STATUS_COUNTERS,
-            STATUS_BOUNDED,
-        ));
-        errs
-    }
-
-    fn field_value(&self, obj: &Value, field: &str) -> Option<String> {
-        match field {
-            "status.replicas" => Some(
-                get_i64(obj, &["status", "replicas"])
-                    .unwrap_or(0)
-                    .to_string(),
-            ),
-            _ => self.base.field_value(obj, field),
-        }
-    }
-
-    fn graceful_delete(&self, obj: &Value, requested_grace: Option<i64>) -> GracefulDelete {
-        self.base.graceful_delete(obj, requested_grace)
-    }
-
-    fn scale_replicas(&self, obj: &Value) -> Option<(i32, i32, String)> {
-        Some(workload::apps_scale_of(obj))
-    }
-
-    fn set_scale_replicas(&self, obj: &mut Value, replicas: i32) -> Result<(), FieldError> {
-        workload::set_replicas(obj, replicas)
-    }
+/// The strategy of `info` (apps/v1 replica sets).
+pub(crate) fn strategy(info: &'static ResourceInfo) -> WorkloadStrategy {
+    WorkloadStrategy::new(info, &REPLICA_SET)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::registry::Strategy;
     use rkcm_apimachinery::catalog;
     use serde_json::json;
 
-    fn strategy() -> ReplicaSetStrategy {
-        ReplicaSetStrategy::new(catalog::by_kind("apps/v1", "ReplicaSet").expect("served"))
+    fn strategy() -> WorkloadStrategy {
+        super::strategy(catalog::by_kind("apps/v1", "ReplicaSet").expect("served"))
     }
 
     fn created() -> Value {

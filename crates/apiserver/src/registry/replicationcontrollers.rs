@@ -1,6 +1,6 @@
 //! ReplicationControllers: defaults (`SetDefaults_ReplicationController`: selector and labels
-//! from the template), validation (`ValidateReplicationControllerSpec`), generation bumps,
-//! status validation, orphaning by default in core/v1, and `/scale` with a map selector.
+//! from the template), validation (`ValidateReplicationControllerSpec`) and the [`Workload`]
+//! entry that makes them a workload with a map selector that orphans by default.
 //!
 //! Mirrors `pkg/registry/core/replicationcontroller/strategy.go`, `pkg/apis/core/v1/defaults.go`
 //! and `pkg/apis/core/validation/validation.go`.
@@ -8,11 +8,10 @@
 use rkcm_apimachinery::catalog::ResourceInfo;
 use serde_json::Value;
 
-use super::generic::GenericStrategy;
-use super::object::{get, get_i64, set, string_map};
+use super::object::{get, set, string_map};
 use super::selector::LabelSelector;
-use super::workload;
-use super::{FieldError, GracefulDelete, Strategy};
+use super::workload::{self, SelectorForm, Workload, WorkloadStrategy};
+use super::FieldError;
 
 const STATUS_COUNTERS: &[&str] = &[
     "replicas",
@@ -62,105 +61,35 @@ fn validate_spec(obj: &Value) -> Vec<FieldError> {
     errs
 }
 
-/// The strategy of core/v1 replication controllers.
-pub(crate) struct ReplicationControllerStrategy {
-    base: GenericStrategy,
-}
+/// How replication controllers differ from other workloads
+/// (`pkg/registry/core/replicationcontroller/strategy.go`).
+pub(crate) const REPLICATION_CONTROLLER: Workload = Workload {
+    default: default_rc,
+    validate_spec,
+    selector: SelectorForm::Map,
+    status_counters: STATUS_COUNTERS,
+    status_bounded: STATUS_BOUNDED,
+    initial_status: &["replicas"],
+    status_replicas_selectable: true,
+    // core/v1 keeps orphaning for backwards compatibility.
+    orphans_dependents: true,
+    ..Workload::BASE
+};
 
-impl ReplicationControllerStrategy {
-    /// The strategy of `info` (core/v1 replication controllers).
-    pub(crate) fn new(info: &'static ResourceInfo) -> Self {
-        ReplicationControllerStrategy {
-            base: GenericStrategy::new(info)
-                .tracking_generation()
-                .orphaning_dependents(),
-        }
-    }
-}
-
-impl Strategy for ReplicationControllerStrategy {
-    fn resource(&self) -> &'static ResourceInfo {
-        self.base.resource()
-    }
-
-    fn default(&self, obj: &mut Value) {
-        default_rc(obj);
-    }
-
-    fn prepare_for_create(&self, obj: &mut Value) {
-        self.base.prepare_for_create(obj);
-        // The empty status as kube serializes it (`replicas` has no omitempty).
-        super::object::set(obj, &["status"], Some(serde_json::json!({"replicas": 0})));
-    }
-
-    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
-        self.base.prepare_for_update(new, old);
-    }
-
-    fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
-        // kube defaults every decoded body, status updates included.
-        self.default(new);
-        self.base.prepare_for_status_update(new, old);
-    }
-
-    fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
-        let mut errs = self.base.validate_create(obj);
-        errs.extend(validate_spec(obj));
-        errs
-    }
-
-    fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
-        let mut errs = self.base.validate_update(new, old);
-        errs.extend(validate_spec(new));
-        errs.extend(workload::validate_replica_status(
-            new,
-            STATUS_COUNTERS,
-            STATUS_BOUNDED,
-        ));
-        errs
-    }
-
-    fn field_value(&self, obj: &Value, field: &str) -> Option<String> {
-        match field {
-            "status.replicas" => Some(
-                get_i64(obj, &["status", "replicas"])
-                    .unwrap_or(0)
-                    .to_string(),
-            ),
-            _ => self.base.field_value(obj, field),
-        }
-    }
-
-    fn graceful_delete(&self, obj: &Value, requested_grace: Option<i64>) -> GracefulDelete {
-        self.base.graceful_delete(obj, requested_grace)
-    }
-
-    fn default_propagation_orphans(&self) -> bool {
-        // core/v1 keeps orphaning for backwards compatibility.
-        self.base.default_propagation_orphans()
-    }
-
-    fn scale_replicas(&self, obj: &Value) -> Option<(i32, i32, String)> {
-        let selector =
-            LabelSelector::from_map(&string_map(get(obj, &["spec", "selector"]))).render();
-        Some(workload::scale_of(obj, selector))
-    }
-
-    fn set_scale_replicas(&self, obj: &mut Value, replicas: i32) -> Result<(), FieldError> {
-        workload::set_replicas(obj, replicas)
-    }
+/// The strategy of `info` (core/v1 replication controllers).
+pub(crate) fn strategy(info: &'static ResourceInfo) -> WorkloadStrategy {
+    WorkloadStrategy::new(info, &REPLICATION_CONTROLLER)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::registry::Strategy;
     use rkcm_apimachinery::catalog;
     use serde_json::json;
 
-    fn strategy() -> ReplicationControllerStrategy {
-        ReplicationControllerStrategy::new(
-            catalog::by_kind("v1", "ReplicationController").expect("served"),
-        )
+    fn strategy() -> WorkloadStrategy {
+        super::strategy(catalog::by_kind("v1", "ReplicationController").expect("served"))
     }
 
     fn rc() -> Value {

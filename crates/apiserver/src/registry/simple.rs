@@ -1,5 +1,5 @@
 //! The generic strategy extended by a kind's own defaulting and validation functions, for
-//! kinds whose behaviour is otherwise generic (configmaps, services, leases, revisions).
+//! kinds whose behaviour is otherwise generic (services, leases, revisions).
 
 use rkcm_apimachinery::catalog::ResourceInfo;
 use serde_json::Value;
@@ -20,6 +20,7 @@ pub(crate) struct SimpleStrategy {
     default: DefaultFn,
     validate: ValidateFn,
     validate_update: ValidateUpdateFn,
+    validate_create_only: ValidateFn,
 }
 
 impl SimpleStrategy {
@@ -35,7 +36,15 @@ impl SimpleStrategy {
             default,
             validate,
             validate_update,
+            validate_create_only: no_checks,
         }
+    }
+
+    /// Adds checks that run on create only (a `Validate` whose `ValidateUpdate` does not
+    /// repeat them, e.g. the CronJob name length).
+    pub(crate) fn with_create_only_checks(mut self, checks: ValidateFn) -> Self {
+        self.validate_create_only = checks;
+        self
     }
 }
 
@@ -66,6 +75,7 @@ impl Strategy for SimpleStrategy {
         // As the kinds' Validate* functions: metadata first, then the kind's fields.
         let mut errs = self.base.validate_create(obj);
         errs.extend((self.validate)(obj));
+        errs.extend((self.validate_create_only)(obj));
         errs
     }
 
@@ -99,6 +109,11 @@ impl Strategy for SimpleStrategy {
 
 /// A defaulting function that does nothing.
 pub(crate) fn no_defaults(_obj: &mut Value) {}
+
+/// A validation that adds nothing to the metadata checks.
+pub(crate) fn no_checks(_obj: &Value) -> Vec<FieldError> {
+    Vec::new()
+}
 
 /// An update validation that adds nothing to the metadata checks.
 pub(crate) fn no_update_checks(_new: &Value, _old: &Value) -> Vec<FieldError> {

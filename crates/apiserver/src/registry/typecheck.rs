@@ -80,6 +80,10 @@ impl Strategy for TypeChecked {
         self.inner.prepare_for_status_update(new, old);
     }
 
+    fn complete_create(&self, obj: &mut Value) {
+        self.inner.complete_create(obj);
+    }
+
     fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
         let errs = self.inner.validate_create(obj);
         if !errs.is_empty() {

@@ -20,9 +20,9 @@ use tokio::sync::mpsc;
 use rkcm_apimachinery::catalog::ResourceInfo;
 
 use crate::error::{ApiError, ApiResult};
+use crate::http::filter::Filter;
 use crate::http::negotiate::Output;
 use crate::http::params::Params;
-use crate::http::resource::Filter;
 use crate::http::{table, SharedState};
 use crate::rest;
 use crate::watch_cache::{CachedObject, EventType, Next, WatchError, WatchEvent, WatchStart};

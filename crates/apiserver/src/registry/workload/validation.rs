@@ -1,32 +1,14 @@
-//! What deployments, replica sets and replication controllers share: the template checks of
-//! `ValidatePodTemplateSpecForReplicaSet` / `ForRC`, selector checks, replica-count status
-//! validation and the `/scale` subresource.
+//! The checks workload kinds share: `ValidatePodTemplateSpecForReplicaSet` / `ForRC`, apps/v1
+//! selectors, non-negative counts and replica-count status.
 
+use rkcm_labels::validation::is_valid_percent;
 use serde_json::{json, Value};
 
-use super::meta::validate_nonnegative;
-use super::object::{get, get_i64, set, string_map};
-use super::podspec::{default_pod_template, validate_pod_template};
-use super::selector::{validate_label_selector, LabelSelector};
-use super::FieldError;
-
-/// Applies the pod template defaults to `spec.template` (`SetDefaults_PodSpec` runs on
-/// every embedded pod template).
-pub(crate) fn default_template(obj: &mut Value) {
-    if let Some(template) = obj
-        .pointer_mut("/spec/template")
-        .and_then(Value::as_object_mut)
-    {
-        default_pod_template(template);
-    }
-}
-
-/// Defaults `spec.replicas` to 1.
-pub(crate) fn default_replicas(obj: &mut Value) {
-    if get(obj, &["spec", "replicas"]).is_none_or(Value::is_null) {
-        set(obj, &["spec", "replicas"], Some(json!(1)));
-    }
-}
+use crate::registry::meta::validate_nonnegative;
+use crate::registry::object::{get, get_i64, string_map};
+use crate::registry::podspec::validate_pod_template;
+use crate::registry::selector::{validate_label_selector, LabelSelector};
+use crate::registry::FieldError;
 
 /// `ValidatePodTemplateSpecForReplicaSet` / `ValidatePodTemplateSpecForRC`: the template is
 /// required, matches a non-empty selector, is a valid pod template, restarts `Always` and has
@@ -110,6 +92,52 @@ pub(crate) fn validate_apps_selector_and_template(obj: &Value) -> Vec<FieldError
     errs
 }
 
+/// A percentage (`25%`) as its number, if the value is a valid percent string.
+pub(crate) fn percent(v: &Value) -> Option<i64> {
+    let s = v.as_str()?;
+    let digits = s.strip_suffix('%')?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// `ValidatePositiveIntOrPercent`: a non-negative integer or a valid percent string.
+pub(crate) fn validate_int_or_percent(v: Option<&Value>, path: &str) -> Vec<FieldError> {
+    match v {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::String(_)) if percent(v.unwrap_or(&Value::Null)).is_some() => Vec::new(),
+        Some(s @ Value::String(text)) => is_valid_percent(text)
+            .iter()
+            .map(|m| FieldError::invalid(path, s, m))
+            .collect(),
+        Some(n @ Value::Number(_)) => validate_nonnegative(Some(n), path),
+        Some(other) => vec![FieldError::invalid(
+            path,
+            other,
+            "must be an integer or percentage (e.g '5%')",
+        )],
+    }
+}
+
+/// `getIntOrPercentValue`: the number of an integer or a valid percentage, else 0.
+pub(crate) fn int_or_percent_value(v: Option<&Value>) -> i64 {
+    v.and_then(|v| percent(v).or_else(|| v.as_i64()))
+        .unwrap_or(0)
+}
+
+/// `IsNotMoreThan100Percent`.
+pub(crate) fn validate_not_over_100_percent(v: Option<&Value>, path: &str) -> Vec<FieldError> {
+    match v {
+        Some(value) if percent(value).is_some_and(|p| p > 100) => vec![FieldError::invalid(
+            path,
+            value,
+            "must not be greater than 100%",
+        )],
+        _ => Vec::new(),
+    }
+}
+
 /// `ValidateNonnegativeField` of `spec.replicas` and `spec.minReadySeconds`.
 pub(crate) fn validate_counts(obj: &Value) -> Vec<FieldError> {
     let mut errs = validate_nonnegative(get(obj, &["spec", "replicas"]), "spec.replicas");
@@ -122,11 +150,13 @@ pub(crate) fn validate_counts(obj: &Value) -> Vec<FieldError> {
 
 /// Replica-count status validation (`ValidateReplicaSetStatus`, `ValidateDeploymentStatus`,
 /// `ValidateReplicationControllerStatus`): counters are non-negative; `bounded` counters do not
-/// exceed `status.replicas`; `availableReplicas` does not exceed `readyReplicas`.
+/// exceed `status.replicas`; `availableReplicas` does not exceed `readyReplicas` (the detail
+/// differs between kinds).
 pub(crate) fn validate_replica_status(
     obj: &Value,
     counters: &[&str],
     bounded: &[&str],
+    available_over_ready: &str,
 ) -> Vec<FieldError> {
     let mut errs = Vec::new();
     for c in counters {
@@ -150,7 +180,7 @@ pub(crate) fn validate_replica_status(
         errs.push(FieldError::invalid(
             "status.availableReplicas",
             &json!(n("availableReplicas")),
-            "cannot be greater than readyReplicas",
+            available_over_ready,
         ));
     }
     errs
@@ -168,48 +198,4 @@ pub(crate) fn validate_collision_count(new: &Value, old: &Value) -> Vec<FieldErr
         )],
         _ => Vec::new(),
     }
-}
-
-/// `dropDisabledStatusFields`: `status.terminatingReplicas` belongs to the
-/// `DeploymentReplicaSetTerminatingReplicas` feature, alpha and off in 1.33, so a status
-/// update may only keep it when the old status already had it.
-pub(crate) fn drop_terminating_replicas(new: &mut Value, old: &Value) {
-    if get(old, &["status", "terminatingReplicas"]).is_none_or(Value::is_null) {
-        set(new, &["status", "terminatingReplicas"], None);
-    }
-}
-
-/// `(spec.replicas, status.replicas, selector)` of a workload for `/scale`.
-pub(crate) fn scale_of(obj: &Value, selector: String) -> (i32, i32, String) {
-    let as_i32 = |path: &[&str]| {
-        get_i64(obj, path)
-            .and_then(|n| i32::try_from(n).ok())
-            .unwrap_or(0)
-    };
-    (
-        as_i32(&["spec", "replicas"]),
-        as_i32(&["status", "replicas"]),
-        selector,
-    )
-}
-
-/// `/scale` of an apps/v1 workload, whose `spec.selector` is a `LabelSelector` rendered as a string.
-pub(crate) fn apps_scale_of(obj: &Value) -> (i32, i32, String) {
-    let selector = LabelSelector::from_json(get(obj, &["spec", "selector"]))
-        .map(|s| s.render())
-        .unwrap_or_default();
-    scale_of(obj, selector)
-}
-
-/// Sets `spec.replicas` from a `Scale`, refusing negative counts as `ValidateScale` does.
-pub(crate) fn set_replicas(obj: &mut Value, replicas: i32) -> Result<(), FieldError> {
-    if replicas < 0 {
-        return Err(FieldError::invalid(
-            "spec.replicas",
-            &json!(replicas),
-            "must be greater than or equal to 0",
-        ));
-    }
-    set(obj, &["spec", "replicas"], Some(json!(replicas)));
-    Ok(())
 }

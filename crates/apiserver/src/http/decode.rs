@@ -1,0 +1,109 @@
+//! Request decoding: bodies into objects (JSON or protobuf), patch types, and the query and
+//! body into write and delete options.
+
+use bytes::Bytes;
+use http::HeaderMap;
+use serde_json::Value;
+
+use rkcm_apimachinery::catalog::ResourceInfo;
+use rkcm_apimachinery::patch::PatchType;
+
+use crate::error::{ApiError, ApiResult};
+use crate::http::field_validation::{check_fields, field_validation, remove_path};
+use crate::http::params::Params;
+use crate::protobuf;
+use crate::rest::{DeleteOptions, WriteOptions};
+
+/// Decodes a JSON body (400 when malformed, 415 for media types other than JSON).
+pub fn decode_json(headers: &HeaderMap, bytes: &Bytes) -> ApiResult<Value> {
+    let ct = headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json");
+    let media = ct
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    if media == "application/vnd.kubernetes.protobuf" {
+        return protobuf::decode(bytes).map_err(|e| match e {
+            protobuf::Error::UnknownKind(_) => ApiError::unsupported_media_type(e.to_string()),
+            _ => ApiError::bad_request(format!("error decoding request body: {e}")),
+        });
+    }
+    if !(media.is_empty() || media == "application/json" || media == "*/*" || media == "text/plain")
+    {
+        return Err(ApiError::unsupported_media_type(format!(
+            "the body of the request was in an unknown format - accepted media types include: application/json (got {ct})"
+        )));
+    }
+    serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))
+}
+
+/// Decodes an object body and applies `fieldValidation` (Strict → 400, Warn → warnings).
+pub(crate) fn decode_object(
+    info: &ResourceInfo,
+    headers: &HeaderMap,
+    bytes: &Bytes,
+    params: &Params,
+) -> ApiResult<(Value, Vec<String>)> {
+    let obj = decode_json(headers, bytes)?;
+    if !obj.is_object() {
+        return Err(ApiError::bad_request(
+            "the request body must be a JSON object",
+        ));
+    }
+    let mode = field_validation(params)?;
+    // Protobuf bodies cannot carry unknown or duplicate fields.
+    if bytes.starts_with(protobuf::MAGIC) {
+        return Ok((obj, Vec::new()));
+    }
+    let check = check_fields(info, bytes, mode)?;
+    let mut obj = obj;
+    for path in &check.unknown {
+        remove_path(&mut obj, path);
+    }
+    Ok((obj, check.warnings))
+}
+
+/// The patch type a PATCH names in its `Content-Type` (415 for others).
+pub(crate) fn patch_type(headers: &HeaderMap) -> ApiResult<PatchType> {
+    let ct = headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    PatchType::from_content_type(ct).ok_or_else(|| {
+        ApiError::unsupported_media_type(format!(
+            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {ct:?})"
+        ))
+    })
+}
+
+/// `dryRun` of a write.
+pub(crate) fn write_options(params: &Params) -> ApiResult<WriteOptions> {
+    Ok(WriteOptions {
+        dry_run: params.dry_run()?,
+    })
+}
+
+/// `DeleteOptions` from the query and, when there is one, the body.
+pub(crate) fn delete_options(
+    headers: &HeaderMap,
+    params: &Params,
+    body: &Bytes,
+) -> ApiResult<DeleteOptions> {
+    let mut opts = DeleteOptions {
+        grace_period_seconds: params.int("gracePeriodSeconds")?,
+        propagation_policy: params.non_empty("propagationPolicy").map(str::to_string),
+        orphan_dependents: params.non_empty("orphanDependents").map(|v| v == "true"),
+        dry_run: params.dry_run()?,
+        ..DeleteOptions::default()
+    };
+    if !body.iter().all(u8::is_ascii_whitespace) {
+        let v = decode_json(headers, body)?;
+        opts.merge_body(&v)?;
+    }
+    Ok(opts)
+}

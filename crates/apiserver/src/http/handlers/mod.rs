@@ -1,0 +1,20 @@
+//! The handlers of resource requests, one file per verb (and per subresource with its own
+//! rules): decode the request, call the registry ([`crate::rest`]), encode the answer.
+//!
+//! Mirrors `staging/src/k8s.io/apiserver/pkg/endpoints/handlers` (get.go, create.go, update.go,
+//! patch.go, delete.go, watch.go). [`crate::http::resource`] routes a request to its handler.
+
+pub mod binding;
+pub mod create;
+pub mod delete;
+pub mod delete_collection;
+pub mod eviction;
+pub mod get;
+pub mod list;
+pub mod patch;
+mod request;
+pub mod scale;
+pub mod update;
+pub mod watch;
+
+pub use request::ResourceRequest;

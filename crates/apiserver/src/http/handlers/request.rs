@@ -1,0 +1,43 @@
+//! What a handler knows of the resource request it serves.
+
+use http::HeaderMap;
+
+use rkcm_apimachinery::catalog::ResourceInfo;
+
+use crate::error::ApiResult;
+use crate::http::decode::write_options;
+use crate::http::negotiate::Output;
+use crate::http::params::Params;
+use crate::http::SharedState;
+use crate::rest::WriteOptions;
+use crate::store::Store;
+
+/// One request on a resource: the resource, the namespace of the path, the headers, the query
+/// and the representation the answer is to have. The body is passed on its own, as it is read
+/// once.
+pub struct ResourceRequest<'a> {
+    /// What every handler shares.
+    pub state: &'a SharedState,
+    /// The resource.
+    pub info: &'static ResourceInfo,
+    /// The namespace of the path (`None` for cluster-scoped resources and all-namespace lists).
+    pub namespace: Option<&'a str>,
+    /// The request headers.
+    pub headers: &'a HeaderMap,
+    /// The query parameters.
+    pub params: &'a Params,
+    /// The representation of the answer.
+    pub out: Output,
+}
+
+impl ResourceRequest<'_> {
+    /// The store of objects.
+    pub fn store(&self) -> &Store {
+        &self.state.store
+    }
+
+    /// The options of a write (`dryRun`).
+    pub fn write_options(&self) -> ApiResult<WriteOptions> {
+        write_options(self.params)
+    }
+}

@@ -1,0 +1,117 @@
+//! Create (POST): defaults, generated names, system metadata and storage of a new object.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use rkcm_apimachinery::catalog::ResourceInfo;
+
+use super::keys::key;
+use super::names::{random_suffix, GENERATE_NAME_ATTEMPTS};
+use super::namespaces::{admit_create, is_namespace, prepare_namespace_for_create};
+use super::request_checks::{check_namespace, check_type};
+use super::write::{storage_error, WriteOptions};
+use crate::error::{ApiError, ApiResult};
+use crate::object;
+use crate::registry;
+use crate::storage;
+use crate::store::Store;
+use crate::watch_cache::CachedObject;
+
+/// Creates `obj` in `namespace` (POST on a collection); returns the stored object.
+pub async fn create(
+    store: &Store,
+    info: &'static ResourceInfo,
+    namespace: Option<&str>,
+    mut obj: Value,
+    opts: WriteOptions,
+) -> ApiResult<Arc<CachedObject>> {
+    let strategy = registry::strategy(info);
+    check_type(info, &mut obj)?;
+    check_namespace(info, &mut obj, namespace)?;
+    if object::metadata_mut(&mut obj).is_none() {
+        return Err(ApiError::bad_request(
+            "the request body must be a JSON object",
+        ));
+    }
+    let requested_name = object::name(&obj).to_string();
+    if let Some(ns) = namespace.filter(|_| info.namespaced()) {
+        admit_create(store, info, ns, &requested_name)?;
+    }
+    for field in [
+        "resourceVersion",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "selfLink",
+    ] {
+        object::remove_meta(&mut obj, field);
+    }
+    strategy.default(&mut obj);
+    strategy.prepare_for_create(&mut obj);
+    if is_namespace(info) {
+        prepare_namespace_for_create(&mut obj, &requested_name);
+    }
+    let now = object::now_rfc3339(jiff::Timestamp::now());
+    object::set_meta(&mut obj, "uid", json!(uuid::Uuid::new_v4().to_string()));
+    object::set_meta(&mut obj, "creationTimestamp", json!(now));
+    if obj
+        .pointer("/metadata/generation")
+        .is_none_or(Value::is_null)
+    {
+        object::set_meta(&mut obj, "generation", json!(1));
+    }
+    let generate = requested_name
+        .is_empty()
+        .then(|| object::meta_str(&obj, "generateName").map(str::to_string))
+        .flatten()
+        .filter(|g| !g.is_empty());
+    let attempts = if generate.is_some() {
+        GENERATE_NAME_ATTEMPTS
+    } else {
+        1
+    };
+    let mut last_err = None;
+    let mut obj = Some(obj);
+    for attempt in 0..attempts {
+        // Only generated names are retried; the last attempt takes the object itself.
+        let mut candidate = if attempt + 1 == attempts {
+            obj.take().unwrap_or(Value::Null)
+        } else {
+            obj.clone().unwrap_or(Value::Null)
+        };
+        if let Some(base) = &generate {
+            // Name length limit: the base is truncated as SimpleNameGenerator does (63 - 5).
+            let base: String = base.chars().take(58).collect();
+            object::set_meta(
+                &mut candidate,
+                "name",
+                json!(format!("{base}{}", random_suffix())),
+            );
+        }
+        let name = object::name(&candidate).to_string();
+        // What the kind derives from its final name and uid (a Job's selector and labels).
+        strategy.complete_create(&mut candidate);
+        let errors = strategy.validate_create(&candidate);
+        if !errors.is_empty() {
+            return Err(ApiError::invalid(info, &name, &errors));
+        }
+        let key = key(info, namespace, &name);
+        if opts.dry_run {
+            if store.get(&key).is_some() {
+                return Err(ApiError::already_exists(info, &name));
+            }
+            return Ok(Arc::new(CachedObject::new(
+                candidate,
+                store.cache().revision(),
+            )));
+        }
+        match store.create(&key, candidate).await {
+            Ok(stored) => return Ok(stored),
+            Err(storage::Error::AlreadyExists(_)) if generate.is_some() => {
+                last_err = Some(ApiError::already_exists(info, &name));
+            }
+            Err(e) => return Err(storage_error(info, &name, e)),
+        }
+    }
+    Err(last_err.unwrap_or_else(|| ApiError::internal("name generation", "no attempt made")))
+}

@@ -1,0 +1,256 @@
+//! Delete: grace periods, finalizers and the garbage collector's propagation policies.
+
+use serde_json::{json, Value};
+
+use rkcm_apimachinery::catalog::ResourceInfo;
+
+use super::keys::key;
+use super::namespaces::{is_namespace, SYSTEM_NAMESPACES};
+use super::system_metadata::same_content;
+use super::write::{storage_error, UPDATE_ATTEMPTS};
+use crate::error::{ApiError, ApiResult};
+use crate::object;
+use crate::registry::{self, GracefulDelete, Strategy};
+use crate::storage;
+use crate::store::Store;
+
+/// Finalizer asking the garbage collector to orphan dependents.
+pub const ORPHAN_FINALIZER: &str = "orphan";
+
+/// Finalizer asking the garbage collector to delete dependents first.
+pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
+
+/// `DeleteOptions` that matter here.
+#[derive(Clone, Debug, Default)]
+pub struct DeleteOptions {
+    /// `gracePeriodSeconds`.
+    pub grace_period_seconds: Option<i64>,
+    /// `propagationPolicy` (`Orphan`, `Background`, `Foreground`).
+    pub propagation_policy: Option<String>,
+    /// Deprecated `orphanDependents`.
+    pub orphan_dependents: Option<bool>,
+    /// `preconditions.uid`.
+    pub precondition_uid: Option<String>,
+    /// `preconditions.resourceVersion`.
+    pub precondition_resource_version: Option<String>,
+    /// `dryRun=All`.
+    pub dry_run: bool,
+}
+
+impl DeleteOptions {
+    /// Reads the options from a `DeleteOptions` JSON body (fields absent there keep their value).
+    pub fn merge_body(&mut self, body: &Value) -> ApiResult<()> {
+        if !body.is_object() {
+            return Err(ApiError::bad_request("DeleteOptions must be a JSON object"));
+        }
+        if let Some(g) = body.get("gracePeriodSeconds").filter(|v| !v.is_null()) {
+            self.grace_period_seconds =
+                Some(g.as_i64().ok_or_else(|| {
+                    ApiError::bad_request("gracePeriodSeconds must be an integer")
+                })?);
+        }
+        if let Some(p) = body.get("propagationPolicy").and_then(Value::as_str) {
+            self.propagation_policy = Some(p.to_string());
+        }
+        if let Some(o) = body.get("orphanDependents").and_then(Value::as_bool) {
+            self.orphan_dependents = Some(o);
+        }
+        if let Some(pre) = body.get("preconditions") {
+            if let Some(u) = pre.get("uid").and_then(Value::as_str) {
+                self.precondition_uid = Some(u.to_string());
+            }
+            if let Some(rv) = pre.get("resourceVersion").and_then(Value::as_str) {
+                self.precondition_resource_version = Some(rv.to_string());
+            }
+        }
+        if let Some(d) = body.get("dryRun").and_then(Value::as_array) {
+            self.dry_run |= d.iter().any(|v| v.as_str() == Some("All"));
+        }
+        Ok(())
+    }
+
+    /// The GC finalizer this delete asks for, if any (`deletionFinalizersForGarbageCollection`).
+    fn gc_finalizer(&self, strategy: &dyn Strategy) -> ApiResult<Option<&'static str>> {
+        if self.orphan_dependents.is_some() && self.propagation_policy.is_some() {
+            return Err(ApiError::new(
+                422,
+                "Invalid",
+                "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Invalid value: \"\": orphanDependents and deletionPropagation cannot be both set",
+            ));
+        }
+        Ok(match (self.propagation_policy.as_deref(), self.orphan_dependents) {
+            (Some("Orphan"), _) | (None, Some(true)) => Some(ORPHAN_FINALIZER),
+            (Some("Foreground"), _) => Some(FOREGROUND_FINALIZER),
+            (Some("Background"), _) | (None, Some(false)) => None,
+            (Some(other), _) => {
+                return Err(ApiError::new(
+                    422,
+                    "Invalid",
+                    format!(
+                        "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Unsupported value: \"{other}\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
+                    ),
+                ))
+            }
+            (None, None) => strategy.default_propagation_orphans().then_some(ORPHAN_FINALIZER),
+        })
+    }
+}
+
+/// What a DELETE did.
+#[derive(Debug)]
+pub enum Deleted {
+    /// The object is gone; its last state.
+    Gone(Value),
+    /// The object stays (finalizers, grace period, namespace content); its current state.
+    Pending(Value),
+}
+
+/// Deletes object `name` (DELETE), honouring grace periods, finalizers and propagation.
+pub async fn delete(
+    store: &Store,
+    info: &'static ResourceInfo,
+    namespace: Option<&str>,
+    name: &str,
+    opts: &DeleteOptions,
+) -> ApiResult<Deleted> {
+    let strategy = registry::strategy(info);
+    let is_namespace = is_namespace(info);
+    if is_namespace && SYSTEM_NAMESPACES.contains(&name) {
+        return Err(ApiError::forbidden(
+            info,
+            name,
+            "this namespace may not be deleted",
+        ));
+    }
+    if let Some(g) = opts.grace_period_seconds {
+        if g < 0 {
+            return Err(ApiError::new(
+                422,
+                "Invalid",
+                format!("DeleteOptions.meta.k8s.io \"\" is invalid: gracePeriodSeconds: Invalid value: {g}: must be greater than or equal to 0"),
+            ));
+        }
+    }
+    let gc_finalizer = opts.gc_finalizer(strategy)?;
+    let key = key(info, namespace, name);
+    for _ in 0..UPDATE_ATTEMPTS {
+        let current = store
+            .get(&key)
+            .ok_or_else(|| ApiError::not_found(info, name))?;
+        let old = &current.value;
+        if let Some(uid) = &opts.precondition_uid {
+            if uid != object::uid(old) {
+                return Err(ApiError::conflict_with(
+                    info,
+                    name,
+                    &format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                        object::uid(old)
+                    ),
+                ));
+            }
+        }
+        if let Some(rv) = &opts.precondition_resource_version {
+            if *rv != current.revision.to_string() {
+                return Err(ApiError::conflict_with(
+                    info,
+                    name,
+                    &format!(
+                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                        current.revision
+                    ),
+                ));
+            }
+        }
+        let mut next = old.clone();
+        let mut finalizers = object::finalizers(old);
+        if let Some(f) = gc_finalizer {
+            // Orphan and foreground exclude each other (`shouldUpdateFinalizers`).
+            finalizers.retain(|x| x != ORPHAN_FINALIZER && x != FOREGROUND_FINALIZER);
+            finalizers.push(f.to_string());
+        } else if opts.propagation_policy.as_deref() == Some("Background")
+            || opts.orphan_dependents == Some(false)
+        {
+            finalizers.retain(|x| x != ORPHAN_FINALIZER && x != FOREGROUND_FINALIZER);
+        }
+        let now = jiff::Timestamp::now();
+        let namespace_pending = is_namespace
+            && next
+                .pointer("/spec/finalizers")
+                .and_then(Value::as_array)
+                .is_some_and(|f| !f.is_empty());
+        let grace = if is_namespace {
+            GracefulDelete::Immediate
+        } else {
+            strategy.graceful_delete(old, opts.grace_period_seconds)
+        };
+        let already_deleting = object::is_deleting(old);
+        match grace {
+            GracefulDelete::Graceful {
+                grace_period_seconds,
+            } if grace_period_seconds > 0 => {
+                // Keep an earlier deadline: a graceful delete may shorten, never extend, the grace.
+                let keep_old = already_deleting
+                    && object::deletion_grace(old).is_some_and(|g| g <= grace_period_seconds);
+                if !keep_old {
+                    let deadline = now
+                        .checked_add(jiff::SignedDuration::from_secs(grace_period_seconds))
+                        .unwrap_or(now);
+                    object::set_meta(
+                        &mut next,
+                        "deletionTimestamp",
+                        json!(object::now_rfc3339(deadline)),
+                    );
+                    object::set_meta(
+                        &mut next,
+                        "deletionGracePeriodSeconds",
+                        json!(grace_period_seconds),
+                    );
+                }
+            }
+            _ => {
+                if !finalizers.is_empty() || namespace_pending {
+                    if !already_deleting {
+                        object::set_meta(
+                            &mut next,
+                            "deletionTimestamp",
+                            json!(object::now_rfc3339(now)),
+                        );
+                    }
+                    object::set_meta(&mut next, "deletionGracePeriodSeconds", json!(0));
+                } else {
+                    // Nothing holds the object: remove it.
+                    if opts.dry_run {
+                        return Ok(Deleted::Gone(old.clone()));
+                    }
+                    return match store.delete(&key, Some(current.revision)).await {
+                        Ok(last) => Ok(Deleted::Gone(last)),
+                        Err(storage::Error::Conflict { .. }) => continue,
+                        Err(e) => Err(storage_error(info, name, e)),
+                    };
+                }
+            }
+        }
+        if is_namespace {
+            if let Some(m) = next.as_object_mut() {
+                let status = m.entry("status").or_insert_with(|| json!({}));
+                if let Some(s) = status.as_object_mut() {
+                    s.insert("phase".into(), json!("Terminating"));
+                }
+            }
+        }
+        object::set_finalizers(&mut next, &finalizers);
+        if same_content(&next, old) {
+            return Ok(Deleted::Pending(old.clone()));
+        }
+        if opts.dry_run {
+            return Ok(Deleted::Pending(next));
+        }
+        match store.update(&key, next, current.revision).await {
+            Ok(stored) => return Ok(Deleted::Pending(stored.value.clone())),
+            Err(storage::Error::Conflict { .. }) => continue,
+            Err(e) => return Err(storage_error(info, name, e)),
+        }
+    }
+    Err(ApiError::conflict(info, name))
+}

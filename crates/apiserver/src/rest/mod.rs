@@ -1,0 +1,34 @@
+//! The generic registry: create, update, delete and subresource semantics over the [`Store`].
+//!
+//! Mirrors `staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go` together with
+//! `registry/rest/{create,update,delete}.go`, with the per-kind behaviour taken from
+//! [`crate::registry::Strategy`]. Bytes and HTTP live in [`crate::http`]; this module works on
+//! JSON values.
+//!
+//! One file per operation (create, get, update, delete, scale, binding) and per concern they
+//! share (keys, names, request checks, system metadata, writes, namespaces).
+
+mod binding;
+mod create;
+mod delete;
+mod get;
+mod keys;
+mod names;
+mod namespaces;
+mod request_checks;
+mod scale;
+mod system_metadata;
+mod update;
+mod write;
+
+pub use binding::bind;
+pub use create::create;
+pub use delete::{delete, DeleteOptions, Deleted, FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
+pub use get::get;
+pub use keys::{key, prefix};
+pub use names::random_suffix;
+pub use namespaces::{ensure_system_namespaces, NAMESPACE_FINALIZER, SYSTEM_NAMESPACES};
+pub use request_checks::check_type;
+pub use scale::{scale_of, update_scale};
+pub use update::{update, UpdateSource, UpdateTarget, Updated};
+pub use write::{storage_error, WriteOptions, UPDATE_ATTEMPTS};

@@ -1,0 +1,244 @@
+//! Update (PUT, and the result of a PATCH) of an object, of its `/status` or of a namespace's
+//! `/finalize`.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use rkcm_apimachinery::catalog::ResourceInfo;
+
+use super::create::create;
+use super::keys::key;
+use super::namespaces::is_namespace;
+use super::request_checks::{check_namespace, check_type, check_uid_precondition};
+use super::system_metadata::{keep_system_metadata, same_content};
+use super::write::{storage_error, WriteOptions, UPDATE_ATTEMPTS};
+use crate::error::{ApiError, ApiResult};
+use crate::object;
+use crate::registry;
+use crate::store::Store;
+use crate::watch_cache::CachedObject;
+
+/// Which part of an object an update writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UpdateTarget {
+    /// The object (status kept).
+    Main,
+    /// `/status` (spec kept).
+    Status,
+    /// Namespaces' `/finalize` (only `spec.finalizers`).
+    Finalize,
+}
+
+/// Where the new object of an update comes from, which decides how a `metadata.uid` other than
+/// the stored object's is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UpdateSource {
+    /// A PUT body: its uid is a precondition, refused with 409 Conflict
+    /// (`defaultUpdatedObjectInfo.Preconditions` checked by `GuaranteedUpdate`).
+    Put,
+    /// The result of a PATCH: its uid is an immutable field, refused with 422 Invalid
+    /// (`ValidateObjectMetaUpdate`).
+    Patch,
+}
+
+/// What an update wrote.
+#[derive(Clone, Debug)]
+pub struct Updated {
+    /// The stored object (unchanged when the update changed nothing).
+    pub object: Arc<CachedObject>,
+    /// Whether the update created the object (a PUT of a missing object where kube allows
+    /// `AllowCreateOnUpdate`); kube answers 201 Created then.
+    pub created: bool,
+}
+
+/// Whether a PUT of a missing object creates it (`AllowCreateOnUpdate`: events and services).
+fn allow_create_on_update(info: &ResourceInfo) -> bool {
+    matches!(
+        (info.group, info.kind),
+        ("", "Event") | ("events.k8s.io", "Event") | ("", "Service")
+    )
+}
+
+/// Whether an update leaves an object that must go away now (`ShouldDeleteDuringUpdate`): being
+/// deleted, no finalizers left and no grace period pending.
+fn should_delete_during_update(info: &ResourceInfo, obj: &Value) -> bool {
+    if !object::is_deleting(obj) || !object::finalizers(obj).is_empty() {
+        return false;
+    }
+    if info.kind == "Namespace" && info.group.is_empty() {
+        return obj
+            .pointer("/spec/finalizers")
+            .and_then(Value::as_array)
+            .is_none_or(|f| f.is_empty());
+    }
+    object::deletion_grace(obj).is_none_or(|g| g == 0)
+}
+
+/// Updates object `name` with `new` (PUT or the result of a PATCH, see `source`); `target`
+/// selects the main resource, `/status` or `/finalize`. A `metadata.resourceVersion` in `new` is
+/// a precondition (409 when stale).
+///
+/// Without a resourceVersion the update is unconditional and is retried when another writer
+/// gets in between (`GuaranteedUpdate`).
+#[allow(clippy::too_many_arguments)]
+pub async fn update(
+    store: &Store,
+    info: &'static ResourceInfo,
+    namespace: Option<&str>,
+    name: &str,
+    new: Value,
+    target: UpdateTarget,
+    source: UpdateSource,
+    opts: WriteOptions,
+) -> ApiResult<Updated> {
+    let unconditional = matches!(object::resource_version(&new), Ok(None));
+    if !unconditional {
+        return update_once(store, info, namespace, name, new, target, source, opts).await;
+    }
+    let mut last = None;
+    for _ in 0..UPDATE_ATTEMPTS {
+        match update_once(
+            store,
+            info,
+            namespace,
+            name,
+            new.clone(),
+            target,
+            source,
+            opts,
+        )
+        .await
+        {
+            Err(e) if e.reason == "Conflict" => last = Some(e),
+            r => return r,
+        }
+    }
+    Err(last.unwrap_or_else(|| ApiError::conflict(info, name)))
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn update_once(
+    store: &Store,
+    info: &'static ResourceInfo,
+    namespace: Option<&str>,
+    name: &str,
+    mut new: Value,
+    target: UpdateTarget,
+    source: UpdateSource,
+    opts: WriteOptions,
+) -> ApiResult<Updated> {
+    let strategy = registry::strategy(info);
+    check_type(info, &mut new)?;
+    if object::metadata_mut(&mut new).is_none() {
+        return Err(ApiError::bad_request(
+            "the request body must be a JSON object",
+        ));
+    }
+    match object::meta_str(&new, "name") {
+        None | Some("") => object::set_meta(&mut new, "name", json!(name)),
+        Some(n) if n == name => {}
+        Some(n) => {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({n}) does not match the name on the URL ({name})"
+            )))
+        }
+    }
+    check_namespace(info, &mut new, namespace)?;
+    let key = key(info, namespace, name);
+    let Some(current) = store.get(&key) else {
+        if target == UpdateTarget::Main && allow_create_on_update(info) {
+            object::remove_meta(&mut new, "resourceVersion");
+            let object = create(store, info, namespace, new, opts).await?;
+            return Ok(Updated {
+                object,
+                created: true,
+            });
+        }
+        return Err(ApiError::not_found(info, name));
+    };
+    let old = &current.value;
+    if source == UpdateSource::Put {
+        check_uid_precondition(info, name, &new, old)?;
+    }
+    match object::resource_version(&new) {
+        Ok(Some(rv)) if rv != current.revision => return Err(ApiError::conflict(info, name)),
+        Ok(_) => {}
+        Err(bad) => {
+            return Err(ApiError::bad_request(format!(
+                "invalid resourceVersion {bad:?}"
+            )));
+        }
+    }
+    match target {
+        UpdateTarget::Main => {
+            strategy.default(&mut new);
+            strategy.prepare_for_update(&mut new, old);
+            if is_namespace(info) {
+                // Only `/finalize` changes spec.finalizers; only the server changes the phase.
+                for ptr in ["spec", "status"] {
+                    match (old.get(ptr), new.as_object_mut()) {
+                        (Some(v), Some(m)) => {
+                            m.insert(ptr.into(), v.clone());
+                        }
+                        (None, Some(m)) => {
+                            m.remove(ptr);
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        UpdateTarget::Status => strategy.prepare_for_status_update(&mut new, old),
+        UpdateTarget::Finalize => {
+            let finalizers = new.pointer("/spec/finalizers").cloned();
+            let mut merged = old.clone();
+            match (merged.as_object_mut(), finalizers) {
+                (Some(m), Some(f)) => {
+                    let spec = m.entry("spec").or_insert_with(|| json!({}));
+                    if let Some(spec) = spec.as_object_mut() {
+                        spec.insert("finalizers".into(), f);
+                    }
+                }
+                (Some(m), None) => {
+                    if let Some(spec) = m.get_mut("spec").and_then(Value::as_object_mut) {
+                        spec.remove("finalizers");
+                    }
+                }
+                (None, _) => {}
+            }
+            new = merged;
+        }
+    }
+    keep_system_metadata(&mut new, old);
+    let errors = strategy.validate_update(&new, old);
+    if !errors.is_empty() {
+        return Err(ApiError::invalid(info, name, &errors));
+    }
+    let updated = |object| Updated {
+        object,
+        created: false,
+    };
+    if same_content(&new, old) {
+        return Ok(updated(current));
+    }
+    if opts.dry_run {
+        return Ok(updated(Arc::new(CachedObject::new(new, current.revision))));
+    }
+    if should_delete_during_update(info, &new) {
+        let last = store
+            .delete(&key, Some(current.revision))
+            .await
+            .map_err(|e| storage_error(info, name, e))?;
+        let rev = object::resource_version(&last)
+            .ok()
+            .flatten()
+            .unwrap_or(current.revision);
+        return Ok(updated(Arc::new(CachedObject::new(last, rev))));
+    }
+    store
+        .update(&key, new, current.revision)
+        .await
+        .map(updated)
+        .map_err(|e| storage_error(info, name, e))
+}

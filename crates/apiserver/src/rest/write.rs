@@ -1,0 +1,27 @@
+//! What every write shares: its options, retries on conflicts with other writers, and the API
+//! errors of storage errors.
+
+use rkcm_apimachinery::catalog::ResourceInfo;
+
+use crate::error::ApiError;
+use crate::storage;
+
+/// Options of a write request.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WriteOptions {
+    /// `dryRun=All`: validate, do not persist.
+    pub dry_run: bool,
+}
+
+/// Attempts of a read-modify-write (patch, scale, finalize) on conflicts with other writers.
+pub const UPDATE_ATTEMPTS: usize = 16;
+
+/// Maps a storage error on `name` of `info` to its API error.
+pub fn storage_error(info: &ResourceInfo, name: &str, err: storage::Error) -> ApiError {
+    match err {
+        storage::Error::AlreadyExists(_) => ApiError::already_exists(info, name),
+        storage::Error::NotFound(_) => ApiError::not_found(info, name),
+        storage::Error::Conflict { .. } => ApiError::conflict(info, name),
+        storage::Error::Backend(e) => ApiError::internal("storage write failed", e),
+    }
+}
