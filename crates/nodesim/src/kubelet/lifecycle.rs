@@ -18,8 +18,8 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ContainerStatus, HostIP, Pod, PodIP, PodSpec, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::behaviour::{container_behaviour, pod_behaviour};
-use super::containers::{self, advance, init_done, not_started, PodRef};
+use super::behaviour::{container_behaviour, pod_behaviour, ContainerBehaviour, PodBehaviour};
+use super::containers::{self, advance, init_done, is_sidecar, not_started, stop_sidecar, PodRef};
 use super::pod_status::{
     phase, set_condition, set_readiness, sort_conditions, INITIALIZED,
     POD_READY_TO_START_CONTAINERS, POD_SCHEDULED,
@@ -201,6 +201,11 @@ fn sandbox_status(spec: &PodSpec, current: PodStatus, input: &PlanInput<'_>) -> 
 }
 
 /// The status with every container moved forward to `now`, and when a container next changes on its own.
+///
+/// Init containers run first, in order: one that follows the container-command convention runs to
+/// completion (restarted with back-off on failure unless `restartPolicy` is `Never`, which fails the
+/// pod), any other completes at once, and a sidecar (`restartPolicy: Always`) starts and keeps
+/// running while the next one starts. Regular containers start once all have completed.
 fn running_status(
     pod: &Pod,
     spec: &PodSpec,
@@ -219,53 +224,156 @@ fn running_status(
     };
     let old = by_name(&current.container_statuses);
     let old_init = by_name(&current.init_container_statuses);
-
     let mut next_change: Option<Timestamp> = None;
-    let mut statuses = Vec::with_capacity(spec.containers.len());
-    for container in &spec.containers {
-        let b = container_behaviour(&behaviour, container);
-        let (status, next) = advance(
-            container,
-            old.get(&container.name),
-            &b,
-            restart_policy,
-            pod_ref,
-            now,
-        );
-        statuses.push(status);
+    let mut note = |next: Option<Timestamp>| {
         next_change = match (next_change, next) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+    };
+
+    // Init containers, in order; `start_at` is when the next one may start.
+    let mut init = Vec::new();
+    let mut incomplete: Vec<String> = Vec::new();
+    let mut init_failed = false;
+    let mut start_at = now;
+    for container in spec.init_containers.iter().flatten() {
+        let previous = old_init.get(&container.name);
+        if !incomplete.is_empty() {
+            init.push(
+                previous
+                    .filter(|s| !not_started(Some(s)))
+                    .cloned()
+                    .unwrap_or_else(|| containers::waiting(container, containers::POD_INITIALIZING)),
+            );
+            incomplete.push(container.name.clone());
+            continue;
+        }
+        let run = container_behaviour(&PodBehaviour::default(), container).run;
+        let sidecar = is_sidecar(container);
+        let status = match (run, sidecar) {
+            (None, _) => init_done(container, previous, pod_ref, start_at),
+            (Some(run), _) => {
+                let b = ContainerBehaviour {
+                    run: Some(run),
+                    ..ContainerBehaviour::default()
+                };
+                // Failed init containers restart unless the pod never restarts anything.
+                let policy = match (sidecar, restart_policy) {
+                    (true, _) => "Always",
+                    (false, "Never") => "Never",
+                    (false, _) => "OnFailure",
+                };
+                let (status, next) = advance(container, previous, &b, policy, pod_ref, start_at, now);
+                note(next);
+                status
+            }
+        };
+        let state = status.state.clone().unwrap_or_default();
+        if sidecar {
+            // Started once it has run; the next init container does not wait for it to finish.
+            if state.running.is_none() && not_started(Some(&status)) {
+                incomplete.push(container.name.clone());
+            }
+        } else {
+            match &state.terminated {
+                Some(t) if t.exit_code == 0 => {
+                    start_at = t.finished_at.as_ref().map_or(now, |f| f.0.min(now));
+                }
+                Some(_) => {
+                    init_failed = true;
+                    incomplete.push(container.name.clone());
+                }
+                None => incomplete.push(container.name.clone()),
+            }
+        }
+        init.push(status);
+    }
+    let initialized = incomplete.is_empty();
+
+    let mut statuses = Vec::with_capacity(spec.containers.len());
+    for container in &spec.containers {
+        let previous = old.get(&container.name);
+        if !initialized {
+            statuses.push(
+                previous
+                    .filter(|s| !not_started(Some(s)))
+                    .cloned()
+                    .unwrap_or_else(|| containers::waiting(container, containers::POD_INITIALIZING)),
+            );
+            continue;
+        }
+        let b = container_behaviour(&behaviour, container);
+        let (status, next) = advance(container, previous, &b, restart_policy, pod_ref, start_at, now);
+        statuses.push(status);
+        note(next);
     }
     statuses.sort_by(|a, b| a.name.cmp(&b.name));
-    let init: Vec<ContainerStatus> = spec
-        .init_containers
-        .iter()
-        .flatten()
-        .map(|c| init_done(c, old_init.get(&c.name), pod_ref, now))
-        .collect();
+
+    let phase = if init_failed && restart_policy == "Never" {
+        "Failed"
+    } else if !initialized {
+        "Pending"
+    } else {
+        phase(restart_policy, &statuses)
+    };
+    let finished = matches!(phase, "Succeeded" | "Failed");
+    if finished {
+        // The pod is done: the kubelet stops its sidecars and tears the sandbox down.
+        init = init
+            .into_iter()
+            .map(|s| stop_sidecar(s, now))
+            .collect();
+        next_change = None;
+    }
 
     let mut status = with_sandbox(current.clone(), input);
-    let phase = phase(restart_policy, &statuses);
     status.phase = Some(phase.into());
     let mut conditions = status.conditions.take().unwrap_or_default();
     set_condition(
         &mut conditions,
         POD_READY_TO_START_CONTAINERS,
-        true,
+        !finished,
         None,
         None,
         now,
     );
-    set_condition(&mut conditions, INITIALIZED, true, None, None, now);
+    if initialized {
+        set_condition(&mut conditions, INITIALIZED, true, None, None, now);
+    } else {
+        set_condition(
+            &mut conditions,
+            INITIALIZED,
+            false,
+            Some("ContainersNotInitialized"),
+            Some(format!(
+                "containers with incomplete status: [{}]",
+                incomplete.join(" ")
+            )),
+            now,
+        );
+    }
     let gates: Vec<String> = spec
         .readiness_gates
         .iter()
         .flatten()
         .map(|g| g.condition_type.clone())
         .collect();
-    set_readiness(&mut conditions, phase, &statuses, &gates, now);
+    // Sidecars count for readiness as regular containers do.
+    let sidecar_names: Vec<&str> = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .filter(|c| is_sidecar(c))
+        .map(|c| c.name.as_str())
+        .collect();
+    let readiness: Vec<ContainerStatus> = init
+        .iter()
+        .filter(|s| sidecar_names.contains(&s.name.as_str()))
+        .chain(statuses.iter())
+        .cloned()
+        .collect();
+    set_readiness(&mut conditions, phase, &readiness, &gates, now);
     set_condition(&mut conditions, POD_SCHEDULED, true, None, None, now);
     sort_conditions(&mut conditions);
     status.conditions = Some(conditions);

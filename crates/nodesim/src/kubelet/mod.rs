@@ -7,9 +7,11 @@
 //! idle kubelet does no work at all.
 
 pub mod behaviour;
+pub mod command;
 pub mod containers;
 pub mod ip;
 pub mod lifecycle;
+pub mod logs;
 pub mod pod_status;
 pub mod time;
 
