@@ -90,6 +90,7 @@ pub use error::{Error, Result};
 pub use kubelet::behaviour::{
     COMPLETE_AFTER_ANNOTATION, FAIL_ANNOTATION, NEVER_READY_ANNOTATION, READY_DELAY_ANNOTATION,
 };
+pub use kubelet::logs::CONTAINER_LOGS_ANNOTATION;
 pub use node_set::{NodeSet, SimNode};
 pub use sim::NodeSim;
 

@@ -296,7 +296,11 @@ impl Kubelet {
             }
             Action::UpdateStatus(new_status) => {
                 let creating_sandbox = status.and_then(|s| s.start_time.as_ref()).is_none();
-                let patch = json!({ "metadata": { "uid": uid }, "status": new_status });
+                let mut metadata = json!({ "uid": uid });
+                if let Some(output) = logs::record(&pod, &new_status) {
+                    metadata["annotations"] = json!({ logs::CONTAINER_LOGS_ANNOTATION: output });
+                }
+                let patch = json!({ "metadata": metadata, "status": new_status });
                 match api
                     .patch_status(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
                     .await
