@@ -601,4 +601,168 @@ mod tests {
         p.metadata.deletion_timestamp = Some(Time(t(30_000)));
         assert_eq!(plan(&p, &input(t(0))), Action::Delete);
     }
+
+    fn with_command(mut p: Pod, script: &str) -> Pod {
+        let spec = p.spec.as_mut().unwrap();
+        spec.containers[0].command = Some(vec!["sh".into(), "-c".into(), script.into()]);
+        p
+    }
+
+    fn container_status(p: &Pod, init: bool, name: &str) -> ContainerStatus {
+        let status = p.status.as_ref().unwrap();
+        let list = if init {
+            &status.init_container_statuses
+        } else {
+            &status.container_statuses
+        };
+        list.iter()
+            .flatten()
+            .find(|c| c.name == name)
+            .cloned()
+            .unwrap()
+    }
+
+    fn exit_code(s: &ContainerStatus) -> Option<i32> {
+        Some(s.state.as_ref()?.terminated.as_ref()?.exit_code)
+    }
+
+    fn no_delay() -> Vec<(&'static str, &'static str)> {
+        vec![(READY_DELAY_ANNOTATION, "0")]
+    }
+
+    #[test]
+    fn a_command_pod_under_never_ends_by_its_exit_code() {
+        for (script, phase, code, reason) in [
+            ("sleep 2", "Succeeded", 0, "Completed"),
+            ("sleep 2; exit 3", "Failed", 3, "Error"),
+        ] {
+            let mut p = with_command(pod(&no_delay(), "Never"), script);
+            step(&mut p, &input(t(0)));
+            assert_eq!(phase_of(&p), "Running");
+            assert_eq!(condition(&p, READY), "True");
+            assert_eq!(step(&mut p, &input(t(1000))), Action::Wait(Duration::from_secs(1)));
+            step(&mut p, &input(t(2000)));
+            assert_eq!(phase_of(&p), phase, "{script}");
+            let app = container_status(&p, false, "app");
+            let terminated = app.state.unwrap().terminated.unwrap();
+            assert_eq!((terminated.exit_code, terminated.reason.as_deref()), (code, Some(reason)));
+            assert_eq!(condition(&p, READY), "False");
+            assert_eq!(condition(&p, CONTAINERS_READY), "False");
+            assert_eq!(condition(&p, POD_READY_TO_START_CONTAINERS), "False");
+            assert_eq!(step(&mut p, &input(t(9000))), Action::Idle);
+        }
+    }
+
+    #[test]
+    fn on_failure_restarts_failures_until_success_and_always_restarts_everything() {
+        let mut p = with_command(pod(&no_delay(), "OnFailure"), "exit 1");
+        step(&mut p, &input(t(0)));
+        assert_eq!(phase_of(&p), "Running");
+        let app = container_status(&p, false, "app");
+        assert_eq!(
+            app.state.unwrap().waiting.unwrap().reason.as_deref(),
+            Some(containers::CRASH_LOOP_BACK_OFF)
+        );
+        assert_eq!(step(&mut p, &input(t(0))), Action::Wait(Duration::from_secs(10)));
+        step(&mut p, &input(t(10_000)));
+        assert_eq!(container_status(&p, false, "app").restart_count, 1);
+
+        let mut p = with_command(pod(&no_delay(), "OnFailure"), "true");
+        step(&mut p, &input(t(0)));
+        assert_eq!(phase_of(&p), "Succeeded");
+
+        let mut p = with_command(pod(&no_delay(), "Always"), "true");
+        step(&mut p, &input(t(0)));
+        assert_eq!(phase_of(&p), "Running");
+        let app = container_status(&p, false, "app");
+        assert_eq!(app.last_state.unwrap().terminated.unwrap().reason.as_deref(), Some("Completed"));
+        assert_eq!(condition(&p, READY), "False");
+    }
+
+    fn with_init(mut p: Pod, inits: &[(&str, Option<&str>, bool)]) -> Pod {
+        p.spec.as_mut().unwrap().init_containers = Some(
+            inits
+                .iter()
+                .map(|(name, script, sidecar)| Container {
+                    name: (*name).into(),
+                    image: Some("busybox".into()),
+                    command: script.map(|s| vec!["sh".into(), "-c".into(), s.into()]),
+                    restart_policy: sidecar.then(|| "Always".into()),
+                    ..Default::default()
+                })
+                .collect(),
+        );
+        p
+    }
+
+    #[test]
+    fn init_containers_run_in_order_before_the_containers() {
+        let p = pod(&no_delay(), "Always");
+        let mut p = with_init(
+            p,
+            &[
+                ("setup", None, false),
+                ("sidecar", None, true),
+                ("migrate", Some("sleep 3"), false),
+                ("check", Some("sleep 2"), false),
+            ],
+        );
+        step(&mut p, &input(t(0)));
+        assert_eq!(phase_of(&p), "Pending");
+        assert_eq!(exit_code(&container_status(&p, true, "setup")), Some(0));
+        assert!(container_status(&p, true, "sidecar").state.unwrap().running.is_some());
+        assert!(container_status(&p, true, "migrate").state.unwrap().running.is_some());
+        assert!(container_status(&p, true, "check").state.unwrap().waiting.is_some());
+        assert_eq!(
+            container_status(&p, false, "app").state.unwrap().waiting.unwrap().reason.as_deref(),
+            Some(containers::POD_INITIALIZING)
+        );
+        let initialized = p.status.as_ref().unwrap().conditions.as_ref().unwrap()
+            .iter().find(|c| c.type_ == INITIALIZED).cloned().unwrap();
+        assert_eq!(initialized.status, "False");
+        assert_eq!(initialized.message.as_deref(), Some("containers with incomplete status: [migrate check]"));
+        assert_eq!(step(&mut p, &input(t(0))), Action::Wait(Duration::from_secs(3)));
+        // A late sync: migrate ended at 3s, check ran from 3s to 5s, app started at 5s.
+        step(&mut p, &input(t(6000)));
+        assert_eq!(phase_of(&p), "Running");
+        let check = container_status(&p, true, "check").state.unwrap().terminated.unwrap();
+        assert_eq!(check.started_at, Some(Time(t(3000))));
+        assert_eq!(check.finished_at, Some(Time(t(5000))));
+        let app = container_status(&p, false, "app").state.unwrap().running.unwrap();
+        assert_eq!(app.started_at, Some(Time(t(5000))));
+        assert_eq!(condition(&p, INITIALIZED), "True");
+        assert_eq!(condition(&p, READY), "True");
+    }
+
+    #[test]
+    fn a_failing_init_container_fails_a_never_pod_and_is_retried_otherwise() {
+        let mut p = with_init(pod(&no_delay(), "Never"), &[("init", Some("exit 2"), false)]);
+        step(&mut p, &input(t(0)));
+        assert_eq!(phase_of(&p), "Failed");
+        assert_eq!(exit_code(&container_status(&p, true, "init")), Some(2));
+
+        let mut p = with_init(pod(&no_delay(), "Always"), &[("init", Some("exit 2"), false)]);
+        step(&mut p, &input(t(0)));
+        assert_eq!(phase_of(&p), "Pending");
+        let init = container_status(&p, true, "init");
+        assert_eq!(
+            init.state.unwrap().waiting.unwrap().reason.as_deref(),
+            Some(containers::CRASH_LOOP_BACK_OFF)
+        );
+        step(&mut p, &input(t(10_000)));
+        assert_eq!(container_status(&p, true, "init").restart_count, 1);
+    }
+
+    #[test]
+    fn sidecars_stop_when_the_pod_completes() {
+        let mut p = with_init(
+            with_command(pod(&no_delay(), "Never"), "sleep 1"),
+            &[("proxy", None, true)],
+        );
+        step(&mut p, &input(t(0)));
+        assert_eq!(phase_of(&p), "Running");
+        step(&mut p, &input(t(1000)));
+        assert_eq!(phase_of(&p), "Succeeded");
+        assert_eq!(exit_code(&container_status(&p, true, "proxy")), Some(0));
+    }
 }
