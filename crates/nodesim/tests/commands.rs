@@ -183,10 +183,7 @@ async fn a_job_like_pod_runs_its_script_and_its_output_is_its_log() -> Result<()
         pods.logs("job", &logs_for("main")).await?,
         "hello, world\ndone\n"
     );
-    assert_eq!(
-        pods.logs("job", &logs_for("prepare")).await?,
-        "preparing\n"
-    );
+    assert_eq!(pods.logs("job", &logs_for("prepare")).await?, "preparing\n");
     let tail = LogParams {
         tail_lines: Some(1),
         timestamps: true,

@@ -96,7 +96,9 @@ pub fn serve(
     }
     if stream == PodStream::Log {
         if let Some(text) = recorded_log(pod, name, params)? {
-            return Ok((StatusCode::OK, [(header::CONTENT_TYPE, "text/plain")], text).into_response());
+            return Ok(
+                (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain")], text).into_response(),
+            );
         }
     }
     let node = pod
@@ -152,15 +154,23 @@ fn recorded_log(pod: &Value, name: &str, params: &Params) -> ApiResult<Option<St
     else {
         return Ok(None);
     };
-    let restart_count = ["containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"]
-        .iter()
-        .filter_map(|field| pod.pointer(&format!("/status/{field}"))?.as_array())
-        .flatten()
-        .find(|s| s.get("name").and_then(Value::as_str) == Some(container))
-        .and_then(|s| s.get("restartCount").and_then(Value::as_i64))
-        .unwrap_or(0);
+    let restart_count = [
+        "containerStatuses",
+        "initContainerStatuses",
+        "ephemeralContainerStatuses",
+    ]
+    .iter()
+    .filter_map(|field| pod.pointer(&format!("/status/{field}"))?.as_array())
+    .flatten()
+    .find(|s| s.get("name").and_then(Value::as_str) == Some(container))
+    .and_then(|s| s.get("restartCount").and_then(Value::as_i64))
+    .unwrap_or(0);
     let previous = params.flag("previous");
-    let wanted = if previous { restart_count - 1 } else { restart_count };
+    let wanted = if previous {
+        restart_count - 1
+    } else {
+        restart_count
+    };
     let run = runs
         .iter()
         .find(|r| r.get("restartCount").and_then(Value::as_i64) == Some(wanted))
@@ -388,12 +398,21 @@ mod tests {
         let pod = logged_pod(1);
         let log = |q: &str| recorded_log(&pod, "p", &params(q)).expect("served");
         assert_eq!(log("container=app").as_deref(), Some("one\ntwo\nthrée\n"));
-        assert_eq!(log("container=app&previous=true").as_deref(), Some("first\n"));
-        assert_eq!(log("container=other"), None, "nothing recorded: refused as before");
+        assert_eq!(
+            log("container=app&previous=true").as_deref(),
+            Some("first\n")
+        );
+        assert_eq!(
+            log("container=other"),
+            None,
+            "nothing recorded: refused as before"
+        );
         // Restarted and running: the new run has printed nothing yet.
         let running = logged_pod(2);
         assert_eq!(
-            recorded_log(&running, "p", &params("container=app")).expect("served").as_deref(),
+            recorded_log(&running, "p", &params("container=app"))
+                .expect("served")
+                .as_deref(),
             Some("")
         );
         let first = logged_pod(0);
@@ -407,20 +426,43 @@ mod tests {
 
     #[test]
     fn log_options_select_lines_as_the_kubelet_does() {
-        let log = "2026-01-01T00:00:10Z one\n2026-01-01T00:00:12Z two\n2026-01-01T00:00:14Z thrée\n";
+        let log =
+            "2026-01-01T00:00:10Z one\n2026-01-01T00:00:12Z two\n2026-01-01T00:00:14Z thrée\n";
         let select = |options: LogOptions| select_log(log, &options);
         assert_eq!(
-            select(LogOptions { tail_lines: Some(2), ..Default::default() }),
+            select(LogOptions {
+                tail_lines: Some(2),
+                ..Default::default()
+            }),
             "two\nthrée\n"
         );
-        assert_eq!(select(LogOptions { tail_lines: Some(0), ..Default::default() }), "");
         assert_eq!(
-            select(LogOptions { timestamps: true, tail_lines: Some(1), ..Default::default() }),
+            select(LogOptions {
+                tail_lines: Some(0),
+                ..Default::default()
+            }),
+            ""
+        );
+        assert_eq!(
+            select(LogOptions {
+                timestamps: true,
+                tail_lines: Some(1),
+                ..Default::default()
+            }),
             "2026-01-01T00:00:14Z thrée\n"
         );
-        assert_eq!(select(LogOptions { limit_bytes: Some(6), ..Default::default() }), "one\ntw");
         assert_eq!(
-            select(LogOptions { limit_bytes: Some(12), ..Default::default() }),
+            select(LogOptions {
+                limit_bytes: Some(6),
+                ..Default::default()
+            }),
+            "one\ntw"
+        );
+        assert_eq!(
+            select(LogOptions {
+                limit_bytes: Some(12),
+                ..Default::default()
+            }),
             "one\ntwo\nthr",
             "never cuts a character in half"
         );

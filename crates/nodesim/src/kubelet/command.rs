@@ -116,7 +116,10 @@ impl Command {
                     _ => (true, args),
                 };
                 // `-e`, `-E` and friends mean different things to different shells.
-                if args.first().is_some_and(|a| a.starts_with('-') && a.len() > 1) {
+                if args
+                    .first()
+                    .is_some_and(|a| a.starts_with('-') && a.len() > 1)
+                {
                     return None;
                 }
                 let mut text = args.join(" ");
@@ -157,7 +160,11 @@ fn parse_sleep(arg: &str) -> Option<Option<Duration>> {
     if whole.is_empty() && fraction.is_empty() {
         return None;
     }
-    if !whole.bytes().chain(fraction.bytes()).all(|b| b.is_ascii_digit()) {
+    if !whole
+        .bytes()
+        .chain(fraction.bytes())
+        .all(|b| b.is_ascii_digit())
+    {
         return None;
     }
     let whole: u64 = if whole.is_empty() {
@@ -193,9 +200,9 @@ fn parse_script(script: &str) -> Option<Vec<(Separator, Command)>> {
 
     // Ends the current command; `next` separates it from the following one.
     let end_command = |words: &mut Vec<String>,
-                           separator: &mut Separator,
-                           next: Separator,
-                           commands: &mut Vec<(Separator, Command)>|
+                       separator: &mut Separator,
+                       next: Separator,
+                       commands: &mut Vec<(Separator, Command)>|
      -> Option<()> {
         if words.is_empty() {
             // An empty command is only allowed between newlines or at the end after `;`.
@@ -247,7 +254,12 @@ fn parse_script(script: &str) -> Option<Vec<(Separator, Command)>> {
                     // `a; ;` is a syntax error in sh.
                     return None;
                 }
-                end_command(&mut words, &mut separator, Separator::Semicolon, &mut commands)?;
+                end_command(
+                    &mut words,
+                    &mut separator,
+                    Separator::Semicolon,
+                    &mut commands,
+                )?;
             }
             '&' => {
                 if chars.next() != Some('&') {
@@ -276,7 +288,12 @@ fn parse_script(script: &str) -> Option<Vec<(Separator, Command)>> {
     if words.is_empty() && separator == Separator::And {
         return None;
     }
-    end_command(&mut words, &mut separator, Separator::Semicolon, &mut commands)?;
+    end_command(
+        &mut words,
+        &mut separator,
+        Separator::Semicolon,
+        &mut commands,
+    )?;
     (!commands.is_empty()).then_some(commands)
 }
 
@@ -331,16 +348,28 @@ mod tests {
     #[test]
     fn plain_commands_follow_the_convention() {
         assert_eq!(run(&["sleep", "5"]), Some((secs(5.0), 0, String::new())));
-        assert_eq!(run(&["/bin/sleep", "1", "2"]), Some((secs(3.0), 0, String::new())));
+        assert_eq!(
+            run(&["/bin/sleep", "1", "2"]),
+            Some((secs(3.0), 0, String::new()))
+        );
         assert_eq!(run(&["true"]), Some((Duration::ZERO, 0, String::new())));
         assert_eq!(run(&["false"]), Some((Duration::ZERO, 1, String::new())));
-        assert_eq!(run(&["exit", "3"]), Some((Duration::ZERO, 3, String::new())));
-        assert_eq!(run(&["exit", "256"]), Some((Duration::ZERO, 0, String::new())));
+        assert_eq!(
+            run(&["exit", "3"]),
+            Some((Duration::ZERO, 3, String::new()))
+        );
+        assert_eq!(
+            run(&["exit", "256"]),
+            Some((Duration::ZERO, 0, String::new()))
+        );
         assert_eq!(
             run(&["echo", "hello", "world"]),
             Some((Duration::ZERO, 0, "hello world\n".into()))
         );
-        assert_eq!(run(&["echo", "-n", "hi"]), Some((Duration::ZERO, 0, "hi".into())));
+        assert_eq!(
+            run(&["echo", "-n", "hi"]),
+            Some((Duration::ZERO, 0, "hi".into()))
+        );
         assert_eq!(run(&["echo"]), Some((Duration::ZERO, 0, "\n".into())));
     }
 
@@ -467,7 +496,10 @@ mod tests {
             args: Some(vec!["exit 2".into()]),
             ..Default::default()
         };
-        assert!(matches!(program(&container), Program::Runs(Run { exit_code: 2, .. })));
+        assert!(matches!(
+            program(&container),
+            Program::Runs(Run { exit_code: 2, .. })
+        ));
         let args_only = Container {
             name: "c".into(),
             args: Some(vec!["sleep".into(), "1".into()]),

@@ -261,11 +261,25 @@ pub fn advance(
 ) -> (ContainerStatus, Option<Timestamp>) {
     // Bounds the catching up after a long pause; what is left is done on the next sync.
     const MAX_STEPS: usize = 64;
-    let (mut status, mut next) = step(container, current, behaviour, restart_policy, pod, start_at.min(now));
+    let (mut status, mut next) = step(
+        container,
+        current,
+        behaviour,
+        restart_policy,
+        pod,
+        start_at.min(now),
+    );
     for _ in 0..MAX_STEPS {
         match next {
             Some(due) if at_or_after(now, due) => {
-                (status, next) = step(container, Some(&status), behaviour, restart_policy, pod, now);
+                (status, next) = step(
+                    container,
+                    Some(&status),
+                    behaviour,
+                    restart_policy,
+                    pod,
+                    now,
+                );
             }
             _ => break,
         }
@@ -496,7 +510,15 @@ mod tests {
         assert_eq!(same, first);
         assert_eq!(next, Some(t(10)));
 
-        let (second, next) = advance(&container(), Some(&first), &fail, "Always", POD, t(10), t(10));
+        let (second, next) = advance(
+            &container(),
+            Some(&first),
+            &fail,
+            "Always",
+            POD,
+            t(10),
+            t(10),
+        );
         assert_eq!(second.restart_count, 1);
         assert_eq!(next, Some(t(30)));
         assert_eq!(second.last_state.unwrap().terminated.unwrap().exit_code, 1);
@@ -598,12 +620,13 @@ mod tests {
         assert_eq!((same, next), (running.clone(), Some(t(3))));
         let (done, next) = advance(&container(), Some(&running), &b, "Never", POD, t(0), t(4));
         let term = terminated(&done).expect("terminated");
-        assert_eq!(
-            (term.exit_code, term.reason.as_deref()),
-            (2, Some("Error"))
-        );
+        assert_eq!((term.exit_code, term.reason.as_deref()), (2, Some("Error")));
         assert_eq!(term.started_at, Some(Time(t(0))));
-        assert_eq!(term.finished_at, Some(Time(t(3))), "exits at its own time, not the sync's");
+        assert_eq!(
+            term.finished_at,
+            Some(Time(t(3))),
+            "exits at its own time, not the sync's"
+        );
         assert!(!done.ready);
         assert_eq!(next, None);
     }
@@ -615,8 +638,19 @@ mod tests {
         let started = running.state.unwrap().running.unwrap().started_at.unwrap();
         assert_eq!(started, Time(t(1)));
         assert_eq!(next, Some(t(2)));
-        let (forever, _) = advance(&container(), None, &ContainerBehaviour::default(), "Never", POD, half, half);
-        assert_eq!(forever.state.unwrap().running.unwrap().started_at, Some(Time(half)));
+        let (forever, _) = advance(
+            &container(),
+            None,
+            &ContainerBehaviour::default(),
+            "Never",
+            POD,
+            half,
+            half,
+        );
+        assert_eq!(
+            forever.state.unwrap().running.unwrap().started_at,
+            Some(Time(half))
+        );
     }
 
     #[test]
@@ -630,13 +664,28 @@ mod tests {
             ("Always", 1, true),
         ];
         for (policy, code, restarts) in cases {
-            let (s, next) = advance(&container(), None, &command(0, code), policy, POD, t(0), t(0));
+            let (s, next) = advance(
+                &container(),
+                None,
+                &command(0, code),
+                policy,
+                POD,
+                t(0),
+                t(0),
+            );
             assert_eq!(next.is_some(), restarts, "{policy} {code}");
             if restarts {
                 assert_eq!(waiting_reason(&s), Some(CRASH_LOOP_BACK_OFF));
-                let last = s.last_state.as_ref().and_then(|l| l.terminated.as_ref()).expect("lastState");
+                let last = s
+                    .last_state
+                    .as_ref()
+                    .and_then(|l| l.terminated.as_ref())
+                    .expect("lastState");
                 assert_eq!(last.exit_code, code);
-                assert_eq!(last.reason.as_deref(), Some(if code == 0 { "Completed" } else { "Error" }));
+                assert_eq!(
+                    last.reason.as_deref(),
+                    Some(if code == 0 { "Completed" } else { "Error" })
+                );
             } else {
                 assert_eq!(terminated(&s).map(|t| t.exit_code), Some(code));
             }
@@ -652,12 +701,20 @@ mod tests {
         assert_eq!(s.restart_count, 2);
         assert_eq!(waiting_reason(&s), Some(CRASH_LOOP_BACK_OFF));
         assert_eq!(next, Some(t(85)));
-        let last = s.last_state.as_ref().and_then(|l| l.terminated.as_ref()).expect("lastState");
+        let last = s
+            .last_state
+            .as_ref()
+            .and_then(|l| l.terminated.as_ref())
+            .expect("lastState");
         assert_eq!(last.started_at, Some(Time(t(40))));
         assert_eq!(last.finished_at, Some(Time(t(45))));
         let (s, next) = advance(&container(), Some(&s), &b, "Always", POD, t(0), t(85));
         assert_eq!(s.restart_count, 3);
-        assert!(s.state.as_ref().and_then(|st| st.running.as_ref()).is_some());
+        assert!(s
+            .state
+            .as_ref()
+            .and_then(|st| st.running.as_ref())
+            .is_some());
         assert_eq!(next, Some(t(90)));
     }
 
@@ -694,9 +751,20 @@ mod tests {
 
     #[test]
     fn a_stopped_sidecar_completes() {
-        let (running, _) = advance(&container(), None, &ContainerBehaviour::default(), "Always", POD, t(0), t(0));
+        let (running, _) = advance(
+            &container(),
+            None,
+            &ContainerBehaviour::default(),
+            "Always",
+            POD,
+            t(0),
+            t(0),
+        );
         let stopped = stop_sidecar(running, t(9));
         let term = terminated(&stopped).expect("terminated");
-        assert_eq!((term.exit_code, term.finished_at.clone()), (0, Some(Time(t(9)))));
+        assert_eq!(
+            (term.exit_code, term.finished_at.clone()),
+            (0, Some(Time(t(9))))
+        );
     }
 }

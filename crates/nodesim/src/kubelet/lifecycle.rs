@@ -244,7 +244,9 @@ fn running_status(
                 previous
                     .filter(|s| !not_started(Some(s)))
                     .cloned()
-                    .unwrap_or_else(|| containers::waiting(container, containers::POD_INITIALIZING)),
+                    .unwrap_or_else(|| {
+                        containers::waiting(container, containers::POD_INITIALIZING)
+                    }),
             );
             incomplete.push(container.name.clone());
             continue;
@@ -264,7 +266,8 @@ fn running_status(
                     (false, "Never") => "Never",
                     (false, _) => "OnFailure",
                 };
-                let (status, next) = advance(container, previous, &b, policy, pod_ref, start_at, now);
+                let (status, next) =
+                    advance(container, previous, &b, policy, pod_ref, start_at, now);
                 note(next);
                 status
             }
@@ -299,12 +302,22 @@ fn running_status(
                 previous
                     .filter(|s| !not_started(Some(s)))
                     .cloned()
-                    .unwrap_or_else(|| containers::waiting(container, containers::POD_INITIALIZING)),
+                    .unwrap_or_else(|| {
+                        containers::waiting(container, containers::POD_INITIALIZING)
+                    }),
             );
             continue;
         }
         let b = container_behaviour(&behaviour, container);
-        let (status, next) = advance(container, previous, &b, restart_policy, pod_ref, start_at, now);
+        let (status, next) = advance(
+            container,
+            previous,
+            &b,
+            restart_policy,
+            pod_ref,
+            start_at,
+            now,
+        );
         statuses.push(status);
         note(next);
     }
@@ -320,10 +333,7 @@ fn running_status(
     let finished = matches!(phase, "Succeeded" | "Failed");
     if finished {
         // The pod is done: the kubelet stops its sidecars and tears the sandbox down.
-        init = init
-            .into_iter()
-            .map(|s| stop_sidecar(s, now))
-            .collect();
+        init = init.into_iter().map(|s| stop_sidecar(s, now)).collect();
         next_change = None;
     }
 
@@ -640,12 +650,18 @@ mod tests {
             step(&mut p, &input(t(0)));
             assert_eq!(phase_of(&p), "Running");
             assert_eq!(condition(&p, READY), "True");
-            assert_eq!(step(&mut p, &input(t(1000))), Action::Wait(Duration::from_secs(1)));
+            assert_eq!(
+                step(&mut p, &input(t(1000))),
+                Action::Wait(Duration::from_secs(1))
+            );
             step(&mut p, &input(t(2000)));
             assert_eq!(phase_of(&p), phase, "{script}");
             let app = container_status(&p, false, "app");
             let terminated = app.state.unwrap().terminated.unwrap();
-            assert_eq!((terminated.exit_code, terminated.reason.as_deref()), (code, Some(reason)));
+            assert_eq!(
+                (terminated.exit_code, terminated.reason.as_deref()),
+                (code, Some(reason))
+            );
             assert_eq!(condition(&p, READY), "False");
             assert_eq!(condition(&p, CONTAINERS_READY), "False");
             assert_eq!(condition(&p, POD_READY_TO_START_CONTAINERS), "False");
@@ -663,7 +679,10 @@ mod tests {
             app.state.unwrap().waiting.unwrap().reason.as_deref(),
             Some(containers::CRASH_LOOP_BACK_OFF)
         );
-        assert_eq!(step(&mut p, &input(t(0))), Action::Wait(Duration::from_secs(10)));
+        assert_eq!(
+            step(&mut p, &input(t(0))),
+            Action::Wait(Duration::from_secs(10))
+        );
         step(&mut p, &input(t(10_000)));
         assert_eq!(container_status(&p, false, "app").restart_count, 1);
 
@@ -675,7 +694,15 @@ mod tests {
         step(&mut p, &input(t(0)));
         assert_eq!(phase_of(&p), "Running");
         let app = container_status(&p, false, "app");
-        assert_eq!(app.last_state.unwrap().terminated.unwrap().reason.as_deref(), Some("Completed"));
+        assert_eq!(
+            app.last_state
+                .unwrap()
+                .terminated
+                .unwrap()
+                .reason
+                .as_deref(),
+            Some("Completed")
+        );
         assert_eq!(condition(&p, READY), "False");
     }
 
@@ -710,25 +737,66 @@ mod tests {
         step(&mut p, &input(t(0)));
         assert_eq!(phase_of(&p), "Pending");
         assert_eq!(exit_code(&container_status(&p, true, "setup")), Some(0));
-        assert!(container_status(&p, true, "sidecar").state.unwrap().running.is_some());
-        assert!(container_status(&p, true, "migrate").state.unwrap().running.is_some());
-        assert!(container_status(&p, true, "check").state.unwrap().waiting.is_some());
+        assert!(container_status(&p, true, "sidecar")
+            .state
+            .unwrap()
+            .running
+            .is_some());
+        assert!(container_status(&p, true, "migrate")
+            .state
+            .unwrap()
+            .running
+            .is_some());
+        assert!(container_status(&p, true, "check")
+            .state
+            .unwrap()
+            .waiting
+            .is_some());
         assert_eq!(
-            container_status(&p, false, "app").state.unwrap().waiting.unwrap().reason.as_deref(),
+            container_status(&p, false, "app")
+                .state
+                .unwrap()
+                .waiting
+                .unwrap()
+                .reason
+                .as_deref(),
             Some(containers::POD_INITIALIZING)
         );
-        let initialized = p.status.as_ref().unwrap().conditions.as_ref().unwrap()
-            .iter().find(|c| c.type_ == INITIALIZED).cloned().unwrap();
+        let initialized = p
+            .status
+            .as_ref()
+            .unwrap()
+            .conditions
+            .as_ref()
+            .unwrap()
+            .iter()
+            .find(|c| c.type_ == INITIALIZED)
+            .cloned()
+            .unwrap();
         assert_eq!(initialized.status, "False");
-        assert_eq!(initialized.message.as_deref(), Some("containers with incomplete status: [migrate check]"));
-        assert_eq!(step(&mut p, &input(t(0))), Action::Wait(Duration::from_secs(3)));
+        assert_eq!(
+            initialized.message.as_deref(),
+            Some("containers with incomplete status: [migrate check]")
+        );
+        assert_eq!(
+            step(&mut p, &input(t(0))),
+            Action::Wait(Duration::from_secs(3))
+        );
         // A late sync: migrate ended at 3s, check ran from 3s to 5s, app started at 5s.
         step(&mut p, &input(t(6000)));
         assert_eq!(phase_of(&p), "Running");
-        let check = container_status(&p, true, "check").state.unwrap().terminated.unwrap();
+        let check = container_status(&p, true, "check")
+            .state
+            .unwrap()
+            .terminated
+            .unwrap();
         assert_eq!(check.started_at, Some(Time(t(3000))));
         assert_eq!(check.finished_at, Some(Time(t(5000))));
-        let app = container_status(&p, false, "app").state.unwrap().running.unwrap();
+        let app = container_status(&p, false, "app")
+            .state
+            .unwrap()
+            .running
+            .unwrap();
         assert_eq!(app.started_at, Some(Time(t(5000))));
         assert_eq!(condition(&p, INITIALIZED), "True");
         assert_eq!(condition(&p, READY), "True");
@@ -736,12 +804,18 @@ mod tests {
 
     #[test]
     fn a_failing_init_container_fails_a_never_pod_and_is_retried_otherwise() {
-        let mut p = with_init(pod(&no_delay(), "Never"), &[("init", Some("exit 2"), false)]);
+        let mut p = with_init(
+            pod(&no_delay(), "Never"),
+            &[("init", Some("exit 2"), false)],
+        );
         step(&mut p, &input(t(0)));
         assert_eq!(phase_of(&p), "Failed");
         assert_eq!(exit_code(&container_status(&p, true, "init")), Some(2));
 
-        let mut p = with_init(pod(&no_delay(), "Always"), &[("init", Some("exit 2"), false)]);
+        let mut p = with_init(
+            pod(&no_delay(), "Always"),
+            &[("init", Some("exit 2"), false)],
+        );
         step(&mut p, &input(t(0)));
         assert_eq!(phase_of(&p), "Pending");
         let init = container_status(&p, true, "init");

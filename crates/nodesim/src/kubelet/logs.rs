@@ -222,7 +222,11 @@ mod tests {
         }
     }
 
-    fn status(restart_count: i32, state: ContainerState, last: Option<ContainerState>) -> PodStatus {
+    fn status(
+        restart_count: i32,
+        state: ContainerState,
+        last: Option<ContainerState>,
+    ) -> PodStatus {
         PodStatus {
             container_statuses: Some(vec![ContainerStatus {
                 name: "app".into(),
@@ -321,7 +325,10 @@ mod tests {
 
     #[test]
     fn containers_outside_the_convention_or_failing_by_annotation_record_nothing() {
-        assert_eq!(record(&pod("echo $HOME"), &status(0, running(0), None)), None);
+        assert_eq!(
+            record(&pod("echo $HOME"), &status(0, running(0), None)),
+            None
+        );
         let mut failing = pod("echo hi");
         failing.metadata.annotations =
             Some([(FAIL_ANNOTATION.to_string(), "true".to_string())].into());
@@ -332,7 +339,9 @@ mod tests {
     fn output_is_bounded_keeping_the_latest_lines() {
         let line = "x".repeat(100);
         let run = Run {
-            output: (0..100).map(|i| (Duration::from_secs(i), format!("{line}\n"))).collect(),
+            output: (0..100)
+                .map(|i| (Duration::from_secs(i), format!("{line}\n")))
+                .collect(),
             ..Default::default()
         };
         let log = render(&run, t(0));

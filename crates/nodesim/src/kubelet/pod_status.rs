@@ -309,7 +309,10 @@ mod tests {
             set_readiness(&mut conditions, phase, &[terminated(0)], &[], t0);
             for type_ in [CONTAINERS_READY, READY] {
                 let c = conditions.iter().find(|c| c.type_ == type_).unwrap();
-                assert_eq!((c.status.as_str(), c.reason.as_deref()), ("False", Some(reason)));
+                assert_eq!(
+                    (c.status.as_str(), c.reason.as_deref()),
+                    ("False", Some(reason))
+                );
             }
         }
     }
