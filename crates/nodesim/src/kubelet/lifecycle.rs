@@ -18,7 +18,8 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ContainerStatus, HostIP, Pod, PodIP, PodSpec, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::behaviour::{container_behaviour, pod_behaviour, ContainerBehaviour, PodBehaviour};
+use super::behaviour::{container_behaviour, pod_behaviour, ContainerBehaviour};
+use super::command::{program, Program};
 use super::containers::{self, advance, init_done, is_sidecar, not_started, stop_sidecar, PodRef};
 use super::pod_status::{
     phase, set_condition, set_readiness, sort_conditions, INITIALIZED,
@@ -251,7 +252,11 @@ fn running_status(
             incomplete.push(container.name.clone());
             continue;
         }
-        let run = container_behaviour(&PodBehaviour::default(), container).run;
+        // Init containers follow the command convention only, not the pod's annotations.
+        let run = match program(container) {
+            Program::Runs(run) => Some(run),
+            Program::UntilStopped => None,
+        };
         let sidecar = is_sidecar(container);
         let status = match (run, sidecar) {
             (None, _) => init_done(container, previous, pod_ref, start_at),

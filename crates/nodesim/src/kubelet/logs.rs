@@ -17,7 +17,7 @@
 //! which it was printed and a space. A run's entry appears, empty, when the container starts, and
 //! gets its output when the run ends (the simulated process prints everything at its exit time,
 //! stamped with when each `echo` ran). Each `log` keeps at most
-//! [`MAX_OUTPUT_BYTES`](super::command::MAX_OUTPUT_BYTES) bytes: older lines are dropped first.
+//! [`MAX_OUTPUT_BYTES`] bytes: older lines are dropped first.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -27,7 +27,7 @@ use k8s_openapi::api::core::v1::{Container, ContainerStatus, Pod, PodStatus};
 use serde::{Deserialize, Serialize};
 
 use super::behaviour::{container_behaviour, pod_behaviour, PodBehaviour};
-use super::command::{Run, MAX_OUTPUT_BYTES};
+use super::command::{program, Program, Run, MAX_OUTPUT_BYTES};
 use super::containers::CRASH_LOOP_BACK_OFF;
 use super::time::add;
 
@@ -69,14 +69,14 @@ pub fn record(pod: &Pod, status: &PodStatus) -> Option<String> {
         .init_containers
         .iter()
         .flatten()
-        .map(|c| (c, PodBehaviour::default(), &status.init_container_statuses));
+        .map(|c| (c, None, &status.init_container_statuses));
     let regular = spec
         .containers
         .iter()
-        .map(|c| (c, behaviour.clone(), &status.container_statuses));
+        .map(|c| (c, Some(&behaviour), &status.container_statuses));
     let mut changed = false;
     for (container, pod_wide, statuses) in init.chain(regular) {
-        let Some(entry) = run_log(container, &pod_wide, statuses.as_deref()) else {
+        let Some(entry) = run_log(container, pod_wide, statuses.as_deref()) else {
             continue;
         };
         changed |= remember(logs.entry(container.name.clone()).or_default(), entry);
@@ -87,17 +87,27 @@ pub fn record(pod: &Pod, status: &PodStatus) -> Option<String> {
     serde_json::to_string(&logs).ok()
 }
 
-/// The log of the run `statuses` shows for `container`, if it follows the convention.
+/// The log of the run `statuses` shows for `container`, if it follows the convention. `pod_wide`
+/// is the pod's behaviour for regular containers, `None` for init containers, which only follow
+/// the command convention.
 fn run_log(
     container: &Container,
-    pod_wide: &PodBehaviour,
+    pod_wide: Option<&PodBehaviour>,
     statuses: Option<&[ContainerStatus]>,
 ) -> Option<RunLog> {
-    let behaviour = container_behaviour(pod_wide, container);
-    if behaviour.fail {
-        return None;
-    }
-    let run = behaviour.run?;
+    let run = match pod_wide {
+        Some(pod_wide) => {
+            let behaviour = container_behaviour(pod_wide, container);
+            if behaviour.fail {
+                return None;
+            }
+            behaviour.run?
+        }
+        None => match program(container) {
+            Program::Runs(run) => run,
+            Program::UntilStopped => return None,
+        },
+    };
     let status = statuses?.iter().find(|s| s.name == container.name)?;
     let state = status.state.as_ref()?;
     let (started_at, exited) = if let Some(running) = &state.running {
