@@ -5,9 +5,10 @@
 //!
 //! 1. bound, no `startTime` → **Pending** with the sandbox up: `startTime`, `hostIP`, `podIP`,
 //!    containers waiting in `ContainerCreating` (skipped when the ready delay is zero);
-//! 2. after the ready delay → containers start: **Running** and Ready, or as the
-//!    [behaviour](super::behaviour) conventions say (never ready, failing, completing);
-//! 3. timed changes afterwards: crash-loop restarts, completion (**Succeeded**/**Failed**);
+//! 2. after the ready delay → init containers run, in order, then the containers start: **Running**
+//!    and Ready, or as the [behaviour](super::behaviour) conventions and the
+//!    [container commands](super::command) say (never ready, failing, exiting);
+//! 3. timed changes afterwards: exits, crash-loop restarts, completion (**Succeeded**/**Failed**);
 //! 4. `deletionTimestamp` set → removed once its grace period (optionally capped) has passed,
 //!    at once when the pod already finished.
 
