@@ -4,6 +4,12 @@
 //! authentication, backed by a durable embedded store (redb) or memory, with a watch cache in
 //! front. Per-kind behaviour lives in [`registry`]; the generic create/update/delete semantics in
 //! [`rest`]; HTTP in [`http`].
+//!
+//! The server runs no control loop and reaches no node. The pod subresources a kubelet would serve
+//! (`log`, `exec`, `attach`, `portforward`) are answered here ([`http::pod_streams`]): with a
+//! Status saying that simulated nodes run no containers, except `pods/log` for containers whose
+//! output the simulated kubelet recorded in the pod annotation `rkcm.io/container-logs` — it
+//! serves that text, so `kubectl logs` shows what a Job's `echo` printed.
 
 pub mod config;
 pub mod error;

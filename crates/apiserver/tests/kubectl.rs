@@ -345,7 +345,8 @@ spec:
 "#;
 
 /// `kubectl logs`, `exec`, `attach` and `port-forward` fail at once with the server's reason:
-/// simulated nodes run no containers.
+/// simulated nodes run no containers; `kubectl logs` prints the output the simulated kubelet
+/// recorded, once there is some.
 async fn streams_are_refused(bin: &str, validate: &str) {
     let server = testing::start().await;
     let Some(k) = Kubectl::new(&server, bin) else {
@@ -397,6 +398,32 @@ async fn streams_are_refused(bin: &str, validate: &str) {
     assert!(!ok && stderr.contains("not found"), "{stderr}");
     let (ok, _, stderr) = k.run(&["exec", "absent", "--", "ls"]).await;
     assert!(!ok && stderr.contains("not found"), "{stderr}");
+
+    // Output the simulated kubelet recorded is what `kubectl logs` prints.
+    let runs = serde_json::json!({"app": [
+        {"restartCount": 0, "log": "2026-01-01T00:00:00Z hello\n2026-01-01T00:00:01Z bye\n"},
+    ]});
+    pods.patch(
+        "sim",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(serde_json::json!({
+            "metadata": {"annotations": {"rkcm.io/container-logs": runs.to_string()}}
+        })),
+    )
+    .await
+    .expect("record output");
+    assert_eq!(k.ok(&["logs", "sim"]).await, "hello\nbye\n");
+    assert_eq!(k.ok(&["logs", "sim", "-f", "--tail=1"]).await, "bye\n");
+    assert_eq!(
+        k.ok(&["logs", "sim", "--timestamps", "--limit-bytes=26"])
+            .await,
+        "2026-01-01T00:00:00Z hello"
+    );
+    let (ok, _, stderr) = k.run(&["logs", "sim", "--previous"]).await;
+    assert!(
+        !ok && stderr.contains("previous terminated container \"app\" in pod \"sim\" not found"),
+        "{stderr}"
+    );
 }
 
 #[tokio::test]

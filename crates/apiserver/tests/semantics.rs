@@ -5,7 +5,8 @@ use std::time::Duration;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use kube::api::{
-    Api, DeleteParams, ListParams, PostParams, PropagationPolicy, WatchEvent, WatchParams,
+    Api, DeleteParams, ListParams, LogParams, PostParams, PropagationPolicy, WatchEvent,
+    WatchParams,
 };
 use serde_json::json;
 
@@ -929,4 +930,49 @@ async fn templates_and_pods_come_back_with_the_value_structs_go_writes() {
     let stored = raw.get("p").await.expect("get");
     assert_eq!(stored.data["spec"]["containers"][0]["resources"], json!({}));
     assert!(stored.data["status"].is_object());
+}
+
+/// `pods/log` serves the output the simulated kubelet recorded in `rkcm.io/container-logs`.
+#[tokio::test]
+async fn pod_logs_serve_recorded_output() {
+    let server = rkcm_apiserver::testing::start().await;
+    let pods: Api<Pod> = Api::namespaced(server.client(), "default");
+    let mut logged = pod("logged", Some("n1"));
+    let runs = json!({"c": [{"restartCount": 0, "log": "2026-01-01T00:00:00Z hello\n2026-01-01T00:00:01Z bye\n"}]});
+    logged.metadata.annotations =
+        Some([("rkcm.io/container-logs".to_string(), runs.to_string())].into());
+    pods.create(&PostParams::default(), &logged)
+        .await
+        .expect("create");
+    let container = logged.spec.as_ref().expect("spec").containers[0]
+        .name
+        .clone();
+    assert_eq!(container, "c", "the fixture's container");
+    let all = pods
+        .logs("logged", &LogParams::default())
+        .await
+        .expect("logs");
+    assert_eq!(all, "hello\nbye\n");
+    let tail = LogParams {
+        tail_lines: Some(1),
+        timestamps: true,
+        follow: true,
+        ..LogParams::default()
+    };
+    assert_eq!(
+        pods.logs("logged", &tail).await.expect("logs"),
+        "2026-01-01T00:00:01Z bye\n"
+    );
+    let previous = LogParams {
+        previous: true,
+        ..LogParams::default()
+    };
+    let err = pods
+        .logs("logged", &previous)
+        .await
+        .expect_err("no previous run");
+    assert_eq!(
+        api_err(err).message,
+        "previous terminated container \"c\" in pod \"logged\" not found"
+    );
 }

@@ -1,5 +1,6 @@
 //! Simulated nodes for rkcm, in the spirit of [kwok](https://kwok.sigs.k8s.io): Nodes that look
-//! like kubelets' to every client, a scheduler, and a kubelet stand-in that runs no containers.
+//! like kubelets' to every client, a scheduler, and a kubelet stand-in that runs no processes but
+//! plays out simple container commands (`sleep`, `echo`, `exit` …) so that Jobs complete.
 //!
 //! Everything goes through the Kubernetes API with a `kube::Client` (never an API server's insides),
 //! so the simulation works against any cluster.
@@ -52,7 +53,7 @@
 //! `startTime` set) for [`Config::pod_ready_delay`] (default 500ms), then Running with every container
 //! running and ready (`containerID` `rkcm://…`) and conditions PodReadyToStartContainers, Initialized,
 //! ContainersReady, Ready and PodScheduled True (Ready also waits for `spec.readinessGates` conditions;
-//! `hostNetwork` pods get the node's IP; init containers complete at once). The kubelet records
+//! `hostNetwork` pods get the node's IP; init containers run first, see [Container commands](#container-commands)). The kubelet records
 //! `Started`, `BackOff` and `Killing` events. Tests steer pods with annotations, or per container
 //! with words in the image name (its last path segment, without tag):
 //!
@@ -62,6 +63,72 @@
 //! | `rkcm.io/fail: "true"` | `fail` | exits with code 1: phase Failed for `restartPolicy: Never`; otherwise CrashLoopBackOff with `restartCount` growing on the kubelet's back-off (10s doubling to 5m). Adding it to a running pod makes it crash |
 //! | `rkcm.io/ready-delay: "5s"` | — | this pod's ContainerCreating time instead of the node default (Go duration; `"0"` for none) |
 //! | `rkcm.io/complete-after: "2s"` | — | exits with code 0 that long after starting: Succeeded for `restartPolicy: Never`/`OnFailure` (ignored for `Always`) |
+//!
+//! `rkcm.io/fail` takes precedence over a container's command; `rkcm.io/complete-after` applies
+//! only to containers whose command does not follow the convention below.
+//!
+//! # Container commands
+//!
+//! So that ordinary Job manifests work unchanged, a container whose argv (`command` followed by
+//! `args`; without `command`, `args` alone, as for images without an entrypoint such as busybox)
+//! is one of
+//!
+//! - `sleep N…` — seconds, fractions allowed (`0.5`, `.5`), with coreutils' `s`, `m`, `h` or `d`
+//!   suffix; several operands add up;
+//! - `true`, `false`;
+//! - `echo [-n] …`;
+//! - `exit [N]`;
+//! - `sh -c "<script>"`, `/bin/sh -c`, `bash -c` or `/bin/bash -c` (further arguments are ignored,
+//!   as `$0`, `$1` … would be), where the script is a list of the commands above separated by `;`,
+//!   newlines or `&&`, with single- and double-quoted words (no escapes or `$` inside);
+//!
+//! (`sleep`, `true`, `false` and `echo` may also be spelt `/bin/…` or `/usr/bin/…`) *runs*: it
+//! stays Running for the sum of the sleeps executed, then exits with the status a shell would give
+//! — `exit N` gives N (modulo 256), `false` 1, everything else 0; `&&` skips the rest of its chain
+//! after a non-zero status, `;` goes on, `exit` (with no code: the last status) stops the script.
+//! Any other container — no command, a pipe, a variable, a redirection, `||`, `sleep infinity`, an
+//! unknown program — runs until stopped, as before. A container that follows the convention starts
+//! on the next whole second, because the API stores times in whole seconds: its `finishedAt` is
+//! then exactly its run time after its `startedAt`.
+//!
+//! When a container exits, its state becomes `terminated` with `exitCode`, `reason` (`Completed` for
+//! 0, `Error` otherwise), `startedAt` and `finishedAt`, and `restartPolicy` decides, as the kubelet:
+//! `Never` leaves it terminated (the pod ends Succeeded when every container exited 0, Failed
+//! otherwise); `OnFailure` restarts it after a non-zero exit (Succeeded once all exited 0);
+//! `Always` restarts it after any exit. Between exit and restart the container waits in
+//! `CrashLoopBackOff` (message `back-off 10s restarting failed container=…`), with `lastState.terminated`
+//! showing the exit and `restartCount` bumped at the restart. The back-off is the kubelet's: 10s,
+//! doubling per restart up to 5 minutes, back to 10s when two exits are more than 10 minutes apart
+//! (`backOffPeriod`, `MaxContainerBackOff`). Changes that fell due while the simulator was not
+//! looking happen at their own times, so a late sync reports the same history.
+//!
+//! Init containers run first, one after another: one whose command follows the convention runs to
+//! completion, and a failure fails the pod under `restartPolicy: Never` and is restarted with
+//! back-off otherwise (`Init:CrashLoopBackOff`); any other init container completes at once, as
+//! before (the annotations above do not apply to init containers). Restartable init containers
+//! (`restartPolicy: Always`) are sidecars: they start, keep running and count for readiness, and
+//! the next init container starts without waiting for them; they stop (exit 0) when the pod
+//! finishes. Until all init containers have completed, the pod is Pending, its containers wait in
+//! `PodInitializing`, and `Initialized` is False (`ContainersNotInitialized`, naming them).
+//! A pod whose containers terminated is not Ready (`ContainersReady`/`Ready` False with reason
+//! `PodCompleted` once Succeeded, `PodFailed` once Failed, `ContainersNotReady` otherwise), and a
+//! finished pod's sandbox is gone: `PodReadyToStartContainers` becomes False.
+//!
+//! # Logs
+//!
+//! What `echo` prints is what `kubectl logs` returns. The kubelet stand-in records each run's
+//! output in the pod annotation [`CONTAINER_LOGS_ANNOTATION`] (`rkcm.io/container-logs`), which it
+//! owns and writes in the same `pods/{name}/status` patch as the container states, and the rkcm
+//! API server's `pods/log` serves it (going through the API keeps the layers apart: the server
+//! never reaches into the simulator, and the annotation works with any API server that stores it).
+//! The value is a JSON object from container name to its latest two runs, oldest first,
+//! `{"restartCount": N, "log": "<RFC 3339 time> <line>\n…"}`; each `log` keeps at most 4 KiB
+//! (the oldest lines are dropped). A run's entry appears, empty, when the container starts, and
+//! gets its whole output when it exits, each line stamped with the time its `echo` ran. The server
+//! serves the run with the container's current `restartCount` (`--previous`: the one before),
+//! honours `tailLines`, `limitBytes`, `timestamps`, `sinceSeconds` and `sinceTime`, and answers
+//! `follow` with what is recorded. Containers without recorded output keep the refusal saying
+//! that simulated nodes run no containers. See [`kubelet::logs`].
 //!
 //! # Deletion
 //!
@@ -90,6 +157,7 @@ pub use error::{Error, Result};
 pub use kubelet::behaviour::{
     COMPLETE_AFTER_ANNOTATION, FAIL_ANNOTATION, NEVER_READY_ANNOTATION, READY_DELAY_ANNOTATION,
 };
+pub use kubelet::logs::CONTAINER_LOGS_ANNOTATION;
 pub use node_set::{NodeSet, SimNode};
 pub use sim::NodeSim;
 

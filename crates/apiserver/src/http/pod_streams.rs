@@ -1,6 +1,11 @@
 //! The pod subresources a kubelet serves (`log`, `exec`, `attach`, `portforward`), answered with
 //! a `Status` because simulated nodes run no containers.
 //!
+//! One exception: the simulated kubelet (`rkcm-nodesim`) records what containers that follow its
+//! container-command convention print in the pod annotation [`CONTAINER_LOGS_ANNOTATION`], and
+//! `pods/log` serves that text for those containers, as a kubelet's log endpoint would. The server
+//! only reads the pod it stores; it never reaches a node. Other containers keep the refusal.
+//!
 //! Mirrors the checks of `pkg/registry/core/pod/strategy.go` (`LogLocation`, `streamLocation`,
 //! `PortForwardLocation`) up to the point where kube would proxy the request to the kubelet.
 //! Exec, attach and port-forward requests usually ask for a protocol upgrade (SPDY or
@@ -89,6 +94,13 @@ pub fn serve(
     if stream.names_a_container() {
         validate_container(pod, name, params.non_empty("container"))?;
     }
+    if stream == PodStream::Log {
+        if let Some(text) = recorded_log(pod, name, params)? {
+            return Ok(
+                (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain")], text).into_response(),
+            );
+        }
+    }
     let node = pod
         .pointer("/spec/nodeName")
         .and_then(Value::as_str)
@@ -111,6 +123,131 @@ pub fn serve(
         "pod {name:?} runs on simulated node {node:?}: rkcm runs no containers, so {}",
         stream.unavailable()
     )))
+}
+
+/// Annotation in which the simulated kubelet records what a container printed. Its value is a JSON
+/// object from container name to the container's latest runs, oldest first, each
+/// `{"restartCount": N, "log": "<RFC 3339 time> <line>\n…"}` (the format of `rkcm-nodesim`'s
+/// `kubelet::logs`, which writes it; this server only reads it).
+pub const CONTAINER_LOGS_ANNOTATION: &str = "rkcm.io/container-logs";
+
+/// The log of the container a `pods/log` request names, from [`CONTAINER_LOGS_ANNOTATION`]:
+/// `None` when nothing is recorded for that container (the caller then refuses as before).
+///
+/// Picks the run whose `restartCount` is the container's current one (`previous=true`: the one
+/// before, or 400 as the kubelet when there is none), then applies `sinceSeconds`/`sinceTime`,
+/// `tailLines`, `timestamps` and `limitBytes` in the kubelet's order. `follow=true` gets what is
+/// recorded and the stream ends.
+fn recorded_log(pod: &Value, name: &str, params: &Params) -> ApiResult<Option<String>> {
+    let Some(container) = params.non_empty("container").or_else(|| {
+        pod.pointer("/spec/containers/0/name")
+            .and_then(Value::as_str)
+    }) else {
+        return Ok(None);
+    };
+    let Some(runs) = pod
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(CONTAINER_LOGS_ANNOTATION))
+        .and_then(Value::as_str)
+        .and_then(|v| serde_json::from_str::<Value>(v).ok())
+        .and_then(|logs| logs.get(container).and_then(Value::as_array).cloned())
+    else {
+        return Ok(None);
+    };
+    let restart_count = [
+        "containerStatuses",
+        "initContainerStatuses",
+        "ephemeralContainerStatuses",
+    ]
+    .iter()
+    .filter_map(|field| pod.pointer(&format!("/status/{field}"))?.as_array())
+    .flatten()
+    .find(|s| s.get("name").and_then(Value::as_str) == Some(container))
+    .and_then(|s| s.get("restartCount").and_then(Value::as_i64))
+    .unwrap_or(0);
+    let previous = params.flag("previous");
+    let wanted = if previous {
+        restart_count - 1
+    } else {
+        restart_count
+    };
+    let run = runs
+        .iter()
+        .find(|r| r.get("restartCount").and_then(Value::as_i64) == Some(wanted))
+        .and_then(|r| r.get("log").and_then(Value::as_str));
+    let log = match run {
+        Some(log) => log,
+        None if previous => {
+            return Err(ApiError::bad_request(format!(
+                "previous terminated container {container:?} in pod {name:?} not found"
+            )))
+        }
+        // The current run has printed nothing yet.
+        None => "",
+    };
+    let since = match (params.int("sinceSeconds")?, params.non_empty("sinceTime")) {
+        (Some(seconds), _) => jiff::Timestamp::now()
+            .checked_sub(jiff::SignedDuration::from_secs(seconds))
+            .ok(),
+        (None, Some(time)) => Some(time.parse::<jiff::Timestamp>().map_err(|_| {
+            ApiError::bad_request(format!("invalid value for sinceTime: {time:?}"))
+        })?),
+        (None, None) => None,
+    };
+    let options = LogOptions {
+        since,
+        tail_lines: params.int("tailLines")?,
+        timestamps: params.flag("timestamps"),
+        limit_bytes: params.int("limitBytes")?,
+    };
+    Ok(Some(select_log(log, &options)))
+}
+
+/// The options of `PodLogOptions` that apply to a recorded log.
+#[derive(Clone, Debug, Default)]
+struct LogOptions {
+    since: Option<jiff::Timestamp>,
+    tail_lines: Option<i64>,
+    timestamps: bool,
+    limit_bytes: Option<i64>,
+}
+
+/// Applies `options` to timestamped lines (`<RFC 3339 time> <text>`).
+fn select_log(log: &str, options: &LogOptions) -> String {
+    let lines: Vec<(Option<jiff::Timestamp>, &str, &str)> = log
+        .split_inclusive('\n')
+        .map(|line| match line.split_once(' ') {
+            Some((stamp, text)) => match stamp.parse::<jiff::Timestamp>() {
+                Ok(at) => (Some(at), stamp, text),
+                Err(_) => (None, "", line),
+            },
+            None => (None, "", line),
+        })
+        .filter(|(at, _, _)| match (options.since, at) {
+            (Some(since), Some(at)) => *at >= since,
+            _ => true,
+        })
+        .collect();
+    let skip = options
+        .tail_lines
+        .and_then(|n| usize::try_from(n).ok())
+        .map_or(0, |n| lines.len().saturating_sub(n));
+    let mut out = String::new();
+    for (_, stamp, text) in &lines[skip..] {
+        if options.timestamps && !stamp.is_empty() {
+            out.push_str(stamp);
+            out.push(' ');
+        }
+        out.push_str(text);
+    }
+    if let Some(limit) = options.limit_bytes.and_then(|n| usize::try_from(n).ok()) {
+        let mut cut = limit.min(out.len());
+        while !out.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        out.truncate(cut);
+    }
+    out
 }
 
 /// `ValidatePodLogOptions`: 422 `PodLogOptions "<pod>" is invalid` for negative `tailLines`,
@@ -238,5 +375,103 @@ mod tests {
         );
         assert_eq!(PodStream::from_subresource(pods, "status"), None);
         assert_eq!(PodStream::from_subresource(nodes, "log"), None);
+    }
+
+    fn params(query: &str) -> Params {
+        Params::parse(Some(query)).expect("query")
+    }
+
+    fn logged_pod(restart_count: i64) -> Value {
+        let logs = json!({"app": [
+            {"restartCount": 0, "log": "2026-01-01T00:00:00Z first\n"},
+            {"restartCount": 1, "log": "2026-01-01T00:00:10Z one\n2026-01-01T00:00:12Z two\n2026-01-01T00:00:14Z thrée\n"},
+        ]});
+        json!({
+            "metadata": {"annotations": {CONTAINER_LOGS_ANNOTATION: logs.to_string()}},
+            "spec": {"containers": [{"name": "app"}, {"name": "other"}]},
+            "status": {"containerStatuses": [{"name": "app", "restartCount": restart_count}]},
+        })
+    }
+
+    #[test]
+    fn recorded_logs_serve_the_current_or_previous_run() {
+        let pod = logged_pod(1);
+        let log = |q: &str| recorded_log(&pod, "p", &params(q)).expect("served");
+        assert_eq!(log("container=app").as_deref(), Some("one\ntwo\nthrée\n"));
+        assert_eq!(
+            log("container=app&previous=true").as_deref(),
+            Some("first\n")
+        );
+        assert_eq!(
+            log("container=other"),
+            None,
+            "nothing recorded: refused as before"
+        );
+        // Restarted and running: the new run has printed nothing yet.
+        let running = logged_pod(2);
+        assert_eq!(
+            recorded_log(&running, "p", &params("container=app"))
+                .expect("served")
+                .as_deref(),
+            Some("")
+        );
+        let first = logged_pod(0);
+        assert_eq!(
+            recorded_log(&first, "p", &params("container=app&previous=true"))
+                .expect_err("no previous run")
+                .message,
+            "previous terminated container \"app\" in pod \"p\" not found"
+        );
+    }
+
+    #[test]
+    fn log_options_select_lines_as_the_kubelet_does() {
+        let log =
+            "2026-01-01T00:00:10Z one\n2026-01-01T00:00:12Z two\n2026-01-01T00:00:14Z thrée\n";
+        let select = |options: LogOptions| select_log(log, &options);
+        assert_eq!(
+            select(LogOptions {
+                tail_lines: Some(2),
+                ..Default::default()
+            }),
+            "two\nthrée\n"
+        );
+        assert_eq!(
+            select(LogOptions {
+                tail_lines: Some(0),
+                ..Default::default()
+            }),
+            ""
+        );
+        assert_eq!(
+            select(LogOptions {
+                timestamps: true,
+                tail_lines: Some(1),
+                ..Default::default()
+            }),
+            "2026-01-01T00:00:14Z thrée\n"
+        );
+        assert_eq!(
+            select(LogOptions {
+                limit_bytes: Some(6),
+                ..Default::default()
+            }),
+            "one\ntw"
+        );
+        assert_eq!(
+            select(LogOptions {
+                limit_bytes: Some(12),
+                ..Default::default()
+            }),
+            "one\ntwo\nthr",
+            "never cuts a character in half"
+        );
+        assert_eq!(
+            select(LogOptions {
+                since: Some("2026-01-01T00:00:12Z".parse().expect("time")),
+                ..Default::default()
+            }),
+            "two\nthrée\n"
+        );
     }
 }

@@ -8,6 +8,8 @@ use k8s_openapi::api::core::v1::{Container, Pod};
 
 use rkcm_apimachinery::duration::parse_non_negative;
 
+use super::command::{program, Program, Run};
+
 /// `"true"`: the pod's containers run but never become ready.
 pub const NEVER_READY_ANNOTATION: &str = "rkcm.io/never-ready";
 /// `"true"`: the pod's containers exit with code 1 (Failed for `restartPolicy: Never`, CrashLoopBackOff otherwise).
@@ -45,6 +47,9 @@ pub struct ContainerBehaviour {
     pub fail: bool,
     /// Exits with code 0 this long after starting.
     pub complete_after: Option<Duration>,
+    /// What its command does when it follows the container-command convention
+    /// (`None`: any other command, which runs until stopped).
+    pub run: Option<Run>,
 }
 
 /// Reads the pod-level conventions from the annotations. Malformed durations are ignored.
@@ -73,6 +78,10 @@ pub fn container_behaviour(pod: &PodBehaviour, container: &Container) -> Contain
         never_ready: pod.never_ready || repository.contains(NEVER_READY_IMAGE_MARKER),
         fail: pod.fail || repository.contains(FAIL_IMAGE_MARKER),
         complete_after: pod.complete_after,
+        run: match program(container) {
+            Program::Runs(run) => Some(run),
+            Program::UntilStopped => None,
+        },
     }
 }
 

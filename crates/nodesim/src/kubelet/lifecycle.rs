@@ -5,9 +5,10 @@
 //!
 //! 1. bound, no `startTime` → **Pending** with the sandbox up: `startTime`, `hostIP`, `podIP`,
 //!    containers waiting in `ContainerCreating` (skipped when the ready delay is zero);
-//! 2. after the ready delay → containers start: **Running** and Ready, or as the
-//!    [behaviour](super::behaviour) conventions say (never ready, failing, completing);
-//! 3. timed changes afterwards: crash-loop restarts, completion (**Succeeded**/**Failed**);
+//! 2. after the ready delay → init containers run, in order, then the containers start: **Running**
+//!    and Ready, or as the [behaviour](super::behaviour) conventions and the
+//!    [container commands](super::command) say (never ready, failing, exiting);
+//! 3. timed changes afterwards: exits, crash-loop restarts, completion (**Succeeded**/**Failed**);
 //! 4. `deletionTimestamp` set → removed once its grace period (optionally capped) has passed,
 //!    at once when the pod already finished.
 
@@ -18,8 +19,9 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ContainerStatus, HostIP, Pod, PodIP, PodSpec, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::behaviour::{container_behaviour, pod_behaviour};
-use super::containers::{self, advance, init_done, not_started, PodRef};
+use super::behaviour::{container_behaviour, pod_behaviour, ContainerBehaviour};
+use super::command::{program, Program};
+use super::containers::{self, advance, init_done, is_sidecar, not_started, stop_sidecar, PodRef};
 use super::pod_status::{
     phase, set_condition, set_readiness, sort_conditions, INITIALIZED,
     POD_READY_TO_START_CONTAINERS, POD_SCHEDULED,
@@ -201,6 +203,11 @@ fn sandbox_status(spec: &PodSpec, current: PodStatus, input: &PlanInput<'_>) -> 
 }
 
 /// The status with every container moved forward to `now`, and when a container next changes on its own.
+///
+/// Init containers run first, in order: one that follows the container-command convention runs to
+/// completion (restarted with back-off on failure unless `restartPolicy` is `Never`, which fails the
+/// pod), any other completes at once, and a sidecar (`restartPolicy: Always`) starts and keeps
+/// running while the next one starts. Regular containers start once all have completed.
 fn running_status(
     pod: &Pod,
     spec: &PodSpec,
@@ -219,53 +226,170 @@ fn running_status(
     };
     let old = by_name(&current.container_statuses);
     let old_init = by_name(&current.init_container_statuses);
-
     let mut next_change: Option<Timestamp> = None;
-    let mut statuses = Vec::with_capacity(spec.containers.len());
-    for container in &spec.containers {
-        let b = container_behaviour(&behaviour, container);
-        let (status, next) = advance(
-            container,
-            old.get(&container.name),
-            &b,
-            restart_policy,
-            pod_ref,
-            now,
-        );
-        statuses.push(status);
+    let mut note = |next: Option<Timestamp>| {
         next_change = match (next_change, next) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+    };
+
+    // Init containers, in order; `start_at` is when the next one may start.
+    let mut init = Vec::new();
+    let mut incomplete: Vec<String> = Vec::new();
+    let mut init_failed = false;
+    let mut start_at = now;
+    for container in spec.init_containers.iter().flatten() {
+        let previous = old_init.get(&container.name);
+        if !incomplete.is_empty() {
+            init.push(
+                previous
+                    .filter(|s| !not_started(Some(s)))
+                    .cloned()
+                    .unwrap_or_else(|| {
+                        containers::waiting(container, containers::POD_INITIALIZING)
+                    }),
+            );
+            incomplete.push(container.name.clone());
+            continue;
+        }
+        // Init containers follow the command convention only, not the pod's annotations.
+        let run = match program(container) {
+            Program::Runs(run) => Some(run),
+            Program::UntilStopped => None,
+        };
+        let sidecar = is_sidecar(container);
+        let status = match (run, sidecar) {
+            (None, _) => init_done(container, previous, pod_ref, start_at),
+            (Some(run), _) => {
+                let b = ContainerBehaviour {
+                    run: Some(run),
+                    ..ContainerBehaviour::default()
+                };
+                // Failed init containers restart unless the pod never restarts anything.
+                let policy = match (sidecar, restart_policy) {
+                    (true, _) => "Always",
+                    (false, "Never") => "Never",
+                    (false, _) => "OnFailure",
+                };
+                let (status, next) =
+                    advance(container, previous, &b, policy, pod_ref, start_at, now);
+                note(next);
+                status
+            }
+        };
+        let state = status.state.clone().unwrap_or_default();
+        if sidecar {
+            // Started once it has run; the next init container does not wait for it to finish.
+            if state.running.is_none() && not_started(Some(&status)) {
+                incomplete.push(container.name.clone());
+            }
+        } else {
+            match &state.terminated {
+                Some(t) if t.exit_code == 0 => {
+                    start_at = t.finished_at.as_ref().map_or(now, |f| f.0.min(now));
+                }
+                Some(_) => {
+                    init_failed = true;
+                    incomplete.push(container.name.clone());
+                }
+                None => incomplete.push(container.name.clone()),
+            }
+        }
+        init.push(status);
+    }
+    let initialized = incomplete.is_empty();
+
+    let mut statuses = Vec::with_capacity(spec.containers.len());
+    for container in &spec.containers {
+        let previous = old.get(&container.name);
+        if !initialized {
+            statuses.push(
+                previous
+                    .filter(|s| !not_started(Some(s)))
+                    .cloned()
+                    .unwrap_or_else(|| {
+                        containers::waiting(container, containers::POD_INITIALIZING)
+                    }),
+            );
+            continue;
+        }
+        let b = container_behaviour(&behaviour, container);
+        let (status, next) = advance(
+            container,
+            previous,
+            &b,
+            restart_policy,
+            pod_ref,
+            start_at,
+            now,
+        );
+        statuses.push(status);
+        note(next);
     }
     statuses.sort_by(|a, b| a.name.cmp(&b.name));
-    let init: Vec<ContainerStatus> = spec
-        .init_containers
-        .iter()
-        .flatten()
-        .map(|c| init_done(c, old_init.get(&c.name), pod_ref, now))
-        .collect();
+
+    let phase = if init_failed && restart_policy == "Never" {
+        "Failed"
+    } else if !initialized {
+        "Pending"
+    } else {
+        phase(restart_policy, &statuses)
+    };
+    let finished = matches!(phase, "Succeeded" | "Failed");
+    if finished {
+        // The pod is done: the kubelet stops its sidecars and tears the sandbox down.
+        init = init.into_iter().map(|s| stop_sidecar(s, now)).collect();
+        next_change = None;
+    }
 
     let mut status = with_sandbox(current.clone(), input);
-    let phase = phase(restart_policy, &statuses);
     status.phase = Some(phase.into());
     let mut conditions = status.conditions.take().unwrap_or_default();
     set_condition(
         &mut conditions,
         POD_READY_TO_START_CONTAINERS,
-        true,
+        !finished,
         None,
         None,
         now,
     );
-    set_condition(&mut conditions, INITIALIZED, true, None, None, now);
+    if initialized {
+        set_condition(&mut conditions, INITIALIZED, true, None, None, now);
+    } else {
+        set_condition(
+            &mut conditions,
+            INITIALIZED,
+            false,
+            Some("ContainersNotInitialized"),
+            Some(format!(
+                "containers with incomplete status: [{}]",
+                incomplete.join(" ")
+            )),
+            now,
+        );
+    }
     let gates: Vec<String> = spec
         .readiness_gates
         .iter()
         .flatten()
         .map(|g| g.condition_type.clone())
         .collect();
-    set_readiness(&mut conditions, phase, &statuses, &gates, now);
+    // Sidecars count for readiness as regular containers do.
+    let sidecar_names: Vec<&str> = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .filter(|c| is_sidecar(c))
+        .map(|c| c.name.as_str())
+        .collect();
+    let readiness: Vec<ContainerStatus> = init
+        .iter()
+        .filter(|s| sidecar_names.contains(&s.name.as_str()))
+        .chain(statuses.iter())
+        .cloned()
+        .collect();
+    set_readiness(&mut conditions, phase, &readiness, &gates, now);
     set_condition(&mut conditions, POD_SCHEDULED, true, None, None, now);
     sort_conditions(&mut conditions);
     status.conditions = Some(conditions);
@@ -492,5 +616,233 @@ mod tests {
         p.metadata.deletion_grace_period_seconds = Some(30);
         p.metadata.deletion_timestamp = Some(Time(t(30_000)));
         assert_eq!(plan(&p, &input(t(0))), Action::Delete);
+    }
+
+    fn with_command(mut p: Pod, script: &str) -> Pod {
+        let spec = p.spec.as_mut().unwrap();
+        spec.containers[0].command = Some(vec!["sh".into(), "-c".into(), script.into()]);
+        p
+    }
+
+    fn container_status(p: &Pod, init: bool, name: &str) -> ContainerStatus {
+        let status = p.status.as_ref().unwrap();
+        let list = if init {
+            &status.init_container_statuses
+        } else {
+            &status.container_statuses
+        };
+        list.iter()
+            .flatten()
+            .find(|c| c.name == name)
+            .cloned()
+            .unwrap()
+    }
+
+    fn exit_code(s: &ContainerStatus) -> Option<i32> {
+        Some(s.state.as_ref()?.terminated.as_ref()?.exit_code)
+    }
+
+    fn no_delay() -> Vec<(&'static str, &'static str)> {
+        vec![(READY_DELAY_ANNOTATION, "0")]
+    }
+
+    #[test]
+    fn a_command_pod_under_never_ends_by_its_exit_code() {
+        for (script, phase, code, reason) in [
+            ("sleep 2", "Succeeded", 0, "Completed"),
+            ("sleep 2; exit 3", "Failed", 3, "Error"),
+        ] {
+            let mut p = with_command(pod(&no_delay(), "Never"), script);
+            step(&mut p, &input(t(0)));
+            assert_eq!(phase_of(&p), "Running");
+            assert_eq!(condition(&p, READY), "True");
+            assert_eq!(
+                step(&mut p, &input(t(1000))),
+                Action::Wait(Duration::from_secs(1))
+            );
+            step(&mut p, &input(t(2000)));
+            assert_eq!(phase_of(&p), phase, "{script}");
+            let app = container_status(&p, false, "app");
+            let terminated = app.state.unwrap().terminated.unwrap();
+            assert_eq!(
+                (terminated.exit_code, terminated.reason.as_deref()),
+                (code, Some(reason))
+            );
+            assert_eq!(condition(&p, READY), "False");
+            assert_eq!(condition(&p, CONTAINERS_READY), "False");
+            assert_eq!(condition(&p, POD_READY_TO_START_CONTAINERS), "False");
+            assert_eq!(step(&mut p, &input(t(9000))), Action::Idle);
+        }
+    }
+
+    #[test]
+    fn on_failure_restarts_failures_until_success_and_always_restarts_everything() {
+        let mut p = with_command(pod(&no_delay(), "OnFailure"), "exit 1");
+        step(&mut p, &input(t(0)));
+        assert_eq!(phase_of(&p), "Running");
+        let app = container_status(&p, false, "app");
+        assert_eq!(
+            app.state.unwrap().waiting.unwrap().reason.as_deref(),
+            Some(containers::CRASH_LOOP_BACK_OFF)
+        );
+        assert_eq!(
+            step(&mut p, &input(t(0))),
+            Action::Wait(Duration::from_secs(10))
+        );
+        step(&mut p, &input(t(10_000)));
+        assert_eq!(container_status(&p, false, "app").restart_count, 1);
+
+        let mut p = with_command(pod(&no_delay(), "OnFailure"), "true");
+        step(&mut p, &input(t(0)));
+        assert_eq!(phase_of(&p), "Succeeded");
+
+        let mut p = with_command(pod(&no_delay(), "Always"), "true");
+        step(&mut p, &input(t(0)));
+        assert_eq!(phase_of(&p), "Running");
+        let app = container_status(&p, false, "app");
+        assert_eq!(
+            app.last_state
+                .unwrap()
+                .terminated
+                .unwrap()
+                .reason
+                .as_deref(),
+            Some("Completed")
+        );
+        assert_eq!(condition(&p, READY), "False");
+    }
+
+    fn with_init(mut p: Pod, inits: &[(&str, Option<&str>, bool)]) -> Pod {
+        p.spec.as_mut().unwrap().init_containers = Some(
+            inits
+                .iter()
+                .map(|(name, script, sidecar)| Container {
+                    name: (*name).into(),
+                    image: Some("busybox".into()),
+                    command: script.map(|s| vec!["sh".into(), "-c".into(), s.into()]),
+                    restart_policy: sidecar.then(|| "Always".into()),
+                    ..Default::default()
+                })
+                .collect(),
+        );
+        p
+    }
+
+    #[test]
+    fn init_containers_run_in_order_before_the_containers() {
+        let p = pod(&no_delay(), "Always");
+        let mut p = with_init(
+            p,
+            &[
+                ("setup", None, false),
+                ("sidecar", None, true),
+                ("migrate", Some("sleep 3"), false),
+                ("check", Some("sleep 2"), false),
+            ],
+        );
+        step(&mut p, &input(t(0)));
+        assert_eq!(phase_of(&p), "Pending");
+        assert_eq!(exit_code(&container_status(&p, true, "setup")), Some(0));
+        assert!(container_status(&p, true, "sidecar")
+            .state
+            .unwrap()
+            .running
+            .is_some());
+        assert!(container_status(&p, true, "migrate")
+            .state
+            .unwrap()
+            .running
+            .is_some());
+        assert!(container_status(&p, true, "check")
+            .state
+            .unwrap()
+            .waiting
+            .is_some());
+        assert_eq!(
+            container_status(&p, false, "app")
+                .state
+                .unwrap()
+                .waiting
+                .unwrap()
+                .reason
+                .as_deref(),
+            Some(containers::POD_INITIALIZING)
+        );
+        let initialized = p
+            .status
+            .as_ref()
+            .unwrap()
+            .conditions
+            .as_ref()
+            .unwrap()
+            .iter()
+            .find(|c| c.type_ == INITIALIZED)
+            .cloned()
+            .unwrap();
+        assert_eq!(initialized.status, "False");
+        assert_eq!(
+            initialized.message.as_deref(),
+            Some("containers with incomplete status: [migrate check]")
+        );
+        assert_eq!(
+            step(&mut p, &input(t(0))),
+            Action::Wait(Duration::from_secs(3))
+        );
+        // A late sync: migrate ended at 3s, check ran from 3s to 5s, app started at 5s.
+        step(&mut p, &input(t(6000)));
+        assert_eq!(phase_of(&p), "Running");
+        let check = container_status(&p, true, "check")
+            .state
+            .unwrap()
+            .terminated
+            .unwrap();
+        assert_eq!(check.started_at, Some(Time(t(3000))));
+        assert_eq!(check.finished_at, Some(Time(t(5000))));
+        let app = container_status(&p, false, "app")
+            .state
+            .unwrap()
+            .running
+            .unwrap();
+        assert_eq!(app.started_at, Some(Time(t(5000))));
+        assert_eq!(condition(&p, INITIALIZED), "True");
+        assert_eq!(condition(&p, READY), "True");
+    }
+
+    #[test]
+    fn a_failing_init_container_fails_a_never_pod_and_is_retried_otherwise() {
+        let mut p = with_init(
+            pod(&no_delay(), "Never"),
+            &[("init", Some("exit 2"), false)],
+        );
+        step(&mut p, &input(t(0)));
+        assert_eq!(phase_of(&p), "Failed");
+        assert_eq!(exit_code(&container_status(&p, true, "init")), Some(2));
+
+        let mut p = with_init(
+            pod(&no_delay(), "Always"),
+            &[("init", Some("exit 2"), false)],
+        );
+        step(&mut p, &input(t(0)));
+        assert_eq!(phase_of(&p), "Pending");
+        let init = container_status(&p, true, "init");
+        assert_eq!(
+            init.state.unwrap().waiting.unwrap().reason.as_deref(),
+            Some(containers::CRASH_LOOP_BACK_OFF)
+        );
+        step(&mut p, &input(t(10_000)));
+        assert_eq!(container_status(&p, true, "init").restart_count, 1);
+    }
+
+    #[test]
+    fn sidecars_stop_when_the_pod_completes() {
+        let mut p = with_init(
+            with_command(pod(&no_delay(), "Never"), "sleep 1"),
+            &[("proxy", None, true)],
+        );
+        step(&mut p, &input(t(0)));
+        assert_eq!(phase_of(&p), "Running");
+        step(&mut p, &input(t(1000)));
+        assert_eq!(phase_of(&p), "Succeeded");
+        assert_eq!(exit_code(&container_status(&p, true, "proxy")), Some(0));
     }
 }

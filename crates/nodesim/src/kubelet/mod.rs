@@ -7,9 +7,11 @@
 //! idle kubelet does no work at all.
 
 pub mod behaviour;
+pub mod command;
 pub mod containers;
 pub mod ip;
 pub mod lifecycle;
+pub mod logs;
 pub mod pod_status;
 pub mod time;
 
@@ -300,7 +302,11 @@ impl Kubelet {
             }
             Action::UpdateStatus(new_status) => {
                 let creating_sandbox = status.and_then(|s| s.start_time.as_ref()).is_none();
-                let patch = json!({ "metadata": { "uid": uid }, "status": new_status });
+                let mut metadata = json!({ "uid": uid });
+                if let Some(output) = logs::record(&pod, &new_status) {
+                    metadata["annotations"] = json!({ logs::CONTAINER_LOGS_ANNOTATION: output });
+                }
+                let patch = json!({ "metadata": metadata, "status": new_status });
                 match api
                     .patch_status(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
                     .await

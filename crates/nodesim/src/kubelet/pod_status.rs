@@ -110,6 +110,9 @@ pub fn set_readiness(
         .collect();
     let (ready, reason, message) = if phase == "Succeeded" {
         (false, Some("PodCompleted"), None)
+    } else if phase == "Failed" {
+        // The containers may still be stopping: a failed pod is never ready.
+        (false, Some("PodFailed"), None)
     } else if unready.is_empty() {
         (true, None, None)
     } else {
@@ -296,6 +299,22 @@ mod tests {
         assert!(conditions
             .iter()
             .any(|c| c.type_ == READY && c.status == "True"));
+    }
+
+    #[test]
+    fn finished_pods_are_not_ready_with_the_kubelet_reasons() {
+        let t0 = Timestamp::from_second(1_700_000_000).unwrap();
+        for (phase, reason) in [("Succeeded", "PodCompleted"), ("Failed", "PodFailed")] {
+            let mut conditions = Vec::new();
+            set_readiness(&mut conditions, phase, &[terminated(0)], &[], t0);
+            for type_ in [CONTAINERS_READY, READY] {
+                let c = conditions.iter().find(|c| c.type_ == type_).unwrap();
+                assert_eq!(
+                    (c.status.as_str(), c.reason.as_deref()),
+                    ("False", Some(reason))
+                );
+            }
+        }
     }
 
     #[test]
