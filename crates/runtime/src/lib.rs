@@ -1,6 +1,7 @@
 //! client-go for Rust: informers with indexed caches, a rate-limited work queue, expectations,
 //! the controller-ref manager, pod control, the event recorder and leader election.
 
+pub mod api_errors;
 pub mod clock;
 pub mod controller_ref;
 pub mod events;
