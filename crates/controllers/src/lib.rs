@@ -7,3 +7,5 @@ pub mod namespace;
 pub mod podgc;
 pub mod registry;
 pub mod replicaset;
+pub mod rootcacertpublisher;
+pub mod serviceaccount;

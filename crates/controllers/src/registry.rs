@@ -15,7 +15,9 @@ use rkcm_runtime::{Clock, Shutdown, SystemClock};
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::ReplicationController;
 
-use crate::{deployment, garbagecollector, namespace, podgc, replicaset};
+use crate::{
+    deployment, garbagecollector, namespace, podgc, replicaset, rootcacertpublisher, serviceaccount,
+};
 
 /// A controller kube-controller-manager knows, by canonical name and the aliases `--controllers`
 /// accepts.
@@ -43,6 +45,10 @@ pub const PODGC: &str = "pod-garbage-collector-controller";
 pub const GARBAGECOLLECTOR: &str = "garbage-collector-controller";
 /// Canonical name of the namespace controller.
 pub const NAMESPACE: &str = "namespace-controller";
+/// Canonical name of the service-account controller.
+pub const SERVICEACCOUNT: &str = "serviceaccount-controller";
+/// Canonical name of the root CA publisher.
+pub const ROOT_CA_PUBLISHER: &str = "root-ca-certificate-publisher-controller";
 
 const fn kube(name: &'static str, aliases: &'static [&'static str]) -> ControllerName {
     ControllerName {
@@ -83,7 +89,7 @@ pub const KNOWN: &[ControllerName] = &[
     implemented(kube(PODGC, &["podgc"])),
     kube("resourcequota-controller", &["resourcequota"]),
     implemented(kube(NAMESPACE, &["namespace"])),
-    kube("serviceaccount-controller", &["serviceaccount"]),
+    implemented(kube(SERVICEACCOUNT, &["serviceaccount"])),
     implemented(kube(GARBAGECOLLECTOR, &["garbagecollector"])),
     kube("daemonset-controller", &["daemonset"]),
     kube("job-controller", &["job"]),
@@ -141,10 +147,7 @@ pub const KNOWN: &[ControllerName] = &[
     kube("persistentvolume-protection-controller", &["pv-protection"]),
     kube("volumeattributesclass-protection-controller", &[]),
     kube("ttl-after-finished-controller", &["ttl-after-finished"]),
-    kube(
-        "root-ca-certificate-publisher-controller",
-        &["root-ca-cert-publisher"],
-    ),
+    implemented(kube(ROOT_CA_PUBLISHER, &["root-ca-cert-publisher"])),
     kube(
         "kube-apiserver-serving-clustertrustbundle-publisher-controller",
         &[],
@@ -261,6 +264,9 @@ pub struct ControllerOptions {
     pub namespace_sync_period: Duration,
     /// `--enable-garbage-collector`.
     pub enable_garbage_collector: bool,
+    /// The CA bundle (PEM) the root CA publisher puts in every namespace: `--root-ca-file`, else
+    /// the CA of the manager's kubeconfig. Without one the publisher does not start.
+    pub root_ca: Option<String>,
     /// Wall clock for every controller.
     pub clock: Arc<dyn Clock>,
 }
@@ -276,6 +282,7 @@ impl Default for ControllerOptions {
             terminated_pod_gc_threshold: 12500,
             namespace_sync_period: Duration::from_secs(300),
             enable_garbage_collector: true,
+            root_ca: None,
             clock: Arc::new(SystemClock),
         }
     }
@@ -363,6 +370,8 @@ fn required_resources(name: &str) -> &'static [(&'static str, &'static str)] {
         ],
         PODGC => &[("v1", "pods"), ("v1", "nodes")],
         NAMESPACE => &[("v1", "namespaces")],
+        SERVICEACCOUNT => &[("v1", "serviceaccounts"), ("v1", "namespaces")],
+        ROOT_CA_PUBLISHER => &[("v1", "configmaps"), ("v1", "namespaces")],
         _ => &[],
     }
 }
@@ -448,6 +457,19 @@ pub async fn start(
                 },
             );
             Box::pin(async move { c.run(shutdown).await })
+        }
+        SERVICEACCOUNT => {
+            let c = serviceaccount::ServiceAccountsController::new(ctx.factory, client);
+            // kube runs one worker (`startServiceAccountController`).
+            Box::pin(async move { c.run(1, shutdown).await })
+        }
+        ROOT_CA_PUBLISHER => {
+            let Some(root_ca) = o.root_ca.clone() else {
+                return Ok(Started::Skipped("no root CA bundle to publish".into()));
+            };
+            let c = rootcacertpublisher::Publisher::new(ctx.factory, client, root_ca);
+            // kube runs one worker (`startRootCACertPublisher`).
+            Box::pin(async move { c.run(1, shutdown).await })
         }
         GARBAGECOLLECTOR => {
             if !o.enable_garbage_collector {

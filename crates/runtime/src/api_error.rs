@@ -1,5 +1,7 @@
-//! How an error reads in logs, events and conditions: an API error is its `Status` message (as
-//! client-go's `StatusError.Error()`), never a `Debug` dump of the `Status`.
+//! API errors as client-go's `k8s.io/apimachinery/pkg/api/errors` treats them: how one reads in
+//! logs, events and conditions (its `Status` message, as `StatusError.Error()`, never a `Debug`
+//! dump of the `Status`), and how one is classified (`IsNotFound`, `IsAlreadyExists`,
+//! `IsConflict`, `HasStatusCause`). A transport or decoding error is none of these.
 
 use std::error::Error as StdError;
 use std::fmt;
@@ -69,6 +71,75 @@ pub fn chain(err: &(dyn StdError + 'static)) -> String {
     Chain(err).to_string()
 }
 
+/// `v1.NamespaceTerminatingCause`: creates in a namespace being deleted fail with this cause.
+pub const NAMESPACE_TERMINATING_CAUSE: &str = "NamespaceTerminating";
+
+fn api_status(err: &kube::Error) -> Option<&kube::core::Status> {
+    match err {
+        kube::Error::Api(status) => Some(status),
+        _ => None,
+    }
+}
+
+/// The reasons client-go knows (`knownReasons`): a Status with another reason (or none) is
+/// classified by its code instead.
+const KNOWN_REASONS: &[&str] = &[
+    "Unauthorized",
+    "Forbidden",
+    "NotFound",
+    "AlreadyExists",
+    "Conflict",
+    "Gone",
+    "Invalid",
+    "ServerTimeout",
+    "StoreReadError",
+    "Timeout",
+    "TooManyRequests",
+    "BadRequest",
+    "MethodNotAllowed",
+    "NotAcceptable",
+    "RequestEntityTooLarge",
+    "UnsupportedMediaType",
+    "InternalError",
+    "Expired",
+    "ServiceUnavailable",
+];
+
+// kube-core's `Status::is_not_found` & co. look up the expected reason instead of the
+// Status's among the known ones, so they never fall back to the code; client-go does.
+fn reason_or_code(err: &kube::Error, reason: &str, code: u16) -> bool {
+    api_status(err).is_some_and(|s| {
+        s.reason == reason || (!KNOWN_REASONS.contains(&s.reason.as_str()) && s.code == code)
+    })
+}
+
+/// `IsNotFound`: reason `NotFound`, or code 404 with a reason client-go does not know.
+pub fn is_not_found(err: &kube::Error) -> bool {
+    reason_or_code(err, "NotFound", 404)
+}
+
+/// `IsAlreadyExists`: reason `AlreadyExists`, or code 409 with an unknown reason.
+pub fn is_already_exists(err: &kube::Error) -> bool {
+    reason_or_code(err, "AlreadyExists", 409)
+}
+
+/// `IsConflict`: reason `Conflict`, or code 409 with an unknown reason.
+pub fn is_conflict(err: &kube::Error) -> bool {
+    reason_or_code(err, "Conflict", 409)
+}
+
+/// `HasStatusCause`: the Status's details list a cause of type `cause`.
+pub fn has_status_cause(err: &kube::Error, cause: &str) -> bool {
+    api_status(err)
+        .and_then(|s| s.details.as_ref())
+        .is_some_and(|d| d.causes.iter().any(|c| c.reason == cause))
+}
+
+/// Whether a create failed because its namespace is being deleted.
+pub fn is_namespace_terminating(err: &kube::Error) -> bool {
+    has_status_cause(err, NAMESPACE_TERMINATING_CAUSE)
+}
+
 /// Whether `err` is an API error with HTTP status `code`.
 pub fn has_code(err: &kube::Error, code: u16) -> bool {
     matches!(err, kube::Error::Api(status) if status.code == code)
@@ -77,6 +148,41 @@ pub fn has_code(err: &kube::Error, code: u16) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    fn api(code: u16, reason: &str, causes: &[&str]) -> kube::Error {
+        let causes: Vec<_> = causes.iter().map(|c| json!({"reason": c})).collect();
+        let status: Status = serde_json::from_value(json!({
+            "status": "Failure",
+            "code": code,
+            "reason": reason,
+            "message": format!("{reason} happened"),
+            "details": {"causes": causes},
+        }))
+        .expect("a Status");
+        kube::Error::Api(Box::new(status))
+    }
+
+    #[test]
+    fn errors_are_classified_by_reason_then_code() {
+        assert!(is_not_found(&api(404, "NotFound", &[])));
+        assert!(is_not_found(&api(404, "", &[])));
+        assert!(!is_not_found(&api(410, "Gone", &[])));
+        assert!(!is_not_found(&kube::Error::LinesCodecMaxLineLengthExceeded));
+        assert!(is_already_exists(&api(409, "AlreadyExists", &[])));
+        assert!(!is_already_exists(&api(409, "Conflict", &[])));
+        assert!(is_already_exists(&api(409, "", &[])));
+        assert!(is_conflict(&api(409, "SomethingNew", &[])));
+        assert!(is_conflict(&api(409, "Conflict", &[])));
+        assert!(!is_conflict(&api(409, "AlreadyExists", &[])));
+    }
+
+    #[test]
+    fn causes_are_found_in_the_details() {
+        let err = api(403, "Forbidden", &["Other", NAMESPACE_TERMINATING_CAUSE]);
+        assert!(is_namespace_terminating(&err));
+        assert!(!is_namespace_terminating(&api(403, "Forbidden", &[])));
+    }
 
     fn conflict() -> kube::Error {
         kube::Error::Api(

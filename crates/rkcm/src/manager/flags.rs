@@ -156,4 +156,15 @@ pub struct ManagerArgs {
     /// The period for syncing namespace life-cycle updates.
     #[arg(long, default_value = "5m0s", value_parser = rkcm_apimachinery::duration::parse_non_negative, value_name = "DURATION", help_heading = "Namespace controller flags")]
     pub namespace_sync_period: Duration,
+
+    // ---- Serviceaccount controller flags
+    /// If set, this root certificate authority will be included in service account's token
+    /// secret and published as `kube-root-ca.crt` in every namespace. This must be a valid
+    /// PEM-encoded CA bundle.
+    #[arg(
+        long,
+        value_name = "PATH",
+        help_heading = "Serviceaccount controller flags"
+    )]
+    pub root_ca_file: Option<PathBuf>,
 }

@@ -89,10 +89,18 @@ pub async fn config_from_flags(args: &ManagerArgs) -> anyhow::Result<ManagerConf
             )?,
         })
     };
+    let root_ca = match &args.root_ca_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("reading --root-ca-file {}", path.display()))?,
+        ),
+        None => None,
+    };
     Ok(ManagerConfig {
         kube_config,
         controllers,
         options: ControllerOptions {
+            root_ca,
             concurrent_replicaset_syncs: args.concurrent_replicaset_syncs,
             concurrent_rc_syncs: args.concurrent_rc_syncs,
             concurrent_deployment_syncs: args.concurrent_deployment_syncs,
@@ -236,6 +244,11 @@ async fn start_controllers(
     shutdown: Shutdown,
 ) -> anyhow::Result<Report> {
     let kube_config = config.kube_config.clone();
+    let mut options = config.options.clone();
+    if options.root_ca.is_none() {
+        // kube publishes the CA of its root client config when --root-ca-file is not given.
+        options.root_ca = kube_config.root_cert.as_deref().and_then(pem_bundle);
+    }
     let (qps, burst) = (config.qps, config.burst);
     let clients = move |_controller: &str| rest_client::client(kube_config.clone(), qps, burst);
     let factory = InformerFactory::new(
@@ -250,7 +263,7 @@ async fn start_controllers(
             factory: &factory,
             clients: &clients,
             events: &events,
-            options: &config.options,
+            options: &options,
         };
         for &name in config
             .controllers
@@ -317,4 +330,44 @@ fn jittered(min: Duration) -> Duration {
     }
     use rand::Rng;
     min.mul_f64(1.0 + rand::rng().random::<f64>())
+}
+
+/// DER certificates as one PEM bundle; `None` when there are none.
+fn pem_bundle(certs: &[Vec<u8>]) -> Option<String> {
+    use base64::Engine as _;
+    let mut out = String::new();
+    for der in certs {
+        let encoded = base64::engine::general_purpose::STANDARD.encode(der);
+        out.push_str("-----BEGIN CERTIFICATE-----\n");
+        for line in encoded.as_bytes().chunks(64) {
+            out.push_str(&String::from_utf8_lossy(line));
+            out.push('\n');
+        }
+        out.push_str("-----END CERTIFICATE-----\n");
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::CertificateDer;
+
+    #[test]
+    fn the_kubeconfig_ca_is_published_as_the_pem_it_came_from() {
+        let key = rcgen::KeyPair::generate().expect("key");
+        let cert = rcgen::CertificateParams::new(vec!["ca".to_string()])
+            .expect("params")
+            .self_signed(&key)
+            .expect("cert");
+        let bundle = pem_bundle(&[cert.der().to_vec(), cert.der().to_vec()]).expect("a bundle");
+        assert!(bundle.starts_with(&cert.pem()));
+        let parsed: Vec<CertificateDer> = CertificateDer::pem_slice_iter(bundle.as_bytes())
+            .collect::<Result<_, _>>()
+            .expect("valid PEM");
+        assert_eq!(parsed.len(), 2);
+        assert_eq!(parsed[0].as_ref(), cert.der().as_ref());
+        assert!(pem_bundle(&[]).is_none());
+    }
 }
