@@ -5,6 +5,7 @@
 //! front. Per-kind behaviour lives in [`registry`]; the generic create/update/delete semantics in
 //! [`rest`]; HTTP in [`http`].
 
+pub mod allocators;
 pub mod config;
 pub mod error;
 pub mod http;

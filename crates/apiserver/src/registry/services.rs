@@ -1,12 +1,10 @@
 //! Services: defaults (type `ClusterIP`, session affinity `None`, port protocol and target
 //! port, traffic policies), the ports and type checks of `ValidateService`, and the
-//! immutable cluster IP.
+//! immutable cluster IPs.
 //!
 //! Mirrors `pkg/registry/core/service/strategy.go`, `pkg/apis/core/v1/defaults.go`
-//! (`SetDefaults_Service`) and core validation.
-//!
-//! TODO: no cluster IP or node port is allocated: `spec.clusterIP` stays as the client sent
-//! it (empty or `None`), and `clusterIPs`, `ipFamilies` and `ipFamilyPolicy` are not filled.
+//! (`SetDefaults_Service`) and core validation. Cluster IPs, node ports and the IP family
+//! fields are allocated and filled on the write path by [`crate::allocators`].
 
 use std::collections::BTreeSet;
 
@@ -159,20 +157,53 @@ fn validate(obj: &Value) -> Vec<FieldError> {
     errs
 }
 
+/// `validateUpgradeDowngradeClusterIPs` of `ValidateServiceUpdate` for a single-stack
+/// cluster: allocated cluster IPs do not change, except to or from ExternalName (which drops or
+/// allocates them).
 fn validate_update(new: &Value, old: &Value) -> Vec<FieldError> {
-    // ValidateServiceUpdate: a set cluster IP does not change (except when the type becomes
-    // ExternalName, which clears it).
-    let old_ip = get_str(old, &["spec", "clusterIP"]).unwrap_or("");
-    let new_ip = get(new, &["spec", "clusterIP"]);
-    let becomes_external = get_str(new, &["spec", "type"]) == Some("ExternalName");
-    if !old_ip.is_empty() && new_ip.and_then(Value::as_str) != Some(old_ip) && !becomes_external {
-        return vec![FieldError::invalid(
-            "spec.clusterIP",
-            new_ip.unwrap_or(&Value::Null),
-            "field is immutable",
-        )];
+    let ty = |o: &Value| get_str(o, &["spec", "type"]).unwrap_or("").to_string();
+    if ty(new) == "ExternalName" || ty(old) == "ExternalName" {
+        return Vec::new();
     }
-    Vec::new()
+    let headless = |o: &Value| get_str(o, &["spec", "clusterIP"]) == Some("None");
+    if headless(new) && headless(old) {
+        return Vec::new();
+    }
+    let ips = |o: &Value| -> Vec<Value> {
+        get(o, &["spec", "clusterIPs"])
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let (new_ips, old_ips) = (ips(new), ips(old));
+    let value = Value::Array(new_ips.clone());
+    let changed = |i: usize| {
+        FieldError::invalid(
+            format!("spec.clusterIPs[{i}]"),
+            &value,
+            "may not change once set",
+        )
+    };
+    let mut errs = Vec::new();
+    if old_ips.len() == new_ips.len() {
+        errs.extend(
+            old_ips
+                .iter()
+                .zip(&new_ips)
+                .enumerate()
+                .filter(|(_, (o, n))| o != n)
+                .map(|(i, _)| changed(i)),
+        );
+    } else if new_ips.is_empty() {
+        errs.push(FieldError::invalid(
+            "spec.clusterIPs[0]",
+            &value,
+            "primary clusterIP can not be unset",
+        ));
+    } else if !old_ips.is_empty() && new_ips[0] != old_ips[0] {
+        errs.push(changed(0));
+    }
+    errs
 }
 
 /// The strategy of services.
@@ -244,9 +275,22 @@ mod tests {
     #[test]
     fn a_set_cluster_ip_is_immutable() {
         let old = json!({"metadata": {"name": "web", "namespace": "default"},
-            "spec": {"type": "ClusterIP", "sessionAffinity": "None", "clusterIP": "10.0.0.10", "ports": [{"port": 80, "protocol": "TCP"}]}});
+            "spec": {"type": "ClusterIP", "sessionAffinity": "None", "clusterIP": "10.0.0.10", "clusterIPs": ["10.0.0.10"], "ports": [{"port": 80, "protocol": "TCP"}]}});
         let mut new = old.clone();
         new["spec"]["clusterIP"] = json!("10.0.0.11");
-        assert_eq!(s().validate_update(&new, &old)[0].field, "spec.clusterIP");
+        new["spec"]["clusterIPs"] = json!(["10.0.0.11"]);
+        let errs = s().validate_update(&new, &old);
+        assert_eq!(
+            errs[0].message_with_field(),
+            "spec.clusterIPs[0]: Invalid value: [\"10.0.0.11\"]: may not change once set"
+        );
+        new["spec"]["clusterIPs"] = json!([]);
+        assert_eq!(
+            s().validate_update(&new, &old)[0].message,
+            "Invalid value: []: primary clusterIP can not be unset"
+        );
+        // Becoming an ExternalName drops the cluster IP.
+        new["spec"]["type"] = json!("ExternalName");
+        assert!(s().validate_update(&new, &old).is_empty());
     }
 }
