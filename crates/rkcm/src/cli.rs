@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{ArgAction, Args, Parser, Subcommand};
+use rkcm_apiserver::allocators::{Ipv4Cidr, PortRange};
 
 /// The Kubernetes controller manager in Rust, and a one-command local cluster.
 #[derive(Debug, Parser)]
@@ -80,6 +81,15 @@ pub struct UpArgs {
     /// Controllers to run: `*` for all, `foo` to enable, `-foo` to disable.
     #[arg(long, value_delimiter = ',', default_value = "*")]
     pub controllers: Vec<String>,
+
+    /// A CIDR notation IPv4 range from which to assign service cluster IPs; its first address
+    /// is the `kubernetes` Service's.
+    #[arg(long, default_value = rkcm_apiserver::allocators::DEFAULT_SERVICE_CLUSTER_IP_RANGE, value_name = "CIDR")]
+    pub service_cluster_ip_range: Ipv4Cidr,
+
+    /// A port range to reserve for services with NodePort visibility (inclusive at both ends).
+    #[arg(long, default_value = rkcm_apiserver::allocators::DEFAULT_SERVICE_NODE_PORT_RANGE, value_name = "RANGE")]
+    pub service_node_port_range: PortRange,
 }
 
 /// kube-controller-manager flags, for what rkcm implements.
@@ -296,6 +306,30 @@ mod tests {
         assert_eq!(up.nodes, 3);
         assert_eq!(up.port, 6443);
         assert_eq!(up.bind_address.to_string(), "127.0.0.1");
+        assert_eq!(up.service_cluster_ip_range.to_string(), "10.96.0.0/12");
+        assert_eq!(up.service_node_port_range.to_string(), "30000-32767");
+    }
+
+    #[test]
+    fn service_ranges_are_parsed_and_bad_ones_refused() {
+        let cli = Cli::try_parse_from([
+            "rkcm",
+            "up",
+            "--service-cluster-ip-range=10.0.0.0/16",
+            "--service-node-port-range=20000-20999",
+        ])
+        .expect("parses");
+        let Command::Up(up) = cli.command else {
+            panic!("expected up")
+        };
+        assert_eq!(up.service_cluster_ip_range.to_string(), "10.0.0.0/16");
+        assert_eq!(up.service_node_port_range.to_string(), "20000-20999");
+        let err = Cli::try_parse_from(["rkcm", "up", "--service-cluster-ip-range=fd00::/108"])
+            .expect_err("IPv6 is not supported");
+        assert!(
+            err.to_string().contains("--service-cluster-ip-range"),
+            "{err}"
+        );
     }
 
     #[test]

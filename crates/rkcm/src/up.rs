@@ -46,6 +46,8 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     let server = ApiServer::new(ApiConfig {
         data_dir: Some(data_dir.clone()),
         bind: addr,
+        service_cluster_ip_range: args.service_cluster_ip_range,
+        service_node_port_range: args.service_node_port_range,
         ..ApiConfig::default()
     })
     .await
