@@ -124,7 +124,9 @@ pub async fn create(
         }
         match store.create(&key, candidate).await {
             Ok(stored) => {
-                allocation.map(|a| a.commit());
+                if let Some(a) = allocation {
+                    a.commit();
+                }
                 return Ok(stored);
             }
             Err(storage::Error::AlreadyExists(_)) if generate.is_some() => {
