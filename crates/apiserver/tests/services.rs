@@ -196,6 +196,29 @@ async fn cluster_ips_and_node_ports_are_allocated_checked_and_released() {
         .await
         .expect("the port was released");
     assert_eq!(node_port(&again), 30080);
+    // Becoming a ClusterIP service drops the node port and releases it.
+    let back = services
+        .patch(
+            "dup",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"type": "ClusterIP"}})),
+        )
+        .await
+        .expect("type change");
+    let back_port = back
+        .spec
+        .as_ref()
+        .and_then(|s| s.ports.as_ref())
+        .map(|p| p[0].node_port);
+    assert_eq!(back_port, Some(None));
+    let third = service(
+        "third",
+        json!({"type": "NodePort", "ports": [{"name": "http", "port": 80, "nodePort": 30080}]}),
+    );
+    services
+        .create(&pp, &third)
+        .await
+        .expect("the type change released the port");
 
     // A dry run reports an address and keeps nothing.
     let dry = services

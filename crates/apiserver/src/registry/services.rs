@@ -121,6 +121,13 @@ fn validate(obj: &Value) -> Vec<FieldError> {
                 errs.push(FieldError::duplicate(format!("{path}.name"), &json!(name)));
             }
         }
+        let node_port = get(p, &["nodePort"]).and_then(Value::as_i64).unwrap_or(0);
+        if ty_str == "ClusterIP" && node_port != 0 {
+            errs.push(FieldError::forbidden(
+                format!("{path}.nodePort"),
+                "may not be used when `type` is 'ClusterIP'",
+            ));
+        }
         let port = get(p, &["port"]).cloned().unwrap_or(json!(0));
         if !port.as_i64().is_some_and(|n| (1..=65535).contains(&n)) {
             errs.push(FieldError::invalid(
@@ -137,6 +144,18 @@ fn validate(obj: &Value) -> Vec<FieldError> {
                 &json!(other),
                 &["SCTP", "TCP", "UDP"],
             )),
+        }
+    }
+    // A health check node port only serves LoadBalancers with local traffic policy.
+    let health_check = get(obj, &["spec", "healthCheckNodePort"]);
+    if let Some(hc) = health_check.filter(|v| v.as_i64().is_some_and(|n| n != 0)) {
+        let local = get_str(obj, &["spec", "externalTrafficPolicy"]) == Some("Local");
+        if ty_str != "LoadBalancer" || !local {
+            errs.push(FieldError::invalid(
+                "spec.healthCheckNodePort",
+                hc,
+                "may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'",
+            ));
         }
     }
     errs.extend(meta::validate_labels(
@@ -270,6 +289,28 @@ mod tests {
             .map(|e| e.field.clone())
             .collect();
         assert_eq!(fields, ["metadata.name", "spec.ports"]);
+    }
+
+    #[test]
+    fn node_ports_and_health_check_ports_only_go_with_types_that_use_them() {
+        let mut svc = json!({"metadata": {"name": "web", "namespace": "default"},
+            "spec": {"healthCheckNodePort": 31000, "ports": [{"port": 80, "nodePort": 30080}]}});
+        s().default(&mut svc);
+        let messages: Vec<String> = s()
+            .validate_create(&svc)
+            .iter()
+            .map(FieldError::message_with_field)
+            .collect();
+        assert_eq!(
+            messages,
+            [
+                "spec.ports[0].nodePort: Forbidden: may not be used when `type` is 'ClusterIP'",
+                "spec.healthCheckNodePort: Invalid value: 31000: may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'"
+            ]
+        );
+        svc["spec"]["type"] = json!("LoadBalancer");
+        svc["spec"]["externalTrafficPolicy"] = json!("Local");
+        assert!(s().validate_create(&svc).is_empty());
     }
 
     #[test]
