@@ -77,10 +77,9 @@ impl ApiServer {
         ));
         let services_info = rkcm_apimachinery::catalog::by_kind("v1", "Service")
             .expect("services are in the catalog");
-        let (stored, _, _) =
-            store
-                .cache()
-                .list(&rest::prefix(services_info, None), None, 0, &|_| true);
+        // The allocations are rebuilt from the stored Services before anything is served.
+        let services_prefix = rest::prefix(services_info, None);
+        let (stored, _, _) = store.cache().list(&services_prefix, None, 0, &|_| true);
         services.repair(stored.iter().map(|s| &s.value));
         rest::ensure_system_namespaces(&store, &services)
             .await
@@ -212,5 +211,24 @@ fn advertised(config: &Config) -> rest::Advertised {
     rest::Advertised {
         address,
         port: config.bind.port(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kubernetes_endpoints_name_the_bind_address_or_loopback() {
+        let at = |bind: &str| {
+            advertised(&Config {
+                bind: bind.parse().expect("socket address"),
+                ..Config::default()
+            })
+        };
+        assert_eq!(at("10.0.0.5:6443").address.to_string(), "10.0.0.5");
+        assert_eq!(at("0.0.0.0:6443").address, std::net::Ipv4Addr::LOCALHOST);
+        assert_eq!(at("[::]:7443").address, std::net::Ipv4Addr::LOCALHOST);
+        assert_eq!(at("[::]:7443").port, 7443);
     }
 }

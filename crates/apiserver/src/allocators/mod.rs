@@ -73,7 +73,8 @@ impl ServiceAllocators {
         let mut txn = Txn::default();
         if dry_run {
             // A dry run works on a copy: it reports what a real write would allocate and keeps
-            // nothing.
+            // nothing. (kube's dry run only range-checks a requested IP and answers the network
+            // address for a missing one; the copy gives the answer a real write would get.)
             let mut copy = self.state.lock().clone();
             op(&mut copy, &mut txn)?;
             return Ok(Allocation { owner: None, txn });
