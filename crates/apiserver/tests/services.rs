@@ -288,3 +288,41 @@ async fn allocations_are_rebuilt_from_the_store_on_restart() {
         "10.96.0.1"
     );
 }
+
+#[tokio::test]
+async fn a_service_held_by_a_finalizer_releases_its_values_when_it_goes() {
+    let server = testing::start().await;
+    let services: Api<Service> = Api::namespaced(server.client(), "default");
+    let pp = PostParams::default();
+    let mut held = service(
+        "held",
+        json!({"type": "NodePort", "ports": [{"name": "http", "port": 80, "nodePort": 30100}]}),
+    );
+    held.metadata.finalizers = Some(vec!["example.com/hold".to_string()]);
+    services.create(&pp, &held).await.expect("create");
+    services
+        .delete("held", &DeleteParams::default())
+        .await
+        .expect("delete");
+    let again = service(
+        "again",
+        json!({"type": "NodePort", "ports": [{"name": "http", "port": 80, "nodePort": 30100}]}),
+    );
+    assert!(
+        invalid(services.create(&pp, &again).await.expect_err("still held"))
+            .ends_with("provided port is already allocated")
+    );
+    services
+        .patch(
+            "held",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+        )
+        .await
+        .expect("remove the finalizer");
+    assert!(services.get_opt("held").await.expect("get").is_none());
+    services
+        .create(&pp, &again)
+        .await
+        .expect("released once the service is gone");
+}

@@ -254,7 +254,9 @@ async fn update_once(
             .await
             .map_err(|e| storage_error(info, name, e))?;
         if let Some(a) = allocation {
-            a.commit();
+            // The service is gone: nothing this update allocated is kept, and everything the
+            // stored object held goes back.
+            drop(a);
             allocators.release(&last);
         }
         let rev = object::resource_version(&last)
