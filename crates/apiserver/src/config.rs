@@ -4,6 +4,10 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::allocators::{
+    Ipv4Cidr, PortRange, DEFAULT_SERVICE_CLUSTER_IP_RANGE, DEFAULT_SERVICE_NODE_PORT_RANGE,
+};
+
 /// How to run the API server.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -23,6 +27,11 @@ pub struct Config {
     pub bookmark_interval: Duration,
     /// Events kept per resource for resuming watches.
     pub watch_cache_capacity: usize,
+    /// Addresses of Services' cluster IPs (`--service-cluster-ip-range`); the first is the
+    /// `kubernetes` Service's.
+    pub service_cluster_ip_range: Ipv4Cidr,
+    /// Ports of NodePort and LoadBalancer Services (`--service-node-port-range`).
+    pub service_node_port_range: PortRange,
 }
 
 impl Default for Config {
@@ -35,6 +44,12 @@ impl Default for Config {
             extra_sans: Vec::new(),
             bookmark_interval: Duration::from_secs(60),
             watch_cache_capacity: crate::watch_cache::DEFAULT_RING_CAPACITY,
+            service_cluster_ip_range: DEFAULT_SERVICE_CLUSTER_IP_RANGE
+                .parse()
+                .expect("the default range parses"),
+            service_node_port_range: DEFAULT_SERVICE_NODE_PORT_RANGE
+                .parse()
+                .expect("the default range parses"),
         }
     }
 }

@@ -10,6 +10,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::allocators::ServiceAllocators;
 use crate::config::Config;
 use crate::http::{self, AppState};
 pub use crate::kubeconfig::kubeconfig_yaml;
@@ -39,19 +40,24 @@ pub enum Error {
     /// Seeding the system namespaces failed.
     #[error("creating the system namespaces: {0}")]
     Seed(crate::error::ApiError),
+    /// Seeding the `kubernetes` Service, its Endpoints or EndpointSlice failed.
+    #[error("creating the kubernetes service: {0}")]
+    KubernetesService(crate::error::ApiError),
 }
 
 /// A Kubernetes-compatible API server, ready to serve.
 pub struct ApiServer {
     config: Config,
     store: Store,
+    services: Arc<ServiceAllocators>,
     token: String,
     tls: Option<TlsMaterial>,
 }
 
 impl ApiServer {
-    /// Opens the store (redb in `data_dir`, or memory), prepares certificates and the admin
-    /// token, and creates the system namespaces.
+    /// Opens the store (redb in `data_dir`, or memory), rebuilds the allocated cluster IPs and
+    /// node ports from the stored Services, prepares certificates and the admin token, and
+    /// creates the system namespaces and the `kubernetes` Service.
     pub async fn new(config: Config) -> Result<Self, Error> {
         let dir = config.data_dir.as_deref();
         if let Some(d) = dir {
@@ -65,9 +71,22 @@ impl ApiServer {
             None => Arc::new(MemoryBackend::new()),
         };
         let store = Store::new(backend, config.watch_cache_capacity).await?;
-        rest::ensure_system_namespaces(&store)
+        let services = Arc::new(ServiceAllocators::new(
+            config.service_cluster_ip_range,
+            config.service_node_port_range,
+        ));
+        let services_info = rkcm_apimachinery::catalog::by_kind("v1", "Service")
+            .expect("services are in the catalog");
+        // The allocations are rebuilt from the stored Services before anything is served.
+        let services_prefix = rest::prefix(services_info, None);
+        let (stored, _, _) = store.cache().list(&services_prefix, None, 0, &|_| true);
+        services.repair(stored.iter().map(|s| &s.value));
+        rest::ensure_system_namespaces(&store, &services)
             .await
             .map_err(Error::Seed)?;
+        rest::ensure_kubernetes_service(&store, &services, advertised(&config))
+            .await
+            .map_err(Error::KubernetesService)?;
         let token = match &config.admin_token {
             Some(t) => t.clone(),
             None => tls::load_or_generate_token(dir)?,
@@ -85,6 +104,7 @@ impl ApiServer {
         Ok(Self {
             config,
             store,
+            services,
             token,
             tls,
         })
@@ -115,6 +135,7 @@ impl ApiServer {
     pub fn router(&self, shutdown: CancellationToken) -> Router {
         http::router(Arc::new(AppState {
             store: self.store.clone(),
+            services: Arc::clone(&self.services),
             token: Some(self.token.clone()),
             bookmark_interval: self.config.bookmark_interval,
             shutdown,
@@ -177,5 +198,37 @@ impl ApiServer {
         }
         conns.shutdown().await;
         Ok(())
+    }
+}
+
+/// Where the `kubernetes` Service's endpoints point: the bind address, or 127.0.0.1 when the
+/// server binds every address (or an IPv6 one, which the IPv4-only Endpoints cannot hold).
+fn advertised(config: &Config) -> rest::Advertised {
+    let address = match config.bind.ip() {
+        std::net::IpAddr::V4(ip) if !ip.is_unspecified() => ip,
+        _ => std::net::Ipv4Addr::LOCALHOST,
+    };
+    rest::Advertised {
+        address,
+        port: config.bind.port(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kubernetes_endpoints_name_the_bind_address_or_loopback() {
+        let at = |bind: &str| {
+            advertised(&Config {
+                bind: bind.parse().expect("socket address"),
+                ..Config::default()
+            })
+        };
+        assert_eq!(at("10.0.0.5:6443").address.to_string(), "10.0.0.5");
+        assert_eq!(at("0.0.0.0:6443").address, std::net::Ipv4Addr::LOCALHOST);
+        assert_eq!(at("[::]:7443").address, std::net::Ipv4Addr::LOCALHOST);
+        assert_eq!(at("[::]:7443").port, 7443);
     }
 }

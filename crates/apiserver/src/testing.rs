@@ -35,6 +35,11 @@ pub async fn start_with(config: Config) -> TestServer {
         .expect("bind 127.0.0.1:0");
     let addr = listener.local_addr().expect("local address");
     let tls = config.tls;
+    // The `kubernetes` Service's endpoints name the port actually served.
+    let config = Config {
+        bind: addr,
+        ..config
+    };
     let server = ApiServer::new(config).await.expect("API server starts");
     let scheme = if tls { "https" } else { "http" };
     let url = format!("{scheme}://{addr}");

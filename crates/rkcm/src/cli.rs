@@ -115,6 +115,8 @@ mod tests {
         assert_eq!(up.nodes, 3);
         assert_eq!(up.port, 6443);
         assert_eq!(up.bind_address.to_string(), "127.0.0.1");
+        assert_eq!(up.service_cluster_ip_range.to_string(), "10.96.0.0/12");
+        assert_eq!(up.service_node_port_range.to_string(), "30000-32767");
     }
 
     #[test]
@@ -144,5 +146,27 @@ mod tests {
         let m = manager(&["--min-resync-period=1.5h", "--namespace-sync-period=90s"]);
         assert_eq!(m.min_resync_period, Duration::from_secs(5400));
         assert_eq!(m.namespace_sync_period, Duration::from_secs(90));
+    }
+
+    #[test]
+    fn service_ranges_are_parsed_and_bad_ones_refused() {
+        let cli = Cli::try_parse_from([
+            "rkcm",
+            "up",
+            "--service-cluster-ip-range=10.0.0.0/16",
+            "--service-node-port-range=20000-20999",
+        ])
+        .expect("parses");
+        let Command::Up(up) = cli.command else {
+            panic!("expected up")
+        };
+        assert_eq!(up.service_cluster_ip_range.to_string(), "10.0.0.0/16");
+        assert_eq!(up.service_node_port_range.to_string(), "20000-20999");
+        let err = Cli::try_parse_from(["rkcm", "up", "--service-cluster-ip-range=fd00::/108"])
+            .expect_err("IPv6 is not supported");
+        assert!(
+            err.to_string().contains("--service-cluster-ip-range"),
+            "{err}"
+        );
     }
 }

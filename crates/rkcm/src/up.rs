@@ -48,6 +48,15 @@ pub struct UpArgs {
     /// Controllers to run: `*` for all, `foo` to enable, `-foo` to disable.
     #[arg(long, value_delimiter = ',', default_value = "*")]
     pub controllers: Vec<String>,
+
+    /// A CIDR notation IPv4 range from which to assign service cluster IPs; its first address
+    /// is the `kubernetes` Service's.
+    #[arg(long, default_value = rkcm_apiserver::allocators::DEFAULT_SERVICE_CLUSTER_IP_RANGE, value_name = "CIDR")]
+    pub service_cluster_ip_range: rkcm_apiserver::allocators::Ipv4Cidr,
+
+    /// A port range to reserve for services with NodePort visibility (inclusive at both ends).
+    #[arg(long, default_value = rkcm_apiserver::allocators::DEFAULT_SERVICE_NODE_PORT_RANGE, value_name = "RANGE")]
+    pub service_node_port_range: rkcm_apiserver::allocators::PortRange,
 }
 
 /// The default data directory: `$XDG_STATE_HOME/rkcm`, else `~/.local/state/rkcm`.
@@ -81,6 +90,8 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     let server = ApiServer::new(ApiConfig {
         data_dir: Some(data_dir.clone()),
         bind: addr,
+        service_cluster_ip_range: args.service_cluster_ip_range,
+        service_node_port_range: args.service_node_port_range,
         ..ApiConfig::default()
     })
     .await

@@ -24,6 +24,7 @@ use axum::routing::get;
 use axum::Router;
 use http::header;
 
+use crate::allocators::ServiceAllocators;
 use crate::error::ApiError;
 use crate::store::Store;
 
@@ -34,6 +35,8 @@ pub use encode::{json_response, json_value};
 pub struct AppState {
     /// Objects.
     pub store: Store,
+    /// Cluster IPs and node ports of Services.
+    pub services: Arc<ServiceAllocators>,
     /// Bearer token that grants access; `None` disables authentication.
     pub token: Option<String>,
     /// Interval between watch bookmarks.

@@ -1,12 +1,10 @@
 //! Services: defaults (type `ClusterIP`, session affinity `None`, port protocol and target
 //! port, traffic policies), the ports and type checks of `ValidateService`, and the
-//! immutable cluster IP.
+//! immutable cluster IPs.
 //!
 //! Mirrors `pkg/registry/core/service/strategy.go`, `pkg/apis/core/v1/defaults.go`
-//! (`SetDefaults_Service`) and core validation.
-//!
-//! TODO: no cluster IP or node port is allocated: `spec.clusterIP` stays as the client sent
-//! it (empty or `None`), and `clusterIPs`, `ipFamilies` and `ipFamilyPolicy` are not filled.
+//! (`SetDefaults_Service`) and core validation. Cluster IPs, node ports and the IP family
+//! fields are allocated and filled on the write path by [`crate::allocators`].
 
 use std::collections::BTreeSet;
 
@@ -123,6 +121,13 @@ fn validate(obj: &Value) -> Vec<FieldError> {
                 errs.push(FieldError::duplicate(format!("{path}.name"), &json!(name)));
             }
         }
+        let node_port = get(p, &["nodePort"]).and_then(Value::as_i64).unwrap_or(0);
+        if ty_str == "ClusterIP" && node_port != 0 {
+            errs.push(FieldError::forbidden(
+                format!("{path}.nodePort"),
+                "may not be used when `type` is 'ClusterIP'",
+            ));
+        }
         let port = get(p, &["port"]).cloned().unwrap_or(json!(0));
         if !port.as_i64().is_some_and(|n| (1..=65535).contains(&n)) {
             errs.push(FieldError::invalid(
@@ -139,6 +144,18 @@ fn validate(obj: &Value) -> Vec<FieldError> {
                 &json!(other),
                 &["SCTP", "TCP", "UDP"],
             )),
+        }
+    }
+    // A health check node port only serves LoadBalancers with local traffic policy.
+    let health_check = get(obj, &["spec", "healthCheckNodePort"]);
+    if let Some(hc) = health_check.filter(|v| v.as_i64().is_some_and(|n| n != 0)) {
+        let local = get_str(obj, &["spec", "externalTrafficPolicy"]) == Some("Local");
+        if ty_str != "LoadBalancer" || !local {
+            errs.push(FieldError::invalid(
+                "spec.healthCheckNodePort",
+                hc,
+                "may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'",
+            ));
         }
     }
     errs.extend(meta::validate_labels(
@@ -159,20 +176,53 @@ fn validate(obj: &Value) -> Vec<FieldError> {
     errs
 }
 
+/// `validateUpgradeDowngradeClusterIPs` of `ValidateServiceUpdate` for a single-stack
+/// cluster: allocated cluster IPs do not change, except to or from ExternalName (which drops or
+/// allocates them).
 fn validate_update(new: &Value, old: &Value) -> Vec<FieldError> {
-    // ValidateServiceUpdate: a set cluster IP does not change (except when the type becomes
-    // ExternalName, which clears it).
-    let old_ip = get_str(old, &["spec", "clusterIP"]).unwrap_or("");
-    let new_ip = get(new, &["spec", "clusterIP"]);
-    let becomes_external = get_str(new, &["spec", "type"]) == Some("ExternalName");
-    if !old_ip.is_empty() && new_ip.and_then(Value::as_str) != Some(old_ip) && !becomes_external {
-        return vec![FieldError::invalid(
-            "spec.clusterIP",
-            new_ip.unwrap_or(&Value::Null),
-            "field is immutable",
-        )];
+    let ty = |o: &Value| get_str(o, &["spec", "type"]).unwrap_or("").to_string();
+    if ty(new) == "ExternalName" || ty(old) == "ExternalName" {
+        return Vec::new();
     }
-    Vec::new()
+    let headless = |o: &Value| get_str(o, &["spec", "clusterIP"]) == Some("None");
+    if headless(new) && headless(old) {
+        return Vec::new();
+    }
+    let ips = |o: &Value| -> Vec<Value> {
+        get(o, &["spec", "clusterIPs"])
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let (new_ips, old_ips) = (ips(new), ips(old));
+    let value = Value::Array(new_ips.clone());
+    let changed = |i: usize| {
+        FieldError::invalid(
+            format!("spec.clusterIPs[{i}]"),
+            &value,
+            "may not change once set",
+        )
+    };
+    let mut errs = Vec::new();
+    if old_ips.len() == new_ips.len() {
+        errs.extend(
+            old_ips
+                .iter()
+                .zip(&new_ips)
+                .enumerate()
+                .filter(|(_, (o, n))| o != n)
+                .map(|(i, _)| changed(i)),
+        );
+    } else if new_ips.is_empty() {
+        errs.push(FieldError::invalid(
+            "spec.clusterIPs[0]",
+            &value,
+            "primary clusterIP can not be unset",
+        ));
+    } else if !old_ips.is_empty() && new_ips[0] != old_ips[0] {
+        errs.push(changed(0));
+    }
+    errs
 }
 
 /// The strategy of services.
@@ -242,11 +292,46 @@ mod tests {
     }
 
     #[test]
+    fn node_ports_and_health_check_ports_only_go_with_types_that_use_them() {
+        let mut svc = json!({"metadata": {"name": "web", "namespace": "default"},
+            "spec": {"healthCheckNodePort": 31000, "ports": [{"port": 80, "nodePort": 30080}]}});
+        s().default(&mut svc);
+        let messages: Vec<String> = s()
+            .validate_create(&svc)
+            .iter()
+            .map(FieldError::message_with_field)
+            .collect();
+        assert_eq!(
+            messages,
+            [
+                "spec.ports[0].nodePort: Forbidden: may not be used when `type` is 'ClusterIP'",
+                "spec.healthCheckNodePort: Invalid value: 31000: may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'"
+            ]
+        );
+        svc["spec"]["type"] = json!("LoadBalancer");
+        svc["spec"]["externalTrafficPolicy"] = json!("Local");
+        assert!(s().validate_create(&svc).is_empty());
+    }
+
+    #[test]
     fn a_set_cluster_ip_is_immutable() {
         let old = json!({"metadata": {"name": "web", "namespace": "default"},
-            "spec": {"type": "ClusterIP", "sessionAffinity": "None", "clusterIP": "10.0.0.10", "ports": [{"port": 80, "protocol": "TCP"}]}});
+            "spec": {"type": "ClusterIP", "sessionAffinity": "None", "clusterIP": "10.0.0.10", "clusterIPs": ["10.0.0.10"], "ports": [{"port": 80, "protocol": "TCP"}]}});
         let mut new = old.clone();
         new["spec"]["clusterIP"] = json!("10.0.0.11");
-        assert_eq!(s().validate_update(&new, &old)[0].field, "spec.clusterIP");
+        new["spec"]["clusterIPs"] = json!(["10.0.0.11"]);
+        let errs = s().validate_update(&new, &old);
+        assert_eq!(
+            errs[0].message_with_field(),
+            "spec.clusterIPs[0]: Invalid value: [\"10.0.0.11\"]: may not change once set"
+        );
+        new["spec"]["clusterIPs"] = json!([]);
+        assert_eq!(
+            s().validate_update(&new, &old)[0].message,
+            "Invalid value: []: primary clusterIP can not be unset"
+        );
+        // Becoming an ExternalName drops the cluster IP.
+        new["spec"]["type"] = json!("ExternalName");
+        assert!(s().validate_update(&new, &old).is_empty());
     }
 }

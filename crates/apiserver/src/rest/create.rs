@@ -10,7 +10,9 @@ use super::keys::key;
 use super::names::{random_suffix, GENERATE_NAME_ATTEMPTS};
 use super::namespaces::{admit_create, is_namespace, prepare_namespace_for_create};
 use super::request_checks::{check_namespace, check_type};
+use super::services::{allocation_error, is_service};
 use super::write::{storage_error, WriteOptions};
+use crate::allocators::{service as service_fields, ServiceAllocators};
 use crate::error::{ApiError, ApiResult};
 use crate::object;
 use crate::registry;
@@ -19,8 +21,12 @@ use crate::store::Store;
 use crate::watch_cache::CachedObject;
 
 /// Creates `obj` in `namespace` (POST on a collection); returns the stored object.
+///
+/// Services get their cluster IP and node ports from `allocators`; a create that fails after
+/// allocating releases them.
 pub async fn create(
     store: &Store,
+    allocators: &ServiceAllocators,
     info: &'static ResourceInfo,
     namespace: Option<&str>,
     mut obj: Value,
@@ -50,6 +56,10 @@ pub async fn create(
     strategy.prepare_for_create(&mut obj);
     if is_namespace(info) {
         prepare_namespace_for_create(&mut obj, &requested_name);
+    }
+    let service = is_service(info);
+    if service {
+        service_fields::normalize_cluster_ips(&mut obj, None);
     }
     let now = object::now_rfc3339(jiff::Timestamp::now());
     object::set_meta(&mut obj, "uid", json!(uuid::Uuid::new_v4().to_string()));
@@ -96,6 +106,15 @@ pub async fn create(
             return Err(ApiError::invalid(info, &name, &errors));
         }
         let key = key(info, namespace, &name);
+        let allocation = if service {
+            Some(
+                allocators
+                    .allocate_create(&mut candidate, opts.dry_run)
+                    .map_err(|e| allocation_error(info, &name, e))?,
+            )
+        } else {
+            None
+        };
         if opts.dry_run {
             if store.get(&key).is_some() {
                 return Err(ApiError::already_exists(info, &name));
@@ -106,7 +125,12 @@ pub async fn create(
             )));
         }
         match store.create(&key, candidate).await {
-            Ok(stored) => return Ok(stored),
+            Ok(stored) => {
+                if let Some(a) = allocation {
+                    a.commit();
+                }
+                return Ok(stored);
+            }
             Err(storage::Error::AlreadyExists(_)) if generate.is_some() => {
                 last_err = Some(ApiError::already_exists(info, &name));
             }

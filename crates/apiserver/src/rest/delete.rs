@@ -6,8 +6,10 @@ use rkcm_apimachinery::catalog::ResourceInfo;
 
 use super::keys::key;
 use super::namespaces::{is_namespace, SYSTEM_NAMESPACES};
+use super::services::is_service;
 use super::system_metadata::same_content;
 use super::write::{storage_error, UPDATE_ATTEMPTS};
+use crate::allocators::ServiceAllocators;
 use crate::error::{ApiError, ApiResult};
 use crate::object;
 use crate::registry::{self, GracefulDelete, Strategy};
@@ -106,8 +108,11 @@ pub enum Deleted {
 }
 
 /// Deletes object `name` (DELETE), honouring grace periods, finalizers and propagation.
+///
+/// A Service's cluster IP and node ports go back to `allocators` once it is gone.
 pub async fn delete(
     store: &Store,
+    allocators: &ServiceAllocators,
     info: &'static ResourceInfo,
     namespace: Option<&str>,
     name: &str,
@@ -224,7 +229,12 @@ pub async fn delete(
                         return Ok(Deleted::Gone(old.clone()));
                     }
                     return match store.delete(&key, Some(current.revision)).await {
-                        Ok(last) => Ok(Deleted::Gone(last)),
+                        Ok(last) => {
+                            if is_service(info) {
+                                allocators.release(&last);
+                            }
+                            Ok(Deleted::Gone(last))
+                        }
                         Err(storage::Error::Conflict { .. }) => continue,
                         Err(e) => Err(storage_error(info, name, e)),
                     };

@@ -13,10 +13,12 @@ mod create;
 mod delete;
 mod get;
 mod keys;
+mod kubernetes_service;
 mod names;
 mod namespaces;
 mod request_checks;
 mod scale;
+mod services;
 mod system_metadata;
 mod update;
 mod write;
@@ -26,6 +28,9 @@ pub use create::create;
 pub use delete::{delete, DeleteOptions, Deleted, FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
 pub use get::get;
 pub use keys::{key, prefix};
+pub use kubernetes_service::{
+    ensure_kubernetes_service, Advertised, KUBERNETES_SERVICE_NAME, KUBERNETES_SERVICE_NAMESPACE,
+};
 pub use names::random_suffix;
 pub use namespaces::{ensure_system_namespaces, NAMESPACE_FINALIZER, SYSTEM_NAMESPACES};
 pub use request_checks::check_type;

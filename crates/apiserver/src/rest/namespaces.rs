@@ -8,6 +8,7 @@ use rkcm_apimachinery::catalog::ResourceInfo;
 use super::create::create;
 use super::keys::key;
 use super::write::WriteOptions;
+use crate::allocators::ServiceAllocators;
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::object;
 use crate::store::Store;
@@ -101,14 +102,17 @@ pub(crate) fn prepare_namespace_for_create(obj: &mut Value, name: &str) {
 }
 
 /// Creates the system namespaces that do not exist yet.
-pub async fn ensure_system_namespaces(store: &Store) -> ApiResult<()> {
+pub async fn ensure_system_namespaces(
+    store: &Store,
+    allocators: &ServiceAllocators,
+) -> ApiResult<()> {
     let info = namespace_info();
     for ns in SYSTEM_NAMESPACES {
         if store.get(&key(info, None, ns)).is_some() {
             continue;
         }
         let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-        match create(store, info, None, obj, WriteOptions::default()).await {
+        match create(store, allocators, info, None, obj, WriteOptions::default()).await {
             Ok(_) => {}
             Err(e) if e.reason == "AlreadyExists" => {}
             Err(e) => return Err(e),

@@ -11,8 +11,10 @@ use super::create::create;
 use super::keys::key;
 use super::namespaces::is_namespace;
 use super::request_checks::{check_namespace, check_type, check_uid_precondition};
+use super::services::{allocation_error, is_service};
 use super::system_metadata::{keep_system_metadata, same_content};
 use super::write::{storage_error, WriteOptions, UPDATE_ATTEMPTS};
+use crate::allocators::{service as service_fields, ServiceAllocators};
 use crate::error::{ApiError, ApiResult};
 use crate::object;
 use crate::registry;
@@ -84,6 +86,7 @@ fn should_delete_during_update(info: &ResourceInfo, obj: &Value) -> bool {
 #[allow(clippy::too_many_arguments)]
 pub async fn update(
     store: &Store,
+    allocators: &ServiceAllocators,
     info: &'static ResourceInfo,
     namespace: Option<&str>,
     name: &str,
@@ -94,12 +97,16 @@ pub async fn update(
 ) -> ApiResult<Updated> {
     let unconditional = matches!(object::resource_version(&new), Ok(None));
     if !unconditional {
-        return update_once(store, info, namespace, name, new, target, source, opts).await;
+        return update_once(
+            store, allocators, info, namespace, name, new, target, source, opts,
+        )
+        .await;
     }
     let mut last = None;
     for _ in 0..UPDATE_ATTEMPTS {
         match update_once(
             store,
+            allocators,
             info,
             namespace,
             name,
@@ -120,6 +127,7 @@ pub async fn update(
 #[allow(clippy::too_many_arguments)]
 async fn update_once(
     store: &Store,
+    allocators: &ServiceAllocators,
     info: &'static ResourceInfo,
     namespace: Option<&str>,
     name: &str,
@@ -149,7 +157,7 @@ async fn update_once(
     let Some(current) = store.get(&key) else {
         if target == UpdateTarget::Main && allow_create_on_update(info) {
             object::remove_meta(&mut new, "resourceVersion");
-            let object = create(store, info, namespace, new, opts).await?;
+            let object = create(store, allocators, info, namespace, new, opts).await?;
             return Ok(Updated {
                 object,
                 created: true,
@@ -211,6 +219,12 @@ async fn update_once(
         }
     }
     keep_system_metadata(&mut new, old);
+    let service = is_service(info) && target == UpdateTarget::Main;
+    if service {
+        service_fields::normalize_cluster_ips(&mut new, Some(old));
+        service_fields::patch_allocated_values(&mut new, old);
+        service_fields::drop_type_dependent_fields(&mut new, old);
+    }
     let errors = strategy.validate_update(&new, old);
     if !errors.is_empty() {
         return Err(ApiError::invalid(info, name, &errors));
@@ -222,6 +236,15 @@ async fn update_once(
     if same_content(&new, old) {
         return Ok(updated(current));
     }
+    let allocation = if service {
+        Some(
+            allocators
+                .allocate_update(&mut new, old, opts.dry_run)
+                .map_err(|e| allocation_error(info, name, e))?,
+        )
+    } else {
+        None
+    };
     if opts.dry_run {
         return Ok(updated(Arc::new(CachedObject::new(new, current.revision))));
     }
@@ -230,15 +253,24 @@ async fn update_once(
             .delete(&key, Some(current.revision))
             .await
             .map_err(|e| storage_error(info, name, e))?;
+        if let Some(a) = allocation {
+            // The service is gone: nothing this update allocated is kept, and everything the
+            // stored object held goes back.
+            drop(a);
+            allocators.release(&last);
+        }
         let rev = object::resource_version(&last)
             .ok()
             .flatten()
             .unwrap_or(current.revision);
         return Ok(updated(Arc::new(CachedObject::new(last, rev))));
     }
-    store
+    let stored = store
         .update(&key, new, current.revision)
         .await
-        .map(updated)
-        .map_err(|e| storage_error(info, name, e))
+        .map_err(|e| storage_error(info, name, e))?;
+    if let Some(a) = allocation {
+        a.commit();
+    }
+    Ok(updated(stored))
 }

@@ -19,7 +19,15 @@ pub async fn create(req: &ResourceRequest<'_>, body: Body) -> ApiResult<Response
     }
     let bytes = read_body(req.headers, body).await?;
     let (obj, warnings) = decode_object(info, req.headers, &bytes, req.params)?;
-    let created = rest::create(req.store(), info, req.namespace, obj, req.write_options()?).await?;
+    let created = rest::create(
+        req.store(),
+        req.allocators(),
+        info,
+        req.namespace,
+        obj,
+        req.write_options()?,
+    )
+    .await?;
     Ok(with_warnings(
         object_response(info, StatusCode::CREATED, &created, req.out),
         &warnings,

@@ -16,7 +16,16 @@ use crate::rest::{self, Deleted};
 pub async fn delete(req: &ResourceRequest<'_>, name: &str, body: Body) -> ApiResult<Response> {
     let bytes = read_body(req.headers, body).await?;
     let opts = delete_options(req.headers, req.params, &bytes)?;
-    match rest::delete(req.store(), req.info, req.namespace, name, &opts).await? {
+    match rest::delete(
+        req.store(),
+        req.allocators(),
+        req.info,
+        req.namespace,
+        name,
+        &opts,
+    )
+    .await?
+    {
         Deleted::Gone(obj) => Ok(deleted_response(req.info, &obj)),
         Deleted::Pending(obj) => Ok(json_value(StatusCode::OK, &obj)),
     }

@@ -29,7 +29,16 @@ pub async fn delete_collection(req: &ResourceRequest<'_>, body: Body) -> ApiResu
         let name = object::name(&item.value).to_string();
         let item_ns = object::namespace(&item.value).to_string();
         let item_ns = (!item_ns.is_empty()).then_some(item_ns);
-        match rest::delete(&state.store, info, item_ns.as_deref(), &name, &opts).await {
+        match rest::delete(
+            &state.store,
+            &state.services,
+            info,
+            item_ns.as_deref(),
+            &name,
+            &opts,
+        )
+        .await
+        {
             Ok(Deleted::Gone(o)) | Ok(Deleted::Pending(o)) => deleted.push(o),
             Err(e) if e.code == 404 => {}
             Err(e) => return Err(e),

@@ -23,6 +23,14 @@ pub async fn evict(req: &ResourceRequest<'_>, name: &str, body: Body) -> ApiResu
     if let Some(o) = eviction.get("deleteOptions").filter(|v| v.is_object()) {
         del.merge_body(o)?;
     }
-    rest::delete(req.store(), req.info, req.namespace, name, &del).await?;
+    rest::delete(
+        req.store(),
+        req.allocators(),
+        req.info,
+        req.namespace,
+        name,
+        &del,
+    )
+    .await?;
     Ok(success(StatusCode::CREATED))
 }

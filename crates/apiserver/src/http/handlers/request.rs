@@ -4,6 +4,7 @@ use http::HeaderMap;
 
 use rkcm_apimachinery::catalog::ResourceInfo;
 
+use crate::allocators::ServiceAllocators;
 use crate::error::ApiResult;
 use crate::http::decode::write_options;
 use crate::http::negotiate::Output;
@@ -34,6 +35,11 @@ impl ResourceRequest<'_> {
     /// The store of objects.
     pub fn store(&self) -> &Store {
         &self.state.store
+    }
+
+    /// The allocators of Services' cluster IPs and node ports.
+    pub fn allocators(&self) -> &ServiceAllocators {
+        &self.state.services
     }
 
     /// The options of a write (`dryRun`).

@@ -25,6 +25,7 @@ pub async fn update(
     let (obj, warnings) = decode_object(info, req.headers, &bytes, req.params)?;
     let updated = rest::update(
         req.store(),
+        req.allocators(),
         info,
         req.namespace,
         name,
