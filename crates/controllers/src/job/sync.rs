@@ -1,0 +1,999 @@
+//! `sync(key)`: run one Job's pods and write its status (`syncJob`, `manageJob`,
+//! `trackJobStatusAndRemoveFinalizers` and `syncOrphanPod` of kube's job controller).
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::join_all;
+use k8s_openapi::api::batch::v1::{Job, JobCondition, UncountedTerminatedPods};
+use k8s_openapi::api::core::v1::{ObjectReference, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
+use kube::api::{Api, PostParams};
+use kube::Resource;
+use rkcm_labels::Selector;
+use rkcm_runtime::controller_ref::{
+    self, controller_of, recheck_owner, ControllerRefManager, OwnerInfo, PodControlPatcher,
+};
+use rkcm_runtime::events::EventType;
+use rkcm_runtime::pod_control::PodControlError;
+use rkcm_runtime::slow_start::{slow_start_batch, SLOW_START_INITIAL_BATCH_SIZE};
+use rkcm_runtime::ObjectKey;
+
+use super::backoff::BackoffRecord;
+use super::conditions::{self as cond, new_condition};
+use super::indexed::{self, Intervals};
+use super::pods::{
+    count_ready, count_terminating, filter_active, has_tracking_finalizer, is_pod_failed,
+    is_pod_succeeded, only_replace_failed_pods, rank_for_removal,
+    remove_tracking_finalizer_patch, JOB_TRACKING_FINALIZER,
+};
+use super::tracking::{clean_uncounted, plan_tracking};
+use super::{JobController, MAX_POD_CREATE_DELETE_PER_SYNC};
+use crate::replicaset::pod_state::is_pod_ready;
+
+/// `backoffLimit` when the spec has none (the API server defaults it to 6).
+const DEFAULT_BACKOFF_LIMIT: i32 = 6;
+
+/// Why a sync failed; the key is retried with rate limiting.
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    /// The Job's selector cannot be parsed.
+    #[error("invalid selector of job {job}")]
+    Selector {
+        /// The Job.
+        job: ObjectKey,
+        /// The parse error.
+        #[source]
+        source: rkcm_labels::Error,
+    },
+    /// Adopting or releasing pods failed.
+    #[error("failed to claim pods for job {job}")]
+    Claim {
+        /// The Job.
+        job: ObjectKey,
+        /// The failure.
+        #[source]
+        source: controller_ref::Error,
+    },
+    /// Creating, deleting or patching pods failed.
+    #[error("failed to manage pods of job {job}")]
+    Pods {
+        /// The Job.
+        job: ObjectKey,
+        /// The first failure.
+        #[source]
+        source: PodControlError,
+    },
+    /// Writing `/status` failed.
+    #[error("failed to update status of job {job}")]
+    Status {
+        /// The Job.
+        job: ObjectKey,
+        /// The failure.
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// The Status message of an API error, else its text (for logs).
+pub(crate) fn api_message(err: &kube::Error) -> String {
+    match err {
+        kube::Error::Api(status) if !status.message.is_empty() => status.message.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// What one sync knows about a Job (`syncJobCtx`).
+struct SyncCtx {
+    key: ObjectKey,
+    /// The working copy whose status is written.
+    job: Job,
+    pods: Vec<Arc<Pod>>,
+    active_pods: Vec<Arc<Pod>>,
+    ready: i32,
+    terminating: i32,
+    succeeded: i32,
+    expected_removals: HashSet<String>,
+    finished_condition: Option<JobCondition>,
+    new_backoff: BackoffRecord,
+    prev_succeeded_indexes: Intervals,
+    succeeded_indexes: Intervals,
+}
+
+/// Newly finished pods not yet in the status: succeeded and failed pods that still carry the
+/// finalizer, are not in `uncountedTerminatedPods`, are not expected to lose their finalizer and,
+/// for Indexed Jobs, have a valid index (`getNewFinishedPods`).
+pub fn new_finished_pods(
+    job: &Job,
+    pods: &[Arc<Pod>],
+    expected_removals: &HashSet<String>,
+) -> (Vec<Arc<Pod>>, Vec<Arc<Pod>>) {
+    let uncounted = job
+        .status
+        .as_ref()
+        .and_then(|s| s.uncounted_terminated_pods.clone())
+        .unwrap_or_default();
+    let completions = completions(job).unwrap_or(0);
+    let valid = |p: &Pod, uncounted: &Option<Vec<String>>| {
+        let uid = p.metadata.uid.as_deref().unwrap_or("");
+        has_tracking_finalizer(p)
+            && !uncounted.iter().flatten().any(|u| u == uid)
+            && !expected_removals.contains(uid)
+            && (!indexed::is_indexed(job) || indexed::valid_index(p, completions).is_some())
+    };
+    let succeeded = pods
+        .iter()
+        .filter(|p| valid(p, &uncounted.succeeded) && is_pod_succeeded(p))
+        .cloned()
+        .collect();
+    let failed = pods
+        .iter()
+        .filter(|p| valid(p, &uncounted.failed) && is_pod_failed(p, job))
+        .cloned()
+        .collect();
+    (succeeded, failed)
+}
+
+/// `spec.completions` as a count.
+fn completions(job: &Job) -> Option<usize> {
+    job.spec
+        .as_ref()?
+        .completions
+        .and_then(|c| usize::try_from(c).ok())
+}
+
+/// Whether the Job is suspended.
+fn is_suspended(job: &Job) -> bool {
+    job.spec.as_ref().and_then(|s| s.suspend) == Some(true)
+}
+
+/// How many pods should be active (`manageJob`): with completions, no more than remain;
+/// without, `parallelism` until the first success, then whatever still runs.
+pub fn want_active(job: &Job, active: i32, succeeded: i32) -> i32 {
+    let spec = job.spec.as_ref();
+    let parallelism = spec.and_then(|s| s.parallelism).unwrap_or(1);
+    match spec.and_then(|s| s.completions) {
+        None if succeeded > 0 => active,
+        None => parallelism,
+        Some(completions) => (completions - succeeded).min(parallelism).max(0),
+    }
+}
+
+/// The active pods to delete so that at least `rm_at_least` go: for Indexed Jobs first the pods
+/// without a valid index and the duplicates of an index, then by rank (`activePodsForRemoval`).
+pub fn active_pods_for_removal(job: &Job, pods: &[Arc<Pod>], rm_at_least: usize) -> Vec<Arc<Pod>> {
+    let (mut rm, left) = if indexed::is_indexed(job) {
+        indexed::duplicated_index_pods_for_removal(pods, completions(job).unwrap_or(0))
+    } else {
+        (Vec::new(), pods.to_vec())
+    };
+    if rm.len() < rm_at_least {
+        rm.extend(rank_for_removal(&left, rm_at_least - rm.len()));
+    }
+    rm
+}
+
+/// Whether the restarts of containers of pods still running reach `backoffLimit`, for
+/// `restartPolicy: OnFailure` (`pastBackoffLimitOnFailure`).
+pub fn past_backoff_limit_on_failure(job: &Job, pods: &[Arc<Pod>]) -> bool {
+    let Some(spec) = job.spec.as_ref() else {
+        return false;
+    };
+    let restart_policy = spec.template.spec.as_ref().and_then(|s| s.restart_policy.as_deref());
+    if restart_policy != Some("OnFailure") {
+        return false;
+    }
+    let restarts: i32 = pods
+        .iter()
+        .filter(|p| matches!(crate::replicaset::pod_state::phase(p), "Running" | "Pending"))
+        .filter_map(|p| p.status.as_ref())
+        .flat_map(|s| {
+            s.init_container_statuses
+                .iter()
+                .flatten()
+                .chain(s.container_statuses.iter().flatten())
+        })
+        .map(|c| c.restart_count)
+        .sum();
+    let limit = spec.backoff_limit.unwrap_or(DEFAULT_BACKOFF_LIMIT);
+    if limit == 0 {
+        restarts > 0
+    } else {
+        restarts >= limit
+    }
+}
+
+/// The time left before `activeDeadlineSeconds` passes; `None` without a deadline, a start time,
+/// or while suspended. Zero once past (`pastActiveDeadline`).
+pub fn active_deadline_remaining(job: &Job, now: jiff::Timestamp) -> Option<Duration> {
+    if is_suspended(job) {
+        return None;
+    }
+    let seconds = job.spec.as_ref()?.active_deadline_seconds?;
+    let start = job.status.as_ref()?.start_time.as_ref()?.0;
+    let allowed = jiff::SignedDuration::from_secs(seconds);
+    let left = allowed - now.duration_since(start);
+    Some(left.try_into().unwrap_or(Duration::ZERO))
+}
+
+fn count(n: usize) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+/// kube omits zero counters (`omitempty`).
+fn omit_zero(n: i32) -> Option<i32> {
+    (n != 0).then_some(n)
+}
+
+impl JobController {
+    /// Syncs the Job with `key`: counts its finished pods, decides whether it failed or
+    /// completed, creates or deletes pods unless it waits on expectations, and writes the status.
+    /// Not called concurrently for one key.
+    pub async fn sync(&self, key: &ObjectKey) -> Result<(), SyncError> {
+        let started = std::time::Instant::now();
+        let result = self.sync_job(key).await;
+        if let Err(e) = &result {
+            tracing::debug!(%key, error = %e, "sync failed");
+        }
+        tracing::debug!(%key, elapsed = ?started.elapsed(), "finished syncing job");
+        result
+    }
+
+    async fn sync_job(&self, key: &ObjectKey) -> Result<(), SyncError> {
+        let Some(shared) = self.job_store.get(key) else {
+            tracing::debug!(%key, "job has been deleted");
+            self.expectations.delete_expectations(key);
+            self.finalizer_expectations.delete(key);
+            self.backoff.remove(key);
+            return Ok(());
+        };
+        // A finished Job is never acted on again.
+        if cond::is_finished(&shared) {
+            self.backoff.remove(key);
+            return Ok(());
+        }
+        let mode = shared.spec.as_ref().and_then(|s| s.completion_mode.as_deref());
+        if !matches!(mode, None | Some("NonIndexed") | Some("Indexed")) {
+            self.recorder.event_for(
+                &*shared,
+                EventType::Warning,
+                "UnknownCompletionMode",
+                "Skipped Job sync because completion mode is unknown",
+            );
+            return Ok(());
+        }
+        let mut job = (*shared).clone();
+        job.status
+            .get_or_insert_with(Default::default)
+            .uncounted_terminated_pods
+            .get_or_insert_with(UncountedTerminatedPods::default);
+
+        // Check expectations before listing pods: a pod that enters the cache afterwards defers
+        // the sync to the next event rather than being missed.
+        let satisfied = self.expectations.satisfied_expectations(key);
+        let pods = self.pods_for_job(&job, key).await?;
+        let now = self.config.clock.now();
+        let active_pods = filter_active(&pods);
+        let expected_removals = self.finalizer_expectations.expected_uids(key);
+        let (new_succeeded, new_failed) = new_finished_pods(&job, &pods, &expected_removals);
+        let status = job.status.clone().unwrap_or_default();
+        let uncounted = status.uncounted_terminated_pods.clone().unwrap_or_default();
+        let succeeded = status.succeeded.unwrap_or(0)
+            + count(new_succeeded.len())
+            + count(uncounted.succeeded.as_ref().map_or(0, Vec::len));
+        let failed = status.failed.unwrap_or(0)
+            + count(new_failed.len())
+            + count(uncounted.failed.as_ref().map_or(0, Vec::len));
+
+        // First start; a Job created suspended starts when resumed.
+        if status.start_time.is_none() && !is_suspended(&job) {
+            job.status.get_or_insert_with(Default::default).start_time = Some(Time(now));
+        }
+        let new_backoff = self.backoff.get(key).next(&new_succeeded, &new_failed);
+        let mut ctx = SyncCtx {
+            key: key.clone(),
+            ready: count_ready(&active_pods),
+            terminating: count_terminating(&pods),
+            active_pods,
+            pods,
+            succeeded,
+            expected_removals,
+            finished_condition: None,
+            new_backoff,
+            prev_succeeded_indexes: Intervals::default(),
+            succeeded_indexes: Intervals::default(),
+            job,
+        };
+
+        let backoff_limit = ctx
+            .job
+            .spec
+            .as_ref()
+            .and_then(|s| s.backoff_limit)
+            .unwrap_or(DEFAULT_BACKOFF_LIMIT);
+        // Once success criteria were met the Job can only complete; a FailureTarget can only
+        // turn into Failed.
+        ctx.finished_condition = cond::find_true(&ctx.job, cond::SUCCESS_CRITERIA_MET).cloned();
+        if ctx.finished_condition.is_none() {
+            if let Some(target) = cond::find_true(&ctx.job, cond::FAILURE_TARGET) {
+                ctx.finished_condition = Some(new_condition(
+                    cond::FAILED,
+                    "True",
+                    target.reason.as_deref().unwrap_or(""),
+                    target.message.as_deref().unwrap_or(""),
+                    now,
+                ));
+            }
+        }
+        if ctx.finished_condition.is_none() {
+            let remaining_deadline = active_deadline_remaining(&ctx.job, now);
+            if failed > backoff_limit || past_backoff_limit_on_failure(&ctx.job, &ctx.pods) {
+                ctx.finished_condition = Some(new_condition(
+                    cond::FAILURE_TARGET,
+                    "True",
+                    cond::REASON_BACKOFF_LIMIT_EXCEEDED,
+                    cond::MESSAGE_BACKOFF_LIMIT_EXCEEDED,
+                    now,
+                ));
+            } else if remaining_deadline == Some(Duration::ZERO) {
+                ctx.finished_condition = Some(new_condition(
+                    cond::FAILURE_TARGET,
+                    "True",
+                    cond::REASON_DEADLINE_EXCEEDED,
+                    cond::MESSAGE_DEADLINE_EXCEEDED,
+                    now,
+                ));
+            } else if let Some(left) = remaining_deadline {
+                tracing::debug!(%key, next_sync_in = ?left, "job has activeDeadlineSeconds, will sync again");
+                self.queue.add_after(key.clone(), left);
+            }
+        }
+        if indexed::is_indexed(&ctx.job) {
+            let completions = completions(&ctx.job).unwrap_or(0);
+            let (prev, all) = indexed::succeeded_indexes(&ctx.job, &ctx.pods, completions);
+            ctx.succeeded = count(all.total());
+            ctx.prev_succeeded_indexes = prev;
+            ctx.succeeded_indexes = all;
+        }
+
+        let mut active = count(ctx.active_pods.len());
+        let mut manage_error = None;
+        let mut suspend_changed = false;
+        if ctx.finished_condition.is_some() {
+            // The Job failed (or met its success criteria): its remaining pods must go.
+            let pods = ctx.active_pods.clone();
+            let (deleted_ready, deleted, error) = self.delete_active_pods(&ctx.job, &pods).await;
+            if deleted != active || !satisfied {
+                // Pods may still be in flight or keep their finalizers: not finished yet.
+                ctx.finished_condition = None;
+            }
+            active -= deleted;
+            ctx.terminating += deleted;
+            ctx.ready -= deleted_ready;
+            manage_error = error;
+        } else {
+            let mut manage_called = false;
+            if satisfied && ctx.job.metadata.deletion_timestamp.is_none() {
+                let (now_active, error) = self.manage_job(&mut ctx).await;
+                active = now_active;
+                manage_error = error;
+                manage_called = true;
+            }
+            let complete = match ctx.job.spec.as_ref().and_then(|s| s.completions) {
+                // Without completions, any success completes the Job once nothing runs.
+                None => ctx.succeeded > 0 && active == 0,
+                Some(completions) => ctx.succeeded >= completions && active == 0,
+            };
+            if complete {
+                ctx.finished_condition = Some(new_condition(
+                    cond::SUCCESS_CRITERIA_MET,
+                    "True",
+                    cond::REASON_COMPLETIONS_REACHED,
+                    cond::MESSAGE_COMPLETIONS_REACHED,
+                    now,
+                ));
+            } else if manage_called {
+                suspend_changed = self.update_suspended_condition(&mut ctx.job, now);
+            }
+        }
+
+        let status = ctx.job.status.get_or_insert_with(Default::default);
+        let needs_update = suspend_changed
+            || status.active.unwrap_or(0) != active
+            || status.ready != Some(ctx.ready)
+            || status.terminating != Some(ctx.terminating);
+        status.active = omit_zero(active);
+        status.ready = Some(ctx.ready);
+        status.terminating = Some(ctx.terminating);
+        self.track_status_and_remove_finalizers(&mut ctx, needs_update)
+            .await?;
+        match manage_error {
+            Some(source) => Err(SyncError::Pods {
+                job: key.clone(),
+                source,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Sets `Suspended` to match `spec.suspend`, with its event; resuming restarts the
+    /// `activeDeadlineSeconds` clock. Returns whether the condition changed.
+    fn update_suspended_condition(&self, job: &mut Job, now: jiff::Timestamp) -> bool {
+        let suspended = is_suspended(job);
+        let (status, reason, message, event) = if suspended {
+            ("True", "JobSuspended", "Job suspended", "Suspended")
+        } else {
+            ("False", "JobResumed", "Job resumed", "Resumed")
+        };
+        let job_status = job.status.get_or_insert_with(Default::default);
+        let conditions = job_status.conditions.get_or_insert_with(Vec::new);
+        let changed = cond::ensure_status(conditions, cond::SUSPENDED, status, reason, message, now);
+        if job_status.conditions.as_ref().is_some_and(Vec::is_empty) {
+            job_status.conditions = None;
+        }
+        if changed {
+            if !suspended {
+                // activeDeadlineSeconds counts the time the Job is continuously active.
+                job_status.start_time = Some(Time(now));
+            }
+            self.recorder
+                .event_for(&*job, EventType::Normal, event, message);
+        }
+        changed
+    }
+
+    /// The pods this Job owns after adopting matching orphans and releasing pods that stopped
+    /// matching (`getPodsForJob`). Adopted pods are treated as carrying the tracking finalizer.
+    async fn pods_for_job(&self, job: &Job, key: &ObjectKey) -> Result<Vec<Arc<Pod>>, SyncError> {
+        let label_selector = job
+            .spec
+            .as_ref()
+            .and_then(|s| s.selector.clone())
+            .unwrap_or_default();
+        let selector = Selector::from_label_selector(&label_selector).map_err(|source| {
+            SyncError::Selector {
+                job: key.clone(),
+                source,
+            }
+        })?;
+        let mut pods = self.pod_store.list_by_namespace(key.namespace_str());
+        pods.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        let owner = OwnerInfo::from_resource(job);
+        let api: Api<Job> = Api::namespaced(self.client.clone(), key.namespace_str());
+        let recheck = owner.clone();
+        let can_adopt = move || {
+            let (api, info) = (api.clone(), recheck.clone());
+            async move { recheck_owner(&api, &info).await }
+        };
+        let patcher = Arc::new(PodControlPatcher(Arc::clone(&self.pod_control)));
+        let claimed = ControllerRefManager::<Pod>::with_patcher(patcher, owner, &selector, can_adopt)
+            .claim(&pods)
+            .await
+            .map_err(|source| SyncError::Claim {
+                job: key.clone(),
+                source,
+            })?;
+        let uid = job.metadata.uid.as_deref().unwrap_or("");
+        Ok(claimed
+            .into_iter()
+            .map(|pod| {
+                let adopted = !pod
+                    .metadata
+                    .owner_references
+                    .iter()
+                    .flatten()
+                    .any(|r| r.uid == uid);
+                if adopted && !has_tracking_finalizer(&pod) {
+                    let mut copy = (*pod).clone();
+                    copy.metadata
+                        .finalizers
+                        .get_or_insert_with(Vec::new)
+                        .push(JOB_TRACKING_FINALIZER.into());
+                    Arc::new(copy)
+                } else {
+                    pod
+                }
+            })
+            .collect())
+    }
+
+    /// Creates or deletes pods towards the wanted number of active pods, at most
+    /// [`MAX_POD_CREATE_DELETE_PER_SYNC`] per sync and never both in one sync; deletes every
+    /// active pod of a suspended Job (`manageJob`). Returns the active count afterwards.
+    async fn manage_job(&self, ctx: &mut SyncCtx) -> (i32, Option<PodControlError>) {
+        let key = ctx.key.clone();
+        let active = count(ctx.active_pods.len());
+        if is_suspended(&ctx.job) {
+            tracing::debug!(%key, active, "deleting all active pods in suspended job");
+            let victims = active_pods_for_removal(&ctx.job, &ctx.active_pods, ctx.active_pods.len());
+            let (ready, removed, error) = self.delete_job_pods(&ctx.job, &key, &victims).await;
+            ctx.terminating += removed;
+            ctx.ready -= ready;
+            return (active - removed, error);
+        }
+        let want = want_active(&ctx.job, active, ctx.succeeded);
+        let rm_at_least = usize::try_from(active - want).unwrap_or(0);
+        let mut victims = active_pods_for_removal(&ctx.job, &ctx.active_pods, rm_at_least);
+        victims.truncate(MAX_POD_CREATE_DELETE_PER_SYNC);
+        if !victims.is_empty() {
+            tracing::debug!(%key, deleting = victims.len(), target = want, "too many pods running for job");
+            let (ready, removed, error) = self.delete_job_pods(&ctx.job, &key, &victims).await;
+            ctx.terminating += removed;
+            ctx.ready -= ready;
+            // Deletion takes precedence; creations wait for the next sync.
+            return (active - removed, error);
+        }
+        // With podReplacementPolicy Failed, a terminating pod is replaced once it has failed.
+        let terminating = if only_replace_failed_pods(&ctx.job) {
+            ctx.terminating
+        } else {
+            0
+        };
+        let diff = want - terminating - active;
+        if diff <= 0 {
+            return (active, None);
+        }
+        let remaining = ctx.new_backoff.remaining_time(
+            self.config.clock.now(),
+            self.config.pod_failure_backoff,
+            self.config.max_pod_failure_backoff,
+        );
+        if !remaining.is_zero() {
+            // kube reports 0 active here; the pods that run are still active, so report them.
+            tracing::debug!(%key, ?remaining, "backing off before creating pods");
+            self.queue.add_after(key, remaining);
+            return (active, None);
+        }
+        let mut diff = usize::try_from(diff)
+            .unwrap_or(0)
+            .min(MAX_POD_CREATE_DELETE_PER_SYNC);
+        let mut template = ctx.job.spec.clone().unwrap_or_default().template;
+        let job_name = ctx.job.metadata.name.clone().unwrap_or_default();
+        let indexes = if indexed::is_indexed(&ctx.job) {
+            let completions = completions(&ctx.job).unwrap_or(0);
+            let indexes = indexed::first_pending_indexes(
+                &ctx.active_pods,
+                &ctx.succeeded_indexes,
+                diff,
+                completions,
+            );
+            diff = indexes.len();
+            indexed::add_completion_index_env(&mut template);
+            Some(indexes)
+        } else {
+            None
+        };
+        if diff == 0 {
+            return (active, None);
+        }
+        let meta = template.metadata.get_or_insert_with(Default::default);
+        let finalizers = meta.finalizers.get_or_insert_with(Vec::new);
+        if !finalizers.iter().any(|f| f == JOB_TRACKING_FINALIZER) {
+            finalizers.push(JOB_TRACKING_FINALIZER.into());
+        }
+        // Expect every creation up front: the informer may see a pod before the call returns.
+        self.expectations.expect_creations(&key, diff);
+        tracing::debug!(%key, need = want, creating = diff, "too few pods running");
+        let owner = object_reference(&ctx.job);
+        let controller_ref = controller_ref(&ctx.job);
+        let namespace = key.namespace_str();
+        let next = AtomicUsize::new(0);
+        let (successes, error) = slow_start_batch(diff, SLOW_START_INITIAL_BATCH_SIZE, || {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let template = match &indexes {
+                Some(indexes) => indexed::template_for_index(&template, &job_name, indexes[i]),
+                None => template.clone(),
+            };
+            let (owner, controller_ref) = (&owner, &controller_ref);
+            async move {
+                match self
+                    .pod_control
+                    .create_pods(namespace, &template, owner, controller_ref)
+                    .await
+                {
+                    // Every further creation fails the same way; nothing to retry.
+                    Err(PodControlError::NamespaceTerminating(_)) => Ok(()),
+                    other => other,
+                }
+            }
+        })
+        .await;
+        let not_created = diff - successes;
+        if not_created > 0 {
+            // Failed and skipped creations will not be observed; the next sync retries them.
+            tracing::debug!(%key, not_created, "failed or skipped pod creations, decrementing expectations");
+            for _ in 0..not_created {
+                self.expectations.creation_observed(&key);
+            }
+        }
+        (active + count(successes), error)
+    }
+
+    /// Deletes `pods` of a running Job after removing their finalizer (they are not counted),
+    /// with deletion expectations (`deleteJobPods`). Returns the deleted ready pods, the deleted
+    /// pods and the first error.
+    async fn delete_job_pods(
+        &self,
+        job: &Job,
+        key: &ObjectKey,
+        pods: &[Arc<Pod>],
+    ) -> (i32, i32, Option<PodControlError>) {
+        let pod_keys: Vec<ObjectKey> = pods.iter().map(|p| ObjectKey::from_obj(&**p)).collect();
+        self.expectations.expect_deletions(key, &pod_keys);
+        let owner = object_reference(job);
+        let namespace = key.namespace_str();
+        let results = join_all(pods.iter().zip(&pod_keys).map(|(pod, pod_key)| {
+            let owner = &owner;
+            async move {
+                let name = pod.metadata.name.as_deref().unwrap_or("");
+                let mut result = Ok(());
+                if let Some(patch) = remove_tracking_finalizer_patch(pod) {
+                    result = self.pod_control.patch_pod(namespace, name, &patch).await;
+                }
+                if result.is_ok() {
+                    result = self.pod_control.delete_pod(namespace, name, owner).await;
+                }
+                match result {
+                    Ok(()) => Ok(is_pod_ready(pod)),
+                    Err(e) => {
+                        // The informer will not observe this deletion.
+                        self.expectations.deletion_observed(key, pod_key);
+                        if e.is_not_found() {
+                            Ok(is_pod_ready(pod))
+                        } else {
+                            tracing::info!(pod = %pod_key, job = %key, error = %e.message(), "failed to delete pod");
+                            Err(e)
+                        }
+                    }
+                }
+            }
+        }))
+        .await;
+        tally(results)
+    }
+
+    /// Deletes the active pods of a finished Job, keeping their finalizers so that they are
+    /// counted as failed (`deleteActivePods`).
+    async fn delete_active_pods(
+        &self,
+        job: &Job,
+        pods: &[Arc<Pod>],
+    ) -> (i32, i32, Option<PodControlError>) {
+        let owner = object_reference(job);
+        let namespace = job.metadata.namespace.as_deref().unwrap_or("");
+        let results = join_all(pods.iter().map(|pod| {
+            let owner = &owner;
+            async move {
+                let name = pod.metadata.name.as_deref().unwrap_or("");
+                match self.pod_control.delete_pod(namespace, name, owner).await {
+                    Err(e) if !e.is_not_found() => Err(e),
+                    _ => Ok(is_pod_ready(pod)),
+                }
+            }
+        }))
+        .await;
+        tally(results)
+    }
+
+    /// Records finished pods in `uncountedTerminatedPods`, removes their finalizers, moves them
+    /// to the counters and, once nothing is uncounted or terminating, adds the final condition
+    /// (`trackJobStatusAndRemoveFinalizers`).
+    async fn track_status_and_remove_finalizers(
+        &self,
+        ctx: &mut SyncCtx,
+        mut needs_flush: bool,
+    ) -> Result<(), SyncError> {
+        let now = self.config.clock.now();
+        let finishing = ctx.finished_condition.is_some();
+        let failing = ctx
+            .finished_condition
+            .as_ref()
+            .is_some_and(|c| c.type_ != cond::SUCCESS_CRITERIA_MET);
+        let plan = plan_tracking(
+            &mut ctx.job,
+            &ctx.pods,
+            &ctx.expected_removals,
+            finishing,
+            failing,
+            &ctx.prev_succeeded_indexes,
+        );
+        needs_flush |= plan.needs_flush;
+        if indexed::is_indexed(&ctx.job) {
+            ctx.succeeded_indexes = ctx
+                .succeeded_indexes
+                .with_ordered_indexes(&plan.new_succeeded_indexes);
+            let completed = ctx.succeeded_indexes.to_string();
+            let status = ctx.job.status.get_or_insert_with(Default::default);
+            if status.completed_indexes.as_deref().unwrap_or("") != completed {
+                needs_flush = true;
+            }
+            status.succeeded = omit_zero(count(ctx.succeeded_indexes.total()));
+            status.completed_indexes = Some(completed);
+        }
+        // The interim condition is written before finalizers go; the final one after.
+        if let Some(finished) = ctx.finished_condition.take() {
+            let conditions = ctx
+                .job
+                .status
+                .get_or_insert_with(Default::default)
+                .conditions
+                .get_or_insert_with(Vec::new);
+            let final_type = match finished.type_.as_str() {
+                cond::FAILURE_TARGET => {
+                    conditions.push(finished.clone());
+                    needs_flush = true;
+                    cond::FAILED
+                }
+                cond::SUCCESS_CRITERIA_MET => {
+                    if cond::find(conditions, cond::SUCCESS_CRITERIA_MET).is_none() {
+                        conditions.push(finished.clone());
+                        needs_flush = true;
+                    }
+                    cond::COMPLETE
+                }
+                other => other,
+            }
+            .to_string();
+            ctx.finished_condition = Some(new_condition(
+                &final_type,
+                "True",
+                finished.reason.as_deref().unwrap_or(""),
+                finished.message.as_deref().unwrap_or(""),
+                now,
+            ));
+        }
+        let old = ctx.job.status.clone().unwrap_or_default();
+        let remove_error = self
+            .flush_and_remove_finalizers(ctx, plan.remove_finalizer, plan.with_finalizer, &mut needs_flush)
+            .await?;
+        let finished = !plan.reached_max_uncounted && self.enact_job_finished(ctx);
+        if finished {
+            needs_flush = true;
+        }
+        if needs_flush {
+            self.update_status(ctx).await?;
+            if finished {
+                self.record_job_finished(ctx);
+            }
+        }
+        tracing::trace!(job = %ctx.key, succeeded = ?old.succeeded, failed = ?old.failed, "tracked job status");
+        match remove_error {
+            Some(source) => Err(SyncError::Pods {
+                job: ctx.key.clone(),
+                source,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes the status if needed, removes the finalizers of `pods`, then moves the pods that
+    /// lost them from `uncountedTerminatedPods` to the counters (`flushUncountedAndRemoveFinalizers`).
+    async fn flush_and_remove_finalizers(
+        &self,
+        ctx: &mut SyncCtx,
+        pods: Vec<Arc<Pod>>,
+        mut with_finalizer: HashSet<String>,
+        needs_flush: &mut bool,
+    ) -> Result<Option<PodControlError>, SyncError> {
+        if *needs_flush {
+            self.update_status(ctx).await?;
+            // Only now are the failures recorded: a failed write must not back off twice.
+            self.backoff.set(&ctx.key, ctx.new_backoff.clone());
+            *needs_flush = false;
+        }
+        let mut remove_error = None;
+        if !pods.is_empty() {
+            let uids: Vec<String> = pods
+                .iter()
+                .map(|p| p.metadata.uid.clone().unwrap_or_default())
+                .collect();
+            self.finalizer_expectations
+                .expect_removed(&ctx.key, uids.iter().cloned());
+            let job_key = &ctx.key;
+            let results = join_all(pods.iter().zip(&uids).map(|(pod, uid)| async move {
+                let Some(patch) = remove_tracking_finalizer_patch(pod) else {
+                    return Ok(());
+                };
+                let namespace = pod.metadata.namespace.as_deref().unwrap_or("");
+                let name = pod.metadata.name.as_deref().unwrap_or("");
+                match self.pod_control.patch_pod(namespace, name, &patch).await {
+                    Ok(()) => Ok(()),
+                    Err(e) => {
+                        // No update will show the finalizer gone.
+                        self.finalizer_expectations.removal_observed(job_key, uid);
+                        if e.is_not_found() {
+                            Ok(())
+                        } else {
+                            tracing::info!(pod = %name, job = %job_key, error = %e.message(), "failed to remove tracking finalizer");
+                            Err(e)
+                        }
+                    }
+                }
+            }))
+            .await;
+            for (result, uid) in results.into_iter().zip(&uids) {
+                match result {
+                    Ok(()) => {
+                        with_finalizer.remove(uid);
+                    }
+                    Err(e) => {
+                        remove_error.get_or_insert(e);
+                    }
+                }
+            }
+        }
+        let status = ctx.job.status.get_or_insert_with(Default::default);
+        if clean_uncounted(status, &with_finalizer) {
+            *needs_flush = true;
+        }
+        if remove_error.is_some() && *needs_flush {
+            // Save the partial progress.
+            self.update_status(ctx).await?;
+            *needs_flush = false;
+        }
+        Ok(remove_error)
+    }
+
+    /// Adds the final `Complete` or `Failed` condition once no pod is uncounted or terminating
+    /// (`enactJobFinished`). Returns whether the Job is now finished.
+    fn enact_job_finished(&self, ctx: &mut SyncCtx) -> bool {
+        let Some(finished) = ctx.finished_condition.clone() else {
+            return false;
+        };
+        let status = ctx.job.status.get_or_insert_with(Default::default);
+        let uncounted = status.uncounted_terminated_pods.clone().unwrap_or_default();
+        let pending = uncounted.succeeded.as_ref().map_or(0, Vec::len)
+            + uncounted.failed.as_ref().map_or(0, Vec::len);
+        if pending > 0 {
+            tracing::debug!(job = %ctx.key, pending, "delaying the final condition: uncounted pods");
+            return false;
+        }
+        if ctx.terminating > 0 {
+            tracing::debug!(job = %ctx.key, terminating = ctx.terminating, "delaying the final condition: terminating pods");
+            return false;
+        }
+        let conditions = status.conditions.get_or_insert_with(Vec::new);
+        cond::ensure_status(
+            conditions,
+            &finished.type_,
+            "True",
+            finished.reason.as_deref().unwrap_or(""),
+            finished.message.as_deref().unwrap_or(""),
+            self.config.clock.now(),
+        );
+        if finished.type_ == cond::COMPLETE {
+            status.completion_time = finished.last_transition_time.clone();
+        }
+        true
+    }
+
+    /// The events of a finished Job (`recordJobFinished`).
+    fn record_job_finished(&self, ctx: &SyncCtx) {
+        let Some(finished) = &ctx.finished_condition else {
+            return;
+        };
+        let job = &ctx.job;
+        if finished.type_ == cond::COMPLETE {
+            let succeeded = job.status.as_ref().and_then(|s| s.succeeded).unwrap_or(0);
+            if job.spec.as_ref().and_then(|s| s.completions).is_some_and(|c| succeeded > c) {
+                self.recorder.event_for(
+                    job,
+                    EventType::Warning,
+                    "TooManySucceededPods",
+                    "Too many succeeded pods running after completion count reached",
+                );
+            }
+            self.recorder
+                .event_for(job, EventType::Normal, "Completed", "Job completed");
+        } else {
+            self.recorder.event_for(
+                job,
+                EventType::Warning,
+                finished.reason.as_deref().unwrap_or(""),
+                finished.message.clone().unwrap_or_default(),
+            );
+        }
+    }
+
+    /// Writes the working copy's status to `/status`; the working copy becomes what the server
+    /// returned.
+    async fn update_status(&self, ctx: &mut SyncCtx) -> Result<(), SyncError> {
+        let api: Api<Job> = Api::namespaced(self.client.clone(), ctx.key.namespace_str());
+        match api
+            .replace_status(&ctx.key.name, &PostParams::default(), &ctx.job)
+            .await
+        {
+            Ok(updated) => {
+                ctx.job = updated;
+                Ok(())
+            }
+            Err(source) => {
+                tracing::info!(job = %ctx.key, error = %api_message(&source), "failed to update job status");
+                Err(SyncError::Status {
+                    job: ctx.key.clone(),
+                    source,
+                })
+            }
+        }
+    }
+
+    /// Removes the tracking finalizer from a pod whose Job is gone or finished, or that no Job
+    /// controls (`syncOrphanPod`).
+    pub(crate) async fn sync_orphan_pod(&self, key: &ObjectKey) -> Result<(), SyncError> {
+        let Some(pod) = self.pod_store.get(key) else {
+            return Ok(());
+        };
+        if let Some(controller_ref) = controller_of(&pod.metadata) {
+            if controller_ref.kind != "Job" || controller_ref.api_version != "batch/v1" {
+                // Not a Job's pod: not ours to touch.
+                return Ok(());
+            }
+            let namespace = key.namespace_str();
+            if let Some(job) = self.resolve_controller_ref(namespace, controller_ref) {
+                if !cond::is_finished(&job) {
+                    // The Job still tracks it.
+                    return Ok(());
+                }
+            }
+        }
+        let Some(patch) = remove_tracking_finalizer_patch(&pod) else {
+            return Ok(());
+        };
+        let name = pod.metadata.name.as_deref().unwrap_or("");
+        match self
+            .pod_control
+            .patch_pod(key.namespace_str(), name, &patch)
+            .await
+        {
+            Err(e) if !e.is_not_found() => Err(SyncError::Pods {
+                job: key.clone(),
+                source: e,
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Counts `Ok(ready)` results and keeps the first error.
+fn tally(results: Vec<Result<bool, PodControlError>>) -> (i32, i32, Option<PodControlError>) {
+    let (mut ready, mut done, mut error) = (0, 0, None);
+    for result in results {
+        match result {
+            Ok(was_ready) => {
+                done += 1;
+                ready += i32::from(was_ready);
+            }
+            Err(e) => {
+                error.get_or_insert(e);
+            }
+        }
+    }
+    (ready, done, error)
+}
+
+/// The controller reference the Job's pods carry.
+fn controller_ref(job: &Job) -> OwnerReference {
+    OwnerReference {
+        api_version: Job::api_version(&()).to_string(),
+        kind: Job::kind(&()).to_string(),
+        name: job.metadata.name.clone().unwrap_or_default(),
+        uid: job.metadata.uid.clone().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }
+}
+
+/// A reference to the Job, for the events pod control records.
+fn object_reference(job: &Job) -> ObjectReference {
+    ObjectReference {
+        api_version: Some(Job::api_version(&()).to_string()),
+        kind: Some(Job::kind(&()).to_string()),
+        name: job.metadata.name.clone(),
+        namespace: job.metadata.namespace.clone(),
+        uid: job.metadata.uid.clone(),
+        resource_version: job.metadata.resource_version.clone(),
+        field_path: None,
+    }
+}
