@@ -207,7 +207,8 @@ mod tests {
         status.container_statuses = Some(vec![terminated(40), terminated(45)]);
         assert_eq!(finished_time(&p), Some(ts(45).0));
         // One container still running: containers do not tell.
-        status.container_statuses = Some(vec![terminated(40), ContainerStatus::default()]);
+        p.status.get_or_insert_with(Default::default).container_statuses =
+            Some(vec![terminated(40), ContainerStatus::default()]);
         assert_eq!(finished_time(&p), Some(ts(50).0));
     }
 

@@ -997,3 +997,591 @@ fn object_reference(job: &Job) -> ObjectReference {
         field_path: None,
     }
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::job::fixtures::{failed_at, indexed_pod, job, pod, ts};
+    use crate::job::Config;
+    use k8s_openapi::api::batch::v1::JobStatus;
+    use k8s_openapi::api::core::v1::{Event, PodCondition};
+    use parking_lot::Mutex;
+    use rkcm_runtime::events::EventRecorder;
+    use rkcm_runtime::informer::InformerFactory;
+    use rkcm_runtime::testing::{offline_client, ApiResponse, FakeApi, FakePodControl};
+    use rkcm_runtime::FakeClock;
+    use tokio::sync::mpsc;
+
+    /// A controller over caches the test seeds: pod calls go to a [`FakePodControl`], status
+    /// writes to a [`FakeApi`] that accepts them as sent, time to a [`FakeClock`].
+    pub(crate) struct Fixture {
+        pub(crate) ctrl: Arc<JobController>,
+        pub(crate) pod_control: Arc<FakePodControl>,
+        pub(crate) api: FakeApi,
+        pub(crate) clock: FakeClock,
+        events: Mutex<mpsc::Receiver<Event>>,
+    }
+
+    impl Fixture {
+        pub(crate) fn new() -> Self {
+            let api = FakeApi::new(|req| {
+                if req.method == http::Method::PUT && req.path.ends_with("/status") {
+                    ApiResponse {
+                        status: http::StatusCode::OK,
+                        body: req.body.clone(),
+                    }
+                } else {
+                    ApiResponse::not_found("jobs", "unexpected")
+                }
+            });
+            let clock = FakeClock::new(ts(0).0);
+            let factory = InformerFactory::new(offline_client(), Duration::ZERO);
+            let pod_control = Arc::new(FakePodControl::new());
+            let (recorder, events) = EventRecorder::channel("job-controller", 100);
+            let ctrl = JobController::with_pod_control(
+                &factory,
+                api.client(),
+                pod_control.clone(),
+                recorder,
+                Config {
+                    sync_batch_period: Duration::ZERO,
+                    clock: Arc::new(clock.clone()),
+                    ..Config::default()
+                },
+            );
+            Self {
+                ctrl,
+                pod_control,
+                api,
+                clock,
+                events: Mutex::new(events),
+            }
+        }
+
+        pub(crate) fn add_job(&self, job: Job) -> ObjectKey {
+            let key = ObjectKey::from_obj(&job);
+            self.ctrl.job_store.insert(Arc::new(job));
+            key
+        }
+
+        pub(crate) fn add_pod(&self, pod: Pod) {
+            self.ctrl.pod_store.insert(Arc::new(pod));
+        }
+
+        /// Takes the next key from the queue, or `None` if nothing is queued right now.
+        pub(crate) async fn next_key(&self) -> Option<ObjectKey> {
+            if self.ctrl.queue().is_empty() {
+                return None;
+            }
+            let key = tokio::time::timeout(Duration::from_secs(5), self.ctrl.queue().get())
+                .await
+                .expect("queue get likely deadlocked")?;
+            self.ctrl.queue().done(&key);
+            Some(key)
+        }
+
+        /// Every status written, in order.
+        fn statuses(&self) -> Vec<Job> {
+            self.api
+                .requests()
+                .into_iter()
+                .filter(|r| r.method == http::Method::PUT && r.path.ends_with("/status"))
+                .map(|r| serde_json::from_value(r.body).expect("a Job was written"))
+                .collect()
+        }
+
+        /// The last status written.
+        fn status(&self) -> JobStatus {
+            self.statuses()
+                .pop()
+                .and_then(|j| j.status)
+                .expect("a status was written")
+        }
+
+        /// Puts the last written Job back in the cache, as the informer would.
+        fn observe_written_job(&self) {
+            let written = self.statuses().pop().expect("a status was written");
+            self.ctrl.job_store.insert(Arc::new(written));
+        }
+
+        /// Events recorded so far, as `(reason, message)`.
+        fn events(&self) -> Vec<(String, String)> {
+            let mut rx = self.events.lock();
+            let mut out = Vec::new();
+            while let Ok(e) = rx.try_recv() {
+                out.push((e.reason.unwrap_or_default(), e.message.unwrap_or_default()));
+            }
+            out
+        }
+    }
+
+    fn ready(mut p: Pod) -> Pod {
+        p.status.get_or_insert_with(Default::default).conditions = Some(vec![PodCondition {
+            type_: "Ready".into(),
+            status: "True".into(),
+            ..Default::default()
+        }]);
+        p
+    }
+
+    fn condition_types(status: &JobStatus) -> Vec<(String, String)> {
+        status
+            .conditions
+            .iter()
+            .flatten()
+            .map(|c| (c.type_.clone(), c.reason.clone().unwrap_or_default()))
+            .collect()
+    }
+
+    fn pair(a: &str, b: &str) -> (String, String) {
+        (a.to_string(), b.to_string())
+    }
+
+    /// TestControllerSyncJob "job start".
+    #[tokio::test]
+    async fn a_new_job_creates_parallelism_pods_with_the_tracking_finalizer() {
+        let f = Fixture::new();
+        let key = f.add_job(job("j", Some(2), Some(5)));
+        f.ctrl.sync(&key).await.expect("sync");
+        let creates = f.pod_control.creates();
+        assert_eq!(creates.len(), 2);
+        for c in &creates {
+            let finalizers = c.template.metadata.clone().and_then(|m| m.finalizers);
+            assert_eq!(finalizers, Some(vec![JOB_TRACKING_FINALIZER.to_string()]));
+            assert_eq!(c.controller_ref.kind, "Job");
+        }
+        let status = f.status();
+        assert_eq!(status.active, Some(2));
+        assert_eq!(status.ready, Some(0));
+        assert_eq!(status.terminating, Some(0));
+        assert_eq!(status.start_time, Some(ts(0)));
+        // Expectations hold the next sync until the pods are observed.
+        assert!(!f.ctrl.expectations().satisfied_expectations(&key));
+        f.ctrl.sync(&key).await.expect("sync");
+        assert_eq!(f.pod_control.creates().len(), 2);
+    }
+
+    /// TestControllerSyncJob "WQ job start" and "remaining completions below parallelism".
+    #[tokio::test]
+    async fn active_pods_are_bounded_by_remaining_completions() {
+        let f = Fixture::new();
+        let key = f.add_job(job("wq", Some(3), None));
+        f.ctrl.sync(&key).await.expect("sync");
+        assert_eq!(f.pod_control.creates().len(), 3);
+
+        let f = Fixture::new();
+        let mut j = job("j", Some(4), Some(3));
+        j.status = Some(JobStatus {
+            succeeded: Some(2),
+            ..Default::default()
+        });
+        let key = f.add_job(j);
+        f.ctrl.sync(&key).await.expect("sync");
+        assert_eq!(f.pod_control.creates().len(), 1);
+    }
+
+    /// TestControllerSyncJob "correct # of pods" and "pending pods".
+    #[tokio::test]
+    async fn enough_active_pods_means_nothing_to_do_but_counting_ready_ones() {
+        let f = Fixture::new();
+        let j = job("j", Some(2), Some(5));
+        let key = f.add_job(j.clone());
+        f.add_pod(ready(pod(&j, "a", "Running")));
+        f.add_pod(pod(&j, "b", "Pending"));
+        f.ctrl.sync(&key).await.expect("sync");
+        assert!(f.pod_control.creates().is_empty());
+        assert!(f.pod_control.deletes().is_empty());
+        let status = f.status();
+        assert_eq!((status.active, status.ready), (Some(2), Some(1)));
+    }
+
+    /// TestControllerSyncJob "too few active pods": a success is recorded, then counted once its
+    /// finalizer is gone, and a replacement is created.
+    #[tokio::test]
+    async fn a_succeeded_pod_is_counted_through_uncounted_terminated_pods() {
+        let f = Fixture::new();
+        let j = job("j", Some(2), Some(5));
+        let key = f.add_job(j.clone());
+        f.add_pod(pod(&j, "a", "Running"));
+        f.add_pod(pod(&j, "b", "Succeeded"));
+        f.ctrl.sync(&key).await.expect("sync");
+        assert_eq!(f.pod_control.creates().len(), 1);
+        let statuses = f.statuses();
+        // First write records the UID, the second counts it after the finalizer went.
+        let first = statuses[0].status.clone().expect("status");
+        let uncounted = first.uncounted_terminated_pods.expect("uncounted");
+        assert_eq!(uncounted.succeeded, Some(vec!["uid-b".to_string()]));
+        assert_eq!(first.succeeded, None);
+        let patches = f.pod_control.patches();
+        assert_eq!(patches.len(), 1);
+        assert_eq!(patches[0].1, "b");
+        assert_eq!(
+            patches[0].2,
+            serde_json::json!({"metadata": {"$deleteFromPrimitiveList/finalizers": [JOB_TRACKING_FINALIZER]}})
+        );
+        let last = f.status();
+        assert_eq!(last.succeeded, Some(1));
+        assert_eq!(last.active, Some(2));
+        assert!(last
+            .uncounted_terminated_pods
+            .is_none_or(|u| u.succeeded.is_none() && u.failed.is_none()));
+    }
+
+    /// TestControllerSyncJob "too many active pods" (after parallelism was lowered).
+    #[tokio::test]
+    async fn excess_active_pods_are_deleted_not_ready_first_without_being_counted() {
+        let f = Fixture::new();
+        let j = job("j", Some(2), Some(5));
+        let key = f.add_job(j.clone());
+        f.add_pod(ready(pod(&j, "a", "Running")));
+        f.add_pod(pod(&j, "b", "Running"));
+        f.add_pod(ready(pod(&j, "c", "Running")));
+        f.ctrl.sync(&key).await.expect("sync");
+        assert_eq!(f.pod_control.deleted_names(), ["b"]);
+        // Its finalizer goes first: a pod deleted for scaling down is not a failure.
+        assert_eq!(f.pod_control.patches()[0].1, "b");
+        let status = f.status();
+        assert_eq!((status.active, status.terminating), (Some(2), Some(1)));
+        assert_eq!(status.failed, None);
+    }
+
+    /// TestControllerSyncJob "job finish": SuccessCriteriaMet, then Complete with
+    /// completionTime and the `Completed` event.
+    #[tokio::test]
+    async fn reaching_completions_completes_the_job() {
+        let f = Fixture::new();
+        let j = job("j", Some(2), Some(2));
+        let key = f.add_job(j.clone());
+        f.add_pod(pod(&j, "a", "Succeeded"));
+        f.add_pod(pod(&j, "b", "Succeeded"));
+        f.clock.step(Duration::from_secs(7));
+        f.ctrl.sync(&key).await.expect("sync");
+        assert!(f.pod_control.creates().is_empty());
+        let status = f.status();
+        assert_eq!(status.succeeded, Some(2));
+        assert_eq!(
+            condition_types(&status),
+            [
+                pair("SuccessCriteriaMet", "CompletionsReached"),
+                pair("Complete", "CompletionsReached")
+            ]
+        );
+        assert_eq!(status.completion_time, Some(ts(7)));
+        assert_eq!(f.events(), [pair("Completed", "Job completed")]);
+        // A finished Job is left alone.
+        f.observe_written_job();
+        let writes = f.statuses().len();
+        f.ctrl.sync(&key).await.expect("sync");
+        assert_eq!(f.statuses().len(), writes);
+    }
+
+    /// TestControllerSyncJob "WQ job finishing" and "WQ job all finished".
+    #[tokio::test]
+    async fn a_work_queue_job_completes_once_a_pod_succeeded_and_none_runs() {
+        let f = Fixture::new();
+        let j = job("wq", Some(2), None);
+        let key = f.add_job(j.clone());
+        f.add_pod(pod(&j, "a", "Running"));
+        f.add_pod(pod(&j, "b", "Succeeded"));
+        f.ctrl.sync(&key).await.expect("sync");
+        assert!(f.pod_control.creates().is_empty());
+        assert!(condition_types(&f.status()).is_empty());
+
+        let f = Fixture::new();
+        let key = f.add_job(j.clone());
+        f.add_pod(pod(&j, "b", "Succeeded"));
+        f.ctrl.sync(&key).await.expect("sync");
+        assert!(condition_types(&f.status()).contains(&pair("Complete", "CompletionsReached")));
+    }
+
+    /// TestControllerSyncJob "too many job failures": FailureTarget while pods terminate,
+    /// Failed once none is left, with the `BackoffLimitExceeded` event.
+    #[tokio::test]
+    async fn exceeding_the_backoff_limit_fails_the_job_after_its_pods_terminate() {
+        let f = Fixture::new();
+        let mut j = job("j", Some(2), Some(5));
+        j.spec.as_mut().expect("spec").backoff_limit = Some(0);
+        let key = f.add_job(j.clone());
+        f.add_pod(pod(&j, "running", "Running"));
+        f.add_pod(failed_at(&j, "failed", "Failed", -5));
+        f.ctrl.sync(&key).await.expect("sync");
+        // The running pod is deleted with its finalizer kept, so it is counted as failed.
+        assert_eq!(f.pod_control.deleted_names(), ["running"]);
+        let status = f.status();
+        assert_eq!(
+            condition_types(&status),
+            [pair("FailureTarget", "BackoffLimitExceeded")]
+        );
+        assert_eq!(status.failed, Some(2));
+        assert_eq!(status.terminating, Some(1));
+        assert!(f.events().is_empty());
+
+        // The pod is gone: the Job fails.
+        f.observe_written_job();
+        f.ctrl.pod_store.remove(&ObjectKey::new("default", "running"));
+        f.ctrl.pod_store.remove(&ObjectKey::new("default", "failed"));
+        f.ctrl.sync(&key).await.expect("sync");
+        let status = f.status();
+        assert_eq!(
+            condition_types(&status),
+            [
+                pair("FailureTarget", "BackoffLimitExceeded"),
+                pair("Failed", "BackoffLimitExceeded")
+            ]
+        );
+        assert_eq!(status.completion_time, None);
+        assert_eq!(
+            f.events(),
+            [pair("BackoffLimitExceeded", "Job has reached the specified backoff limit")]
+        );
+    }
+
+    /// TestSyncJobPastDeadline.
+    #[tokio::test]
+    async fn a_job_past_its_active_deadline_fails() {
+        let f = Fixture::new();
+        let mut j = job("j", Some(1), Some(1));
+        j.spec.as_mut().expect("spec").active_deadline_seconds = Some(10);
+        j.status = Some(JobStatus {
+            start_time: Some(ts(0)),
+            ..Default::default()
+        });
+        let key = f.add_job(j.clone());
+        f.add_pod(pod(&j, "a", "Running"));
+        f.clock.step(Duration::from_secs(9));
+        f.ctrl.sync(&key).await.expect("sync");
+        assert!(f.pod_control.deletes().is_empty());
+        f.clock.step(Duration::from_secs(1));
+        f.ctrl.sync(&key).await.expect("sync");
+        assert_eq!(f.pod_control.deleted_names(), ["a"]);
+        assert_eq!(
+            condition_types(&f.status()),
+            [pair("FailureTarget", "DeadlineExceeded")]
+        );
+        f.observe_written_job();
+        f.ctrl.pod_store.remove(&ObjectKey::new("default", "a"));
+        f.ctrl.sync(&key).await.expect("sync");
+        assert!(condition_types(&f.status()).contains(&pair("Failed", "DeadlineExceeded")));
+        assert_eq!(
+            f.events(),
+            [pair("DeadlineExceeded", "Job was active longer than specified deadline")]
+        );
+    }
+
+    /// TestControllerSyncJob "suspending a job with satisfied expectations" and "resuming a
+    /// suspended job".
+    #[tokio::test]
+    async fn suspending_deletes_active_pods_and_resuming_restarts_the_clock() {
+        let f = Fixture::new();
+        let mut j = job("j", Some(2), Some(4));
+        j.spec.as_mut().expect("spec").suspend = Some(true);
+        j.status = Some(JobStatus {
+            start_time: Some(ts(-100)),
+            ..Default::default()
+        });
+        let key = f.add_job(j.clone());
+        f.add_pod(ready(pod(&j, "a", "Running")));
+        f.add_pod(pod(&j, "b", "Running"));
+        f.ctrl.sync(&key).await.expect("sync");
+        let mut deleted = f.pod_control.deleted_names();
+        deleted.sort();
+        assert_eq!(deleted, ["a", "b"]);
+        let status = f.status();
+        assert_eq!(condition_types(&status), [pair("Suspended", "JobSuspended")]);
+        assert_eq!((status.active, status.ready, status.terminating), (None, Some(0), Some(2)));
+        assert_eq!(f.events(), [pair("Suspended", "Job suspended")]);
+
+        // Resume, with the pods gone.
+        f.observe_written_job();
+        let mut resumed = (*f.ctrl.job_store.get(&key).expect("job")).clone();
+        resumed.spec.as_mut().expect("spec").suspend = Some(false);
+        f.add_job(resumed);
+        for name in ["a", "b"] {
+            f.ctrl.pod_store.remove(&ObjectKey::new("default", name));
+            f.ctrl
+                .expectations()
+                .deletion_observed(&key, &ObjectKey::new("default", name));
+        }
+        f.clock.step(Duration::from_secs(30));
+        f.ctrl.sync(&key).await.expect("sync");
+        assert_eq!(f.pod_control.creates().len(), 2);
+        let status = f.status();
+        let suspended = status.conditions.clone().expect("conditions");
+        assert_eq!(suspended[0].status, "False");
+        assert_eq!(suspended[0].reason.as_deref(), Some("JobResumed"));
+        assert_eq!(status.start_time, Some(ts(30)));
+        assert_eq!(f.events(), [pair("Resumed", "Job resumed")]);
+    }
+
+    /// TestJobBackoff / TestSyncJobWithJobBackoffLimit: a failed pod delays its replacement by
+    /// 10 s, then the next by 20 s.
+    #[tokio::test(start_paused = true)]
+    async fn a_failed_pod_is_replaced_after_the_backoff() {
+        let f = Fixture::new();
+        let j = job("j", Some(1), Some(1));
+        let key = f.add_job(j.clone());
+        f.add_pod(failed_at(&j, "a", "Failed", -2));
+        f.ctrl.sync(&key).await.expect("sync");
+        assert!(f.pod_control.creates().is_empty(), "backing off");
+        assert_eq!(f.status().failed, Some(1));
+        // Requeued for when the backoff ends (8 s).
+        tokio::time::advance(Duration::from_secs(7)).await;
+        assert_eq!(f.next_key().await, None);
+        tokio::time::advance(Duration::from_secs(2)).await;
+        tokio::task::yield_now().await;
+        assert_eq!(f.next_key().await, Some(key.clone()));
+
+        f.observe_written_job();
+        f.ctrl.pod_store.remove(&ObjectKey::new("default", "a"));
+        f.clock.step(Duration::from_secs(8));
+        f.ctrl.sync(&key).await.expect("sync");
+        assert_eq!(f.pod_control.creates().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_stale_cache_never_creates_twice() {
+        let f = Fixture::new();
+        let key = f.add_job(job("j", Some(3), Some(3)));
+        f.pod_control.fail_creates_from(2, || PodControlError::Conflict);
+        let err = f.ctrl.sync(&key).await.expect_err("creation failed");
+        assert!(matches!(err, SyncError::Pods { .. }));
+        // One pod created, one failed, one skipped: only the created one is awaited.
+        assert_eq!(f.pod_control.creates().len(), 1);
+        assert!(!f.ctrl.expectations().satisfied_expectations(&key));
+        assert_eq!(f.ctrl.expectations().get_expectations(&key), Some((1, 0)));
+        f.pod_control.clear();
+        f.ctrl.sync(&key).await.expect("sync");
+        assert!(f.pod_control.creates().is_empty());
+        f.ctrl.expectations().creation_observed(&key);
+        f.ctrl.sync(&key).await.expect("sync");
+        assert_eq!(f.pod_control.creates().len(), 3, "the cache still shows no pod");
+    }
+
+    /// TestControllerSyncJob "indexed job start" and "indexed job completed".
+    #[tokio::test]
+    async fn an_indexed_job_creates_pending_indexes_and_records_completed_ones() {
+        let f = Fixture::new();
+        let mut j = job("pi", Some(2), Some(4));
+        j.spec.as_mut().expect("spec").completion_mode = Some("Indexed".into());
+        let key = f.add_job(j.clone());
+        f.add_pod(indexed_pod(&j, "pi-0-x", "Succeeded", 0));
+        f.add_pod(indexed_pod(&j, "pi-2-x", "Running", 2));
+        f.ctrl.sync(&key).await.expect("sync");
+        let creates = f.pod_control.creates();
+        assert_eq!(creates.len(), 1);
+        let meta = creates[0].template.metadata.clone().expect("meta");
+        assert_eq!(meta.generate_name.as_deref(), Some("pi-1-"));
+        assert_eq!(
+            meta.annotations.expect("annotations")[indexed::JOB_COMPLETION_INDEX_ANNOTATION],
+            "1"
+        );
+        assert_eq!(
+            creates[0].template.spec.as_ref().and_then(|s| s.hostname.as_deref()),
+            Some("pi-1")
+        );
+        let status = f.status();
+        assert_eq!(status.completed_indexes.as_deref(), Some("0"));
+        assert_eq!(status.succeeded, Some(1));
+        assert_eq!(status.active, Some(2));
+    }
+
+    #[test]
+    fn want_active_follows_kube() {
+        let with = |p, c| job("j", p, c);
+        assert_eq!(want_active(&with(Some(2), Some(5)), 0, 0), 2);
+        assert_eq!(want_active(&with(Some(2), Some(5)), 0, 4), 1);
+        assert_eq!(want_active(&with(Some(2), Some(5)), 0, 7), 0);
+        assert_eq!(want_active(&with(Some(2), None), 1, 0), 2);
+        assert_eq!(want_active(&with(Some(2), None), 1, 1), 1);
+        assert_eq!(want_active(&with(Some(0), Some(5)), 3, 0), 0);
+    }
+
+    /// Ported from job_controller_test.go `TestGetNewFinishedPods`.
+    #[test]
+    fn new_finished_pods_skip_counted_uncounted_and_expected_ones() {
+        let mut j = job("j", Some(3), Some(3));
+        j.status = Some(JobStatus {
+            uncounted_terminated_pods: Some(UncountedTerminatedPods {
+                succeeded: Some(vec!["uid-b".into()]),
+                failed: Some(vec!["uid-e".into()]),
+            }),
+            ..Default::default()
+        });
+        let mut counted = pod(&j, "c", "Succeeded");
+        counted.metadata.finalizers = None;
+        let mut deleted = pod(&j, "g", "Running");
+        deleted.metadata.deletion_timestamp = Some(ts(0));
+        let pods: Vec<Arc<Pod>> = [
+            pod(&j, "a", "Succeeded"),
+            pod(&j, "b", "Succeeded"),
+            counted,
+            pod(&j, "d", "Failed"),
+            pod(&j, "e", "Failed"),
+            pod(&j, "f", "Failed"),
+            deleted,
+            pod(&j, "h", "Running"),
+        ]
+        .into_iter()
+        .map(Arc::new)
+        .collect();
+        let expected: HashSet<String> = ["uid-f".to_string()].into();
+        let (succeeded, failed) = new_finished_pods(&j, &pods, &expected);
+        let names = |v: &[Arc<Pod>]| -> Vec<String> {
+            v.iter().map(|p| p.metadata.name.clone().unwrap_or_default()).collect()
+        };
+        assert_eq!(names(&succeeded), ["a"]);
+        assert_eq!(names(&failed), ["d", "g"]);
+    }
+
+    /// TestPastDeadlineJobFinished and the suspended case of TestSyncJobPastDeadline.
+    #[test]
+    fn the_deadline_counts_from_start_and_not_while_suspended() {
+        let mut j = job("j", Some(1), Some(1));
+        assert_eq!(active_deadline_remaining(&j, ts(0).0), None);
+        j.spec.as_mut().expect("spec").active_deadline_seconds = Some(10);
+        j.status = Some(JobStatus {
+            start_time: Some(ts(0)),
+            ..Default::default()
+        });
+        assert_eq!(active_deadline_remaining(&j, ts(4).0), Some(Duration::from_secs(6)));
+        assert_eq!(active_deadline_remaining(&j, ts(15).0), Some(Duration::ZERO));
+        j.spec.as_mut().expect("spec").suspend = Some(true);
+        assert_eq!(active_deadline_remaining(&j, ts(15).0), None);
+    }
+
+    /// TestPastBackoffLimitOnFailure.
+    #[test]
+    fn container_restarts_count_against_the_backoff_limit_with_restart_on_failure() {
+        use k8s_openapi::api::core::v1::ContainerStatus;
+        let mut j = job("j", Some(1), Some(1));
+        j.spec.as_mut().expect("spec").backoff_limit = Some(2);
+        let mut p = pod(&j, "a", "Running");
+        p.status.get_or_insert_with(Default::default).container_statuses = Some(vec![ContainerStatus {
+            restart_count: 2,
+            ..Default::default()
+        }]);
+        let pods = [Arc::new(p)];
+        assert!(!past_backoff_limit_on_failure(&j, &pods), "restartPolicy Never");
+        let template = &mut j.spec.as_mut().expect("spec").template;
+        template.spec.as_mut().expect("spec").restart_policy = Some("OnFailure".into());
+        assert!(past_backoff_limit_on_failure(&j, &pods));
+        j.spec.as_mut().expect("spec").backoff_limit = Some(3);
+        assert!(!past_backoff_limit_on_failure(&j, &pods));
+    }
+
+    #[tokio::test]
+    async fn an_orphan_pod_loses_its_finalizer_but_a_tracked_one_keeps_it() {
+        let f = Fixture::new();
+        let j = job("j", Some(1), Some(1));
+        let p = pod(&j, "p", "Succeeded");
+        let pod_key = ObjectKey::from_obj(&p);
+        f.add_pod(p);
+        f.ctrl.sync_orphan_pod(&pod_key).await.expect("sync");
+        assert_eq!(f.pod_control.patches().len(), 1, "its Job is gone");
+
+        f.pod_control.clear();
+        f.add_job(j);
+        f.ctrl.sync_orphan_pod(&pod_key).await.expect("sync");
+        assert!(f.pod_control.patches().is_empty(), "its Job still tracks it");
+    }
+}
