@@ -161,7 +161,11 @@ async fn a_job_runs_its_pods_to_completion_and_releases_them() -> Result<()> {
     for pod in &first {
         let finalizers = pod.metadata.finalizers.clone().unwrap_or_default();
         assert_eq!(finalizers, [FINALIZER]);
-        assert!(pod.metadata.name.as_deref().is_some_and(|n| n.starts_with("pi-")));
+        assert!(pod
+            .metadata
+            .name
+            .as_deref()
+            .is_some_and(|n| n.starts_with("pi-")));
     }
 
     // Every pod that succeeds is counted and replaced until three have.
@@ -191,7 +195,11 @@ async fn a_job_runs_its_pods_to_completion_and_releases_them() -> Result<()> {
     assert_eq!(status.succeeded, Some(3));
     assert!(status.completion_time.is_some());
     assert!(status.start_time.is_some());
-    assert!(has_condition(&done, "SuccessCriteriaMet", "CompletionsReached"));
+    assert!(has_condition(
+        &done,
+        "SuccessCriteriaMet",
+        "CompletionsReached"
+    ));
     // No pod keeps the finalizer.
     eventually("finalizers removed", || async {
         let pods = pods_of(&h.client, "pi").await?;
@@ -225,7 +233,11 @@ async fn a_failure_beyond_the_backoff_limit_fails_the_job() -> Result<()> {
         Ok(has_condition(&job, "Failed", "BackoffLimitExceeded").then_some(job))
     })
     .await?;
-    assert!(has_condition(&failed, "FailureTarget", "BackoffLimitExceeded"));
+    assert!(has_condition(
+        &failed,
+        "FailureTarget",
+        "BackoffLimitExceeded"
+    ));
     let status = failed.status.clone().unwrap_or_default();
     // The running pod was deleted and counted as failed too.
     assert_eq!(status.failed, Some(2));

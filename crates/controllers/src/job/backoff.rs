@@ -137,7 +137,11 @@ mod tests {
         // Failures before the success do not count; after it they do.
         let mixed = more.next(
             &[p("s", "Succeeded", 40)],
-            &[p("d", "Failed", 35), p("e", "Failed", 45), p("f", "Failed", 50)],
+            &[
+                p("d", "Failed", 35),
+                p("e", "Failed", 45),
+                p("f", "Failed", 50),
+            ],
         );
         assert_eq!(mixed.failures_after_last_success, 2);
         assert_eq!(mixed.last_failure_time, Some(at(50)));
@@ -151,13 +155,34 @@ mod tests {
             last_failure_time: Some(at(last)),
         };
         let (d, m) = (DEFAULT_JOB_POD_FAILURE_BACKOFF, MAX_JOB_POD_FAILURE_BACKOFF);
-        assert_eq!(BackoffRecord::default().remaining_time(at(0), d, m), Duration::ZERO);
-        assert_eq!(record(1, 0).remaining_time(at(0), d, m), Duration::from_secs(10));
-        assert_eq!(record(1, 0).remaining_time(at(4), d, m), Duration::from_secs(6));
+        assert_eq!(
+            BackoffRecord::default().remaining_time(at(0), d, m),
+            Duration::ZERO
+        );
+        assert_eq!(
+            record(1, 0).remaining_time(at(0), d, m),
+            Duration::from_secs(10)
+        );
+        assert_eq!(
+            record(1, 0).remaining_time(at(4), d, m),
+            Duration::from_secs(6)
+        );
         assert_eq!(record(1, 0).remaining_time(at(11), d, m), Duration::ZERO);
-        assert_eq!(record(3, 0).remaining_time(at(5), d, m), Duration::from_secs(35));
-        assert_eq!(record(6, 0).remaining_time(at(0), d, m), Duration::from_secs(320));
-        assert_eq!(record(7, 0).remaining_time(at(0), d, m), Duration::from_secs(360));
-        assert_eq!(record(50, 0).remaining_time(at(60), d, m), Duration::from_secs(300));
+        assert_eq!(
+            record(3, 0).remaining_time(at(5), d, m),
+            Duration::from_secs(35)
+        );
+        assert_eq!(
+            record(6, 0).remaining_time(at(0), d, m),
+            Duration::from_secs(320)
+        );
+        assert_eq!(
+            record(7, 0).remaining_time(at(0), d, m),
+            Duration::from_secs(360)
+        );
+        assert_eq!(
+            record(50, 0).remaining_time(at(60), d, m),
+            Duration::from_secs(300)
+        );
     }
 }

@@ -103,15 +103,43 @@ mod tests {
     #[test]
     fn ensure_status_appends_updates_or_leaves_the_list_alone() {
         let mut list = Vec::new();
-        assert!(!ensure_status(&mut list, SUSPENDED, "False", "JobResumed", "Job resumed", now()));
+        assert!(!ensure_status(
+            &mut list,
+            SUSPENDED,
+            "False",
+            "JobResumed",
+            "Job resumed",
+            now()
+        ));
         assert!(list.is_empty(), "nothing to False is not recorded");
 
-        assert!(ensure_status(&mut list, SUSPENDED, "True", "JobSuspended", "Job suspended", now()));
+        assert!(ensure_status(
+            &mut list,
+            SUSPENDED,
+            "True",
+            "JobSuspended",
+            "Job suspended",
+            now()
+        ));
         assert_eq!(list.len(), 1);
-        assert!(!ensure_status(&mut list, SUSPENDED, "True", "JobSuspended", "Job suspended", now()));
+        assert!(!ensure_status(
+            &mut list,
+            SUSPENDED,
+            "True",
+            "JobSuspended",
+            "Job suspended",
+            now()
+        ));
 
         let later = now() + jiff::SignedDuration::from_secs(5);
-        assert!(ensure_status(&mut list, SUSPENDED, "False", "JobResumed", "Job resumed", later));
+        assert!(ensure_status(
+            &mut list,
+            SUSPENDED,
+            "False",
+            "JobResumed",
+            "Job resumed",
+            later
+        ));
         assert_eq!(list.len(), 1);
         assert_eq!(list[0].status, "False");
         assert_eq!(list[0].reason.as_deref(), Some("JobResumed"));
@@ -126,7 +154,13 @@ mod tests {
         let mut job = Job::default();
         assert!(!is_finished(&job));
         let status = job.status.get_or_insert_with(Default::default);
-        status.conditions = Some(vec![new_condition(SUCCESS_CRITERIA_MET, "True", "", "", now())]);
+        status.conditions = Some(vec![new_condition(
+            SUCCESS_CRITERIA_MET,
+            "True",
+            "",
+            "",
+            now(),
+        )]);
         assert!(!is_finished(&job));
         let status = job.status.get_or_insert_with(Default::default);
         status.conditions = Some(vec![new_condition(FAILED, "False", "", "", now())]);

@@ -51,7 +51,8 @@ impl JobController {
         if old.metadata.generation != new.metadata.generation {
             self.queue.add(key.clone());
         } else {
-            self.queue.add_after(key.clone(), self.config.sync_batch_period);
+            self.queue
+                .add_after(key.clone(), self.config.sync_batch_period);
         }
         // activeDeadlineSeconds changed: sync again when the new deadline passes.
         let deadline = |j: &Job| j.spec.as_ref().and_then(|s| s.active_deadline_seconds);
@@ -60,7 +61,13 @@ impl JobController {
             new.status.as_ref().and_then(|s| s.start_time.as_ref()),
         ) {
             if deadline(old) != Some(seconds) {
-                let elapsed = self.config.clock.now().duration_since(start.0).as_secs().max(0);
+                let elapsed = self
+                    .config
+                    .clock
+                    .now()
+                    .duration_since(start.0)
+                    .as_secs()
+                    .max(0);
                 let left = u64::try_from(seconds)
                     .unwrap_or(0)
                     .saturating_sub(u64::try_from(elapsed).unwrap_or(0));
@@ -235,7 +242,8 @@ mod tests {
         let j = job("j", Some(1), Some(1));
         let key = f.add_job(j.clone());
         f.ctrl.expectations().expect_creations(&key, 1);
-        f.ctrl.on_pod(Notification::Add(Arc::new(pod(&j, "p", "Pending"))));
+        f.ctrl
+            .on_pod(Notification::Add(Arc::new(pod(&j, "p", "Pending"))));
         assert!(f.ctrl.expectations().satisfied_expectations(&key));
         assert_eq!(f.next_key().await, Some(key));
     }

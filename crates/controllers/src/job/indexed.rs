@@ -55,7 +55,10 @@ impl Intervals {
                 None => (part.parse::<usize>(), part.parse::<usize>()),
             };
             let (Ok(first), Ok(last)) = (first, last) else {
-                tracing::debug!(interval = part, "corrupted completed indexes interval, ignoring");
+                tracing::debug!(
+                    interval = part,
+                    "corrupted completed indexes interval, ignoring"
+                );
                 continue;
             };
             if first > last || first >= completions {
@@ -115,7 +118,11 @@ impl std::fmt::Display for Intervals {
 
 /// The indexes already recorded in `completedIndexes`, and those plus the indexes of succeeded
 /// pods not yet counted (still carrying the finalizer) (`calculateSucceededIndexes`).
-pub fn succeeded_indexes(job: &Job, pods: &[Arc<Pod>], completions: usize) -> (Intervals, Intervals) {
+pub fn succeeded_indexes(
+    job: &Job,
+    pods: &[Arc<Pod>],
+    completions: usize,
+) -> (Intervals, Intervals) {
     let recorded = job
         .status
         .as_ref()
@@ -219,7 +226,11 @@ pub fn add_completion_index_env(template: &mut PodTemplateSpec) {
 
 /// The template for the pod of `index`: the index as annotation and label, hostname
 /// `<job>-<index>` and generateName `<job>-<index>-`.
-pub fn template_for_index(template: &PodTemplateSpec, job_name: &str, index: usize) -> PodTemplateSpec {
+pub fn template_for_index(
+    template: &PodTemplateSpec,
+    job_name: &str,
+    index: usize,
+) -> PodTemplateSpec {
     let mut t = template.clone();
     let meta = t.metadata.get_or_insert_with(Default::default);
     meta.annotations
@@ -247,8 +258,18 @@ mod tests {
         assert_eq!(parsed.total(), 5);
         assert!(parsed.has(3) && !parsed.has(5));
         assert_eq!(parsed.with_ordered_indexes(&[1, 5]).to_string(), "0-6");
-        assert_eq!(Intervals::default().with_ordered_indexes(&[3, 4]).to_string(), "3,4");
-        assert_eq!(Intervals::default().with_ordered_indexes(&[3, 4, 5]).to_string(), "3-5");
+        assert_eq!(
+            Intervals::default()
+                .with_ordered_indexes(&[3, 4])
+                .to_string(),
+            "3,4"
+        );
+        assert_eq!(
+            Intervals::default()
+                .with_ordered_indexes(&[3, 4, 5])
+                .to_string(),
+            "3-5"
+        );
         // Out of range and malformed parts are dropped; the last interval is cut.
         assert_eq!(Intervals::parse("0,x,2-12,15", 5).to_string(), "0,2-4");
         assert_eq!(Intervals::parse("", 5).total(), 0);
@@ -257,7 +278,9 @@ mod tests {
     #[test]
     fn succeeded_indexes_add_uncounted_succeeded_pods_to_the_recorded_ones() {
         let mut j = job("j", Some(2), Some(6));
-        j.status.get_or_insert_with(Default::default).completed_indexes = Some("0,1".into());
+        j.status
+            .get_or_insert_with(Default::default)
+            .completed_indexes = Some("0,1".into());
         let pods = [
             Arc::new(indexed_pod(&j, "a", "Succeeded", 3)),
             Arc::new(indexed_pod(&j, "b", "Succeeded", 9)),
@@ -289,12 +312,14 @@ mod tests {
         let mut unindexed = indexed_pod(&j, "none", "Running", 0);
         unindexed.metadata.annotations = None;
         let mut ready_dup = indexed_pod(&j, "b", "Running", 1);
-        ready_dup.status.get_or_insert_with(Default::default).conditions =
-            Some(vec![k8s_openapi::api::core::v1::PodCondition {
-                type_: "Ready".into(),
-                status: "True".into(),
-                ..Default::default()
-            }]);
+        ready_dup
+            .status
+            .get_or_insert_with(Default::default)
+            .conditions = Some(vec![k8s_openapi::api::core::v1::PodCondition {
+            type_: "Ready".into(),
+            status: "True".into(),
+            ..Default::default()
+        }]);
         let pods = [
             Arc::new(indexed_pod(&j, "a", "Running", 0)),
             Arc::new(indexed_pod(&j, "c", "Running", 1)),
@@ -304,7 +329,9 @@ mod tests {
         ];
         let (rm, left) = duplicated_index_pods_for_removal(&pods, 3);
         let names = |v: &[Arc<Pod>]| -> Vec<String> {
-            v.iter().map(|p| p.metadata.name.clone().unwrap_or_default()).collect()
+            v.iter()
+                .map(|p| p.metadata.name.clone().unwrap_or_default())
+                .collect()
         };
         assert_eq!(names(&rm), ["far", "none", "c"]);
         assert_eq!(names(&left), ["a", "b"]);
@@ -316,8 +343,14 @@ mod tests {
         let template = j.spec.clone().expect("spec").template;
         let t = template_for_index(&template, "pi", 2);
         let meta = t.metadata.expect("meta");
-        assert_eq!(meta.annotations.expect("annotations")[JOB_COMPLETION_INDEX_ANNOTATION], "2");
-        assert_eq!(meta.labels.expect("labels")[JOB_COMPLETION_INDEX_ANNOTATION], "2");
+        assert_eq!(
+            meta.annotations.expect("annotations")[JOB_COMPLETION_INDEX_ANNOTATION],
+            "2"
+        );
+        assert_eq!(
+            meta.labels.expect("labels")[JOB_COMPLETION_INDEX_ANNOTATION],
+            "2"
+        );
         assert_eq!(meta.generate_name.as_deref(), Some("pi-2-"));
         assert_eq!(t.spec.expect("spec").hostname.as_deref(), Some("pi-2"));
 
@@ -333,10 +366,17 @@ mod tests {
         let mut template = j.spec.clone().expect("spec").template;
         add_completion_index_env(&mut template);
         add_completion_index_env(&mut template);
-        let env = template.spec.expect("spec").containers[0].env.clone().expect("env");
+        let env = template.spec.expect("spec").containers[0]
+            .env
+            .clone()
+            .expect("env");
         assert_eq!(env.len(), 1);
         assert_eq!(
-            env[0].value_from.as_ref().and_then(|v| v.field_ref.as_ref()).map(|f| f.field_path.as_str()),
+            env[0]
+                .value_from
+                .as_ref()
+                .and_then(|v| v.field_ref.as_ref())
+                .map(|f| f.field_path.as_str()),
             Some("metadata.labels['batch.kubernetes.io/job-completion-index']")
         );
     }

@@ -6,7 +6,8 @@
 //! `batch.kubernetes.io/job-tracking` finalizer, removed only once the pod is recorded in
 //! `status.uncountedTerminatedPods` (`tracking.rs`), so no finished pod goes uncounted. The
 //! decisions are pure functions: pod state (`pods.rs`), backoff (`backoff.rs`), indexes
-//! (`indexed.rs`), conditions (`conditions.rs`).
+//! (`indexed.rs`), conditions (`conditions.rs`), the pod failure policy
+//! (`pod_failure_policy.rs`).
 
 pub mod backoff;
 pub mod conditions;
@@ -14,6 +15,7 @@ pub mod conditions;
 mod fixtures;
 mod handlers;
 pub mod indexed;
+pub mod pod_failure_policy;
 pub mod pods;
 mod sync;
 pub mod tracking;

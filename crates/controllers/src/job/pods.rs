@@ -64,8 +64,7 @@ pub fn count_terminating(pods: &[Arc<Pod>]) -> i32 {
     let n = pods
         .iter()
         .filter(|p| {
-            p.metadata.deletion_timestamp.is_some()
-                && !matches!(phase(p), "Succeeded" | "Failed")
+            p.metadata.deletion_timestamp.is_some() && !matches!(phase(p), "Succeeded" | "Failed")
         })
         .count();
     i32::try_from(n).unwrap_or(i32::MAX)
@@ -207,8 +206,9 @@ mod tests {
         status.container_statuses = Some(vec![terminated(40), terminated(45)]);
         assert_eq!(finished_time(&p), Some(ts(45).0));
         // One container still running: containers do not tell.
-        p.status.get_or_insert_with(Default::default).container_statuses =
-            Some(vec![terminated(40), ContainerStatus::default()]);
+        p.status
+            .get_or_insert_with(Default::default)
+            .container_statuses = Some(vec![terminated(40), ContainerStatus::default()]);
         assert_eq!(finished_time(&p), Some(ts(50).0));
     }
 

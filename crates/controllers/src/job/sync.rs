@@ -24,10 +24,11 @@ use rkcm_runtime::ObjectKey;
 use super::backoff::BackoffRecord;
 use super::conditions::{self as cond, new_condition};
 use super::indexed::{self, Intervals};
+use super::pod_failure_policy::{match_pod_failure_policy, REASON_POD_FAILURE_POLICY};
 use super::pods::{
     count_ready, count_terminating, filter_active, has_tracking_finalizer, is_pod_failed,
-    is_pod_succeeded, only_replace_failed_pods, rank_for_removal,
-    remove_tracking_finalizer_patch, JOB_TRACKING_FINALIZER,
+    is_pod_succeeded, only_replace_failed_pods, rank_for_removal, remove_tracking_finalizer_patch,
+    JOB_TRACKING_FINALIZER,
 };
 use super::tracking::{clean_uncounted, plan_tracking};
 use super::{JobController, MAX_POD_CREATE_DELETE_PER_SYNC};
@@ -136,6 +137,14 @@ pub fn new_finished_pods(
     (succeeded, failed)
 }
 
+/// The message of the first failed pod a `FailJob` rule matches (`getFailJobMessage`).
+pub fn fail_job_message(job: &Job, pods: &[Arc<Pod>]) -> Option<String> {
+    let policy = job.spec.as_ref()?.pod_failure_policy.as_ref()?;
+    pods.iter()
+        .filter(|p| is_pod_failed(p, job))
+        .find_map(|p| match_pod_failure_policy(Some(policy), p).fail_job_message)
+}
+
 /// `spec.completions` as a count.
 fn completions(job: &Job) -> Option<usize> {
     job.spec
@@ -181,13 +190,22 @@ pub fn past_backoff_limit_on_failure(job: &Job, pods: &[Arc<Pod>]) -> bool {
     let Some(spec) = job.spec.as_ref() else {
         return false;
     };
-    let restart_policy = spec.template.spec.as_ref().and_then(|s| s.restart_policy.as_deref());
+    let restart_policy = spec
+        .template
+        .spec
+        .as_ref()
+        .and_then(|s| s.restart_policy.as_deref());
     if restart_policy != Some("OnFailure") {
         return false;
     }
     let restarts: i32 = pods
         .iter()
-        .filter(|p| matches!(crate::replicaset::pod_state::phase(p), "Running" | "Pending"))
+        .filter(|p| {
+            matches!(
+                crate::replicaset::pod_state::phase(p),
+                "Running" | "Pending"
+            )
+        })
         .filter_map(|p| p.status.as_ref())
         .flat_map(|s| {
             s.init_container_statuses
@@ -254,7 +272,10 @@ impl JobController {
             self.backoff.remove(key);
             return Ok(());
         }
-        let mode = shared.spec.as_ref().and_then(|s| s.completion_mode.as_deref());
+        let mode = shared
+            .spec
+            .as_ref()
+            .and_then(|s| s.completion_mode.as_deref());
         if !matches!(mode, None | Some("NonIndexed") | Some("Indexed")) {
             self.recorder.event_for(
                 &*shared,
@@ -283,8 +304,13 @@ impl JobController {
         let succeeded = status.succeeded.unwrap_or(0)
             + count(new_succeeded.len())
             + count(uncounted.succeeded.as_ref().map_or(0, Vec::len));
+        let policy = job.spec.as_ref().and_then(|s| s.pod_failure_policy.clone());
+        let counted_failures = new_failed
+            .iter()
+            .filter(|p| match_pod_failure_policy(policy.as_ref(), p).count_failed)
+            .count();
         let failed = status.failed.unwrap_or(0)
-            + count(new_failed.len())
+            + count(counted_failures)
             + count(uncounted.failed.as_ref().map_or(0, Vec::len));
 
         // First start; a Job created suspended starts when resumed.
@@ -323,6 +349,15 @@ impl JobController {
                     "True",
                     target.reason.as_deref().unwrap_or(""),
                     target.message.as_deref().unwrap_or(""),
+                    now,
+                ));
+            } else if let Some(message) = fail_job_message(&ctx.job, &ctx.pods) {
+                // Record why before the finalizers (and so the failed pods) go.
+                ctx.finished_condition = Some(new_condition(
+                    cond::FAILURE_TARGET,
+                    "True",
+                    REASON_POD_FAILURE_POLICY,
+                    &message,
                     now,
                 ));
             }
@@ -429,7 +464,8 @@ impl JobController {
         };
         let job_status = job.status.get_or_insert_with(Default::default);
         let conditions = job_status.conditions.get_or_insert_with(Vec::new);
-        let changed = cond::ensure_status(conditions, cond::SUSPENDED, status, reason, message, now);
+        let changed =
+            cond::ensure_status(conditions, cond::SUSPENDED, status, reason, message, now);
         if job_status.conditions.as_ref().is_some_and(Vec::is_empty) {
             job_status.conditions = None;
         }
@@ -468,13 +504,14 @@ impl JobController {
             async move { recheck_owner(&api, &info).await }
         };
         let patcher = Arc::new(PodControlPatcher(Arc::clone(&self.pod_control)));
-        let claimed = ControllerRefManager::<Pod>::with_patcher(patcher, owner, &selector, can_adopt)
-            .claim(&pods)
-            .await
-            .map_err(|source| SyncError::Claim {
-                job: key.clone(),
-                source,
-            })?;
+        let claimed =
+            ControllerRefManager::<Pod>::with_patcher(patcher, owner, &selector, can_adopt)
+                .claim(&pods)
+                .await
+                .map_err(|source| SyncError::Claim {
+                    job: key.clone(),
+                    source,
+                })?;
         let uid = job.metadata.uid.as_deref().unwrap_or("");
         Ok(claimed
             .into_iter()
@@ -507,7 +544,8 @@ impl JobController {
         let active = count(ctx.active_pods.len());
         if is_suspended(&ctx.job) {
             tracing::debug!(%key, active, "deleting all active pods in suspended job");
-            let victims = active_pods_for_removal(&ctx.job, &ctx.active_pods, ctx.active_pods.len());
+            let victims =
+                active_pods_for_removal(&ctx.job, &ctx.active_pods, ctx.active_pods.len());
             let (ready, removed, error) = self.delete_job_pods(&ctx.job, &key, &victims).await;
             ctx.terminating += removed;
             ctx.ready -= ready;
@@ -746,7 +784,12 @@ impl JobController {
         }
         let old = ctx.job.status.clone().unwrap_or_default();
         let remove_error = self
-            .flush_and_remove_finalizers(ctx, plan.remove_finalizer, plan.with_finalizer, &mut needs_flush)
+            .flush_and_remove_finalizers(
+                ctx,
+                plan.remove_finalizer,
+                plan.with_finalizer,
+                &mut needs_flush,
+            )
             .await?;
         let finished = !plan.reached_max_uncounted && self.enact_job_finished(ctx);
         if finished {
@@ -877,7 +920,12 @@ impl JobController {
         let job = &ctx.job;
         if finished.type_ == cond::COMPLETE {
             let succeeded = job.status.as_ref().and_then(|s| s.succeeded).unwrap_or(0);
-            if job.spec.as_ref().and_then(|s| s.completions).is_some_and(|c| succeeded > c) {
+            if job
+                .spec
+                .as_ref()
+                .and_then(|s| s.completions)
+                .is_some_and(|c| succeeded > c)
+            {
                 self.recorder.event_for(
                     job,
                     EventType::Warning,
@@ -1318,8 +1366,12 @@ pub(crate) mod tests {
 
         // The pod is gone: the Job fails.
         f.observe_written_job();
-        f.ctrl.pod_store.remove(&ObjectKey::new("default", "running"));
-        f.ctrl.pod_store.remove(&ObjectKey::new("default", "failed"));
+        f.ctrl
+            .pod_store
+            .remove(&ObjectKey::new("default", "running"));
+        f.ctrl
+            .pod_store
+            .remove(&ObjectKey::new("default", "failed"));
         f.ctrl.sync(&key).await.expect("sync");
         let status = f.status();
         assert_eq!(
@@ -1332,7 +1384,10 @@ pub(crate) mod tests {
         assert_eq!(status.completion_time, None);
         assert_eq!(
             f.events(),
-            [pair("BackoffLimitExceeded", "Job has reached the specified backoff limit")]
+            [pair(
+                "BackoffLimitExceeded",
+                "Job has reached the specified backoff limit"
+            )]
         );
     }
 
@@ -1364,7 +1419,10 @@ pub(crate) mod tests {
         assert!(condition_types(&f.status()).contains(&pair("Failed", "DeadlineExceeded")));
         assert_eq!(
             f.events(),
-            [pair("DeadlineExceeded", "Job was active longer than specified deadline")]
+            [pair(
+                "DeadlineExceeded",
+                "Job was active longer than specified deadline"
+            )]
         );
     }
 
@@ -1387,8 +1445,14 @@ pub(crate) mod tests {
         deleted.sort();
         assert_eq!(deleted, ["a", "b"]);
         let status = f.status();
-        assert_eq!(condition_types(&status), [pair("Suspended", "JobSuspended")]);
-        assert_eq!((status.active, status.ready, status.terminating), (None, Some(0), Some(2)));
+        assert_eq!(
+            condition_types(&status),
+            [pair("Suspended", "JobSuspended")]
+        );
+        assert_eq!(
+            (status.active, status.ready, status.terminating),
+            (None, Some(0), Some(2))
+        );
         assert_eq!(f.events(), [pair("Suspended", "Job suspended")]);
 
         // Resume, with the pods gone.
@@ -1442,7 +1506,8 @@ pub(crate) mod tests {
     async fn a_stale_cache_never_creates_twice() {
         let f = Fixture::new();
         let key = f.add_job(job("j", Some(3), Some(3)));
-        f.pod_control.fail_creates_from(2, || PodControlError::Conflict);
+        f.pod_control
+            .fail_creates_from(2, || PodControlError::Conflict);
         let err = f.ctrl.sync(&key).await.expect_err("creation failed");
         assert!(matches!(err, SyncError::Pods { .. }));
         // One pod created, one failed, one skipped: only the created one is awaited.
@@ -1454,7 +1519,11 @@ pub(crate) mod tests {
         assert!(f.pod_control.creates().is_empty());
         f.ctrl.expectations().creation_observed(&key);
         f.ctrl.sync(&key).await.expect("sync");
-        assert_eq!(f.pod_control.creates().len(), 3, "the cache still shows no pod");
+        assert_eq!(
+            f.pod_control.creates().len(),
+            3,
+            "the cache still shows no pod"
+        );
     }
 
     /// TestControllerSyncJob "indexed job start" and "indexed job completed".
@@ -1476,13 +1545,96 @@ pub(crate) mod tests {
             "1"
         );
         assert_eq!(
-            creates[0].template.spec.as_ref().and_then(|s| s.hostname.as_deref()),
+            creates[0]
+                .template
+                .spec
+                .as_ref()
+                .and_then(|s| s.hostname.as_deref()),
             Some("pi-1")
         );
         let status = f.status();
         assert_eq!(status.completed_indexes.as_deref(), Some("0"));
         assert_eq!(status.succeeded, Some(1));
         assert_eq!(status.active, Some(2));
+    }
+
+    fn exit_code_policy(action: &str, code: i32) -> k8s_openapi::api::batch::v1::PodFailurePolicy {
+        use k8s_openapi::api::batch::v1::{
+            PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement, PodFailurePolicyRule,
+        };
+        PodFailurePolicy {
+            rules: vec![PodFailurePolicyRule {
+                action: action.into(),
+                on_exit_codes: Some(PodFailurePolicyOnExitCodesRequirement {
+                    container_name: None,
+                    operator: "In".into(),
+                    values: vec![code],
+                }),
+                on_pod_conditions: None,
+            }],
+        }
+    }
+
+    fn exited(mut p: Pod, code: i32) -> Pod {
+        use k8s_openapi::api::core::v1::{
+            ContainerState, ContainerStateTerminated, ContainerStatus,
+        };
+        p.status
+            .get_or_insert_with(Default::default)
+            .container_statuses = Some(vec![ContainerStatus {
+            name: "main".into(),
+            state: Some(ContainerState {
+                terminated: Some(ContainerStateTerminated {
+                    exit_code: code,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }]);
+        p
+    }
+
+    /// TestSyncJobWithJobPodFailurePolicy "job marked already as failure target with FailJob".
+    #[tokio::test]
+    async fn a_fail_job_rule_fails_the_job_with_the_pod_failure_policy_reason() {
+        let f = Fixture::new();
+        let mut j = job("j", Some(2), Some(2));
+        j.spec.as_mut().expect("spec").pod_failure_policy = Some(exit_code_policy("FailJob", 42));
+        let key = f.add_job(j.clone());
+        f.add_pod(exited(failed_at(&j, "a", "Failed", -1), 42));
+        f.add_pod(pod(&j, "b", "Running"));
+        f.ctrl.sync(&key).await.expect("sync");
+        assert_eq!(f.pod_control.deleted_names(), ["b"]);
+        let status = f.status();
+        assert_eq!(
+            condition_types(&status),
+            [pair("FailureTarget", "PodFailurePolicy")]
+        );
+        let message = status.conditions.expect("conditions")[0].message.clone();
+        assert_eq!(
+            message.as_deref(),
+            Some("Container main for pod default/a failed with exit code 42 matching FailJob rule at index 0")
+        );
+    }
+
+    /// TestSyncJobWithJobPodFailurePolicy "Ignore rule": the failure neither counts nor backs off
+    /// the limit.
+    #[tokio::test]
+    async fn an_ignored_failure_is_not_counted_against_the_backoff_limit() {
+        let f = Fixture::new();
+        let mut j = job("j", Some(1), Some(1));
+        let spec = j.spec.as_mut().expect("spec");
+        spec.pod_failure_policy = Some(exit_code_policy("Ignore", 137));
+        spec.backoff_limit = Some(0);
+        let key = f.add_job(j.clone());
+        f.add_pod(exited(failed_at(&j, "a", "Failed", -100), 137));
+        f.ctrl.sync(&key).await.expect("sync");
+        let status = f.status();
+        assert!(condition_types(&status).is_empty());
+        assert_eq!(status.failed, None);
+        assert_eq!(f.pod_control.patches().len(), 1, "its finalizer still goes");
+        assert_eq!(f.pod_control.creates().len(), 1, "and it is replaced");
     }
 
     #[test]
@@ -1527,7 +1679,9 @@ pub(crate) mod tests {
         let expected: HashSet<String> = ["uid-f".to_string()].into();
         let (succeeded, failed) = new_finished_pods(&j, &pods, &expected);
         let names = |v: &[Arc<Pod>]| -> Vec<String> {
-            v.iter().map(|p| p.metadata.name.clone().unwrap_or_default()).collect()
+            v.iter()
+                .map(|p| p.metadata.name.clone().unwrap_or_default())
+                .collect()
         };
         assert_eq!(names(&succeeded), ["a"]);
         assert_eq!(names(&failed), ["d", "g"]);
@@ -1543,8 +1697,14 @@ pub(crate) mod tests {
             start_time: Some(ts(0)),
             ..Default::default()
         });
-        assert_eq!(active_deadline_remaining(&j, ts(4).0), Some(Duration::from_secs(6)));
-        assert_eq!(active_deadline_remaining(&j, ts(15).0), Some(Duration::ZERO));
+        assert_eq!(
+            active_deadline_remaining(&j, ts(4).0),
+            Some(Duration::from_secs(6))
+        );
+        assert_eq!(
+            active_deadline_remaining(&j, ts(15).0),
+            Some(Duration::ZERO)
+        );
         j.spec.as_mut().expect("spec").suspend = Some(true);
         assert_eq!(active_deadline_remaining(&j, ts(15).0), None);
     }
@@ -1556,12 +1716,17 @@ pub(crate) mod tests {
         let mut j = job("j", Some(1), Some(1));
         j.spec.as_mut().expect("spec").backoff_limit = Some(2);
         let mut p = pod(&j, "a", "Running");
-        p.status.get_or_insert_with(Default::default).container_statuses = Some(vec![ContainerStatus {
+        p.status
+            .get_or_insert_with(Default::default)
+            .container_statuses = Some(vec![ContainerStatus {
             restart_count: 2,
             ..Default::default()
         }]);
         let pods = [Arc::new(p)];
-        assert!(!past_backoff_limit_on_failure(&j, &pods), "restartPolicy Never");
+        assert!(
+            !past_backoff_limit_on_failure(&j, &pods),
+            "restartPolicy Never"
+        );
         let template = &mut j.spec.as_mut().expect("spec").template;
         template.spec.as_mut().expect("spec").restart_policy = Some("OnFailure".into());
         assert!(past_backoff_limit_on_failure(&j, &pods));
@@ -1582,6 +1747,9 @@ pub(crate) mod tests {
         f.pod_control.clear();
         f.add_job(j);
         f.ctrl.sync_orphan_pod(&pod_key).await.expect("sync");
-        assert!(f.pod_control.patches().is_empty(), "its Job still tracks it");
+        assert!(
+            f.pod_control.patches().is_empty(),
+            "its Job still tracks it"
+        );
     }
 }

@@ -12,6 +12,7 @@ use parking_lot::Mutex;
 use rkcm_runtime::ObjectKey;
 
 use super::indexed::{valid_index, Intervals};
+use super::pod_failure_policy::match_pod_failure_policy;
 use super::pods::{has_tracking_finalizer, is_pod_failed, is_pod_succeeded};
 
 /// Most pod UIDs held in `uncountedTerminatedPods` at once (`MaxUncountedPods`), so the status
@@ -33,7 +34,11 @@ impl FinalizerExpectations {
 
     /// Records that the finalizers of `uids` are being removed.
     pub fn expect_removed(&self, job: &ObjectKey, uids: impl IntoIterator<Item = String>) {
-        self.by_job.lock().entry(job.clone()).or_default().extend(uids);
+        self.by_job
+            .lock()
+            .entry(job.clone())
+            .or_default()
+            .extend(uids);
     }
 
     /// The finalizer of `uid` is gone (or the removal failed and will not be observed).
@@ -98,8 +103,9 @@ pub struct TrackingPlan {
 
 /// Decides, for every pod that still carries the finalizer, whether it is finished (or the Job
 /// is) and records it in `status.uncountedTerminatedPods` (NonIndexed) or as a new succeeded index
-/// (Indexed); those pods then lose their finalizer. `job_terminating` is a pending failure of the
-/// whole Job (every unfinished pod then counts as failed); `job_done` includes success.
+/// (Indexed); those pods then lose their finalizer. `job_finishing`: the Job has a finished
+/// condition, so every pod may lose its finalizer; `job_failing`: that condition is a failure, so
+/// every unfinished pod counts as failed.
 pub fn plan_tracking(
     job: &mut Job,
     pods: &[Arc<Pod>],
@@ -166,7 +172,13 @@ pub fn plan_tracking(
         } else if failed || job_failing {
             // When the Job fails, every pod not yet terminated counts as failed.
             let index_ok = !indexed || valid_index(pod, completions).is_some();
-            if !was_failed.contains(&uid) && index_ok {
+            // A failure the pod failure policy ignores loses its finalizer uncounted.
+            let policy = job_snapshot
+                .spec
+                .as_ref()
+                .and_then(|s| s.pod_failure_policy.as_ref());
+            let counts = match_pod_failure_policy(policy, pod).count_failed;
+            if !was_failed.contains(&uid) && index_ok && counts {
                 uncounted.failed.get_or_insert_with(Vec::new).push(uid);
                 plan.needs_flush = true;
             }
@@ -222,7 +234,14 @@ mod tests {
         let mut counted = pod(&j, "counted", "Succeeded");
         counted.metadata.finalizers = None;
         let pods = [running.clone(), ok, bad, Arc::new(counted)];
-        let plan = plan_tracking(&mut j, &pods, &HashSet::new(), false, false, &Intervals::default());
+        let plan = plan_tracking(
+            &mut j,
+            &pods,
+            &HashSet::new(),
+            false,
+            false,
+            &Intervals::default(),
+        );
         let names: Vec<_> = plan
             .remove_finalizer
             .iter()
@@ -230,27 +249,56 @@ mod tests {
             .collect();
         assert_eq!(names, ["ok", "bad"]);
         assert!(plan.needs_flush);
-        let uncounted = j.status.clone().and_then(|s| s.uncounted_terminated_pods).expect("uncounted");
+        let uncounted = j
+            .status
+            .clone()
+            .and_then(|s| s.uncounted_terminated_pods)
+            .expect("uncounted");
         assert_eq!(uids(&uncounted.succeeded), ["uid-ok"]);
         assert_eq!(uids(&uncounted.failed), ["uid-bad"]);
 
         // Next sync, same pods: nothing new to record, the removals are still due.
-        let again = plan_tracking(&mut j, &pods, &HashSet::new(), false, false, &Intervals::default());
+        let again = plan_tracking(
+            &mut j,
+            &pods,
+            &HashSet::new(),
+            false,
+            false,
+            &Intervals::default(),
+        );
         assert!(!again.needs_flush);
         assert_eq!(again.remove_finalizer.len(), 2);
 
         // The finalizers are expected to go: those pods are skipped.
         let expected: HashSet<String> = ["uid-ok".to_string(), "uid-bad".to_string()].into();
-        let skipped = plan_tracking(&mut j, &pods, &expected, false, false, &Intervals::default());
+        let skipped = plan_tracking(
+            &mut j,
+            &pods,
+            &expected,
+            false,
+            false,
+            &Intervals::default(),
+        );
         assert!(skipped.remove_finalizer.is_empty());
         // And once they are gone, they are counted.
         let status = j.status.clone().expect("status");
         assert_eq!((status.succeeded, status.failed), (Some(1), Some(1)));
 
         // A failing Job counts its running pod as failed.
-        let failing = plan_tracking(&mut j, &[running], &HashSet::new(), true, true, &Intervals::default());
+        let failing = plan_tracking(
+            &mut j,
+            &[running],
+            &HashSet::new(),
+            true,
+            true,
+            &Intervals::default(),
+        );
         assert_eq!(failing.remove_finalizer.len(), 1);
-        let uncounted = j.status.clone().and_then(|s| s.uncounted_terminated_pods).expect("uncounted");
+        let uncounted = j
+            .status
+            .clone()
+            .and_then(|s| s.uncounted_terminated_pods)
+            .expect("uncounted");
         assert_eq!(uids(&uncounted.failed), ["uid-running"]);
     }
 
@@ -267,7 +315,11 @@ mod tests {
         let plan = plan_tracking(&mut j, &pods, &HashSet::new(), false, false, &prev);
         assert_eq!(plan.new_succeeded_indexes, [2]);
         assert_eq!(plan.remove_finalizer.len(), 3);
-        let uncounted = j.status.clone().and_then(|s| s.uncounted_terminated_pods).expect("uncounted");
+        let uncounted = j
+            .status
+            .clone()
+            .and_then(|s| s.uncounted_terminated_pods)
+            .expect("uncounted");
         assert!(uncounted.succeeded.is_none());
     }
 
@@ -277,7 +329,14 @@ mod tests {
         let pods: Vec<_> = (0..MAX_UNCOUNTED_PODS + 10)
             .map(|i| Arc::new(pod(&j, &format!("p{i}"), "Succeeded")))
             .collect();
-        let plan = plan_tracking(&mut j, &pods, &HashSet::new(), false, false, &Intervals::default());
+        let plan = plan_tracking(
+            &mut j,
+            &pods,
+            &HashSet::new(),
+            false,
+            false,
+            &Intervals::default(),
+        );
         assert!(plan.reached_max_uncounted);
         assert_eq!(plan.remove_finalizer.len(), MAX_UNCOUNTED_PODS);
     }
