@@ -88,6 +88,11 @@ impl Intervals {
         result
     }
 
+    /// The closed intervals, in order.
+    pub fn as_slice(&self) -> &[(usize, usize)] {
+        &self.0
+    }
+
     /// Number of indexes.
     pub fn total(&self) -> usize {
         self.0.iter().map(|(f, l)| l - f + 1).sum()

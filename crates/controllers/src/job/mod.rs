@@ -7,7 +7,7 @@
 //! `status.uncountedTerminatedPods` (`tracking.rs`), so no finished pod goes uncounted. The
 //! decisions are pure functions: pod state (`pods.rs`), backoff (`backoff.rs`), indexes
 //! (`indexed.rs`), conditions (`conditions.rs`), the pod failure policy
-//! (`pod_failure_policy.rs`).
+//! (`pod_failure_policy.rs`) and the success policy (`success_policy.rs`).
 
 pub mod backoff;
 pub mod conditions;
@@ -17,6 +17,7 @@ mod handlers;
 pub mod indexed;
 pub mod pod_failure_policy;
 pub mod pods;
+pub mod success_policy;
 mod sync;
 pub mod tracking;
 

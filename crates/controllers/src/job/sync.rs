@@ -30,6 +30,7 @@ use super::pods::{
     is_pod_succeeded, only_replace_failed_pods, rank_for_removal, remove_tracking_finalizer_patch,
     JOB_TRACKING_FINALIZER,
 };
+use super::success_policy::{match_success_policy, REASON_SUCCESS_POLICY};
 use super::tracking::{clean_uncounted, plan_tracking};
 use super::{JobController, MAX_POD_CREATE_DELETE_PER_SYNC};
 use crate::replicaset::pod_state::is_pod_ready;
@@ -389,6 +390,22 @@ impl JobController {
             let completions = completions(&ctx.job).unwrap_or(0);
             let (prev, all) = indexed::succeeded_indexes(&ctx.job, &ctx.pods, completions);
             ctx.succeeded = count(all.total());
+            if ctx.finished_condition.is_none() {
+                let policy = ctx
+                    .job
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.success_policy.as_ref());
+                if let Some(message) = match_success_policy(policy, completions, &all) {
+                    ctx.finished_condition = Some(new_condition(
+                        cond::SUCCESS_CRITERIA_MET,
+                        "True",
+                        REASON_SUCCESS_POLICY,
+                        &message,
+                        now,
+                    ));
+                }
+            }
             ctx.prev_succeeded_indexes = prev;
             ctx.succeeded_indexes = all;
         }
@@ -1635,6 +1652,52 @@ pub(crate) mod tests {
         assert_eq!(status.failed, None);
         assert_eq!(f.pod_control.patches().len(), 1, "its finalizer still goes");
         assert_eq!(f.pod_control.creates().len(), 1, "and it is replaced");
+    }
+
+    /// TestSyncJobWithJobSuccessPolicy "job with successPolicy; job has SuccessCriteriaMet
+    /// condition": the remaining pods go and the Job completes with reason SuccessPolicy.
+    #[tokio::test]
+    async fn meeting_the_success_policy_completes_the_job_early() {
+        use k8s_openapi::api::batch::v1::{SuccessPolicy, SuccessPolicyRule};
+        let f = Fixture::new();
+        let mut j = job("j", Some(3), Some(3));
+        let spec = j.spec.as_mut().expect("spec");
+        spec.completion_mode = Some("Indexed".into());
+        spec.success_policy = Some(SuccessPolicy {
+            rules: vec![SuccessPolicyRule {
+                succeeded_indexes: Some("0".into()),
+                succeeded_count: None,
+            }],
+        });
+        let key = f.add_job(j.clone());
+        f.add_pod(indexed_pod(&j, "j-0", "Succeeded", 0));
+        f.add_pod(indexed_pod(&j, "j-1", "Running", 1));
+        f.ctrl.sync(&key).await.expect("sync");
+        assert_eq!(f.pod_control.deleted_names(), ["j-1"]);
+        let status = f.status();
+        assert_eq!(
+            condition_types(&status),
+            [pair("SuccessCriteriaMet", "SuccessPolicy")]
+        );
+        assert_eq!(status.completed_indexes.as_deref(), Some("0"));
+        assert_eq!(
+            status.failed, None,
+            "pods of a successful Job are not failures"
+        );
+
+        f.observe_written_job();
+        f.ctrl.pod_store.remove(&ObjectKey::new("default", "j-1"));
+        f.ctrl.pod_store.remove(&ObjectKey::new("default", "j-0"));
+        f.ctrl.sync(&key).await.expect("sync");
+        let status = f.status();
+        assert_eq!(
+            condition_types(&status),
+            [
+                pair("SuccessCriteriaMet", "SuccessPolicy"),
+                pair("Complete", "SuccessPolicy")
+            ]
+        );
+        assert_eq!(f.events(), [pair("Completed", "Job completed")]);
     }
 
     #[test]
