@@ -15,6 +15,7 @@ pub mod conditions;
 mod fixtures;
 mod handlers;
 pub mod indexed;
+pub mod metrics;
 pub mod pod_failure_policy;
 pub mod pods;
 pub mod success_policy;

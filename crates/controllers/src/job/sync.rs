@@ -24,6 +24,7 @@ use rkcm_runtime::ObjectKey;
 use super::backoff::BackoffRecord;
 use super::conditions::{self as cond, new_condition};
 use super::indexed::{self, Intervals};
+use super::metrics::{self, SyncAction};
 use super::pod_failure_policy::{match_pod_failure_policy, REASON_POD_FAILURE_POLICY};
 use super::pods::{
     count_ready, count_terminating, filter_active, has_tracking_finalizer, is_pod_failed,
@@ -102,6 +103,25 @@ struct SyncCtx {
     new_backoff: BackoffRecord,
     prev_succeeded_indexes: Intervals,
     succeeded_indexes: Intervals,
+    /// `status.succeeded` and `status.failed` before this sync, for the metrics.
+    initial_succeeded: i32,
+    initial_failed: i32,
+}
+
+/// What a sync reports to the metrics.
+struct Outcome {
+    /// Set once the Job is known to be synced (not deleted, not finished).
+    completion_mode: Option<&'static str>,
+    action: SyncAction,
+}
+
+/// The `completion_mode` label.
+fn completion_mode(job: &Job) -> &'static str {
+    if indexed::is_indexed(job) {
+        "Indexed"
+    } else {
+        "NonIndexed"
+    }
 }
 
 /// Newly finished pods not yet in the status: succeeded and failed pods that still carry the
@@ -252,15 +272,23 @@ impl JobController {
     /// Not called concurrently for one key.
     pub async fn sync(&self, key: &ObjectKey) -> Result<(), SyncError> {
         let started = std::time::Instant::now();
-        let result = self.sync_job(key).await;
+        let mut outcome = Outcome {
+            completion_mode: None,
+            action: SyncAction::Reconciling,
+        };
+        let result = self.sync_job(key, &mut outcome).await;
         if let Err(e) = &result {
             tracing::debug!(%key, error = %e, "sync failed");
         }
-        tracing::debug!(%key, elapsed = ?started.elapsed(), "finished syncing job");
+        let elapsed = started.elapsed();
+        if let Some(mode) = outcome.completion_mode {
+            metrics::record_sync(mode, result.is_ok(), outcome.action, elapsed.as_secs_f64());
+        }
+        tracing::debug!(%key, ?elapsed, "finished syncing job");
         result
     }
 
-    async fn sync_job(&self, key: &ObjectKey) -> Result<(), SyncError> {
+    async fn sync_job(&self, key: &ObjectKey, outcome: &mut Outcome) -> Result<(), SyncError> {
         let Some(shared) = self.job_store.get(key) else {
             tracing::debug!(%key, "job has been deleted");
             self.expectations.delete_expectations(key);
@@ -286,6 +314,7 @@ impl JobController {
             );
             return Ok(());
         }
+        outcome.completion_mode = Some(completion_mode(&shared));
         let mut job = (*shared).clone();
         job.status
             .get_or_insert_with(Default::default)
@@ -331,6 +360,8 @@ impl JobController {
             new_backoff,
             prev_succeeded_indexes: Intervals::default(),
             succeeded_indexes: Intervals::default(),
+            initial_succeeded: status.succeeded.unwrap_or(0),
+            initial_failed: status.failed.unwrap_or(0),
             job,
         };
 
@@ -428,8 +459,9 @@ impl JobController {
         } else {
             let mut manage_called = false;
             if satisfied && ctx.job.metadata.deletion_timestamp.is_none() {
-                let (now_active, error) = self.manage_job(&mut ctx).await;
+                let (now_active, action, error) = self.manage_job(&mut ctx).await;
                 active = now_active;
+                outcome.action = action;
                 manage_error = error;
                 manage_called = true;
             }
@@ -556,7 +588,7 @@ impl JobController {
     /// Creates or deletes pods towards the wanted number of active pods, at most
     /// [`MAX_POD_CREATE_DELETE_PER_SYNC`] per sync and never both in one sync; deletes every
     /// active pod of a suspended Job (`manageJob`). Returns the active count afterwards.
-    async fn manage_job(&self, ctx: &mut SyncCtx) -> (i32, Option<PodControlError>) {
+    async fn manage_job(&self, ctx: &mut SyncCtx) -> (i32, SyncAction, Option<PodControlError>) {
         let key = ctx.key.clone();
         let active = count(ctx.active_pods.len());
         if is_suspended(&ctx.job) {
@@ -566,7 +598,7 @@ impl JobController {
             let (ready, removed, error) = self.delete_job_pods(&ctx.job, &key, &victims).await;
             ctx.terminating += removed;
             ctx.ready -= ready;
-            return (active - removed, error);
+            return (active - removed, SyncAction::PodsDeleted, error);
         }
         let want = want_active(&ctx.job, active, ctx.succeeded);
         let rm_at_least = usize::try_from(active - want).unwrap_or(0);
@@ -578,7 +610,7 @@ impl JobController {
             ctx.terminating += removed;
             ctx.ready -= ready;
             // Deletion takes precedence; creations wait for the next sync.
-            return (active - removed, error);
+            return (active - removed, SyncAction::PodsDeleted, error);
         }
         // With podReplacementPolicy Failed, a terminating pod is replaced once it has failed.
         let terminating = if only_replace_failed_pods(&ctx.job) {
@@ -588,7 +620,7 @@ impl JobController {
         };
         let diff = want - terminating - active;
         if diff <= 0 {
-            return (active, None);
+            return (active, SyncAction::Tracking, None);
         }
         let remaining = ctx.new_backoff.remaining_time(
             self.config.clock.now(),
@@ -599,7 +631,7 @@ impl JobController {
             // kube reports 0 active here; the pods that run are still active, so report them.
             tracing::debug!(%key, ?remaining, "backing off before creating pods");
             self.queue.add_after(key, remaining);
-            return (active, None);
+            return (active, SyncAction::PodsCreated, None);
         }
         let mut diff = usize::try_from(diff)
             .unwrap_or(0)
@@ -621,7 +653,7 @@ impl JobController {
             None
         };
         if diff == 0 {
-            return (active, None);
+            return (active, SyncAction::Tracking, None);
         }
         let meta = template.metadata.get_or_insert_with(Default::default);
         let finalizers = meta.finalizers.get_or_insert_with(Vec::new);
@@ -663,7 +695,7 @@ impl JobController {
                 self.expectations.creation_observed(&key);
             }
         }
-        (active + count(successes), error)
+        (active + count(successes), SyncAction::PodsCreated, error)
     }
 
     /// Deletes `pods` of a running Job after removing their finalizer (they are not counted),
@@ -799,7 +831,6 @@ impl JobController {
                 now,
             ));
         }
-        let old = ctx.job.status.clone().unwrap_or_default();
         let remove_error = self
             .flush_and_remove_finalizers(
                 ctx,
@@ -818,7 +849,17 @@ impl JobController {
                 self.record_job_finished(ctx);
             }
         }
-        tracing::trace!(job = %ctx.key, succeeded = ?old.succeeded, failed = ?old.failed, "tracked job status");
+        for action in &plan.policy_actions {
+            metrics::record_failure_policy_action(action);
+        }
+        let now_counted = ctx.job.status.clone().unwrap_or_default();
+        let newly =
+            |now: Option<i32>, before: i32| u64::try_from(now.unwrap_or(0) - before).unwrap_or(0);
+        metrics::record_pods_finished(
+            completion_mode(&ctx.job),
+            newly(now_counted.succeeded, ctx.initial_succeeded),
+            newly(now_counted.failed, ctx.initial_failed),
+        );
         match remove_error {
             Some(source) => Err(SyncError::Pods {
                 job: ctx.key.clone(),
@@ -952,7 +993,9 @@ impl JobController {
             }
             self.recorder
                 .event_for(job, EventType::Normal, "Completed", "Job completed");
+            metrics::record_job_finished(completion_mode(job), None);
         } else {
+            metrics::record_job_finished(completion_mode(job), finished.reason.as_deref());
             self.recorder.event_for(
                 job,
                 EventType::Warning,

@@ -99,6 +99,8 @@ pub struct TrackingPlan {
     pub needs_flush: bool,
     /// [`MAX_UNCOUNTED_PODS`] was reached; the rest waits for the next sync.
     pub reached_max_uncounted: bool,
+    /// The pod failure policy action applied to each newly recorded failure that matched a rule.
+    pub policy_actions: Vec<String>,
 }
 
 /// Decides, for every pod that still carries the finalizer, whether it is finished (or the Job
@@ -177,10 +179,13 @@ pub fn plan_tracking(
                 .spec
                 .as_ref()
                 .and_then(|s| s.pod_failure_policy.as_ref());
-            let counts = match_pod_failure_policy(policy, pod).count_failed;
-            if !was_failed.contains(&uid) && index_ok && counts {
-                uncounted.failed.get_or_insert_with(Vec::new).push(uid);
-                plan.needs_flush = true;
+            if !was_failed.contains(&uid) && index_ok {
+                let verdict = match_pod_failure_policy(policy, pod);
+                plan.policy_actions.extend(verdict.action);
+                if verdict.count_failed {
+                    uncounted.failed.get_or_insert_with(Vec::new).push(uid);
+                    plan.needs_flush = true;
+                }
             }
         }
         let pending = plan.new_succeeded_indexes.len()
