@@ -340,3 +340,37 @@ async fn an_indexed_job_names_its_pods_by_index_and_reports_completed_indexes() 
     assert_eq!(status.succeeded, Some(3));
     Ok(())
 }
+
+#[tokio::test]
+async fn deleting_a_job_releases_the_finalizers_of_its_pods() -> Result<()> {
+    let h = start().await;
+    let jobs: Api<Job> = Api::namespaced(h.client.clone(), NS);
+    jobs.create(&PostParams::default(), &job("gone", 2, 2))
+        .await
+        .context("creating job")?;
+    eventually("two pods with the finalizer", || async {
+        let pods = pods_of(&h.client, "gone").await?;
+        Ok((pods.len() == 2
+            && pods.iter().all(|p| {
+                p.metadata
+                    .finalizers
+                    .as_ref()
+                    .is_some_and(|f| f.iter().any(|f| f == FINALIZER))
+            }))
+        .then_some(()))
+    })
+    .await?;
+    jobs.delete("gone", &kube::api::DeleteParams::background())
+        .await
+        .context("deleting job")?;
+    // No garbage collector runs here: the pods stay, but nothing holds them anymore.
+    eventually("finalizers removed", || async {
+        let pods = pods_of(&h.client, "gone").await?;
+        Ok(pods
+            .iter()
+            .all(|p| p.metadata.finalizers.as_ref().is_none_or(|f| f.is_empty()))
+            .then_some(()))
+    })
+    .await?;
+    Ok(())
+}
