@@ -166,6 +166,19 @@ pub fn fail_job_message(job: &Job, pods: &[Arc<Pod>]) -> Option<String> {
         .find_map(|p| match_pod_failure_policy(Some(policy), p).fail_job_message)
 }
 
+/// The value of `spec.managedBy` naming a controller other than this one
+/// (`managedByExternalController`).
+pub fn managed_by_external_controller(job: &Job) -> Option<&str> {
+    job.spec
+        .as_ref()?
+        .managed_by
+        .as_deref()
+        .filter(|m| *m != JOB_CONTROLLER_MANAGER)
+}
+
+/// `spec.managedBy` of Jobs this controller manages (also the default when unset).
+pub const JOB_CONTROLLER_MANAGER: &str = "kubernetes.io/job-controller";
+
 /// `spec.completions` as a count.
 fn completions(job: &Job) -> Option<usize> {
     job.spec
@@ -296,6 +309,12 @@ impl JobController {
             self.backoff.remove(key);
             return Ok(());
         };
+        // A Job another controller manages is theirs, even if it was queued before the field
+        // was set.
+        if let Some(manager) = managed_by_external_controller(&shared) {
+            tracing::debug!(%key, manager, "skipping job managed by an external controller");
+            return Ok(());
+        }
         // A finished Job is never acted on again.
         if cond::is_finished(&shared) {
             self.backoff.remove(key);
@@ -1741,6 +1760,22 @@ pub(crate) mod tests {
             ]
         );
         assert_eq!(f.events(), [pair("Completed", "Job completed")]);
+    }
+
+    /// TestSyncJobWithJobManagedBy.
+    #[tokio::test]
+    async fn a_job_managed_by_another_controller_is_left_alone() {
+        let f = Fixture::new();
+        let mut j = job("j", Some(2), Some(2));
+        j.spec.as_mut().expect("spec").managed_by = Some("example.com/other".into());
+        let key = f.add_job(j.clone());
+        f.ctrl.sync(&key).await.expect("sync");
+        assert!(f.pod_control.creates().is_empty());
+        assert!(f.statuses().is_empty());
+        j.spec.as_mut().expect("spec").managed_by = Some(JOB_CONTROLLER_MANAGER.into());
+        f.add_job(j);
+        f.ctrl.sync(&key).await.expect("sync");
+        assert_eq!(f.pod_control.creates().len(), 2);
     }
 
     #[test]
