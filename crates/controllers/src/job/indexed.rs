@@ -144,15 +144,16 @@ pub fn succeeded_indexes(
     (prev, all)
 }
 
-/// The first `count` indexes below `completions` that neither succeeded nor have an active pod
+/// The first `count` indexes below `completions` that neither succeeded nor have a pod in
+/// `taken` (the active pods, and the terminating ones when only failed pods are replaced)
 /// (`firstPendingIndexes`).
 pub fn first_pending_indexes(
-    active: &[Arc<Pod>],
+    taken: &[Arc<Pod>],
     succeeded: &Intervals,
     count: usize,
     completions: usize,
 ) -> Vec<usize> {
-    let taken: BTreeSet<usize> = active
+    let taken: BTreeSet<usize> = taken
         .iter()
         .filter_map(|p| valid_index(p, completions))
         .collect();

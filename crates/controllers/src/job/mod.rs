@@ -9,6 +9,10 @@
 //! (`indexed.rs`), conditions (`conditions.rs`), the pod failure policy
 //! (`pod_failure_policy.rs`) and the success policy (`success_policy.rs`).
 
+// TODO: backoffLimitPerIndex and maxFailedIndexes (status.failedIndexes, the FailIndex action,
+// per-index backoff and the job-index-failure-count annotations) are not implemented: such Jobs
+// run with the Job-wide backoff and never fail an index on its own.
+
 pub mod backoff;
 pub mod conditions;
 #[cfg(test)]

@@ -59,15 +59,14 @@ pub fn is_pod_succeeded(pod: &Pod) -> bool {
     phase(pod) == "Succeeded"
 }
 
+/// Whether the pod is being deleted and has not reached a terminal phase.
+pub fn is_terminating(pod: &Pod) -> bool {
+    pod.metadata.deletion_timestamp.is_some() && !matches!(phase(pod), "Succeeded" | "Failed")
+}
+
 /// Pods being deleted that have not reached a terminal phase (`controller.CountTerminatingPods`).
 pub fn count_terminating(pods: &[Arc<Pod>]) -> i32 {
-    let n = pods
-        .iter()
-        .filter(|p| {
-            p.metadata.deletion_timestamp.is_some() && !matches!(phase(p), "Succeeded" | "Failed")
-        })
-        .count();
-    i32::try_from(n).unwrap_or(i32::MAX)
+    i32::try_from(pods.iter().filter(|p| is_terminating(p)).count()).unwrap_or(i32::MAX)
 }
 
 /// Ready pods among `pods`.

@@ -28,8 +28,8 @@ use super::metrics::{self, SyncAction};
 use super::pod_failure_policy::{match_pod_failure_policy, REASON_POD_FAILURE_POLICY};
 use super::pods::{
     count_ready, count_terminating, filter_active, has_tracking_finalizer, is_pod_failed,
-    is_pod_succeeded, only_replace_failed_pods, rank_for_removal, remove_tracking_finalizer_patch,
-    JOB_TRACKING_FINALIZER,
+    is_pod_succeeded, is_terminating, only_replace_failed_pods, rank_for_removal,
+    remove_tracking_finalizer_patch, JOB_TRACKING_FINALIZER,
 };
 use super::success_policy::{match_success_policy, REASON_SUCCESS_POLICY};
 use super::tracking::{clean_uncounted, plan_tracking};
@@ -179,6 +179,17 @@ pub fn managed_by_external_controller(job: &Job) -> Option<&str> {
 /// `spec.managedBy` of Jobs this controller manages (also the default when unset).
 pub const JOB_CONTROLLER_MANAGER: &str = "kubernetes.io/job-controller";
 
+/// `spec.backoffLimit`, defaulted as the API server does: 6, or unlimited when
+/// `backoffLimitPerIndex` is set.
+fn backoff_limit(job: &Job) -> i32 {
+    let spec = job.spec.as_ref();
+    match spec.and_then(|s| s.backoff_limit) {
+        Some(limit) => limit,
+        None if spec.is_some_and(|s| s.backoff_limit_per_index.is_some()) => i32::MAX,
+        None => DEFAULT_BACKOFF_LIMIT,
+    }
+}
+
 /// `spec.completions` as a count.
 fn completions(job: &Job) -> Option<usize> {
     job.spec
@@ -249,7 +260,7 @@ pub fn past_backoff_limit_on_failure(job: &Job, pods: &[Arc<Pod>]) -> bool {
         })
         .map(|c| c.restart_count)
         .sum();
-    let limit = spec.backoff_limit.unwrap_or(DEFAULT_BACKOFF_LIMIT);
+    let limit = backoff_limit(job);
     if limit == 0 {
         restarts > 0
     } else {
@@ -384,12 +395,7 @@ impl JobController {
             job,
         };
 
-        let backoff_limit = ctx
-            .job
-            .spec
-            .as_ref()
-            .and_then(|s| s.backoff_limit)
-            .unwrap_or(DEFAULT_BACKOFF_LIMIT);
+        let backoff_limit = backoff_limit(&ctx.job);
         // Once success criteria were met the Job can only complete; a FailureTarget can only
         // turn into Failed.
         ctx.finished_condition = cond::find_true(&ctx.job, cond::SUCCESS_CRITERIA_MET).cloned();
@@ -659,12 +665,13 @@ impl JobController {
         let job_name = ctx.job.metadata.name.clone().unwrap_or_default();
         let indexes = if indexed::is_indexed(&ctx.job) {
             let completions = completions(&ctx.job).unwrap_or(0);
-            let indexes = indexed::first_pending_indexes(
-                &ctx.active_pods,
-                &ctx.succeeded_indexes,
-                diff,
-                completions,
-            );
+            let mut taken = ctx.active_pods.clone();
+            if only_replace_failed_pods(&ctx.job) {
+                // A terminating pod still holds its index until it has failed.
+                taken.extend(ctx.pods.iter().filter(|p| is_terminating(p)).cloned());
+            }
+            let indexes =
+                indexed::first_pending_indexes(&taken, &ctx.succeeded_indexes, diff, completions);
             diff = indexes.len();
             indexed::add_completion_index_env(&mut template);
             Some(indexes)
@@ -1776,6 +1783,40 @@ pub(crate) mod tests {
         f.add_job(j);
         f.ctrl.sync(&key).await.expect("sync");
         assert_eq!(f.pod_control.creates().len(), 2);
+    }
+
+    /// TestControllerSyncJob "indexed job with podReplacementPolicy Failed": a terminating pod
+    /// keeps its index until it has failed, so the replacement waits.
+    #[tokio::test]
+    async fn with_replacement_policy_failed_a_terminating_pod_is_not_replaced_yet() {
+        let f = Fixture::new();
+        let mut j = job("pi", Some(2), Some(2));
+        let spec = j.spec.as_mut().expect("spec");
+        spec.completion_mode = Some("Indexed".into());
+        spec.pod_replacement_policy = Some("Failed".into());
+        let key = f.add_job(j.clone());
+        let mut terminating = indexed_pod(&j, "pi-0-a", "Running", 0);
+        terminating.metadata.deletion_timestamp = Some(ts(0));
+        f.add_pod(terminating);
+        f.ctrl.sync(&key).await.expect("sync");
+        let creates = f.pod_control.creates();
+        assert_eq!(creates.len(), 1);
+        let meta = creates[0].template.metadata.clone().expect("meta");
+        assert_eq!(meta.generate_name.as_deref(), Some("pi-1-"));
+        let status = f.status();
+        assert_eq!((status.terminating, status.failed), (Some(1), None));
+
+        // Without the policy, the deleted pod counts as failed and its index is replaced.
+        let f = Fixture::new();
+        let mut j = job("pi", Some(2), Some(2));
+        j.spec.as_mut().expect("spec").completion_mode = Some("Indexed".into());
+        let key = f.add_job(j.clone());
+        let mut terminating = indexed_pod(&j, "pi-0-a", "Running", 0);
+        terminating.metadata.deletion_timestamp = Some(ts(0));
+        terminating.metadata.creation_timestamp = Some(ts(-100));
+        f.add_pod(terminating);
+        f.ctrl.sync(&key).await.expect("sync");
+        assert_eq!(f.status().failed, Some(1));
     }
 
     #[test]
