@@ -93,6 +93,17 @@ impl Intervals {
         &self.0
     }
 
+    /// These intervals and `other`'s.
+    pub fn merge(&self, other: &Intervals) -> Intervals {
+        let mut all: Vec<(usize, usize)> = self.0.iter().chain(&other.0).copied().collect();
+        all.sort_unstable();
+        let mut result = Intervals::default();
+        for (first, last) in all {
+            result.push(first, last);
+        }
+        result
+    }
+
     /// Number of indexes.
     pub fn total(&self) -> usize {
         self.0.iter().map(|(f, l)| l - f + 1).sum()

@@ -7,11 +7,8 @@
 //! `status.uncountedTerminatedPods` (`tracking.rs`), so no finished pod goes uncounted. The
 //! decisions are pure functions: pod state (`pods.rs`), backoff (`backoff.rs`), indexes
 //! (`indexed.rs`), conditions (`conditions.rs`), the pod failure policy
-//! (`pod_failure_policy.rs`) and the success policy (`success_policy.rs`).
-
-// TODO: backoffLimitPerIndex and maxFailedIndexes (status.failedIndexes, the FailIndex action,
-// per-index backoff and the job-index-failure-count annotations) are not implemented: such Jobs
-// run with the Job-wide backoff and never fail an index on its own.
+//! (`pod_failure_policy.rs`), the success policy (`success_policy.rs`) and
+//! `backoffLimitPerIndex` (`per_index.rs`).
 
 pub mod backoff;
 pub mod conditions;
@@ -20,6 +17,7 @@ mod fixtures;
 mod handlers;
 pub mod indexed;
 pub mod metrics;
+pub mod per_index;
 pub mod pod_failure_policy;
 pub mod pods;
 pub mod success_policy;

@@ -82,8 +82,8 @@ pub fn match_pod_failure_policy(policy: Option<&PodFailurePolicy>, pod: &Pod) ->
                     action,
                 }
             }
-            // FailIndex needs backoffLimitPerIndex, which this controller does not implement;
-            // the rule is skipped as kube skips it without that feature.
+            // The index fails (`per_index.rs`); the failure counts.
+            "FailIndex" => return Verdict { action, ..counts },
             _ => continue,
         }
     }
@@ -188,6 +188,14 @@ mod tests {
         assert_eq!(
             fail.fail_job_message.as_deref(),
             Some("Container main for pod default/p failed with exit code 42 matching FailJob rule at index 1")
+        );
+        let fail_index = PodFailurePolicy {
+            rules: vec![exit_rule("FailIndex", "In", vec![3])],
+        };
+        let index = match_pod_failure_policy(Some(&fail_index), &failed_with(3));
+        assert_eq!(
+            (index.count_failed, index.action.as_deref()),
+            (true, Some("FailIndex"))
         );
         let count = match_pod_failure_policy(Some(&policy), &failed_with(7));
         assert_eq!(

@@ -1,7 +1,7 @@
 //! `sync(key)`: run one Job's pods and write its status (`syncJob`, `manageJob`,
 //! `trackJobStatusAndRemoveFinalizers` and `syncOrphanPod` of kube's job controller).
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,6 +25,7 @@ use super::backoff::BackoffRecord;
 use super::conditions::{self as cond, new_condition};
 use super::indexed::{self, Intervals};
 use super::metrics::{self, SyncAction};
+use super::per_index;
 use super::pod_failure_policy::{match_pod_failure_policy, REASON_POD_FAILURE_POLICY};
 use super::pods::{
     count_ready, count_terminating, filter_active, has_tracking_finalizer, is_pod_failed,
@@ -103,6 +104,10 @@ struct SyncCtx {
     new_backoff: BackoffRecord,
     prev_succeeded_indexes: Intervals,
     succeeded_indexes: Intervals,
+    /// Failed indexes, with `backoffLimitPerIndex`.
+    failed_indexes: Option<Intervals>,
+    /// Per index, the failed pod kept until its replacement exists (`backoffLimitPerIndex`).
+    delayed: BTreeMap<usize, Arc<Pod>>,
     /// `status.succeeded` and `status.failed` before this sync, for the metrics.
     initial_succeeded: i32,
     initial_failed: i32,
@@ -390,6 +395,8 @@ impl JobController {
             new_backoff,
             prev_succeeded_indexes: Intervals::default(),
             succeeded_indexes: Intervals::default(),
+            failed_indexes: None,
+            delayed: BTreeMap::new(),
             initial_succeeded: status.succeeded.unwrap_or(0),
             initial_failed: status.failed.unwrap_or(0),
             job,
@@ -446,6 +453,43 @@ impl JobController {
             let completions = completions(&ctx.job).unwrap_or(0);
             let (prev, all) = indexed::succeeded_indexes(&ctx.job, &ctx.pods, completions);
             ctx.succeeded = count(all.total());
+            if per_index::has_backoff_limit_per_index(&ctx.job) {
+                let failed = per_index::failed_indexes(&ctx.job, &ctx.pods, completions);
+                if ctx.finished_condition.is_none() {
+                    let max_failed = ctx
+                        .job
+                        .spec
+                        .as_ref()
+                        .and_then(|s| s.max_failed_indexes)
+                        .and_then(|m| usize::try_from(m).ok());
+                    let reason = if max_failed.is_some_and(|m| failed.total() > m) {
+                        Some((
+                            per_index::REASON_MAX_FAILED_INDEXES_EXCEEDED,
+                            per_index::MESSAGE_MAX_FAILED_INDEXES_EXCEEDED,
+                        ))
+                    } else if failed.total() > 0 && failed.total() + all.total() >= completions {
+                        Some((
+                            per_index::REASON_FAILED_INDEXES,
+                            per_index::MESSAGE_FAILED_INDEXES,
+                        ))
+                    } else {
+                        None
+                    };
+                    ctx.finished_condition = reason.map(|(reason, message)| {
+                        new_condition(cond::FAILURE_TARGET, "True", reason, message, now)
+                    });
+                }
+                ctx.delayed = per_index::pods_with_delayed_deletion(
+                    &ctx.job,
+                    &ctx.pods,
+                    &ctx.active_pods,
+                    &all,
+                    &failed,
+                    &ctx.expected_removals,
+                    completions,
+                );
+                ctx.failed_indexes = Some(failed);
+            }
             if ctx.finished_condition.is_none() {
                 let policy = ctx
                     .job
@@ -647,11 +691,17 @@ impl JobController {
         if diff <= 0 {
             return (active, SyncAction::Tracking, None);
         }
-        let remaining = ctx.new_backoff.remaining_time(
-            self.config.clock.now(),
-            self.config.pod_failure_backoff,
-            self.config.max_pod_failure_backoff,
-        );
+        let per_index = per_index::has_backoff_limit_per_index(&ctx.job);
+        let remaining = if per_index {
+            // Each index backs off on its own, below.
+            Duration::ZERO
+        } else {
+            ctx.new_backoff.remaining_time(
+                self.config.clock.now(),
+                self.config.pod_failure_backoff,
+                self.config.max_pod_failure_backoff,
+            )
+        };
         if !remaining.is_zero() {
             // kube reports 0 active here; the pods that run are still active, so report them.
             tracing::debug!(%key, ?remaining, "backing off before creating pods");
@@ -670,8 +720,32 @@ impl JobController {
                 // A terminating pod still holds its index until it has failed.
                 taken.extend(ctx.pods.iter().filter(|p| is_terminating(p)).cloned());
             }
-            let indexes =
-                indexed::first_pending_indexes(&taken, &ctx.succeeded_indexes, diff, completions);
+            let not_pending = match &ctx.failed_indexes {
+                Some(failed) => ctx.succeeded_indexes.merge(failed),
+                None => ctx.succeeded_indexes.clone(),
+            };
+            let mut indexes =
+                indexed::first_pending_indexes(&taken, &not_pending, diff, completions);
+            if per_index {
+                // Only indexes whose own backoff has passed; else wait for the nearest.
+                let now = self.config.clock.now();
+                let wait = |ix: &usize| {
+                    per_index::remaining_time_for_index(
+                        ctx.delayed.get(ix).map(|p| &**p),
+                        now,
+                        self.config.pod_failure_backoff,
+                        self.config.max_pod_failure_backoff,
+                    )
+                };
+                let soonest = indexes.iter().map(wait).min();
+                indexes.retain(|ix| wait(ix).is_zero());
+                if indexes.is_empty() {
+                    if let Some(after) = soonest {
+                        self.queue.add_after(key, after);
+                        return (active, SyncAction::PodsCreated, None);
+                    }
+                }
+            }
             diff = indexes.len();
             indexed::add_completion_index_env(&mut template);
             Some(indexes)
@@ -696,7 +770,15 @@ impl JobController {
         let (successes, error) = slow_start_batch(diff, SLOW_START_INITIAL_BATCH_SIZE, || {
             let i = next.fetch_add(1, Ordering::Relaxed);
             let template = match &indexes {
-                Some(indexes) => indexed::template_for_index(&template, &job_name, indexes[i]),
+                Some(indexes) => {
+                    let ix = indexes[i];
+                    let mut t = indexed::template_for_index(&template, &job_name, ix);
+                    if per_index {
+                        let replaced = ctx.delayed.get(&ix).map(|p| &**p);
+                        per_index::add_index_failure_count_annotations(&mut t, &ctx.job, replaced);
+                    }
+                    t
+                }
                 None => template.clone(),
             };
             let (owner, controller_ref) = (&owner, &controller_ref);
@@ -811,6 +893,10 @@ impl JobController {
             finishing,
             failing,
             &ctx.prev_succeeded_indexes,
+            &ctx.delayed
+                .values()
+                .filter_map(|p| p.metadata.uid.clone())
+                .collect(),
         );
         needs_flush |= plan.needs_flush;
         if indexed::is_indexed(&ctx.job) {
@@ -824,6 +910,11 @@ impl JobController {
             }
             status.succeeded = omit_zero(count(ctx.succeeded_indexes.total()));
             status.completed_indexes = Some(completed);
+            let failed = ctx.failed_indexes.as_ref().map(Intervals::to_string);
+            if status.failed_indexes != failed {
+                status.failed_indexes = failed;
+                needs_flush = true;
+            }
         }
         // The interim condition is written before finalizers go; the final one after.
         if let Some(finished) = ctx.finished_condition.take() {
@@ -1817,6 +1908,86 @@ pub(crate) mod tests {
         f.add_pod(terminating);
         f.ctrl.sync(&key).await.expect("sync");
         assert_eq!(f.status().failed, Some(1));
+    }
+
+    fn per_index_pod(j: &Job, name: &str, phase: &str, index: usize, failures: u32) -> Pod {
+        let mut p = if phase == "Failed" {
+            let mut p = failed_at(j, name, phase, -100);
+            p.metadata.annotations = indexed_pod(j, name, phase, index).metadata.annotations;
+            p
+        } else {
+            indexed_pod(j, name, phase, index)
+        };
+        p.metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(
+                per_index::JOB_INDEX_FAILURE_COUNT_ANNOTATION.into(),
+                failures.to_string(),
+            );
+        p
+    }
+
+    /// TestBackoffLimitPerIndex: a failed pod is kept until its replacement carries the
+    /// index's failure count; an index out of retries fails, and once every index is done the
+    /// Job fails with FailedIndexes.
+    #[tokio::test]
+    async fn with_backoff_limit_per_index_each_index_fails_on_its_own() {
+        let mut j = job("pi", Some(2), Some(2));
+        let spec = j.spec.as_mut().expect("spec");
+        spec.completion_mode = Some("Indexed".into());
+        spec.backoff_limit_per_index = Some(1);
+        spec.backoff_limit = None;
+
+        // First failure of index 0: replaced with failure count 1, the failed pod kept.
+        let f = Fixture::new();
+        let key = f.add_job(j.clone());
+        f.add_pod(per_index_pod(&j, "pi-0-a", "Failed", 0, 0));
+        f.add_pod(per_index_pod(&j, "pi-1-a", "Running", 1, 0));
+        f.ctrl.sync(&key).await.expect("sync");
+        let creates = f.pod_control.creates();
+        assert_eq!(creates.len(), 1);
+        let annotations = creates[0]
+            .template
+            .metadata
+            .clone()
+            .and_then(|m| m.annotations)
+            .expect("annotations");
+        assert_eq!(annotations[indexed::JOB_COMPLETION_INDEX_ANNOTATION], "0");
+        assert_eq!(
+            annotations[per_index::JOB_INDEX_FAILURE_COUNT_ANNOTATION],
+            "1"
+        );
+        assert!(
+            f.pod_control.patches().is_empty(),
+            "the failed pod keeps its finalizer"
+        );
+        assert_eq!(f.status().failed_indexes.as_deref(), Some(""));
+
+        // Its replacement failed too: index 0 is out of retries and not replaced.
+        let f = Fixture::new();
+        let key = f.add_job(j.clone());
+        f.add_pod(per_index_pod(&j, "pi-0-b", "Failed", 0, 1));
+        f.add_pod(per_index_pod(&j, "pi-1-a", "Running", 1, 0));
+        f.ctrl.sync(&key).await.expect("sync");
+        assert!(f.pod_control.creates().is_empty());
+        let status = f.status();
+        assert_eq!(status.failed_indexes.as_deref(), Some("0"));
+        assert_eq!(status.failed, Some(1));
+        assert!(condition_types(&status).is_empty());
+
+        // Index 1 succeeds: every index is done, one failed.
+        f.observe_written_job();
+        f.ctrl
+            .pod_store
+            .remove(&ObjectKey::new("default", "pi-0-b"));
+        f.add_pod(per_index_pod(&j, "pi-1-a", "Succeeded", 1, 0));
+        f.ctrl.sync(&key).await.expect("sync");
+        let status = f.status();
+        assert_eq!(
+            condition_types(&status)[0],
+            pair("FailureTarget", "FailedIndexes")
+        );
     }
 
     #[test]

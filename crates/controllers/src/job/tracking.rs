@@ -115,6 +115,7 @@ pub fn plan_tracking(
     job_finishing: bool,
     job_failing: bool,
     prev_succeeded_indexes: &Intervals,
+    delayed_removals: &HashSet<String>,
 ) -> TrackingPlan {
     let indexed = super::indexed::is_indexed(job);
     let completions = job
@@ -155,6 +156,11 @@ pub fn plan_tracking(
         let failed = is_pod_failed(pod, &job_snapshot);
         let finished = deleting || job_finishing || is_pod_succeeded(pod) || failed;
         if !finished {
+            continue;
+        }
+        if !(deleting || job_finishing || is_pod_succeeded(pod)) && delayed_removals.contains(&uid)
+        {
+            // Kept until its replacement carries the index's failure count.
             continue;
         }
         plan.remove_finalizer.push(Arc::clone(pod));
@@ -246,6 +252,7 @@ mod tests {
             false,
             false,
             &Intervals::default(),
+            &HashSet::new(),
         );
         let names: Vec<_> = plan
             .remove_finalizer
@@ -270,6 +277,7 @@ mod tests {
             false,
             false,
             &Intervals::default(),
+            &HashSet::new(),
         );
         assert!(!again.needs_flush);
         assert_eq!(again.remove_finalizer.len(), 2);
@@ -283,6 +291,7 @@ mod tests {
             false,
             false,
             &Intervals::default(),
+            &HashSet::new(),
         );
         assert!(skipped.remove_finalizer.is_empty());
         // And once they are gone, they are counted.
@@ -297,6 +306,7 @@ mod tests {
             true,
             true,
             &Intervals::default(),
+            &HashSet::new(),
         );
         assert_eq!(failing.remove_finalizer.len(), 1);
         let uncounted = j
@@ -317,7 +327,15 @@ mod tests {
             Arc::new(indexed_pod(&j, "dup", "Succeeded", 0)),
         ];
         let prev = Intervals::parse("0", 3);
-        let plan = plan_tracking(&mut j, &pods, &HashSet::new(), false, false, &prev);
+        let plan = plan_tracking(
+            &mut j,
+            &pods,
+            &HashSet::new(),
+            false,
+            false,
+            &prev,
+            &HashSet::new(),
+        );
         assert_eq!(plan.new_succeeded_indexes, [2]);
         assert_eq!(plan.remove_finalizer.len(), 3);
         let uncounted = j
@@ -341,6 +359,7 @@ mod tests {
             false,
             false,
             &Intervals::default(),
+            &HashSet::new(),
         );
         assert!(plan.reached_max_uncounted);
         assert_eq!(plan.remove_finalizer.len(), MAX_UNCOUNTED_PODS);
