@@ -11,6 +11,7 @@ use rkcm_runtime::controller_ref::controller_of;
 use rkcm_runtime::informer::{Deleted, Notification, CONTROLLER_UID_INDEX};
 use rkcm_runtime::ObjectKey;
 
+use super::conditions::is_finished;
 use super::pods::has_tracking_finalizer;
 use super::JobController;
 
@@ -41,6 +42,10 @@ impl JobController {
                 key: key.clone(),
                 last: Arc::clone(old),
             });
+        }
+        if is_finished(new) {
+            // A finished Job should hold no finalizers anymore; this is a backstop.
+            self.cleanup_pod_finalizers(new);
         }
         if old.metadata.resource_version == new.metadata.resource_version {
             // A periodic resync still retries Jobs whose last sync failed.
@@ -83,6 +88,12 @@ impl JobController {
         };
         self.queue.add(key);
         // Its pods' finalizers must go even though the Job will not be synced again.
+        self.cleanup_pod_finalizers(job);
+    }
+
+    /// Queues the Job's pods that still carry the tracking finalizer for its removal
+    /// (`cleanupPodFinalizers`).
+    fn cleanup_pod_finalizers(&self, job: &Job) {
         let uid = job.metadata.uid.clone().unwrap_or_default();
         for pod in self.pod_store.by_index(CONTROLLER_UID_INDEX, &uid) {
             if has_tracking_finalizer(&pod) {
@@ -285,6 +296,24 @@ mod tests {
         });
         assert!(f.ctrl.finalizer_expectations.expected_uids(&key).is_empty());
         assert_eq!(f.next_key().await, Some(key));
+    }
+
+    #[tokio::test]
+    async fn a_finished_job_queues_its_pods_still_holding_the_finalizer() {
+        use crate::job::conditions::{new_condition, COMPLETE};
+        let f = Fixture::new();
+        let j = job("j", Some(1), Some(1));
+        f.add_job(j.clone());
+        f.add_pod(pod(&j, "p", "Succeeded"));
+        let mut done = j.clone();
+        done.metadata.resource_version = Some("2".into());
+        done.status.get_or_insert_with(Default::default).conditions =
+            Some(vec![new_condition(COMPLETE, "True", "", "", ts(0).0)]);
+        f.ctrl.on_job(Notification::Update {
+            old: Arc::new(j),
+            new: Arc::new(done),
+        });
+        assert_eq!(f.ctrl.orphan_queue.len(), 1);
     }
 
     #[tokio::test]
