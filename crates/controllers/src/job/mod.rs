@@ -2,7 +2,8 @@
 //! (k8s.io/kubernetes `pkg/controller/job`).
 //!
 //! Event handlers (`handlers.rs`) only enqueue keys and observe expectations; `sync.rs` reads the
-//! caches, creates and deletes pods and writes `/status`. Every pod it creates carries the
+//! caches and decides the Job's fate, `manage.rs` creates and deletes pods and `status.rs` writes
+//! `/status`. Every pod it creates carries the
 //! `batch.kubernetes.io/job-tracking` finalizer, removed only once the pod is recorded in
 //! `status.uncountedTerminatedPods` (`tracking.rs`), so no finished pod goes uncounted. The
 //! decisions are pure functions: pod state (`pods.rs`), backoff (`backoff.rs`), indexes
@@ -16,10 +17,12 @@ pub mod conditions;
 mod fixtures;
 mod handlers;
 pub mod indexed;
+mod manage;
 pub mod metrics;
 pub mod per_index;
 pub mod pod_failure_policy;
 pub mod pods;
+mod status;
 pub mod success_policy;
 mod sync;
 pub mod tracking;

@@ -1,24 +1,21 @@
-//! `sync(key)`: run one Job's pods and write its status (`syncJob`, `manageJob`,
-//! `trackJobStatusAndRemoveFinalizers` and `syncOrphanPod` of kube's job controller).
+//! `sync(key)`: read one Job and its pods, decide whether it failed, succeeded or is suspended,
+//! and hand over to `manage.rs` and `status.rs` (`syncJob`, `getPodsForJob` and `syncOrphanPod`
+//! of kube's job controller).
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::join_all;
 use k8s_openapi::api::batch::v1::{Job, JobCondition, UncountedTerminatedPods};
-use k8s_openapi::api::core::v1::{ObjectReference, Pod};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, PostParams};
-use kube::Resource;
 use rkcm_labels::Selector;
 use rkcm_runtime::controller_ref::{
     self, controller_of, recheck_owner, ControllerRefManager, OwnerInfo, PodControlPatcher,
 };
 use rkcm_runtime::events::EventType;
 use rkcm_runtime::pod_control::PodControlError;
-use rkcm_runtime::slow_start::{slow_start_batch, SLOW_START_INITIAL_BATCH_SIZE};
 use rkcm_runtime::ObjectKey;
 
 use super::backoff::BackoffRecord;
@@ -29,13 +26,10 @@ use super::per_index;
 use super::pod_failure_policy::{match_pod_failure_policy, REASON_POD_FAILURE_POLICY};
 use super::pods::{
     count_ready, count_terminating, filter_active, has_tracking_finalizer, is_pod_failed,
-    is_pod_succeeded, is_terminating, only_replace_failed_pods, rank_for_removal,
-    remove_tracking_finalizer_patch, JOB_TRACKING_FINALIZER,
+    is_pod_succeeded, remove_tracking_finalizer_patch, JOB_TRACKING_FINALIZER,
 };
 use super::success_policy::{match_success_policy, REASON_SUCCESS_POLICY};
-use super::tracking::{clean_uncounted, plan_tracking};
-use super::{JobController, MAX_POD_CREATE_DELETE_PER_SYNC};
-use crate::replicaset::pod_state::is_pod_ready;
+use super::JobController;
 
 /// `backoffLimit` when the spec has none (the API server defaults it to 6).
 const DEFAULT_BACKOFF_LIMIT: i32 = 6;
@@ -90,27 +84,27 @@ pub(crate) fn api_message(err: &kube::Error) -> String {
 }
 
 /// What one sync knows about a Job (`syncJobCtx`).
-struct SyncCtx {
-    key: ObjectKey,
+pub(super) struct SyncCtx {
+    pub(super) key: ObjectKey,
     /// The working copy whose status is written.
-    job: Job,
-    pods: Vec<Arc<Pod>>,
-    active_pods: Vec<Arc<Pod>>,
-    ready: i32,
-    terminating: i32,
-    succeeded: i32,
-    expected_removals: HashSet<String>,
-    finished_condition: Option<JobCondition>,
-    new_backoff: BackoffRecord,
-    prev_succeeded_indexes: Intervals,
-    succeeded_indexes: Intervals,
+    pub(super) job: Job,
+    pub(super) pods: Vec<Arc<Pod>>,
+    pub(super) active_pods: Vec<Arc<Pod>>,
+    pub(super) ready: i32,
+    pub(super) terminating: i32,
+    pub(super) succeeded: i32,
+    pub(super) expected_removals: HashSet<String>,
+    pub(super) finished_condition: Option<JobCondition>,
+    pub(super) new_backoff: BackoffRecord,
+    pub(super) prev_succeeded_indexes: Intervals,
+    pub(super) succeeded_indexes: Intervals,
     /// Failed indexes, with `backoffLimitPerIndex`.
-    failed_indexes: Option<Intervals>,
+    pub(super) failed_indexes: Option<Intervals>,
     /// Per index, the failed pod kept until its replacement exists (`backoffLimitPerIndex`).
-    delayed: BTreeMap<usize, Arc<Pod>>,
+    pub(super) delayed: BTreeMap<usize, Arc<Pod>>,
     /// `status.succeeded` and `status.failed` before this sync, for the metrics.
-    initial_succeeded: i32,
-    initial_failed: i32,
+    pub(super) initial_succeeded: i32,
+    pub(super) initial_failed: i32,
 }
 
 /// What a sync reports to the metrics.
@@ -121,7 +115,7 @@ struct Outcome {
 }
 
 /// The `completion_mode` label.
-fn completion_mode(job: &Job) -> &'static str {
+pub(super) fn completion_mode(job: &Job) -> &'static str {
     if indexed::is_indexed(job) {
         "Indexed"
     } else {
@@ -196,7 +190,7 @@ fn backoff_limit(job: &Job) -> i32 {
 }
 
 /// `spec.completions` as a count.
-fn completions(job: &Job) -> Option<usize> {
+pub(super) fn completions(job: &Job) -> Option<usize> {
     job.spec
         .as_ref()?
         .completions
@@ -204,34 +198,8 @@ fn completions(job: &Job) -> Option<usize> {
 }
 
 /// Whether the Job is suspended.
-fn is_suspended(job: &Job) -> bool {
+pub(super) fn is_suspended(job: &Job) -> bool {
     job.spec.as_ref().and_then(|s| s.suspend) == Some(true)
-}
-
-/// How many pods should be active (`manageJob`): with completions, no more than remain;
-/// without, `parallelism` until the first success, then whatever still runs.
-pub fn want_active(job: &Job, active: i32, succeeded: i32) -> i32 {
-    let spec = job.spec.as_ref();
-    let parallelism = spec.and_then(|s| s.parallelism).unwrap_or(1);
-    match spec.and_then(|s| s.completions) {
-        None if succeeded > 0 => active,
-        None => parallelism,
-        Some(completions) => (completions - succeeded).min(parallelism).max(0),
-    }
-}
-
-/// The active pods to delete so that at least `rm_at_least` go: for Indexed Jobs first the pods
-/// without a valid index and the duplicates of an index, then by rank (`activePodsForRemoval`).
-pub fn active_pods_for_removal(job: &Job, pods: &[Arc<Pod>], rm_at_least: usize) -> Vec<Arc<Pod>> {
-    let (mut rm, left) = if indexed::is_indexed(job) {
-        indexed::duplicated_index_pods_for_removal(pods, completions(job).unwrap_or(0))
-    } else {
-        (Vec::new(), pods.to_vec())
-    };
-    if rm.len() < rm_at_least {
-        rm.extend(rank_for_removal(&left, rm_at_least - rm.len()));
-    }
-    rm
 }
 
 /// Whether the restarts of containers of pods still running reach `backoffLimit`, for
@@ -286,12 +254,12 @@ pub fn active_deadline_remaining(job: &Job, now: jiff::Timestamp) -> Option<Dura
     Some(left.try_into().unwrap_or(Duration::ZERO))
 }
 
-fn count(n: usize) -> i32 {
+pub(super) fn count(n: usize) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
 }
 
 /// kube omits zero counters (`omitempty`).
-fn omit_zero(n: i32) -> Option<i32> {
+pub(super) fn omit_zero(n: i32) -> Option<i32> {
     (n != 0).then_some(n)
 }
 
@@ -654,477 +622,9 @@ impl JobController {
             .collect())
     }
 
-    /// Creates or deletes pods towards the wanted number of active pods, at most
-    /// [`MAX_POD_CREATE_DELETE_PER_SYNC`] per sync and never both in one sync; deletes every
-    /// active pod of a suspended Job (`manageJob`). Returns the active count afterwards.
-    async fn manage_job(&self, ctx: &mut SyncCtx) -> (i32, SyncAction, Option<PodControlError>) {
-        let key = ctx.key.clone();
-        let active = count(ctx.active_pods.len());
-        if is_suspended(&ctx.job) {
-            tracing::debug!(%key, active, "deleting all active pods in suspended job");
-            let victims =
-                active_pods_for_removal(&ctx.job, &ctx.active_pods, ctx.active_pods.len());
-            let (ready, removed, error) = self.delete_job_pods(&ctx.job, &key, &victims).await;
-            ctx.terminating += removed;
-            ctx.ready -= ready;
-            return (active - removed, SyncAction::PodsDeleted, error);
-        }
-        let want = want_active(&ctx.job, active, ctx.succeeded);
-        let rm_at_least = usize::try_from(active - want).unwrap_or(0);
-        let mut victims = active_pods_for_removal(&ctx.job, &ctx.active_pods, rm_at_least);
-        victims.truncate(MAX_POD_CREATE_DELETE_PER_SYNC);
-        if !victims.is_empty() {
-            tracing::debug!(%key, deleting = victims.len(), target = want, "too many pods running for job");
-            let (ready, removed, error) = self.delete_job_pods(&ctx.job, &key, &victims).await;
-            ctx.terminating += removed;
-            ctx.ready -= ready;
-            // Deletion takes precedence; creations wait for the next sync.
-            return (active - removed, SyncAction::PodsDeleted, error);
-        }
-        // With podReplacementPolicy Failed, a terminating pod is replaced once it has failed.
-        let terminating = if only_replace_failed_pods(&ctx.job) {
-            ctx.terminating
-        } else {
-            0
-        };
-        let diff = want - terminating - active;
-        if diff <= 0 {
-            return (active, SyncAction::Tracking, None);
-        }
-        let per_index = per_index::has_backoff_limit_per_index(&ctx.job);
-        let remaining = if per_index {
-            // Each index backs off on its own, below.
-            Duration::ZERO
-        } else {
-            ctx.new_backoff.remaining_time(
-                self.config.clock.now(),
-                self.config.pod_failure_backoff,
-                self.config.max_pod_failure_backoff,
-            )
-        };
-        if !remaining.is_zero() {
-            // kube reports 0 active here; the pods that run are still active, so report them.
-            tracing::debug!(%key, ?remaining, "backing off before creating pods");
-            self.queue.add_after(key, remaining);
-            return (active, SyncAction::PodsCreated, None);
-        }
-        let mut diff = usize::try_from(diff)
-            .unwrap_or(0)
-            .min(MAX_POD_CREATE_DELETE_PER_SYNC);
-        let mut template = ctx.job.spec.clone().unwrap_or_default().template;
-        let job_name = ctx.job.metadata.name.clone().unwrap_or_default();
-        let indexes = if indexed::is_indexed(&ctx.job) {
-            let completions = completions(&ctx.job).unwrap_or(0);
-            let mut taken = ctx.active_pods.clone();
-            if only_replace_failed_pods(&ctx.job) {
-                // A terminating pod still holds its index until it has failed.
-                taken.extend(ctx.pods.iter().filter(|p| is_terminating(p)).cloned());
-            }
-            let not_pending = match &ctx.failed_indexes {
-                Some(failed) => ctx.succeeded_indexes.merge(failed),
-                None => ctx.succeeded_indexes.clone(),
-            };
-            let mut indexes =
-                indexed::first_pending_indexes(&taken, &not_pending, diff, completions);
-            if per_index {
-                // Only indexes whose own backoff has passed; else wait for the nearest.
-                let now = self.config.clock.now();
-                let wait = |ix: &usize| {
-                    per_index::remaining_time_for_index(
-                        ctx.delayed.get(ix).map(|p| &**p),
-                        now,
-                        self.config.pod_failure_backoff,
-                        self.config.max_pod_failure_backoff,
-                    )
-                };
-                let soonest = indexes.iter().map(wait).min();
-                indexes.retain(|ix| wait(ix).is_zero());
-                if indexes.is_empty() {
-                    if let Some(after) = soonest {
-                        self.queue.add_after(key, after);
-                        return (active, SyncAction::PodsCreated, None);
-                    }
-                }
-            }
-            diff = indexes.len();
-            indexed::add_completion_index_env(&mut template);
-            Some(indexes)
-        } else {
-            None
-        };
-        if diff == 0 {
-            return (active, SyncAction::Tracking, None);
-        }
-        let meta = template.metadata.get_or_insert_with(Default::default);
-        let finalizers = meta.finalizers.get_or_insert_with(Vec::new);
-        if !finalizers.iter().any(|f| f == JOB_TRACKING_FINALIZER) {
-            finalizers.push(JOB_TRACKING_FINALIZER.into());
-        }
-        // Expect every creation up front: the informer may see a pod before the call returns.
-        self.expectations.expect_creations(&key, diff);
-        tracing::debug!(%key, need = want, creating = diff, "too few pods running");
-        let owner = object_reference(&ctx.job);
-        let controller_ref = controller_ref(&ctx.job);
-        let namespace = key.namespace_str();
-        let next = AtomicUsize::new(0);
-        let (successes, error) = slow_start_batch(diff, SLOW_START_INITIAL_BATCH_SIZE, || {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            let template = match &indexes {
-                Some(indexes) => {
-                    let ix = indexes[i];
-                    let mut t = indexed::template_for_index(&template, &job_name, ix);
-                    if per_index {
-                        let replaced = ctx.delayed.get(&ix).map(|p| &**p);
-                        per_index::add_index_failure_count_annotations(&mut t, &ctx.job, replaced);
-                    }
-                    t
-                }
-                None => template.clone(),
-            };
-            let (owner, controller_ref) = (&owner, &controller_ref);
-            async move {
-                match self
-                    .pod_control
-                    .create_pods(namespace, &template, owner, controller_ref)
-                    .await
-                {
-                    // Every further creation fails the same way; nothing to retry.
-                    Err(PodControlError::NamespaceTerminating(_)) => Ok(()),
-                    other => other,
-                }
-            }
-        })
-        .await;
-        let not_created = diff - successes;
-        if not_created > 0 {
-            // Failed and skipped creations will not be observed; the next sync retries them.
-            tracing::debug!(%key, not_created, "failed or skipped pod creations, decrementing expectations");
-            for _ in 0..not_created {
-                self.expectations.creation_observed(&key);
-            }
-        }
-        (active + count(successes), SyncAction::PodsCreated, error)
-    }
-
-    /// Deletes `pods` of a running Job after removing their finalizer (they are not counted),
-    /// with deletion expectations (`deleteJobPods`). Returns the deleted ready pods, the deleted
-    /// pods and the first error.
-    async fn delete_job_pods(
-        &self,
-        job: &Job,
-        key: &ObjectKey,
-        pods: &[Arc<Pod>],
-    ) -> (i32, i32, Option<PodControlError>) {
-        let pod_keys: Vec<ObjectKey> = pods.iter().map(|p| ObjectKey::from_obj(&**p)).collect();
-        self.expectations.expect_deletions(key, &pod_keys);
-        let owner = object_reference(job);
-        let namespace = key.namespace_str();
-        let results = join_all(pods.iter().zip(&pod_keys).map(|(pod, pod_key)| {
-            let owner = &owner;
-            async move {
-                let name = pod.metadata.name.as_deref().unwrap_or("");
-                let mut result = Ok(());
-                if let Some(patch) = remove_tracking_finalizer_patch(pod) {
-                    result = self.pod_control.patch_pod(namespace, name, &patch).await;
-                }
-                if result.is_ok() {
-                    result = self.pod_control.delete_pod(namespace, name, owner).await;
-                }
-                match result {
-                    Ok(()) => Ok(is_pod_ready(pod)),
-                    Err(e) => {
-                        // The informer will not observe this deletion.
-                        self.expectations.deletion_observed(key, pod_key);
-                        if e.is_not_found() {
-                            Ok(is_pod_ready(pod))
-                        } else {
-                            tracing::info!(pod = %pod_key, job = %key, error = %e.message(), "failed to delete pod");
-                            Err(e)
-                        }
-                    }
-                }
-            }
-        }))
-        .await;
-        tally(results)
-    }
-
-    /// Deletes the active pods of a finished Job, keeping their finalizers so that they are
-    /// counted as failed (`deleteActivePods`).
-    async fn delete_active_pods(
-        &self,
-        job: &Job,
-        pods: &[Arc<Pod>],
-    ) -> (i32, i32, Option<PodControlError>) {
-        let owner = object_reference(job);
-        let namespace = job.metadata.namespace.as_deref().unwrap_or("");
-        let results = join_all(pods.iter().map(|pod| {
-            let owner = &owner;
-            async move {
-                let name = pod.metadata.name.as_deref().unwrap_or("");
-                match self.pod_control.delete_pod(namespace, name, owner).await {
-                    Err(e) if !e.is_not_found() => Err(e),
-                    _ => Ok(is_pod_ready(pod)),
-                }
-            }
-        }))
-        .await;
-        tally(results)
-    }
-
-    /// Records finished pods in `uncountedTerminatedPods`, removes their finalizers, moves them
-    /// to the counters and, once nothing is uncounted or terminating, adds the final condition
-    /// (`trackJobStatusAndRemoveFinalizers`).
-    async fn track_status_and_remove_finalizers(
-        &self,
-        ctx: &mut SyncCtx,
-        mut needs_flush: bool,
-    ) -> Result<(), SyncError> {
-        let now = self.config.clock.now();
-        let finishing = ctx.finished_condition.is_some();
-        let failing = ctx
-            .finished_condition
-            .as_ref()
-            .is_some_and(|c| c.type_ != cond::SUCCESS_CRITERIA_MET);
-        let plan = plan_tracking(
-            &mut ctx.job,
-            &ctx.pods,
-            &ctx.expected_removals,
-            finishing,
-            failing,
-            &ctx.prev_succeeded_indexes,
-            &ctx.delayed
-                .values()
-                .filter_map(|p| p.metadata.uid.clone())
-                .collect(),
-        );
-        needs_flush |= plan.needs_flush;
-        if indexed::is_indexed(&ctx.job) {
-            ctx.succeeded_indexes = ctx
-                .succeeded_indexes
-                .with_ordered_indexes(&plan.new_succeeded_indexes);
-            let completed = ctx.succeeded_indexes.to_string();
-            let status = ctx.job.status.get_or_insert_with(Default::default);
-            if status.completed_indexes.as_deref().unwrap_or("") != completed {
-                needs_flush = true;
-            }
-            status.succeeded = omit_zero(count(ctx.succeeded_indexes.total()));
-            status.completed_indexes = Some(completed);
-            let failed = ctx.failed_indexes.as_ref().map(Intervals::to_string);
-            if status.failed_indexes != failed {
-                status.failed_indexes = failed;
-                needs_flush = true;
-            }
-        }
-        // The interim condition is written before finalizers go; the final one after.
-        if let Some(finished) = ctx.finished_condition.take() {
-            let conditions = ctx
-                .job
-                .status
-                .get_or_insert_with(Default::default)
-                .conditions
-                .get_or_insert_with(Vec::new);
-            let final_type = match finished.type_.as_str() {
-                cond::FAILURE_TARGET => {
-                    conditions.push(finished.clone());
-                    needs_flush = true;
-                    cond::FAILED
-                }
-                cond::SUCCESS_CRITERIA_MET => {
-                    if cond::find(conditions, cond::SUCCESS_CRITERIA_MET).is_none() {
-                        conditions.push(finished.clone());
-                        needs_flush = true;
-                    }
-                    cond::COMPLETE
-                }
-                other => other,
-            }
-            .to_string();
-            ctx.finished_condition = Some(new_condition(
-                &final_type,
-                "True",
-                finished.reason.as_deref().unwrap_or(""),
-                finished.message.as_deref().unwrap_or(""),
-                now,
-            ));
-        }
-        let remove_error = self
-            .flush_and_remove_finalizers(
-                ctx,
-                plan.remove_finalizer,
-                plan.with_finalizer,
-                &mut needs_flush,
-            )
-            .await?;
-        let finished = !plan.reached_max_uncounted && self.enact_job_finished(ctx);
-        if finished {
-            needs_flush = true;
-        }
-        if needs_flush {
-            self.update_status(ctx).await?;
-            if finished {
-                self.record_job_finished(ctx);
-            }
-        }
-        for action in &plan.policy_actions {
-            metrics::record_failure_policy_action(action);
-        }
-        let now_counted = ctx.job.status.clone().unwrap_or_default();
-        let newly =
-            |now: Option<i32>, before: i32| u64::try_from(now.unwrap_or(0) - before).unwrap_or(0);
-        metrics::record_pods_finished(
-            completion_mode(&ctx.job),
-            newly(now_counted.succeeded, ctx.initial_succeeded),
-            newly(now_counted.failed, ctx.initial_failed),
-        );
-        match remove_error {
-            Some(source) => Err(SyncError::Pods {
-                job: ctx.key.clone(),
-                source,
-            }),
-            None => Ok(()),
-        }
-    }
-
-    /// Writes the status if needed, removes the finalizers of `pods`, then moves the pods that
-    /// lost them from `uncountedTerminatedPods` to the counters (`flushUncountedAndRemoveFinalizers`).
-    async fn flush_and_remove_finalizers(
-        &self,
-        ctx: &mut SyncCtx,
-        pods: Vec<Arc<Pod>>,
-        mut with_finalizer: HashSet<String>,
-        needs_flush: &mut bool,
-    ) -> Result<Option<PodControlError>, SyncError> {
-        if *needs_flush {
-            self.update_status(ctx).await?;
-            // Only now are the failures recorded: a failed write must not back off twice.
-            self.backoff.set(&ctx.key, ctx.new_backoff.clone());
-            *needs_flush = false;
-        }
-        let mut remove_error = None;
-        if !pods.is_empty() {
-            let uids: Vec<String> = pods
-                .iter()
-                .map(|p| p.metadata.uid.clone().unwrap_or_default())
-                .collect();
-            self.finalizer_expectations
-                .expect_removed(&ctx.key, uids.iter().cloned());
-            let job_key = &ctx.key;
-            let results = join_all(pods.iter().zip(&uids).map(|(pod, uid)| async move {
-                let Some(patch) = remove_tracking_finalizer_patch(pod) else {
-                    return Ok(());
-                };
-                let namespace = pod.metadata.namespace.as_deref().unwrap_or("");
-                let name = pod.metadata.name.as_deref().unwrap_or("");
-                match self.pod_control.patch_pod(namespace, name, &patch).await {
-                    Ok(()) => Ok(()),
-                    Err(e) => {
-                        // No update will show the finalizer gone.
-                        self.finalizer_expectations.removal_observed(job_key, uid);
-                        if e.is_not_found() {
-                            Ok(())
-                        } else {
-                            tracing::info!(pod = %name, job = %job_key, error = %e.message(), "failed to remove tracking finalizer");
-                            Err(e)
-                        }
-                    }
-                }
-            }))
-            .await;
-            for (result, uid) in results.into_iter().zip(&uids) {
-                match result {
-                    Ok(()) => {
-                        with_finalizer.remove(uid);
-                    }
-                    Err(e) => {
-                        remove_error.get_or_insert(e);
-                    }
-                }
-            }
-        }
-        let status = ctx.job.status.get_or_insert_with(Default::default);
-        if clean_uncounted(status, &with_finalizer) {
-            *needs_flush = true;
-        }
-        if remove_error.is_some() && *needs_flush {
-            // Save the partial progress.
-            self.update_status(ctx).await?;
-            *needs_flush = false;
-        }
-        Ok(remove_error)
-    }
-
-    /// Adds the final `Complete` or `Failed` condition once no pod is uncounted or terminating
-    /// (`enactJobFinished`). Returns whether the Job is now finished.
-    fn enact_job_finished(&self, ctx: &mut SyncCtx) -> bool {
-        let Some(finished) = ctx.finished_condition.clone() else {
-            return false;
-        };
-        let status = ctx.job.status.get_or_insert_with(Default::default);
-        let uncounted = status.uncounted_terminated_pods.clone().unwrap_or_default();
-        let pending = uncounted.succeeded.as_ref().map_or(0, Vec::len)
-            + uncounted.failed.as_ref().map_or(0, Vec::len);
-        if pending > 0 {
-            tracing::debug!(job = %ctx.key, pending, "delaying the final condition: uncounted pods");
-            return false;
-        }
-        if ctx.terminating > 0 {
-            tracing::debug!(job = %ctx.key, terminating = ctx.terminating, "delaying the final condition: terminating pods");
-            return false;
-        }
-        let conditions = status.conditions.get_or_insert_with(Vec::new);
-        cond::ensure_status(
-            conditions,
-            &finished.type_,
-            "True",
-            finished.reason.as_deref().unwrap_or(""),
-            finished.message.as_deref().unwrap_or(""),
-            self.config.clock.now(),
-        );
-        if finished.type_ == cond::COMPLETE {
-            status.completion_time = finished.last_transition_time.clone();
-        }
-        true
-    }
-
-    /// The events of a finished Job (`recordJobFinished`).
-    fn record_job_finished(&self, ctx: &SyncCtx) {
-        let Some(finished) = &ctx.finished_condition else {
-            return;
-        };
-        let job = &ctx.job;
-        if finished.type_ == cond::COMPLETE {
-            let succeeded = job.status.as_ref().and_then(|s| s.succeeded).unwrap_or(0);
-            if job
-                .spec
-                .as_ref()
-                .and_then(|s| s.completions)
-                .is_some_and(|c| succeeded > c)
-            {
-                self.recorder.event_for(
-                    job,
-                    EventType::Warning,
-                    "TooManySucceededPods",
-                    "Too many succeeded pods running after completion count reached",
-                );
-            }
-            self.recorder
-                .event_for(job, EventType::Normal, "Completed", "Job completed");
-            metrics::record_job_finished(completion_mode(job), None);
-        } else {
-            metrics::record_job_finished(completion_mode(job), finished.reason.as_deref());
-            self.recorder.event_for(
-                job,
-                EventType::Warning,
-                finished.reason.as_deref().unwrap_or(""),
-                finished.message.clone().unwrap_or_default(),
-            );
-        }
-    }
-
     /// Writes the working copy's status to `/status`; the working copy becomes what the server
     /// returned.
-    async fn update_status(&self, ctx: &mut SyncCtx) -> Result<(), SyncError> {
+    pub(super) async fn update_status(&self, ctx: &mut SyncCtx) -> Result<(), SyncError> {
         let api: Api<Job> = Api::namespaced(self.client.clone(), ctx.key.namespace_str());
         match api
             .replace_status(&ctx.key.name, &PostParams::default(), &ctx.job)
@@ -1181,52 +681,11 @@ impl JobController {
     }
 }
 
-/// Counts `Ok(ready)` results and keeps the first error.
-fn tally(results: Vec<Result<bool, PodControlError>>) -> (i32, i32, Option<PodControlError>) {
-    let (mut ready, mut done, mut error) = (0, 0, None);
-    for result in results {
-        match result {
-            Ok(was_ready) => {
-                done += 1;
-                ready += i32::from(was_ready);
-            }
-            Err(e) => {
-                error.get_or_insert(e);
-            }
-        }
-    }
-    (ready, done, error)
-}
-
-/// The controller reference the Job's pods carry.
-fn controller_ref(job: &Job) -> OwnerReference {
-    OwnerReference {
-        api_version: Job::api_version(&()).to_string(),
-        kind: Job::kind(&()).to_string(),
-        name: job.metadata.name.clone().unwrap_or_default(),
-        uid: job.metadata.uid.clone().unwrap_or_default(),
-        controller: Some(true),
-        block_owner_deletion: Some(true),
-    }
-}
-
-/// A reference to the Job, for the events pod control records.
-fn object_reference(job: &Job) -> ObjectReference {
-    ObjectReference {
-        api_version: Some(Job::api_version(&()).to_string()),
-        kind: Some(Job::kind(&()).to_string()),
-        name: job.metadata.name.clone(),
-        namespace: job.metadata.namespace.clone(),
-        uid: job.metadata.uid.clone(),
-        resource_version: job.metadata.resource_version.clone(),
-        field_path: None,
-    }
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
     use crate::job::fixtures::{failed_at, indexed_pod, job, pod, ts};
+    use crate::job::manage::want_active;
     use crate::job::Config;
     use k8s_openapi::api::batch::v1::JobStatus;
     use k8s_openapi::api::core::v1::{Event, PodCondition};
