@@ -374,3 +374,62 @@ async fn deleting_a_job_releases_the_finalizers_of_its_pods() -> Result<()> {
     .await?;
     Ok(())
 }
+
+#[tokio::test]
+async fn a_fail_job_rule_fails_the_job_on_a_matching_exit_code() -> Result<()> {
+    use k8s_openapi::api::batch::v1::{
+        PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement, PodFailurePolicyRule,
+    };
+    let h = start().await;
+    let jobs: Api<Job> = Api::namespaced(h.client.clone(), NS);
+    let mut j = job("policy", 1, 1);
+    j.spec.as_mut().expect("spec").pod_failure_policy = Some(PodFailurePolicy {
+        rules: vec![PodFailurePolicyRule {
+            action: "FailJob".into(),
+            on_exit_codes: Some(PodFailurePolicyOnExitCodesRequirement {
+                container_name: None,
+                operator: "In".into(),
+                values: vec![42],
+            }),
+            on_pod_conditions: None,
+        }],
+    });
+    jobs.create(&PostParams::default(), &j)
+        .await
+        .context("creating job")?;
+    let pod = eventually("a pod", || async {
+        Ok(pods_of(&h.client, "policy").await?.into_iter().next())
+    })
+    .await?;
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    let pods: Api<Pod> = Api::namespaced(h.client.clone(), NS);
+    let status = serde_json::json!({ "status": {
+        "phase": "Failed",
+        "containerStatuses": [{
+            "name": "c", "image": "busybox", "imageID": "", "ready": false, "restartCount": 0,
+            "state": { "terminated": { "exitCode": 42, "finishedAt": "2026-01-01T00:00:00Z" } }
+        }]
+    }});
+    pods.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .context("failing the pod")?;
+    let failed = eventually("Failed", || async {
+        let job = jobs.get("policy").await?;
+        Ok(has_condition(&job, "Failed", "PodFailurePolicy").then_some(job))
+    })
+    .await?;
+    let message = failed
+        .status
+        .and_then(|s| s.conditions)
+        .into_iter()
+        .flatten()
+        .find(|c| c.type_ == "Failed")
+        .and_then(|c| c.message);
+    assert_eq!(
+        message,
+        Some(format!(
+            "Container c for pod {NS}/{name} failed with exit code 42 matching FailJob rule at index 0"
+        ))
+    );
+    Ok(())
+}

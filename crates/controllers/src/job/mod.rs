@@ -3,10 +3,9 @@
 //!
 //! Event handlers (`handlers.rs`) only enqueue keys and observe expectations; `sync.rs` reads the
 //! caches and decides the Job's fate, `manage.rs` creates and deletes pods and `status.rs` writes
-//! `/status`. Every pod it creates carries the
-//! `batch.kubernetes.io/job-tracking` finalizer, removed only once the pod is recorded in
-//! `status.uncountedTerminatedPods` (`tracking.rs`), so no finished pod goes uncounted. The
-//! decisions are pure functions: pod state (`pods.rs`), backoff (`backoff.rs`), indexes
+//! `/status`. Every pod the controller creates carries the `batch.kubernetes.io/job-tracking`
+//! finalizer, removed only once the pod is recorded in `status.uncountedTerminatedPods`
+//! (`tracking.rs`), so no finished pod goes uncounted. The decisions are pure functions: pod state (`pods.rs`), backoff (`backoff.rs`), indexes
 //! (`indexed.rs`), conditions (`conditions.rs`), the pod failure policy
 //! (`pod_failure_policy.rs`), the success policy (`success_policy.rs`) and
 //! `backoffLimitPerIndex` (`per_index.rs`).
