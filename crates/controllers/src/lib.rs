@@ -1,8 +1,9 @@
 //! The workload control loops of kube-controller-manager: ReplicaSet (and ReplicationController),
-//! Deployment, PodGC, the garbage collector and the namespace controller.
+//! Deployment, Job, PodGC, the garbage collector and the namespace controller.
 
 pub mod deployment;
 pub mod garbagecollector;
+pub mod job;
 pub mod namespace;
 pub mod podgc;
 pub mod registry;

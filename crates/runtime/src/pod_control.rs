@@ -206,8 +206,9 @@ pub fn pods_prefix(controller_name: &str) -> String {
 }
 
 /// The pod a controller creates from its template (client-go `GetPodFromTemplate`): labels,
-/// annotations and finalizers from the template, `generateName` `<owner>-`, the controller
-/// reference, and the template's spec.
+/// annotations and finalizers from the template, `generateName` `<owner>-` unless the template
+/// names its own (client-go `CreatePodsWithGenerateName`, used by the Job controller for
+/// `<job>-<index>-`), the controller reference, and the template's spec.
 pub fn pod_from_template(
     template: &PodTemplateSpec,
     owner_name: &str,
@@ -219,7 +220,10 @@ pub fn pod_from_template(
             labels: meta.labels,
             annotations: meta.annotations,
             finalizers: meta.finalizers,
-            generate_name: Some(pods_prefix(owner_name)),
+            generate_name: meta
+                .generate_name
+                .filter(|g| !g.is_empty())
+                .or_else(|| Some(pods_prefix(owner_name))),
             owner_references: controller_ref.map(|r| vec![r.clone()]),
             ..Default::default()
         },
