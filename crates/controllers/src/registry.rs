@@ -16,7 +16,8 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::ReplicationController;
 
 use crate::{
-    deployment, garbagecollector, namespace, podgc, replicaset, rootcacertpublisher, serviceaccount,
+    deployment, garbagecollector, job, namespace, podgc, replicaset, rootcacertpublisher,
+    serviceaccount,
 };
 
 /// A controller kube-controller-manager knows, by canonical name and the aliases `--controllers`
@@ -45,6 +46,8 @@ pub const PODGC: &str = "pod-garbage-collector-controller";
 pub const GARBAGECOLLECTOR: &str = "garbage-collector-controller";
 /// Canonical name of the namespace controller.
 pub const NAMESPACE: &str = "namespace-controller";
+/// Canonical name of the Job controller.
+pub const JOB: &str = "job-controller";
 /// Canonical name of the service-account controller.
 pub const SERVICEACCOUNT: &str = "serviceaccount-controller";
 /// Canonical name of the root CA publisher.
@@ -92,7 +95,7 @@ pub const KNOWN: &[ControllerName] = &[
     implemented(kube(SERVICEACCOUNT, &["serviceaccount"])),
     implemented(kube(GARBAGECOLLECTOR, &["garbagecollector"])),
     kube("daemonset-controller", &["daemonset"]),
-    kube("job-controller", &["job"]),
+    implemented(kube(JOB, &["job"])),
     implemented(kube(DEPLOYMENT, &["deployment"])),
     implemented(kube(REPLICASET, &["replicaset"])),
     kube(
@@ -258,6 +261,8 @@ pub struct ControllerOptions {
     pub concurrent_gc_syncs: usize,
     /// `--concurrent-namespace-syncs`.
     pub concurrent_namespace_syncs: usize,
+    /// `--concurrent-job-syncs`.
+    pub concurrent_job_syncs: usize,
     /// `--terminated-pod-gc-threshold`.
     pub terminated_pod_gc_threshold: i64,
     /// `--namespace-sync-period`.
@@ -279,6 +284,7 @@ impl Default for ControllerOptions {
             concurrent_deployment_syncs: 5,
             concurrent_gc_syncs: 20,
             concurrent_namespace_syncs: 10,
+            concurrent_job_syncs: 5,
             terminated_pod_gc_threshold: 12500,
             namespace_sync_period: Duration::from_secs(300),
             enable_garbage_collector: true,
@@ -371,6 +377,7 @@ fn required_resources(name: &str) -> &'static [(&'static str, &'static str)] {
         PODGC => &[("v1", "pods"), ("v1", "nodes")],
         NAMESPACE => &[("v1", "namespaces")],
         SERVICEACCOUNT => &[("v1", "serviceaccounts"), ("v1", "namespaces")],
+        JOB => &[("batch/v1", "jobs"), ("v1", "pods")],
         ROOT_CA_PUBLISHER => &[("v1", "configmaps"), ("v1", "namespaces")],
         _ => &[],
     }
@@ -457,6 +464,20 @@ pub async fn start(
                 },
             );
             Box::pin(async move { c.run(shutdown).await })
+        }
+        JOB => {
+            let c = job::JobController::new(
+                ctx.factory,
+                client,
+                ctx.events.recorder(JOB),
+                job::Config {
+                    workers: o.concurrent_job_syncs,
+                    clock: Arc::clone(&o.clock),
+                    ..job::Config::default()
+                },
+            );
+            let workers = o.concurrent_job_syncs;
+            Box::pin(async move { c.run(workers, shutdown).await })
         }
         SERVICEACCOUNT => {
             let c = serviceaccount::ServiceAccountsController::new(ctx.factory, client);

@@ -189,7 +189,7 @@ impl JobController {
                 self.queue.clone(),
                 workers.max(1),
                 shutdown.clone(),
-                None,
+                worker::ErrorPolicy::handle_error(),
                 move |key: ObjectKey| {
                     let this = Arc::clone(&this);
                     async move { this.sync(&key).await }
@@ -200,7 +200,7 @@ impl JobController {
                 self.orphan_queue.clone(),
                 1,
                 shutdown,
-                None,
+                worker::ErrorPolicy::handle_error(),
                 move |key: ObjectKey| {
                     let this = Arc::clone(&this);
                     async move { this.sync_orphan_pod(&key).await }

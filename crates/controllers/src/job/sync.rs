@@ -75,14 +75,6 @@ pub enum SyncError {
     },
 }
 
-/// The Status message of an API error, else its text (for logs).
-pub(crate) fn api_message(err: &kube::Error) -> String {
-    match err {
-        kube::Error::Api(status) if !status.message.is_empty() => status.message.clone(),
-        other => other.to_string(),
-    }
-}
-
 /// What one sync knows about a Job (`syncJobCtx`).
 pub(super) struct SyncCtx {
     pub(super) key: ObjectKey,
@@ -635,7 +627,7 @@ impl JobController {
                 Ok(())
             }
             Err(source) => {
-                tracing::info!(job = %ctx.key, error = %api_message(&source), "failed to update job status");
+                tracing::info!(job = %ctx.key, error = %rkcm_runtime::api_error::message(&source), "failed to update job status");
                 Err(SyncError::Status {
                     job: ctx.key.clone(),
                     source,

@@ -98,6 +98,10 @@ pub struct ManagerArgs {
     pub tls_private_key_file: Option<PathBuf>,
 
     // ---- Controller-specific
+    /// The number of job objects that are allowed to sync concurrently.
+    #[arg(long, default_value_t = 5, help_heading = "Job controller flags")]
+    pub concurrent_job_syncs: usize,
+
     /// The number of deployment objects that are allowed to sync concurrently.
     #[arg(
         long,

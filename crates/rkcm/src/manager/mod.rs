@@ -104,6 +104,7 @@ pub async fn config_from_flags(args: &ManagerArgs) -> anyhow::Result<ManagerConf
             concurrent_replicaset_syncs: args.concurrent_replicaset_syncs,
             concurrent_rc_syncs: args.concurrent_rc_syncs,
             concurrent_deployment_syncs: args.concurrent_deployment_syncs,
+            concurrent_job_syncs: args.concurrent_job_syncs,
             concurrent_gc_syncs: args.concurrent_gc_syncs,
             concurrent_namespace_syncs: args.concurrent_namespace_syncs,
             terminated_pod_gc_threshold: args.terminated_pod_gc_threshold,
