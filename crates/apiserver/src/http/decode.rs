@@ -85,6 +85,7 @@ pub(crate) fn patch_type(headers: &HeaderMap) -> ApiResult<PatchType> {
 pub(crate) fn write_options(params: &Params) -> ApiResult<WriteOptions> {
     Ok(WriteOptions {
         dry_run: params.dry_run()?,
+        server_owned: false,
     })
 }
 

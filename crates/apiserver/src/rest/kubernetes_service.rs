@@ -146,7 +146,10 @@ pub async fn ensure_kubernetes_service(
                 desired,
                 UpdateTarget::Main,
                 UpdateSource::Put,
-                WriteOptions::default(),
+                WriteOptions {
+                    server_owned: true,
+                    ..WriteOptions::default()
+                },
             )
             .await?;
         } else {
@@ -156,7 +159,10 @@ pub async fn ensure_kubernetes_service(
                 info,
                 ns,
                 desired,
-                WriteOptions::default(),
+                WriteOptions {
+                    server_owned: true,
+                    ..WriteOptions::default()
+                },
             )
             .await?;
         }

@@ -225,7 +225,11 @@ async fn update_once(
         service_fields::patch_allocated_values(&mut new, old);
         service_fields::drop_type_dependent_fields(&mut new, old);
     }
-    let errors = strategy.validate_update(&new, old);
+    let errors = if opts.server_owned {
+        Vec::new()
+    } else {
+        strategy.validate_update(&new, old)
+    };
     if !errors.is_empty() {
         return Err(ApiError::invalid(info, name, &errors));
     }

@@ -11,6 +11,11 @@ use crate::storage;
 pub struct WriteOptions {
     /// `dryRun=All`: validate, do not persist.
     pub dry_run: bool,
+    /// A write the server makes of an object it built itself, never a client's: the kind's
+    /// validation is not run. Only the `kubernetes` Endpoints use it, so that `rkcm up` on a
+    /// loopback address can advertise that address, which kube's endpoint validation refuses
+    /// (`may not be in the loopback range`) and kube-apiserver therefore never advertises.
+    pub server_owned: bool,
 }
 
 /// Attempts of a read-modify-write (patch, scale, finalize) on conflicts with other writers.
