@@ -830,3 +830,42 @@ async fn the_server_refuses_a_patch_carrying_another_uid() -> Result<()> {
     );
     Ok(())
 }
+
+/// `kubectl delete job --cascade=orphan`: the collector watches Jobs, so the orphan finalizer is
+/// processed and the Job goes while its pod stays, without its owner reference.
+#[tokio::test]
+async fn deleting_a_job_with_orphaning_keeps_its_pod_without_owner() -> Result<()> {
+    use k8s_openapi::api::batch::v1::Job;
+    let h = start().await;
+    let jobs: Api<Job> = Api::namespaced(h.client.clone(), NS);
+    let job: Job = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "batch"},
+        "spec": {"template": {"spec": {"restartPolicy": "Never",
+            "containers": [{"name": "c", "image": "busybox"}]}}},
+    }))?;
+    let job = jobs.create(&PostParams::default(), &job).await?;
+    let owner = OwnerReference {
+        api_version: "batch/v1".into(),
+        kind: "Job".into(),
+        name: "batch".into(),
+        uid: job.metadata.uid.clone().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    };
+    h.pods()
+        .create(&PostParams::default(), &pod("batch-x", vec![owner], false))
+        .await?;
+    jobs.delete("batch", &policy("Orphan")).await?;
+    eventually("the job to go", || async {
+        Ok(jobs.get_opt("batch").await?.is_none().then_some(()))
+    })
+    .await?;
+    let left = h.pods().get("batch-x").await?;
+    assert!(left.metadata.deletion_timestamp.is_none());
+    assert!(
+        owner_uids(&left).is_empty(),
+        "{:?}",
+        left.metadata.owner_references
+    );
+    Ok(())
+}

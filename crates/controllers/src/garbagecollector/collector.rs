@@ -4,11 +4,16 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::apps::v1::{ControllerRevision, Deployment, ReplicaSet};
+use k8s_openapi::api::apps::v1::{
+    ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet,
+};
+use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Namespace, Node as KubeNode, Pod, ReplicationController, Service,
+    ConfigMap, Namespace, Node as KubeNode, PersistentVolumeClaim, Pod, ReplicationController,
+    Secret, Service, ServiceAccount,
 };
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{
     Api, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions, PropagationPolicy,
@@ -148,18 +153,28 @@ impl GarbageCollector {
     /// Registers the monitors on `factory`.
     pub fn new(factory: &InformerFactory, client: kube::Client, config: Config) -> Arc<Self> {
         let (tx, rx) = mpsc::unbounded_channel();
-        // Every kind rkcm's API server serves that can be listed, watched and deleted, except
-        // events (as kube's `ignoredResources`).
-        // TODO: owners of kinds outside this list (on a full cluster: Jobs, StatefulSets, ...)
+        // The kinds whose objects own others in practice: workloads and what they create, and
+        // the objects that carry owner references of controllers (slices of Services, claims of
+        // StatefulSets, secrets of service accounts). Events are left out, as kube's
+        // `ignoredResources`.
+        // TODO: owners of kinds outside this list (custom resources, the rarer built-in kinds)
         // are only polled with backoff, not watched; discovering monitors needs dynamic informers.
         let monitors: Vec<Box<dyn Monitor>> = vec![
             Box::new(monitor::<Pod>(factory, &tx)),
             Box::new(monitor::<ReplicaSet>(factory, &tx)),
             Box::new(monitor::<Deployment>(factory, &tx)),
+            Box::new(monitor::<StatefulSet>(factory, &tx)),
+            Box::new(monitor::<DaemonSet>(factory, &tx)),
+            Box::new(monitor::<Job>(factory, &tx)),
+            Box::new(monitor::<CronJob>(factory, &tx)),
             Box::new(monitor::<ReplicationController>(factory, &tx)),
             Box::new(monitor::<ControllerRevision>(factory, &tx)),
             Box::new(monitor::<ConfigMap>(factory, &tx)),
             Box::new(monitor::<Service>(factory, &tx)),
+            Box::new(monitor::<EndpointSlice>(factory, &tx)),
+            Box::new(monitor::<PersistentVolumeClaim>(factory, &tx)),
+            Box::new(monitor::<Secret>(factory, &tx)),
+            Box::new(monitor::<ServiceAccount>(factory, &tx)),
             Box::new(monitor::<Lease>(factory, &tx)),
             Box::new(monitor::<KubeNode>(factory, &tx)),
             Box::new(monitor::<Namespace>(factory, &tx)),
