@@ -84,6 +84,9 @@ impl ApiServer {
         rest::ensure_system_namespaces(&store, &services)
             .await
             .map_err(Error::Seed)?;
+        rest::ensure_system_priority_classes(&store, &services)
+            .await
+            .map_err(Error::Seed)?;
         rest::ensure_kubernetes_service(&store, &services, advertised(&config))
             .await
             .map_err(Error::KubernetesService)?;

@@ -170,3 +170,24 @@ async fn role_refs_and_priority_class_values_do_not_change() {
     );
     assert_eq!(status.code, 422);
 }
+
+#[tokio::test]
+async fn the_built_in_priority_classes_exist_from_the_start() {
+    let server = rkcm_apiserver::testing::start().await;
+    let classes: Api<PriorityClass> = Api::all(server.client());
+    let node = classes
+        .get("system-node-critical")
+        .await
+        .expect("system-node-critical exists");
+    assert_eq!(node.value, 2_000_001_000);
+    let cluster = classes
+        .get("system-cluster-critical")
+        .await
+        .expect("system-cluster-critical exists");
+    assert_eq!(cluster.value, 2_000_000_000);
+    assert_eq!(
+        cluster.preemption_policy.as_deref(),
+        Some("PreemptLowerPriority")
+    );
+    server.stop().await;
+}

@@ -326,3 +326,23 @@ async fn a_service_held_by_a_finalizer_releases_its_values_when_it_goes() {
         .await
         .expect("released once the service is gone");
 }
+
+/// (The 503 a Service's proxy answers is checked end to end with kubectl: kube's client
+/// retries 503s, so it is not observable here.)
+#[tokio::test]
+async fn the_proxy_of_a_missing_service_is_not_found() {
+    let server = testing::start().await;
+    let req = http::Request::get("/api/v1/namespaces/default/services/https:nope:/proxy/healthz")
+        .body(Vec::new())
+        .expect("a request");
+    match server.client().request_text(req).await {
+        Err(kube::Error::Api(s)) => {
+            assert_eq!(
+                (s.code, s.message.as_str()),
+                (404, "services \"nope\" not found")
+            )
+        }
+        other => panic!("expected a Status, got {other:?}"),
+    }
+    server.stop().await;
+}

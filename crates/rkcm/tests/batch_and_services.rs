@@ -114,6 +114,18 @@ spec:
         cluster.jsonpath(&["get", "service", "kubernetes"], "{.spec.clusterIP}"),
         "10.96.0.1"
     );
+    // Nothing runs behind a Service here: its proxy answers as kube's does without endpoints.
+    let out = cluster.kubectl_output(&[
+        "get",
+        "--raw",
+        "/api/v1/namespaces/default/services/web:80/proxy/",
+    ]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no endpoints available for service \"web\""),
+        "{stderr}"
+    );
 
     // Every namespace gets its default ServiceAccount and the root CA ConfigMap.
     cluster.kubectl(&["create", "namespace", "team"]);

@@ -32,6 +32,13 @@ pub fn parse(path: &str) -> Option<ResourcePath> {
         ["watch", rest @ ..] => (true, rest),
         _ => (false, rest),
     };
+    // A proxy subresource takes the rest of the path as the path to proxy to
+    // (`services/web/proxy/healthz`), trailing slash included.
+    let rest = match rest {
+        ["namespaces", _, _, _, "proxy", _, ..] => &rest[..5],
+        [first, _, "proxy", _, ..] if *first != "namespaces" => &rest[..3],
+        _ => rest,
+    };
     if rest.iter().any(|s| s.is_empty()) {
         return None;
     }
@@ -100,5 +107,16 @@ mod tests {
         assert_eq!(p.info.kind, "Namespace");
         assert!(parse("/api/v1/namespaces/x/nothing").is_none());
         assert!(parse("/api/v1/pods/x").is_none());
+    }
+
+    #[test]
+    fn a_proxy_path_keeps_its_own_tail() {
+        let p = parse("/api/v1/namespaces/default/services/https:web:/proxy/healthz/x")
+            .expect("served");
+        assert_eq!(p.name.as_deref(), Some("https:web:"));
+        assert_eq!(p.subresource.as_deref(), Some("proxy"));
+        assert!(parse("/api/v1/namespaces/default/services/web/proxy/").is_some());
+        let p = parse("/api/v1/namespaces/default/pods/proxy/status").expect("served");
+        assert_eq!(p.subresource.as_deref(), Some("status"));
     }
 }

@@ -68,6 +68,9 @@ async fn dispatch(
             // Answered before content negotiation: these requests accept streams, not objects.
             return pod_streams::serve(&state.store, info, ns, name, stream, method, &params);
         }
+        if (info.group, info.kind, sub) == ("", "Service", "proxy") {
+            return Err(service_proxy(state, info, ns, name));
+        }
     }
     let out = negotiate::output(headers, &params)?;
     let req = ResourceRequest {
@@ -173,5 +176,53 @@ mod tests {
             Some("ns")
         );
         assert_eq!(bindings_namespace("/api/v1/namespaces/ns/pods"), None);
+    }
+}
+
+/// `services/{[scheme:]name[:port]}/proxy`: there is nothing behind a Service here (no process
+/// runs on the simulated nodes), so the answer is what kube-apiserver gives for a Service
+/// without ready endpoints, after checking that the Service exists.
+fn service_proxy(
+    state: &SharedState,
+    info: &'static ResourceInfo,
+    ns: Option<&str>,
+    name: &str,
+) -> ApiError {
+    let service = service_name(name);
+    if state
+        .store
+        .get(&crate::rest::key(info, ns, service))
+        .is_none()
+    {
+        return ApiError::not_found(info, service);
+    }
+    ApiError::new(
+        503,
+        "ServiceUnavailable",
+        format!("no endpoints available for service {service:?}"),
+    )
+}
+
+/// The Service name of a proxy path segment `[scheme:]name[:port]`.
+fn service_name(segment: &str) -> &str {
+    let parts: Vec<&str> = segment.split(':').collect();
+    match parts.as_slice() {
+        [name] | [name, _] if !matches!(*name, "http" | "https") => name,
+        [_, name] | [_, name, _] => name,
+        _ => segment,
+    }
+}
+
+#[cfg(test)]
+mod proxy_tests {
+    use super::service_name;
+
+    #[test]
+    fn proxy_segments_name_the_service_with_an_optional_scheme_and_port() {
+        assert_eq!(service_name("web"), "web");
+        assert_eq!(service_name("web:80"), "web");
+        assert_eq!(service_name("https:web:"), "web");
+        assert_eq!(service_name("http:web:8080"), "web");
+        assert_eq!(service_name("https:web"), "web");
     }
 }

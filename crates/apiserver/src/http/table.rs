@@ -20,14 +20,17 @@ pub fn table(
     include: IncludeObject,
     list_meta: Value,
 ) -> Value {
+    // Some kinds list in their own order (FlowSchemas by matching precedence).
+    let mut objects = objects.to_vec();
+    printers::sort_for_table(info, &mut objects);
     let (columns, mut rows) = printers::table(
         info,
-        objects,
+        &objects,
         jiff::Timestamp::now(),
         include == IncludeObject::Metadata,
     );
     if include == IncludeObject::Object {
-        for (row, obj) in rows.iter_mut().zip(objects) {
+        for (row, obj) in rows.iter_mut().zip(&objects) {
             row["object"] = (*obj).clone();
         }
     }

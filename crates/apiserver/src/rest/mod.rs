@@ -16,6 +16,7 @@ mod keys;
 mod kubernetes_service;
 mod names;
 mod namespaces;
+mod priority_classes;
 mod request_checks;
 mod scale;
 mod services;
@@ -33,6 +34,7 @@ pub use kubernetes_service::{
 };
 pub use names::random_suffix;
 pub use namespaces::{ensure_system_namespaces, NAMESPACE_FINALIZER, SYSTEM_NAMESPACES};
+pub use priority_classes::ensure_system_priority_classes;
 pub use request_checks::check_type;
 pub use scale::{scale_of, update_scale};
 pub use update::{update, UpdateSource, UpdateTarget, Updated};
