@@ -12,7 +12,10 @@ use anyhow::Result;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use kube::api::{Api, Patch, PatchParams};
 use rkcm_controllers::deployment::annotations::{REVISION, REVISION_HISTORY};
-use rkcm_controllers::deployment::conditions::{PROGRESSING, TIMED_OUT_REASON};
+use rkcm_controllers::deployment::conditions::{
+    deployment_condition, PROGRESSING, TIMED_OUT_REASON,
+};
+use rkcm_runtime::process;
 use serde_json::json;
 
 use env::{deployment, eventually, Env, NEVER_READY_IMAGE};
@@ -219,16 +222,7 @@ async fn a_paused_deployment_does_not_roll_out_until_resumed() -> Result<()> {
         (status.observed_generation? >= generation).then_some(d)
     })
     .await;
-    let progressing = d
-        .status
-        .as_ref()
-        .unwrap()
-        .conditions
-        .as_ref()
-        .unwrap()
-        .iter()
-        .find(|c| c.type_ == PROGRESSING)
-        .cloned();
+    let progressing = deployment_condition(&d, PROGRESSING).cloned();
     assert_eq!(
         progressing.and_then(|c| c.reason).as_deref(),
         Some("DeploymentPaused")
@@ -555,7 +549,7 @@ async fn bench_rolling_update_of_many_deployments() -> Result<()> {
         env.wait_complete(name, replicas).await;
     }
     let before = writes.load(std::sync::atomic::Ordering::Relaxed);
-    let cpu_before = env::cpu_seconds();
+    let cpu_before = process::cpu_seconds();
     let started = std::time::Instant::now();
     for name in &names {
         set_image(&api, name, "app:v2").await?;
@@ -564,7 +558,7 @@ async fn bench_rolling_update_of_many_deployments() -> Result<()> {
         env.wait_complete(name, replicas).await;
     }
     let elapsed = started.elapsed();
-    let cpu = env::cpu_seconds() - cpu_before;
+    let cpu = process::cpu_seconds() - cpu_before;
     let rollout_writes = writes.load(std::sync::atomic::Ordering::Relaxed) - before;
     let replaced = n as f64 * f64::from(replicas);
     println!(
@@ -572,7 +566,7 @@ async fn bench_rolling_update_of_many_deployments() -> Result<()> {
          writes_per_replaced_pod={:.2} process_cpu_seconds={cpu:.2} peak_rss_mib={:.1}",
         elapsed.as_secs_f64(),
         rollout_writes as f64 / replaced,
-        env::peak_rss_kib() as f64 / 1024.0,
+        process::peak_rss_kib() as f64 / 1024.0,
     );
     env.stop().await;
     Ok(())

@@ -2,26 +2,24 @@
 //!
 //! No node agent runs here: pods stay Pending unless a test marks them ready itself.
 
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use async_trait::async_trait;
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetSpec};
 use k8s_openapi::api::core::v1::{
-    Container, ObjectReference, Pod, PodSpec, PodTemplateSpec, ReplicationController,
-    ReplicationControllerSpec,
+    Pod, PodTemplateSpec, ReplicationController, ReplicationControllerSpec,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference};
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::Client;
 use rkcm_apiserver::testing::{self, TestServer};
 use rkcm_controllers::replicaset::{Config, ReplicaSetController};
+use rkcm_labels::set as labels;
 use rkcm_runtime::events::EventBroadcaster;
 use rkcm_runtime::informer::InformerFactory;
 use rkcm_runtime::pod_control::{PodControl, PodControlError, RealPodControl};
+use rkcm_runtime::testing::{pod_template, FakePodControl};
 use rkcm_runtime::Shutdown;
 
 mod support;
@@ -64,28 +62,8 @@ fn start_on(server: TestServer, pod_control: Option<Arc<dyn PodControl>>) -> Har
     h
 }
 
-fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
 fn template(app: &str) -> PodTemplateSpec {
-    PodTemplateSpec {
-        metadata: Some(ObjectMeta {
-            labels: Some(labels(&[("app", app)])),
-            ..Default::default()
-        }),
-        spec: Some(PodSpec {
-            containers: vec![Container {
-                name: "c".into(),
-                image: Some("busybox".into()),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }),
-    }
+    pod_template(labels(&[("app", app)]), "c", "busybox")
 }
 
 fn replica_set(name: &str, app: &str, replicas: i32) -> ReplicaSet {
@@ -399,61 +377,20 @@ async fn min_ready_seconds_delays_available_replicas() -> Result<()> {
     .await
 }
 
-/// Pod control that fails every third creation with a quota error.
-struct FlakyPodControl {
-    inner: RealPodControl,
-    creates: AtomicUsize,
-    failing: std::sync::atomic::AtomicBool,
-}
-
-#[async_trait]
-impl PodControl for FlakyPodControl {
-    async fn create_pods(
-        &self,
-        namespace: &str,
-        template: &PodTemplateSpec,
-        owner: &ObjectReference,
-        controller_ref: &OwnerReference,
-    ) -> Result<(), PodControlError> {
-        let n = self.creates.fetch_add(1, Ordering::SeqCst);
-        if self.failing.load(Ordering::SeqCst) && n % 3 == 2 {
-            return Err(PodControlError::Invalid("exceeded quota: pods".into()));
-        }
-        self.inner
-            .create_pods(namespace, template, owner, controller_ref)
-            .await
-    }
-
-    async fn delete_pod(
-        &self,
-        namespace: &str,
-        name: &str,
-        owner: &ObjectReference,
-    ) -> Result<(), PodControlError> {
-        self.inner.delete_pod(namespace, name, owner).await
-    }
-
-    async fn patch_pod(
-        &self,
-        namespace: &str,
-        name: &str,
-        patch: &serde_json::Value,
-    ) -> Result<(), PodControlError> {
-        self.inner.patch_pod(namespace, name, patch).await
-    }
-}
-
 #[tokio::test]
 async fn failed_creates_end_with_exactly_replicas_and_a_condition_that_clears() -> Result<()> {
     let server = testing::start().await;
     let client = server.client();
     let broadcaster = EventBroadcaster::new(client.clone());
-    let flaky = Arc::new(FlakyPodControl {
-        inner: RealPodControl::new(client, broadcaster.recorder("replicaset-controller")),
-        creates: AtomicUsize::new(0),
-        failing: std::sync::atomic::AtomicBool::new(true),
+    // Pod control that fails every third creation with a quota error.
+    let flaky = FakePodControl::forwarding_to(Arc::new(RealPodControl::new(
+        client,
+        broadcaster.recorder("replicaset-controller"),
+    )));
+    flaky.fail_every_nth_create(3, || {
+        PodControlError::Invalid("exceeded quota: pods".into())
     });
-    let h = start_on(server, Some(flaky.clone()));
+    let h = start_on(server, Some(Arc::new(flaky.clone())));
 
     let uid = create_rs(&h.client, &replica_set("web", "web", 10)).await?;
     let rs_api: Api<ReplicaSet> = Api::namespaced(h.client.clone(), NS);
@@ -466,7 +403,7 @@ async fn failed_creates_end_with_exactly_replicas_and_a_condition_that_clears() 
         Ok(failed.then_some(()))
     })
     .await?;
-    flaky.failing.store(false, Ordering::SeqCst);
+    flaky.clear();
     wait_for_replicas(&h.client, "web", &uid, 10).await?;
     eventually("the ReplicaFailure condition to clear", || async {
         let s = rs_api.get("web").await?.status.unwrap_or_default();

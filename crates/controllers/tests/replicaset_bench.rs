@@ -10,18 +10,18 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
-use async_trait::async_trait;
 use futures::stream::{self, StreamExt};
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetSpec};
-use k8s_openapi::api::core::v1::{Container, ObjectReference, Pod, PodSpec, PodTemplateSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference};
+use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::api::{Api, ListParams, ObjectMeta, PostParams};
 use rkcm_apiserver::testing;
 use rkcm_controllers::replicaset::{Config, ReplicaSetController};
 use rkcm_runtime::events::EventBroadcaster;
 use rkcm_runtime::informer::InformerFactory;
-use rkcm_runtime::pod_control::{PodControl, PodControlError, RealPodControl};
+use rkcm_runtime::pod_control::RealPodControl;
 use rkcm_runtime::slow_start::{slow_start_batch, SLOW_START_INITIAL_BATCH_SIZE};
+use rkcm_runtime::testing::{pod_template, FakePodControl};
 use rkcm_runtime::Shutdown;
 
 fn env(name: &str, default: usize) -> usize {
@@ -32,60 +32,7 @@ fn env(name: &str, default: usize) -> usize {
 }
 
 fn template(app: &str) -> PodTemplateSpec {
-    PodTemplateSpec {
-        metadata: Some(ObjectMeta {
-            labels: Some(BTreeMap::from([("app".to_string(), app.to_string())])),
-            ..Default::default()
-        }),
-        spec: Some(PodSpec {
-            containers: vec![Container {
-                name: "c".into(),
-                image: Some("busybox".into()),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }),
-    }
-}
-
-/// Counts the controller's pod writes.
-struct Counting {
-    inner: RealPodControl,
-    writes: AtomicUsize,
-}
-
-#[async_trait]
-impl PodControl for Counting {
-    async fn create_pods(
-        &self,
-        namespace: &str,
-        template: &PodTemplateSpec,
-        owner: &ObjectReference,
-        controller_ref: &OwnerReference,
-    ) -> Result<(), PodControlError> {
-        self.writes.fetch_add(1, Ordering::Relaxed);
-        self.inner
-            .create_pods(namespace, template, owner, controller_ref)
-            .await
-    }
-    async fn delete_pod(
-        &self,
-        namespace: &str,
-        name: &str,
-        owner: &ObjectReference,
-    ) -> Result<(), PodControlError> {
-        self.writes.fetch_add(1, Ordering::Relaxed);
-        self.inner.delete_pod(namespace, name, owner).await
-    }
-    async fn patch_pod(
-        &self,
-        namespace: &str,
-        name: &str,
-        patch: &serde_json::Value,
-    ) -> Result<(), PodControlError> {
-        self.writes.fetch_add(1, Ordering::Relaxed);
-        self.inner.patch_pod(namespace, name, patch).await
-    }
+    pod_template(rkcm_labels::set(&[("app", app)]), "c", "busybox")
 }
 
 /// Process CPU seconds (user + system) and peak RSS in MiB, from /proc (Linux).
@@ -167,17 +114,15 @@ async fn replica_sets_converge_at_plain_client_speed() -> Result<()> {
     let shutdown = Shutdown::new();
     let factory = InformerFactory::new(client.clone(), Duration::ZERO);
     let broadcaster = EventBroadcaster::new(client.clone());
-    let counting = Arc::new(Counting {
-        inner: RealPodControl::new(
-            client.clone(),
-            broadcaster.recorder("replicaset-controller"),
-        ),
-        writes: AtomicUsize::new(0),
-    });
+    // Counts the controller's pod writes.
+    let counting = FakePodControl::forwarding_to(Arc::new(RealPodControl::new(
+        client.clone(),
+        broadcaster.recorder("replicaset-controller"),
+    )));
     let ctrl = ReplicaSetController::<ReplicaSet>::with_pod_control(
         &factory,
         client.clone(),
-        counting.clone(),
+        Arc::new(counting.clone()),
         Config::default(),
     );
     factory.start(shutdown.clone());
@@ -246,7 +191,7 @@ async fn replica_sets_converge_at_plain_client_speed() -> Result<()> {
     let converged = started.elapsed();
     let pods_done = pods_done.unwrap_or(converged);
     let (cpu_after, peak_rss) = process_usage();
-    let writes = counting.writes.load(Ordering::Relaxed);
+    let writes = counting.write_calls();
     let final_pods = pods_api.list(&ListParams::default()).await?.items.len();
     println!(
         "replicaset bench: {n_rs} ReplicaSets x {replicas} replicas = {total} pods\n\

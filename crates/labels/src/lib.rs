@@ -7,8 +7,10 @@ mod error;
 pub mod fields;
 mod parser;
 mod selector;
+mod set;
 pub mod validation;
 
 pub use error::Error;
 pub use fields::{FieldOperator, FieldRequirement, FieldSelector};
-pub use selector::{Operator, Requirement, Selector};
+pub use selector::{selects_everything, Operator, Requirement, Selector};
+pub use set::set;

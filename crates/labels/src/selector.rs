@@ -9,6 +9,19 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use crate::error::Error;
 use crate::validation;
 
+/// Whether `selector` has neither labels nor expressions, so that it selects every object (`{}`), as
+/// apimachinery's `metav1.LabelSelector` converts to `labels.Everything()`.
+pub fn selects_everything(selector: &LabelSelector) -> bool {
+    selector
+        .match_labels
+        .as_ref()
+        .is_none_or(BTreeMap::is_empty)
+        && selector
+            .match_expressions
+            .as_ref()
+            .is_none_or(Vec::is_empty)
+}
+
 /// How a requirement relates a label's value to the requirement's values (apimachinery `selection.Operator`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Operator {
@@ -260,11 +273,11 @@ impl Selector {
     /// The selector of a typed `LabelSelector` (apimachinery `LabelSelectorAsSelector`): `matchLabels` become
     /// `=` requirements, `matchExpressions` In/NotIn/Exists/DoesNotExist requirements. An empty selector selects everything.
     pub fn from_label_selector(selector: &LabelSelector) -> Result<Self, Error> {
-        let labels = selector.match_labels.as_ref();
-        let expressions = selector.match_expressions.as_deref().unwrap_or_default();
-        if labels.is_none_or(BTreeMap::is_empty) && expressions.is_empty() {
+        if selects_everything(selector) {
             return Ok(Self::everything());
         }
+        let labels = selector.match_labels.as_ref();
+        let expressions = selector.match_expressions.as_deref().unwrap_or_default();
         let mut requirements = Vec::new();
         for (key, value) in labels.into_iter().flatten() {
             requirements.push(Requirement::new(
@@ -400,11 +413,27 @@ mod tests {
     use super::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
 
-    fn set(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+    use crate::set;
+
+    #[test]
+    fn only_a_selector_without_labels_or_expressions_selects_everything() {
+        assert!(selects_everything(&LabelSelector::default()));
+        assert!(selects_everything(&LabelSelector {
+            match_labels: Some(BTreeMap::new()),
+            match_expressions: Some(Vec::new()),
+        }));
+        assert!(!selects_everything(&LabelSelector {
+            match_labels: Some(set(&[("app", "web")])),
+            ..Default::default()
+        }));
+        assert!(!selects_everything(&LabelSelector {
+            match_expressions: Some(vec![LabelSelectorRequirement {
+                key: "app".into(),
+                operator: "Exists".into(),
+                values: None,
+            }]),
+            ..Default::default()
+        }));
     }
 
     fn req(key: &str, op: Operator, values: &[&str]) -> Requirement {

@@ -6,12 +6,13 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Container, Node, Pod, PodSpec};
+use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, PostParams};
 use kube::{Api, Client};
 use rkcm_apiserver::testing::{self, TestServer};
 use rkcm_nodesim::{Config, NodeSim, FAIL_ANNOTATION, NEVER_READY_ANNOTATION};
+use rkcm_runtime::testing::pod_spec;
 use rkcm_runtime::Shutdown;
 
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -76,14 +77,7 @@ fn pod(name: &str, image: &str) -> Pod {
             namespace: Some("default".into()),
             ..Default::default()
         },
-        spec: Some(PodSpec {
-            containers: vec![Container {
-                name: "app".into(),
-                image: Some(image.into()),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }),
+        spec: Some(pod_spec("app", image)),
         ..Default::default()
     }
 }

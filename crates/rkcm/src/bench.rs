@@ -19,7 +19,7 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use rkcm_controllers::registry::{self, ControllerOptions};
-use rkcm_runtime::{Shutdown, SystemClock};
+use rkcm_runtime::{process, Shutdown, SystemClock};
 use serde_json::json;
 
 use crate::manager::{self, ManagerConfig};
@@ -173,24 +173,6 @@ fn proc_status_kib(path: &str, field: &str) -> Option<u64> {
         .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok())
-}
-
-/// User + system CPU seconds of this process so far.
-fn cpu_seconds() -> f64 {
-    // /proc/self/stat fields 14 and 15 (utime, stime) are in clock ticks of 1/100 s on Linux.
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
-        return 0.0;
-    };
-    let after_comm = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or("");
-    let fields: Vec<&str> = after_comm.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    // After the comm field, utime is the 12th and stime the 13th (0-based 11 and 12).
-    (ticks(11) + ticks(12)) / 100.0
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -466,7 +448,7 @@ async fn replicasets(args: ReplicaSetArgs) -> anyhow::Result<()> {
     let shutdown = Shutdown::new();
     let before = requests_by_method();
     let server_before = server_requests(&plain).await?;
-    let cpu_before = cpu_seconds();
+    let cpu_before = process::cpu_seconds();
     let manager = spawn_controllers(
         kube_config.clone(),
         vec![registry::REPLICASET],
@@ -522,7 +504,7 @@ async fn replicasets(args: ReplicaSetArgs) -> anyhow::Result<()> {
     )
     .await?;
     let controller_secs = started.elapsed().as_secs_f64();
-    let cpu = cpu_seconds() - cpu_before;
+    let cpu = process::cpu_seconds() - cpu_before;
     let pods_now = Api::<Pod>::namespaced(plain.clone(), ns)
         .list(&ListParams::default().labels("!bench"))
         .await?
@@ -570,7 +552,7 @@ async fn replicasets(args: ReplicaSetArgs) -> anyhow::Result<()> {
     println!("  controller CPU:                 {cpu:.1} s");
     println!(
         "  bench process peak RSS:         {:.1} MiB",
-        proc_status_kib("/proc/self/status", "VmHWM:").unwrap_or(0) as f64 / 1024.0
+        process::peak_rss_kib() as f64 / 1024.0
     );
     println!(
         "  API server RSS at the end:      {:.1} MiB",
@@ -636,7 +618,7 @@ async fn deployments(args: DeploymentArgs) -> anyhow::Result<()> {
     let first_rollout = started.elapsed().as_secs_f64();
 
     let before = requests_by_method();
-    let cpu_before = cpu_seconds();
+    let cpu_before = process::cpu_seconds();
     let started = Instant::now();
     for i in 0..args.count {
         let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10.1"}]}}}});
@@ -655,7 +637,7 @@ async fn deployments(args: DeploymentArgs) -> anyhow::Result<()> {
     )
     .await?;
     let rollout = started.elapsed().as_secs_f64();
-    let cpu = cpu_seconds() - cpu_before;
+    let cpu = process::cpu_seconds() - cpu_before;
     let after = requests_by_method();
     shutdown.cancel();
     let report = manager
@@ -691,7 +673,7 @@ async fn deployments(args: DeploymentArgs) -> anyhow::Result<()> {
     println!("  controllers' CPU (update):      {cpu:.1} s");
     println!(
         "  bench process peak RSS:         {:.1} MiB",
-        proc_status_kib("/proc/self/status", "VmHWM:").unwrap_or(0) as f64 / 1024.0
+        process::peak_rss_kib() as f64 / 1024.0
     );
     drop(cluster);
     Ok(())

@@ -11,6 +11,7 @@ pub mod leader_election;
 pub mod metrics;
 pub mod object_key;
 pub mod pod_control;
+pub mod process;
 pub mod rest_client;
 pub mod slow_start;
 pub mod testing;

@@ -351,7 +351,6 @@ impl PodControl for RealPodControl {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::{Container, PodSpec};
     use kube::core::response::{StatusCause, StatusDetails};
     use kube::core::Status;
 
@@ -367,23 +366,12 @@ mod tests {
     }
 
     fn template() -> PodTemplateSpec {
-        PodTemplateSpec {
-            metadata: Some(ObjectMeta {
-                labels: Some([("app".to_string(), "web".to_string())].into()),
-                annotations: Some([("a".to_string(), "b".to_string())].into()),
-                finalizers: Some(vec!["example.com/f".into()]),
-                name: Some("ignored".into()),
-                ..Default::default()
-            }),
-            spec: Some(PodSpec {
-                containers: vec![Container {
-                    name: "c".into(),
-                    image: Some("nginx".into()),
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }),
-        }
+        let mut t = crate::testing::pod_template(rkcm_labels::set(&[("app", "web")]), "c", "nginx");
+        let meta = t.metadata.get_or_insert_with(Default::default);
+        meta.annotations = Some(rkcm_labels::set(&[("a", "b")]));
+        meta.finalizers = Some(vec!["example.com/f".into()]);
+        meta.name = Some("ignored".into());
+        t
     }
 
     #[test]

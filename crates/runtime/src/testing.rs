@@ -1,12 +1,17 @@
-//! Fakes for controller tests: a recording [`FakePodControl`], a recording [`FakeEventSink`], a
-//! client that never connects and a client answered by the test itself ([`FakeApi`]). Each fake
-//! can be told to fail. (`FakeClock` lives in [`crate::clock`].)
+//! Fakes and fixtures for controller tests: a recording [`FakePodControl`], a recording
+//! [`FakeEventSink`], a client that never connects, a client answered by the test itself
+//! ([`FakeApi`]) and builders of the pod pieces tests start from. Each fake can be told to fail.
+//! (`FakeClock` lives in [`crate::clock`].)
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use k8s_openapi::api::core::v1::{Event, ObjectReference, PodTemplateSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use k8s_openapi::api::core::v1::{
+    Container, ContainerState, ContainerStateTerminated, ContainerStatus, Event, ObjectReference,
+    PodSpec, PodTemplateSpec,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use parking_lot::Mutex;
 
 use crate::events::EventSink;
@@ -170,29 +175,80 @@ pub struct CreatedPod {
     pub controller_ref: OwnerReference,
 }
 
+/// A spec with one container `container` running `image`.
+pub fn pod_spec(container: &str, image: &str) -> PodSpec {
+    PodSpec {
+        containers: vec![Container {
+            name: container.into(),
+            image: Some(image.into()),
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
+/// A pod template labelled `labels` whose spec is [`pod_spec`]`(container, image)`.
+pub fn pod_template(
+    labels: BTreeMap<String, String>,
+    container: &str,
+    image: &str,
+) -> PodTemplateSpec {
+    PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            labels: Some(labels),
+            ..Default::default()
+        }),
+        spec: Some(pod_spec(container, image)),
+    }
+}
+
+/// The status of an unnamed container that terminated with `exit_code`.
+pub fn terminated_container_status(exit_code: i32) -> ContainerStatus {
+    ContainerStatus {
+        state: Some(ContainerState {
+            terminated: Some(ContainerStateTerminated {
+                exit_code,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
 /// Produces the error an injected failure returns (errors are not `Clone`).
 type ErrorFactory = Arc<dyn Fn() -> PodControlError + Send + Sync>;
+
+/// Decides from its 1-based number whether a `create_pods` call fails.
+type CallFilter = Arc<dyn Fn(usize) -> bool + Send + Sync>;
 
 #[derive(Default)]
 struct FakeState {
     creates: Vec<CreatedPod>,
     create_calls: usize,
-    /// Create calls numbered (1-based) at or above this fail with `create_error`.
-    fail_creates_from: Option<usize>,
+    /// Create calls whose (1-based) number this accepts fail with `create_error`.
+    failing_creates: Option<CallFilter>,
     create_error: Option<ErrorFactory>,
     /// When non-zero, calls beyond this many fail (Go's `CreateLimit`).
     create_limit: usize,
     deletes: Vec<(String, String)>,
+    delete_calls: usize,
     delete_error: Option<ErrorFactory>,
     patches: Vec<(String, String, serde_json::Value)>,
+    patch_calls: usize,
     patch_error: Option<ErrorFactory>,
 }
 
 /// Records pod creations, deletions and patches instead of calling the API (client-go's
 /// `FakePodControl`). Clones share the record. Failed calls are counted but not recorded.
+///
+/// Built with [`FakePodControl::forwarding_to`], it also passes every call that it does not fail
+/// to another [`PodControl`] (usually a `RealPodControl`), and records the call only when that
+/// one succeeds.
 #[derive(Clone, Default)]
 pub struct FakePodControl {
     state: Arc<Mutex<FakeState>>,
+    forward: Option<Arc<dyn PodControl>>,
 }
 
 impl std::fmt::Debug for FakePodControl {
@@ -212,6 +268,14 @@ impl FakePodControl {
         Self::default()
     }
 
+    /// A fake that passes the calls it does not fail to `inner`.
+    pub fn forwarding_to(inner: Arc<dyn PodControl>) -> Self {
+        Self {
+            forward: Some(inner),
+            ..Self::default()
+        }
+    }
+
     /// Successful creations, in call order.
     pub fn creates(&self) -> Vec<CreatedPod> {
         self.state.lock().creates.clone()
@@ -220,6 +284,12 @@ impl FakePodControl {
     /// Number of `create_pods` calls, successful or not.
     pub fn create_calls(&self) -> usize {
         self.state.lock().create_calls
+    }
+
+    /// Number of `create_pods`, `delete_pod` and `patch_pod` calls, successful or not.
+    pub fn write_calls(&self) -> usize {
+        let s = self.state.lock();
+        s.create_calls + s.delete_calls + s.patch_calls
     }
 
     /// Successful deletions as `(namespace, name)`, in call order.
@@ -248,8 +318,27 @@ impl FakePodControl {
         n: usize,
         err: impl Fn() -> PodControlError + Send + Sync + 'static,
     ) {
+        let from = n.max(1);
+        self.fail_creates_where(move |call| call >= from, err);
+    }
+
+    /// Makes every `n`-th `create_pods` call (the `n`-th, the `2n`-th, …) fail with `err()`.
+    pub fn fail_every_nth_create(
+        &self,
+        n: usize,
+        err: impl Fn() -> PodControlError + Send + Sync + 'static,
+    ) {
+        let n = n.max(1);
+        self.fail_creates_where(move |call| call % n == 0, err);
+    }
+
+    fn fail_creates_where(
+        &self,
+        fails: impl Fn(usize) -> bool + Send + Sync + 'static,
+        err: impl Fn() -> PodControlError + Send + Sync + 'static,
+    ) {
         let mut s = self.state.lock();
-        s.fail_creates_from = Some(n.max(1));
+        s.failing_creates = Some(Arc::new(fails));
         s.create_error = Some(Arc::new(err));
     }
 
@@ -288,21 +377,28 @@ impl PodControl for FakePodControl {
         owner: &ObjectReference,
         controller_ref: &OwnerReference,
     ) -> Result<(), PodControlError> {
-        let mut s = self.state.lock();
-        s.create_calls += 1;
-        let call = s.create_calls;
-        if s.create_limit != 0 && call > s.create_limit {
-            return Err(PodControlError::Invalid(format!(
-                "not creating pod, limit {} already reached (create call {call})",
-                s.create_limit
-            )));
-        }
-        if let (Some(from), Some(err)) = (s.fail_creates_from, &s.create_error) {
-            if call >= from {
-                return Err(err());
+        {
+            let mut s = self.state.lock();
+            s.create_calls += 1;
+            let call = s.create_calls;
+            if s.create_limit != 0 && call > s.create_limit {
+                return Err(PodControlError::Invalid(format!(
+                    "not creating pod, limit {} already reached (create call {call})",
+                    s.create_limit
+                )));
+            }
+            if let (Some(fails), Some(err)) = (&s.failing_creates, &s.create_error) {
+                if fails(call) {
+                    return Err(err());
+                }
             }
         }
-        s.creates.push(CreatedPod {
+        if let Some(inner) = &self.forward {
+            inner
+                .create_pods(namespace, template, owner, controller_ref)
+                .await?;
+        }
+        self.state.lock().creates.push(CreatedPod {
             namespace: namespace.to_string(),
             template: template.clone(),
             owner: owner.clone(),
@@ -315,13 +411,22 @@ impl PodControl for FakePodControl {
         &self,
         namespace: &str,
         name: &str,
-        _owner: &ObjectReference,
+        owner: &ObjectReference,
     ) -> Result<(), PodControlError> {
-        let mut s = self.state.lock();
-        if let Some(err) = &s.delete_error {
-            return Err(err());
+        {
+            let mut s = self.state.lock();
+            s.delete_calls += 1;
+            if let Some(err) = &s.delete_error {
+                return Err(err());
+            }
         }
-        s.deletes.push((namespace.to_string(), name.to_string()));
+        if let Some(inner) = &self.forward {
+            inner.delete_pod(namespace, name, owner).await?;
+        }
+        self.state
+            .lock()
+            .deletes
+            .push((namespace.to_string(), name.to_string()));
         Ok(())
     }
 
@@ -331,11 +436,19 @@ impl PodControl for FakePodControl {
         name: &str,
         patch: &serde_json::Value,
     ) -> Result<(), PodControlError> {
-        let mut s = self.state.lock();
-        if let Some(err) = &s.patch_error {
-            return Err(err());
+        {
+            let mut s = self.state.lock();
+            s.patch_calls += 1;
+            if let Some(err) = &s.patch_error {
+                return Err(err());
+            }
         }
-        s.patches
+        if let Some(inner) = &self.forward {
+            inner.patch_pod(namespace, name, patch).await?;
+        }
+        self.state
+            .lock()
+            .patches
             .push((namespace.to_string(), name.to_string(), patch.clone()));
         Ok(())
     }
@@ -508,6 +621,52 @@ mod tests {
             .delete_pod("ns", "p", &owner)
             .await
             .is_err_and(|e| e.is_not_found()));
+    }
+
+    #[tokio::test]
+    async fn a_forwarding_fake_passes_on_the_calls_it_does_not_fail() {
+        let inner = FakePodControl::new();
+        let fake = FakePodControl::forwarding_to(Arc::new(inner.clone()));
+        fake.fail_every_nth_create(3, || PodControlError::Conflict);
+        let owner = ObjectReference::default();
+        let cref = OwnerReference::default();
+        let t = PodTemplateSpec::default();
+        let mut failed = Vec::new();
+        for call in 1..=6 {
+            if fake.create_pods("ns", &t, &owner, &cref).await.is_err() {
+                failed.push(call);
+            }
+        }
+        assert_eq!(failed, [3, 6]);
+        assert_eq!(inner.creates().len(), 4);
+        assert_eq!(fake.creates().len(), 4);
+
+        inner.fail_deletes(|| PodControlError::NotFound);
+        assert!(fake.delete_pod("ns", "p", &owner).await.is_err());
+        assert!(
+            fake.deletes().is_empty(),
+            "a call the inner one failed is not recorded"
+        );
+        fake.patch_pod("ns", "p", &serde_json::json!({}))
+            .await
+            .expect("patch ok");
+        assert_eq!(inner.patches().len(), 1);
+        assert_eq!(fake.write_calls(), 8);
+    }
+
+    #[test]
+    fn fixtures_build_a_labelled_template_and_a_terminated_status() {
+        let t = pod_template(rkcm_labels::set(&[("app", "web")]), "c", "busybox");
+        let labels = t.metadata.and_then(|m| m.labels).unwrap_or_default();
+        assert_eq!(labels.get("app").map(String::as_str), Some("web"));
+        let spec = t.spec.unwrap_or_default();
+        assert_eq!(spec.containers[0].name, "c");
+        assert_eq!(spec.containers[0].image.as_deref(), Some("busybox"));
+        let status = terminated_container_status(2);
+        assert_eq!(
+            status.state.and_then(|s| s.terminated).map(|t| t.exit_code),
+            Some(2)
+        );
     }
 
     #[tokio::test]

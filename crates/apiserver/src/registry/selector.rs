@@ -128,12 +128,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use rkcm_labels::set as labels;
 
     #[test]
     fn selectors_render_sorted_by_key_with_sorted_values() {

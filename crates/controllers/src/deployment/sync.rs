@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, ReplicaSetSpec};
 use k8s_openapi::api::core::v1::ObjectReference;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
 use rkcm_labels::Selector;
 use rkcm_runtime::controller_ref::{self, ControllerRefManager, OwnerInfo};
@@ -143,17 +143,6 @@ pub(crate) fn object_reference(d: &Deployment) -> ObjectReference {
     }
 }
 
-fn is_selecting_everything(selector: &LabelSelector) -> bool {
-    selector
-        .match_labels
-        .as_ref()
-        .is_none_or(BTreeMap::is_empty)
-        && selector
-            .match_expressions
-            .as_ref()
-            .is_none_or(Vec::is_empty)
-}
-
 impl DeploymentController {
     /// Syncs the Deployment `key`. Never run concurrently for the same key.
     #[tracing::instrument(skip(self), fields(controller = "deployment"))]
@@ -188,7 +177,7 @@ impl DeploymentController {
             .as_ref()
             .map(|s| s.selector.clone())
             .unwrap_or_default();
-        if is_selecting_everything(&selector) {
+        if rkcm_labels::selects_everything(&selector) {
             self.recorder.event(
                 &object_reference(&d),
                 EventType::Warning,
@@ -818,28 +807,6 @@ fn status_already_exists(name: &str) -> Box<kube::core::Status> {
 mod tests {
     use super::*;
     use crate::deployment::fixtures::rs;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
-
-    #[test]
-    fn only_a_selector_without_labels_or_expressions_selects_everything() {
-        assert!(is_selecting_everything(&LabelSelector::default()));
-        assert!(is_selecting_everything(&LabelSelector {
-            match_labels: Some(BTreeMap::new()),
-            match_expressions: Some(vec![]),
-        }));
-        assert!(!is_selecting_everything(&LabelSelector {
-            match_labels: Some([("app".to_string(), "web".to_string())].into()),
-            ..Default::default()
-        }));
-        assert!(!is_selecting_everything(&LabelSelector {
-            match_expressions: Some(vec![LabelSelectorRequirement {
-                key: "app".into(),
-                operator: "Exists".into(),
-                values: None,
-            }]),
-            ..Default::default()
-        }));
-    }
 
     #[test]
     fn a_namespace_terminating_cause_is_recognised() {

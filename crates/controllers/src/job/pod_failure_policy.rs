@@ -136,7 +136,6 @@ mod tests {
     use super::*;
     use crate::job::fixtures::{job, pod};
     use k8s_openapi::api::batch::v1::PodFailurePolicyRule;
-    use k8s_openapi::api::core::v1::{ContainerState, ContainerStateTerminated};
 
     fn exit_rule(action: &str, operator: &str, values: Vec<i32>) -> PodFailurePolicyRule {
         PodFailurePolicyRule {
@@ -156,14 +155,7 @@ mod tests {
             .get_or_insert_with(Default::default)
             .container_statuses = Some(vec![ContainerStatus {
             name: "main".into(),
-            state: Some(ContainerState {
-                terminated: Some(ContainerStateTerminated {
-                    exit_code: code,
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }),
-            ..Default::default()
+            ..rkcm_runtime::testing::terminated_container_status(code)
         }]);
         p
     }

@@ -1204,21 +1204,12 @@ pub(crate) mod tests {
     }
 
     fn exited(mut p: Pod, code: i32) -> Pod {
-        use k8s_openapi::api::core::v1::{
-            ContainerState, ContainerStateTerminated, ContainerStatus,
-        };
+        use k8s_openapi::api::core::v1::ContainerStatus;
         p.status
             .get_or_insert_with(Default::default)
             .container_statuses = Some(vec![ContainerStatus {
             name: "main".into(),
-            state: Some(ContainerState {
-                terminated: Some(ContainerStateTerminated {
-                    exit_code: code,
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }),
-            ..Default::default()
+            ..rkcm_runtime::testing::terminated_container_status(code)
         }]);
         p
     }

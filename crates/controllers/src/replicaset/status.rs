@@ -155,12 +155,7 @@ mod tests {
     use kube::api::ObjectMeta;
     use std::collections::BTreeMap;
 
-    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use rkcm_labels::set as labels;
 
     fn replica_set(replicas: i32, min_ready: i32) -> ReplicaSet {
         ReplicaSet {

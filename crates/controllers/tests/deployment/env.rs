@@ -11,14 +11,13 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentSpec, DeploymentStrategy, ReplicaSet, RollingUpdateDeployment,
 };
-use k8s_openapi::api::core::v1::{
-    Container, Event, Pod, PodCondition, PodSpec, PodStatus, PodTemplateSpec,
-};
+use k8s_openapi::api::core::v1::{Event, Pod, PodCondition, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
 use rkcm_controllers::deployment::{Config, DeploymentController};
 use rkcm_controllers::replicaset::{Config as ReplicaSetConfig, ReplicaSetController};
+use rkcm_runtime::testing::pod_template;
 use tokio::task::JoinSet;
 
 use crate::support::Cluster;
@@ -71,20 +70,7 @@ pub fn deployment(name: &str, replicas: i32, image: &str) -> Deployment {
                     max_unavailable: Some(IntOrString::String("25%".into())),
                 }),
             }),
-            template: PodTemplateSpec {
-                metadata: Some(ObjectMeta {
-                    labels: Some(labels),
-                    ..Default::default()
-                }),
-                spec: Some(PodSpec {
-                    containers: vec![Container {
-                        name: "app".into(),
-                        image: Some(image.into()),
-                        ..Default::default()
-                    }],
-                    ..Default::default()
-                }),
-            },
+            template: pod_template(labels, "app", image),
             ..Default::default()
         }),
         status: None,
@@ -376,30 +362,4 @@ impl Simulation {
 
         Ok(())
     }
-}
-
-/// CPU seconds (user + system) used by this process so far, from `/proc/self/stat`.
-pub fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields after the parenthesised command name; utime and stime are the 14th and 15th.
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    // Clock ticks are 100 per second on Linux.
-    (ticks(11) + ticks(12)) / 100.0
-}
-
-/// Peak resident set size of this process in KiB, from `/proc/self/status`.
-pub fn peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
 }

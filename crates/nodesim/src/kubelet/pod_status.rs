@@ -187,24 +187,12 @@ mod tests {
     use k8s_openapi::api::core::v1::{
         ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting,
     };
+    use rkcm_runtime::testing::terminated_container_status as terminated;
 
     fn running() -> ContainerStatus {
         ContainerStatus {
             state: Some(ContainerState {
                 running: Some(ContainerStateRunning::default()),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
-    }
-
-    fn terminated(code: i32) -> ContainerStatus {
-        ContainerStatus {
-            state: Some(ContainerState {
-                terminated: Some(ContainerStateTerminated {
-                    exit_code: code,
-                    ..Default::default()
-                }),
                 ..Default::default()
             }),
             ..Default::default()

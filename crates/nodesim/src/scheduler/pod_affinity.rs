@@ -48,18 +48,7 @@ fn term_matches(term: &PodAffinityTerm, owner: &Pod, candidate: &Pod) -> bool {
     let listed = term.namespaces.as_deref().unwrap_or_default();
     let namespace_ok = match &term.namespace_selector {
         // `namespaceSelector: {}` selects every namespace.
-        Some(selector)
-            if selector
-                .match_labels
-                .as_ref()
-                .is_none_or(BTreeMap::is_empty)
-                && selector
-                    .match_expressions
-                    .as_ref()
-                    .is_none_or(Vec::is_empty) =>
-        {
-            true
-        }
+        Some(selector) if rkcm_labels::selects_everything(selector) => true,
         // TODO: a non-empty namespaceSelector needs namespace labels (a namespace informer); only
         // the listed namespaces are honoured.
         Some(_) => listed.iter().any(|ns| ns == candidate_ns),
