@@ -10,3 +10,4 @@ pub mod registry;
 pub mod replicaset;
 pub mod rootcacertpublisher;
 pub mod serviceaccount;
+pub mod ttlafterfinished;

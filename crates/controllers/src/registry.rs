@@ -17,7 +17,7 @@ use k8s_openapi::api::core::v1::ReplicationController;
 
 use crate::{
     deployment, garbagecollector, job, namespace, podgc, replicaset, rootcacertpublisher,
-    serviceaccount,
+    serviceaccount, ttlafterfinished,
 };
 
 /// A controller kube-controller-manager knows, by canonical name and the aliases `--controllers`
@@ -48,6 +48,8 @@ pub const GARBAGECOLLECTOR: &str = "garbage-collector-controller";
 pub const NAMESPACE: &str = "namespace-controller";
 /// Canonical name of the Job controller.
 pub const JOB: &str = "job-controller";
+/// Canonical name of the TTL-after-finished controller.
+pub const TTL_AFTER_FINISHED: &str = "ttl-after-finished-controller";
 /// Canonical name of the service-account controller.
 pub const SERVICEACCOUNT: &str = "serviceaccount-controller";
 /// Canonical name of the root CA publisher.
@@ -149,7 +151,7 @@ pub const KNOWN: &[ControllerName] = &[
     ),
     kube("persistentvolume-protection-controller", &["pv-protection"]),
     kube("volumeattributesclass-protection-controller", &[]),
-    kube("ttl-after-finished-controller", &["ttl-after-finished"]),
+    implemented(kube(TTL_AFTER_FINISHED, &["ttl-after-finished"])),
     implemented(kube(ROOT_CA_PUBLISHER, &["root-ca-cert-publisher"])),
     kube(
         "kube-apiserver-serving-clustertrustbundle-publisher-controller",
@@ -263,6 +265,8 @@ pub struct ControllerOptions {
     pub concurrent_namespace_syncs: usize,
     /// `--concurrent-job-syncs`.
     pub concurrent_job_syncs: usize,
+    /// `--concurrent-ttl-after-finished-syncs`.
+    pub concurrent_ttl_after_finished_syncs: usize,
     /// `--terminated-pod-gc-threshold`.
     pub terminated_pod_gc_threshold: i64,
     /// `--namespace-sync-period`.
@@ -285,6 +289,7 @@ impl Default for ControllerOptions {
             concurrent_gc_syncs: 20,
             concurrent_namespace_syncs: 10,
             concurrent_job_syncs: 5,
+            concurrent_ttl_after_finished_syncs: 5,
             terminated_pod_gc_threshold: 12500,
             namespace_sync_period: Duration::from_secs(300),
             enable_garbage_collector: true,
@@ -378,6 +383,7 @@ fn required_resources(name: &str) -> &'static [(&'static str, &'static str)] {
         NAMESPACE => &[("v1", "namespaces")],
         SERVICEACCOUNT => &[("v1", "serviceaccounts"), ("v1", "namespaces")],
         JOB => &[("batch/v1", "jobs"), ("v1", "pods")],
+        TTL_AFTER_FINISHED => &[("batch/v1", "jobs")],
         ROOT_CA_PUBLISHER => &[("v1", "configmaps"), ("v1", "namespaces")],
         _ => &[],
     }
@@ -477,6 +483,15 @@ pub async fn start(
                 },
             );
             let workers = o.concurrent_job_syncs;
+            Box::pin(async move { c.run(workers, shutdown).await })
+        }
+        TTL_AFTER_FINISHED => {
+            let c = ttlafterfinished::TtlAfterFinishedController::new(
+                ctx.factory,
+                client,
+                Arc::clone(&o.clock),
+            );
+            let workers = o.concurrent_ttl_after_finished_syncs;
             Box::pin(async move { c.run(workers, shutdown).await })
         }
         SERVICEACCOUNT => {

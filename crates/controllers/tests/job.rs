@@ -13,6 +13,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::Client;
 use rkcm_apiserver::testing::{self, TestServer};
+
+mod support;
 use rkcm_controllers::job::{Config, JobController};
 use rkcm_runtime::events::EventBroadcaster;
 use rkcm_runtime::informer::InformerFactory;
@@ -431,5 +433,42 @@ async fn a_fail_job_rule_fails_the_job_on_a_matching_exit_code() -> Result<()> {
             "Container c for pod {NS}/{name} failed with exit code 42 matching FailJob rule at index 0"
         ))
     );
+    Ok(())
+}
+
+/// A finished Job with `ttlSecondsAfterFinished: 0` is deleted with its pods by the
+/// TTL-after-finished controller (foreground, so the garbage collector takes part).
+#[tokio::test]
+async fn a_finished_job_past_its_ttl_is_deleted() -> Result<()> {
+    use rkcm_controllers::registry::{self, ControllerOptions};
+    let cluster = support::Cluster::start().await;
+    cluster
+        .start_registered(
+            &[registry::GARBAGECOLLECTOR, registry::TTL_AFTER_FINISHED],
+            ControllerOptions::default(),
+        )
+        .await?;
+    let jobs: Api<Job> = Api::namespaced(cluster.client.clone(), "default");
+    let job: Job = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "short-lived"},
+        "spec": {"ttlSecondsAfterFinished": 0, "template": {"spec": {"restartPolicy": "Never",
+            "containers": [{"name": "c", "image": "busybox"}]}}},
+    }))?;
+    jobs.create(&PostParams::default(), &job).await?;
+    jobs.patch_status(
+        "short-lived",
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({"status": {"conditions": [
+            {"type": "SuccessCriteriaMet", "status": "True", "lastTransitionTime": "2025-01-01T00:00:00Z"},
+            {"type": "Complete", "status": "True", "lastTransitionTime": "2025-01-01T00:00:00Z"}],
+            "startTime": "2025-01-01T00:00:00Z", "completionTime": "2025-01-01T00:00:00Z",
+            "succeeded": 1}})),
+    )
+    .await?;
+    support::eventually("the finished job to be deleted", || async {
+        Ok(jobs.get_opt("short-lived").await?.is_none().then_some(()))
+    })
+    .await?;
+    cluster.stop().await;
     Ok(())
 }

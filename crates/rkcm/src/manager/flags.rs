@@ -102,6 +102,15 @@ pub struct ManagerArgs {
     #[arg(long, default_value_t = 5, help_heading = "Job controller flags")]
     pub concurrent_job_syncs: usize,
 
+    /// The number of ttl-after-finished-controller workers that are allowed to sync
+    /// concurrently.
+    #[arg(
+        long,
+        default_value_t = 5,
+        help_heading = "TTL-after-finished controller flags"
+    )]
+    pub concurrent_ttl_after_finished_syncs: usize,
+
     /// The number of deployment objects that are allowed to sync concurrently.
     #[arg(
         long,
