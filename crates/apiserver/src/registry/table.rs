@@ -1,5 +1,5 @@
 //! The table-driven path: kinds served by the generic strategy, each with its k8s-openapi type
-//! and the generic options its kube strategy has (name rules, generation, dependents policy).
+//! and the generic options its kube strategy has (its name rule, generation tracking).
 //!
 //! A kind without behaviour of its own is one row here. A kind whose kube registry has
 //! defaulting, validation or bookkeeping beyond these options gets a strategy file and an arm
@@ -19,8 +19,6 @@ struct Row {
     name: NameValidator,
     /// `metadata.generation` is bumped when `spec` changes.
     tracks_generation: bool,
-    /// A DELETE that names no propagation policy orphans dependents.
-    orphans: bool,
 }
 
 const fn row(group: &'static str, kind: &'static str, check: DecodeCheck) -> Row {
@@ -30,25 +28,12 @@ const fn row(group: &'static str, kind: &'static str, check: DecodeCheck) -> Row
         check,
         name: meta::name_is_dns_subdomain,
         tracks_generation: false,
-        orphans: false,
     }
 }
 
 impl Row {
     const fn generation(mut self) -> Self {
         self.tracks_generation = true;
-        self
-    }
-
-    const fn named(mut self, name: NameValidator) -> Self {
-        self.name = name;
-        self
-    }
-
-    // No row orphans by default since Jobs got their own strategy; kept for rows that do.
-    #[allow(dead_code)]
-    const fn orphaning(mut self) -> Self {
-        self.orphans = true;
         self
     }
 }
@@ -143,8 +128,7 @@ fn rows() -> Vec<Row> {
             "node.k8s.io",
             "RuntimeClass",
             decode_check::<node::v1::RuntimeClass>,
-        )
-        .named(meta::name_is_dns_subdomain),
+        ),
         row(
             "discovery.k8s.io",
             "EndpointSlice",
@@ -173,9 +157,6 @@ pub(super) fn lookup(info: &'static ResourceInfo) -> Option<(GenericStrategy, De
     let mut strategy = GenericStrategy::new(info).with_name_validator(row.name);
     if row.tracks_generation {
         strategy = strategy.tracking_generation();
-    }
-    if row.orphans {
-        strategy = strategy.orphaning_dependents();
     }
     Some((strategy, row.check))
 }
