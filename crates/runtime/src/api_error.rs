@@ -118,14 +118,24 @@ pub fn is_not_found(err: &kube::Error) -> bool {
     reason_or_code(err, "NotFound", 404)
 }
 
-/// `IsAlreadyExists`: reason `AlreadyExists`, or code 409 with an unknown reason.
+/// `IsAlreadyExists`: reason `AlreadyExists` (a 409 without it is a conflict).
 pub fn is_already_exists(err: &kube::Error) -> bool {
-    reason_or_code(err, "AlreadyExists", 409)
+    api_status(err).is_some_and(|s| s.reason == "AlreadyExists")
 }
 
 /// `IsConflict`: reason `Conflict`, or code 409 with an unknown reason.
 pub fn is_conflict(err: &kube::Error) -> bool {
     reason_or_code(err, "Conflict", 409)
+}
+
+/// `IsInvalid`: reason `Invalid`, or code 422 with an unknown reason.
+pub fn is_invalid(err: &kube::Error) -> bool {
+    reason_or_code(err, "Invalid", 422)
+}
+
+/// `IsTimeout`: reason `Timeout`, or code 504 with an unknown reason.
+pub fn is_timeout(err: &kube::Error) -> bool {
+    reason_or_code(err, "Timeout", 504)
 }
 
 /// `HasStatusCause`: the Status's details list a cause of type `cause`.
@@ -171,7 +181,11 @@ mod tests {
         assert!(!is_not_found(&kube::Error::LinesCodecMaxLineLengthExceeded));
         assert!(is_already_exists(&api(409, "AlreadyExists", &[])));
         assert!(!is_already_exists(&api(409, "Conflict", &[])));
-        assert!(is_already_exists(&api(409, "", &[])));
+        // client-go's IsAlreadyExists has no fallback on the code: 409 alone is a conflict.
+        assert!(!is_already_exists(&api(409, "", &[])));
+        assert!(is_conflict(&api(409, "", &[])));
+        assert!(is_invalid(&api(422, "", &[])) && is_invalid(&api(422, "Invalid", &[])));
+        assert!(is_timeout(&api(504, "", &[])) && !is_timeout(&api(504, "NotFound", &[])));
         assert!(is_conflict(&api(409, "SomethingNew", &[])));
         assert!(is_conflict(&api(409, "Conflict", &[])));
         assert!(!is_conflict(&api(409, "AlreadyExists", &[])));

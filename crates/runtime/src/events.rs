@@ -418,16 +418,14 @@ async fn record_event(
             true
         }
         // The server looked at the event and refused it: retrying will not help.
-        Some(Err(kube::Error::Api(status))) => {
-            let namespace_terminating = status.details.as_ref().is_some_and(|d| {
-                d.causes
-                    .iter()
-                    .any(|c| c.reason == crate::pod_control::NAMESPACE_TERMINATING_CAUSE)
-            });
-            if (status.code == 409 && status.reason == "AlreadyExists") || namespace_terminating {
-                tracing::debug!(message = %status.message, "server rejected event (will not retry)");
+        Some(Err(err @ kube::Error::Api(_))) => {
+            let message = crate::api_error::message(&err);
+            if crate::api_error::is_already_exists(&err)
+                || crate::api_error::is_namespace_terminating(&err)
+            {
+                tracing::debug!(%message, "server rejected event (will not retry)");
             } else {
-                tracing::error!(message = %status.message, code = status.code, "server rejected event (will not retry)");
+                tracing::error!(%message, "server rejected event (will not retry)");
             }
             true
         }

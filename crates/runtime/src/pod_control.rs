@@ -21,7 +21,7 @@ pub const SUCCESSFUL_DELETE_POD_REASON: &str = "SuccessfulDelete";
 /// Event reason for a failed pod deletion.
 pub const FAILED_DELETE_POD_REASON: &str = "FailedDelete";
 /// Status cause type the API server reports when a namespace is being deleted.
-pub const NAMESPACE_TERMINATING_CAUSE: &str = "NamespaceTerminating";
+pub use crate::api_error::NAMESPACE_TERMINATING_CAUSE;
 
 /// Errors from creating, deleting and patching pods.
 ///
@@ -55,59 +55,41 @@ impl PodControlError {
     /// is terminating, which callers single out (client-go's `HasStatusCause(err,
     /// NamespaceTerminatingCause)`).
     pub fn from_kube(err: kube::Error, namespace: &str) -> Self {
-        let kube::Error::Api(status) = &err else {
-            return PodControlError::Api(err);
-        };
-        let has_cause = |t: &str| {
-            status
-                .details
-                .as_ref()
-                .is_some_and(|d| d.causes.iter().any(|c| c.reason == t))
-        };
-        if has_cause(NAMESPACE_TERMINATING_CAUSE)
-            || (status.code == 403 && status.message.contains("because it is being terminated"))
-        {
+        let terminating_message = matches!(&err, kube::Error::Api(status)
+            if status.code == 403 && status.message.contains("because it is being terminated"));
+        if api_error::is_namespace_terminating(&err) || terminating_message {
             return PodControlError::NamespaceTerminating(namespace.to_string());
         }
         PodControlError::Api(err)
     }
 
-    /// The `Status` of an API error.
-    fn status(&self) -> Option<&kube::core::Status> {
+    /// The API error, if this is one.
+    fn api(&self) -> Option<&kube::Error> {
         match self {
-            PodControlError::Api(kube::Error::Api(status)) => Some(status),
+            PodControlError::Api(err) => Some(err),
             _ => None,
         }
     }
 
     /// Whether the pod (or its namespace) does not exist (`apierrors.IsNotFound`).
     pub fn is_not_found(&self) -> bool {
-        matches!(self, PodControlError::NotFound)
-            || self
-                .status()
-                .is_some_and(|s| s.code == 404 || s.reason == "NotFound")
+        matches!(self, PodControlError::NotFound) || self.api().is_some_and(api_error::is_not_found)
     }
 
     /// Whether a pod with that name already exists (`apierrors.IsAlreadyExists`).
     pub fn is_already_exists(&self) -> bool {
         matches!(self, PodControlError::AlreadyExists)
-            || self.status().is_some_and(|s| s.reason == "AlreadyExists")
+            || self.api().is_some_and(api_error::is_already_exists)
     }
 
     /// Whether a write lost an optimistic-concurrency race (`apierrors.IsConflict`).
     pub fn is_conflict(&self) -> bool {
-        matches!(self, PodControlError::Conflict)
-            || self.status().is_some_and(|s| {
-                s.reason == "Conflict" || (s.code == 409 && s.reason != "AlreadyExists")
-            })
+        matches!(self, PodControlError::Conflict) || self.api().is_some_and(api_error::is_conflict)
     }
 
     /// Whether the request or the object was invalid (`apierrors.IsInvalid`).
     pub fn is_invalid(&self) -> bool {
-        matches!(self, PodControlError::Invalid(_))
-            || self
-                .status()
-                .is_some_and(|s| s.code == 422 || s.reason == "Invalid")
+        matches!(self, PodControlError::Invalid(_)) || self.api().is_some_and(api_error::is_invalid)
     }
 
     /// Whether this is [`PodControlError::NamespaceTerminating`].
@@ -118,8 +100,7 @@ impl PodControlError {
     /// Whether the server timed out (504 / reason `Timeout`): the pod may or may not exist, and
     /// the informer will tell (the ReplicaSet controller then skips lowering expectations).
     pub fn is_timeout(&self) -> bool {
-        self.status()
-            .is_some_and(|s| s.code == 504 || s.reason == "Timeout")
+        self.api().is_some_and(api_error::is_timeout)
     }
 
     /// What the API said, for event and condition messages: the `Status` message of an API error,

@@ -44,9 +44,6 @@ use super::spec::{
 use super::status::{calculate_status, status_equal};
 use super::DeploymentController;
 
-/// `v1.NamespaceTerminatingCause`: creates in a namespace being deleted fail with it.
-const NAMESPACE_TERMINATING_CAUSE: &str = "NamespaceTerminating";
-
 /// Why a Deployment could not be synced; the key is retried with backoff.
 #[derive(Debug, thiserror::Error)]
 pub enum SyncError {
@@ -98,14 +95,9 @@ impl SyncError {
     /// will succeed there, so the key is not retried.
     pub fn is_namespace_terminating(&self) -> bool {
         match self {
-            SyncError::Api {
-                source: kube::Error::Api(status),
-                ..
-            } => status.details.as_ref().is_some_and(|d| {
-                d.causes
-                    .iter()
-                    .any(|c| c.reason == NAMESPACE_TERMINATING_CAUSE)
-            }),
+            SyncError::Api { source, .. } => {
+                rkcm_runtime::api_error::is_namespace_terminating(source)
+            }
             _ => false,
         }
     }
@@ -814,7 +806,7 @@ mod tests {
         let status: kube::core::Status = serde_json::from_value(serde_json::json!({
             "status": "Failure", "code": 403, "reason": "Forbidden",
             "message": "unable to create new content in namespace default because it is being terminated",
-            "details": {"causes": [{"reason": NAMESPACE_TERMINATING_CAUSE, "message": "namespace default is being terminated"}]},
+            "details": {"causes": [{"reason": rkcm_runtime::api_error::NAMESPACE_TERMINATING_CAUSE, "message": "namespace default is being terminated"}]},
         }))
         .expect("a valid Status");
         let err = SyncError::Api {
