@@ -17,11 +17,6 @@ use super::{FieldError, FieldErrorKind};
 /// Largest total size of `data` and `binaryData` (`MaxSecretSize`, shared by configmaps).
 pub(crate) const MAX_CONFIG_MAP_SIZE: usize = 1024 * 1024;
 
-/// `IsConfigMapKey`, as the secret and configmap strategies call it.
-pub(crate) fn config_map_key_errors(key: &str) -> Vec<String> {
-    is_config_map_key(key)
-}
-
 /// `field.TooLong` of a size limit in bytes, as apimachinery words it.
 pub(crate) fn too_long_bytes(path: impl Into<String>, max: usize) -> FieldError {
     FieldError {

@@ -10,7 +10,9 @@ use base64::Engine as _;
 use rkcm_apimachinery::catalog::ResourceInfo;
 use serde_json::{json, Map, Value};
 
-use super::configmaps::{config_map_key_errors, too_long_bytes, MAX_CONFIG_MAP_SIZE};
+use rkcm_labels::validation::is_config_map_key;
+
+use super::configmaps::{too_long_bytes, MAX_CONFIG_MAP_SIZE};
 use super::generic::GenericStrategy;
 use super::hooked::{nothing, nothing_on_update, HookedStrategy, Hooks};
 use super::meta::validate_immutable;
@@ -112,7 +114,7 @@ fn validate(obj: &Value) -> Vec<FieldError> {
         .into_iter()
         .flatten()
     {
-        for m in config_map_key_errors(k) {
+        for m in is_config_map_key(k) {
             errs.push(FieldError::invalid(format!("data[{k}]"), &json!(k), &m));
         }
         total += v
