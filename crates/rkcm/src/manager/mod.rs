@@ -356,6 +356,67 @@ mod tests {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::CertificateDer;
 
+    fn flags(extra: &[&str]) -> ManagerArgs {
+        use clap::Parser;
+        let mut argv = vec!["rkcm", "controller-manager"];
+        argv.extend_from_slice(extra);
+        match crate::cli::Cli::try_parse_from(argv)
+            .expect("flags parse")
+            .command
+        {
+            crate::cli::Command::ControllerManager(m) => *m,
+            other => panic!("unexpected command {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn root_ca_file_is_what_the_publisher_publishes() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let kubeconfig = dir.path().join("kubeconfig");
+        std::fs::write(
+            &kubeconfig,
+            r#"{"apiVersion": "v1", "kind": "Config", "current-context": "c",
+                "clusters": [{"name": "k", "cluster": {"server": "https://127.0.0.1:6443"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}]}"#,
+        )
+        .expect("kubeconfig written");
+        let ca = dir.path().join("ca.crt");
+        std::fs::write(
+            &ca,
+            "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+        )
+        .expect("ca written");
+        let path = |p: &std::path::Path| p.to_str().expect("utf-8").to_string();
+        let (kubeconfig, ca) = (path(&kubeconfig), path(&ca));
+        let config = config_from_flags(&flags(&[
+            "--kubeconfig",
+            &kubeconfig,
+            "--root-ca-file",
+            &ca,
+            "--leader-elect=false",
+        ]))
+        .await
+        .expect("a configuration");
+        assert_eq!(
+            config.options.root_ca.as_deref(),
+            Some("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+        );
+        let err = config_from_flags(&flags(&[
+            "--kubeconfig",
+            &kubeconfig,
+            "--root-ca-file",
+            "/nonexistent/ca.crt",
+        ]))
+        .await
+        .err()
+        .expect("a missing file is refused");
+        assert!(
+            format!("{err:#}").contains("--root-ca-file /nonexistent/ca.crt"),
+            "{err:#}"
+        );
+    }
+
     #[test]
     fn the_kubeconfig_ca_is_published_as_the_pem_it_came_from() {
         let key = rcgen::KeyPair::generate().expect("key");
