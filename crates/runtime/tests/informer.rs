@@ -213,6 +213,47 @@ async fn a_watch_closed_at_once_without_events_sends_the_reflector_back_to_a_lis
 }
 
 #[tokio::test]
+async fn a_factory_transform_trims_what_is_cached_listed_or_watched() {
+    let server = FakePods::start().await;
+    let with_fields = |name: &str| {
+        let mut p = support::fake_pods::pod(name);
+        p.metadata.managed_fields = Some(vec![Default::default()]);
+        p
+    };
+    server.add_pod(with_fields("listed"));
+    let factory = rkcm_runtime::informer::InformerFactory::with_transform(
+        server.client(),
+        Duration::ZERO,
+        rkcm_runtime::informer::trim_managed_fields,
+    );
+    let informer = factory.informer::<Pod>();
+    let seen: Arc<Mutex<Vec<bool>>> = Arc::default();
+    let sink = Arc::clone(&seen);
+    informer.add_event_handler(move |n| {
+        if let Notification::Add(p) = n {
+            sink.lock().push(p.metadata.managed_fields.is_some());
+        }
+    });
+    let shutdown = Shutdown::new();
+    factory.start(shutdown.clone());
+    assert!(factory.wait_for_cache_sync(&shutdown).await);
+    assert!(
+        informer.set_transform(|_: &mut Pod| {}).is_err(),
+        "a started informer keeps its transform"
+    );
+    eventually("watch open", || server.open_watches() == 1).await;
+    server.add_pod(with_fields("watched"));
+    eventually("both seen", || seen.lock().len() == 2).await;
+    assert_eq!(*seen.lock(), [false, false]);
+    assert!(informer
+        .store()
+        .list()
+        .iter()
+        .all(|p| p.metadata.managed_fields.is_none()));
+    shutdown.cancel();
+}
+
+#[tokio::test]
 async fn first_list_is_paginated_by_500() {
     let server = FakePods::start().await;
     for i in 0..1201 {

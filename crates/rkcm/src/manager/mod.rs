@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use rkcm_controllers::registry::{self, ControllerContext, ControllerOptions, Started};
 use rkcm_runtime::events::EventBroadcaster;
-use rkcm_runtime::informer::InformerFactory;
+use rkcm_runtime::informer::{trim_managed_fields, InformerFactory};
 use rkcm_runtime::leader_election::{LeaderElectionConfig, LeaderElector};
 use rkcm_runtime::{rest_client, Shutdown, SystemClock};
 use tokio::task::JoinSet;
@@ -253,9 +253,11 @@ async fn start_controllers(
     }
     let (qps, burst) = (config.qps, config.burst);
     let clients = move |_controller: &str| rest_client::client(kube_config.clone(), qps, burst);
-    let factory = InformerFactory::new(
+    // kube-controller-manager's informers drop managedFields before caching.
+    let factory = InformerFactory::with_transform(
         clients("shared-informers").context("building the informer client")?,
         jittered(config.min_resync_period),
+        trim_managed_fields,
     );
     let events =
         EventBroadcaster::new(clients("event-broadcaster").context("building the event client")?);

@@ -92,6 +92,11 @@ impl FakePods {
         self.upsert(pod(name), "ADDED");
     }
 
+    /// Creates `p` as given (ADDED to watchers).
+    pub fn add_pod(&self, p: Pod) {
+        self.upsert(p, "ADDED");
+    }
+
     /// Changes a pod's labels (MODIFIED to watchers).
     pub fn modify(&self, name: &str) {
         let mut p = self
