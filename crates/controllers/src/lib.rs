@@ -1,6 +1,7 @@
 //! The workload control loops of kube-controller-manager: ReplicaSet (and ReplicationController),
-//! Deployment, Job, PodGC, the garbage collector and the namespace controller.
+//! Deployment, Job, CronJob, PodGC, the garbage collector and the namespace controller.
 
+pub mod cronjob;
 pub mod deployment;
 pub mod garbagecollector;
 pub mod job;

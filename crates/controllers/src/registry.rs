@@ -16,7 +16,7 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::ReplicationController;
 
 use crate::{
-    deployment, garbagecollector, job, namespace, podgc, replicaset, rootcacertpublisher,
+    cronjob, deployment, garbagecollector, job, namespace, podgc, replicaset, rootcacertpublisher,
     serviceaccount, ttlafterfinished,
 };
 
@@ -48,6 +48,8 @@ pub const GARBAGECOLLECTOR: &str = "garbage-collector-controller";
 pub const NAMESPACE: &str = "namespace-controller";
 /// Canonical name of the Job controller.
 pub const JOB: &str = "job-controller";
+/// Canonical name of the CronJob controller.
+pub const CRONJOB: &str = "cronjob-controller";
 /// Canonical name of the TTL-after-finished controller.
 pub const TTL_AFTER_FINISHED: &str = "ttl-after-finished-controller";
 /// Canonical name of the service-account controller.
@@ -106,7 +108,7 @@ pub const KNOWN: &[ControllerName] = &[
     ),
     kube("disruption-controller", &["disruption"]),
     kube("statefulset-controller", &["statefulset"]),
-    kube("cronjob-controller", &["cronjob"]),
+    implemented(kube(CRONJOB, &["cronjob"])),
     kube(
         "certificatesigningrequest-signing-controller",
         &["csrsigning"],
@@ -265,6 +267,8 @@ pub struct ControllerOptions {
     pub concurrent_namespace_syncs: usize,
     /// `--concurrent-job-syncs`.
     pub concurrent_job_syncs: usize,
+    /// `--concurrent-cron-job-syncs`.
+    pub concurrent_cron_job_syncs: usize,
     /// `--concurrent-ttl-after-finished-syncs`.
     pub concurrent_ttl_after_finished_syncs: usize,
     /// `--terminated-pod-gc-threshold`.
@@ -289,6 +293,7 @@ impl Default for ControllerOptions {
             concurrent_gc_syncs: 20,
             concurrent_namespace_syncs: 10,
             concurrent_job_syncs: 5,
+            concurrent_cron_job_syncs: 5,
             concurrent_ttl_after_finished_syncs: 5,
             terminated_pod_gc_threshold: 12500,
             namespace_sync_period: Duration::from_secs(300),
@@ -384,6 +389,7 @@ fn required_resources(name: &str) -> &'static [(&'static str, &'static str)] {
         SERVICEACCOUNT => &[("v1", "serviceaccounts"), ("v1", "namespaces")],
         JOB => &[("batch/v1", "jobs"), ("v1", "pods")],
         TTL_AFTER_FINISHED => &[("batch/v1", "jobs")],
+        CRONJOB => &[("batch/v1", "cronjobs"), ("batch/v1", "jobs")],
         ROOT_CA_PUBLISHER => &[("v1", "configmaps"), ("v1", "namespaces")],
         _ => &[],
     }
@@ -485,6 +491,19 @@ pub async fn start(
             let workers = o.concurrent_job_syncs;
             Box::pin(async move { c.run(workers, shutdown).await })
         }
+        CRONJOB => {
+            let c = cronjob::CronJobController::new(
+                ctx.factory,
+                client,
+                ctx.events.recorder(CRONJOB),
+                cronjob::Config {
+                    clock: Arc::clone(&o.clock),
+                    ..cronjob::Config::default()
+                },
+            );
+            let workers = o.concurrent_cron_job_syncs;
+            Box::pin(async move { c.run(workers, shutdown).await })
+        }
         TTL_AFTER_FINISHED => {
             let c = ttlafterfinished::TtlAfterFinishedController::new(
                 ctx.factory,
@@ -564,6 +583,7 @@ mod tests {
             PODGC,
             REPLICASET,
             DEPLOYMENT,
+            CRONJOB,
         ] {
             assert!(all.contains(&implemented), "{implemented}");
         }
@@ -618,15 +638,12 @@ mod tests {
     #[test]
     fn known_but_unimplemented_names_are_accepted() {
         let enabled = resolve(&flags(&[
-            "cronjob",
+            "ttl",
             "-job-controller",
             "selinux-warning-controller",
         ]))
         .unwrap();
-        assert_eq!(
-            enabled,
-            ["cronjob-controller", "selinux-warning-controller"]
-        );
+        assert_eq!(enabled, ["ttl-controller", "selinux-warning-controller"]);
         assert!(enabled.iter().all(|c| !is_implemented(c)));
         assert!(is_implemented(REPLICASET));
     }

@@ -102,6 +102,11 @@ pub struct ManagerArgs {
     #[arg(long, default_value_t = 5, help_heading = "Job controller flags")]
     pub concurrent_job_syncs: usize,
 
+    /// The number of cron job objects that are allowed to sync concurrently. Larger number =
+    /// more responsive jobs, but more CPU (and network) load
+    #[arg(long, default_value_t = 5, help_heading = "CronJob controller flags")]
+    pub concurrent_cron_job_syncs: usize,
+
     /// The number of ttl-after-finished-controller workers that are allowed to sync
     /// concurrently.
     #[arg(
