@@ -2,9 +2,12 @@
 //! Deployment, Job, PodGC, the garbage collector and the namespace controller.
 
 pub mod deployment;
+pub mod endpoint;
+pub mod endpointslice;
 pub mod garbagecollector;
 pub mod job;
 pub mod namespace;
+pub mod podendpoints;
 pub mod podgc;
 pub mod registry;
 pub mod replicaset;
