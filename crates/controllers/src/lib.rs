@@ -3,9 +3,12 @@
 
 pub mod cronjob;
 pub mod deployment;
+pub mod endpoint;
+pub mod endpointslice;
 pub mod garbagecollector;
 pub mod job;
 pub mod namespace;
+pub mod podendpoints;
 pub mod podgc;
 pub mod registry;
 pub mod replicaset;

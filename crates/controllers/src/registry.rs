@@ -16,8 +16,8 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::ReplicationController;
 
 use crate::{
-    cronjob, deployment, garbagecollector, job, namespace, podgc, replicaset, rootcacertpublisher,
-    serviceaccount, ttlafterfinished,
+    cronjob, deployment, endpoint, endpointslice, garbagecollector, job, namespace, podgc,
+    replicaset, rootcacertpublisher, serviceaccount, ttlafterfinished,
 };
 
 /// A controller kube-controller-manager knows, by canonical name and the aliases `--controllers`
@@ -56,6 +56,12 @@ pub const TTL_AFTER_FINISHED: &str = "ttl-after-finished-controller";
 pub const SERVICEACCOUNT: &str = "serviceaccount-controller";
 /// Canonical name of the root CA publisher.
 pub const ROOT_CA_PUBLISHER: &str = "root-ca-certificate-publisher-controller";
+/// Canonical name of the Endpoints controller.
+pub const ENDPOINTS: &str = "endpoints-controller";
+/// Canonical name of the EndpointSlice controller.
+pub const ENDPOINTSLICE: &str = "endpointslice-controller";
+/// Canonical name of the EndpointSlice mirroring controller.
+pub const ENDPOINTSLICE_MIRRORING: &str = "endpointslice-mirroring-controller";
 
 const fn kube(name: &'static str, aliases: &'static [&'static str]) -> ControllerName {
     ControllerName {
@@ -86,8 +92,8 @@ const fn implemented(c: ControllerName) -> ControllerName {
 /// aliases and defaults from each controller's descriptor.
 pub const KNOWN: &[ControllerName] = &[
     kube("serviceaccount-token-controller", &["serviceaccount-token"]),
-    kube("endpoints-controller", &["endpoint"]),
-    kube("endpointslice-controller", &["endpointslice"]),
+    implemented(kube(ENDPOINTS, &["endpoint"])),
+    implemented(kube(ENDPOINTSLICE, &["endpointslice"])),
     kube(
         "endpointslice-mirroring-controller",
         &["endpointslicemirroring"],
@@ -280,6 +286,22 @@ pub struct ControllerOptions {
     /// The CA bundle (PEM) the root CA publisher puts in every namespace: `--root-ca-file`, else
     /// the CA of the manager's kubeconfig. Without one the publisher does not start.
     pub root_ca: Option<String>,
+    /// `--concurrent-endpoint-syncs`.
+    pub concurrent_endpoint_syncs: usize,
+    /// `--endpoint-updates-batch-period`.
+    pub endpoint_updates_batch_period: Duration,
+    /// `--concurrent-service-endpoint-syncs`.
+    pub concurrent_service_endpoint_syncs: usize,
+    /// `--max-endpoints-per-slice`.
+    pub max_endpoints_per_slice: usize,
+    /// `--endpointslice-updates-batch-period`.
+    pub endpointslice_updates_batch_period: Duration,
+    /// `--mirroring-concurrent-service-endpoint-syncs`.
+    pub mirroring_concurrent_service_endpoint_syncs: usize,
+    /// `--mirroring-max-endpoints-per-subset`.
+    pub mirroring_max_endpoints_per_subset: usize,
+    /// `--mirroring-endpointslice-updates-batch-period`.
+    pub mirroring_endpointslice_updates_batch_period: Duration,
     /// Wall clock for every controller.
     pub clock: Arc<dyn Clock>,
 }
@@ -299,6 +321,14 @@ impl Default for ControllerOptions {
             namespace_sync_period: Duration::from_secs(300),
             enable_garbage_collector: true,
             root_ca: None,
+            concurrent_endpoint_syncs: 5,
+            endpoint_updates_batch_period: Duration::ZERO,
+            concurrent_service_endpoint_syncs: 5,
+            max_endpoints_per_slice: 100,
+            endpointslice_updates_batch_period: Duration::ZERO,
+            mirroring_concurrent_service_endpoint_syncs: 5,
+            mirroring_max_endpoints_per_subset: 1000,
+            mirroring_endpointslice_updates_batch_period: Duration::ZERO,
             clock: Arc::new(SystemClock),
         }
     }
@@ -391,6 +421,13 @@ fn required_resources(name: &str) -> &'static [(&'static str, &'static str)] {
         TTL_AFTER_FINISHED => &[("batch/v1", "jobs")],
         CRONJOB => &[("batch/v1", "cronjobs"), ("batch/v1", "jobs")],
         ROOT_CA_PUBLISHER => &[("v1", "configmaps"), ("v1", "namespaces")],
+        ENDPOINTS => &[("v1", "endpoints"), ("v1", "services"), ("v1", "pods")],
+        ENDPOINTSLICE => &[
+            ("discovery.k8s.io/v1", "endpointslices"),
+            ("v1", "services"),
+            ("v1", "pods"),
+            ("v1", "nodes"),
+        ],
         _ => &[],
     }
 }
@@ -550,6 +587,31 @@ pub async fn start(
                 },
             );
             let workers = o.concurrent_namespace_syncs;
+            Box::pin(async move { c.run(workers, shutdown).await })
+        }
+        ENDPOINTS => {
+            let c = endpoint::EndpointController::new(
+                ctx.factory,
+                client,
+                ctx.events.recorder(endpoint::EVENT_SOURCE),
+                endpoint::Config {
+                    batch_period: o.endpoint_updates_batch_period,
+                },
+            );
+            let workers = o.concurrent_endpoint_syncs;
+            Box::pin(async move { c.run(workers, shutdown).await })
+        }
+        ENDPOINTSLICE => {
+            let c = endpointslice::EndpointSliceController::new(
+                ctx.factory,
+                client,
+                ctx.events.recorder(endpointslice::EVENT_SOURCE),
+                endpointslice::Config {
+                    max_endpoints_per_slice: o.max_endpoints_per_slice,
+                    batch_period: o.endpointslice_updates_batch_period,
+                },
+            );
+            let workers = o.concurrent_service_endpoint_syncs;
             Box::pin(async move { c.run(workers, shutdown).await })
         }
         other => return Err(StartError::Unknown(other.to_string())),

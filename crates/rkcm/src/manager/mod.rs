@@ -112,6 +112,16 @@ pub async fn config_from_flags(args: &ManagerArgs) -> anyhow::Result<ManagerConf
             terminated_pod_gc_threshold: args.terminated_pod_gc_threshold,
             namespace_sync_period: args.namespace_sync_period,
             enable_garbage_collector: args.enable_garbage_collector,
+            concurrent_endpoint_syncs: args.concurrent_endpoint_syncs,
+            endpoint_updates_batch_period: args.endpoint_updates_batch_period,
+            concurrent_service_endpoint_syncs: args.concurrent_service_endpoint_syncs,
+            max_endpoints_per_slice: args.max_endpoints_per_slice,
+            endpointslice_updates_batch_period: args.endpointslice_updates_batch_period,
+            mirroring_concurrent_service_endpoint_syncs: args
+                .mirroring_concurrent_service_endpoint_syncs,
+            mirroring_max_endpoints_per_subset: args.mirroring_max_endpoints_per_subset,
+            mirroring_endpointslice_updates_batch_period: args
+                .mirroring_endpointslice_updates_batch_period,
             clock: Arc::new(SystemClock),
         },
         qps: args.kube_api_qps,
