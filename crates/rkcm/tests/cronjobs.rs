@@ -154,7 +154,7 @@ spec:
         .expect("a LAST SCHEDULE column");
     let cell = row[col..].split_whitespace().next().unwrap_or_default();
     assert!(
-        cell != "<none>" && cell.ends_with(|c: char| c == 's' || c == 'm'),
+        cell != "<none>" && cell.ends_with(['s', 'm']),
         "LAST SCHEDULE shows {cell:?}:\n{table}"
     );
     let events = cluster.kubectl(&[
