@@ -4,6 +4,7 @@
 pub mod deployment;
 pub mod endpoint;
 pub mod endpointslice;
+pub mod endpointslicemirroring;
 pub mod garbagecollector;
 pub mod job;
 pub mod namespace;

@@ -538,7 +538,12 @@ mod tests {
             "web-a",
         );
         assert_eq!(
-            run(&reconciler(100), &svc, &pods(3), std::slice::from_ref(&existing)),
+            run(
+                &reconciler(100),
+                &svc,
+                &pods(3),
+                std::slice::from_ref(&existing)
+            ),
             Plan::default()
         );
         let mut now = pods(3);
