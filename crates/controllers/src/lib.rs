@@ -5,6 +5,7 @@ pub mod cronjob;
 pub mod deployment;
 pub mod endpoint;
 pub mod endpointslice;
+pub mod endpointslicemirroring;
 pub mod garbagecollector;
 pub mod job;
 pub mod namespace;

@@ -16,8 +16,8 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::ReplicationController;
 
 use crate::{
-    cronjob, deployment, endpoint, endpointslice, garbagecollector, job, namespace, podgc,
-    replicaset, rootcacertpublisher, serviceaccount, ttlafterfinished,
+    cronjob, deployment, endpoint, endpointslice, endpointslicemirroring, garbagecollector, job,
+    namespace, podgc, replicaset, rootcacertpublisher, serviceaccount, ttlafterfinished,
 };
 
 /// A controller kube-controller-manager knows, by canonical name and the aliases `--controllers`
@@ -94,10 +94,7 @@ pub const KNOWN: &[ControllerName] = &[
     kube("serviceaccount-token-controller", &["serviceaccount-token"]),
     implemented(kube(ENDPOINTS, &["endpoint"])),
     implemented(kube(ENDPOINTSLICE, &["endpointslice"])),
-    kube(
-        "endpointslice-mirroring-controller",
-        &["endpointslicemirroring"],
-    ),
+    implemented(kube(ENDPOINTSLICE_MIRRORING, &["endpointslicemirroring"])),
     implemented(kube(REPLICATIONCONTROLLER, &["replicationcontroller"])),
     implemented(kube(PODGC, &["podgc"])),
     kube("resourcequota-controller", &["resourcequota"]),
@@ -428,6 +425,11 @@ fn required_resources(name: &str) -> &'static [(&'static str, &'static str)] {
             ("v1", "pods"),
             ("v1", "nodes"),
         ],
+        ENDPOINTSLICE_MIRRORING => &[
+            ("discovery.k8s.io/v1", "endpointslices"),
+            ("v1", "endpoints"),
+            ("v1", "services"),
+        ],
         _ => &[],
     }
 }
@@ -612,6 +614,19 @@ pub async fn start(
                 },
             );
             let workers = o.concurrent_service_endpoint_syncs;
+            Box::pin(async move { c.run(workers, shutdown).await })
+        }
+        ENDPOINTSLICE_MIRRORING => {
+            let c = endpointslicemirroring::EndpointSliceMirroringController::new(
+                ctx.factory,
+                client,
+                ctx.events.recorder(endpointslicemirroring::EVENT_SOURCE),
+                endpointslicemirroring::Config {
+                    max_endpoints_per_subset: o.mirroring_max_endpoints_per_subset,
+                    batch_period: o.mirroring_endpointslice_updates_batch_period,
+                },
+            );
+            let workers = o.mirroring_concurrent_service_endpoint_syncs;
             Box::pin(async move { c.run(workers, shutdown).await })
         }
         other => return Err(StartError::Unknown(other.to_string())),
