@@ -13,6 +13,7 @@ pub mod object_key;
 pub mod pod_control;
 pub mod process;
 pub mod rest_client;
+pub mod scheduling;
 pub mod slow_start;
 pub mod testing;
 pub mod token_bucket;
