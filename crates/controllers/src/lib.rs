@@ -1,6 +1,7 @@
 //! The workload control loops of kube-controller-manager: ReplicaSet (and ReplicationController),
 //! Deployment, Job, PodGC, the garbage collector and the namespace controller.
 
+pub mod daemon;
 pub mod deployment;
 pub mod garbagecollector;
 pub mod job;
