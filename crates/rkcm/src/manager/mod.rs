@@ -336,18 +336,12 @@ fn jittered(min: Duration) -> Duration {
 
 /// DER certificates as one PEM bundle; `None` when there are none.
 fn pem_bundle(certs: &[Vec<u8>]) -> Option<String> {
-    use base64::Engine as _;
-    let mut out = String::new();
-    for der in certs {
-        let encoded = base64::engine::general_purpose::STANDARD.encode(der);
-        out.push_str("-----BEGIN CERTIFICATE-----\n");
-        for line in encoded.as_bytes().chunks(64) {
-            out.push_str(&String::from_utf8_lossy(line));
-            out.push('\n');
-        }
-        out.push_str("-----END CERTIFICATE-----\n");
-    }
-    (!out.is_empty()).then_some(out)
+    let blocks: Vec<pem::Pem> = certs
+        .iter()
+        .map(|der| pem::Pem::new("CERTIFICATE", der.clone()))
+        .collect();
+    let config = pem::EncodeConfig::new().set_line_ending(pem::LineEnding::LF);
+    (!blocks.is_empty()).then(|| pem::encode_many_config(&blocks, config))
 }
 
 #[cfg(test)]
