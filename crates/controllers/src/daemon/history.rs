@@ -5,17 +5,21 @@
 //!
 //! A revision's `data` is the strategic-merge patch that restores the template,
 //! `{"spec":{"template":{…,"$patch":"replace"}}}`, which is what `kubectl rollout undo` applies.
-//! Its keys are sorted, as Go's `json.Marshal` of a map writes them, so that kubectl's byte
-//! comparison can find the current revision.
+//! It is compared as kube compares it, byte for byte in Go's encoding
+//! ([`rkcm_runtime::history::encode_data`]), and stored with its keys in that order so that
+//! kubectl's own byte comparison can find the current revision. Revisions are renumbered and
+//! deleted through the shared [`History`]; they are named and created the DaemonSet way (template
+//! hash with the collision count, not the data hash of `pkg/controller/history`).
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
-use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use rkcm_runtime::api_error;
 use rkcm_runtime::controller_ref::{recheck_owner, ControllerRefManager, OwnerInfo};
+use rkcm_runtime::history::{data_bytes, encode_data, sort_revisions};
 use serde_json::{json, Map, Value};
 
 use crate::deployment::hash::compute_hash;
@@ -34,6 +38,9 @@ pub enum HistoryError {
     /// Adopting or releasing revisions failed.
     #[error(transparent)]
     Claim(#[from] rkcm_runtime::controller_ref::Error),
+    /// Renumbering or deleting a revision failed.
+    #[error(transparent)]
+    Revision(#[from] rkcm_runtime::history::HistoryError),
     /// The collision count used for the hash was stale; retried once the cache catches up.
     #[error("found a stale collision count ({cached:?}, expected {current:?}) of DaemonSet {name:?} while processing; will retry until it is updated")]
     StaleCollisionCount {
@@ -52,19 +59,6 @@ impl From<kube::Error> for HistoryError {
     }
 }
 
-/// `value` with the keys of every object sorted, as Go's `json.Marshal` of a map writes them.
-fn sorted(value: Value) -> Value {
-    match value {
-        Value::Object(map) => {
-            let mut entries: Vec<(String, Value)> = map.into_iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(&b.0));
-            Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
-        }
-        Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
-        other => other,
-    }
-}
-
 /// The patch that restores `ds`'s template (`getPatch`).
 pub fn get_patch(ds: &DaemonSet) -> Value {
     let template = ds
@@ -77,12 +71,14 @@ pub fn get_patch(ds: &DaemonSet) -> Value {
         _ => Map::new(),
     };
     template.insert("$patch".into(), json!("replace"));
-    sorted(json!({ "spec": { "template": Value::Object(template) } }))
+    let patch = json!({ "spec": { "template": Value::Object(template) } });
+    // Re-read from Go's encoding: the same document with its keys in Go's order.
+    serde_json::from_slice(&encode_data(&patch)).unwrap_or(patch)
 }
 
-/// Whether `history` holds `ds`'s current template (`Match`).
+/// Whether `history` holds `ds`'s current template (`Match`: the bytes are equal).
 pub fn matches(ds: &DaemonSet, history: &ControllerRevision) -> bool {
-    history.data.as_ref().map(|d| &d.0) == Some(&get_patch(ds))
+    history.data.is_some() && data_bytes(history) == encode_data(&get_patch(ds))
 }
 
 /// The highest revision number among `histories` (0 for none).
@@ -134,10 +130,10 @@ pub fn revisions_to_clean_up(
         .map(String::as_str)
         .filter(|h| !h.is_empty())
         .collect();
-    let mut sorted_old: Vec<&Arc<ControllerRevision>> = old.iter().collect();
-    sorted_old.sort_by_key(|h| h.revision);
+    let mut sorted_old: Vec<Arc<ControllerRevision>> = old.to_vec();
+    sort_revisions(&mut sorted_old);
     let mut names = Vec::new();
-    for history in sorted_old {
+    for history in &sorted_old {
         if to_kill <= 0 {
             break;
         }
@@ -246,10 +242,7 @@ impl DaemonSetsController {
         } else {
             let keep = self.dedup_current_histories(ds, &current).await?;
             if keep.revision < next_revision {
-                let mut bumped = keep.clone();
-                bumped.revision = next_revision;
-                let name = bumped.metadata.name.clone().unwrap_or_default();
-                api.replace(&name, &PostParams::default(), &bumped).await?;
+                self.history.update_revision(&keep, next_revision).await?;
             }
             // kube goes on with the revision as it was before the bump; only its hash matters.
             keep
@@ -290,13 +283,11 @@ impl DaemonSetsController {
                     .await?;
             }
         }
-        let api: Api<ControllerRevision> = Api::namespaced(self.client.clone(), namespace);
         for cur in current {
             if cur.metadata.name == keep.metadata.name {
                 continue;
             }
-            let name = cur.metadata.name.as_deref().unwrap_or("");
-            api.delete(name, &DeleteParams::default()).await?;
+            self.history.delete_revision(cur).await?;
         }
         Ok((**keep).clone())
     }
@@ -367,10 +358,13 @@ impl DaemonSetsController {
         }
         // Terminal pods being deleted still count: their revision stays until they are gone.
         let by_node = self.nodes_to_daemon_pods(ds, true).await?;
-        let namespace = ds.metadata.namespace.as_deref().unwrap_or("");
-        let api: Api<ControllerRevision> = Api::namespaced(self.client.clone(), namespace);
         for name in revisions_to_clean_up(old, limit, &by_node) {
-            api.delete(&name, &DeleteParams::default()).await?;
+            if let Some(revision) = old
+                .iter()
+                .find(|r| r.metadata.name.as_deref() == Some(&*name))
+            {
+                self.history.delete_revision(revision).await?;
+            }
         }
         Ok(())
     }

@@ -29,6 +29,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Client;
 use rkcm_runtime::events::EventRecorder;
 use rkcm_runtime::expectations::ControllerExpectations;
+use rkcm_runtime::history::{ApiHistory, History};
 use rkcm_runtime::informer::{wait_for_cache_sync, InformerFactory, SharedInformer, Store};
 use rkcm_runtime::pod_control::{PodControl, RealPodControl};
 use rkcm_runtime::workqueue::RateLimitingQueue;
@@ -90,6 +91,8 @@ pub struct DaemonSetsController {
     recorder: EventRecorder,
     /// Pod creations and deletions each DaemonSet waits to observe.
     expectations: ControllerExpectations,
+    /// Renumbers and deletes ControllerRevisions.
+    history: Arc<dyn History>,
     /// Backoff of deleting failed pods, by DaemonSet, generation and node.
     failed_pods_backoff: backoff::Backoff,
     ds_informer: SharedInformer<DaemonSet>,
@@ -156,6 +159,7 @@ impl DaemonSetsController {
                 }
             });
             Self {
+                history: Arc::new(ApiHistory::new(client.clone(), history_informer.store())),
                 client,
                 pod_control,
                 recorder,

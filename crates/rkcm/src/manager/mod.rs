@@ -105,6 +105,7 @@ pub async fn config_from_flags(args: &ManagerArgs) -> anyhow::Result<ManagerConf
             concurrent_rc_syncs: args.concurrent_rc_syncs,
             concurrent_deployment_syncs: args.concurrent_deployment_syncs,
             concurrent_job_syncs: args.concurrent_job_syncs,
+            concurrent_daemonset_syncs: args.concurrent_daemonset_syncs,
             concurrent_ttl_after_finished_syncs: args.concurrent_ttl_after_finished_syncs,
             concurrent_gc_syncs: args.concurrent_gc_syncs,
             concurrent_namespace_syncs: args.concurrent_namespace_syncs,
