@@ -322,6 +322,23 @@ async fn a_rolling_update_replaces_one_pod_at_a_time_and_a_rollback_reuses_the_o
     })
     .await?;
     assert_ne!(new_hash, old_hash);
+    // The API server bumped the template generation with the template; new pods carry it.
+    let pods_api: Api<Pod> = Api::namespaced(client.clone(), NS);
+    for pod in pods_api
+        .list(&ListParams::default().labels("app=roll"))
+        .await?
+        .items
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+    {
+        let labels = pod.metadata.labels.unwrap_or_default();
+        assert_eq!(
+            labels.get("pod-template-generation").map(String::as_str),
+            Some("2")
+        );
+    }
+    let generation = sets.get("roll").await?.metadata.generation;
+    assert_eq!(generation, Some(2));
 
     let revisions: Api<ControllerRevision> = Api::namespaced(client.clone(), NS);
     let mut list = revisions.list(&ListParams::default()).await?.items;

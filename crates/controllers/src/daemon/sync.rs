@@ -776,4 +776,109 @@ mod tests {
         assert_eq!(status.body["status"]["observedGeneration"], 1);
         assert_eq!(status.body["status"]["desiredNumberScheduled"], 1);
     }
+
+    /// Ported from daemon_controller_test.go `TestUpdateSelectorToAdoptPods`-style claiming: an
+    /// orphan with matching labels is adopted, and a pod on its node is not duplicated.
+    #[tokio::test]
+    async fn matching_orphans_are_adopted() {
+        let ds = new_daemon_set("foo");
+        let hash = hash_of(&ds);
+        let api = echo_api(&ds);
+        let f = Fixture::with_client(api.client());
+        f.add_node(new_node("node-0", None));
+        let mut orphan = with_hash(new_pod("orphan", Some("node-0"), &ds), &hash);
+        orphan.metadata.owner_references = None;
+        f.add_pod(orphan);
+        let key = f.add_ds(ds);
+        f.ctrl.sync(&key).await.expect("sync");
+        // Every claim of the sync (manage, rolling update, status) reads the same stale cache,
+        // as kube's lister does, so each adopts it again.
+        let patches = f.pod_control.patches();
+        assert!(!patches.is_empty());
+        assert!(patches.iter().all(|p| p.1 == "orphan"));
+        assert_eq!(
+            patches[0].2["metadata"]["ownerReferences"][0]["kind"],
+            serde_json::json!("DaemonSet")
+        );
+        assert!(f.pod_control.creates().is_empty());
+    }
+
+    /// Ported from update_test.go `TestDaemonSetUpdatesPodsWithMaxSurge` (one sync): maxSurge
+    /// nodes get a new pod next to their old one; nothing is deleted yet.
+    #[tokio::test]
+    async fn max_surge_creates_new_pods_next_to_old_ones() {
+        let ds = crate::daemon::fixtures::with_rolling_update(
+            new_daemon_set("foo"),
+            k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(0),
+            k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(1),
+        );
+        let api = echo_api(&ds);
+        let f = Fixture::with_client(api.client());
+        for i in 0..3 {
+            let node = format!("node-{i}");
+            f.add_node(new_node(&node, None));
+            f.add_pod(with_hash(
+                new_pod(&format!("old-{i}"), Some(&node), &ds),
+                "old",
+            ));
+        }
+        let key = f.add_ds(ds.clone());
+        f.ctrl.sync(&key).await.expect("sync");
+        assert_eq!(target_nodes(&f), ["node-0"]);
+        assert!(f.pod_control.deletes().is_empty());
+        let labels = f.pod_control.creates()[0]
+            .template
+            .metadata
+            .clone()
+            .unwrap()
+            .labels
+            .unwrap();
+        assert_eq!(
+            labels.get(CONTROLLER_REVISION_HASH_LABEL),
+            Some(&hash_of(&ds))
+        );
+    }
+
+    /// Ported from update_test.go `TestDaemonSetHistoryCleanup`-style cases of `cleanupHistory`:
+    /// old revisions beyond revisionHistoryLimit go, oldest first, unless a pod still uses them.
+    #[tokio::test]
+    async fn old_revisions_beyond_the_limit_are_deleted() {
+        let mut ds = new_daemon_set("foo");
+        ds.spec.as_mut().unwrap().revision_history_limit = Some(1);
+        let api = echo_api(&ds);
+        let f = Fixture::with_client(api.client());
+        f.add_node(new_node("node-0", None));
+        f.add_pod(with_hash(new_pod("p", Some("node-0"), &ds), "h1"));
+        let owner = OwnerInfo::from_resource(&ds);
+        for (name, hash, revision) in [
+            ("foo-h1", "h1", 1),
+            ("foo-h2", "h2", 2),
+            ("foo-h3", "h3", 3),
+        ] {
+            let mut old = ds.clone();
+            old.spec
+                .as_mut()
+                .unwrap()
+                .template
+                .spec
+                .as_mut()
+                .unwrap()
+                .containers[0]
+                .image = Some(format!("img:{revision}"));
+            let mut rev = crate::daemon::history::new_revision(&old, hash, revision);
+            rev.metadata.name = Some(name.into());
+            rev.metadata.owner_references = Some(vec![owner.controller_ref()]);
+            f.ctrl.history_store().insert(Arc::new(rev));
+        }
+        let key = f.add_ds(ds);
+        f.ctrl.sync(&key).await.expect("sync");
+        let deleted: Vec<String> = api
+            .requests()
+            .into_iter()
+            .filter(|r| r.method == Method::DELETE)
+            .map(|r| r.path.rsplit('/').next().unwrap_or("").to_string())
+            .collect();
+        // Three old revisions, limit 1: two go, but foo-h1 is still in use by pod p.
+        assert_eq!(deleted, ["foo-h2", "foo-h3"]);
+    }
 }
