@@ -180,6 +180,19 @@ fn daemon_sets_follow_taints_selectors_and_roll_out_node_by_node() {
         (images.len() == 3 && images.iter().all(|i| i == "nginx:1.27")).then_some(())
     });
     cluster.kubectl(&["rollout", "status", "daemonset/agent", "--timeout=90s"]);
+    // The first revision came back as revision 3, and kubectl recognises it as the current one
+    // (its bytes match what kubectl encodes from the DaemonSet).
+    let history = cluster.eventually("revisions 2 and 3", TIMEOUT, || {
+        let history = cluster.kubectl(&["rollout", "history", "daemonset/agent"]);
+        history.contains("\n3 ").then_some(history)
+    });
+    assert!(history.contains("\n2 "), "{history}");
+    assert!(!history.contains("\n1 "), "{history}");
+    let skipped = cluster.kubectl(&["rollout", "undo", "daemonset/agent", "--to-revision=3"]);
+    assert!(
+        skipped.contains("skipped rollback (current template already matches revision 3)"),
+        "{skipped}"
+    );
 
     // A node selector matching one labelled node gives one pod.
     cluster.kubectl(&["label", "node", "rkcm-node-2", "role=edge"]);

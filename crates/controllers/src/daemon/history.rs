@@ -59,6 +59,35 @@ impl From<kube::Error> for HistoryError {
     }
 }
 
+/// Adds the fields Go's `json.Marshal` writes for zero values of the template's struct types and
+/// serde leaves out: `metadata.creationTimestamp: null` and each container's `resources: {}`.
+/// kube's revision data has them, and kubectl compares its own encoding against it.
+fn add_go_zero_values(template: &mut Map<String, Value>) {
+    let metadata = template
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Some(metadata) = metadata.as_object_mut() {
+        metadata.entry("creationTimestamp").or_insert(Value::Null);
+    }
+    let spec = template
+        .entry("spec")
+        .or_insert_with(|| json!({"containers": null}));
+    for list in ["containers", "initContainers", "ephemeralContainers"] {
+        for container in spec
+            .get_mut(list)
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(container) = container.as_object_mut() {
+                container
+                    .entry("resources")
+                    .or_insert_with(|| Value::Object(Map::new()));
+            }
+        }
+    }
+}
+
 /// The patch that restores `ds`'s template (`getPatch`).
 pub fn get_patch(ds: &DaemonSet) -> Value {
     let template = ds
@@ -70,6 +99,7 @@ pub fn get_patch(ds: &DaemonSet) -> Value {
         Value::Object(map) => map,
         _ => Map::new(),
     };
+    add_go_zero_values(&mut template);
     template.insert("$patch".into(), json!("replace"));
     let patch = json!({ "spec": { "template": Value::Object(template) } });
     // Re-read from Go's encoding: the same document with its keys in Go's order.
@@ -394,7 +424,7 @@ mod tests {
         let ds = new_daemon_set("ds");
         let patch = get_patch(&ds);
         let text = serde_json::to_string(&patch).unwrap();
-        assert!(text.starts_with(r#"{"spec":{"template":{"$patch":"replace","metadata":{"labels":{"name":"simple-daemon","type":"production"}},"spec":{"containers":[{"image":"foo/bar","name":"foo"}]"#), "{text}");
+        assert!(text.starts_with(r#"{"spec":{"template":{"$patch":"replace","metadata":{"creationTimestamp":null,"labels":{"name":"simple-daemon","type":"production"}},"spec":{"containers":[{"image":"foo/bar","name":"foo","resources":{}}]"#), "{text}");
         let rev = new_revision(&ds, "abc", 3);
         assert!(matches(&ds, &rev));
         assert_eq!(rev.metadata.name.as_deref(), Some("ds-abc"));
