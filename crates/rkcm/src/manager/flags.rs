@@ -100,7 +100,7 @@ pub struct ManagerArgs {
     // ---- Controller-specific
     /// The number of daemonset objects that are allowed to sync concurrently. Larger number =
     /// more responsive daemonset, but more CPU (and network) load.
-    #[arg(long, default_value_t = 2, help_heading = "DaemonSet controller flags")]
+    #[arg(long, default_value_t = 2, help_heading = "Daemonset controller flags")]
     pub concurrent_daemonset_syncs: usize,
 
     /// The number of job objects that are allowed to sync concurrently.
