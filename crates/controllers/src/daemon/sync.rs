@@ -881,4 +881,59 @@ mod tests {
         // Three old revisions, limit 1: two go, but foo-h1 is still in use by pod p.
         assert_eq!(deleted, ["foo-h2", "foo-h3"]);
     }
+
+    /// Ported from daemon_controller_test.go `TestInsufficientCapacityNodeDaemonLaunchesPod`: the
+    /// controller does not check resources; the scheduler decides (and leaves the pod Pending).
+    #[tokio::test]
+    async fn a_full_node_still_gets_its_daemon_pod() {
+        use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+        let mut ds = new_daemon_set("foo");
+        ds.spec
+            .as_mut()
+            .unwrap()
+            .template
+            .spec
+            .as_mut()
+            .unwrap()
+            .containers[0]
+            .resources = Some(k8s_openapi::api::core::v1::ResourceRequirements {
+            requests: Some(BTreeMap::from([("cpu".to_string(), Quantity("75".into()))])),
+            ..Default::default()
+        });
+        let api = echo_api(&ds);
+        let f = Fixture::with_client(api.client());
+        let mut node = new_node("too-small", None);
+        node.status.as_mut().unwrap().allocatable =
+            Some(BTreeMap::from([("cpu".to_string(), Quantity("1".into()))]));
+        f.add_node(node);
+        let key = f.add_ds(ds);
+        f.ctrl.sync(&key).await.expect("sync");
+        assert_eq!(target_nodes(&f), ["too-small"]);
+    }
+
+    /// Ported from daemon_controller_test.go `TestDaemonSetRespectsTermination`: a pod being
+    /// deleted keeps its node occupied (no second pod, no second deletion) unless it has
+    /// finished, in which case the node gets a new pod at once.
+    #[tokio::test]
+    async fn terminating_pods_hold_their_node_until_they_finish() {
+        let ds = new_daemon_set("foo");
+        let hash = hash_of(&ds);
+        let api = echo_api(&ds);
+        let f = Fixture::with_client(api.client());
+        f.add_node(new_node("node-0", None));
+        f.add_node(new_node("node-1", None));
+        let deleting_time =
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(crate::daemon::fixtures::ts(0));
+        let mut terminating = with_hash(new_pod("terminating", Some("node-0"), &ds), &hash);
+        terminating.metadata.deletion_timestamp = Some(deleting_time.clone());
+        f.add_pod(terminating);
+        let mut finished = with_hash(new_pod("finished", Some("node-1"), &ds), &hash);
+        finished.metadata.deletion_timestamp = Some(deleting_time);
+        finished.status.as_mut().unwrap().phase = Some("Succeeded".into());
+        f.add_pod(finished);
+        let key = f.add_ds(ds);
+        f.ctrl.sync(&key).await.expect("sync");
+        assert_eq!(target_nodes(&f), ["node-1"]);
+        assert!(f.pod_control.deletes().is_empty());
+    }
 }
