@@ -496,4 +496,27 @@ mod tests {
         assert!(f.ctrl.expectations().get_expectations(&key).is_none());
         assert_eq!(f.next_key().await, Some(key));
     }
+
+    /// Ported from daemon_controller_test.go `TestUpdatePodChangedToReady...`: a pod turning
+    /// Ready requeues its set after minReadySeconds and a second.
+    #[tokio::test(start_paused = true)]
+    async fn a_pod_turning_ready_requeues_its_set_after_min_ready_seconds() {
+        let f = Fixture::new();
+        let mut ds = new_daemon_set("ds");
+        ds.spec.as_mut().unwrap().min_ready_seconds = Some(10);
+        let key = f.add_ds(ds.clone());
+        let mut old = new_pod("p", Some("n"), &ds);
+        old.status.as_mut().unwrap().conditions = None;
+        let mut cur = new_pod("p", Some("n"), &ds);
+        cur.metadata.resource_version = Some("2".into());
+        f.ctrl.on_pod(Notification::Update {
+            old: Arc::new(old),
+            new: Arc::new(cur),
+        });
+        assert_eq!(f.next_key().await, Some(key.clone()));
+        assert_eq!(f.next_key().await, None);
+        tokio::time::advance(Duration::from_secs(12)).await;
+        tokio::task::yield_now().await;
+        assert_eq!(f.next_key().await, Some(key));
+    }
 }

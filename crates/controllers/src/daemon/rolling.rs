@@ -450,4 +450,26 @@ mod tests {
         assert!(new.is_none());
         assert_eq!(old.and_then(|p| p.metadata.name.as_deref()), Some("a"));
     }
+
+    /// Ported from update_test.go `TestDaemonSetUpdatesWithMinReadySeconds`-style cases: a new pod
+    /// that is Ready but not yet for minReadySeconds still counts as unavailable.
+    #[test]
+    fn min_ready_seconds_hold_the_next_replacement() {
+        let mut ds = with_rolling_update(
+            new_daemon_set("ds"),
+            IntOrString::Int(1),
+            IntOrString::Int(0),
+        );
+        ds.spec.as_mut().unwrap().min_ready_seconds = Some(30);
+        let mut by_node = old_pods(&ds, 3);
+        // Old pods have been ready since ts(0); the new one on node-0 became ready at ts(90).
+        let mut fresh = with_hash(new_pod("new-0", Some("node-0"), &ds), "new");
+        fresh.status.as_mut().unwrap().conditions.as_mut().unwrap()[0].last_transition_time =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(ts(90)));
+        by_node.insert("node-0".into(), vec![Arc::new(fresh)]);
+        let plan = rolling_update(&ds, &nodes(3), by_node.clone(), "new", ts(100)).unwrap();
+        assert!(plan.delete.is_empty());
+        let plan = rolling_update(&ds, &nodes(3), by_node, "new", ts(121)).unwrap();
+        assert_eq!(plan.delete, ["old-1"]);
+    }
 }
