@@ -123,10 +123,8 @@ impl DaemonSetsController {
                     self.delete_history(&history);
                     return;
                 }
-                let namespace = history.metadata.namespace.as_deref().unwrap_or("");
-                if let Some(controller_ref) = controller_of(&history.metadata) {
+                if controller_of(&history.metadata).is_some() {
                     // A revision with an owner: nothing to wake (kube only logs it).
-                    let _ = self.resolve_controller_ref(namespace, controller_ref);
                     return;
                 }
                 for ds in self.daemon_sets_selecting(&history.metadata, "ControllerRevision") {

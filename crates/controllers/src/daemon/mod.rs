@@ -48,7 +48,8 @@ pub const EVENT_SOURCE: &str = "daemonset-controller";
 pub const QUEUE_NAME: &str = "daemonset";
 /// Event reason for a DaemonSet whose selector selects every pod.
 pub const SELECTING_ALL_REASON: &str = "SelectingAll";
-/// Event reason for a pod that cannot be placed on its node.
+/// Event reason for a pod that cannot be placed on its node. kube 1.33 still defines it but no
+/// longer records it: the scheduler places daemon pods and reports what does not fit.
 pub const FAILED_PLACEMENT_REASON: &str = "FailedPlacement";
 
 /// Settings of a [`DaemonSetsController`].

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::join_all;
-use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, PostParams};
 use rkcm_labels::selects_everything;
@@ -186,7 +186,7 @@ impl DaemonSetsController {
         key: &ObjectKey,
         nodes: &[Arc<Node>],
         hash: &str,
-        old: &[Arc<k8s_openapi::api::apps::v1::ControllerRevision>],
+        old: &[Arc<ControllerRevision>],
     ) -> Result<(), SyncError> {
         self.manage(ds, key, nodes, hash).await?;
         if self.expectations.satisfied_expectations(key) && strategy_type(ds) == ROLLING_UPDATE {
