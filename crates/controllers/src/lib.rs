@@ -2,6 +2,7 @@
 //! Deployment, Job, CronJob, PodGC, the garbage collector and the namespace controller.
 
 pub mod cronjob;
+pub mod daemon;
 pub mod deployment;
 pub mod endpoint;
 pub mod endpointslice;

@@ -16,8 +16,8 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::ReplicationController;
 
 use crate::{
-    cronjob, deployment, endpoint, endpointslice, endpointslicemirroring, garbagecollector, job,
-    namespace, podgc, replicaset, rootcacertpublisher, serviceaccount, ttlafterfinished,
+    cronjob, daemon, deployment, endpoint, endpointslice, endpointslicemirroring, garbagecollector,
+    job, namespace, podgc, replicaset, rootcacertpublisher, serviceaccount, ttlafterfinished,
 };
 
 /// A controller kube-controller-manager knows, by canonical name and the aliases `--controllers`
@@ -46,6 +46,8 @@ pub const PODGC: &str = "pod-garbage-collector-controller";
 pub const GARBAGECOLLECTOR: &str = "garbage-collector-controller";
 /// Canonical name of the namespace controller.
 pub const NAMESPACE: &str = "namespace-controller";
+/// Canonical name of the DaemonSet controller.
+pub const DAEMONSET: &str = "daemonset-controller";
 /// Canonical name of the Job controller.
 pub const JOB: &str = "job-controller";
 /// Canonical name of the CronJob controller.
@@ -101,7 +103,7 @@ pub const KNOWN: &[ControllerName] = &[
     implemented(kube(NAMESPACE, &["namespace"])),
     implemented(kube(SERVICEACCOUNT, &["serviceaccount"])),
     implemented(kube(GARBAGECOLLECTOR, &["garbagecollector"])),
-    kube("daemonset-controller", &["daemonset"]),
+    implemented(kube(DAEMONSET, &["daemonset"])),
     implemented(kube(JOB, &["job"])),
     implemented(kube(DEPLOYMENT, &["deployment"])),
     implemented(kube(REPLICASET, &["replicaset"])),
@@ -272,6 +274,8 @@ pub struct ControllerOptions {
     pub concurrent_job_syncs: usize,
     /// `--concurrent-cron-job-syncs`.
     pub concurrent_cron_job_syncs: usize,
+    /// `--concurrent-daemonset-syncs`.
+    pub concurrent_daemonset_syncs: usize,
     /// `--concurrent-ttl-after-finished-syncs`.
     pub concurrent_ttl_after_finished_syncs: usize,
     /// `--terminated-pod-gc-threshold`.
@@ -313,6 +317,7 @@ impl Default for ControllerOptions {
             concurrent_namespace_syncs: 10,
             concurrent_job_syncs: 5,
             concurrent_cron_job_syncs: 5,
+            concurrent_daemonset_syncs: daemon::DEFAULT_WORKERS,
             concurrent_ttl_after_finished_syncs: 5,
             terminated_pod_gc_threshold: 12500,
             namespace_sync_period: Duration::from_secs(300),
@@ -415,6 +420,12 @@ fn required_resources(name: &str) -> &'static [(&'static str, &'static str)] {
         NAMESPACE => &[("v1", "namespaces")],
         SERVICEACCOUNT => &[("v1", "serviceaccounts"), ("v1", "namespaces")],
         JOB => &[("batch/v1", "jobs"), ("v1", "pods")],
+        DAEMONSET => &[
+            ("apps/v1", "daemonsets"),
+            ("apps/v1", "controllerrevisions"),
+            ("v1", "pods"),
+            ("v1", "nodes"),
+        ],
         TTL_AFTER_FINISHED => &[("batch/v1", "jobs")],
         CRONJOB => &[("batch/v1", "cronjobs"), ("batch/v1", "jobs")],
         ROOT_CA_PUBLISHER => &[("v1", "configmaps"), ("v1", "namespaces")],
@@ -541,6 +552,20 @@ pub async fn start(
                 },
             );
             let workers = o.concurrent_cron_job_syncs;
+            Box::pin(async move { c.run(workers, shutdown).await })
+        }
+        DAEMONSET => {
+            let c = daemon::DaemonSetsController::new(
+                ctx.factory,
+                client,
+                ctx.events.recorder(daemon::EVENT_SOURCE),
+                daemon::Config {
+                    workers: o.concurrent_daemonset_syncs,
+                    clock: Arc::clone(&o.clock),
+                    ..daemon::Config::default()
+                },
+            );
+            let workers = o.concurrent_daemonset_syncs;
             Box::pin(async move { c.run(workers, shutdown).await })
         }
         TTL_AFTER_FINISHED => {

@@ -17,6 +17,7 @@ pub mod pod_control;
 pub mod process;
 pub mod rest_client;
 pub mod retry_after;
+pub mod scheduling;
 pub mod slow_start;
 pub mod testing;
 pub mod token_bucket;

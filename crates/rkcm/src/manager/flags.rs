@@ -98,6 +98,11 @@ pub struct ManagerArgs {
     pub tls_private_key_file: Option<PathBuf>,
 
     // ---- Controller-specific
+    /// The number of daemonset objects that are allowed to sync concurrently. Larger number =
+    /// more responsive daemonset, but more CPU (and network) load.
+    #[arg(long, default_value_t = 2, help_heading = "Daemonset controller flags")]
+    pub concurrent_daemonset_syncs: usize,
+
     /// The number of job objects that are allowed to sync concurrently.
     #[arg(long, default_value_t = 5, help_heading = "Job controller flags")]
     pub concurrent_job_syncs: usize,
