@@ -275,6 +275,15 @@ fn help_groups_flags_as_kube_controller_manager_does() {
         "Podgc controller flags:",
         "Garbagecollector controller flags:",
         "Namespace controller flags:",
+        "Job controller flags:",
+        "Cronjob controller flags:",
+        "Ttl-after-finished controller flags:",
+        "Daemonset controller flags:",
+        "Endpoint controller flags:",
+        "Endpointslice controller flags:",
+        "Endpointslicemirroring controller flags:",
+        "Serviceaccount controller flags:",
+        "Replicationcontroller flags:",
     ] {
         assert!(help.contains(heading), "--help lacks {heading}:\n{help}");
     }

@@ -109,7 +109,7 @@ pub struct ManagerArgs {
 
     /// The number of cron job objects that are allowed to sync concurrently. Larger number =
     /// more responsive jobs, but more CPU (and network) load
-    #[arg(long, default_value_t = 5, help_heading = "CronJob controller flags")]
+    #[arg(long, default_value_t = 5, help_heading = "Cronjob controller flags")]
     pub concurrent_cron_job_syncs: usize,
 
     /// The number of ttl-after-finished-controller workers that are allowed to sync
@@ -117,7 +117,7 @@ pub struct ManagerArgs {
     #[arg(
         long,
         default_value_t = 5,
-        help_heading = "TTL-after-finished controller flags"
+        help_heading = "Ttl-after-finished controller flags"
     )]
     pub concurrent_ttl_after_finished_syncs: usize,
 
