@@ -1,4 +1,6 @@
-//! Serving certificate and admin token: generated on first start, reused from the data dir after.
+//! Cluster CA, serving certificate and admin token: generated on first start, reused from the data
+//! dir after. The CA's key is kept (`ca.key`) so that client certificates can be signed with it;
+//! the server verifies the client certificates it is offered against the CA.
 
 use std::path::Path;
 
@@ -16,6 +18,8 @@ pub struct TlsMaterial {
     pub cert_pem: String,
     /// Serving key.
     pub key_pem: String,
+    /// The CA's key, to sign client certificates with.
+    pub ca_key_pem: String,
 }
 
 /// Errors while preparing TLS material or the token.
@@ -49,7 +53,7 @@ fn read_opt(path: &Path) -> Result<Option<String>, Error> {
     }
 }
 
-fn write_private(path: &Path, contents: &str) -> Result<(), Error> {
+pub(crate) fn write_private(path: &Path, contents: &str) -> Result<(), Error> {
     let io = |e| Error::Io {
         path: path.display().to_string(),
         source: e,
@@ -85,6 +89,7 @@ pub fn generate(extra_sans: &[String]) -> Result<TlsMaterial, Error> {
         KeyUsagePurpose::DigitalSignature,
     ];
     let ca_cert = ca_params.self_signed(&ca_key)?;
+    let ca_key_pem = ca_key.serialize_pem();
     let issuer = Issuer::new(ca_params, ca_key);
 
     let mut sans = vec![
@@ -114,30 +119,38 @@ pub fn generate(extra_sans: &[String]) -> Result<TlsMaterial, Error> {
         ca_pem: ca_cert.pem(),
         cert_pem: cert.pem(),
         key_pem: key.serialize_pem(),
+        ca_key_pem,
     })
 }
 
-/// The TLS material in `dir` (`ca.crt`, `apiserver.crt`, `apiserver.key`), generated there on
-/// first use; freshly generated when `dir` is `None`.
+/// The TLS material in `dir` (`ca.crt`, `ca.key`, `apiserver.crt`, `apiserver.key`), generated
+/// there on first use (and again when one of them is missing); freshly generated when `dir` is
+/// `None`.
 pub fn load_or_generate(dir: Option<&Path>, extra_sans: &[String]) -> Result<TlsMaterial, Error> {
     let Some(dir) = dir else {
         return generate(extra_sans);
     };
-    let (ca, cert, key) = (
+    let (ca, ca_key, cert, key) = (
         dir.join("ca.crt"),
+        dir.join("ca.key"),
         dir.join("apiserver.crt"),
         dir.join("apiserver.key"),
     );
-    if let (Some(ca_pem), Some(cert_pem), Some(key_pem)) =
-        (read_opt(&ca)?, read_opt(&cert)?, read_opt(&key)?)
-    {
+    if let (Some(ca_pem), Some(ca_key_pem), Some(cert_pem), Some(key_pem)) = (
+        read_opt(&ca)?,
+        read_opt(&ca_key)?,
+        read_opt(&cert)?,
+        read_opt(&key)?,
+    ) {
         return Ok(TlsMaterial {
             ca_pem,
             cert_pem,
             key_pem,
+            ca_key_pem,
         });
     }
     let m = generate(extra_sans)?;
+    write_private(&ca_key, &m.ca_key_pem)?;
     write_private(&ca, &m.ca_pem)?;
     write_private(&key, &m.key_pem)?;
     write_private(&cert, &m.cert_pem)?;
@@ -169,7 +182,8 @@ pub fn load_or_generate_token(dir: Option<&Path>) -> Result<String, Error> {
     Ok(t)
 }
 
-/// A rustls server config for `m` (HTTP/2 and HTTP/1.1 via ALPN).
+/// A rustls server config for `m` (HTTP/2 and HTTP/1.1 via ALPN) that asks for a client
+/// certificate without requiring one, and accepts only certificates signed by the CA.
 pub fn server_config(m: &TlsMaterial) -> Result<rustls::ServerConfig, Error> {
     let certs = CertificateDer::pem_slice_iter(m.cert_pem.as_bytes())
         .collect::<Result<Vec<_>, _>>()
@@ -182,10 +196,24 @@ pub fn server_config(m: &TlsMaterial) -> Result<rustls::ServerConfig, Error> {
         e => Error::Invalid(format!("serving key: {e}")),
     })?;
     let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    for ca in CertificateDer::pem_slice_iter(m.ca_pem.as_bytes()) {
+        let ca = ca.map_err(|e| Error::Invalid(format!("CA certificate: {e}")))?;
+        roots
+            .add(ca)
+            .map_err(|e| Error::Invalid(format!("CA certificate: {e}")))?;
+    }
+    let client_verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+        std::sync::Arc::new(roots),
+        std::sync::Arc::clone(&provider),
+    )
+    .allow_unauthenticated()
+    .build()
+    .map_err(|e| Error::Invalid(format!("client certificate verifier: {e}")))?;
     let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| Error::Invalid(e.to_string()))?
-        .with_no_client_auth()
+        .with_client_cert_verifier(client_verifier)
         .with_single_cert(certs, key)
         .map_err(|e| Error::Invalid(e.to_string()))?;
     cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
