@@ -11,7 +11,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::allocators::ServiceAllocators;
-use crate::auth::{self, Authenticator, ClientCertificateUser, ServiceAccountTokens, SigningKey};
+use crate::auth::{self, Authenticator, ClientCertificate, ServiceAccountTokens, SigningKey};
 use crate::config::Config;
 use crate::http::{self, AppState};
 pub use crate::kubeconfig::kubeconfig_yaml;
@@ -205,6 +205,14 @@ impl ApiServer {
             ))),
             None => None,
         };
+        // The CA client certificates must be signed by.
+        let ca_der: Option<Arc<Vec<u8>>> = self.tls.as_ref().and_then(|m| {
+            use rustls::pki_types::pem::PemObject;
+            rustls::pki_types::CertificateDer::pem_slice_iter(m.ca_pem.as_bytes())
+                .next()
+                .and_then(Result::ok)
+                .map(|c| Arc::new(c.to_vec()))
+        });
         let mut conns = JoinSet::new();
         loop {
             let (stream, peer) = tokio::select! {
@@ -221,24 +229,32 @@ impl ApiServer {
             let _ = stream.set_nodelay(true);
             let router = router.clone();
             let acceptor = acceptor.clone();
+            let ca_der = ca_der.clone();
             conns.spawn(async move {
                 let builder = auto::Builder::new(TokioExecutor::new());
                 let result = match acceptor {
                     Some(acceptor) => match acceptor.accept(stream).await {
                         Ok(tls) => {
-                            // The chain was verified against the CA during the handshake.
-                            let user = tls
+                            // The handshake proved the client holds the key; the certificate
+                            // itself is checked against the CA here, once per connection.
+                            let now = jiff::Timestamp::now().as_second();
+                            let certificate = tls
                                 .get_ref()
                                 .1
                                 .peer_certificates()
                                 .and_then(|chain| chain.first())
-                                .and_then(|leaf| auth::x509::user_from_certificate(leaf));
+                                .and_then(|leaf| match ca_der.as_deref() {
+                                    None => None,
+                                    Some(ca) => match auth::x509::verify(leaf, ca, now) {
+                                        Ok(user) => user.map(ClientCertificate::User),
+                                        Err(why) => Some(ClientCertificate::Invalid(why)),
+                                    },
+                                });
                             let service = TowerToHyperService::new(tower::ServiceExt::map_request(
                                 router,
                                 move |mut req: ::http::Request<hyper::body::Incoming>| {
-                                    if let Some(user) = &user {
-                                        req.extensions_mut()
-                                            .insert(ClientCertificateUser(user.clone()));
+                                    if let Some(certificate) = &certificate {
+                                        req.extensions_mut().insert(certificate.clone());
                                     }
                                     req
                                 },

@@ -183,7 +183,7 @@ pub fn load_or_generate_token(dir: Option<&Path>) -> Result<String, Error> {
 }
 
 /// A rustls server config for `m` (HTTP/2 and HTTP/1.1 via ALPN) that asks for a client
-/// certificate without requiring one, and accepts only certificates signed by the CA.
+/// certificate without requiring one (see [`RequestClientCert`]).
 pub fn server_config(m: &TlsMaterial) -> Result<rustls::ServerConfig, Error> {
     let certs = CertificateDer::pem_slice_iter(m.cert_pem.as_bytes())
         .collect::<Result<Vec<_>, _>>()
@@ -196,20 +196,7 @@ pub fn server_config(m: &TlsMaterial) -> Result<rustls::ServerConfig, Error> {
         e => Error::Invalid(format!("serving key: {e}")),
     })?;
     let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    let mut roots = rustls::RootCertStore::empty();
-    for ca in CertificateDer::pem_slice_iter(m.ca_pem.as_bytes()) {
-        let ca = ca.map_err(|e| Error::Invalid(format!("CA certificate: {e}")))?;
-        roots
-            .add(ca)
-            .map_err(|e| Error::Invalid(format!("CA certificate: {e}")))?;
-    }
-    let client_verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
-        std::sync::Arc::new(roots),
-        std::sync::Arc::clone(&provider),
-    )
-    .allow_unauthenticated()
-    .build()
-    .map_err(|e| Error::Invalid(format!("client certificate verifier: {e}")))?;
+    let client_verifier = std::sync::Arc::new(RequestClientCert::new(&m.ca_pem)?);
     let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| Error::Invalid(e.to_string()))?
@@ -218,6 +205,125 @@ pub fn server_config(m: &TlsMaterial) -> Result<rustls::ServerConfig, Error> {
         .map_err(|e| Error::Invalid(e.to_string()))?;
     cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(cfg)
+}
+
+/// Go's `tls.RequestClientCert`: asks for a client certificate (hinting the cluster CA), does not
+/// require one, and checks only that the client holds the certificate's private key. Whether the
+/// certificate is signed by the CA is for the authenticator to decide
+/// ([`crate::auth::x509::verify`]), so that a bad certificate is a 401 as on kube rather than a
+/// failed handshake, and so that X.509 v1 certificates, which webpki refuses, work as with Go.
+#[derive(Debug)]
+pub struct RequestClientCert {
+    hints: Vec<rustls::DistinguishedName>,
+}
+
+impl RequestClientCert {
+    /// A verifier hinting the subjects of the CA certificates in `ca_pem`.
+    pub fn new(ca_pem: &str) -> Result<Self, Error> {
+        use x509_parser::prelude::{FromDer, X509Certificate};
+        let mut hints = Vec::new();
+        for ca in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
+            let ca = ca.map_err(|e| Error::Invalid(format!("CA certificate: {e}")))?;
+            let (_, cert) = X509Certificate::from_der(&ca)
+                .map_err(|e| Error::Invalid(format!("CA certificate: {e}")))?;
+            hints.push(rustls::DistinguishedName::from(
+                cert.subject().as_raw().to_vec(),
+            ));
+        }
+        Ok(Self { hints })
+    }
+
+    /// Checks that `cert`'s key made `signature` over `message` with `scheme`.
+    fn verify_signature(
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        scheme: rustls::SignatureScheme,
+        signature: &[u8],
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        use ring::signature as sig;
+        use rustls::SignatureScheme as S;
+        use x509_parser::prelude::{FromDer, X509Certificate};
+        let algorithm: &'static dyn sig::VerificationAlgorithm = match scheme {
+            S::ECDSA_NISTP256_SHA256 => &sig::ECDSA_P256_SHA256_ASN1,
+            S::ECDSA_NISTP384_SHA384 => &sig::ECDSA_P384_SHA384_ASN1,
+            S::ED25519 => &sig::ED25519,
+            S::RSA_PSS_SHA256 => &sig::RSA_PSS_2048_8192_SHA256,
+            S::RSA_PSS_SHA384 => &sig::RSA_PSS_2048_8192_SHA384,
+            S::RSA_PSS_SHA512 => &sig::RSA_PSS_2048_8192_SHA512,
+            S::RSA_PKCS1_SHA256 => &sig::RSA_PKCS1_2048_8192_SHA256,
+            S::RSA_PKCS1_SHA384 => &sig::RSA_PKCS1_2048_8192_SHA384,
+            S::RSA_PKCS1_SHA512 => &sig::RSA_PKCS1_2048_8192_SHA512,
+            _ => {
+                return Err(rustls::Error::PeerMisbehaved(
+                    rustls::PeerMisbehaved::SignedHandshakeWithUnadvertisedSigScheme,
+                ))
+            }
+        };
+        let (_, parsed) = X509Certificate::from_der(cert).map_err(|_| {
+            rustls::Error::InvalidCertificate(rustls::CertificateError::BadEncoding)
+        })?;
+        let key = &parsed.public_key().subject_public_key.data;
+        sig::UnparsedPublicKey::new(algorithm, key.as_ref())
+            .verify(message, signature)
+            .map(|()| rustls::client::danger::HandshakeSignatureValid::assertion())
+            .map_err(|_| rustls::Error::InvalidCertificate(rustls::CertificateError::BadSignature))
+    }
+}
+
+impl rustls::server::danger::ClientCertVerifier for RequestClientCert {
+    fn offer_client_auth(&self) -> bool {
+        true
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        false
+    }
+
+    fn root_hint_subjects(&self) -> &[rustls::DistinguishedName] {
+        &self.hints
+    }
+
+    fn verify_client_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::server::danger::ClientCertVerified, rustls::Error> {
+        Ok(rustls::server::danger::ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        Self::verify_signature(message, cert, dss.scheme, dss.signature())
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        Self::verify_signature(message, cert, dss.scheme, dss.signature())
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        use rustls::SignatureScheme as S;
+        vec![
+            S::ECDSA_NISTP256_SHA256,
+            S::ECDSA_NISTP384_SHA384,
+            S::ED25519,
+            S::RSA_PSS_SHA256,
+            S::RSA_PSS_SHA384,
+            S::RSA_PSS_SHA512,
+            S::RSA_PKCS1_SHA256,
+            S::RSA_PKCS1_SHA384,
+            S::RSA_PKCS1_SHA512,
+        ]
+    }
 }
 
 #[cfg(test)]

@@ -397,6 +397,23 @@ async fn client_certificates_signed_by_the_cluster_ca_authenticate_their_subject
         me["status"]["userInfo"],
         json!({"username": "alice", "groups": ["developers", "system:authenticated"]})
     );
+
+    // A certificate of another CA is refused with 401 (not a failed handshake).
+    let other = testing::start().await;
+    let (cert_pem, key_pem) = client_certificate(&other, "mallory", "system:masters");
+    let mallory = client(
+        &server,
+        Creds::Certificate {
+            cert_pem: &cert_pem,
+            key_pem: &key_pem,
+        },
+    )
+    .await;
+    let (code, status) = whoami(&mallory).await;
+    assert_eq!(
+        (code, status["reason"].as_str()),
+        (401, Some("Unauthorized"))
+    );
 }
 
 #[tokio::test]

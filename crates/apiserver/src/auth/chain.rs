@@ -5,11 +5,7 @@ use http::HeaderMap;
 use super::serviceaccount::{Outcome, ServiceAccountTokens};
 use super::token_file::TokenFile;
 use super::user::{UserInfo, ADMIN_USER, SYSTEM_MASTERS};
-
-/// The user of a connection's verified client certificate, put in each of its requests'
-/// extensions by the server.
-#[derive(Clone, Debug)]
-pub struct ClientCertificateUser(pub UserInfo);
+use super::x509::ClientCertificate;
 
 /// What the token authenticators made of a bearer token.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,24 +57,36 @@ impl Authenticator {
     }
 
     /// The user of a request: its client certificate's, else its bearer token's, else the
-    /// anonymous user. `Err` carries why a presented credential was refused (to be logged; the
-    /// client gets a plain 401).
+    /// anonymous user. `Err` carries why presented credentials were refused (to be logged; the
+    /// client gets a plain 401); an invalid certificate alone is refused, but a valid bearer
+    /// token still authenticates the request (kube's union of authenticators).
     pub fn authenticate(
         &self,
         headers: &HeaderMap,
-        certificate: Option<&ClientCertificateUser>,
+        certificate: Option<&ClientCertificate>,
         now: jiff::Timestamp,
     ) -> Result<UserInfo, String> {
-        if let Some(cert) = certificate {
-            return Ok(cert.0.clone().with_authenticated_group());
-        }
+        let cert_error = match certificate {
+            Some(ClientCertificate::User(user)) => {
+                return Ok(user.clone().with_authenticated_group())
+            }
+            Some(ClientCertificate::Invalid(why)) => Some(why.clone()),
+            None => None,
+        };
         let Some(token) = bearer_token(headers) else {
-            return Ok(UserInfo::anonymous());
+            return match cert_error {
+                Some(why) => Err(why),
+                None => Ok(UserInfo::anonymous()),
+            };
         };
         match self.authenticate_token(token, None, now) {
             TokenResult::Authenticated { user, .. } => Ok(user),
             TokenResult::Unauthenticated { error } => {
-                Err(error.unwrap_or_else(|| "invalid bearer token".to_string()))
+                let token_error = error.unwrap_or_else(|| "invalid bearer token".to_string());
+                Err(match cert_error {
+                    Some(why) => format!("[{why}, {token_error}]"),
+                    None => token_error,
+                })
             }
         }
     }
@@ -221,11 +229,22 @@ mod tests {
                 ALL_AUTHENTICATED
             ]
         );
-        let cert = ClientCertificateUser(UserInfo::new("carol", &["qa"]));
+        let cert = ClientCertificate::User(UserInfo::new("carol", &["qa"]));
         let carol = chain
             .authenticate(&bearer("wrong"), Some(&cert), now)
             .expect("carol");
         assert_eq!(carol.groups, ["qa", ALL_AUTHENTICATED]);
+        // A certificate that does not verify: refused alone, but a good token still counts.
+        let bad =
+            ClientCertificate::Invalid("x509: certificate signed by unknown authority".into());
+        assert_eq!(
+            chain.authenticate(&HeaderMap::new(), Some(&bad), now),
+            Err("x509: certificate signed by unknown authority".into())
+        );
+        let admin = chain
+            .authenticate(&bearer("admintoken"), Some(&bad), now)
+            .expect("admin despite the certificate");
+        assert_eq!(admin.name, "kubernetes-admin");
     }
 
     #[test]

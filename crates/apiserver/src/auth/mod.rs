@@ -21,8 +21,9 @@ pub mod token_file;
 pub mod user;
 pub mod x509;
 
-pub use chain::{Authenticator, ClientCertificateUser, TokenResult};
+pub use chain::{Authenticator, TokenResult};
 pub use serviceaccount::{ObjectLookup, ServiceAccountTokens};
 pub use signing_key::SigningKey;
 pub use token_file::TokenFile;
 pub use user::UserInfo;
+pub use x509::ClientCertificate;

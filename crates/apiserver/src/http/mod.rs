@@ -25,7 +25,7 @@ use axum::Router;
 use http::header;
 
 use crate::allocators::ServiceAllocators;
-use crate::auth::{oidc, Authenticator, ClientCertificateUser};
+use crate::auth::{oidc, Authenticator, ClientCertificate};
 use crate::error::ApiError;
 use crate::store::Store;
 
@@ -133,7 +133,7 @@ pub fn is_public(path: &str) -> bool {
 async fn authenticate(State(state): State<SharedState>, mut req: Request, next: Next) -> Response {
     let user = state.auth.authenticate(
         req.headers(),
-        req.extensions().get::<ClientCertificateUser>(),
+        req.extensions().get::<ClientCertificate>(),
         jiff::Timestamp::now(),
     );
     let user = match user {
