@@ -111,10 +111,13 @@ impl TokenFile {
     }
 }
 
+/// A CSV record with the line it starts on.
+type Record = (usize, Vec<String>);
+
 /// Splits `text` into records as Go's `encoding/csv` reader with default settings does: fields
 /// separated by commas, optionally double-quoted (`""` is a quote, newlines allowed inside
 /// quotes), empty lines skipped, `\r\n` read as `\n`. Each record comes with its first line.
-fn csv_records(text: &str) -> Result<Vec<(usize, Vec<String>)>, (usize, &'static str)> {
+fn csv_records(text: &str) -> Result<Vec<Record>, (usize, &'static str)> {
     let text = text.replace("\r\n", "\n");
     let mut records = Vec::new();
     let mut chars = text.chars().peekable();
