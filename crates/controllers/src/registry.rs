@@ -52,6 +52,8 @@ pub const JOB: &str = "job-controller";
 pub const TTL_AFTER_FINISHED: &str = "ttl-after-finished-controller";
 /// Canonical name of the service-account controller.
 pub const SERVICEACCOUNT: &str = "serviceaccount-controller";
+/// Canonical name of the service-account token controller.
+pub const SERVICEACCOUNT_TOKEN: &str = "serviceaccount-token-controller";
 /// Canonical name of the root CA publisher.
 pub const ROOT_CA_PUBLISHER: &str = "root-ca-certificate-publisher-controller";
 
@@ -83,7 +85,7 @@ const fn implemented(c: ControllerName) -> ControllerName {
 /// `cmd/kube-controller-manager/names/controller_names.go` and `k8s.io/cloud-provider/names`;
 /// aliases and defaults from each controller's descriptor.
 pub const KNOWN: &[ControllerName] = &[
-    kube("serviceaccount-token-controller", &["serviceaccount-token"]),
+    implemented(kube(SERVICEACCOUNT_TOKEN, &["serviceaccount-token"])),
     kube("endpoints-controller", &["endpoint"]),
     kube("endpointslice-controller", &["endpointslice"]),
     kube(
@@ -276,6 +278,12 @@ pub struct ControllerOptions {
     /// The CA bundle (PEM) the root CA publisher puts in every namespace: `--root-ca-file`, else
     /// the CA of the manager's kubeconfig. Without one the publisher does not start.
     pub root_ca: Option<String>,
+    /// `--concurrent-serviceaccount-token-syncs`.
+    pub concurrent_serviceaccount_token_syncs: usize,
+    /// Signs the tokens of the service-account token controller, from
+    /// `--service-account-private-key-file`; without it that controller does not start.
+    pub service_account_token_generator:
+        Option<Arc<dyn serviceaccount::tokens::LegacyTokenGenerator>>,
     /// Wall clock for every controller.
     pub clock: Arc<dyn Clock>,
 }
@@ -294,6 +302,8 @@ impl Default for ControllerOptions {
             namespace_sync_period: Duration::from_secs(300),
             enable_garbage_collector: true,
             root_ca: None,
+            concurrent_serviceaccount_token_syncs: 5,
+            service_account_token_generator: None,
             clock: Arc::new(SystemClock),
         }
     }
@@ -385,6 +395,7 @@ fn required_resources(name: &str) -> &'static [(&'static str, &'static str)] {
         JOB => &[("batch/v1", "jobs"), ("v1", "pods")],
         TTL_AFTER_FINISHED => &[("batch/v1", "jobs")],
         ROOT_CA_PUBLISHER => &[("v1", "configmaps"), ("v1", "namespaces")],
+        SERVICEACCOUNT_TOKEN => &[("v1", "serviceaccounts"), ("v1", "secrets")],
         _ => &[],
     }
 }
@@ -498,6 +509,22 @@ pub async fn start(
             let c = serviceaccount::ServiceAccountsController::new(ctx.factory, client);
             // kube runs one worker (`startServiceAccountController`).
             Box::pin(async move { c.run(1, shutdown).await })
+        }
+        SERVICEACCOUNT_TOKEN => {
+            let Some(generator) = o.service_account_token_generator.clone() else {
+                return Ok(Started::Skipped(format!(
+                    "{SERVICEACCOUNT_TOKEN:?} is disabled because there is no private key"
+                )));
+            };
+            let root_ca = o.root_ca.clone().unwrap_or_default().into_bytes();
+            let c = serviceaccount::tokens::TokensController::new(
+                ctx.factory,
+                client,
+                generator,
+                root_ca,
+            );
+            let workers = o.concurrent_serviceaccount_token_syncs;
+            Box::pin(async move { c.run(workers, shutdown).await })
         }
         ROOT_CA_PUBLISHER => {
             let Some(root_ca) = o.root_ca.clone() else {

@@ -167,6 +167,11 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         controllers,
         options: ControllerOptions {
             clock: Arc::new(SystemClock),
+            // As kube-controller-manager's --service-account-private-key-file: the key the API
+            // server verifies service-account tokens with.
+            service_account_token_generator: Some(manager::legacy_tokens::generator_from_file(
+                &data_dir.join(rkcm_apiserver::auth::signing_key::KEY_FILE),
+            )?),
             ..ControllerOptions::default()
         },
         qps: 200.0,

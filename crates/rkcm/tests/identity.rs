@@ -210,6 +210,34 @@ fn tokens_certificates_and_anonymous_callers() {
     let err = whoami(&cluster, &["--token", &token]).expect_err("the account is gone");
     assert!(err.contains("Unauthorized"), "{err}");
 
+    // A legacy token Secret is filled by the token controller, and its token works while the
+    // Secret exists.
+    cluster.kubectl(&["create", "serviceaccount", "legacy"]);
+    let secret = write(
+        manifests,
+        "secret.yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: legacy-token\n  annotations:\n    kubernetes.io/service-account.name: legacy\ntype: kubernetes.io/service-account-token\n",
+    );
+    cluster.kubectl(&["apply", "-f", &secret]);
+    let encoded = cluster.eventually("the token controller to fill the Secret", MINUTE, || {
+        Some(cluster.jsonpath(&["get", "secret", "legacy-token"], "{.data.token}"))
+            .filter(|t| !t.is_empty())
+    });
+    let legacy = String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(encoded.trim())
+            .expect("base64 data"),
+    )
+    .expect("UTF-8 token");
+    assert_eq!(claims(&legacy)["iss"], "kubernetes/serviceaccount");
+    let ca_data = cluster.jsonpath(&["get", "secret", "legacy-token"], "{.data.ca\\.crt}");
+    assert!(!ca_data.is_empty(), "ca.crt is filled in");
+    let user = whoami(&cluster, &["--token", &legacy]).expect("legacy token");
+    assert_eq!(user["username"], "system:serviceaccount:default:legacy");
+    cluster.kubectl(&["delete", "secret", "legacy-token"]);
+    let err = whoami(&cluster, &["--token", &legacy]).expect_err("the Secret is gone");
+    assert!(err.contains("Unauthorized"), "{err}");
+
     // A client certificate signed by the cluster CA: CN is the user, O the group.
     let key = files.path().join("alice.key");
     let csr = files.path().join("alice.csr");
