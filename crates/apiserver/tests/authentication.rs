@@ -122,13 +122,21 @@ async fn anonymous_requests_reach_only_the_public_paths() {
     assert_eq!(code, 401);
     assert_eq!(status["reason"], "Unauthorized");
     assert_eq!(status["message"], "Unauthorized");
-    let (code, config) = send(&anonymous, "GET", "/.well-known/openid-configuration", None).await;
+    // The issuer discovery documents are for authenticated callers, as kube's default policy.
+    for path in ["/.well-known/openid-configuration", "/openid/v1/jwks"] {
+        assert_eq!(send(&anonymous, "GET", path, None).await.0, 401, "{path}");
+    }
+    let admin = client(&server, Creds::Token(server.admin_token())).await;
+    let (code, config) = send(&admin, "GET", "/.well-known/openid-configuration", None).await;
     assert_eq!(code, 200);
     assert_eq!(
         config["issuer"],
         "https://kubernetes.default.svc.cluster.local"
     );
-    let (code, jwks) = send(&anonymous, "GET", "/openid/v1/jwks", None).await;
+    assert!(config["jwks_uri"]
+        .as_str()
+        .is_some_and(|u| u.ends_with("/openid/v1/jwks")));
+    let (code, jwks) = send(&admin, "GET", "/openid/v1/jwks", None).await;
     assert_eq!(code, 200);
     assert_eq!(jwks["keys"][0]["alg"], "ES256");
     // A bad token is refused everywhere, never taken for anonymous.

@@ -45,7 +45,16 @@ fn claims(token: &str) -> Value {
 
 /// `curl` of `path` on the cluster without credentials: the status code and the body.
 fn anonymous_get(cluster: &Cluster, server: &str, path: &str) -> (u16, String) {
-    let out = Command::new("curl")
+    curl_get(cluster, server, path, None)
+}
+
+/// `curl` of `path` with `token` as bearer token when given: the status code and the body.
+fn curl_get(cluster: &Cluster, server: &str, path: &str, token: Option<&str>) -> (u16, String) {
+    let mut cmd = Command::new("curl");
+    if let Some(t) = token {
+        cmd.args(["-H", &format!("Authorization: Bearer {t}")]);
+    }
+    let out = cmd
         .args(["-sS", "--cacert"])
         .arg(cluster.data_dir.join("ca.crt"))
         .args(["-w", "\n%{http_code}"])
@@ -298,7 +307,8 @@ fn tokens_certificates_and_anonymous_callers() {
     let err = whoami(&cluster, &["--token", "file-token-wrong"]).expect_err("unknown token");
     assert!(err.contains("Unauthorized"), "{err}");
 
-    // Anonymous: health, version and issuer discovery answer; nothing else does.
+    // Anonymous: health and version answer; nothing else does, not even issuer discovery (kube
+    // grants it to service accounts only).
     cluster.eventually("anonymous /healthz", MINUTE, || {
         (anonymous_get(&cluster, &server, "/healthz") == (200, "ok".to_string())).then_some(())
     });
@@ -314,14 +324,26 @@ fn tokens_certificates_and_anonymous_callers() {
         ),
         (Some("Status"), Some("Unauthorized"), Some(401))
     );
-    let (code, body) = anonymous_get(&cluster, &server, "/.well-known/openid-configuration");
+    for path in ["/.well-known/openid-configuration", "/openid/v1/jwks"] {
+        assert_eq!(anonymous_get(&cluster, &server, path).0, 401, "{path}");
+    }
+    let sa_token = cluster
+        .kubectl(&["create", "token", "legacy"])
+        .trim()
+        .to_string();
+    let (code, body) = curl_get(
+        &cluster,
+        &server,
+        "/.well-known/openid-configuration",
+        Some(&sa_token),
+    );
     assert_eq!(code, 200);
     let config: Value = serde_json::from_str(&body).expect("JSON");
     assert_eq!(
         config["issuer"],
         "https://kubernetes.default.svc.cluster.local"
     );
-    let (code, body) = anonymous_get(&cluster, &server, "/openid/v1/jwks");
+    let (code, body) = curl_get(&cluster, &server, "/openid/v1/jwks", Some(&sa_token));
     assert_eq!(code, 200);
     let jwks: Value = serde_json::from_str(&body).expect("JSON");
     let kid = jwks["keys"][0]["kid"].as_str().expect("kid").to_string();

@@ -1,7 +1,8 @@
 //! The service-account issuer discovery documents (`pkg/serviceaccount/openidmetadata.go`):
-//! `/.well-known/openid-configuration` and `/openid/v1/jwks`, which kube lets anyone read
-//! (`system:service-account-issuer-discovery` is bound to `system:serviceaccounts`, and clusters
-//! commonly open it to anonymous; here they are public like `/healthz`).
+//! `/.well-known/openid-configuration` and `/openid/v1/jwks`. As on kube, authenticated callers
+//! read them (kube's bootstrap policy grants `system:service-account-issuer-discovery` to
+//! `system:serviceaccounts`; here every authenticated user may do everything), anonymous ones
+//! do not.
 
 use serde_json::{json, Value};
 

@@ -116,14 +116,15 @@ fn oidc_response(value: &serde_json::Value) -> Response {
     resp
 }
 
-/// Paths the anonymous user may read: kube's `system:public-info-viewer` (health and version)
-/// and the service-account issuer discovery documents.
+/// Paths the anonymous user may read: kube's `system:public-info-viewer` (health and version).
+/// The issuer discovery documents are not among them: kube binds
+/// `system:service-account-issuer-discovery` to `system:serviceaccounts` only and leaves opening
+/// it to anonymous callers to the cluster admin.
 pub fn is_public(path: &str) -> bool {
     matches!(
         path,
         "/healthz" | "/livez" | "/readyz" | "/version" | "/version/"
-    ) || path == oidc::CONFIGURATION_PATH
-        || path == oidc::JWKS_PATH
+    )
 }
 
 /// Authenticates every request (see [`crate::auth`]) and puts its [`crate::auth::UserInfo`] in
