@@ -252,14 +252,9 @@ pub async fn create_token(
             .collect(),
         _ => api_audiences.clone(),
     };
-    let api_audiences_only = {
-        let (mut a, mut b) = (audiences.clone(), api_audiences);
-        a.sort();
-        a.dedup();
-        b.sort();
-        b.dedup();
-        !b.is_empty() && a == b
-    };
+    // kube's `isKubeAudiences`: every requested audience is one of the API server's.
+    let api_audiences_only =
+        !api_audiences.is_empty() && audiences.iter().all(|a| api_audiences.contains(a));
     let exp = expiration(
         requested,
         claims.pod.is_some(),
