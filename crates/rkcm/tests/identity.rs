@@ -83,7 +83,7 @@ fn tokens_certificates_and_anonymous_callers() {
         "tokens.csv",
         "file-token-1234,carol,1001,\"ops,dev\"\n",
     );
-    let cluster = Cluster::start(&[
+    let mut cluster = Cluster::start(&[
         "--nodes",
         "1",
         "--pod-ready-delay",
@@ -355,4 +355,14 @@ fn tokens_certificates_and_anonymous_callers() {
     )
     .expect("JSON header");
     assert_eq!(header["kid"], kid.as_str());
+
+    // The signing key and the CA are kept in the data dir: tokens and certificates outlive a
+    // restart.
+    cluster.restart();
+    let user = cluster.eventually("the restarted API server", MINUTE, || {
+        whoami(&cluster, &["--token", &sa_token]).ok()
+    });
+    assert_eq!(user["username"], "system:serviceaccount:default:legacy");
+    let alice = whoami(&cluster, &["--kubeconfig", &cert_kubeconfig]).expect("alice again");
+    assert_eq!(alice["username"], "alice");
 }
