@@ -247,20 +247,13 @@ fn tokens_certificates_and_anonymous_callers() {
     let err = whoami(&cluster, &["--token", &legacy]).expect_err("the Secret is gone");
     assert!(err.contains("Unauthorized"), "{err}");
 
-    // A client certificate signed by the cluster CA: CN is the user, O the group.
+    // A client certificate signed by the cluster CA as kube's documentation makes one (RSA key,
+    // `openssl x509 -req`, hence X.509 v1): CN is the user, O the group.
     let key = files.path().join("alice.key");
     let csr = files.path().join("alice.csr");
     let crt = files.path().join("alice.crt");
     run(Command::new("openssl")
-        .args([
-            "req",
-            "-new",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-        ])
+        .args(["req", "-new", "-newkey", "rsa:2048", "-nodes"])
         .arg("-keyout")
         .arg(&key)
         .arg("-out")
