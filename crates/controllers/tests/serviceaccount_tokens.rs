@@ -88,6 +88,10 @@ async fn token_secrets_get_a_token_the_server_accepts_and_go_with_their_account(
                     name: Some("bot".into()),
                     ..Default::default()
                 },
+                secrets: Some(vec![k8s_openapi::api::core::v1::ObjectReference {
+                    name: Some("old-token".into()),
+                    ..Default::default()
+                }]),
                 ..Default::default()
             },
         )
@@ -121,6 +125,27 @@ async fn token_secrets_get_a_token_the_server_accepts_and_go_with_their_account(
         r["status"]["user"]["username"],
         "system:serviceaccount:default:bot"
     );
+
+    // A deleted token Secret is no longer referenced by its account.
+    secrets
+        .create(&PostParams::default(), &token_secret("old-token", "bot"))
+        .await?;
+    eventually("the old token Secret to be filled", || async {
+        let s = secrets.get("old-token").await?;
+        Ok(s.data
+            .as_ref()
+            .is_some_and(|d| d.contains_key("token"))
+            .then_some(()))
+    })
+    .await?;
+    secrets
+        .delete("old-token", &DeleteParams::default())
+        .await?;
+    eventually("the account to forget the deleted Secret", || async {
+        let sa = accounts.get("bot").await?;
+        Ok(sa.secrets.unwrap_or_default().is_empty().then_some(()))
+    })
+    .await?;
 
     // A token Secret of an account that does not exist is deleted.
     secrets

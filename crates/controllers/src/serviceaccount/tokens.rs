@@ -97,15 +97,21 @@ pub enum Item {
         /// Its UID.
         uid: String,
     },
-    /// A token Secret to check.
-    Secret(ObjectKey),
+    /// A token Secret to check, with the ServiceAccount it names (to drop the account's
+    /// reference to it once it is gone).
+    Secret {
+        /// The Secret.
+        key: ObjectKey,
+        /// Name of its ServiceAccount.
+        account: String,
+    },
 }
 
 impl fmt::Display for Item {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Item::ServiceAccount { key, .. } => write!(f, "serviceaccount {key}"),
-            Item::Secret(key) => write!(f, "secret {key}"),
+            Item::Secret { key, .. } => write!(f, "secret {key}"),
         }
     }
 }
@@ -197,6 +203,22 @@ pub fn decide(secret: &Secret, account: Option<&ServiceAccount>, root_ca: &[u8])
     }
 }
 
+/// `sa` without the reference to the Secret `secret` in its `secrets`; `None` when it has none.
+pub fn without_secret_reference(sa: &ServiceAccount, secret: &str) -> Option<ServiceAccount> {
+    let refs = sa.secrets.as_ref()?;
+    if !refs.iter().any(|r| r.name.as_deref() == Some(secret)) {
+        return None;
+    }
+    let mut sa = sa.clone();
+    sa.secrets = Some(
+        refs.iter()
+            .filter(|r| r.name.as_deref() != Some(secret))
+            .cloned()
+            .collect(),
+    );
+    Some(sa)
+}
+
 /// Completes and cleans up service-account token Secrets.
 pub struct TokensController {
     client: kube::Client,
@@ -236,7 +258,10 @@ impl TokensController {
                 Notification::Delete(deleted) => deleted.object(),
             };
             if secret.type_.as_deref() == Some(SERVICE_ACCOUNT_TOKEN_TYPE) {
-                q.add(Item::Secret(ObjectKey::from_obj(secret)));
+                q.add(Item::Secret {
+                    key: ObjectKey::from_obj(secret),
+                    account: referenced_account(secret).0.to_string(),
+                });
             }
         });
         Arc::new(Self {
@@ -282,7 +307,7 @@ impl TokensController {
     pub async fn sync(&self, item: &Item) -> Result<(), Error> {
         match item {
             Item::ServiceAccount { key, uid } => self.sync_service_account(key, uid).await,
-            Item::Secret(key) => self.sync_secret(key).await,
+            Item::Secret { key, account } => self.sync_secret(key, account).await,
         }
     }
 
@@ -306,9 +331,9 @@ impl TokensController {
         Ok(())
     }
 
-    async fn sync_secret(&self, key: &ObjectKey) -> Result<(), Error> {
+    async fn sync_secret(&self, key: &ObjectKey, account: &str) -> Result<(), Error> {
         let Some(cached) = self.secrets.store().get(key) else {
-            return Ok(());
+            return self.remove_secret_reference(key, account).await;
         };
         let ns = key.namespace.clone().unwrap_or_default();
         let (sa_name, _) = referenced_account(&cached);
@@ -323,6 +348,33 @@ impl TokensController {
                 let sa = account.expect("an update is only decided for an existing account");
                 self.complete(&cached, &sa).await
             }
+        }
+    }
+
+    /// A deleted token Secret: the ServiceAccount `account` no longer lists it in `secrets`
+    /// (`removeSecretReference`).
+    async fn remove_secret_reference(&self, key: &ObjectKey, account: &str) -> Result<(), Error> {
+        let ns = key.namespace.clone().unwrap_or_default();
+        let Some(sa) = self
+            .service_accounts
+            .store()
+            .get(&ObjectKey::new(ns.clone(), account))
+        else {
+            return Ok(());
+        };
+        let Some(updated) = without_secret_reference(&sa, &key.name) else {
+            return Ok(());
+        };
+        let api: Api<ServiceAccount> = Api::namespaced(self.client.clone(), &ns);
+        match api.replace(account, &PostParams::default(), &updated).await {
+            Ok(_) => Ok(()),
+            // A newer account will be seen again; a deleted one needs nothing.
+            Err(e) if api_error::is_conflict(&e) || api_error::is_not_found(&e) => Ok(()),
+            Err(source) => Err(Error::ServiceAccount {
+                namespace: ns,
+                name: account.to_string(),
+                source,
+            }),
         }
     }
 
@@ -548,6 +600,22 @@ mod tests {
             decide(&token_secret("", &complete()), Some(&sa), CA),
             SecretAction::None
         );
+    }
+
+    // tokens_controller_test.go "deleted token secret with serviceaccount": the reference goes.
+    #[test]
+    fn a_deleted_token_secret_is_no_longer_referenced_by_its_account() {
+        use k8s_openapi::api::core::v1::ObjectReference;
+        let reference = |n: &str| ObjectReference {
+            name: Some(n.into()),
+            ..Default::default()
+        };
+        let mut sa = account("12345");
+        sa.secrets = Some(vec![reference("token-secret-1"), reference("other")]);
+        let updated = without_secret_reference(&sa, "token-secret-1").expect("changed");
+        assert_eq!(updated.secrets, Some(vec![reference("other")]));
+        assert_eq!(without_secret_reference(&updated, "token-secret-1"), None);
+        assert_eq!(without_secret_reference(&account("1"), "x"), None);
     }
 
     #[test]
