@@ -378,6 +378,23 @@ static RESOURCES: &[ResourceInfo] = &[
         .with_subresources(&[status("apps", "v1", "StatefulSet"), SCALE]),
     // events.k8s.io
     namespaced("events.k8s.io", "v1", "Event", "events", "event").with_short_names(&["ev"]),
+    // authentication.k8s.io: create-only reviews, never stored.
+    cluster(
+        "authentication.k8s.io",
+        "v1",
+        "SelfSubjectReview",
+        "selfsubjectreviews",
+        "selfsubjectreview",
+    )
+    .with_verbs(&["create"]),
+    cluster(
+        "authentication.k8s.io",
+        "v1",
+        "TokenReview",
+        "tokenreviews",
+        "tokenreview",
+    )
+    .with_verbs(&["create"]),
     // autoscaling: v2 is the preferred (and stored) version.
     namespaced(
         "autoscaling",
@@ -670,6 +687,7 @@ mod tests {
                 "apiregistration.k8s.io",
                 "apps",
                 "events.k8s.io",
+                "authentication.k8s.io",
                 "autoscaling",
                 "batch",
                 "certificates.k8s.io",

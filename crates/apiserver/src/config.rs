@@ -32,6 +32,15 @@ pub struct Config {
     pub service_cluster_ip_range: Ipv4Cidr,
     /// Ports of NodePort and LoadBalancer Services (`--service-node-port-range`).
     pub service_node_port_range: PortRange,
+    /// Static bearer tokens (`--token-auth-file`, CSV `token,user,uid,"group1,group2"`).
+    pub token_auth_file: Option<PathBuf>,
+    /// Issuer of service-account tokens (`--service-account-issuer`).
+    pub service_account_issuer: String,
+    /// The API server's audiences (`--api-audiences`); the issuer when empty, as kube.
+    pub api_audiences: Vec<String>,
+    /// Longest validity of a requested token (`--service-account-max-token-expiration`); no
+    /// limit when `None`.
+    pub service_account_max_token_expiration: Option<Duration>,
 }
 
 impl Default for Config {
@@ -50,6 +59,21 @@ impl Default for Config {
             service_node_port_range: DEFAULT_SERVICE_NODE_PORT_RANGE
                 .parse()
                 .expect("the default range parses"),
+            token_auth_file: None,
+            service_account_issuer: crate::auth::serviceaccount::DEFAULT_ISSUER.to_string(),
+            api_audiences: Vec::new(),
+            service_account_max_token_expiration: None,
+        }
+    }
+}
+
+impl Config {
+    /// The API server's audiences: `api_audiences`, or the issuer when none are given.
+    pub fn audiences(&self) -> Vec<String> {
+        if self.api_audiences.is_empty() {
+            vec![self.service_account_issuer.clone()]
+        } else {
+            self.api_audiences.clone()
         }
     }
 }

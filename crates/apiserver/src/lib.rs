@@ -1,7 +1,8 @@
 //! Kubernetes-compatible API server.
 //!
-//! Serves the resources of [`rkcm_apimachinery::catalog`] over HTTPS with bearer-token
-//! authentication, backed by a durable embedded store (redb) or memory, with a watch cache in
+//! Serves the resources of [`rkcm_apimachinery::catalog`] over HTTPS with kube's
+//! authentication chain ([`auth`]: admin and static tokens, client certificates, service-account
+//! tokens), backed by a durable embedded store (redb) or memory, with a watch cache in
 //! front. Per-kind behaviour lives in [`registry`]; the generic create/update/delete semantics in
 //! [`rest`]; HTTP in [`http`].
 //!
@@ -12,6 +13,7 @@
 //! serves that text, so `kubectl logs` shows what a Job's `echo` printed.
 
 pub mod allocators;
+pub mod auth;
 pub mod config;
 pub mod error;
 pub mod http;

@@ -11,6 +11,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::allocators::ServiceAllocators;
+use crate::auth::{self, Authenticator, ClientCertificate, ServiceAccountTokens, SigningKey};
 use crate::config::Config;
 use crate::http::{self, AppState};
 pub use crate::kubeconfig::kubeconfig_yaml;
@@ -43,6 +44,12 @@ pub enum Error {
     /// Seeding the `kubernetes` Service, its Endpoints or EndpointSlice failed.
     #[error("creating the kubernetes service: {0}")]
     KubernetesService(crate::error::ApiError),
+    /// The `--token-auth-file` could not be read.
+    #[error("reading the token auth file")]
+    TokenFile(#[from] auth::token_file::Error),
+    /// The service-account signing key could not be loaded or created.
+    #[error("preparing the service account signing key")]
+    SigningKey(#[from] auth::signing_key::Error),
 }
 
 /// A Kubernetes-compatible API server, ready to serve.
@@ -52,6 +59,7 @@ pub struct ApiServer {
     services: Arc<ServiceAllocators>,
     token: String,
     tls: Option<TlsMaterial>,
+    auth: Arc<Authenticator>,
 }
 
 impl ApiServer {
@@ -94,6 +102,22 @@ impl ApiServer {
             Some(t) => t.clone(),
             None => tls::load_or_generate_token(dir)?,
         };
+        let token_file = match &config.token_auth_file {
+            Some(path) => auth::TokenFile::read(path)?,
+            None => auth::TokenFile::default(),
+        };
+        let key = Arc::new(SigningKey::load_or_generate(dir)?);
+        let service_accounts = ServiceAccountTokens::new(
+            key,
+            config.service_account_issuer.clone(),
+            config.audiences(),
+            Arc::new(store.clone()),
+        );
+        let auth = Arc::new(Authenticator::new(
+            token.clone(),
+            token_file,
+            service_accounts,
+        ));
         let mut sans = config.extra_sans.clone();
         let ip = config.bind.ip();
         if !ip.is_unspecified() {
@@ -110,6 +134,7 @@ impl ApiServer {
             services,
             token,
             tls,
+            auth,
         })
     }
 
@@ -121,6 +146,17 @@ impl ApiServer {
     /// The CA certificate (PEM) clients must trust; `None` when serving plain HTTP.
     pub fn ca_pem(&self) -> Option<String> {
         self.tls.as_ref().map(|t| t.ca_pem.clone())
+    }
+
+    /// The CA's private key (PEM), to sign client certificates with; `None` when serving plain
+    /// HTTP.
+    pub fn ca_key_pem(&self) -> Option<String> {
+        self.tls.as_ref().map(|t| t.ca_key_pem.clone())
+    }
+
+    /// The authenticator chain (to issue or review tokens in-process).
+    pub fn authenticator(&self) -> Arc<Authenticator> {
+        Arc::clone(&self.auth)
     }
 
     /// A kubeconfig file for `server_url` with the CA embedded, the admin token and context
@@ -139,7 +175,18 @@ impl ApiServer {
         http::router(Arc::new(AppState {
             store: self.store.clone(),
             services: Arc::clone(&self.services),
-            token: Some(self.token.clone()),
+            auth: Arc::clone(&self.auth),
+            token_expiration: http::TokenExpiration {
+                max_seconds: self
+                    .config
+                    .service_account_max_token_expiration
+                    .map(|d| d.as_secs() as i64),
+                extend: true,
+            },
+            openid_configuration: auth::oidc::configuration(
+                &self.config.service_account_issuer,
+                &external_address(&self.config),
+            ),
             bookmark_interval: self.config.bookmark_interval,
             shutdown,
         }))
@@ -158,6 +205,14 @@ impl ApiServer {
             ))),
             None => None,
         };
+        // The CA client certificates must be signed by.
+        let ca_der: Option<Arc<Vec<u8>>> = self.tls.as_ref().and_then(|m| {
+            use rustls::pki_types::pem::PemObject;
+            rustls::pki_types::CertificateDer::pem_slice_iter(m.ca_pem.as_bytes())
+                .next()
+                .and_then(Result::ok)
+                .map(|c| Arc::new(c.to_vec()))
+        });
         let mut conns = JoinSet::new();
         loop {
             let (stream, peer) = tokio::select! {
@@ -172,13 +227,38 @@ impl ApiServer {
                 Some(_) = conns.join_next(), if !conns.is_empty() => continue,
             };
             let _ = stream.set_nodelay(true);
-            let service = TowerToHyperService::new(router.clone());
+            let router = router.clone();
             let acceptor = acceptor.clone();
+            let ca_der = ca_der.clone();
             conns.spawn(async move {
                 let builder = auto::Builder::new(TokioExecutor::new());
                 let result = match acceptor {
                     Some(acceptor) => match acceptor.accept(stream).await {
                         Ok(tls) => {
+                            // The handshake proved the client holds the key; the certificate
+                            // itself is checked against the CA here, once per connection.
+                            let now = jiff::Timestamp::now().as_second();
+                            let certificate = tls
+                                .get_ref()
+                                .1
+                                .peer_certificates()
+                                .and_then(|chain| chain.first())
+                                .and_then(|leaf| match ca_der.as_deref() {
+                                    None => None,
+                                    Some(ca) => match auth::x509::verify(leaf, ca, now) {
+                                        Ok(user) => user.map(ClientCertificate::User),
+                                        Err(why) => Some(ClientCertificate::Invalid(why)),
+                                    },
+                                });
+                            let service = TowerToHyperService::new(tower::ServiceExt::map_request(
+                                router,
+                                move |mut req: ::http::Request<hyper::body::Incoming>| {
+                                    if let Some(certificate) = &certificate {
+                                        req.extensions_mut().insert(certificate.clone());
+                                    }
+                                    req
+                                },
+                            ));
                             builder
                                 .serve_connection_with_upgrades(TokioIo::new(tls), service)
                                 .await
@@ -190,7 +270,10 @@ impl ApiServer {
                     },
                     None => {
                         builder
-                            .serve_connection_with_upgrades(TokioIo::new(stream), service)
+                            .serve_connection_with_upgrades(
+                                TokioIo::new(stream),
+                                TowerToHyperService::new(router),
+                            )
                             .await
                     }
                 };
@@ -202,6 +285,12 @@ impl ApiServer {
         conns.shutdown().await;
         Ok(())
     }
+}
+
+/// `host:port` clients reach the server at, for the `jwks_uri` of the issuer discovery document.
+fn external_address(config: &Config) -> String {
+    let a = advertised(config);
+    format!("{}:{}", a.address, a.port)
 }
 
 /// Where the `kubernetes` Service's endpoints point: the bind address, or 127.0.0.1 when the

@@ -14,6 +14,7 @@ pub struct TestServer {
     url: String,
     token: String,
     ca_pem: Option<String>,
+    ca_key_pem: Option<String>,
     kube_config: kube::Config,
     shutdown: CancellationToken,
     task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
@@ -45,6 +46,7 @@ pub async fn start_with(config: Config) -> TestServer {
     let url = format!("{scheme}://{addr}");
     let token = server.admin_token().to_string();
     let ca_pem = server.ca_pem();
+    let ca_key_pem = server.ca_key_pem();
     let kubeconfig = kubeconfig(&url, ca_pem.as_deref(), &token);
     let kube_config = kube::Config::from_custom_kubeconfig(
         kubeconfig,
@@ -58,6 +60,7 @@ pub async fn start_with(config: Config) -> TestServer {
         url,
         token,
         ca_pem,
+        ca_key_pem,
         kube_config,
         shutdown,
         task: Some(task),
@@ -98,6 +101,11 @@ impl TestServer {
     /// The CA certificate (PEM), when serving TLS.
     pub fn ca_pem(&self) -> Option<&str> {
         self.ca_pem.as_deref()
+    }
+
+    /// The CA's private key (PEM), to sign client certificates with, when serving TLS.
+    pub fn ca_key_pem(&self) -> Option<&str> {
+        self.ca_key_pem.as_deref()
     }
 
     /// Stops the server and waits for it to finish.

@@ -1,4 +1,6 @@
-//! Serving certificate and admin token: generated on first start, reused from the data dir after.
+//! Cluster CA, serving certificate and admin token: generated on first start, reused from the data
+//! dir after. The CA's key is kept (`ca.key`) so that client certificates can be signed with it;
+//! the server verifies the client certificates it is offered against the CA.
 
 use std::path::Path;
 
@@ -16,6 +18,8 @@ pub struct TlsMaterial {
     pub cert_pem: String,
     /// Serving key.
     pub key_pem: String,
+    /// The CA's key, to sign client certificates with.
+    pub ca_key_pem: String,
 }
 
 /// Errors while preparing TLS material or the token.
@@ -49,7 +53,7 @@ fn read_opt(path: &Path) -> Result<Option<String>, Error> {
     }
 }
 
-fn write_private(path: &Path, contents: &str) -> Result<(), Error> {
+pub(crate) fn write_private(path: &Path, contents: &str) -> Result<(), Error> {
     let io = |e| Error::Io {
         path: path.display().to_string(),
         source: e,
@@ -85,6 +89,7 @@ pub fn generate(extra_sans: &[String]) -> Result<TlsMaterial, Error> {
         KeyUsagePurpose::DigitalSignature,
     ];
     let ca_cert = ca_params.self_signed(&ca_key)?;
+    let ca_key_pem = ca_key.serialize_pem();
     let issuer = Issuer::new(ca_params, ca_key);
 
     let mut sans = vec![
@@ -114,30 +119,38 @@ pub fn generate(extra_sans: &[String]) -> Result<TlsMaterial, Error> {
         ca_pem: ca_cert.pem(),
         cert_pem: cert.pem(),
         key_pem: key.serialize_pem(),
+        ca_key_pem,
     })
 }
 
-/// The TLS material in `dir` (`ca.crt`, `apiserver.crt`, `apiserver.key`), generated there on
-/// first use; freshly generated when `dir` is `None`.
+/// The TLS material in `dir` (`ca.crt`, `ca.key`, `apiserver.crt`, `apiserver.key`), generated
+/// there on first use (and again when one of them is missing); freshly generated when `dir` is
+/// `None`.
 pub fn load_or_generate(dir: Option<&Path>, extra_sans: &[String]) -> Result<TlsMaterial, Error> {
     let Some(dir) = dir else {
         return generate(extra_sans);
     };
-    let (ca, cert, key) = (
+    let (ca, ca_key, cert, key) = (
         dir.join("ca.crt"),
+        dir.join("ca.key"),
         dir.join("apiserver.crt"),
         dir.join("apiserver.key"),
     );
-    if let (Some(ca_pem), Some(cert_pem), Some(key_pem)) =
-        (read_opt(&ca)?, read_opt(&cert)?, read_opt(&key)?)
-    {
+    if let (Some(ca_pem), Some(ca_key_pem), Some(cert_pem), Some(key_pem)) = (
+        read_opt(&ca)?,
+        read_opt(&ca_key)?,
+        read_opt(&cert)?,
+        read_opt(&key)?,
+    ) {
         return Ok(TlsMaterial {
             ca_pem,
             cert_pem,
             key_pem,
+            ca_key_pem,
         });
     }
     let m = generate(extra_sans)?;
+    write_private(&ca_key, &m.ca_key_pem)?;
     write_private(&ca, &m.ca_pem)?;
     write_private(&key, &m.key_pem)?;
     write_private(&cert, &m.cert_pem)?;
@@ -169,7 +182,8 @@ pub fn load_or_generate_token(dir: Option<&Path>) -> Result<String, Error> {
     Ok(t)
 }
 
-/// A rustls server config for `m` (HTTP/2 and HTTP/1.1 via ALPN).
+/// A rustls server config for `m` (HTTP/2 and HTTP/1.1 via ALPN) that asks for a client
+/// certificate without requiring one (see [`RequestClientCert`]).
 pub fn server_config(m: &TlsMaterial) -> Result<rustls::ServerConfig, Error> {
     let certs = CertificateDer::pem_slice_iter(m.cert_pem.as_bytes())
         .collect::<Result<Vec<_>, _>>()
@@ -182,14 +196,134 @@ pub fn server_config(m: &TlsMaterial) -> Result<rustls::ServerConfig, Error> {
         e => Error::Invalid(format!("serving key: {e}")),
     })?;
     let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let client_verifier = std::sync::Arc::new(RequestClientCert::new(&m.ca_pem)?);
     let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| Error::Invalid(e.to_string()))?
-        .with_no_client_auth()
+        .with_client_cert_verifier(client_verifier)
         .with_single_cert(certs, key)
         .map_err(|e| Error::Invalid(e.to_string()))?;
     cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(cfg)
+}
+
+/// Go's `tls.RequestClientCert`: asks for a client certificate (hinting the cluster CA), does not
+/// require one, and checks only that the client holds the certificate's private key. Whether the
+/// certificate is signed by the CA is for the authenticator to decide
+/// ([`crate::auth::x509::verify`]), so that a bad certificate is a 401 as on kube rather than a
+/// failed handshake, and so that X.509 v1 certificates, which webpki refuses, work as with Go.
+#[derive(Debug)]
+pub struct RequestClientCert {
+    hints: Vec<rustls::DistinguishedName>,
+}
+
+impl RequestClientCert {
+    /// A verifier hinting the subjects of the CA certificates in `ca_pem`.
+    pub fn new(ca_pem: &str) -> Result<Self, Error> {
+        use x509_parser::prelude::{FromDer, X509Certificate};
+        let mut hints = Vec::new();
+        for ca in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
+            let ca = ca.map_err(|e| Error::Invalid(format!("CA certificate: {e}")))?;
+            let (_, cert) = X509Certificate::from_der(&ca)
+                .map_err(|e| Error::Invalid(format!("CA certificate: {e}")))?;
+            hints.push(rustls::DistinguishedName::from(
+                cert.subject().as_raw().to_vec(),
+            ));
+        }
+        Ok(Self { hints })
+    }
+
+    /// Checks that `cert`'s key made `signature` over `message` with `scheme`.
+    fn verify_signature(
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        scheme: rustls::SignatureScheme,
+        signature: &[u8],
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        use ring::signature as sig;
+        use rustls::SignatureScheme as S;
+        use x509_parser::prelude::{FromDer, X509Certificate};
+        let algorithm: &'static dyn sig::VerificationAlgorithm = match scheme {
+            S::ECDSA_NISTP256_SHA256 => &sig::ECDSA_P256_SHA256_ASN1,
+            S::ECDSA_NISTP384_SHA384 => &sig::ECDSA_P384_SHA384_ASN1,
+            S::ED25519 => &sig::ED25519,
+            S::RSA_PSS_SHA256 => &sig::RSA_PSS_2048_8192_SHA256,
+            S::RSA_PSS_SHA384 => &sig::RSA_PSS_2048_8192_SHA384,
+            S::RSA_PSS_SHA512 => &sig::RSA_PSS_2048_8192_SHA512,
+            S::RSA_PKCS1_SHA256 => &sig::RSA_PKCS1_2048_8192_SHA256,
+            S::RSA_PKCS1_SHA384 => &sig::RSA_PKCS1_2048_8192_SHA384,
+            S::RSA_PKCS1_SHA512 => &sig::RSA_PKCS1_2048_8192_SHA512,
+            _ => {
+                return Err(rustls::Error::PeerMisbehaved(
+                    rustls::PeerMisbehaved::SignedHandshakeWithUnadvertisedSigScheme,
+                ))
+            }
+        };
+        let (_, parsed) = X509Certificate::from_der(cert).map_err(|_| {
+            rustls::Error::InvalidCertificate(rustls::CertificateError::BadEncoding)
+        })?;
+        let key = &parsed.public_key().subject_public_key.data;
+        sig::UnparsedPublicKey::new(algorithm, key.as_ref())
+            .verify(message, signature)
+            .map(|()| rustls::client::danger::HandshakeSignatureValid::assertion())
+            .map_err(|_| rustls::Error::InvalidCertificate(rustls::CertificateError::BadSignature))
+    }
+}
+
+impl rustls::server::danger::ClientCertVerifier for RequestClientCert {
+    fn offer_client_auth(&self) -> bool {
+        true
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        false
+    }
+
+    fn root_hint_subjects(&self) -> &[rustls::DistinguishedName] {
+        &self.hints
+    }
+
+    fn verify_client_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::server::danger::ClientCertVerified, rustls::Error> {
+        Ok(rustls::server::danger::ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        Self::verify_signature(message, cert, dss.scheme, dss.signature())
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        Self::verify_signature(message, cert, dss.scheme, dss.signature())
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        use rustls::SignatureScheme as S;
+        vec![
+            S::ECDSA_NISTP256_SHA256,
+            S::ECDSA_NISTP384_SHA384,
+            S::ED25519,
+            S::RSA_PSS_SHA256,
+            S::RSA_PSS_SHA384,
+            S::RSA_PSS_SHA512,
+            S::RSA_PKCS1_SHA256,
+            S::RSA_PKCS1_SHA384,
+            S::RSA_PKCS1_SHA512,
+        ]
+    }
 }
 
 #[cfg(test)]

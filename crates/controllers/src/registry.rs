@@ -56,6 +56,8 @@ pub const CRONJOB: &str = "cronjob-controller";
 pub const TTL_AFTER_FINISHED: &str = "ttl-after-finished-controller";
 /// Canonical name of the service-account controller.
 pub const SERVICEACCOUNT: &str = "serviceaccount-controller";
+/// Canonical name of the service-account token controller.
+pub const SERVICEACCOUNT_TOKEN: &str = "serviceaccount-token-controller";
 /// Canonical name of the root CA publisher.
 pub const ROOT_CA_PUBLISHER: &str = "root-ca-certificate-publisher-controller";
 /// Canonical name of the Endpoints controller.
@@ -93,7 +95,7 @@ const fn implemented(c: ControllerName) -> ControllerName {
 /// `cmd/kube-controller-manager/names/controller_names.go` and `k8s.io/cloud-provider/names`;
 /// aliases and defaults from each controller's descriptor.
 pub const KNOWN: &[ControllerName] = &[
-    kube("serviceaccount-token-controller", &["serviceaccount-token"]),
+    implemented(kube(SERVICEACCOUNT_TOKEN, &["serviceaccount-token"])),
     implemented(kube(ENDPOINTS, &["endpoint"])),
     implemented(kube(ENDPOINTSLICE, &["endpointslice"])),
     implemented(kube(ENDPOINTSLICE_MIRRORING, &["endpointslicemirroring"])),
@@ -303,6 +305,12 @@ pub struct ControllerOptions {
     pub mirroring_max_endpoints_per_subset: usize,
     /// `--mirroring-endpointslice-updates-batch-period`.
     pub mirroring_endpointslice_updates_batch_period: Duration,
+    /// `--concurrent-serviceaccount-token-syncs`.
+    pub concurrent_serviceaccount_token_syncs: usize,
+    /// Signs the tokens of the service-account token controller, from
+    /// `--service-account-private-key-file`; without it that controller does not start.
+    pub service_account_token_generator:
+        Option<Arc<dyn serviceaccount::tokens::LegacyTokenGenerator>>,
     /// Wall clock for every controller.
     pub clock: Arc<dyn Clock>,
 }
@@ -331,6 +339,8 @@ impl Default for ControllerOptions {
             mirroring_concurrent_service_endpoint_syncs: 5,
             mirroring_max_endpoints_per_subset: 1000,
             mirroring_endpointslice_updates_batch_period: Duration::ZERO,
+            concurrent_serviceaccount_token_syncs: 5,
+            service_account_token_generator: None,
             clock: Arc::new(SystemClock),
         }
     }
@@ -441,6 +451,7 @@ fn required_resources(name: &str) -> &'static [(&'static str, &'static str)] {
             ("v1", "endpoints"),
             ("v1", "services"),
         ],
+        SERVICEACCOUNT_TOKEN => &[("v1", "serviceaccounts"), ("v1", "secrets")],
         _ => &[],
     }
 }
@@ -581,6 +592,22 @@ pub async fn start(
             let c = serviceaccount::ServiceAccountsController::new(ctx.factory, client);
             // kube runs one worker (`startServiceAccountController`).
             Box::pin(async move { c.run(1, shutdown).await })
+        }
+        SERVICEACCOUNT_TOKEN => {
+            let Some(generator) = o.service_account_token_generator.clone() else {
+                return Ok(Started::Skipped(format!(
+                    "{SERVICEACCOUNT_TOKEN:?} is disabled because there is no private key"
+                )));
+            };
+            let root_ca = o.root_ca.clone().unwrap_or_default().into_bytes();
+            let c = serviceaccount::tokens::TokensController::new(
+                ctx.factory,
+                client,
+                generator,
+                root_ca,
+            );
+            let workers = o.concurrent_serviceaccount_token_syncs;
+            Box::pin(async move { c.run(workers, shutdown).await })
         }
         ROOT_CA_PUBLISHER => {
             let Some(root_ca) = o.root_ca.clone() else {

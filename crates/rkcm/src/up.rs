@@ -57,6 +57,24 @@ pub struct UpArgs {
     /// A port range to reserve for services with NodePort visibility (inclusive at both ends).
     #[arg(long, default_value = rkcm_apiserver::allocators::DEFAULT_SERVICE_NODE_PORT_RANGE, value_name = "RANGE")]
     pub service_node_port_range: rkcm_apiserver::allocators::PortRange,
+
+    /// If set, the file that will be used to secure the secure port of the API server via token
+    /// authentication (CSV: `token,user,uid,"group1,group2"`).
+    #[arg(long, value_name = "FILE")]
+    pub token_auth_file: Option<PathBuf>,
+
+    /// Identifier of the service account token issuer (the `iss` claim of issued tokens).
+    #[arg(long, default_value = rkcm_apiserver::auth::serviceaccount::DEFAULT_ISSUER, value_name = "URL")]
+    pub service_account_issuer: String,
+
+    /// Identifiers of the API; tokens for other audiences are refused (default: the issuer).
+    #[arg(long, value_delimiter = ',', value_name = "AUDIENCES")]
+    pub api_audiences: Vec<String>,
+
+    /// The maximum validity duration of a token created by the service account token issuer
+    /// (0: no limit); longer requests are given this duration.
+    #[arg(long, default_value = "0s", value_parser = rkcm_apimachinery::duration::parse_non_negative, value_name = "DURATION")]
+    pub service_account_max_token_expiration: Duration,
 }
 
 /// The default data directory: `$XDG_STATE_HOME/rkcm`, else `~/.local/state/rkcm`.
@@ -92,6 +110,11 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         bind: addr,
         service_cluster_ip_range: args.service_cluster_ip_range,
         service_node_port_range: args.service_node_port_range,
+        token_auth_file: args.token_auth_file.clone(),
+        service_account_issuer: args.service_account_issuer.clone(),
+        api_audiences: args.api_audiences.clone(),
+        service_account_max_token_expiration: Some(args.service_account_max_token_expiration)
+            .filter(|d| !d.is_zero()),
         ..ApiConfig::default()
     })
     .await
@@ -144,6 +167,11 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         controllers,
         options: ControllerOptions {
             clock: Arc::new(SystemClock),
+            // As kube-controller-manager's --service-account-private-key-file: the key the API
+            // server verifies service-account tokens with.
+            service_account_token_generator: Some(manager::legacy_tokens::generator_from_file(
+                &data_dir.join(rkcm_apiserver::auth::signing_key::KEY_FILE),
+            )?),
             ..ControllerOptions::default()
         },
         qps: 200.0,

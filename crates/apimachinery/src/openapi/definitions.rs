@@ -218,6 +218,20 @@ fn generate() -> Generated {
         list = true
     );
     kind!(
+        "authentication.k8s.io",
+        "v1",
+        "SelfSubjectReview",
+        authentication::v1::SelfSubjectReview,
+        list = false
+    );
+    kind!(
+        "authentication.k8s.io",
+        "v1",
+        "TokenReview",
+        authentication::v1::TokenReview,
+        list = false
+    );
+    kind!(
         "autoscaling",
         "v2",
         "HorizontalPodAutoscaler",

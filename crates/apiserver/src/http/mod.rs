@@ -25,6 +25,7 @@ use axum::Router;
 use http::header;
 
 use crate::allocators::ServiceAllocators;
+use crate::auth::{oidc, Authenticator, ClientCertificate};
 use crate::error::ApiError;
 use crate::store::Store;
 
@@ -37,12 +38,26 @@ pub struct AppState {
     pub store: Store,
     /// Cluster IPs and node ports of Services.
     pub services: Arc<ServiceAllocators>,
-    /// Bearer token that grants access; `None` disables authentication.
-    pub token: Option<String>,
+    /// Who sent a request.
+    pub auth: Arc<Authenticator>,
+    /// Limits of requested service-account tokens.
+    pub token_expiration: TokenExpiration,
+    /// The `/.well-known/openid-configuration` document.
+    pub openid_configuration: serde_json::Value,
     /// Interval between watch bookmarks.
     pub bookmark_interval: Duration,
     /// Cancelled when the server stops; open watches end.
     pub shutdown: tokio_util::sync::CancellationToken,
+}
+
+/// How long requested service-account tokens live (`--service-account-max-token-expiration`,
+/// `--service-account-extend-token-expiration`).
+#[derive(Clone, Copy, Debug)]
+pub struct TokenExpiration {
+    /// Longest validity granted, in seconds; no limit when `None`.
+    pub max_seconds: Option<i64>,
+    /// Whether pod-bound tokens asking for kube's warn-only expiration get a year.
+    pub extend: bool,
 }
 
 /// Shared handler state.
@@ -67,6 +82,8 @@ pub fn router(state: SharedState) -> Router {
         .route("/openapi/v2", get(discovery::openapi_v2))
         .route("/openapi/v3", get(discovery::openapi_v3_index))
         .route("/openapi/v3/{*path}", get(discovery::openapi_v3_document))
+        .route(oidc::CONFIGURATION_PATH, get(openid_configuration))
+        .route(oidc::JWKS_PATH, get(jwks))
         .fallback(resource::handle)
         .layer(crate::metrics::RequestMetrics::new())
         .layer(axum::middleware::from_fn_with_state(
@@ -80,36 +97,59 @@ async fn health() -> &'static str {
     "ok"
 }
 
-/// Paths served without a token (as kube's `system:public-info-viewer`).
-fn is_public(path: &str) -> bool {
+/// `/.well-known/openid-configuration`.
+async fn openid_configuration(State(state): State<SharedState>) -> Response {
+    oidc_response(&state.openid_configuration)
+}
+
+/// `/openid/v1/jwks`.
+async fn jwks(State(state): State<SharedState>) -> Response {
+    oidc_response(&oidc::jwks(state.auth.service_accounts().key()))
+}
+
+fn oidc_response(value: &serde_json::Value) -> Response {
+    let mut resp = json_value(http::StatusCode::OK, value);
+    resp.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static(oidc::CACHE_CONTROL),
+    );
+    resp
+}
+
+/// Paths the anonymous user may read: kube's `system:public-info-viewer` (health and version).
+/// The issuer discovery documents are not among them: kube binds
+/// `system:service-account-issuer-discovery` to `system:serviceaccounts` only and leaves opening
+/// it to anonymous callers to the cluster admin.
+pub fn is_public(path: &str) -> bool {
     matches!(
         path,
         "/healthz" | "/livez" | "/readyz" | "/version" | "/version/"
     )
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// Rejects requests without the admin bearer token with 401 Unauthorized.
-async fn authenticate(State(state): State<SharedState>, req: Request, next: Next) -> Response {
-    if let Some(token) = &state.token {
-        if !is_public(req.uri().path()) {
-            let presented = req
-                .headers()
-                .get(header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| {
-                    v.strip_prefix("Bearer ")
-                        .or_else(|| v.strip_prefix("bearer "))
-                })
-                .map(str::trim);
-            if !presented.is_some_and(|p| constant_time_eq(p.as_bytes(), token.as_bytes())) {
-                return ApiError::unauthorized().into_response();
-            }
+/// Authenticates every request (see [`crate::auth`]) and puts its [`crate::auth::UserInfo`] in
+/// the request's extensions. Bad credentials get 401 Unauthorized anywhere; the anonymous user
+/// gets 401 except on the public paths. There is no authorizer yet: any authenticated user may do
+/// everything.
+async fn authenticate(State(state): State<SharedState>, mut req: Request, next: Next) -> Response {
+    let user = state.auth.authenticate(
+        req.headers(),
+        req.extensions().get::<ClientCertificate>(),
+        jiff::Timestamp::now(),
+    );
+    let user = match user {
+        Ok(user) => user,
+        Err(why) => {
+            tracing::debug!(uri = %req.uri(), reason = %why, "unable to authenticate the request");
+            return ApiError::unauthorized().into_response();
         }
+    };
+    if user.is_anonymous() && !is_public(req.uri().path()) {
+        return ApiError::unauthorized().into_response();
     }
+    // As kube, credentials do not travel further than authentication.
+    req.headers_mut().remove(header::AUTHORIZATION);
+    req.extensions_mut().insert(user);
     let method = req.method().clone();
     let uri = req.uri().clone();
     let resp = next.run(req).await;

@@ -9,10 +9,11 @@ use http::{HeaderMap, Method};
 
 use rkcm_apimachinery::catalog::ResourceInfo;
 
+use crate::auth::UserInfo;
 use crate::error::{ApiError, ApiResult};
 use crate::http::handlers::{
-    binding, create, delete, delete_collection, eviction, get, list, patch, scale, update, watch,
-    ResourceRequest,
+    binding, create, delete, delete_collection, eviction, get, list, patch, reviews, scale,
+    token_request, update, watch, ResourceRequest,
 };
 use crate::http::negotiate;
 use crate::http::params::Params;
@@ -24,7 +25,17 @@ use crate::rest::UpdateTarget;
 /// Entry point for every path that is not discovery, health or OpenAPI.
 pub async fn handle(State(state): State<SharedState>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
-    match dispatch(&state, &parts.method, &parts.uri, &parts.headers, body).await {
+    let user = parts.extensions.get::<UserInfo>();
+    match dispatch(
+        &state,
+        &parts.method,
+        &parts.uri,
+        &parts.headers,
+        body,
+        user,
+    )
+    .await
+    {
         Ok(resp) => resp,
         Err(e) => e.into_response(),
     }
@@ -52,6 +63,7 @@ async fn dispatch(
     uri: &http::Uri,
     headers: &HeaderMap,
     body: Body,
+    user: Option<&UserInfo>,
 ) -> ApiResult<Response> {
     let params = Params::parse(uri.query())?;
     if let Some(ns) = bindings_namespace(uri.path()) {
@@ -90,6 +102,10 @@ async fn dispatch(
             Method::GET => {
                 require_verb(info, "list", method)?;
                 list::list(&req)
+            }
+            Method::POST if info.group == "authentication.k8s.io" => {
+                require_verb(info, "create", method)?;
+                reviews::create(&req, user, body).await
             }
             Method::POST => {
                 require_verb(info, "create", method)?;
@@ -161,6 +177,7 @@ async fn subresource(
         ("scale", "patch") => scale::patch(req, name, body).await,
         ("binding", "create") => binding::bind(req, name, body).await,
         ("eviction", "create") => eviction::evict(req, name, body).await,
+        ("token", "create") => token_request::create_token(req, name, body).await,
         _ => Err(ApiError::method_not_allowed(method.as_str())),
     }
 }

@@ -468,6 +468,37 @@ mod tests {
     }
 
     #[test]
+    fn token_and_self_subject_reviews_decode() {
+        let mut spec = Vec::new();
+        field_bytes(1, b"t0k3n", &mut spec);
+        field_bytes(2, b"api", &mut spec);
+        field_bytes(2, b"vault", &mut spec);
+        let mut review = Vec::new();
+        field_bytes(2, &spec, &mut review);
+        let v = decode(&envelope(
+            "authentication.k8s.io/v1",
+            "TokenReview",
+            &review,
+        ))
+        .expect("decodes");
+        assert_eq!(
+            v["spec"],
+            json!({"token": "t0k3n", "audiences": ["api", "vault"]})
+        );
+        let mut meta = Vec::new();
+        field_bytes(1, b"me", &mut meta);
+        let mut ssr = Vec::new();
+        field_bytes(1, &meta, &mut ssr);
+        let v = decode(&envelope(
+            "authentication.k8s.io/v1",
+            "SelfSubjectReview",
+            &ssr,
+        ))
+        .expect("decodes");
+        assert_eq!(v["metadata"]["name"], "me");
+    }
+
+    #[test]
     fn namespace_with_labels_and_finalizers_decodes() {
         let mut meta = Vec::new();
         field_bytes(1, b"scratch", &mut meta);

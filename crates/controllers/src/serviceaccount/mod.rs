@@ -6,6 +6,8 @@
 //! `Active` are left alone, and creates refused because the namespace is terminating are not
 //! retried.
 
+pub mod tokens;
+
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};

@@ -233,6 +233,23 @@ pub struct ManagerArgs {
         help_heading = "Serviceaccount controller flags"
     )]
     pub root_ca_file: Option<PathBuf>,
+
+    /// Filename containing a PEM-encoded private RSA or ECDSA key used to sign service account
+    /// tokens (rkcm: an ECDSA P-256 key in PKCS#8, as `rkcm up` keeps in `sa.key`).
+    #[arg(
+        long,
+        value_name = "PATH",
+        help_heading = "Serviceaccount controller flags"
+    )]
+    pub service_account_private_key_file: Option<PathBuf>,
+
+    /// The number of service account token objects that are allowed to sync concurrently.
+    #[arg(
+        long,
+        default_value_t = 5,
+        help_heading = "Serviceaccount controller flags"
+    )]
+    pub concurrent_serviceaccount_token_syncs: usize,
 }
 
 /// A parser of an integer flag that kube bounds to `min..=max`, refusing others with kube's

@@ -16,6 +16,7 @@ use tokio::task::JoinSet;
 use crate::serving::{self, Health};
 
 mod flags;
+pub mod legacy_tokens;
 
 pub use flags::ManagerArgs;
 
@@ -96,11 +97,17 @@ pub async fn config_from_flags(args: &ManagerArgs) -> anyhow::Result<ManagerConf
         ),
         None => None,
     };
+    let service_account_token_generator = match &args.service_account_private_key_file {
+        Some(path) => Some(legacy_tokens::generator_from_file(path)?),
+        None => None,
+    };
     Ok(ManagerConfig {
         kube_config,
         controllers,
         options: ControllerOptions {
             root_ca,
+            service_account_token_generator,
+            concurrent_serviceaccount_token_syncs: args.concurrent_serviceaccount_token_syncs,
             concurrent_replicaset_syncs: args.concurrent_replicaset_syncs,
             concurrent_rc_syncs: args.concurrent_rc_syncs,
             concurrent_deployment_syncs: args.concurrent_deployment_syncs,

@@ -13,7 +13,9 @@ pub mod get;
 pub mod list;
 pub mod patch;
 mod request;
+pub mod reviews;
 pub mod scale;
+pub mod token_request;
 pub mod update;
 pub mod watch;
 
