@@ -237,6 +237,26 @@ async fn endpoints_and_slices_follow_the_selected_pods() -> Result<()> {
     assert_eq!(slice.address_type, "IPv4");
     assert_eq!(slice.endpoints[0].zone.as_deref(), Some("zone-a"));
 
+    // Someone else empties the managed slice: its generation moves past the controller's
+    // write, and the controller restores it.
+    let slice_api: Api<EndpointSlice> = Api::namespaced(cluster.client.clone(), NS);
+    let mut edited = slice.clone();
+    edited.endpoints.clear();
+    slice_api
+        .replace(
+            edited.metadata.name.as_deref().unwrap(),
+            &PostParams::default(),
+            &edited,
+        )
+        .await?;
+    let restored = slices_become(
+        &cluster,
+        "web",
+        &[("10.244.1.2", true), ("10.244.1.3", false)],
+    )
+    .await?;
+    assert!(restored[0].metadata.generation > slice.metadata.generation);
+
     // b becomes ready, then a goes away.
     set_ready(&cluster, "b", "10.244.1.3", true).await?;
     endpoints_become(&cluster, "web", (&["10.244.1.2", "10.244.1.3"], &[])).await?;
