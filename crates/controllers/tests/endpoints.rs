@@ -237,6 +237,15 @@ async fn endpoints_and_slices_follow_the_selected_pods() -> Result<()> {
     assert_eq!(slice.address_type, "IPv4");
     assert_eq!(slice.endpoints[0].zone.as_deref(), Some("zone-a"));
 
+    // The sync was counted under kube's metric names.
+    let metrics = rkcm_runtime::metrics::encode_text();
+    for name in [
+        "endpoint_slice_controller_endpoints_added_per_sync",
+        "endpoint_slice_controller_endpointslices_changed_per_sync",
+    ] {
+        assert!(metrics.contains(name), "{name} missing from:\n{metrics}");
+    }
+
     // Someone else empties the managed slice: its generation moves past the controller's
     // write, and the controller restores it.
     let slice_api: Api<EndpointSlice> = Api::namespaced(cluster.client.clone(), NS);
