@@ -361,3 +361,44 @@ async fn hand_written_endpoints_of_a_selectorless_service_are_mirrored() -> Resu
     cluster.stop().await;
     Ok(())
 }
+
+/// `checkLeftoverEndpoints`: Endpoints whose Service went away while the controller was down
+/// are deleted when it starts; leader-election records are left alone.
+#[tokio::test]
+async fn leftover_endpoints_of_missing_services_are_deleted_at_start() -> Result<()> {
+    let cluster = Cluster::start().await;
+    let endpoints: Api<Endpoints> = Api::namespaced(cluster.client.clone(), NS);
+    for (name, annotations) in [
+        ("stray", None),
+        (
+            "lock",
+            Some(
+                [(
+                    "control-plane.alpha.kubernetes.io/leader".to_string(),
+                    "{}".to_string(),
+                )]
+                .into(),
+            ),
+        ),
+    ] {
+        let e = Endpoints {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                annotations,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        endpoints.create(&PostParams::default(), &e).await?;
+    }
+    cluster
+        .start_registered(&[registry::ENDPOINTS], ControllerOptions::default())
+        .await?;
+    eventually("the stray endpoints to go", || async {
+        Ok(endpoints.get_opt("stray").await?.is_none().then_some(()))
+    })
+    .await?;
+    assert!(endpoints.get_opt("lock").await?.is_some());
+    cluster.stop().await;
+    Ok(())
+}
