@@ -237,6 +237,35 @@ async fn endpoints_and_slices_follow_the_selected_pods() -> Result<()> {
     assert_eq!(slice.address_type, "IPv4");
     assert_eq!(slice.endpoints[0].zone.as_deref(), Some("zone-a"));
 
+    // The sync was counted under kube's metric names.
+    let metrics = rkcm_runtime::metrics::encode_text();
+    for name in [
+        "endpoint_slice_controller_endpoints_added_per_sync",
+        "endpoint_slice_controller_endpointslices_changed_per_sync",
+    ] {
+        assert!(metrics.contains(name), "{name} missing from:\n{metrics}");
+    }
+
+    // Someone else empties the managed slice: its generation moves past the controller's
+    // write, and the controller restores it.
+    let slice_api: Api<EndpointSlice> = Api::namespaced(cluster.client.clone(), NS);
+    let mut edited = slice.clone();
+    edited.endpoints.clear();
+    slice_api
+        .replace(
+            edited.metadata.name.as_deref().unwrap(),
+            &PostParams::default(),
+            &edited,
+        )
+        .await?;
+    let restored = slices_become(
+        &cluster,
+        "web",
+        &[("10.244.1.2", true), ("10.244.1.3", false)],
+    )
+    .await?;
+    assert!(restored[0].metadata.generation > slice.metadata.generation);
+
     // b becomes ready, then a goes away.
     set_ready(&cluster, "b", "10.244.1.3", true).await?;
     endpoints_become(&cluster, "web", (&["10.244.1.2", "10.244.1.3"], &[])).await?;
@@ -329,6 +358,47 @@ async fn hand_written_endpoints_of_a_selectorless_service_are_mirrored() -> Resu
         ))
         .await?;
     assert!(mirrored.items.is_empty());
+    cluster.stop().await;
+    Ok(())
+}
+
+/// `checkLeftoverEndpoints`: Endpoints whose Service went away while the controller was down
+/// are deleted when it starts; leader-election records are left alone.
+#[tokio::test]
+async fn leftover_endpoints_of_missing_services_are_deleted_at_start() -> Result<()> {
+    let cluster = Cluster::start().await;
+    let endpoints: Api<Endpoints> = Api::namespaced(cluster.client.clone(), NS);
+    for (name, annotations) in [
+        ("stray", None),
+        (
+            "lock",
+            Some(
+                [(
+                    "control-plane.alpha.kubernetes.io/leader".to_string(),
+                    "{}".to_string(),
+                )]
+                .into(),
+            ),
+        ),
+    ] {
+        let e = Endpoints {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                annotations,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        endpoints.create(&PostParams::default(), &e).await?;
+    }
+    cluster
+        .start_registered(&[registry::ENDPOINTS], ControllerOptions::default())
+        .await?;
+    eventually("the stray endpoints to go", || async {
+        Ok(endpoints.get_opt("stray").await?.is_none().then_some(()))
+    })
+    .await?;
+    assert!(endpoints.get_opt("lock").await?.is_some());
     cluster.stop().await;
     Ok(())
 }

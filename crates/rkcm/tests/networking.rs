@@ -220,3 +220,37 @@ subsets:
     );
     assert!(cluster.stop(), "rkcm up exits cleanly");
 }
+
+#[test]
+fn endpoint_controller_flags_have_kubes_names_groups_and_bounds() {
+    let rkcm = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_rkcm"))
+            .arg("controller-manager")
+            .args(args)
+            .output()
+            .expect("rkcm runs")
+    };
+    let help = String::from_utf8_lossy(&rkcm(&["--help"]).stdout).into_owned();
+    for flag in [
+        "Endpoint controller flags:",
+        "--concurrent-endpoint-syncs",
+        "--endpoint-updates-batch-period",
+        "Endpointslice controller flags:",
+        "--concurrent-service-endpoint-syncs",
+        "--max-endpoints-per-slice",
+        "--endpointslice-updates-batch-period",
+        "Endpointslicemirroring controller flags:",
+        "--mirroring-concurrent-service-endpoint-syncs",
+        "--mirroring-max-endpoints-per-subset",
+        "--mirroring-endpointslice-updates-batch-period",
+    ] {
+        assert!(help.contains(flag), "--help lacks {flag}:\n{help}");
+    }
+    let out = rkcm(&["--max-endpoints-per-slice", "0"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("max-endpoints-per-slice must not be less than 1, but got 0"),
+        "{stderr}"
+    );
+}

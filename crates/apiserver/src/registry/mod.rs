@@ -37,6 +37,7 @@ mod cronjobs;
 mod daemonsets;
 mod deployments;
 mod endpoints;
+mod endpointslices;
 mod events;
 mod generation;
 mod generic;
@@ -372,8 +373,8 @@ pub trait Strategy: Send + Sync + 'static {
 /// k8s-openapi type.
 fn build(info: &'static ResourceInfo) -> Box<dyn Strategy> {
     use k8s_openapi::api::{
-        apps, autoscaling, batch, certificates, coordination, core, events as events_api, policy,
-        rbac, scheduling,
+        apps, autoscaling, batch, certificates, coordination, core, discovery,
+        events as events_api, policy, rbac, scheduling,
     };
     use typecheck::{decode_check, TypeChecked};
     let (strategy, check): (Box<dyn Strategy>, typecheck::DecodeCheck) =
@@ -473,6 +474,10 @@ fn build(info: &'static ResourceInfo) -> Box<dyn Strategy> {
             ("", "Endpoints") => (
                 Box::new(endpoints::strategy(info)),
                 decode_check::<core::v1::Endpoints>,
+            ),
+            ("discovery.k8s.io", "EndpointSlice") => (
+                Box::new(endpointslices::strategy(info)),
+                decode_check::<discovery::v1::EndpointSlice>,
             ),
             ("policy", "PodDisruptionBudget") => (
                 Box::new(poddisruptionbudgets::strategy(info)),

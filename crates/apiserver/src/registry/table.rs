@@ -40,7 +40,7 @@ impl Row {
 
 fn rows() -> Vec<Row> {
     use k8s_openapi::api::{
-        admissionregistration as admission, discovery, flowcontrol, networking, node, storage,
+        admissionregistration as admission, flowcontrol, networking, node, storage,
     };
     use k8s_openapi::kube_aggregator::pkg::apis::apiregistration;
     vec![
@@ -128,11 +128,6 @@ fn rows() -> Vec<Row> {
             "node.k8s.io",
             "RuntimeClass",
             decode_check::<node::v1::RuntimeClass>,
-        ),
-        row(
-            "discovery.k8s.io",
-            "EndpointSlice",
-            decode_check::<discovery::v1::EndpointSlice>,
         ),
         row(
             "flowcontrol.apiserver.k8s.io",

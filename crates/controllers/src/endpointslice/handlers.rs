@@ -106,3 +106,143 @@ impl EndpointSliceController {
         services_for_pod(&services, pod)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use rkcm_runtime::events::EventRecorder;
+    use rkcm_runtime::informer::{Deleted, InformerFactory};
+    use rkcm_runtime::testing::offline_client;
+
+    use super::*;
+    use crate::endpointslice::slices::MANAGED_BY_LABEL;
+    use crate::endpointslice::{Config, MANAGED_BY};
+    use crate::podendpoints::fixtures::{pod, service};
+
+    fn controller(batch: Duration) -> Arc<EndpointSliceController> {
+        let factory = InformerFactory::new(offline_client(), Duration::ZERO);
+        let (recorder, _events) = EventRecorder::channel("test", 16);
+        let c = EndpointSliceController::new(
+            &factory,
+            offline_client(),
+            recorder,
+            Config {
+                batch_period: batch,
+                ..Config::default()
+            },
+        );
+        c.services
+            .store()
+            .insert(Arc::new(service("web", Some(&[("app", "web")]))));
+        c
+    }
+
+    fn slice(service: &str, managed_by: &str, generation: i64) -> Arc<EndpointSlice> {
+        let mut s = EndpointSlice::default();
+        s.metadata.namespace = Some("ns".into());
+        s.metadata.name = Some(format!("{service}-abc"));
+        s.metadata.uid = Some("uid-slice".into());
+        s.metadata.generation = Some(generation);
+        s.metadata.labels = Some(
+            [
+                (SERVICE_NAME_LABEL.to_string(), service.to_string()),
+                (MANAGED_BY_LABEL.to_string(), managed_by.to_string()),
+            ]
+            .into(),
+        );
+        Arc::new(s)
+    }
+
+    /// Ported from endpointslice_controller_test.go `TestOnEndpointSliceAdd…`/`Update`/`Delete`:
+    /// only slices this controller manages and did not just write queue their Service, after
+    /// at least a second.
+    #[tokio::test(start_paused = true)]
+    async fn slice_changes_queue_the_service_unless_they_are_the_controllers_own() {
+        let c = controller(Duration::ZERO);
+        c.on_slice(Notification::Add(slice("web", "someone-else", 1)));
+        tokio::time::advance(Duration::from_secs(2)).await;
+        assert_eq!(c.queue.len(), 0);
+
+        c.on_slice(Notification::Add(slice("web", MANAGED_BY, 1)));
+        assert_eq!(c.queue.len(), 0, "waits endpointSliceChangeMinSyncDelay");
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert_eq!(c.queue.len(), 1);
+        let key = c.queue.get().await.unwrap();
+        assert_eq!(key, ObjectKey::new("ns", "web"));
+        c.queue.done(&key);
+
+        // Its own write (same generation) is not synced again; a newer generation is.
+        c.tracker.update(&slice("web", MANAGED_BY, 2));
+        let old = slice("web", MANAGED_BY, 1);
+        c.on_slice(Notification::Update {
+            old: Arc::clone(&old),
+            new: slice("web", MANAGED_BY, 2),
+        });
+        tokio::time::advance(Duration::from_secs(2)).await;
+        assert_eq!(c.queue.len(), 0);
+        c.on_slice(Notification::Update {
+            old: Arc::clone(&old),
+            new: slice("web", MANAGED_BY, 3),
+        });
+        tokio::time::advance(Duration::from_secs(2)).await;
+        assert_eq!(c.queue.len(), 1);
+        let key = c.queue.get().await.unwrap();
+        c.queue.done(&key);
+
+        // A service-name label change queues both Services.
+        c.on_slice(Notification::Update {
+            old: slice("web", MANAGED_BY, 3),
+            new: slice("other", MANAGED_BY, 3),
+        });
+        tokio::time::advance(Duration::from_secs(2)).await;
+        assert_eq!(c.queue.len(), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn expected_deletions_are_quiet_and_others_resync() {
+        let c = controller(Duration::ZERO);
+        let s = slice("web", MANAGED_BY, 1);
+        c.tracker.expect_deletion(&s);
+        c.on_slice(Notification::Delete(Deleted::Known(Arc::clone(&s))));
+        tokio::time::advance(Duration::from_secs(2)).await;
+        assert_eq!(c.queue.len(), 0);
+        c.tracker.update(&s);
+        c.on_slice(Notification::Delete(Deleted::Known(s)));
+        tokio::time::advance(Duration::from_secs(2)).await;
+        assert_eq!(c.queue.len(), 1);
+    }
+
+    /// Ported from `TestPodAddsBatching`, `TestPodUpdatesBatching` and `TestPodDeleteBatching`:
+    /// pod changes reach the queue after the batch period; resyncs and irrelevant changes not
+    /// at all.
+    #[tokio::test(start_paused = true)]
+    async fn pod_changes_are_batched() {
+        let c = controller(Duration::from_secs(1));
+        let p = Arc::new(pod("a", "10.0.0.1", true));
+        c.on_pod(Notification::Add(Arc::clone(&p)));
+        assert_eq!(c.queue.len(), 0);
+        tokio::time::advance(Duration::from_millis(1000)).await;
+        assert_eq!(c.queue.len(), 1);
+        let key = c.queue.get().await.unwrap();
+        c.queue.done(&key);
+
+        c.on_pod(Notification::Update {
+            old: Arc::clone(&p),
+            new: Arc::clone(&p),
+        });
+        tokio::time::advance(Duration::from_secs(2)).await;
+        assert_eq!(c.queue.len(), 0, "a resync queues nothing");
+
+        let mut unready = pod("a", "10.0.0.1", false);
+        unready.metadata.resource_version = Some("2".into());
+        c.on_pod(Notification::Update {
+            old: Arc::clone(&p),
+            new: Arc::new(unready),
+        });
+        c.on_pod(Notification::Delete(Deleted::Known(p)));
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert_eq!(c.queue.len(), 1, "both changes are one sync");
+    }
+}

@@ -14,6 +14,7 @@
 
 pub mod endpoints;
 mod handlers;
+pub mod metrics;
 pub mod reconciler;
 pub mod slices;
 mod sync;

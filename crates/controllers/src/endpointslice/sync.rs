@@ -100,6 +100,16 @@ impl EndpointSliceController {
         let plan = self.reconciler.reconcile(&service, &pods, &slices, |name| {
             nodes.get(&ObjectKey::cluster(name))
         });
+        let m = super::metrics::metrics();
+        m.endpoints_added_per_sync.observe(plan.added as f64);
+        m.endpoints_removed_per_sync.observe(plan.removed as f64);
+        let changed = plan.to_create.len() + plan.to_update.len() + plan.to_delete.len();
+        m.endpointslices_changed_per_sync
+            .get_or_create(&super::metrics::ChangedLabels {
+                topology: "Disabled".into(),
+                traffic_distribution: String::new(),
+            })
+            .observe(changed as f64);
         let mut errors = plan.errors.clone();
         if let Err(e) = self.finalize(&service, plan, trigger_time).await {
             errors.push(e);

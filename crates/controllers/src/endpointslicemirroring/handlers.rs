@@ -106,3 +106,89 @@ impl EndpointSliceMirroringController {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use rkcm_runtime::events::EventRecorder;
+    use rkcm_runtime::informer::{Deleted, InformerFactory};
+    use rkcm_runtime::testing::offline_client;
+
+    use super::*;
+    use crate::endpointslicemirroring::{Config, SKIP_MIRROR_LABEL};
+    use crate::podendpoints::fixtures::service;
+
+    fn controller() -> Arc<EndpointSliceMirroringController> {
+        let factory = InformerFactory::new(offline_client(), Duration::ZERO);
+        let (recorder, _events) = EventRecorder::channel("test", 16);
+        EndpointSliceMirroringController::new(
+            &factory,
+            offline_client(),
+            recorder,
+            Config::default(),
+        )
+    }
+
+    fn drain(c: &EndpointSliceMirroringController) -> usize {
+        let n = c.queue.len();
+        let mut taken = Vec::new();
+        for _ in 0..n {
+            if let Some(k) = futures::FutureExt::now_or_never(c.queue.get()).flatten() {
+                taken.push(k);
+            }
+        }
+        for k in &taken {
+            c.queue.done(k);
+        }
+        n
+    }
+
+    /// Ported from endpointslicemirroring_controller_test.go `TestOnServiceAdd…`,
+    /// `TestOnServiceUpdate` and `TestOnEndpointsAdd…`: selectorless Services and mirrorable
+    /// Endpoints are queued; a Service is queued on update only when it gains or loses its
+    /// selector.
+    #[tokio::test]
+    async fn services_without_selector_and_mirrorable_endpoints_are_queued() {
+        let c = controller();
+        let selectorless = Arc::new(service("ext", None));
+        let selecting = Arc::new(service("ext", Some(&[("app", "web")])));
+        c.on_service(Notification::Add(Arc::clone(&selecting)));
+        assert_eq!(drain(&c), 0);
+        c.on_service(Notification::Add(Arc::clone(&selectorless)));
+        assert_eq!(drain(&c), 1);
+        c.on_service(Notification::Update {
+            old: Arc::clone(&selectorless),
+            new: Arc::clone(&selectorless),
+        });
+        assert_eq!(drain(&c), 0);
+        c.on_service(Notification::Update {
+            old: Arc::clone(&selectorless),
+            new: Arc::clone(&selecting),
+        });
+        assert_eq!(drain(&c), 1);
+        c.on_service(Notification::Delete(Deleted::Known(selectorless)));
+        assert_eq!(drain(&c), 1);
+
+        let mut endpoints = Endpoints::default();
+        endpoints.metadata.name = Some("ext".into());
+        endpoints.metadata.namespace = Some("ns".into());
+        let mirrored = Arc::new(endpoints.clone());
+        endpoints.metadata.labels =
+            Some([(SKIP_MIRROR_LABEL.to_string(), "true".to_string())].into());
+        let skipped = Arc::new(endpoints);
+        c.on_endpoints(Notification::Add(Arc::clone(&skipped)));
+        assert_eq!(drain(&c), 0);
+        c.on_endpoints(Notification::Add(Arc::clone(&mirrored)));
+        assert_eq!(drain(&c), 1);
+        // Becoming skipped still syncs, to delete what was mirrored.
+        c.on_endpoints(Notification::Update {
+            old: mirrored,
+            new: Arc::clone(&skipped),
+        });
+        assert_eq!(drain(&c), 1);
+        c.on_endpoints(Notification::Delete(Deleted::Known(skipped)));
+        assert_eq!(drain(&c), 0);
+    }
+}

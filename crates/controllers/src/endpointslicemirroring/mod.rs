@@ -10,6 +10,7 @@
 //! generations are tracked as by the EndpointSlice controller.
 
 mod handlers;
+pub mod metrics;
 pub mod reconciler;
 mod sync;
 

@@ -40,6 +40,10 @@ pub struct Plan {
     pub invalid_addresses: usize,
     /// Addresses not mirrored: invalid ones and those over the per-subset maximum.
     pub skipped_addresses: usize,
+    /// Desired endpoints not mirrored before (for metrics).
+    pub added: usize,
+    /// Mirrored endpoints no longer desired (for metrics).
+    pub removed: usize,
 }
 
 /// The endpoint an Endpoints address becomes and its address type; `None` if the address is
@@ -210,21 +214,29 @@ pub fn reconcile(
     plan
 }
 
-/// Whether `slice`'s endpoints, labels and annotations already mirror `desired` and
-/// `endpoints` (`totalChanges` plus the label and annotation check).
-fn mirrors(slice: &EndpointSlice, desired: &EndpointSet, endpoints: &Endpoints) -> bool {
-    let mut matched = 0;
+/// Endpoints to add, update and remove for `slice` to hold `desired` (`totalChanges`).
+fn total_changes(slice: &EndpointSlice, desired: &EndpointSet) -> (usize, usize, usize) {
+    let (mut matched, mut updated, mut removed) = (0, 0, 0);
     for endpoint in &slice.endpoints {
         match desired.get(&EndpointKey::of(endpoint)) {
-            Some(want) if endpoints_equal_beyond_hash(want, endpoint) => matched += 1,
-            _ => return false,
+            Some(want) => {
+                matched += 1;
+                if !endpoints_equal_beyond_hash(want, endpoint) {
+                    updated += 1;
+                }
+            }
+            None => removed += 1,
         }
     }
+    (desired.len().saturating_sub(matched), updated, removed)
+}
+
+/// Whether `slice`'s labels and annotations already mirror `endpoints`.
+fn meta_mirrors(slice: &EndpointSlice, endpoints: &Endpoints) -> bool {
     let mut labels = slice.metadata.labels.clone().unwrap_or_default();
     labels.remove(MANAGED_BY_LABEL);
     labels.remove(SERVICE_NAME_LABEL);
-    matched == desired.len()
-        && labels == endpoints.metadata.labels.clone().unwrap_or_default()
+    labels == endpoints.metadata.labels.clone().unwrap_or_default()
         && slice.metadata.annotations.clone().unwrap_or_default() == mirrored_annotations(endpoints)
 }
 
@@ -238,6 +250,7 @@ fn reconcile_by_port_mapping(
     max: usize,
 ) {
     if desired.is_empty() {
+        plan.removed += existing.iter().map(|s| s.endpoints.len()).sum::<usize>();
         plan.to_delete.extend(existing);
         return;
     }
@@ -245,9 +258,15 @@ fn reconcile_by_port_mapping(
     let first = existing.next();
     // Every slice but the first goes.
     plan.to_delete.extend(existing);
-    if let Some(first) = &first {
-        if mirrors(first, &desired, endpoints) {
-            return;
+    match &first {
+        None => plan.added += desired.len(),
+        Some(first) => {
+            let (added, updated, removed) = total_changes(first, &desired);
+            plan.added += added;
+            plan.removed += removed;
+            if added == 0 && updated == 0 && removed == 0 && meta_mirrors(first, endpoints) {
+                return;
+            }
         }
     }
     let name = first.as_ref().and_then(|s| s.metadata.name.clone());
@@ -440,6 +459,7 @@ mod tests {
         assert!(plan.to_create.is_empty() && plan.to_delete.is_empty());
         assert_eq!(plan.to_update[0].metadata.name.as_deref(), Some("ext-a"));
         assert_eq!(plan.to_update[0].endpoints[0].addresses, ["10.0.0.9"]);
+        assert_eq!((plan.added, plan.removed), (1, 1));
 
         // A label change alone updates too.
         let mut relabelled = ep.clone();

@@ -45,6 +45,11 @@ impl EndpointSliceMirroringController {
             return Err(SyncError::StaleCache);
         }
         let plan = reconcile(&endpoints, &slices, self.max_endpoints_per_subset);
+        let m = super::metrics::metrics();
+        m.addresses_skipped_per_sync
+            .observe(plan.skipped_addresses as f64);
+        m.endpoints_added_per_sync.observe(plan.added as f64);
+        m.endpoints_removed_per_sync.observe(plan.removed as f64);
         if plan.invalid_addresses > 0 {
             self.recorder.event_for(
                 &*endpoints,

@@ -288,3 +288,31 @@ fn endpoints_per_slice(
 ) -> impl Fn(&str) -> Result<usize, String> + Clone + Send + Sync + 'static {
     bounded(flag, 1, 1000)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bounds and messages of `EndpointSliceControllerOptions.Validate` and
+    /// `EndpointSliceMirroringControllerOptions.Validate`.
+    #[test]
+    fn endpoint_slice_flags_are_bounded_with_kubes_messages() {
+        let syncs = endpoint_syncs("concurrent-service-endpoint-syncs");
+        assert_eq!(syncs("5"), Ok(5));
+        assert_eq!(
+            syncs("0"),
+            Err("concurrent-service-endpoint-syncs must not be less than 1, but got 0".into())
+        );
+        assert_eq!(
+            syncs("51"),
+            Err("concurrent-service-endpoint-syncs must not be more than 50, but got 51".into())
+        );
+        let per_slice = endpoints_per_slice("max-endpoints-per-slice");
+        assert_eq!(per_slice("1000"), Ok(1000));
+        assert_eq!(
+            per_slice("1001"),
+            Err("max-endpoints-per-slice must not be more than 1000, but got 1001".into())
+        );
+        assert!(per_slice("x").is_err());
+    }
+}
