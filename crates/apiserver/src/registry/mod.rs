@@ -38,6 +38,7 @@ mod daemonsets;
 mod deployments;
 mod endpoints;
 mod events;
+pub mod eviction;
 mod generation;
 mod generic;
 mod hooked;
