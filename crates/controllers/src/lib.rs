@@ -2,6 +2,7 @@
 //! Deployment, Job, PodGC, the garbage collector and the namespace controller.
 
 pub mod deployment;
+pub mod disruption;
 pub mod garbagecollector;
 pub mod job;
 pub mod namespace;

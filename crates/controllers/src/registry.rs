@@ -16,8 +16,8 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::ReplicationController;
 
 use crate::{
-    deployment, garbagecollector, job, namespace, podgc, replicaset, rootcacertpublisher,
-    serviceaccount, ttlafterfinished,
+    deployment, disruption, garbagecollector, job, namespace, podgc, replicaset,
+    rootcacertpublisher, serviceaccount, ttlafterfinished,
 };
 
 /// A controller kube-controller-manager knows, by canonical name and the aliases `--controllers`
@@ -52,6 +52,8 @@ pub const JOB: &str = "job-controller";
 pub const TTL_AFTER_FINISHED: &str = "ttl-after-finished-controller";
 /// Canonical name of the service-account controller.
 pub const SERVICEACCOUNT: &str = "serviceaccount-controller";
+/// Canonical name of the disruption controller.
+pub const DISRUPTION: &str = "disruption-controller";
 /// Canonical name of the root CA publisher.
 pub const ROOT_CA_PUBLISHER: &str = "root-ca-certificate-publisher-controller";
 
@@ -104,7 +106,7 @@ pub const KNOWN: &[ControllerName] = &[
         "horizontal-pod-autoscaler-controller",
         &["horizontalpodautoscaling"],
     ),
-    kube("disruption-controller", &["disruption"]),
+    implemented(kube(DISRUPTION, &["disruption"])),
     kube("statefulset-controller", &["statefulset"]),
     kube("cronjob-controller", &["cronjob"]),
     kube(
@@ -385,6 +387,7 @@ fn required_resources(name: &str) -> &'static [(&'static str, &'static str)] {
         JOB => &[("batch/v1", "jobs"), ("v1", "pods")],
         TTL_AFTER_FINISHED => &[("batch/v1", "jobs")],
         ROOT_CA_PUBLISHER => &[("v1", "configmaps"), ("v1", "namespaces")],
+        DISRUPTION => &[("policy/v1", "poddisruptionbudgets")],
         _ => &[],
     }
 }
@@ -493,6 +496,19 @@ pub async fn start(
             );
             let workers = o.concurrent_ttl_after_finished_syncs;
             Box::pin(async move { c.run(workers, shutdown).await })
+        }
+        DISRUPTION => {
+            let c = disruption::DisruptionController::new(
+                ctx.factory,
+                client,
+                ctx.events.recorder(disruption::EVENT_SOURCE),
+                disruption::Config {
+                    clock: Arc::clone(&o.clock),
+                    ..disruption::Config::default()
+                },
+            );
+            // kube runs one worker per queue and has no `--concurrent-*` flag for it.
+            Box::pin(async move { c.run(shutdown).await })
         }
         SERVICEACCOUNT => {
             let c = serviceaccount::ServiceAccountsController::new(ctx.factory, client);

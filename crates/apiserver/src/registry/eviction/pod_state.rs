@@ -43,8 +43,9 @@ pub fn is_pod_ready(pod: &Pod) -> bool {
 }
 
 /// Sets the condition `DisruptionTarget=True` (reason `EvictionByEvictionAPI`, message
-/// `Eviction API: evicting`) on `pod` as `UpdatePodCondition` does: the transition time moves
-/// only when the status changes. Returns whether the pod changed.
+/// `Eviction API: evicting`) on `pod` as `UpdatePodCondition` does: the condition is replaced
+/// (a probe time dropped), its transition time moves only when the status changes. Returns
+/// whether the pod changed.
 pub fn add_disruption_target(pod: &mut Pod, now: Timestamp) -> bool {
     let wanted = PodCondition {
         type_: DISRUPTION_TARGET.to_string(),
@@ -69,7 +70,6 @@ pub fn add_disruption_target(pod: &mut Pod, now: Timestamp) -> bool {
             if existing.status == wanted.status {
                 wanted.last_transition_time = existing.last_transition_time.clone();
             }
-            wanted.last_probe_time = existing.last_probe_time.clone();
             let changed = *existing != wanted;
             *existing = wanted;
             changed
