@@ -343,3 +343,59 @@ async fn add_disruption_target_condition(
     }
     Err(ApiError::conflict(pods, name))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// eviction_test.go `TestEvictionDryRun` / `propagateDryRun`: the query's dry run applies
+    /// unless the body asks for another one.
+    #[test]
+    fn dry_run_comes_from_the_query_or_the_body_and_must_agree() {
+        let body = json!({"metadata": {"name": "p"}});
+        assert!(
+            Eviction::from_body(&body, true)
+                .unwrap()
+                .delete_options
+                .dry_run
+        );
+        assert!(
+            !Eviction::from_body(&body, false)
+                .unwrap()
+                .delete_options
+                .dry_run
+        );
+        let in_body = json!({"metadata": {"name": "p"}, "deleteOptions": {"dryRun": ["All"]}});
+        assert!(
+            Eviction::from_body(&in_body, false)
+                .unwrap()
+                .delete_options
+                .dry_run
+        );
+        assert!(
+            Eviction::from_body(&in_body, true)
+                .unwrap()
+                .delete_options
+                .dry_run
+        );
+        let other = json!({"metadata": {"name": "p"}, "deleteOptions": {"dryRun": ["Other"]}});
+        let err = Eviction::from_body(&other, true).unwrap_err();
+        assert_eq!(err.code, 500);
+        assert_eq!(
+            err.message,
+            "Internal error occurred: Non-matching dry-run options in request and content: [All] and [Other]"
+        );
+    }
+
+    #[test]
+    fn preconditions_and_grace_come_from_the_delete_options() {
+        let body = json!({"metadata": {"name": "p"}, "deleteOptions": {
+            "gracePeriodSeconds": 5, "preconditions": {"uid": "u", "resourceVersion": "7"}}});
+        let e = Eviction::from_body(&body, false).unwrap();
+        assert_eq!(e.name, "p");
+        assert_eq!(e.delete_options.grace_period_seconds, Some(5));
+        assert_eq!(e.delete_options.precondition_uid.as_deref(), Some("u"));
+        assert_eq!(e.precondition_resource_version.as_deref(), Some("7"));
+    }
+}

@@ -811,6 +811,60 @@ mod tests {
             .expect("a missing pod is fine");
     }
 
+    /// `TestInvalidSelectors`: a selector that does not parse fails safe, with a `NoPods`
+    /// warning.
+    #[tokio::test]
+    async fn an_invalid_selector_fails_safe() {
+        let mut h = harness();
+        let mut budget = pdb(Some(IntOrString::Int(1)), None);
+        budget.spec.as_mut().unwrap().selector = Some(LabelSelector {
+            match_expressions: Some(vec![
+                k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement {
+                    key: "k".into(),
+                    operator: "Bogus".into(),
+                    values: None,
+                },
+            ]),
+            ..Default::default()
+        });
+        let key = h.add_pdb(&budget);
+        h.sync(&key).await;
+        assert_eq!(condition(&h.written()).1, "SyncFailed");
+        assert_eq!(h.written().disruptions_allowed, 0);
+        let event = h.events.try_recv().expect("an event");
+        assert_eq!(event.reason.as_deref(), Some("NoPods"));
+        assert_eq!(event.type_.as_deref(), Some("Warning"));
+        assert!(event
+            .message
+            .unwrap_or_default()
+            .starts_with("Failed to get pods: "));
+    }
+
+    /// `getPdbForPod`: a pod of several budgets queues the first and says so on the pod.
+    #[tokio::test]
+    async fn a_pod_of_several_budgets_queues_one_and_warns() {
+        let mut h = harness();
+        let mut a = pdb(Some(IntOrString::Int(1)), None);
+        a.metadata.name = Some("a".into());
+        let mut b = pdb(Some(IntOrString::Int(1)), None);
+        b.metadata.name = Some("b".into());
+        h.add_pdb(&a);
+        h.add_pdb(&b);
+        let p = pod("p");
+        h.ctrl
+            .on_pod(rkcm_runtime::informer::Notification::Add(Arc::new(p)));
+        assert_eq!(h.ctrl.queue.len(), 1);
+        let event = h.events.try_recv().expect("an event");
+        assert_eq!(
+            event.reason.as_deref(),
+            Some("MultiplePodDisruptionBudgets")
+        );
+        assert_eq!(
+            event.message.as_deref(),
+            Some("Pod \"default\"/\"p\" matches multiple PodDisruptionBudgets.  Chose \"a\" arbitrarily.")
+        );
+    }
+
     fn at_secs_ago(secs: i64) -> Time {
         Time(now() - jiff::SignedDuration::from_secs(secs))
     }
