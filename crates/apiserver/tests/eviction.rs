@@ -278,6 +278,19 @@ async fn unready_pending_and_dry_run_evictions_follow_kube() {
     pods.evict("pending", &EvictParams::default())
         .await
         .expect("pending evicted");
+    // So does a terminal one: its disruption already happened.
+    pod(&pods, "failed", "blocked", "Failed", false).await;
+    pods.evict("failed", &EvictParams::default())
+        .await
+        .expect("failed pod evicted");
+    let status = pdbs
+        .get("blocked")
+        .await
+        .expect("pdb")
+        .status
+        .expect("status");
+    assert_eq!(status.disruptions_allowed, 0);
+    assert!(status.disrupted_pods.is_none());
 
     // A dry run decides but writes nothing, asked in the query or in the body.
     pod(&pods, "dry", "dry", "Running", true).await;

@@ -72,6 +72,8 @@ impl DisruptionController {
         }
     }
 
+    /// A pod was added, changed or deleted: its budget is to be synced, and a stale
+    /// `DisruptionTarget` condition reset in time.
     pub(super) fn on_pod(&self, note: Notification<Pod>) {
         match note {
             Notification::Add(pod) | Notification::Update { new: pod, .. } => {
@@ -82,6 +84,7 @@ impl DisruptionController {
         }
     }
 
+    /// A budget was added, changed or deleted: it is to be synced.
     pub(super) fn on_pdb(&self, note: Notification<PodDisruptionBudget>) {
         let pdb = match &note {
             Notification::Add(pdb) | Notification::Update { new: pdb, .. } => pdb,

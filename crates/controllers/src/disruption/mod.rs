@@ -152,7 +152,7 @@ impl DisruptionController {
     /// Runs one worker on each queue until `shutdown`, as kube does.
     pub async fn run(self: Arc<Self>, shutdown: Shutdown) {
         tracing::info!(controller = "disruption", "starting controller");
-        if wait_for_cache_sync("disruption", &self.synced(), &shutdown).await {
+        if wait_for_cache_sync("disruption-controller", &self.synced(), &shutdown).await {
             let this = Arc::clone(&self);
             let budgets = worker::run(
                 self.queue.clone(),
