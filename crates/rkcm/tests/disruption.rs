@@ -129,23 +129,35 @@ fn budgets_drain_and_refused_evictions() {
     );
     assert_eq!(status, "3 2 3 DisruptionAllowed=True/SufficientPods");
 
-    // Draining a node evicts its pods one disruption at a time; the Deployment recreates them on
-    // the other node, and the drain completes.
+    // Draining the node with most of the pods (two at least) evicts them one disruption at a
+    // time: the second eviction is refused until the first pod's replacement, on the other
+    // node, is ready; kubectl retries it and the drain completes.
     let nodes = nodes_of(&cluster, "web");
-    let drained = nodes[0].clone();
-    let other = if drained == "rkcm-node-1" {
-        "rkcm-node-2"
+    let busiest = |n: &str| nodes.iter().filter(|m| m.as_str() == n).count();
+    let (drained, other) = if busiest("rkcm-node-1") >= busiest("rkcm-node-2") {
+        ("rkcm-node-1".to_string(), "rkcm-node-2")
     } else {
-        "rkcm-node-1"
+        ("rkcm-node-2".to_string(), "rkcm-node-1")
     };
-    let out = cluster.kubectl(&[
+    assert!(busiest(&drained) >= 2, "{nodes:?}");
+    let out = cluster.kubectl_output(&[
         "drain",
         &drained,
         "--ignore-daemonsets",
         "--delete-emptydir-data",
         "--timeout=180s",
     ]);
-    assert!(out.contains(&format!("node/{drained} drained")), "{out}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains(&format!("node/{drained} drained")),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains(VIOLATES) && stderr.contains("will retry after 5s"),
+        "the budget held the second eviction back: {stderr}"
+    );
     assert_eq!(
         cluster.jsonpath(&["get", "node", &drained], "{.spec.unschedulable}"),
         "true"

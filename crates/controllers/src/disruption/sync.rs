@@ -865,6 +865,37 @@ mod tests {
         );
     }
 
+    /// `TestKeepExistingPDBConditionDuringSync`: conditions of other types stay.
+    #[tokio::test]
+    async fn other_conditions_are_kept() {
+        let h = harness();
+        let mut budget = pdb(Some(IntOrString::Int(1)), None);
+        budget.status = Some(PodDisruptionBudgetStatus {
+            conditions: Some(vec![
+                k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+                    type_: "ExistingTestCondition".into(),
+                    status: "True".into(),
+                    reason: "ExistingReason".into(),
+                    message: "MessageForExistingCondition".into(),
+                    observed_generation: None,
+                    last_transition_time: Time(now()),
+                },
+            ]),
+            ..Default::default()
+        });
+        let key = h.add_pdb(&budget);
+        h.add_pod(&pod("p"));
+        h.sync(&key).await;
+        let types: Vec<String> = h
+            .written()
+            .conditions
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| c.type_)
+            .collect();
+        assert_eq!(types, ["ExistingTestCondition", "DisruptionAllowed"]);
+    }
+
     fn at_secs_ago(secs: i64) -> Time {
         Time(now() - jiff::SignedDuration::from_secs(secs))
     }
