@@ -151,6 +151,17 @@ async fn system_namespaces_exist_and_objects_round_trip() {
     assert_eq!(page2.items.len(), 1);
     assert_ne!(page.items[0].metadata.name, page2.items[0].metadata.name);
     assert!(page2.metadata.continue_.as_deref().unwrap_or("").is_empty());
+    // resourceVersion=0 is served whole from the watch cache: the limit is ignored.
+    let whole: kube::core::ObjectList<Pod> = client
+        .request(
+            http::Request::get("/api/v1/namespaces/default/pods?limit=1&resourceVersion=0")
+                .body(Vec::new())
+                .expect("request"),
+        )
+        .await
+        .expect("list at resourceVersion 0");
+    assert_eq!(whole.items.len(), 2);
+    assert!(whole.metadata.continue_.as_deref().unwrap_or("").is_empty());
 
     // Delete: an unbound pod goes at once.
     pods.delete("p2", &DeleteParams::default())

@@ -1,11 +1,17 @@
 //! The workload control loops of kube-controller-manager: ReplicaSet (and ReplicationController),
-//! Deployment, Job, PodGC, the garbage collector and the namespace controller.
+//! Deployment, Job, CronJob, PodGC, the garbage collector and the namespace controller.
 
+pub mod cronjob;
+pub mod daemon;
 pub mod deployment;
 pub mod disruption;
+pub mod endpoint;
+pub mod endpointslice;
+pub mod endpointslicemirroring;
 pub mod garbagecollector;
 pub mod job;
 pub mod namespace;
+pub mod podendpoints;
 pub mod podgc;
 pub mod registry;
 pub mod replicaset;

@@ -16,8 +16,9 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::ReplicationController;
 
 use crate::{
-    deployment, disruption, garbagecollector, job, namespace, podgc, replicaset,
-    rootcacertpublisher, serviceaccount, ttlafterfinished,
+    cronjob, daemon, deployment, disruption, endpoint, endpointslice, endpointslicemirroring,
+    garbagecollector, job, namespace, podgc, replicaset, rootcacertpublisher, serviceaccount,
+    ttlafterfinished,
 };
 
 /// A controller kube-controller-manager knows, by canonical name and the aliases `--controllers`
@@ -46,8 +47,12 @@ pub const PODGC: &str = "pod-garbage-collector-controller";
 pub const GARBAGECOLLECTOR: &str = "garbage-collector-controller";
 /// Canonical name of the namespace controller.
 pub const NAMESPACE: &str = "namespace-controller";
+/// Canonical name of the DaemonSet controller.
+pub const DAEMONSET: &str = "daemonset-controller";
 /// Canonical name of the Job controller.
 pub const JOB: &str = "job-controller";
+/// Canonical name of the CronJob controller.
+pub const CRONJOB: &str = "cronjob-controller";
 /// Canonical name of the TTL-after-finished controller.
 pub const TTL_AFTER_FINISHED: &str = "ttl-after-finished-controller";
 /// Canonical name of the service-account controller.
@@ -56,6 +61,12 @@ pub const SERVICEACCOUNT: &str = "serviceaccount-controller";
 pub const DISRUPTION: &str = "disruption-controller";
 /// Canonical name of the root CA publisher.
 pub const ROOT_CA_PUBLISHER: &str = "root-ca-certificate-publisher-controller";
+/// Canonical name of the Endpoints controller.
+pub const ENDPOINTS: &str = "endpoints-controller";
+/// Canonical name of the EndpointSlice controller.
+pub const ENDPOINTSLICE: &str = "endpointslice-controller";
+/// Canonical name of the EndpointSlice mirroring controller.
+pub const ENDPOINTSLICE_MIRRORING: &str = "endpointslice-mirroring-controller";
 
 const fn kube(name: &'static str, aliases: &'static [&'static str]) -> ControllerName {
     ControllerName {
@@ -86,19 +97,16 @@ const fn implemented(c: ControllerName) -> ControllerName {
 /// aliases and defaults from each controller's descriptor.
 pub const KNOWN: &[ControllerName] = &[
     kube("serviceaccount-token-controller", &["serviceaccount-token"]),
-    kube("endpoints-controller", &["endpoint"]),
-    kube("endpointslice-controller", &["endpointslice"]),
-    kube(
-        "endpointslice-mirroring-controller",
-        &["endpointslicemirroring"],
-    ),
+    implemented(kube(ENDPOINTS, &["endpoint"])),
+    implemented(kube(ENDPOINTSLICE, &["endpointslice"])),
+    implemented(kube(ENDPOINTSLICE_MIRRORING, &["endpointslicemirroring"])),
     implemented(kube(REPLICATIONCONTROLLER, &["replicationcontroller"])),
     implemented(kube(PODGC, &["podgc"])),
     kube("resourcequota-controller", &["resourcequota"]),
     implemented(kube(NAMESPACE, &["namespace"])),
     implemented(kube(SERVICEACCOUNT, &["serviceaccount"])),
     implemented(kube(GARBAGECOLLECTOR, &["garbagecollector"])),
-    kube("daemonset-controller", &["daemonset"]),
+    implemented(kube(DAEMONSET, &["daemonset"])),
     implemented(kube(JOB, &["job"])),
     implemented(kube(DEPLOYMENT, &["deployment"])),
     implemented(kube(REPLICASET, &["replicaset"])),
@@ -108,7 +116,7 @@ pub const KNOWN: &[ControllerName] = &[
     ),
     implemented(kube(DISRUPTION, &["disruption"])),
     kube("statefulset-controller", &["statefulset"]),
-    kube("cronjob-controller", &["cronjob"]),
+    implemented(kube(CRONJOB, &["cronjob"])),
     kube(
         "certificatesigningrequest-signing-controller",
         &["csrsigning"],
@@ -267,6 +275,10 @@ pub struct ControllerOptions {
     pub concurrent_namespace_syncs: usize,
     /// `--concurrent-job-syncs`.
     pub concurrent_job_syncs: usize,
+    /// `--concurrent-cron-job-syncs`.
+    pub concurrent_cron_job_syncs: usize,
+    /// `--concurrent-daemonset-syncs`.
+    pub concurrent_daemonset_syncs: usize,
     /// `--concurrent-ttl-after-finished-syncs`.
     pub concurrent_ttl_after_finished_syncs: usize,
     /// `--terminated-pod-gc-threshold`.
@@ -278,6 +290,22 @@ pub struct ControllerOptions {
     /// The CA bundle (PEM) the root CA publisher puts in every namespace: `--root-ca-file`, else
     /// the CA of the manager's kubeconfig. Without one the publisher does not start.
     pub root_ca: Option<String>,
+    /// `--concurrent-endpoint-syncs`.
+    pub concurrent_endpoint_syncs: usize,
+    /// `--endpoint-updates-batch-period`.
+    pub endpoint_updates_batch_period: Duration,
+    /// `--concurrent-service-endpoint-syncs`.
+    pub concurrent_service_endpoint_syncs: usize,
+    /// `--max-endpoints-per-slice`.
+    pub max_endpoints_per_slice: usize,
+    /// `--endpointslice-updates-batch-period`.
+    pub endpointslice_updates_batch_period: Duration,
+    /// `--mirroring-concurrent-service-endpoint-syncs`.
+    pub mirroring_concurrent_service_endpoint_syncs: usize,
+    /// `--mirroring-max-endpoints-per-subset`.
+    pub mirroring_max_endpoints_per_subset: usize,
+    /// `--mirroring-endpointslice-updates-batch-period`.
+    pub mirroring_endpointslice_updates_batch_period: Duration,
     /// Wall clock for every controller.
     pub clock: Arc<dyn Clock>,
 }
@@ -291,11 +319,21 @@ impl Default for ControllerOptions {
             concurrent_gc_syncs: 20,
             concurrent_namespace_syncs: 10,
             concurrent_job_syncs: 5,
+            concurrent_cron_job_syncs: 5,
+            concurrent_daemonset_syncs: daemon::DEFAULT_WORKERS,
             concurrent_ttl_after_finished_syncs: 5,
             terminated_pod_gc_threshold: 12500,
             namespace_sync_period: Duration::from_secs(300),
             enable_garbage_collector: true,
             root_ca: None,
+            concurrent_endpoint_syncs: 5,
+            endpoint_updates_batch_period: Duration::ZERO,
+            concurrent_service_endpoint_syncs: 5,
+            max_endpoints_per_slice: 100,
+            endpointslice_updates_batch_period: Duration::ZERO,
+            mirroring_concurrent_service_endpoint_syncs: 5,
+            mirroring_max_endpoints_per_subset: 1000,
+            mirroring_endpointslice_updates_batch_period: Duration::ZERO,
             clock: Arc::new(SystemClock),
         }
     }
@@ -385,9 +423,28 @@ fn required_resources(name: &str) -> &'static [(&'static str, &'static str)] {
         NAMESPACE => &[("v1", "namespaces")],
         SERVICEACCOUNT => &[("v1", "serviceaccounts"), ("v1", "namespaces")],
         JOB => &[("batch/v1", "jobs"), ("v1", "pods")],
+        DAEMONSET => &[
+            ("apps/v1", "daemonsets"),
+            ("apps/v1", "controllerrevisions"),
+            ("v1", "pods"),
+            ("v1", "nodes"),
+        ],
         TTL_AFTER_FINISHED => &[("batch/v1", "jobs")],
+        CRONJOB => &[("batch/v1", "cronjobs"), ("batch/v1", "jobs")],
         ROOT_CA_PUBLISHER => &[("v1", "configmaps"), ("v1", "namespaces")],
         DISRUPTION => &[("policy/v1", "poddisruptionbudgets")],
+        ENDPOINTS => &[("v1", "endpoints"), ("v1", "services"), ("v1", "pods")],
+        ENDPOINTSLICE => &[
+            ("discovery.k8s.io/v1", "endpointslices"),
+            ("v1", "services"),
+            ("v1", "pods"),
+            ("v1", "nodes"),
+        ],
+        ENDPOINTSLICE_MIRRORING => &[
+            ("discovery.k8s.io/v1", "endpointslices"),
+            ("v1", "endpoints"),
+            ("v1", "services"),
+        ],
         _ => &[],
     }
 }
@@ -488,6 +545,33 @@ pub async fn start(
             let workers = o.concurrent_job_syncs;
             Box::pin(async move { c.run(workers, shutdown).await })
         }
+        CRONJOB => {
+            let c = cronjob::CronJobController::new(
+                ctx.factory,
+                client,
+                ctx.events.recorder(CRONJOB),
+                cronjob::Config {
+                    clock: Arc::clone(&o.clock),
+                    ..cronjob::Config::default()
+                },
+            );
+            let workers = o.concurrent_cron_job_syncs;
+            Box::pin(async move { c.run(workers, shutdown).await })
+        }
+        DAEMONSET => {
+            let c = daemon::DaemonSetsController::new(
+                ctx.factory,
+                client,
+                ctx.events.recorder(daemon::EVENT_SOURCE),
+                daemon::Config {
+                    workers: o.concurrent_daemonset_syncs,
+                    clock: Arc::clone(&o.clock),
+                    ..daemon::Config::default()
+                },
+            );
+            let workers = o.concurrent_daemonset_syncs;
+            Box::pin(async move { c.run(workers, shutdown).await })
+        }
         TTL_AFTER_FINISHED => {
             let c = ttlafterfinished::TtlAfterFinishedController::new(
                 ctx.factory,
@@ -549,6 +633,44 @@ pub async fn start(
             let workers = o.concurrent_namespace_syncs;
             Box::pin(async move { c.run(workers, shutdown).await })
         }
+        ENDPOINTS => {
+            let c = endpoint::EndpointController::new(
+                ctx.factory,
+                client,
+                ctx.events.recorder(endpoint::EVENT_SOURCE),
+                endpoint::Config {
+                    batch_period: o.endpoint_updates_batch_period,
+                },
+            );
+            let workers = o.concurrent_endpoint_syncs;
+            Box::pin(async move { c.run(workers, shutdown).await })
+        }
+        ENDPOINTSLICE => {
+            let c = endpointslice::EndpointSliceController::new(
+                ctx.factory,
+                client,
+                ctx.events.recorder(endpointslice::EVENT_SOURCE),
+                endpointslice::Config {
+                    max_endpoints_per_slice: o.max_endpoints_per_slice,
+                    batch_period: o.endpointslice_updates_batch_period,
+                },
+            );
+            let workers = o.concurrent_service_endpoint_syncs;
+            Box::pin(async move { c.run(workers, shutdown).await })
+        }
+        ENDPOINTSLICE_MIRRORING => {
+            let c = endpointslicemirroring::EndpointSliceMirroringController::new(
+                ctx.factory,
+                client,
+                ctx.events.recorder(endpointslicemirroring::EVENT_SOURCE),
+                endpointslicemirroring::Config {
+                    max_endpoints_per_subset: o.mirroring_max_endpoints_per_subset,
+                    batch_period: o.mirroring_endpointslice_updates_batch_period,
+                },
+            );
+            let workers = o.mirroring_concurrent_service_endpoint_syncs;
+            Box::pin(async move { c.run(workers, shutdown).await })
+        }
         other => return Err(StartError::Unknown(other.to_string())),
     };
     Ok(Started::Running(run))
@@ -580,6 +702,7 @@ mod tests {
             PODGC,
             REPLICASET,
             DEPLOYMENT,
+            CRONJOB,
         ] {
             assert!(all.contains(&implemented), "{implemented}");
         }
@@ -634,15 +757,12 @@ mod tests {
     #[test]
     fn known_but_unimplemented_names_are_accepted() {
         let enabled = resolve(&flags(&[
-            "cronjob",
+            "ttl",
             "-job-controller",
             "selinux-warning-controller",
         ]))
         .unwrap();
-        assert_eq!(
-            enabled,
-            ["cronjob-controller", "selinux-warning-controller"]
-        );
+        assert_eq!(enabled, ["ttl-controller", "selinux-warning-controller"]);
         assert!(enabled.iter().all(|c| !is_implemented(c)));
         assert!(is_implemented(REPLICASET));
     }

@@ -22,6 +22,8 @@ use rkcm_controllers::registry::{self, ControllerOptions};
 use rkcm_runtime::{process, Shutdown, SystemClock};
 use serde_json::json;
 
+mod jobs;
+
 use crate::manager::{self, ManagerConfig};
 use crate::serving::Health;
 
@@ -35,6 +37,9 @@ pub enum BenchCommand {
     Replicasets(ReplicaSetArgs),
     /// Deployment controller: rolling update of N Deployments × R replicas on simulated nodes.
     Deployments(DeploymentArgs),
+    /// Job controller: N one-pod Jobs whose container runs `sleep 1` on simulated nodes, until
+    /// every Job is Complete.
+    Jobs(JobArgs),
 }
 
 /// `rkcm bench startup`.
@@ -91,12 +96,36 @@ pub struct DeploymentArgs {
     pub burst: u32,
 }
 
+/// `rkcm bench jobs`.
+#[derive(Debug, Clone, Args)]
+pub struct JobArgs {
+    /// Number of Jobs (one pod each).
+    #[arg(long, default_value_t = 1000)]
+    pub count: usize,
+    /// Simulated nodes (110 pods each).
+    #[arg(long, default_value_t = 20)]
+    pub nodes: usize,
+    /// Time a simulated node takes to make a pod Ready (then `sleep 1` runs for a second).
+    #[arg(long, default_value = "100ms", value_parser = rkcm_apimachinery::duration::parse_non_negative)]
+    pub pod_ready_delay: Duration,
+    /// Controller workers (`--concurrent-job-syncs`).
+    #[arg(long, default_value_t = 5)]
+    pub workers: usize,
+    /// Client-side QPS of the controller.
+    #[arg(long, default_value_t = 5000.0)]
+    pub qps: f32,
+    /// Client-side burst of the controller.
+    #[arg(long, default_value_t = 10000)]
+    pub burst: u32,
+}
+
 /// Runs one scenario and prints its report.
 pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
     match command {
         BenchCommand::Startup(args) => startup(args).await,
         BenchCommand::Replicasets(args) => replicasets(args).await,
         BenchCommand::Deployments(args) => deployments(args).await,
+        BenchCommand::Jobs(args) => jobs::run(args).await,
     }
 }
 

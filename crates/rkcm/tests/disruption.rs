@@ -96,6 +96,15 @@ fn budgets_drain_and_refused_evictions() {
         "--image=nginx",
         "--replicas=3",
     ]);
+    // Replacement pods take 3 s to become ready, so that a drain must wait for the budget
+    // whatever the timing of its concurrent evictions.
+    cluster.kubectl(&[
+        "patch",
+        "deployment",
+        "web",
+        "-p",
+        r#"{"spec":{"template":{"metadata":{"annotations":{"rkcm.io/ready-delay":"3s"}}}}}"#,
+    ]);
     wait_ready(&cluster, "web", 3);
     cluster.kubectl(&[
         "create",
@@ -123,11 +132,18 @@ fn budgets_drain_and_refused_evictions() {
     );
     let row: Vec<&str> = lines.next().expect("row").split_whitespace().collect();
     assert_eq!(&row[..4], ["web", "2", "N/A", "1"], "{table}");
-    let status = cluster.jsonpath(
-        &["get", "pdb", "web"],
-        "{.status.currentHealthy} {.status.desiredHealthy} {.status.expectedPods} {.status.conditions[0].type}={.status.conditions[0].status}/{.status.conditions[0].reason}",
-    );
-    assert_eq!(status, "3 2 3 DisruptionAllowed=True/SufficientPods");
+    // The pods of the first rollout may still be terminating: they count as expected (an
+    // integer minAvailable counts the matching pods) until they are gone.
+    cluster.eventually("pdb web counts 3 pods", MINUTE, || {
+        let status = cluster.jsonpath(
+            &["get", "pdb", "web"],
+            "{.status.currentHealthy} {.status.desiredHealthy} {.status.expectedPods} {.status.conditions[0].type}={.status.conditions[0].status}/{.status.conditions[0].reason}",
+        );
+        (status == "3 2 3 DisruptionAllowed=True/SufficientPods").then_some(())
+    });
+    cluster.eventually("3 web pods", MINUTE, || {
+        (nodes_of(&cluster, "web").len() == 3).then_some(())
+    });
 
     // Draining the node with most of the pods (two at least) evicts them one disruption at a
     // time: the second eviction is refused until the first pod's replacement, on the other

@@ -130,6 +130,13 @@ struct Record {
 }
 
 impl Record {
+    /// Whether a record first seen at `observed` is still held at `now`: for the duration its
+    /// holder wrote (`leaseDurationSeconds`), not our own (client-go `isLeaseValid`).
+    fn valid_at(&self, observed: Instant, now: Instant) -> bool {
+        let duration = Duration::from_secs(u64::try_from(self.lease_duration_seconds).unwrap_or(0));
+        observed + duration > now
+    }
+
     fn from_spec(spec: Option<&LeaseSpec>) -> Self {
         let spec = spec.cloned().unwrap_or_default();
         Self {
@@ -263,7 +270,9 @@ impl LeaderElector {
             {
                 tracing::warn!(lease = %inner.describe(), "leading task did not stop within renew_deadline");
             }
-            if inner.config.release_on_cancel && shutdown.is_cancelled() {
+            // client-go gives the lease up whenever renewing stops, after a failed renewal as
+            // on shutdown; `release` does nothing once another candidate holds it.
+            if inner.config.release_on_cancel {
                 inner.release().await;
             }
             inner.set_leading(false);
@@ -296,10 +305,11 @@ impl Inner {
 
     /// Whether the observed record is still within its lease, by our own clock.
     fn lease_valid(&self, now: Instant) -> bool {
-        self.observed
-            .lock()
-            .time
-            .is_some_and(|t| t + self.config.lease_duration > now)
+        let observed = self.observed.lock();
+        match (&observed.record, observed.time) {
+            (Some(record), Some(time)) => record.valid_at(time, now),
+            _ => false,
+        }
     }
 
     fn set_observed(&self, record: Record, lease: Option<Lease>, now: Instant) {
@@ -519,7 +529,10 @@ impl Inner {
                     self.observed.lock().lease = Some(lease);
                     self.update(&record).await
                 }
-                Ok(_) => Ok(()),
+                Ok(_) => {
+                    tracing::debug!(lease = %self.describe(), "lease already held by another candidate; nothing to release");
+                    return;
+                }
                 Err(err) => Err(err),
             };
         }
@@ -554,6 +567,26 @@ mod tests {
         let mut bad = c;
         bad.identity.clear();
         assert!(bad.validate().is_err());
+    }
+
+    #[test]
+    fn a_lease_is_valid_for_the_duration_its_holder_wrote() {
+        let record = |secs| Record {
+            holder: "other".into(),
+            lease_duration_seconds: secs,
+            acquire_time: None,
+            renew_time: None,
+            transitions: 0,
+        };
+        let seen = Instant::now();
+        // A holder with a 60 s lease is still leading after our own 15 s would have run out.
+        assert!(record(60).valid_at(seen, seen + Duration::from_secs(59)));
+        assert!(!record(60).valid_at(seen, seen + Duration::from_secs(60)));
+        // A holder with a 5 s lease is taken over after 5 s, not 15.
+        assert!(!record(5).valid_at(seen, seen + Duration::from_secs(5)));
+        // A released lease (1 s) or a nonsensical one expires at once.
+        assert!(!record(1).valid_at(seen, seen + Duration::from_secs(1)));
+        assert!(!record(-3).valid_at(seen, seen));
     }
 
     #[test]

@@ -1,11 +1,14 @@
 //! client-go for Rust: informers with indexed caches, a rate-limited work queue, expectations,
-//! the controller-ref manager, pod control, the event recorder and leader election.
+//! the controller-ref manager, pod control, controller history, the event recorder and leader
+//! election.
 
 pub mod api_error;
 pub mod clock;
 pub mod controller_ref;
 pub mod events;
 pub mod expectations;
+pub mod hash;
+pub mod history;
 pub mod informer;
 pub mod leader_election;
 pub mod metrics;
@@ -13,6 +16,8 @@ pub mod object_key;
 pub mod pod_control;
 pub mod process;
 pub mod rest_client;
+pub mod retry_after;
+pub mod scheduling;
 pub mod slow_start;
 pub mod testing;
 pub mod token_bucket;

@@ -20,6 +20,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use tokio::time::Sleep;
 
+use crate::retry_after::RetryAfter;
 use crate::token_bucket::TokenBucket;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -88,11 +89,16 @@ pub fn limits(qps: f32, burst: u32) -> Option<(f64, u32)> {
 }
 
 /// Builds a `kube::Client` for one controller: its own token bucket (`qps`, `burst`, see
-/// [`limits`]) and metrics.
-pub fn client(config: kube::Config, qps: f32, burst: u32) -> Result<kube::Client, kube::Error> {
+/// [`limits`]) and metrics, and client-go's retry rule ([`crate::retry_after`]) in place of
+/// kube's default retries, so that every attempt is throttled and counted.
+pub fn client(mut config: kube::Config, qps: f32, burst: u32) -> Result<kube::Client, kube::Error> {
+    config.default_retry = false;
     let layer = RateLimitLayer::new(&config, qps, burst);
     Ok(kube::client::ClientBuilder::try_from(config)?
+        // A retry sends the request again through a clone of the stack under it.
+        .with_layer(&tower::buffer::BufferLayer::new(1024))
         .with_layer(&layer)
+        .with_layer(&tower::retry::RetryLayer::new(RetryAfter::default()))
         .build())
 }
 
@@ -150,6 +156,18 @@ pub struct RateLimited<S> {
     bucket: Option<Arc<Mutex<TokenBucket>>>,
     host: Arc<str>,
     state: Permit,
+}
+
+/// A clone shares the bucket but holds no token: it reserves its own before its next request.
+impl<S: Clone> Clone for RateLimited<S> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            bucket: self.bucket.clone(),
+            host: Arc::clone(&self.host),
+            state: Permit::None,
+        }
+    }
 }
 
 impl<S, B, RB> tower::Service<Request<B>> for RateLimited<S>
@@ -334,6 +352,44 @@ mod tests {
             start.elapsed(),
             Duration::ZERO,
             "b did not wait for a's token"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_retry_the_server_asked_for_takes_a_token_again() {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        let config = kube::Config::new("http://127.0.0.1:1".parse().expect("valid url"));
+        let calls = Arc::new(AtomicU32::new(0));
+        let counted = Arc::clone(&calls);
+        let server = tower::service_fn(move |_req: Request<kube::client::Body>| {
+            let n = counted.fetch_add(1, Ordering::SeqCst);
+            async move {
+                let mut resp = Response::new(kube::client::Body::empty());
+                if n == 0 {
+                    *resp.status_mut() = http::StatusCode::TOO_MANY_REQUESTS;
+                    resp.headers_mut()
+                        .insert(http::header::RETRY_AFTER, "0".parse().expect("value"));
+                }
+                Ok::<_, Infallible>(resp)
+            }
+        });
+        let limited = RateLimitLayer::new(&config, 10.0, 1).layer(server);
+        let mut client = tower::retry::Retry::new(RetryAfter::default(), limited);
+        let start = tokio::time::Instant::now();
+        let resp = client
+            .ready()
+            .await
+            .expect("ready")
+            .call(Request::new(kube::client::Body::empty()))
+            .await
+            .expect("answered");
+        assert_eq!(resp.status(), http::StatusCode::OK);
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+        // The burst of one went to the first attempt; the retry waited for the next token.
+        assert!(
+            start.elapsed() >= Duration::from_millis(100),
+            "{:?}",
+            start.elapsed()
         );
     }
 }

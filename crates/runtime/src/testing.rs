@@ -1,12 +1,14 @@
 //! Fakes and fixtures for controller tests: a recording [`FakePodControl`], a recording
 //! [`FakeEventSink`], a client that never connects, a client answered by the test itself
-//! ([`FakeApi`]) and builders of the pod pieces tests start from. Each fake can be told to fail.
+//! ([`FakeApi`]), an in-memory [`FakeHistory`] and builders of the pod pieces tests start from.
+//! Each fake can be told to fail.
 //! (`FakeClock` lives in [`crate::clock`].)
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{
     Container, ContainerState, ContainerStateTerminated, ContainerStatus, Event, ObjectReference,
     PodSpec, PodTemplateSpec,
@@ -14,8 +16,13 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use parking_lot::Mutex;
 
+use crate::controller_ref::{controller_of, OwnerInfo};
 use crate::events::EventSink;
+use crate::history::{self, History, HistoryError, Result as HistoryResult};
+use crate::informer::Store;
+use crate::labels::Selector;
 use crate::pod_control::{PodControl, PodControlError};
+use crate::ObjectKey;
 
 /// A kube client pointing at a closed local port: for building informers and controllers in
 /// tests that never reach the API. Requests fail with a connection error. Needs a tokio runtime.
@@ -578,6 +585,137 @@ impl EventSink for FakeEventSink {
         let mut written = event.clone();
         written.metadata.resource_version = Some(s.resource_version.to_string());
         Ok(written)
+    }
+}
+
+/// A [`History`] over a plain [`Store`] (kube's `NewFakeHistory` over an informer's indexer):
+/// revisions are created, renumbered, adopted, released and deleted in the store, which a
+/// controller under test may share as its ControllerRevision cache. Creating under a taken name
+/// always bumps the collision count, as kube's fake does (the real history first compares data).
+#[derive(Clone, Debug)]
+pub struct FakeHistory {
+    store: Store<ControllerRevision>,
+}
+
+impl FakeHistory {
+    /// A history keeping its revisions in `store`.
+    pub fn new(store: Store<ControllerRevision>) -> Self {
+        Self { store }
+    }
+
+    /// The store the revisions live in.
+    pub fn store(&self) -> &Store<ControllerRevision> {
+        &self.store
+    }
+
+    fn key(revision: &ControllerRevision) -> ObjectKey {
+        ObjectKey::new(
+            revision.metadata.namespace.clone().unwrap_or_default(),
+            revision.metadata.name.clone().unwrap_or_default(),
+        )
+    }
+
+    fn not_found(revision: &ControllerRevision) -> HistoryError {
+        let name = revision.metadata.name.as_deref().unwrap_or_default();
+        let status = kube::core::Status::failure(
+            &format!("controllerrevisions.apps \"{name}\" not found"),
+            "NotFound",
+        )
+        .with_code(404);
+        HistoryError::Api(kube::Error::Api(status.boxed()))
+    }
+
+    fn present(&self, revision: &ControllerRevision) -> bool {
+        self.store.get(&Self::key(revision)).is_some()
+    }
+}
+
+#[async_trait]
+impl History for FakeHistory {
+    async fn list_revisions(
+        &self,
+        parent: &OwnerInfo,
+        selector: &Selector,
+    ) -> HistoryResult<Vec<Arc<ControllerRevision>>> {
+        Ok(history::list_from_store(&self.store, parent, selector))
+    }
+
+    async fn create_revision(
+        &self,
+        parent: &OwnerInfo,
+        revision: &ControllerRevision,
+        collision_count: &mut i32,
+    ) -> HistoryResult<ControllerRevision> {
+        let mut clone = revision.clone();
+        clone.metadata.namespace = Some(parent.namespace.clone());
+        loop {
+            let hash = history::hash_revision(revision, Some(*collision_count));
+            clone.metadata.name = Some(history::revision_name(&parent.name, &hash));
+            if self.present(&clone) {
+                *collision_count += 1;
+                continue;
+            }
+            self.store.insert(Arc::new(clone.clone()));
+            return Ok(clone);
+        }
+    }
+
+    async fn update_revision(
+        &self,
+        revision: &ControllerRevision,
+        new_revision: i64,
+    ) -> HistoryResult<ControllerRevision> {
+        let mut clone = revision.clone();
+        clone.revision = new_revision;
+        self.store.insert(Arc::new(clone.clone()));
+        Ok(clone)
+    }
+
+    async fn delete_revision(&self, revision: &ControllerRevision) -> HistoryResult<()> {
+        match self.store.remove(&Self::key(revision)) {
+            Some(_) => Ok(()),
+            None => Err(Self::not_found(revision)),
+        }
+    }
+
+    async fn adopt_revision(
+        &self,
+        parent: &OwnerInfo,
+        revision: &ControllerRevision,
+    ) -> HistoryResult<ControllerRevision> {
+        if let Some(owner) = controller_of(&revision.metadata) {
+            return Err(HistoryError::AlreadyOwned {
+                revision: Self::key(revision),
+                owner: format!("{}/{} ({})", owner.kind, owner.name, owner.uid),
+            });
+        }
+        if !self.present(revision) {
+            return Err(Self::not_found(revision));
+        }
+        let mut clone = revision.clone();
+        clone
+            .metadata
+            .owner_references
+            .get_or_insert_with(Vec::new)
+            .push(parent.controller_ref());
+        self.store.insert(Arc::new(clone.clone()));
+        Ok(clone)
+    }
+
+    async fn release_revision(
+        &self,
+        parent: &OwnerInfo,
+        revision: &ControllerRevision,
+    ) -> HistoryResult<Option<ControllerRevision>> {
+        if !self.present(revision) {
+            return Ok(None);
+        }
+        let mut clone = revision.clone();
+        if let Some(refs) = clone.metadata.owner_references.as_mut() {
+            refs.retain(|r| r.uid != parent.uid);
+        }
+        self.store.insert(Arc::new(clone.clone()));
+        Ok(Some(clone))
     }
 }
 

@@ -80,6 +80,11 @@ async fn informer_follows_watch_resumes_after_drop_and_relists_on_410() {
     {
         let lists = server.state.lock().lists.clone();
         assert_eq!(lists.len(), 1);
+        // The first list may come from the watch cache (resourceVersion=0), in pages of 500.
+        assert_eq!(
+            lists[0].get("resourceVersion").map(String::as_str),
+            Some("0")
+        );
         assert_eq!(lists[0].get("limit").map(String::as_str), Some("500"));
     }
 
@@ -128,6 +133,14 @@ async fn informer_follows_watch_resumes_after_drop_and_relists_on_410() {
     )
     .await;
     assert_eq!(server.list_count(), 2);
+    {
+        // The relist asks for data at least as fresh as the last resource version seen, in one
+        // page since the server did not page the first answer.
+        let lists = server.state.lock().lists.clone();
+        let rv = lists[1].get("resourceVersion").cloned().unwrap_or_default();
+        assert!(!rv.is_empty() && rv != "0", "relist at {rv:?}");
+        assert_eq!(lists[1].get("limit"), None);
+    }
     assert_eq!(store_names(&informer), ["a", "d"]);
     assert!(informer
         .store()
@@ -148,6 +161,95 @@ async fn informer_follows_watch_resumes_after_drop_and_relists_on_410() {
     })
     .await;
 
+    shutdown.cancel();
+}
+
+#[tokio::test]
+async fn a_relist_at_a_gone_resource_version_lists_the_latest_at_once() {
+    let server = FakePods::start().await;
+    server.add("a");
+    let informer = SharedInformer::<Pod>::new(Api::all(server.client()), Duration::ZERO);
+    let shutdown = Shutdown::new();
+    informer.start(shutdown.clone());
+    assert!(wait_for_cache_sync("test", &[&informer], &shutdown).await);
+    eventually("watch open", || server.open_watches() == 1).await;
+    server.add("b");
+    eventually("b cached", || store_names(&informer) == ["a", "b"]).await;
+    {
+        let mut s = server.state.lock();
+        s.oldest_listable_rv = u64::MAX;
+        s.expire_next_watch = true;
+    }
+    server.drop_watches();
+    eventually("relisted twice", || server.list_count() == 3).await;
+    let lists = server.state.lock().lists.clone();
+    assert_eq!(
+        lists[1].get("resourceVersion").map(String::as_str),
+        Some("2")
+    );
+    // 410 for the last resource version: the latest, consistent list (no resourceVersion).
+    assert_eq!(lists[2].get("resourceVersion"), None);
+    assert_eq!(lists[2].get("limit").map(String::as_str), Some("500"));
+    shutdown.cancel();
+}
+
+#[tokio::test]
+async fn a_watch_closed_at_once_without_events_sends_the_reflector_back_to_a_list() {
+    let server = FakePods::start().await;
+    server.add("a");
+    let informer = SharedInformer::<Pod>::new(Api::all(server.client()), Duration::ZERO);
+    let shutdown = Shutdown::new();
+    informer.start(shutdown.clone());
+    assert!(wait_for_cache_sync("test", &[&informer], &shutdown).await);
+    eventually("watch open", || server.open_watches() == 1).await;
+    server.state.lock().close_watches_at_once = true;
+    server.drop_watches();
+    eventually("relisted", || server.list_count() >= 2).await;
+    // Each watch that closes at once leads to a list (after the backoff), never to a tight
+    // loop of rewatches.
+    let (lists, watches) = (server.list_count(), server.watch_count());
+    assert!(watches <= lists + 1, "{watches} watches for {lists} lists");
+    shutdown.cancel();
+}
+
+#[tokio::test]
+async fn a_factory_transform_trims_what_is_cached_listed_or_watched() {
+    let server = FakePods::start().await;
+    let with_fields = |name: &str| {
+        let mut p = support::fake_pods::pod(name);
+        p.metadata.managed_fields = Some(vec![Default::default()]);
+        p
+    };
+    server.add_pod(with_fields("listed"));
+    let factory = rkcm_runtime::informer::InformerFactory::with_transform(
+        server.client(),
+        Duration::ZERO,
+        rkcm_runtime::informer::trim_managed_fields,
+    );
+    let informer = factory.informer::<Pod>();
+    let seen: Arc<Mutex<Vec<bool>>> = Arc::default();
+    let sink = Arc::clone(&seen);
+    informer.add_event_handler(move |n| {
+        if let Notification::Add(p) = n {
+            sink.lock().push(p.metadata.managed_fields.is_some());
+        }
+    });
+    let shutdown = Shutdown::new();
+    factory.start(shutdown.clone());
+    assert!(factory.wait_for_cache_sync(&shutdown).await);
+    assert!(
+        informer.set_transform(|_: &mut Pod| {}).is_err(),
+        "a started informer keeps its transform"
+    );
+    eventually("watch open", || server.open_watches() == 1).await;
+    server.add_pod(with_fields("watched"));
+    eventually("both seen", || seen.lock().len() == 2).await;
+    assert_eq!(*seen.lock(), [false, false]);
+    assert!(informer
+        .store()
+        .list()
+        .iter()
+        .all(|p| p.metadata.managed_fields.is_none()));
     shutdown.cancel();
 }
 

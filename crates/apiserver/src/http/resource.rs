@@ -179,9 +179,10 @@ mod tests {
     }
 }
 
-/// `services/{[scheme:]name[:port]}/proxy`: there is nothing behind a Service here (no process
-/// runs on the simulated nodes), so the answer is what kube-apiserver gives for a Service
-/// without ready endpoints, after checking that the Service exists.
+/// `services/{[scheme:]name[:port]}/proxy`: after checking that the Service exists, kube's
+/// answer for a Service without ready endpoints, or, when its Endpoints list ready addresses
+/// (the endpoints controller keeps them), a 503 saying that those pods run on simulated nodes,
+/// which run no containers to proxy to.
 fn service_proxy(
     state: &SharedState,
     info: &'static ResourceInfo,
@@ -196,11 +197,48 @@ fn service_proxy(
     {
         return ApiError::not_found(info, service);
     }
-    ApiError::new(
-        503,
-        "ServiceUnavailable",
-        format!("no endpoints available for service {service:?}"),
-    )
+    let ready = rkcm_apimachinery::catalog::by_kind("v1", "Endpoints")
+        .and_then(|endpoints| state.store.get(&crate::rest::key(endpoints, ns, service)))
+        .map(|e| ready_endpoints(&e.value))
+        .unwrap_or_default();
+    let message = match ready.as_slice() {
+        [] => format!("no endpoints available for service {service:?}"),
+        [first, rest @ ..] => {
+            let more = match rest.len() {
+                0 => String::new(),
+                n => format!(" and {n} more"),
+            };
+            format!(
+                "error trying to reach service {service:?}: its endpoints ({first}{more}) are pods \
+                 on simulated nodes, which run no containers"
+            )
+        }
+    };
+    ApiError::new(503, "ServiceUnavailable", message)
+}
+
+/// The ready `ip:port` pairs (`ip` alone for a subset without ports) of an Endpoints object.
+fn ready_endpoints(endpoints: &serde_json::Value) -> Vec<String> {
+    let empty = Vec::new();
+    let list =
+        |v: Option<&serde_json::Value>| v.and_then(|v| v.as_array()).unwrap_or(&empty).clone();
+    let mut out = Vec::new();
+    for subset in list(endpoints.get("subsets")) {
+        let ports: Vec<i64> = list(subset.get("ports"))
+            .iter()
+            .filter_map(|p| p.get("port").and_then(serde_json::Value::as_i64))
+            .collect();
+        for address in list(subset.get("addresses")) {
+            let Some(ip) = address.get("ip").and_then(serde_json::Value::as_str) else {
+                continue;
+            };
+            match ports.first() {
+                Some(port) => out.push(format!("{ip}:{port}")),
+                None => out.push(ip.to_string()),
+            }
+        }
+    }
+    out
 }
 
 /// The Service name of a proxy path segment `[scheme:]name[:port]`.
@@ -215,7 +253,18 @@ fn service_name(segment: &str) -> &str {
 
 #[cfg(test)]
 mod proxy_tests {
-    use super::service_name;
+    use super::{ready_endpoints, service_name};
+
+    #[test]
+    fn ready_endpoints_are_the_ready_addresses_with_their_first_port() {
+        let endpoints = serde_json::json!({"subsets": [
+            {"addresses": [{"ip": "10.0.0.1"}], "notReadyAddresses": [{"ip": "10.0.0.2"}],
+             "ports": [{"port": 8080}]},
+            {"addresses": [{"ip": "10.0.0.3"}]},
+        ]});
+        assert_eq!(ready_endpoints(&endpoints), ["10.0.0.1:8080", "10.0.0.3"]);
+        assert!(ready_endpoints(&serde_json::json!({})).is_empty());
+    }
 
     #[test]
     fn proxy_segments_name_the_service_with_an_optional_scheme_and_port() {

@@ -12,19 +12,10 @@ use serde_json::{json, Value};
 use super::generic::GenericStrategy;
 use super::hooked::{nothing, nothing_on_update, HookedStrategy, Hooks};
 use super::object::{get, semantically_equal};
-use super::{FieldError, FieldErrorKind};
+use super::FieldError;
 
 /// Largest total size of `data` and `binaryData` (`MaxSecretSize`, shared by configmaps).
 pub(crate) const MAX_CONFIG_MAP_SIZE: usize = 1024 * 1024;
-
-/// `field.TooLong` of a size limit in bytes, as apimachinery words it.
-pub(crate) fn too_long_bytes(path: impl Into<String>, max: usize) -> FieldError {
-    FieldError {
-        field: path.into(),
-        kind: FieldErrorKind::TooLong,
-        message: format!("Too long: must have at most {max} bytes"),
-    }
-}
 
 fn validate(obj: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
@@ -63,7 +54,7 @@ fn validate(obj: &Value) -> Vec<FieldError> {
     }
     if total > MAX_CONFIG_MAP_SIZE {
         // An empty path: the error is about the whole object.
-        errs.push(too_long_bytes("", MAX_CONFIG_MAP_SIZE));
+        errs.push(FieldError::too_long("", MAX_CONFIG_MAP_SIZE));
     }
     errs
 }
@@ -141,7 +132,7 @@ mod tests {
         assert_eq!(errs.len(), 1);
         assert_eq!(
             errs[0].message_with_field(),
-            ": Too long: must have at most 1048576 bytes"
+            ": Too long: may not be more than 1048576 bytes"
         );
     }
 

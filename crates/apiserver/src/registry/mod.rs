@@ -169,12 +169,13 @@ impl FieldError {
         Self::without_value(field, FieldErrorKind::Forbidden, detail)
     }
 
-    /// A value is too long; `max` is the limit in characters.
+    /// A value is too long; `max` is the limit in bytes (`field.TooLong`).
     pub fn too_long(field: impl Into<String>, max: usize) -> Self {
+        let unit = if max == 1 { "byte" } else { "bytes" };
         Self::without_value(
             field,
             FieldErrorKind::TooLong,
-            &format!("may not be more than {max} bytes"),
+            &format!("may not be more than {max} {unit}"),
         )
     }
 

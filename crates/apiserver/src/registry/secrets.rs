@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 
 use rkcm_labels::validation::is_config_map_key;
 
-use super::configmaps::{too_long_bytes, MAX_CONFIG_MAP_SIZE};
+use super::configmaps::MAX_CONFIG_MAP_SIZE;
 use super::generic::GenericStrategy;
 use super::hooked::{nothing, nothing_on_update, HookedStrategy, Hooks};
 use super::meta::validate_immutable;
@@ -123,7 +123,7 @@ fn validate(obj: &Value) -> Vec<FieldError> {
             .map_or(0, |b| b.len());
     }
     if total > MAX_SECRET_SIZE {
-        errs.push(too_long_bytes("data", MAX_SECRET_SIZE));
+        errs.push(FieldError::too_long("data", MAX_SECRET_SIZE));
     }
     let required = |key: &str| FieldError::required(format!("data[{key}]"), "");
     let has = |key: &str| get(obj, &["data", key]).is_some();
@@ -315,7 +315,7 @@ mod tests {
         let obj = secret("Opaque", json!({"a": big, "b": b64("y")}));
         assert_eq!(
             messages(&s().validate_create(&obj)),
-            ["data: Too long: must have at most 1048576 bytes"]
+            ["data: Too long: may not be more than 1048576 bytes"]
         );
         let exact = secret(
             "Opaque",

@@ -11,43 +11,25 @@
 
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use rkcm_apimachinery::semantic;
+use rkcm_runtime::hash::{safe_encode_string, Fnv32a};
 use serde_json::Value;
 
 use super::spec::POD_TEMPLATE_HASH_LABEL;
-
-/// Alphabet of apimachinery's `rand.SafeEncodeString`: no vowels, no confusable characters.
-const SAFE_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-
-const FNV32_OFFSET: u32 = 0x811c_9dc5;
-const FNV32_PRIME: u32 = 0x0100_0193;
-
-fn fnv32a(state: u32, bytes: &[u8]) -> u32 {
-    bytes
-        .iter()
-        .fold(state, |h, &b| (h ^ u32::from(b)).wrapping_mul(FNV32_PRIME))
-}
-
-/// Maps every character of `s` into the safe alphabet, as `rand.SafeEncodeString` does.
-#[doc(alias = "SafeEncodeString")]
-pub fn safe_encode_string(s: &str) -> String {
-    s.chars()
-        .map(|c| char::from(SAFE_ALPHABET[(c as usize) % SAFE_ALPHABET.len()]))
-        .collect()
-}
 
 /// The pod-template-hash of `template` with `collision_count` mixed in.
 #[doc(alias = "ComputeHash")]
 pub fn compute_hash(template: &PodTemplateSpec, collision_count: Option<i32>) -> String {
     // Serializing a k8s-openapi struct cannot fail: every field is plain data with string keys.
     let json = serde_json::to_vec(template).unwrap_or_default();
-    let mut h = fnv32a(FNV32_OFFSET, &json);
+    let mut h = Fnv32a::new();
+    h.write(&json);
     if let Some(count) = collision_count {
         // Go writes the count with binary.LittleEndian.PutUint32 into an 8-byte buffer.
         let mut bytes = [0u8; 8];
         bytes[..4].copy_from_slice(&(count as u32).to_le_bytes());
-        h = fnv32a(h, &bytes);
+        h.write(&bytes);
     }
-    safe_encode_string(&h.to_string())
+    safe_encode_string(&h.sum32().to_string())
 }
 
 fn comparable(template: &PodTemplateSpec) -> Value {
@@ -274,7 +256,9 @@ mod tests {
         let h = compute_hash(&t, None);
         assert_eq!(h, compute_hash(&t, None));
         assert!(!h.is_empty() && h.len() <= 10);
-        assert!(h.bytes().all(|b| SAFE_ALPHABET.contains(&b)));
+        assert!(h
+            .bytes()
+            .all(|b| rkcm_runtime::hash::SAFE_ALPHABET.contains(&b)));
         assert_ne!(h, compute_hash(&t, Some(1)));
         assert_ne!(compute_hash(&t, Some(1)), compute_hash(&t, Some(2)));
         let other = template("", "", &[], &[("app", "api")]);
@@ -291,14 +275,5 @@ mod tests {
                 panic!("hash collision between versions {previous} and {i}");
             }
         }
-    }
-
-    #[test]
-    fn safe_encoding_maps_digits_as_apimachinery_does() {
-        // '0' is 48, 48 % 27 = 21 → '4'; '9' is 57, 57 % 27 = 3 → 'f'.
-        assert_eq!(safe_encode_string("09"), "4f");
-        // FNV-32a reference value: the empty input hashes to the offset basis.
-        assert_eq!(fnv32a(FNV32_OFFSET, b""), 0x811c_9dc5);
-        assert_eq!(fnv32a(FNV32_OFFSET, b"a"), 0xe40c_292c);
     }
 }

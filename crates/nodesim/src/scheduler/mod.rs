@@ -7,12 +7,11 @@
 //! kube-scheduler's message) and is tried again when a node is added or changes, when a bound pod
 //! goes away or finishes, and at the latest after five minutes.
 
-pub mod node_affinity;
 pub mod pod_affinity;
 pub mod predicates;
 pub mod resources;
 pub mod select;
-pub mod taints;
+pub use rkcm_runtime::scheduling::{node_affinity, taints};
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

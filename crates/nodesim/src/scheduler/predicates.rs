@@ -351,4 +351,81 @@ mod tests {
             Err(vec![Reason::NodeName])
         );
     }
+
+    /// A DaemonSet's pod as the controller creates it: pinned to `node` by a required
+    /// `metadata.name` affinity, with the daemon tolerations (unschedulable among them).
+    fn daemon_pod(node: &str, cpu: &str) -> Pod {
+        use k8s_openapi::api::core::v1::{
+            Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm,
+        };
+        let mut p = pod(cpu);
+        let spec = p.spec.as_mut().unwrap();
+        spec.affinity = Some(Affinity {
+            node_affinity: Some(NodeAffinity {
+                required_during_scheduling_ignored_during_execution: Some(NodeSelector {
+                    node_selector_terms: vec![NodeSelectorTerm {
+                        match_expressions: None,
+                        match_fields: Some(vec![NodeSelectorRequirement {
+                            key: "metadata.name".into(),
+                            operator: "In".into(),
+                            values: Some(vec![node.into()]),
+                        }]),
+                    }],
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        spec.tolerations = Some(vec![
+            Toleration {
+                key: Some(UNSCHEDULABLE_TAINT_KEY.into()),
+                operator: Some("Exists".into()),
+                effect: Some("NoSchedule".into()),
+                ..Default::default()
+            },
+            Toleration {
+                key: Some(NOT_READY_TAINT_KEY.into()),
+                operator: Some("Exists".into()),
+                effect: Some("NoExecute".into()),
+                ..Default::default()
+            },
+        ]);
+        p
+    }
+
+    /// kube-scheduler has no special case for daemon pods: the name affinity picks the node, the
+    /// daemon tolerations admit a cordoned one, and resources are checked as for any pod (a full
+    /// node leaves the pod Pending); a not-ready node's NoSchedule taint is not tolerated.
+    #[test]
+    fn daemon_pods_fit_only_their_node_tolerate_cordons_and_still_need_resources() {
+        let mut n1 = node("n1", "1", "1Gi", "110");
+        let n2 = node("n2", "8", "32Gi", "110");
+        let p = daemon_pod("n1", "500m");
+        assert_eq!(fits(&p, &n1, &NodeUsage::default()), Ok(()));
+        assert_eq!(
+            fits(&p, &n2, &NodeUsage::default()),
+            Err(vec![Reason::NodeAffinity])
+        );
+        n1.spec.as_mut().unwrap().unschedulable = Some(true);
+        assert_eq!(fits(&p, &n1, &NodeUsage::default()), Ok(()));
+        let mut usage = NodeUsage::default();
+        usage.add_pod(&pod("800m"));
+        assert_eq!(
+            fits(&p, &n1, &usage),
+            Err(vec![Reason::Insufficient("cpu".into())])
+        );
+        n1.status.as_mut().unwrap().conditions =
+            Some(vec![k8s_openapi::api::core::v1::NodeCondition {
+                type_: "Ready".into(),
+                status: "False".into(),
+                ..Default::default()
+            }]);
+        assert_eq!(
+            fits(&p, &n1, &NodeUsage::default()),
+            Err(vec![Reason::UntoleratedTaint {
+                key: NOT_READY_TAINT_KEY.into(),
+                value: String::new(),
+            }])
+        );
+    }
 }

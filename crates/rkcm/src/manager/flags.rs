@@ -98,9 +98,19 @@ pub struct ManagerArgs {
     pub tls_private_key_file: Option<PathBuf>,
 
     // ---- Controller-specific
+    /// The number of daemonset objects that are allowed to sync concurrently. Larger number =
+    /// more responsive daemonset, but more CPU (and network) load.
+    #[arg(long, default_value_t = 2, help_heading = "Daemonset controller flags")]
+    pub concurrent_daemonset_syncs: usize,
+
     /// The number of job objects that are allowed to sync concurrently.
     #[arg(long, default_value_t = 5, help_heading = "Job controller flags")]
     pub concurrent_job_syncs: usize,
+
+    /// The number of cron job objects that are allowed to sync concurrently. Larger number =
+    /// more responsive jobs, but more CPU (and network) load
+    #[arg(long, default_value_t = 5, help_heading = "CronJob controller flags")]
+    pub concurrent_cron_job_syncs: usize,
 
     /// The number of ttl-after-finished-controller workers that are allowed to sync
     /// concurrently.
@@ -170,6 +180,49 @@ pub struct ManagerArgs {
     #[arg(long, default_value = "5m0s", value_parser = rkcm_apimachinery::duration::parse_non_negative, value_name = "DURATION", help_heading = "Namespace controller flags")]
     pub namespace_sync_period: Duration,
 
+    /// The number of endpoint syncing operations that will be done concurrently. Larger number =
+    /// faster endpoint updating, but more CPU (and network) load.
+    #[arg(long, default_value_t = 5, help_heading = "Endpoint controller flags")]
+    pub concurrent_endpoint_syncs: usize,
+
+    /// The length of endpoint updates batching period. Processing of pod changes will be delayed
+    /// by this duration to join them with potential upcoming updates and reduce the overall number
+    /// of endpoints updates.
+    #[arg(long, default_value = "0s", value_parser = rkcm_apimachinery::duration::parse_non_negative, value_name = "DURATION", help_heading = "Endpoint controller flags")]
+    pub endpoint_updates_batch_period: Duration,
+
+    /// The number of service endpoint syncing operations that will be done concurrently. Larger
+    /// number = faster endpoint slice updating, but more CPU (and network) load.
+    #[arg(long, default_value_t = 5, value_parser = endpoint_syncs("concurrent-service-endpoint-syncs"), help_heading = "Endpointslice controller flags")]
+    pub concurrent_service_endpoint_syncs: usize,
+
+    /// The maximum number of endpoints that will be added to an EndpointSlice. More endpoints per
+    /// slice will result in less endpoint slices, but larger resources.
+    #[arg(long, default_value_t = 100, value_parser = endpoints_per_slice("max-endpoints-per-slice"), help_heading = "Endpointslice controller flags")]
+    pub max_endpoints_per_slice: usize,
+
+    /// The length of endpoint slice updates batching period. Processing of pod changes will be
+    /// delayed by this duration to join them with potential upcoming updates and reduce the
+    /// overall number of endpoints updates.
+    #[arg(long, default_value = "0s", value_parser = rkcm_apimachinery::duration::parse_non_negative, value_name = "DURATION", help_heading = "Endpointslice controller flags")]
+    pub endpointslice_updates_batch_period: Duration,
+
+    /// The number of service endpoint syncing operations that will be done concurrently by the
+    /// endpointslice-mirroring-controller.
+    #[arg(long, default_value_t = 5, value_parser = endpoint_syncs("mirroring-concurrent-service-endpoint-syncs"), help_heading = "Endpointslicemirroring controller flags")]
+    pub mirroring_concurrent_service_endpoint_syncs: usize,
+
+    /// The maximum number of endpoints that will be added to an EndpointSlice by the
+    /// endpointslice-mirroring-controller.
+    #[arg(long, default_value_t = 1000, value_parser = endpoints_per_slice("mirroring-max-endpoints-per-subset"), help_heading = "Endpointslicemirroring controller flags")]
+    pub mirroring_max_endpoints_per_subset: usize,
+
+    /// The length of EndpointSlice updates batching period for the
+    /// endpointslice-mirroring-controller. Processing of EndpointSlice changes will be delayed by
+    /// this duration to join them with potential upcoming updates.
+    #[arg(long, default_value = "0s", value_parser = rkcm_apimachinery::duration::parse_non_negative, value_name = "DURATION", help_heading = "Endpointslicemirroring controller flags")]
+    pub mirroring_endpointslice_updates_batch_period: Duration,
+
     // ---- Serviceaccount controller flags
     /// If set, this root certificate authority will be included in service account's token
     /// secret and published as `kube-root-ca.crt` in every namespace. This must be a valid
@@ -180,4 +233,41 @@ pub struct ManagerArgs {
         help_heading = "Serviceaccount controller flags"
     )]
     pub root_ca_file: Option<PathBuf>,
+}
+
+/// A parser of an integer flag that kube bounds to `min..=max`, refusing others with kube's
+/// message (`EndpointSliceControllerOptions.Validate`, `EndpointSliceMirroringControllerOptions`).
+fn bounded(
+    flag: &'static str,
+    min: usize,
+    max: usize,
+) -> impl Fn(&str) -> Result<usize, String> + Clone + Send + Sync + 'static {
+    move |raw: &str| {
+        let value: i64 = raw.trim().parse().map_err(|e| format!("{e}"))?;
+        if value < min as i64 {
+            return Err(format!(
+                "{flag} must not be less than {min}, but got {value}"
+            ));
+        }
+        if value > max as i64 {
+            return Err(format!(
+                "{flag} must not be more than {max}, but got {value}"
+            ));
+        }
+        Ok(value as usize)
+    }
+}
+
+/// Worker counts of the EndpointSlice controllers: 1 to 50.
+fn endpoint_syncs(
+    flag: &'static str,
+) -> impl Fn(&str) -> Result<usize, String> + Clone + Send + Sync + 'static {
+    bounded(flag, 1, 50)
+}
+
+/// Endpoints per slice (or per mirrored subset): 1 to 1000.
+fn endpoints_per_slice(
+    flag: &'static str,
+) -> impl Fn(&str) -> Result<usize, String> + Clone + Send + Sync + 'static {
+    bounded(flag, 1, 1000)
 }

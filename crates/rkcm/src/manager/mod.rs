@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use rkcm_controllers::registry::{self, ControllerContext, ControllerOptions, Started};
 use rkcm_runtime::events::EventBroadcaster;
-use rkcm_runtime::informer::InformerFactory;
+use rkcm_runtime::informer::{trim_managed_fields, InformerFactory};
 use rkcm_runtime::leader_election::{LeaderElectionConfig, LeaderElector};
 use rkcm_runtime::{rest_client, Shutdown, SystemClock};
 use tokio::task::JoinSet;
@@ -105,12 +105,24 @@ pub async fn config_from_flags(args: &ManagerArgs) -> anyhow::Result<ManagerConf
             concurrent_rc_syncs: args.concurrent_rc_syncs,
             concurrent_deployment_syncs: args.concurrent_deployment_syncs,
             concurrent_job_syncs: args.concurrent_job_syncs,
+            concurrent_cron_job_syncs: args.concurrent_cron_job_syncs,
+            concurrent_daemonset_syncs: args.concurrent_daemonset_syncs,
             concurrent_ttl_after_finished_syncs: args.concurrent_ttl_after_finished_syncs,
             concurrent_gc_syncs: args.concurrent_gc_syncs,
             concurrent_namespace_syncs: args.concurrent_namespace_syncs,
             terminated_pod_gc_threshold: args.terminated_pod_gc_threshold,
             namespace_sync_period: args.namespace_sync_period,
             enable_garbage_collector: args.enable_garbage_collector,
+            concurrent_endpoint_syncs: args.concurrent_endpoint_syncs,
+            endpoint_updates_batch_period: args.endpoint_updates_batch_period,
+            concurrent_service_endpoint_syncs: args.concurrent_service_endpoint_syncs,
+            max_endpoints_per_slice: args.max_endpoints_per_slice,
+            endpointslice_updates_batch_period: args.endpointslice_updates_batch_period,
+            mirroring_concurrent_service_endpoint_syncs: args
+                .mirroring_concurrent_service_endpoint_syncs,
+            mirroring_max_endpoints_per_subset: args.mirroring_max_endpoints_per_subset,
+            mirroring_endpointslice_updates_batch_period: args
+                .mirroring_endpointslice_updates_batch_period,
             clock: Arc::new(SystemClock),
         },
         qps: args.kube_api_qps,
@@ -253,9 +265,11 @@ async fn start_controllers(
     }
     let (qps, burst) = (config.qps, config.burst);
     let clients = move |_controller: &str| rest_client::client(kube_config.clone(), qps, burst);
-    let factory = InformerFactory::new(
+    // kube-controller-manager's informers drop managedFields before caching.
+    let factory = InformerFactory::with_transform(
         clients("shared-informers").context("building the informer client")?,
         jittered(config.min_resync_period),
+        trim_managed_fields,
     );
     let events =
         EventBroadcaster::new(clients("event-broadcaster").context("building the event client")?);
@@ -336,18 +350,12 @@ fn jittered(min: Duration) -> Duration {
 
 /// DER certificates as one PEM bundle; `None` when there are none.
 fn pem_bundle(certs: &[Vec<u8>]) -> Option<String> {
-    use base64::Engine as _;
-    let mut out = String::new();
-    for der in certs {
-        let encoded = base64::engine::general_purpose::STANDARD.encode(der);
-        out.push_str("-----BEGIN CERTIFICATE-----\n");
-        for line in encoded.as_bytes().chunks(64) {
-            out.push_str(&String::from_utf8_lossy(line));
-            out.push('\n');
-        }
-        out.push_str("-----END CERTIFICATE-----\n");
-    }
-    (!out.is_empty()).then_some(out)
+    let blocks: Vec<pem::Pem> = certs
+        .iter()
+        .map(|der| pem::Pem::new("CERTIFICATE", der.clone()))
+        .collect();
+    let config = pem::EncodeConfig::new().set_line_ending(pem::LineEnding::LF);
+    (!blocks.is_empty()).then(|| pem::encode_many_config(&blocks, config))
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use std::fmt::{self, Debug};
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Api, Client, Resource};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
@@ -53,6 +54,12 @@ where
     }
 }
 
+/// Drops `managedFields`, which no controller reads: kube-controller-manager's informer transform
+/// (`controllermanager.go`, `trim`). Server-side apply bookkeeping can be most of an object's size.
+pub fn trim_managed_fields(meta: &mut ObjectMeta) {
+    meta.managed_fields = None;
+}
+
 /// Hands out one [`SharedInformer`] per resource type, watching all namespaces, and starts them.
 ///
 /// Clones share the same informers. Controllers ask for the informers they need in their
@@ -64,9 +71,13 @@ pub struct InformerFactory {
     inner: Arc<FactoryInner>,
 }
 
+/// A change made to the metadata of every object an informer of the factory caches.
+pub type MetadataTransform = Arc<dyn Fn(&mut ObjectMeta) + Send + Sync>;
+
 struct FactoryInner {
     client: Client,
     default_resync: Duration,
+    transform: Option<MetadataTransform>,
     informers: Mutex<HashMap<TypeId, Arc<dyn FactoryInformer>>>,
 }
 
@@ -87,6 +98,25 @@ impl InformerFactory {
             inner: Arc::new(FactoryInner {
                 client,
                 default_resync,
+                transform: None,
+                informers: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// A factory whose informers apply `transform` to the metadata of every object before
+    /// caching it (client-go's `WithTransform` option); kube-controller-manager drops
+    /// `managedFields` this way ([`trim_managed_fields`]).
+    pub fn with_transform(
+        client: Client,
+        default_resync: Duration,
+        transform: impl Fn(&mut ObjectMeta) + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            inner: Arc::new(FactoryInner {
+                client,
+                default_resync,
+                transform: Some(Arc::new(transform)),
                 informers: Mutex::new(HashMap::new()),
             }),
         }
@@ -104,10 +134,16 @@ impl InformerFactory {
     {
         let mut informers = self.inner.informers.lock();
         let entry = informers.entry(TypeId::of::<K>()).or_insert_with(|| {
-            Arc::new(SharedInformer::<K>::new(
+            let informer = SharedInformer::<K>::new(
                 Api::all(self.inner.client.clone()),
                 self.inner.default_resync,
-            ))
+            );
+            if let Some(transform) = self.inner.transform.clone() {
+                informer
+                    .set_transform(move |obj: &mut K| transform(obj.meta_mut()))
+                    .expect("a new informer has not started");
+            }
+            Arc::new(informer)
         });
         entry
             .as_any()

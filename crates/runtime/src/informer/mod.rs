@@ -16,8 +16,10 @@ use std::sync::Arc;
 
 use crate::ObjectKey;
 
-pub use factory::{wait_for_cache_sync, HasSynced, InformerFactory};
-pub use shared_informer::SharedInformer;
+pub use factory::{
+    trim_managed_fields, wait_for_cache_sync, HasSynced, InformerFactory, MetadataTransform,
+};
+pub use shared_informer::{AlreadyStarted, SharedInformer, Transform};
 pub use store::{Store, CONTROLLER_UID_INDEX, NAMESPACE_INDEX};
 
 /// How an object left the cache.

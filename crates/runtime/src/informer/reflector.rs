@@ -4,7 +4,7 @@ use std::fmt::Debug;
 use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
-use kube::api::{ListParams, WatchEvent, WatchParams};
+use kube::api::{ListParams, ObjectList, WatchEvent, WatchParams};
 use kube::{Api, Resource, ResourceExt};
 use rand::Rng;
 use serde::de::DeserializeOwned;
@@ -57,6 +57,76 @@ enum AttemptError {
 
 fn is_expired(err: &kube::Error) -> bool {
     matches!(err, kube::Error::Api(status) if status.code == 410 || status.reason == "Expired" || status.reason == "Gone")
+}
+
+/// The server has not reached the resource version asked for (client-go
+/// `isTooLargeResourceVersionError`): a `ResourceVersionTooLarge` cause, or a timeout saying so.
+fn is_too_large_resource_version(err: &kube::Error) -> bool {
+    crate::api_error::has_status_cause(err, "ResourceVersionTooLarge")
+        || matches!(err, kube::Error::Api(status)
+            if (status.code == 504 || status.reason == "Timeout")
+                && status.message.contains("Too large resource version"))
+}
+
+/// A watch that could not be opened for a reason worth waiting out rather than relisting
+/// (client-go `isWatchErrorRetriable`): too many requests, or the server refusing connections.
+fn is_retriable_watch_error(err: &kube::Error) -> bool {
+    match err {
+        kube::Error::Api(status) => status.code == 429,
+        other => {
+            let mut source: Option<&dyn std::error::Error> = Some(other);
+            while let Some(e) = source {
+                if let Some(io) = e.downcast_ref::<std::io::Error>() {
+                    if io.kind() == std::io::ErrorKind::ConnectionRefused {
+                        return true;
+                    }
+                }
+                source = e.source();
+            }
+            false
+        }
+    }
+}
+
+/// A watch that ends within this long without an event is suspect: relist (client-go
+/// `handleWatch`'s "very short watch").
+const VERY_SHORT_WATCH: Duration = Duration::from_secs(1);
+
+/// What the reflector remembers between lists (client-go's `lastSyncResourceVersion`,
+/// `isLastSyncResourceVersionUnavailable`, `paginatedResult`).
+#[derive(Debug, Default)]
+struct Relist {
+    /// The resource version of the last list, event or bookmark; empty before the first list.
+    last_sync_resource_version: String,
+    /// The last list failed because that resource version is gone or not reached.
+    last_sync_unavailable: bool,
+    /// The server paginated an answer to resourceVersion=0.
+    paginated_result: bool,
+}
+
+impl Relist {
+    /// The resource version to list at (`relistResourceVersion`): "0" (any, from the watch
+    /// cache) the first time, the last one seen after that, and "" (the latest, consistent) when
+    /// that one is unavailable.
+    fn resource_version(&self) -> String {
+        if self.last_sync_unavailable {
+            String::new()
+        } else if self.last_sync_resource_version.is_empty() {
+            "0".to_string()
+        } else {
+            self.last_sync_resource_version.clone()
+        }
+    }
+
+    /// Page size of a list at `rv`: paged by 500 unless it is a list at a specific resource
+    /// version from a server that does not page answers to resourceVersion=0.
+    fn page_size(&self, rv: &str) -> u32 {
+        if self.paginated_result || rv.is_empty() || rv == "0" {
+            LIST_PAGE_SIZE
+        } else {
+            0
+        }
+    }
 }
 
 /// Exponential backoff with jitter, reset after a quiet period (client-go's
@@ -120,89 +190,174 @@ where
         }
     }
 
-    /// Runs until `shutdown`.
+    /// Runs until `shutdown`: client-go's `ListAndWatch` under `BackoffUntil`.
+    ///
+    /// A list is followed by watches, each resumed from the last resource version seen, for as
+    /// long as they end normally (their timeout, a dropped connection). A watch that ends with an
+    /// error, or closes within a second without an event, sends the reflector back to a list,
+    /// after the backoff.
     pub(crate) async fn run(self, sink: &dyn ReflectorSink<K>, shutdown: Shutdown) {
         let mut backoff = Backoff::reflector();
-        // `None` until a list succeeds, and again after a 410.
-        let mut resource_version: Option<String> = None;
+        let mut relist = Relist::default();
         loop {
             if shutdown.is_cancelled() {
                 return;
             }
-            let rv = match resource_version.clone() {
-                Some(rv) => rv,
-                None => {
-                    let listed = tokio::select! {
-                        _ = shutdown.cancelled() => return,
-                        listed = self.list() => listed,
-                    };
-                    match listed {
-                        Ok((objects, rv)) => {
-                            tracing::debug!(reflector = %self.name, count = objects.len(), %rv, "listed");
-                            sink.replace(objects);
-                            resource_version = Some(rv.clone());
-                            rv
-                        }
-                        Err(err) => {
-                            tracing::warn!(reflector = %self.name, error = %crate::api_error::Chain(&err), "list failed");
-                            if sleep_or_shutdown(backoff.delay(), &shutdown).await {
-                                return;
-                            }
-                            continue;
-                        }
-                    }
-                }
+            let listed = tokio::select! {
+                _ = shutdown.cancelled() => return,
+                listed = self.list(&mut relist) => listed,
             };
-            match self
-                .watch(&rv, sink, &mut resource_version, &shutdown)
-                .await
-            {
+            match listed {
+                Ok((objects, rv)) => {
+                    tracing::debug!(reflector = %self.name, count = objects.len(), %rv, "listed");
+                    sink.replace(objects);
+                    relist.last_sync_resource_version = rv;
+                    self.watch_until_relist(sink, &mut relist, &mut backoff, &shutdown)
+                        .await;
+                }
+                Err(err) => {
+                    tracing::warn!(reflector = %self.name, error = %crate::api_error::Chain(&err), "list failed");
+                }
+            }
+            if sleep_or_shutdown(backoff.delay(), &shutdown).await {
+                return;
+            }
+        }
+    }
+
+    /// Watches again and again from the last resource version seen, until a watch ends in a way
+    /// that calls for a relist (or shutdown).
+    async fn watch_until_relist(
+        &self,
+        sink: &dyn ReflectorSink<K>,
+        relist: &mut Relist,
+        backoff: &mut Backoff,
+        shutdown: &Shutdown,
+    ) {
+        loop {
+            if shutdown.is_cancelled() {
+                return;
+            }
+            let started = Instant::now();
+            let rv = relist.last_sync_resource_version.clone();
+            let mut events = 0usize;
+            let result = self.watch(&rv, sink, relist, &mut events, shutdown).await;
+            if shutdown.is_cancelled() {
+                return;
+            }
+            match result {
+                Ok(()) if events == 0 && started.elapsed() < VERY_SHORT_WATCH => {
+                    tracing::warn!(reflector = %self.name, "very short watch: unexpected watch close - watch lasted less than a second and no items received");
+                    return;
+                }
                 Ok(()) => {}
                 Err(AttemptError::Expired(msg)) => {
-                    tracing::info!(reflector = %self.name, %msg, "watch expired; relisting");
-                    resource_version = None;
+                    // Not "unavailable" yet: a list at the last resource version returns data at
+                    // least that fresh, and says so itself if it cannot.
+                    tracing::info!(reflector = %self.name, %msg, "watch closed with: too old resource version");
+                    return;
                 }
-                Err(err @ (AttemptError::WatchStatus(_) | AttemptError::Undecodable(_))) => {
-                    tracing::warn!(reflector = %self.name, error = %crate::api_error::Chain(&err), "watch failed; relisting");
-                    resource_version = None;
-                    if sleep_or_shutdown(backoff.delay(), &shutdown).await {
+                Err(AttemptError::Api(err)) if is_retriable_watch_error(&err) => {
+                    tracing::debug!(reflector = %self.name, error = %crate::api_error::Chain(&err), "watch failed; backing off");
+                    if sleep_or_shutdown(backoff.delay(), shutdown).await {
                         return;
                     }
                 }
                 Err(err) => {
-                    tracing::warn!(reflector = %self.name, error = %crate::api_error::Chain(&err), "watch failed; retrying from last resource version");
-                    if sleep_or_shutdown(backoff.delay(), &shutdown).await {
-                        return;
-                    }
+                    tracing::warn!(reflector = %self.name, error = %crate::api_error::Chain(&err), "watch ended with an error; relisting");
+                    return;
                 }
             }
         }
     }
 
-    /// Lists every object in pages; returns them with the list's resource version.
-    async fn list(&self) -> Result<(Vec<K>, String), kube::Error> {
+    /// Lists every object at the resource version client-go's `relistResourceVersion` picks, in
+    /// pages where it pages; returns them with the list's resource version.
+    async fn list(&self, relist: &mut Relist) -> Result<(Vec<K>, String), kube::Error> {
+        let rv = relist.resource_version();
+        let result = match self.list_pages(&rv, relist.page_size(&rv)).await {
+            Err(err) if is_expired(&err) || is_too_large_resource_version(&err) => {
+                // The resource version is gone or not there yet: list the latest at once.
+                relist.last_sync_unavailable = true;
+                let rv = relist.resource_version();
+                self.list_pages(&rv, relist.page_size(&rv)).await
+            }
+            other => other,
+        };
+        let (objects, list_rv, paginated) = result?;
+        if rv == "0" && paginated {
+            // A paginated answer to resourceVersion=0 means the server has no watch cache
+            // for this resource: keep paging from now on.
+            relist.paginated_result = true;
+        }
+        relist.last_sync_unavailable = false;
+        Ok((objects, list_rv))
+    }
+
+    /// One list at `rv` (empty: the latest), in pages of `page_size` (0: one page), as client-go's
+    /// pager: continue requests carry no resource version, and an expired continue token falls
+    /// back to one full list at `rv`. Also says whether the answer came in several pages.
+    async fn list_pages(
+        &self,
+        rv: &str,
+        page_size: u32,
+    ) -> Result<(Vec<K>, String, bool), kube::Error> {
+        let at_rv = ListParams {
+            resource_version: (!rv.is_empty()).then(|| rv.to_string()),
+            ..ListParams::default()
+        };
+        let mut params = ListParams {
+            limit: (page_size > 0).then_some(page_size),
+            ..at_rv.clone()
+        };
         let mut objects = Vec::new();
-        let mut params = ListParams::default().limit(LIST_PAGE_SIZE);
+        let mut paginated = false;
         loop {
-            let page = match self.api.list(&params).await {
+            let page = match self.list_page(&params).await {
                 Ok(page) => page,
-                // An expired continue token: fall back to one unpaginated list, as client-go's pager.
                 Err(err) if params.continue_token.is_some() && is_expired(&err) => {
-                    let list = self.api.list(&ListParams::default()).await?;
+                    let list = self.api.list(&at_rv).await?;
                     let rv = list.metadata.resource_version.unwrap_or_default();
-                    return Ok((list.items, rv));
+                    return Ok((list.items, rv, paginated));
                 }
                 Err(err) => return Err(err),
             };
             objects.extend(page.items);
             match page.metadata.continue_.filter(|c| !c.is_empty()) {
-                Some(token) => params = params.continue_token(&token),
+                Some(token) => {
+                    paginated = true;
+                    params = ListParams {
+                        limit: params.limit,
+                        continue_token: Some(token),
+                        ..ListParams::default()
+                    };
+                }
                 None => {
                     let rv = page.metadata.resource_version.unwrap_or_default();
-                    return Ok((objects, rv));
+                    return Ok((objects, rv, paginated));
                 }
             }
         }
+    }
+
+    /// One list request with `params`, sent as client-go sends it: kube's `ListParams` leave
+    /// `resourceVersion=0` out when a limit is set, client-go sends both (the watch cache
+    /// answers it whole; a server without one pages it).
+    async fn list_page(&self, params: &ListParams) -> Result<ObjectList<K>, kube::Error> {
+        let rv0_with_limit = params.limit.is_some()
+            && params.continue_token.is_none()
+            && params.resource_version.as_deref() == Some("0");
+        if !rv0_with_limit {
+            return self.api.list(params).await;
+        }
+        let mut req = kube::core::Request::new(self.api.resource_url())
+            .list(params)
+            .map_err(kube::Error::BuildRequest)?;
+        let uri = format!("{}&resourceVersion=0", req.uri());
+        *req.uri_mut() = uri
+            .parse()
+            .map_err(|e: http::uri::InvalidUri| kube::Error::HttpError(e.into()))?;
+        self.api.clone().into_client().request(req).await
     }
 
     /// Watches from `rv` until the stream ends. `Ok` means "rewatch from the last resource version".
@@ -210,7 +365,8 @@ where
         &self,
         rv: &str,
         sink: &dyn ReflectorSink<K>,
-        resource_version: &mut Option<String>,
+        relist: &mut Relist,
+        events: &mut usize,
         shutdown: &Shutdown,
     ) -> Result<(), AttemptError> {
         let timeout = MIN_WATCH_TIMEOUT.mul_f64(1.0 + rand::rng().random_range(0.0..1.0));
@@ -267,7 +423,8 @@ where
                     (Change::Deleted(obj), rv)
                 }
                 WatchEvent::Bookmark(bookmark) => {
-                    *resource_version = Some(bookmark.metadata.resource_version);
+                    *events += 1;
+                    relist.last_sync_resource_version = bookmark.metadata.resource_version;
                     continue;
                 }
                 WatchEvent::Error(status) => {
@@ -280,9 +437,10 @@ where
                     )));
                 }
             };
+            *events += 1;
             sink.apply(change);
             if let Some(new_rv) = new_rv.filter(|rv| !rv.is_empty()) {
-                *resource_version = Some(new_rv);
+                relist.last_sync_resource_version = new_rv;
             }
         }
     }
@@ -299,6 +457,71 @@ async fn sleep_or_shutdown(d: Duration, shutdown: &Shutdown) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn relists_ask_for_the_resource_version_client_go_asks_for() {
+        let mut r = Relist::default();
+        // First list: anything (the watch cache), paged.
+        assert_eq!(r.resource_version(), "0");
+        assert_eq!(r.page_size("0"), LIST_PAGE_SIZE);
+        // Later: at least as fresh as the last seen, whole unless the server pages.
+        r.last_sync_resource_version = "42".into();
+        assert_eq!(r.resource_version(), "42");
+        assert_eq!(r.page_size("42"), 0);
+        r.paginated_result = true;
+        assert_eq!(r.page_size("42"), LIST_PAGE_SIZE);
+        // That version is gone: the latest, consistent list, paged.
+        r.last_sync_unavailable = true;
+        assert_eq!(r.resource_version(), "");
+        assert_eq!(r.page_size(""), LIST_PAGE_SIZE);
+    }
+
+    #[test]
+    fn too_large_resource_versions_and_retriable_watch_errors_are_recognised() {
+        let status = |code: u16, reason: &str, message: &str, cause: Option<&str>| {
+            let causes: Vec<serde_json::Value> = cause
+                .map(|c| serde_json::json!({"reason": c}))
+                .into_iter()
+                .collect();
+            let status: kube::core::Status = serde_json::from_value(serde_json::json!({
+                "status": "Failure", "code": code, "reason": reason, "message": message,
+                "details": {"causes": causes},
+            }))
+            .expect("a Status");
+            kube::Error::Api(Box::new(status))
+        };
+        assert!(is_too_large_resource_version(&status(
+            504,
+            "Timeout",
+            "Too large resource version: 9, current: 5",
+            Some("ResourceVersionTooLarge")
+        )));
+        assert!(is_too_large_resource_version(&status(
+            504,
+            "Timeout",
+            "Too large resource version: 9, current: 5",
+            None
+        )));
+        assert!(!is_too_large_resource_version(&status(
+            504, "Timeout", "timeout", None
+        )));
+        assert!(is_retriable_watch_error(&status(
+            429,
+            "TooManyRequests",
+            "slow down",
+            None
+        )));
+        assert!(!is_retriable_watch_error(&status(
+            500,
+            "InternalError",
+            "boom",
+            None
+        )));
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        assert!(is_retriable_watch_error(&kube::Error::Service(Box::new(
+            refused
+        ))));
+    }
 
     #[tokio::test(start_paused = true)]
     async fn backoff_doubles_with_jitter_caps_at_30s_and_resets_after_two_quiet_minutes() {

@@ -34,6 +34,8 @@ pub struct SharedInformer<K> {
 struct Inner<K> {
     api: Api<K>,
     store: Store<K>,
+    /// Applied to every object before it is cached (client-go `SetTransform`).
+    transform: parking_lot::RwLock<Option<Transform<K>>>,
     /// The distribution lock: every store write by the informer and the matching `distribute`
     /// happen under it, so handlers see changes in store order, and a handler added late gets a
     /// snapshot that fits exactly before the next notification.
@@ -44,6 +46,14 @@ struct Inner<K> {
     /// The reflector and resync tasks, awaited by [`SharedInformer::stopped`].
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
+
+/// A change made to every object before the informer caches it.
+pub type Transform<K> = Arc<dyn Fn(&mut K) + Send + Sync>;
+
+/// The informer was started: its transform can no longer change.
+#[derive(Debug, thiserror::Error)]
+#[error("informer has already started")]
+pub struct AlreadyStarted;
 
 impl<K> Clone for SharedInformer<K> {
     fn clone(&self) -> Self {
@@ -80,6 +90,7 @@ where
             inner: Arc::new(Inner {
                 api,
                 store: Store::new(),
+                transform: parking_lot::RwLock::new(None),
                 processor: Mutex::new(Processor::new()),
                 resync,
                 started: AtomicBool::new(false),
@@ -87,6 +98,20 @@ where
                 tasks: Mutex::new(Vec::new()),
             }),
         }
+    }
+
+    /// Sets the change made to every object before it is cached and handed to handlers, e.g.
+    /// dropping fields no controller reads (client-go `SetTransform`). Only before
+    /// [`SharedInformer::start`]; the transform must be idempotent.
+    pub fn set_transform(
+        &self,
+        transform: impl Fn(&mut K) + Send + Sync + 'static,
+    ) -> Result<(), AlreadyStarted> {
+        if self.is_started() {
+            return Err(AlreadyStarted);
+        }
+        *self.inner.transform.write() = Some(Arc::new(transform));
+        Ok(())
     }
 
     /// The informer's cache.
@@ -193,12 +218,23 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
     }
 }
 
+impl<K> Inner<K> {
+    fn transformed(&self, mut obj: K) -> K {
+        if let Some(transform) = &*self.transform.read() {
+            transform(&mut obj);
+        }
+        obj
+    }
+}
+
 impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for Inner<K> {
     fn replace(&self, objects: Vec<K>) {
+        let objects = objects
+            .into_iter()
+            .map(|o| Arc::new(self.transformed(o)))
+            .collect();
         let mut processor = self.processor.lock();
-        let replaced = self
-            .store
-            .replace(objects.into_iter().map(Arc::new).collect());
+        let replaced = self.store.replace(objects);
         for (new, old) in replaced.upserted {
             processor.distribute(match old {
                 Some(old) => Notification::Update { old, new },
@@ -218,7 +254,7 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for Inner<K> {
         let mut processor = self.processor.lock();
         match change {
             Change::Added(obj) | Change::Modified(obj) => {
-                let new = Arc::new(obj);
+                let new = Arc::new(self.transformed(obj));
                 let note = match self.store.insert(Arc::clone(&new)) {
                     Some(old) => Notification::Update { old, new },
                     None => Notification::Add(new),
@@ -226,6 +262,7 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for Inner<K> {
                 processor.distribute(note);
             }
             Change::Deleted(obj) => {
+                let obj = self.transformed(obj);
                 let key = ObjectKey::from_obj(&obj);
                 // The DELETED event carries the final state, which is what handlers get. A delete
                 // for an object the cache never held is dropped, as client-go's DeltaFIFO does.

@@ -24,6 +24,10 @@ pub struct FakeState {
     watchers: Vec<mpsc::UnboundedSender<String>>,
     /// The next watch gets an ERROR 410 event and ends.
     pub expire_next_watch: bool,
+    /// Every watch ends as soon as it is opened, without an event.
+    pub close_watches_at_once: bool,
+    /// Lists at a resource version (not "0", not empty) below this answer 410 Expired.
+    pub oldest_listable_rv: u64,
     /// Query parameters of every list request.
     pub lists: Vec<HashMap<String, String>>,
     /// Query parameters of every watch request.
@@ -86,6 +90,11 @@ impl FakePods {
     /// Creates a pod (ADDED to watchers).
     pub fn add(&self, name: &str) {
         self.upsert(pod(name), "ADDED");
+    }
+
+    /// Creates `p` as given (ADDED to watchers).
+    pub fn add_pod(&self, p: Pod) {
+        self.upsert(p, "ADDED");
     }
 
     /// Changes a pod's labels (MODIFIED to watchers).
@@ -173,7 +182,9 @@ async fn list_or_watch(
         {
             let mut s = state.lock();
             s.watches.push(q);
-            if std::mem::take(&mut s.expire_next_watch) {
+            if s.close_watches_at_once {
+                drop(tx);
+            } else if std::mem::take(&mut s.expire_next_watch) {
                 let status = json!({"type": "ERROR", "object": {
                     "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                     "message": format!("too old resource version: 1 ({})", s.rv),
@@ -195,6 +206,19 @@ async fn list_or_watch(
     }
     let mut s = state.lock();
     s.lists.push(q.clone());
+    let asked: Option<u64> = q.get("resourceVersion").and_then(|rv| rv.parse().ok());
+    if asked.is_some_and(|rv| rv != 0 && rv < s.oldest_listable_rv) {
+        let status = json!({
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": "too old resource version", "reason": "Expired", "code": 410
+        });
+        return (
+            http::StatusCode::GONE,
+            [("content-type", "application/json")],
+            status.to_string(),
+        )
+            .into_response();
+    }
     let limit: usize = q
         .get("limit")
         .and_then(|l| l.parse().ok())

@@ -44,7 +44,12 @@ pub fn list(req: &ResourceRequest<'_>) -> ApiResult<Response> {
     let (info, ns, params, state) = (req.info, req.namespace, req.params, req.state);
     let filter = Filter::from_params(info, params, None)?;
     let prefix = rest::prefix(info, ns);
-    let limit = params.int("limit")?.unwrap_or(0).max(0) as usize;
+    // resourceVersion=0 is answered from the watch cache, whole: kube's cache does not page, so
+    // the limit is ignored (client-go's reflector relies on it for its first list).
+    let limit = match params.non_empty("resourceVersion") {
+        Some("0") if params.non_empty("continue").is_none() => 0,
+        _ => params.int("limit")?.unwrap_or(0).max(0) as usize,
+    };
     if params.non_empty("resourceVersionMatch").is_some()
         && params.non_empty("resourceVersion").is_none()
     {

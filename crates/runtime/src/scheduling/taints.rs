@@ -29,9 +29,20 @@ pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
 
 /// The first `NoSchedule` or `NoExecute` taint that no toleration tolerates.
 pub fn untolerated<'a>(taints: &'a [Taint], tolerations: &[Toleration]) -> Option<&'a Taint> {
+    find_matching_untolerated_taint(taints, tolerations, |t| {
+        t.effect == "NoSchedule" || t.effect == "NoExecute"
+    })
+}
+
+/// The first taint passing `filter` that no toleration tolerates (`FindMatchingUntoleratedTaint`).
+pub fn find_matching_untolerated_taint<'a>(
+    taints: &'a [Taint],
+    tolerations: &[Toleration],
+    filter: impl Fn(&Taint) -> bool,
+) -> Option<&'a Taint> {
     taints
         .iter()
-        .filter(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
+        .filter(|t| filter(t))
         .find(|t| !tolerations.iter().any(|tol| tolerates(tol, t)))
 }
 
