@@ -7,6 +7,7 @@ pub mod cron;
 pub mod duration;
 pub mod openapi;
 pub mod patch;
+pub mod poddisruptionbudget;
 pub mod printers;
 pub mod quantity;
 pub mod semantic;

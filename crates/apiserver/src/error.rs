@@ -220,6 +220,13 @@ impl ApiError {
             "reason": self.reason,
             "code": self.code,
         });
+        if self.reason.is_empty() {
+            // A `Status` a REST handler returns without a reason (eviction's "more than one
+            // PodDisruptionBudget") carries none.
+            if let Some(m) = status.as_object_mut() {
+                m.remove("reason");
+            }
+        }
         let mut details = serde_json::Map::new();
         if let Some(n) = &self.details.name {
             details.insert("name".into(), json!(n));
@@ -263,9 +270,14 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let body = serde_json::to_vec(&self.status()).unwrap_or_default();
-        Response::builder()
+        let mut builder = Response::builder()
             .status(code)
-            .header(http::header::CONTENT_TYPE, "application/json")
+            .header(http::header::CONTENT_TYPE, "application/json");
+        // As kube's `ErrorNegotiated`: a suggested delay is also a `Retry-After` header.
+        if let Some(delay) = self.details.retry_after.filter(|d| *d > 0) {
+            builder = builder.header(http::header::RETRY_AFTER, delay.to_string());
+        }
+        builder
             .body(axum::body::Body::from(body))
             .unwrap_or_else(|_| code.into_response())
     }

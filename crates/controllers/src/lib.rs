@@ -4,6 +4,7 @@
 pub mod cronjob;
 pub mod daemon;
 pub mod deployment;
+pub mod disruption;
 pub mod endpoint;
 pub mod endpointslice;
 pub mod endpointslicemirroring;

@@ -16,8 +16,9 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::ReplicationController;
 
 use crate::{
-    cronjob, daemon, deployment, endpoint, endpointslice, endpointslicemirroring, garbagecollector,
-    job, namespace, podgc, replicaset, rootcacertpublisher, serviceaccount, ttlafterfinished,
+    cronjob, daemon, deployment, disruption, endpoint, endpointslice, endpointslicemirroring,
+    garbagecollector, job, namespace, podgc, replicaset, rootcacertpublisher, serviceaccount,
+    ttlafterfinished,
 };
 
 /// A controller kube-controller-manager knows, by canonical name and the aliases `--controllers`
@@ -58,6 +59,8 @@ pub const TTL_AFTER_FINISHED: &str = "ttl-after-finished-controller";
 pub const SERVICEACCOUNT: &str = "serviceaccount-controller";
 /// Canonical name of the service-account token controller.
 pub const SERVICEACCOUNT_TOKEN: &str = "serviceaccount-token-controller";
+/// Canonical name of the disruption controller.
+pub const DISRUPTION: &str = "disruption-controller";
 /// Canonical name of the root CA publisher.
 pub const ROOT_CA_PUBLISHER: &str = "root-ca-certificate-publisher-controller";
 /// Canonical name of the Endpoints controller.
@@ -113,7 +116,7 @@ pub const KNOWN: &[ControllerName] = &[
         "horizontal-pod-autoscaler-controller",
         &["horizontalpodautoscaling"],
     ),
-    kube("disruption-controller", &["disruption"]),
+    implemented(kube(DISRUPTION, &["disruption"])),
     kube("statefulset-controller", &["statefulset"]),
     implemented(kube(CRONJOB, &["cronjob"])),
     kube(
@@ -439,6 +442,7 @@ fn required_resources(name: &str) -> &'static [(&'static str, &'static str)] {
         TTL_AFTER_FINISHED => &[("batch/v1", "jobs")],
         CRONJOB => &[("batch/v1", "cronjobs"), ("batch/v1", "jobs")],
         ROOT_CA_PUBLISHER => &[("v1", "configmaps"), ("v1", "namespaces")],
+        DISRUPTION => &[("policy/v1", "poddisruptionbudgets")],
         ENDPOINTS => &[("v1", "endpoints"), ("v1", "services"), ("v1", "pods")],
         ENDPOINTSLICE => &[
             ("discovery.k8s.io/v1", "endpointslices"),
@@ -587,6 +591,19 @@ pub async fn start(
             );
             let workers = o.concurrent_ttl_after_finished_syncs;
             Box::pin(async move { c.run(workers, shutdown).await })
+        }
+        DISRUPTION => {
+            let c = disruption::DisruptionController::new(
+                ctx.factory,
+                client,
+                ctx.events.recorder(disruption::EVENT_SOURCE),
+                disruption::Config {
+                    clock: Arc::clone(&o.clock),
+                    ..disruption::Config::default()
+                },
+            );
+            // kube runs one worker per queue and has no `--concurrent-*` flag for it.
+            Box::pin(async move { c.run(shutdown).await })
         }
         SERVICEACCOUNT => {
             let c = serviceaccount::ServiceAccountsController::new(ctx.factory, client);

@@ -39,6 +39,7 @@ mod deployments;
 mod endpoints;
 mod endpointslices;
 mod events;
+pub mod eviction;
 mod generation;
 mod generic;
 mod hooked;

@@ -11,6 +11,7 @@
 mod binding;
 mod create;
 mod delete;
+mod eviction;
 mod get;
 mod keys;
 mod kubernetes_service;
@@ -27,6 +28,7 @@ mod write;
 pub use binding::bind;
 pub use create::create;
 pub use delete::{delete, DeleteOptions, Deleted, FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
+pub use eviction::{evict, Eviction};
 pub use get::get;
 pub use keys::{key, prefix};
 pub use kubernetes_service::{

@@ -1,36 +1,25 @@
-//! POST of an `Eviction` (`pods/{name}/eviction`): a delete with the eviction's options.
+//! POST of an `Eviction` (`pods/{name}/eviction`): decoded here, carried out by [`rest::evict`],
+//! which honours the pod's PodDisruptionBudget.
 
 use axum::body::Body;
 use axum::response::Response;
 use http::StatusCode;
 
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::http::body::read_body;
 use crate::http::decode::decode_json;
 use crate::http::encode::success;
 use crate::http::handlers::ResourceRequest;
-use crate::rest::{self, DeleteOptions};
+use crate::rest::{self, Eviction};
 
-/// Evicts pod `name`. No PodDisruptionBudgets are served, so every eviction is allowed: it is
-/// a delete with the eviction's `DeleteOptions`.
+/// Evicts pod `name`.
 pub async fn evict(req: &ResourceRequest<'_>, name: &str, body: Body) -> ApiResult<Response> {
     let bytes = read_body(req.headers, body).await?;
-    let eviction = decode_json(req.headers, &bytes)?;
-    let mut del = DeleteOptions {
-        dry_run: req.write_options()?.dry_run,
-        ..DeleteOptions::default()
-    };
-    if let Some(o) = eviction.get("deleteOptions").filter(|v| v.is_object()) {
-        del.merge_body(o)?;
-    }
-    rest::delete(
-        req.store(),
-        req.allocators(),
-        req.info,
-        req.namespace,
-        name,
-        &del,
-    )
-    .await?;
+    let body = decode_json(req.headers, &bytes)?;
+    let eviction = Eviction::from_body(&body, req.write_options()?.dry_run)?;
+    let namespace = req
+        .namespace
+        .ok_or_else(|| ApiError::bad_request("an eviction needs a namespace"))?;
+    rest::evict(req.store(), req.allocators(), namespace, name, &eviction).await?;
     Ok(success(StatusCode::CREATED))
 }
