@@ -15,6 +15,7 @@ use rkcm_runtime::{Clock, Shutdown, SystemClock};
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::ReplicationController;
 
+use crate::statefulset;
 use crate::{
     deployment, garbagecollector, job, namespace, podgc, replicaset, rootcacertpublisher,
     serviceaccount, ttlafterfinished,
@@ -34,6 +35,8 @@ pub struct ControllerName {
     pub implemented: bool,
 }
 
+/// Canonical name of the StatefulSet controller.
+pub const STATEFULSET: &str = "statefulset-controller";
 /// Canonical name of the ReplicaSet controller.
 pub const REPLICASET: &str = "replicaset-controller";
 /// Canonical name of the ReplicationController controller.
@@ -105,7 +108,7 @@ pub const KNOWN: &[ControllerName] = &[
         &["horizontalpodautoscaling"],
     ),
     kube("disruption-controller", &["disruption"]),
-    kube("statefulset-controller", &["statefulset"]),
+    implemented(kube(STATEFULSET, &["statefulset"])),
     kube("cronjob-controller", &["cronjob"]),
     kube(
         "certificatesigningrequest-signing-controller",
@@ -257,6 +260,8 @@ pub struct ControllerOptions {
     pub concurrent_replicaset_syncs: usize,
     /// `--concurrent-rc-syncs`.
     pub concurrent_rc_syncs: usize,
+    /// `--concurrent-statefulset-syncs`.
+    pub concurrent_statefulset_syncs: usize,
     /// `--concurrent-deployment-syncs`.
     pub concurrent_deployment_syncs: usize,
     /// `--concurrent-gc-syncs`.
@@ -285,6 +290,7 @@ impl Default for ControllerOptions {
         Self {
             concurrent_replicaset_syncs: 5,
             concurrent_rc_syncs: 5,
+            concurrent_statefulset_syncs: 5,
             concurrent_deployment_syncs: 5,
             concurrent_gc_syncs: 20,
             concurrent_namespace_syncs: 10,
@@ -385,6 +391,12 @@ fn required_resources(name: &str) -> &'static [(&'static str, &'static str)] {
         JOB => &[("batch/v1", "jobs"), ("v1", "pods")],
         TTL_AFTER_FINISHED => &[("batch/v1", "jobs")],
         ROOT_CA_PUBLISHER => &[("v1", "configmaps"), ("v1", "namespaces")],
+        STATEFULSET => &[
+            ("apps/v1", "statefulsets"),
+            ("apps/v1", "controllerrevisions"),
+            ("v1", "pods"),
+            ("v1", "persistentvolumeclaims"),
+        ],
         _ => &[],
     }
 }
@@ -444,6 +456,18 @@ pub async fn start(
                 },
             );
             let workers = o.concurrent_rc_syncs;
+            Box::pin(async move { c.run(workers, shutdown).await })
+        }
+        STATEFULSET => {
+            let c = statefulset::StatefulSetController::new(
+                ctx.factory,
+                client,
+                ctx.events.recorder(statefulset::EVENT_SOURCE),
+                statefulset::Config {
+                    clock: Arc::clone(&o.clock),
+                },
+            );
+            let workers = o.concurrent_statefulset_syncs;
             Box::pin(async move { c.run(workers, shutdown).await })
         }
         DEPLOYMENT => {
@@ -564,6 +588,7 @@ mod tests {
             PODGC,
             REPLICASET,
             DEPLOYMENT,
+            STATEFULSET,
         ] {
             assert!(all.contains(&implemented), "{implemented}");
         }

@@ -103,6 +103,7 @@ pub async fn config_from_flags(args: &ManagerArgs) -> anyhow::Result<ManagerConf
             root_ca,
             concurrent_replicaset_syncs: args.concurrent_replicaset_syncs,
             concurrent_rc_syncs: args.concurrent_rc_syncs,
+            concurrent_statefulset_syncs: args.concurrent_statefulset_syncs,
             concurrent_deployment_syncs: args.concurrent_deployment_syncs,
             concurrent_job_syncs: args.concurrent_job_syncs,
             concurrent_ttl_after_finished_syncs: args.concurrent_ttl_after_finished_syncs,
