@@ -242,6 +242,9 @@ async fn a_template_change_rolls_pods_to_a_new_revision_and_back() -> Result<()>
             && st.ready_replicas == Some(2)
     })
     .await?;
+    let after = sets.get("roll").await?;
+    assert_eq!(after.metadata.generation, Some(2));
+    assert_eq!(status(&after).observed_generation, Some(2));
     let pods: Api<Pod> = Api::namespaced(h.client.clone(), NS);
     let image_of = |p: Pod| p.spec.and_then(|s| s.containers[0].image.clone());
     assert_eq!(

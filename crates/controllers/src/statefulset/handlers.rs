@@ -142,3 +142,123 @@ impl StatefulSetController {
         sets
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::statefulset::fixtures::{new_stateful_set, pod_of};
+    use crate::statefulset::{Config, StatefulSetController};
+    use rkcm_runtime::events::EventRecorder;
+    use rkcm_runtime::informer::InformerFactory;
+    use rkcm_runtime::testing::offline_client;
+
+    fn controller() -> Arc<StatefulSetController> {
+        let client = offline_client();
+        let factory = InformerFactory::new(client.clone(), Duration::ZERO);
+        let (recorder, _events) = EventRecorder::channel("statefulset-controller", 10);
+        StatefulSetController::new(&factory, client, recorder, Config::default())
+    }
+
+    fn add_set(ctrl: &StatefulSetController, set: &StatefulSet) -> ObjectKey {
+        ctrl.set_store.insert(Arc::new(set.clone()));
+        ObjectKey::from_obj(set)
+    }
+
+    async fn drain(ctrl: &StatefulSetController) -> Vec<ObjectKey> {
+        let mut keys = Vec::new();
+        while !ctrl.queue.is_empty() {
+            let key = ctrl.queue.get().await.expect("queue open");
+            ctrl.queue.done(&key);
+            keys.push(key);
+        }
+        keys
+    }
+
+    fn versioned(pod: &Pod, rv: &str) -> Arc<Pod> {
+        let mut p = pod.clone();
+        p.metadata.resource_version = Some(rv.into());
+        Arc::new(p)
+    }
+
+    #[tokio::test]
+    async fn pod_events_enqueue_their_controller() {
+        // TestStatefulSetControllerAddPod, UpdatePod, DeletePod.
+        let ctrl = controller();
+        let set1 = new_stateful_set("foo", 3);
+        let mut set2 = new_stateful_set("bar", 3);
+        set2.spec.as_mut().unwrap().selector.match_labels =
+            Some([("baz".to_string(), "qux".to_string())].into());
+        let (k1, k2) = (add_set(&ctrl, &set1), add_set(&ctrl, &set2));
+        let pod1 = pod_of(&set1, 0);
+        let pod2 = pod_of(&set2, 0);
+        ctrl.on_pod(Notification::Add(Arc::new(pod1.clone())));
+        ctrl.on_pod(Notification::Add(Arc::new(pod2.clone())));
+        assert_eq!(drain(&ctrl).await, [k1.clone(), k2.clone()]);
+
+        // Same resource version: a resync, nothing to do.
+        ctrl.on_pod(Notification::Update {
+            old: versioned(&pod1, "1"),
+            new: versioned(&pod1, "1"),
+        });
+        assert!(drain(&ctrl).await.is_empty());
+        ctrl.on_pod(Notification::Update {
+            old: versioned(&pod1, "1"),
+            new: versioned(&pod1, "2"),
+        });
+        assert_eq!(drain(&ctrl).await, std::slice::from_ref(&k1));
+
+        ctrl.on_pod(Notification::Delete(Deleted::Known(Arc::new(pod2.clone()))));
+        assert_eq!(drain(&ctrl).await, std::slice::from_ref(&k2));
+        ctrl.on_pod(Notification::Delete(Deleted::FinalStateUnknown {
+            key: ObjectKey::from_obj(&pod1),
+            last: Arc::new(pod1.clone()),
+        }));
+        assert_eq!(drain(&ctrl).await, [k1]);
+    }
+
+    #[tokio::test]
+    async fn orphans_wake_every_matching_set_and_foreign_refs_none() {
+        // TestStatefulSetControllerAddPodOrphan, AddPodNoSet, UpdatePodChangeControllerRef.
+        let ctrl = controller();
+        let set1 = new_stateful_set("foo", 3);
+        let set2 = new_stateful_set("foo2", 3);
+        let mut set3 = new_stateful_set("bar", 3);
+        set3.spec.as_mut().unwrap().selector.match_labels =
+            Some([("baz".to_string(), "qux".to_string())].into());
+        let (k1, k2) = (add_set(&ctrl, &set1), add_set(&ctrl, &set2));
+        add_set(&ctrl, &set3);
+        let mut orphan = pod_of(&set1, 0);
+        orphan.metadata.owner_references = None;
+        ctrl.on_pod(Notification::Add(Arc::new(orphan.clone())));
+        let mut keys = drain(&ctrl).await;
+        keys.sort();
+        assert_eq!(keys, [k1.clone(), k2.clone()]);
+
+        // A controller ref to a set we do not know (wrong UID) wakes nothing.
+        let mut foreign = pod_of(&set1, 1);
+        foreign.metadata.owner_references.as_mut().unwrap()[0].uid = "other".into();
+        ctrl.on_pod(Notification::Add(Arc::new(foreign)));
+        assert!(drain(&ctrl).await.is_empty());
+
+        // The controller ref moves from set1 to set2: both are synced.
+        let old = versioned(&pod_of(&set1, 2), "1");
+        let mut moved = pod_of(&set2, 2);
+        moved.metadata.labels = old.metadata.labels.clone();
+        let new = versioned(&moved, "2");
+        ctrl.on_pod(Notification::Update { old, new });
+        assert_eq!(drain(&ctrl).await, [k1, k2]);
+    }
+
+    #[tokio::test]
+    async fn a_pod_added_while_terminating_counts_as_a_deletion() {
+        let ctrl = controller();
+        let set = new_stateful_set("foo", 3);
+        let key = add_set(&ctrl, &set);
+        let mut pod = pod_of(&set, 0);
+        pod.metadata.deletion_timestamp = Some(
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::UNIX_EPOCH),
+        );
+        ctrl.on_pod(Notification::Add(Arc::new(pod)));
+        assert_eq!(drain(&ctrl).await, [key]);
+    }
+}
