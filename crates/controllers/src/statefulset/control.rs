@@ -993,6 +993,38 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn pods_that_lost_their_identity_are_updated_and_failures_reported() {
+        // TestStatefulSetControl/UpdatePodFailure and TestStatefulPodControlUpdatesIdentity.
+        let mut h = harness();
+        let mut set = new_stateful_set("foo", 2);
+        h.scale_up(&mut set).await;
+        h.event_reasons();
+        let pod = h.objects.get_pod("default", "foo-0").unwrap();
+        h.edit(&pod, |p| {
+            p.metadata
+                .labels
+                .as_mut()
+                .unwrap()
+                .remove(super::super::identity::POD_NAME_LABEL);
+        });
+        h.objects.fail.lock().update_pod = 1;
+        let err = h.sync(&mut set).await.unwrap_err();
+        assert!(err.to_string().contains("injected failure"), "{err}");
+        let events = h.event_reasons();
+        assert!(
+            events.iter().any(|e| e
+                .starts_with("FailedUpdate: update Pod foo-0 in StatefulSet foo failed error:")),
+            "{events:?}"
+        );
+        h.sync(&mut set).await.unwrap();
+        let fixed = h.objects.get_pod("default", "foo-0").unwrap();
+        assert!(identity_matches(&set, &fixed));
+        assert!(h.event_reasons().contains(
+            &"SuccessfulUpdate: update Pod foo-0 in StatefulSet foo successful".to_string()
+        ));
+    }
+
+    #[tokio::test]
     async fn status_write_failures_are_returned() {
         // TestStatefulSetControl/UpdateSetStatusFailure.
         let h = harness();

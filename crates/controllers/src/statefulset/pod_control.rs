@@ -145,8 +145,13 @@ impl PodControlError {
     }
 }
 
-/// client-go `retry.DefaultBackoff` steps for pod updates that conflict.
-const UPDATE_ATTEMPTS: usize = 4;
+/// client-go `retry.DefaultBackoff`: 4 attempts, waiting 10ms, 50ms, then 250ms between them.
+pub(crate) const CONFLICT_BACKOFF: [std::time::Duration; 3] = [
+    std::time::Duration::from_millis(10),
+    std::time::Duration::from_millis(50),
+    std::time::Duration::from_millis(250),
+];
+const UPDATE_ATTEMPTS: usize = CONFLICT_BACKOFF.len() + 1;
 
 /// Pod and claim operations with events on the set (`StatefulPodControl`).
 #[derive(Clone)]
@@ -326,6 +331,9 @@ impl StatefulPodControl {
                     result = Err(PodControlError::from(err));
                     if !retry {
                         break;
+                    }
+                    if let Some(delay) = CONFLICT_BACKOFF.get(attempt) {
+                        tokio::time::sleep(*delay).await;
                     }
                 }
             }

@@ -107,8 +107,7 @@ pub trait StatusUpdater: Send + Sync {
     ) -> Result<(), kube::Error>;
 }
 
-/// Attempts of a status write (kube's `retry.RetryOnConflict(retry.DefaultBackoff, …)`).
-const STATUS_ATTEMPTS: usize = 4;
+use super::pod_control::CONFLICT_BACKOFF;
 
 /// [`StatusUpdater`] on the API server, refreshing from the set informer's cache on conflict.
 #[derive(Clone)]
@@ -136,7 +135,8 @@ impl StatusUpdater for ApiStatusUpdater {
         let api: Api<StatefulSet> = Api::namespaced(self.client.clone(), &namespace);
         let mut current = set.clone();
         let mut last = None;
-        for _ in 0..STATUS_ATTEMPTS {
+        // kube's `retry.RetryOnConflict(retry.DefaultBackoff, …)`.
+        for attempt in 0..=CONFLICT_BACKOFF.len() {
             current.status = Some(status.clone());
             match api
                 .replace_status(&name, &PostParams::default(), &current)
@@ -148,7 +148,9 @@ impl StatusUpdater for ApiStatusUpdater {
                         current = (*fresh).clone();
                     }
                     last = Some(err);
-                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                    if let Some(delay) = CONFLICT_BACKOFF.get(attempt) {
+                        tokio::time::sleep(*delay).await;
+                    }
                 }
                 Err(err) => return Err(err),
             }
