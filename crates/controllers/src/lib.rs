@@ -17,4 +17,5 @@ pub mod registry;
 pub mod replicaset;
 pub mod rootcacertpublisher;
 pub mod serviceaccount;
+pub mod statefulset;
 pub mod ttlafterfinished;

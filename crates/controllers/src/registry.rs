@@ -15,6 +15,7 @@ use rkcm_runtime::{Clock, Shutdown, SystemClock};
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::ReplicationController;
 
+use crate::statefulset;
 use crate::{
     cronjob, daemon, deployment, disruption, endpoint, endpointslice, endpointslicemirroring,
     garbagecollector, job, namespace, podgc, replicaset, rootcacertpublisher, serviceaccount,
@@ -35,6 +36,8 @@ pub struct ControllerName {
     pub implemented: bool,
 }
 
+/// Canonical name of the StatefulSet controller.
+pub const STATEFULSET: &str = "statefulset-controller";
 /// Canonical name of the ReplicaSet controller.
 pub const REPLICASET: &str = "replicaset-controller";
 /// Canonical name of the ReplicationController controller.
@@ -117,7 +120,7 @@ pub const KNOWN: &[ControllerName] = &[
         &["horizontalpodautoscaling"],
     ),
     implemented(kube(DISRUPTION, &["disruption"])),
-    kube("statefulset-controller", &["statefulset"]),
+    implemented(kube(STATEFULSET, &["statefulset"])),
     implemented(kube(CRONJOB, &["cronjob"])),
     kube(
         "certificatesigningrequest-signing-controller",
@@ -269,6 +272,8 @@ pub struct ControllerOptions {
     pub concurrent_replicaset_syncs: usize,
     /// `--concurrent-rc-syncs`.
     pub concurrent_rc_syncs: usize,
+    /// `--concurrent-statefulset-syncs`.
+    pub concurrent_statefulset_syncs: usize,
     /// `--concurrent-deployment-syncs`.
     pub concurrent_deployment_syncs: usize,
     /// `--concurrent-gc-syncs`.
@@ -323,6 +328,7 @@ impl Default for ControllerOptions {
         Self {
             concurrent_replicaset_syncs: 5,
             concurrent_rc_syncs: 5,
+            concurrent_statefulset_syncs: 5,
             concurrent_deployment_syncs: 5,
             concurrent_gc_syncs: 20,
             concurrent_namespace_syncs: 10,
@@ -456,6 +462,12 @@ fn required_resources(name: &str) -> &'static [(&'static str, &'static str)] {
             ("v1", "services"),
         ],
         SERVICEACCOUNT_TOKEN => &[("v1", "serviceaccounts"), ("v1", "secrets")],
+        STATEFULSET => &[
+            ("apps/v1", "statefulsets"),
+            ("apps/v1", "controllerrevisions"),
+            ("v1", "pods"),
+            ("v1", "persistentvolumeclaims"),
+        ],
         _ => &[],
     }
 }
@@ -515,6 +527,18 @@ pub async fn start(
                 },
             );
             let workers = o.concurrent_rc_syncs;
+            Box::pin(async move { c.run(workers, shutdown).await })
+        }
+        STATEFULSET => {
+            let c = statefulset::StatefulSetController::new(
+                ctx.factory,
+                client,
+                ctx.events.recorder(statefulset::EVENT_SOURCE),
+                statefulset::Config {
+                    clock: Arc::clone(&o.clock),
+                },
+            );
+            let workers = o.concurrent_statefulset_syncs;
             Box::pin(async move { c.run(workers, shutdown).await })
         }
         DEPLOYMENT => {
@@ -730,6 +754,7 @@ mod tests {
             REPLICASET,
             DEPLOYMENT,
             CRONJOB,
+            STATEFULSET,
         ] {
             assert!(all.contains(&implemented), "{implemented}");
         }

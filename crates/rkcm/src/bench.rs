@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
 use futures::{stream, StreamExt, TryStreamExt};
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use rkcm_controllers::registry::{self, ControllerOptions};
@@ -40,6 +40,37 @@ pub enum BenchCommand {
     /// Job controller: N one-pod Jobs whose container runs `sleep 1` on simulated nodes, until
     /// every Job is Complete.
     Jobs(JobArgs),
+    /// StatefulSet controller: N Parallel StatefulSets × R replicas on simulated nodes.
+    Statefulsets(StatefulSetArgs),
+}
+
+/// `rkcm bench statefulsets`.
+#[derive(Debug, Clone, Args)]
+pub struct StatefulSetArgs {
+    /// Number of StatefulSets.
+    #[arg(long, default_value_t = 10)]
+    pub count: usize,
+    /// Replicas of each.
+    #[arg(long, default_value_t = 100)]
+    pub replicas: i32,
+    /// `podManagementPolicy` of the sets (`Parallel` or `OrderedReady`).
+    #[arg(long, default_value = "Parallel")]
+    pub pod_management_policy: String,
+    /// Simulated nodes (110 pods each).
+    #[arg(long, default_value_t = 10)]
+    pub nodes: usize,
+    /// Time a simulated node takes to make a pod Ready.
+    #[arg(long, default_value = "100ms", value_parser = rkcm_apimachinery::duration::parse_non_negative)]
+    pub pod_ready_delay: Duration,
+    /// Controller workers (`--concurrent-statefulset-syncs`).
+    #[arg(long, default_value_t = 5)]
+    pub workers: usize,
+    /// Client-side QPS of the controller.
+    #[arg(long, default_value_t = 5000.0)]
+    pub qps: f32,
+    /// Client-side burst of the controller.
+    #[arg(long, default_value_t = 10000)]
+    pub burst: u32,
 }
 
 /// `rkcm bench startup`.
@@ -126,6 +157,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Replicasets(args) => replicasets(args).await,
         BenchCommand::Deployments(args) => deployments(args).await,
         BenchCommand::Jobs(args) => jobs::run(args).await,
+        BenchCommand::Statefulsets(args) => statefulsets(args).await,
     }
 }
 
@@ -700,6 +732,110 @@ async fn deployments(args: DeploymentArgs) -> anyhow::Result<()> {
         report.events_dropped
     );
     println!("  controllers' CPU (update):      {cpu:.1} s");
+    println!(
+        "  bench process peak RSS:         {:.1} MiB",
+        process::peak_rss_kib() as f64 / 1024.0
+    );
+    drop(cluster);
+    Ok(())
+}
+
+async fn statefulsets(args: StatefulSetArgs) -> anyhow::Result<()> {
+    let nodes = format!("--nodes={}", args.nodes);
+    let delay = format!("--pod-ready-delay={}ms", args.pod_ready_delay.as_millis());
+    let (cluster, _) = Cluster::start(&[
+        &nodes,
+        &delay,
+        "--pod-termination-max=100ms",
+        "--controllers=podgc",
+    ])?;
+    let kube_config = cluster.kube_config().await?;
+    let plain = kube::Client::try_from(kube_config.clone())?;
+    let ns = "default";
+    let shutdown = Shutdown::new();
+    let before = requests_by_method();
+    let cpu_before = process::cpu_seconds();
+    let manager = spawn_controllers(
+        kube_config.clone(),
+        vec![registry::STATEFULSET],
+        ControllerOptions {
+            concurrent_statefulset_syncs: args.workers,
+            clock: Arc::new(SystemClock),
+            ..ControllerOptions::default()
+        },
+        args.qps,
+        args.burst,
+        shutdown.clone(),
+    );
+    let sets: Api<StatefulSet> = Api::namespaced(plain.clone(), ns);
+    let started = Instant::now();
+    for i in 0..args.count {
+        let name = format!("db-{i}");
+        let set: StatefulSet = serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "spec": {
+                "replicas": args.replicas,
+                "serviceName": name,
+                "podManagementPolicy": args.pod_management_policy,
+                "selector": {"matchLabels": {"app": name}},
+                "template": pod_template(json!({"app": name})),
+            }
+        }))?;
+        sets.create(&PostParams::default(), &set).await?;
+    }
+    let ready = |sets: Api<StatefulSet>, count: usize, replicas: i32| async move {
+        let list = sets.list(&ListParams::default()).await?;
+        anyhow::Ok(
+            list.items.len() == count
+                && list.items.iter().all(|s| {
+                    let st = s.status.clone().unwrap_or_default();
+                    st.observed_generation == s.metadata.generation
+                        && st.ready_replicas == Some(replicas)
+                        && st.replicas == replicas
+                }),
+        )
+    };
+    wait_until(
+        "every StatefulSet to become ready",
+        Duration::from_secs(1800),
+        || ready(sets.clone(), args.count, args.replicas),
+    )
+    .await?;
+    let elapsed = started.elapsed().as_secs_f64();
+    let cpu = process::cpu_seconds() - cpu_before;
+    let after = requests_by_method();
+    shutdown.cancel();
+    let report = manager
+        .await
+        .context("the controller manager task panicked")??;
+
+    let writes: f64 = ["POST", "PUT", "PATCH", "DELETE"]
+        .iter()
+        .map(|m| delta(&after, &before, m))
+        .sum();
+    let pods = (args.count as i32 * args.replicas) as f64;
+    println!(
+        "StatefulSet controller: {} {} StatefulSets × {} replicas, {} simulated nodes, pod ready delay {}",
+        args.count,
+        args.pod_management_policy,
+        args.replicas,
+        args.nodes,
+        rkcm_apimachinery::duration::format_std(args.pod_ready_delay)
+    );
+    println!("  time until all ready:           {elapsed:.1} s");
+    println!(
+        "  API writes per pod:             {:.2} ({writes} writes by the controller)",
+        writes / pods
+    );
+    println!(
+        "  requests (method code: count):  {}",
+        breakdown(&after, &before)
+    );
+    println!(
+        "  events dropped (queue full):    {}",
+        report.events_dropped
+    );
+    println!("  controller CPU:                 {cpu:.1} s");
     println!(
         "  bench process peak RSS:         {:.1} MiB",
         process::peak_rss_kib() as f64 / 1024.0

@@ -65,6 +65,11 @@ mod tests {
         assert_eq!(m.controllers, ["*"]);
         assert_eq!(m.concurrent_replicaset_syncs, 5);
         assert_eq!(m.concurrent_rc_syncs, 5);
+        assert_eq!(m.concurrent_statefulset_syncs, 5);
+        assert_eq!(
+            manager(&["--concurrent-statefulset-syncs=7"]).concurrent_statefulset_syncs,
+            7
+        );
         assert_eq!(m.concurrent_deployment_syncs, 5);
         assert_eq!(m.concurrent_gc_syncs, 20);
         assert_eq!(m.concurrent_namespace_syncs, 10);

@@ -129,6 +129,15 @@ pub struct ManagerArgs {
     )]
     pub concurrent_deployment_syncs: usize,
 
+    /// The number of statefulset objects that are allowed to sync concurrently. Larger number =
+    /// more responsive statefulsets, but more CPU (and network) load.
+    #[arg(
+        long,
+        default_value_t = 5,
+        help_heading = "Statefulset controller flags"
+    )]
+    pub concurrent_statefulset_syncs: usize,
+
     /// The number of replica sets that are allowed to sync concurrently.
     #[arg(
         long,

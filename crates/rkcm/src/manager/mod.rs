@@ -110,6 +110,7 @@ pub async fn config_from_flags(args: &ManagerArgs) -> anyhow::Result<ManagerConf
             concurrent_serviceaccount_token_syncs: args.concurrent_serviceaccount_token_syncs,
             concurrent_replicaset_syncs: args.concurrent_replicaset_syncs,
             concurrent_rc_syncs: args.concurrent_rc_syncs,
+            concurrent_statefulset_syncs: args.concurrent_statefulset_syncs,
             concurrent_deployment_syncs: args.concurrent_deployment_syncs,
             concurrent_job_syncs: args.concurrent_job_syncs,
             concurrent_cron_job_syncs: args.concurrent_cron_job_syncs,
