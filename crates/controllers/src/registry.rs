@@ -34,6 +34,8 @@ pub struct ControllerName {
     pub disabled_by_default: bool,
     /// Whether rkcm runs it; a name that is known but not implemented is accepted and skipped.
     pub implemented: bool,
+    /// A cloud-provider controller: kube-controller-manager skips it (KEP-2395), and so does rkcm.
+    pub cloud_provider: bool,
 }
 
 /// Canonical name of the StatefulSet controller.
@@ -79,6 +81,14 @@ const fn kube(name: &'static str, aliases: &'static [&'static str]) -> Controlle
         aliases,
         disabled_by_default: false,
         implemented: false,
+        cloud_provider: false,
+    }
+}
+
+const fn cloud(c: ControllerName) -> ControllerName {
+    ControllerName {
+        cloud_provider: true,
+        ..c
     }
 }
 
@@ -141,9 +151,12 @@ pub const KNOWN: &[ControllerName] = &[
     kube("node-lifecycle-controller", &["nodelifecycle"]),
     // Cloud-provider controllers: known so that the flag accepts them, never run by
     // kube-controller-manager since KEP-2395.
-    kube("service-lb-controller", &["service"]),
-    kube("node-route-controller", &["route"]),
-    kube("cloud-node-lifecycle-controller", &["cloud-node-lifecycle"]),
+    cloud(kube("service-lb-controller", &["service"])),
+    cloud(kube("node-route-controller", &["route"])),
+    cloud(kube(
+        "cloud-node-lifecycle-controller",
+        &["cloud-node-lifecycle"],
+    )),
     kube(
         "persistentvolume-binder-controller",
         &["persistentvolume-binder"],
@@ -210,6 +223,11 @@ fn aggregate(names: &[String]) -> String {
         [one] => one.clone(),
         many => format!("[{}]", many.join(", ")),
     }
+}
+
+/// Whether `name` is a cloud-provider controller, which kube-controller-manager skips.
+pub fn is_cloud_provider(name: &str) -> bool {
+    lookup(name).is_some_and(|c| c.cloud_provider)
 }
 
 /// The controller `name` (canonical or alias) designates.
@@ -761,6 +779,26 @@ mod tests {
         assert!(!all.contains(&"bootstrap-signer-controller"));
         assert!(!all.contains(&"token-cleaner-controller"));
         assert!(!all.contains(&"selinux-warning-controller"));
+    }
+
+    #[test]
+    fn the_cloud_provider_controllers_are_known_and_marked() {
+        let cloud: Vec<_> = KNOWN
+            .iter()
+            .filter(|c| c.cloud_provider)
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(
+            cloud,
+            [
+                "service-lb-controller",
+                "node-route-controller",
+                "cloud-node-lifecycle-controller"
+            ]
+        );
+        assert!(is_cloud_provider("route"));
+        assert!(!is_cloud_provider(REPLICASET));
+        assert!(cloud.iter().all(|c| !is_implemented(c)));
     }
 
     #[test]

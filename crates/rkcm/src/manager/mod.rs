@@ -189,6 +189,13 @@ pub async fn run(
         .iter()
         .copied()
         .filter(|c| !registry::is_implemented(c))
+        .filter(|c| {
+            let cloud = registry::is_cloud_provider(c);
+            if cloud {
+                tracing::info!(controller = c, "Skipping a cloud provider controller");
+            }
+            !cloud
+        })
         .collect();
     if !not_implemented.is_empty() {
         tracing::info!(
