@@ -17,9 +17,9 @@ use k8s_openapi::api::core::v1::ReplicationController;
 
 use crate::statefulset;
 use crate::{
-    cronjob, daemon, deployment, disruption, endpoint, endpointslice, endpointslicemirroring,
-    garbagecollector, job, namespace, podgc, replicaset, rootcacertpublisher, serviceaccount,
-    ttlafterfinished,
+    clusterroleaggregation, cronjob, daemon, deployment, disruption, endpoint, endpointslice,
+    endpointslicemirroring, garbagecollector, job, namespace, podgc, replicaset,
+    rootcacertpublisher, serviceaccount, ttlafterfinished,
 };
 
 /// A controller kube-controller-manager knows, by canonical name and the aliases `--controllers`
@@ -64,6 +64,8 @@ pub const TTL_AFTER_FINISHED: &str = "ttl-after-finished-controller";
 pub const SERVICEACCOUNT: &str = "serviceaccount-controller";
 /// Canonical name of the service-account token controller.
 pub const SERVICEACCOUNT_TOKEN: &str = "serviceaccount-token-controller";
+/// Canonical name of the cluster-role aggregation controller.
+pub const CLUSTERROLE_AGGREGATION: &str = "clusterrole-aggregation-controller";
 /// Canonical name of the disruption controller.
 pub const DISRUPTION: &str = "disruption-controller";
 /// Canonical name of the root CA publisher.
@@ -169,10 +171,7 @@ pub const KNOWN: &[ControllerName] = &[
         "persistentvolume-expander-controller",
         &["persistentvolume-expander"],
     ),
-    kube(
-        "clusterrole-aggregation-controller",
-        &["clusterrole-aggregation"],
-    ),
+    implemented(kube(CLUSTERROLE_AGGREGATION, &["clusterrole-aggregation"])),
     kube(
         "persistentvolumeclaim-protection-controller",
         &["pvc-protection"],
@@ -467,6 +466,7 @@ fn required_resources(name: &str) -> &'static [(&'static str, &'static str)] {
         CRONJOB => &[("batch/v1", "cronjobs"), ("batch/v1", "jobs")],
         ROOT_CA_PUBLISHER => &[("v1", "configmaps"), ("v1", "namespaces")],
         DISRUPTION => &[("policy/v1", "poddisruptionbudgets")],
+        CLUSTERROLE_AGGREGATION => &[("rbac.authorization.k8s.io/v1", "clusterroles")],
         ENDPOINTS => &[("v1", "endpoints"), ("v1", "services"), ("v1", "pods")],
         ENDPOINTSLICE => &[
             ("discovery.k8s.io/v1", "endpointslices"),
@@ -646,6 +646,11 @@ pub async fn start(
             );
             // kube runs one worker per queue and has no `--concurrent-*` flag for it.
             Box::pin(async move { c.run(shutdown).await })
+        }
+        CLUSTERROLE_AGGREGATION => {
+            let c =
+                clusterroleaggregation::ClusterRoleAggregationController::new(ctx.factory, client);
+            Box::pin(async move { c.run(clusterroleaggregation::WORKERS, shutdown).await })
         }
         SERVICEACCOUNT => {
             let c = serviceaccount::ServiceAccountsController::new(ctx.factory, client);
