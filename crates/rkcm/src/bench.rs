@@ -349,6 +349,17 @@ fn delta(
         .sum()
 }
 
+/// Client write requests (POST, PUT, PATCH, DELETE) between two snapshots.
+fn write_delta(
+    after: &BTreeMap<(String, String), f64>,
+    before: &BTreeMap<(String, String), f64>,
+) -> f64 {
+    ["POST", "PUT", "PATCH", "DELETE"]
+        .iter()
+        .map(|m| delta(after, before, m))
+        .sum()
+}
+
 /// `POST 201: 10000, PUT 200: 2000, …` between two snapshots.
 fn breakdown(
     after: &BTreeMap<(String, String), f64>,
@@ -705,10 +716,7 @@ async fn deployments(args: DeploymentArgs) -> anyhow::Result<()> {
         .await
         .context("the controller manager task panicked")??;
 
-    let writes: f64 = ["POST", "PUT", "PATCH", "DELETE"]
-        .iter()
-        .map(|m| delta(&after, &before, m))
-        .sum();
+    let writes = write_delta(&after, &before);
     let replaced = (args.count as i32 * args.replicas) as f64;
     println!(
         "Deployment controller: {} Deployments × {} replicas, {} simulated nodes, pod ready delay {}",
@@ -809,10 +817,7 @@ async fn statefulsets(args: StatefulSetArgs) -> anyhow::Result<()> {
         .await
         .context("the controller manager task panicked")??;
 
-    let writes: f64 = ["POST", "PUT", "PATCH", "DELETE"]
-        .iter()
-        .map(|m| delta(&after, &before, m))
-        .sum();
+    let writes = write_delta(&after, &before);
     let pods = (args.count as i32 * args.replicas) as f64;
     println!(
         "StatefulSet controller: {} {} StatefulSets × {} replicas, {} simulated nodes, pod ready delay {}",

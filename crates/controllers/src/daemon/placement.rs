@@ -91,6 +91,16 @@ pub fn node_should_run_daemon_pod(node: &Node, ds: &DaemonSet) -> Placement {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn template_spec(ds: &mut DaemonSet) -> &mut k8s_openapi::api::core::v1::PodSpec {
+        ds.spec
+            .as_mut()
+            .expect("a spec")
+            .template
+            .spec
+            .as_mut()
+            .expect("a pod spec")
+    }
     use crate::daemon::fixtures::{new_daemon_set, new_node, taint, toleration};
     use k8s_openapi::api::core::v1::{
         Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm,
@@ -133,62 +143,23 @@ mod tests {
         assert_eq!(node_should_run_daemon_pod(&node, &ds), both(true));
 
         let mut selected = ds.clone();
-        selected
-            .spec
-            .as_mut()
-            .unwrap()
-            .template
-            .spec
-            .as_mut()
-            .unwrap()
-            .node_selector = Some(BTreeMap::from([(
+        template_spec(&mut selected).node_selector = Some(BTreeMap::from([(
             "type".to_string(),
             "production".to_string(),
         )]));
         assert_eq!(node_should_run_daemon_pod(&node, &selected), both(true));
-        selected
-            .spec
-            .as_mut()
-            .unwrap()
-            .template
-            .spec
-            .as_mut()
-            .unwrap()
-            .node_selector = Some(BTreeMap::from([("type".to_string(), "test".to_string())]));
+        template_spec(&mut selected).node_selector =
+            Some(BTreeMap::from([("type".to_string(), "test".to_string())]));
         assert_eq!(node_should_run_daemon_pod(&node, &selected), both(false));
 
         let mut named = ds.clone();
-        named
-            .spec
-            .as_mut()
-            .unwrap()
-            .template
-            .spec
-            .as_mut()
-            .unwrap()
-            .node_name = Some("node1".into());
+        template_spec(&mut named).node_name = Some("node1".into());
         assert_eq!(node_should_run_daemon_pod(&node, &named), both(true));
-        named
-            .spec
-            .as_mut()
-            .unwrap()
-            .template
-            .spec
-            .as_mut()
-            .unwrap()
-            .node_name = Some("other".into());
+        template_spec(&mut named).node_name = Some("other".into());
         assert_eq!(node_should_run_daemon_pod(&node, &named), both(false));
 
         let mut with_affinity = ds.clone();
-        with_affinity
-            .spec
-            .as_mut()
-            .unwrap()
-            .template
-            .spec
-            .as_mut()
-            .unwrap()
-            .affinity = Some(affinity(vec![NodeSelectorTerm {
+        template_spec(&mut with_affinity).affinity = Some(affinity(vec![NodeSelectorTerm {
             match_expressions: Some(vec![req("type", "In", &["production"])]),
             match_fields: None,
         }]));
@@ -196,15 +167,7 @@ mod tests {
             node_should_run_daemon_pod(&node, &with_affinity),
             both(true)
         );
-        with_affinity
-            .spec
-            .as_mut()
-            .unwrap()
-            .template
-            .spec
-            .as_mut()
-            .unwrap()
-            .affinity = Some(affinity(vec![NodeSelectorTerm {
+        template_spec(&mut with_affinity).affinity = Some(affinity(vec![NodeSelectorTerm {
             match_expressions: Some(vec![req("type", "In", &["test"])]),
             match_fields: None,
         }]));
@@ -213,15 +176,7 @@ mod tests {
             both(false)
         );
         // matchFields on the node's name.
-        with_affinity
-            .spec
-            .as_mut()
-            .unwrap()
-            .template
-            .spec
-            .as_mut()
-            .unwrap()
-            .affinity = Some(affinity(vec![NodeSelectorTerm {
+        template_spec(&mut with_affinity).affinity = Some(affinity(vec![NodeSelectorTerm {
             match_expressions: None,
             match_fields: Some(vec![req("metadata.name", "In", &["node1"])]),
         }]));
@@ -255,15 +210,8 @@ mod tests {
         // A toleration in the template lets it run.
         node.spec.as_mut().unwrap().taints = Some(vec![taint("dedicated", "gpu", "NoExecute")]);
         let mut tolerant = ds.clone();
-        tolerant
-            .spec
-            .as_mut()
-            .unwrap()
-            .template
-            .spec
-            .as_mut()
-            .unwrap()
-            .tolerations = Some(vec![toleration("dedicated", "Equal", "gpu", "NoExecute")]);
+        template_spec(&mut tolerant).tolerations =
+            Some(vec![toleration("dedicated", "Equal", "gpu", "NoExecute")]);
         assert_eq!(node_should_run_daemon_pod(&node, &tolerant), both(true));
     }
 
