@@ -41,6 +41,11 @@ pub struct Config {
     /// Longest validity of a requested token (`--service-account-max-token-expiration`); no
     /// limit when `None`.
     pub service_account_max_token_expiration: Option<Duration>,
+    /// Read-only requests served at once before 429 (`--max-requests-inflight`; 0: no limit).
+    pub max_requests_inflight: usize,
+    /// Mutating requests served at once before 429 (`--max-mutating-requests-inflight`; 0: no
+    /// limit).
+    pub max_mutating_requests_inflight: usize,
 }
 
 impl Default for Config {
@@ -63,6 +68,9 @@ impl Default for Config {
             service_account_issuer: crate::auth::serviceaccount::DEFAULT_ISSUER.to_string(),
             api_audiences: Vec::new(),
             service_account_max_token_expiration: None,
+            max_requests_inflight: crate::http::inflight::DEFAULT_MAX_REQUESTS_INFLIGHT,
+            max_mutating_requests_inflight:
+                crate::http::inflight::DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT,
         }
     }
 }

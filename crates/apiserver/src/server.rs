@@ -189,6 +189,10 @@ impl ApiServer {
             ),
             bookmark_interval: self.config.bookmark_interval,
             shutdown,
+            inflight: Arc::new(http::inflight::InFlightLimits::new(
+                self.config.max_requests_inflight,
+                self.config.max_mutating_requests_inflight,
+            )),
         }))
     }
 

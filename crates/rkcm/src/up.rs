@@ -75,6 +75,26 @@ pub struct UpArgs {
     /// (0: no limit); longer requests are given this duration.
     #[arg(long, default_value = "0s", value_parser = rkcm_apimachinery::duration::parse_non_negative, value_name = "DURATION")]
     pub service_account_max_token_expiration: Duration,
+
+    /// The maximum number of non-mutating requests in flight at a given time; beyond it the
+    /// server answers 429 (0: no limit). Members of `system:masters` are never refused.
+    #[arg(long, default_value_t = rkcm_apiserver::http::inflight::DEFAULT_MAX_REQUESTS_INFLIGHT)]
+    pub max_requests_inflight: usize,
+
+    /// The maximum number of mutating requests in flight at a given time; beyond it the server
+    /// answers 429 (0: no limit).
+    #[arg(long, default_value_t = rkcm_apiserver::http::inflight::DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT)]
+    pub max_mutating_requests_inflight: usize,
+
+    /// Queries per second the in-process controllers may send to the API server; a negative
+    /// value (the default) sets no client-side limit, 0 means client-go's default of 5.
+    #[arg(long, default_value_t = -1.0, allow_negative_numbers = true)]
+    pub kube_api_qps: f32,
+
+    /// Burst of the in-process controllers' client-side limit, when `--kube-api-qps` sets one
+    /// (0 means client-go's default of 10).
+    #[arg(long, default_value_t = 30)]
+    pub kube_api_burst: u32,
 }
 
 /// The default data directory: `$XDG_STATE_HOME/rkcm`, else `~/.local/state/rkcm`.
@@ -115,6 +135,8 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         api_audiences: args.api_audiences.clone(),
         service_account_max_token_expiration: Some(args.service_account_max_token_expiration)
             .filter(|d| !d.is_zero()),
+        max_requests_inflight: args.max_requests_inflight,
+        max_mutating_requests_inflight: args.max_mutating_requests_inflight,
         ..ApiConfig::default()
     })
     .await
@@ -174,8 +196,8 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
             )?),
             ..ControllerOptions::default()
         },
-        qps: 200.0,
-        burst: 400,
+        qps: args.kube_api_qps,
+        burst: args.kube_api_burst,
         min_resync_period: std::time::Duration::from_secs(12 * 3600),
         leader_election: None,
         serving: None,

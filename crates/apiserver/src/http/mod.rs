@@ -7,6 +7,7 @@ pub mod encode;
 pub mod field_validation;
 pub mod filter;
 pub mod handlers;
+pub mod inflight;
 pub mod negotiate;
 pub mod params;
 pub mod path;
@@ -48,6 +49,9 @@ pub struct AppState {
     pub bookmark_interval: Duration,
     /// Cancelled when the server stops; open watches end.
     pub shutdown: tokio_util::sync::CancellationToken,
+    /// Seats for requests in flight (`--max-requests-inflight`,
+    /// `--max-mutating-requests-inflight`).
+    pub inflight: Arc<inflight::InFlightLimits>,
 }
 
 /// How long requested service-account tokens live (`--service-account-max-token-expiration`,
@@ -85,6 +89,10 @@ pub fn router(state: SharedState) -> Router {
         .route(oidc::CONFIGURATION_PATH, get(openid_configuration))
         .route(oidc::JWKS_PATH, get(jwks))
         .fallback(resource::handle)
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&state.inflight),
+            inflight::limit,
+        ))
         .layer(crate::metrics::RequestMetrics::new())
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&state),
