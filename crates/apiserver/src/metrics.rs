@@ -1,10 +1,15 @@
-//! Request counting and `/metrics`: kube-apiserver's `apiserver_request_total`.
+//! The API server's own metrics and `/metrics`, with kube-apiserver's names and labels
+//! (`staging/src/k8s.io/apiserver/pkg/endpoints/metrics/metrics.go`,
+//! `test/instrumentation/testdata/stable-metrics-list.yaml`):
+//! - `apiserver_request_total` and `apiserver_request_duration_seconds`, by verb (kube's
+//!   `CleanVerb`/`CanonicalVerb` names), dry run, group, version, resource, subresource, scope
+//!   (`CleanScope`), component and, for the counter, response code;
+//! - `apiserver_watch_events_total` by group, version and resource;
+//! - `apiserver_storage_objects` by resource, counted when scraped.
 //!
-//! A [`tower::Layer`] under the router counts every resource request by verb, group, version,
-//! resource, subresource and response code, with kube's verb names (`CleanVerb` and
-//! `CanonicalVerb` in `staging/src/k8s.io/apiserver/pkg/endpoints/metrics/metrics.go`), and
-//! answers `GET /metrics` with the counters in the Prometheus text format. It sits inside the
-//! authentication layer, so `/metrics` needs the token, as on kube-apiserver.
+//! A [`tower::Layer`] under the router records each resource request and answers
+//! `GET /metrics` in the Prometheus text format. It sits inside the authentication layer, so
+//! `/metrics` needs credentials, as on kube-apiserver.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -20,7 +25,18 @@ use axum::response::Response;
 use http::{header, Method, StatusCode};
 use parking_lot::Mutex;
 
+use rkcm_apimachinery::catalog::ResourceInfo;
+
 use crate::http::path;
+
+/// The `component` label of requests served by the API handlers (kube's `APIServerComponent`).
+pub const COMPONENT: &str = "apiserver";
+
+/// Upper bounds of `apiserver_request_duration_seconds`' buckets, as kube's.
+pub const DURATION_BUCKETS: [f64; 23] = [
+    0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0,
+    10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
+];
 
 /// Labels of one `apiserver_request_total` series.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -36,6 +52,11 @@ pub struct RequestLabels {
     pub resource: &'static str,
     /// Subresource, empty when none.
     pub subresource: &'static str,
+    /// kube's `CleanScope`: `resource` for a named object or a create, `namespace` for a
+    /// namespaced collection, `cluster` otherwise.
+    pub scope: &'static str,
+    /// Whether `dryRun=All` was asked for (label value `All`, else empty).
+    pub dry_run: bool,
     /// HTTP status code of the response.
     pub code: u16,
 }
@@ -80,14 +101,32 @@ pub fn labels_for(
             _ => "other",
         }
     };
+    let scope = if !collection || verb == "POST" {
+        "resource"
+    } else if parsed.namespace.is_some() {
+        "namespace"
+    } else {
+        "cluster"
+    };
     Some(RequestLabels {
         verb,
         group: parsed.info.group,
         version: parsed.info.version,
         resource: parsed.info.plural,
         subresource: subresource.map_or("", |s| s.name),
+        scope,
+        dry_run: query.is_some_and(dry_run_requested),
         code: 0,
     })
+}
+
+/// `dryRun=All` in `query` (kube's `cleanDryRun` reports the sorted values; `All` is the only
+/// one the API accepts).
+fn dry_run_requested(query: &str) -> bool {
+    query
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .any(|(k, v)| k == "dryRun" && v == "All")
 }
 
 /// `watch=true` (or any value but `0`/`false`, as `Convert_Slice_string_To_bool`) in `query`.
@@ -99,38 +138,174 @@ fn watch_requested(query: &str) -> bool {
         .is_some_and(|(_, v)| !matches!(v.to_ascii_lowercase().as_str(), "0" | "false"))
 }
 
-/// The counters of one server; cloned handles share them.
+/// Counts of stored objects by resource (`deployments.apps`, `pods`), asked for at each scrape.
+pub type StorageCounts = Arc<dyn Fn() -> Vec<(String, usize)> + Send + Sync>;
+
+/// Observations of one duration series.
 #[derive(Clone, Debug, Default)]
+struct Histogram {
+    buckets: [u64; DURATION_BUCKETS.len()],
+    count: u64,
+    sum: f64,
+}
+
+impl Histogram {
+    fn observe(&mut self, seconds: f64) {
+        for (bucket, bound) in self.buckets.iter_mut().zip(DURATION_BUCKETS) {
+            if seconds <= bound {
+                *bucket += 1;
+            }
+        }
+        self.count += 1;
+        self.sum += seconds;
+    }
+}
+
+/// `apiserver_watch_events_total` labels: group, version, resource.
+type WatchLabels = (&'static str, &'static str, &'static str);
+
+#[derive(Debug, Default)]
+struct Series {
+    requests: BTreeMap<RequestLabels, u64>,
+    durations: BTreeMap<RequestLabels, Histogram>,
+    watch_events: BTreeMap<WatchLabels, u64>,
+}
+
+/// The metrics of one server; cloned handles share them.
+#[derive(Clone, Default)]
 pub struct RequestMetrics {
-    counts: Arc<Mutex<BTreeMap<RequestLabels, u64>>>,
+    series: Arc<Mutex<Series>>,
+    storage: Option<StorageCounts>,
+}
+
+impl std::fmt::Debug for RequestMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestMetrics").finish_non_exhaustive()
+    }
 }
 
 impl RequestMetrics {
-    /// Empty counters.
+    /// Empty metrics, without `apiserver_storage_objects`.
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// Counts one answered request.
-    pub fn record(&self, labels: RequestLabels) {
-        *self.counts.lock().entry(labels).or_insert(0) += 1;
+    /// Empty metrics that report `apiserver_storage_objects` from `counts`.
+    pub fn with_storage_counts(counts: StorageCounts) -> Self {
+        Self {
+            storage: Some(counts),
+            ..Self::default()
+        }
     }
 
-    /// The counters in the Prometheus text exposition format.
+    /// Counts one answered request.
+    pub fn record(&self, labels: RequestLabels) {
+        *self.series.lock().requests.entry(labels).or_insert(0) += 1;
+    }
+
+    /// Records one answered request and how long it took. Watches and `CONNECT`s are counted
+    /// when their response starts and their duration is not observed: kube records them when the
+    /// stream ends, which this layer does not see.
+    pub fn observe(&self, labels: RequestLabels, elapsed: std::time::Duration) {
+        let mut series = self.series.lock();
+        *series.requests.entry(labels).or_insert(0) += 1;
+        if matches!(labels.verb, "WATCH" | "CONNECT") {
+            return;
+        }
+        series
+            .durations
+            .entry(RequestLabels { code: 0, ..labels })
+            .or_default()
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// Counts one event sent to a watch client of `info`.
+    pub fn watch_event(&self, info: &'static ResourceInfo) {
+        *self
+            .series
+            .lock()
+            .watch_events
+            .entry((info.group, info.version, info.plural))
+            .or_insert(0) += 1;
+    }
+
+    /// Every metric in the Prometheus text exposition format.
     pub fn encode(&self) -> String {
         let mut out = String::from(
-            "# HELP apiserver_request_total Counter of apiserver requests broken out for each verb, group, version, resource, subresource, and HTTP response code.\n\
+            "# HELP apiserver_request_total [STABLE] Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.\n\
              # TYPE apiserver_request_total counter\n",
         );
-        for (l, n) in self.counts.lock().iter() {
+        let series = self.series.lock();
+        for (l, n) in &series.requests {
             let _ = writeln!(
                 out,
-                "apiserver_request_total{{code=\"{}\",group=\"{}\",resource=\"{}\",subresource=\"{}\",verb=\"{}\",version=\"{}\"}} {n}",
-                l.code, l.group, l.resource, l.subresource, l.verb, l.version
+                "apiserver_request_total{{code=\"{}\",{}}} {n}",
+                l.code,
+                common_labels(l)
             );
+        }
+        out.push_str(
+            "# HELP apiserver_request_duration_seconds [STABLE] Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.\n\
+             # TYPE apiserver_request_duration_seconds histogram\n",
+        );
+        for (l, h) in &series.durations {
+            let labels = common_labels(l);
+            for (n, bound) in h.buckets.iter().zip(DURATION_BUCKETS) {
+                let _ = writeln!(
+                    out,
+                    "apiserver_request_duration_seconds_bucket{{{labels},le=\"{bound}\"}} {n}"
+                );
+            }
+            let _ = writeln!(
+                out,
+                "apiserver_request_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {}\n\
+                 apiserver_request_duration_seconds_sum{{{labels}}} {}\n\
+                 apiserver_request_duration_seconds_count{{{labels}}} {}",
+                h.count, h.sum, h.count
+            );
+        }
+        out.push_str(
+            "# HELP apiserver_watch_events_total [ALPHA] Number of events sent in watch clients\n\
+             # TYPE apiserver_watch_events_total counter\n",
+        );
+        for ((group, version, resource), n) in &series.watch_events {
+            let _ = writeln!(
+                out,
+                "apiserver_watch_events_total{{group=\"{group}\",resource=\"{resource}\",version=\"{version}\"}} {n}"
+            );
+        }
+        drop(series);
+        if let Some(counts) = &self.storage {
+            out.push_str(
+                "# HELP apiserver_storage_objects [STABLE] Number of stored objects at the time of last check split by kind. In case of a fetching error, the value will be -1.\n\
+                 # TYPE apiserver_storage_objects gauge\n",
+            );
+            let mut counts = counts();
+            counts.sort();
+            for (resource, n) in counts {
+                let _ = writeln!(
+                    out,
+                    "apiserver_storage_objects{{resource=\"{resource}\"}} {n}"
+                );
+            }
         }
         out
     }
+}
+
+/// The labels `apiserver_request_total` and `apiserver_request_duration_seconds` share, in
+/// Prometheus' sorted order.
+fn common_labels(l: &RequestLabels) -> String {
+    format!(
+        "component=\"{COMPONENT}\",dry_run=\"{}\",group=\"{}\",resource=\"{}\",scope=\"{}\",subresource=\"{}\",verb=\"{}\",version=\"{}\"",
+        if l.dry_run { "All" } else { "" },
+        l.group,
+        l.resource,
+        l.scope,
+        l.subresource,
+        l.verb,
+        l.version
+    )
 }
 
 impl<S> tower::Layer<S> for RequestMetrics {
@@ -184,14 +359,18 @@ where
                 .and_then(|v| v.to_str().ok()),
         );
         let metrics = self.metrics.clone();
+        let started = std::time::Instant::now();
         let fut = self.inner.call(req);
         Box::pin(async move {
             let resp = fut.await?;
             if let Some(labels) = labels {
-                metrics.record(RequestLabels {
-                    code: resp.status().as_u16(),
-                    ..labels
-                });
+                metrics.observe(
+                    RequestLabels {
+                        code: resp.status().as_u16(),
+                        ..labels
+                    },
+                    started.elapsed(),
+                );
             }
             Ok(resp)
         })
@@ -293,6 +472,88 @@ mod tests {
     }
 
     #[test]
+    fn scope_and_dry_run_are_labelled_as_kube_clean_scope_does() {
+        let scope = |method: Method, path: &str| {
+            labels_for(&method, path, None, None).expect("served").scope
+        };
+        assert_eq!(
+            scope(Method::GET, "/api/v1/namespaces/ns/pods"),
+            "namespace"
+        );
+        assert_eq!(scope(Method::GET, "/api/v1/pods"), "cluster");
+        assert_eq!(scope(Method::GET, "/api/v1/nodes"), "cluster");
+        assert_eq!(scope(Method::GET, "/api/v1/nodes/n1"), "resource");
+        assert_eq!(
+            scope(Method::GET, "/api/v1/namespaces/ns/pods/p"),
+            "resource"
+        );
+        assert_eq!(
+            scope(Method::POST, "/api/v1/namespaces/ns/pods"),
+            "resource"
+        );
+        let dry = |query: &str| {
+            labels_for(
+                &Method::POST,
+                "/api/v1/namespaces/ns/pods",
+                Some(query),
+                None,
+            )
+            .expect("served")
+            .dry_run
+        };
+        assert!(dry("dryRun=All"));
+        assert!(dry("fieldManager=x&dryRun=All"));
+        assert!(!dry("fieldManager=x"));
+    }
+
+    #[test]
+    fn durations_fill_kube_buckets_and_watch_events_are_counted() {
+        let metrics = RequestMetrics::new();
+        let get = RequestLabels {
+            code: 200,
+            ..labels_for(&Method::GET, "/api/v1/namespaces/ns/pods/p", None, None).expect("served")
+        };
+        metrics.observe(get, std::time::Duration::from_millis(30));
+        metrics.observe(get, std::time::Duration::from_millis(70));
+        let watch = RequestLabels {
+            code: 200,
+            ..labels_for(&Method::GET, "/api/v1/pods", Some("watch=1"), None).expect("served")
+        };
+        metrics.observe(watch, std::time::Duration::from_secs(100));
+        let pods = rkcm_apimachinery::catalog::by_plural("", "v1", "pods").expect("pods");
+        metrics.watch_event(pods);
+        metrics.watch_event(pods);
+        let text = metrics.encode();
+        let labels = "component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"pods\",scope=\"resource\",subresource=\"\",verb=\"GET\",version=\"v1\"";
+        for (le, n) in [
+            ("0.025", 0),
+            ("0.05", 1),
+            ("0.1", 2),
+            ("60", 2),
+            ("+Inf", 2),
+        ] {
+            let line =
+                format!("apiserver_request_duration_seconds_bucket{{{labels},le=\"{le}\"}} {n}\n");
+            assert!(text.contains(&line), "{line} in {text}");
+        }
+        assert!(text.contains(&format!(
+            "apiserver_request_duration_seconds_count{{{labels}}} 2\n"
+        )));
+        // A watch is counted, its duration is not observed.
+        assert!(text.contains("apiserver_request_total{code=\"200\",component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"pods\",scope=\"cluster\",subresource=\"\",verb=\"WATCH\",version=\"v1\"} 1\n"), "{text}");
+        assert!(
+            !text.contains("verb=\"WATCH\",version=\"v1\",le="),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "apiserver_watch_events_total{group=\"\",resource=\"pods\",version=\"v1\"} 2\n"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn counters_are_exposed_in_the_text_format() {
         let metrics = RequestMetrics::new();
         let created = RequestLabels {
@@ -304,7 +565,7 @@ mod tests {
         let text = metrics.encode();
         assert!(
             text.contains(
-                "apiserver_request_total{code=\"201\",group=\"\",resource=\"events\",subresource=\"\",verb=\"POST\",version=\"v1\"} 2\n"
+                "apiserver_request_total{code=\"201\",component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"events\",scope=\"resource\",subresource=\"\",verb=\"POST\",version=\"v1\"} 2\n"
             ),
             "{text}"
         );
@@ -337,7 +598,25 @@ mod served {
             .await
             .expect("metrics");
         assert!(
-            text.contains("apiserver_request_total{code=\"201\",group=\"\",resource=\"namespaces\",subresource=\"\",verb=\"POST\",version=\"v1\"} 1\n"),
+            text.contains("apiserver_request_total{code=\"201\",component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"namespaces\",scope=\"resource\",subresource=\"\",verb=\"POST\",version=\"v1\"} 1\n"),
+            "{text}"
+        );
+
+        // Every stored resource is reported, the namespaces with the system ones.
+        let stored = namespaces
+            .list(&Default::default())
+            .await
+            .expect("list")
+            .items
+            .len();
+        assert!(
+            text.contains(&format!(
+                "apiserver_storage_objects{{resource=\"namespaces\"}} {stored}\n"
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains("apiserver_storage_objects{resource=\"deployments.apps\"} 0\n"),
             "{text}"
         );
 

@@ -189,6 +189,9 @@ impl ApiServer {
             ),
             bookmark_interval: self.config.bookmark_interval,
             shutdown,
+            metrics: crate::metrics::RequestMetrics::with_storage_counts(storage_counts(
+                self.store.clone(),
+            )),
             inflight: Arc::new(http::inflight::InFlightLimits::new(
                 self.config.max_requests_inflight,
                 self.config.max_mutating_requests_inflight,
@@ -327,4 +330,20 @@ mod tests {
         assert_eq!(at("[::]:7443").address, std::net::Ipv4Addr::LOCALHOST);
         assert_eq!(at("[::]:7443").port, 7443);
     }
+}
+
+/// `apiserver_storage_objects`: the objects of each stored resource, counted in the watch cache
+/// (a resource served in several versions is stored, and counted, once).
+fn storage_counts(store: crate::store::Store) -> crate::metrics::StorageCounts {
+    Arc::new(move || {
+        let mut seen = std::collections::BTreeSet::new();
+        rkcm_apimachinery::catalog::all()
+            .iter()
+            .filter(|info| seen.insert(crate::rest::prefix(info, None)))
+            .map(|info| {
+                let prefix = crate::rest::prefix(info, None);
+                (info.qualified_plural(), store.cache().count(&prefix))
+            })
+            .collect()
+    })
 }

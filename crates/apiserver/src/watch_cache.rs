@@ -324,6 +324,15 @@ impl WatchCache {
         st.objects.get(key).cloned()
     }
 
+    /// How many objects the resource of `prefix` holds.
+    pub fn count(&self, prefix: &str) -> usize {
+        self.resource(resource_prefix(prefix))
+            .state
+            .lock()
+            .objects
+            .len()
+    }
+
     /// Objects whose key starts with `prefix` (a resource prefix, optionally with `<ns>/`), after
     /// `start_after` in key order, that `keep` accepts, at most `limit` (0 = all); plus the list
     /// revision and whether more matching objects follow.

@@ -52,6 +52,8 @@ pub struct AppState {
     /// Seats for requests in flight (`--max-requests-inflight`,
     /// `--max-mutating-requests-inflight`).
     pub inflight: Arc<inflight::InFlightLimits>,
+    /// The server's own metrics.
+    pub metrics: crate::metrics::RequestMetrics,
 }
 
 /// How long requested service-account tokens live (`--service-account-max-token-expiration`,
@@ -93,7 +95,7 @@ pub fn router(state: SharedState) -> Router {
             Arc::clone(&state.inflight),
             inflight::limit,
         ))
-        .layer(crate::metrics::RequestMetrics::new())
+        .layer(state.metrics.clone())
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&state),
             authenticate,

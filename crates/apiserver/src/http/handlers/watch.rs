@@ -177,9 +177,9 @@ pub fn serve(
         match start {
             WatchStart::Current(objs) => {
                 if synthetic {
-                    for o in objs {
-                        if filter.matches(&o.value) && tx.send(enc.line("ADDED", &o)).await.is_err()
-                        {
+                    for o in objs.iter().filter(|o| filter.matches(&o.value)) {
+                        cache_state.metrics.watch_event(info);
+                        if tx.send(enc.line("ADDED", o)).await.is_err() {
                             return;
                         }
                     }
@@ -189,6 +189,7 @@ pub fn serve(
                 for ev in events {
                     last = last.max(ev.revision());
                     if let Some((kind, obj)) = transform(&ev, &prefix, &filter) {
+                        cache_state.metrics.watch_event(info);
                         if tx.send(enc.line(kind, &obj)).await.is_err() {
                             return;
                         }
@@ -196,8 +197,11 @@ pub fn serve(
                 }
             }
         }
-        if send_initial == Some(true) && tx.send(enc.bookmark(last, true)).await.is_err() {
-            return;
+        if send_initial == Some(true) {
+            cache_state.metrics.watch_event(info);
+            if tx.send(enc.bookmark(last, true)).await.is_err() {
+                return;
+            }
         }
         let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
         let mut ticker = tokio::time::interval_at(
@@ -239,6 +243,10 @@ pub fn serve(
                 .first()
                 .is_some_and(|l| l.starts_with(b"{\"type\":\"ERROR\""));
             for l in line {
+                // As kube, every event sent counts, bookmarks included; an error ends the watch.
+                if !is_error {
+                    cache_state.metrics.watch_event(info);
+                }
                 if tx.send(l).await.is_err() {
                     return;
                 }
