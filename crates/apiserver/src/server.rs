@@ -313,6 +313,22 @@ fn advertised(config: &Config) -> rest::Advertised {
     }
 }
 
+/// `apiserver_storage_objects`: the objects of each stored resource, counted in the watch cache
+/// (a resource served in several versions is stored, and counted, once).
+fn storage_counts(store: crate::store::Store) -> crate::metrics::StorageCounts {
+    Arc::new(move || {
+        let mut seen = std::collections::BTreeSet::new();
+        rkcm_apimachinery::catalog::all()
+            .iter()
+            .filter(|info| seen.insert(crate::rest::prefix(info, None)))
+            .map(|info| {
+                let prefix = crate::rest::prefix(info, None);
+                (info.qualified_plural(), store.cache().count(&prefix))
+            })
+            .collect()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -330,20 +346,4 @@ mod tests {
         assert_eq!(at("[::]:7443").address, std::net::Ipv4Addr::LOCALHOST);
         assert_eq!(at("[::]:7443").port, 7443);
     }
-}
-
-/// `apiserver_storage_objects`: the objects of each stored resource, counted in the watch cache
-/// (a resource served in several versions is stored, and counted, once).
-fn storage_counts(store: crate::store::Store) -> crate::metrics::StorageCounts {
-    Arc::new(move || {
-        let mut seen = std::collections::BTreeSet::new();
-        rkcm_apimachinery::catalog::all()
-            .iter()
-            .filter(|info| seen.insert(crate::rest::prefix(info, None)))
-            .map(|info| {
-                let prefix = crate::rest::prefix(info, None);
-                (info.qualified_plural(), store.cache().count(&prefix))
-            })
-            .collect()
-    })
 }
