@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, ReplicaSet};
-use k8s_openapi::api::core::v1::{ConfigMap, Container, Node, Pod, PodSpec, PodTemplateSpec};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Container, Node, Pod, PodSpec, PodTemplate, PodTemplateSpec,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference};
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
 use rkcm_apiserver::testing::{self, TestServer};
@@ -867,5 +869,106 @@ async fn deleting_a_job_with_orphaning_keeps_its_pod_without_owner() -> Result<(
         "{:?}",
         left.metadata.owner_references
     );
+    Ok(())
+}
+
+/// A PodTemplate: a kind no other controller watches, so the collector finds it by discovery and
+/// watches it metadata-only.
+async fn pod_template(h: &Harness, name: &str, owners: Vec<OwnerReference>) -> Result<PodTemplate> {
+    let pt = PodTemplate {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            owner_references: (!owners.is_empty()).then_some(owners),
+            ..ObjectMeta::default()
+        },
+        template: Some(PodTemplateSpec {
+            metadata: None,
+            spec: Some(PodSpec {
+                containers: vec![Container {
+                    name: "c".into(),
+                    image: Some("busybox".into()),
+                    ..Container::default()
+                }],
+                ..PodSpec::default()
+            }),
+        }),
+    };
+    Api::<PodTemplate>::namespaced(h.client.clone(), NS)
+        .create(&PostParams::default(), &pt)
+        .await
+        .with_context(|| format!("creating pod template {name}"))
+}
+
+fn template_reference(owner: &PodTemplate, block: bool) -> OwnerReference {
+    OwnerReference {
+        api_version: "v1".into(),
+        kind: "PodTemplate".into(),
+        name: owner.metadata.name.clone().unwrap_or_default(),
+        uid: owner.metadata.uid.clone().unwrap_or_default(),
+        controller: None,
+        block_owner_deletion: block.then_some(true),
+    }
+}
+
+#[tokio::test]
+async fn kinds_found_by_discovery_are_collected_and_honour_every_propagation_policy() -> Result<()>
+{
+    let h = start().await;
+    let templates: Api<PodTemplate> = Api::namespaced(h.client.clone(), NS);
+
+    // A dependent of a discovered kind goes with its (typed) owner.
+    let owner = h.owner("cm-owner").await?;
+    pod_template(&h, "pt-dependent", vec![reference(&owner, false)]).await?;
+    h.config_maps()
+        .delete("cm-owner", &policy("Background"))
+        .await?;
+    eventually("the pod template dependent collected", || async {
+        Ok(templates
+            .get_opt("pt-dependent")
+            .await?
+            .is_none()
+            .then_some(()))
+    })
+    .await?;
+
+    // Foreground deletion of an owner of a discovered kind: it waits for its blocking
+    // dependent, then goes.
+    let fg = pod_template(&h, "pt-foreground", vec![]).await?;
+    h.dependent("fg-child", vec![template_reference(&fg, true)], false)
+        .await?;
+    templates
+        .delete("pt-foreground", &policy("Foreground"))
+        .await?;
+    eventually("the foreground owner and its dependent gone", || async {
+        let owner_gone = templates.get_opt("pt-foreground").await?.is_none();
+        let child_gone = h.pods().get_opt("fg-child").await?.is_none();
+        Ok((owner_gone && child_gone).then_some(()))
+    })
+    .await?;
+
+    // Orphan deletion of an owner of a discovered kind: the orphan finalizer is processed.
+    let orphaner = pod_template(&h, "pt-orphan", vec![]).await?;
+    h.dependent(
+        "orphan-child",
+        vec![template_reference(&orphaner, false)],
+        false,
+    )
+    .await?;
+    templates.delete("pt-orphan", &policy("Orphan")).await?;
+    eventually("the orphaning owner gone", || async {
+        Ok(templates
+            .get_opt("pt-orphan")
+            .await?
+            .is_none()
+            .then_some(()))
+    })
+    .await?;
+    let child = h.pods().get("orphan-child").await?;
+    assert!(
+        owner_uids(&child).is_empty(),
+        "{:?}",
+        child.metadata.owner_references
+    );
+    assert!(child.metadata.deletion_timestamp.is_none());
     Ok(())
 }

@@ -5,6 +5,7 @@
 pub mod api_error;
 pub mod clock;
 pub mod controller_ref;
+pub mod discovery;
 pub mod events;
 pub mod expectations;
 pub mod hash;

@@ -16,10 +16,13 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{
-    Api, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions, PropagationPolicy,
+    Api, DeleteParams, DynamicObject, PartialObjectMeta, Patch, PatchParams, Preconditions,
+    PropagationPolicy,
 };
-use kube::discovery::{ApiResource, Discovery, Scope};
+use kube::core::GroupVersionKind;
+use kube::discovery::{ApiResource, Scope};
 use parking_lot::{Mutex, RwLock};
+use rkcm_runtime::discovery::{self, PreferredResources};
 use rkcm_runtime::informer::{
     wait_for_cache_sync, HasSynced, InformerFactory, Notification, SharedInformer,
 };
@@ -120,11 +123,19 @@ impl<K> Monitored for K where
 }
 
 fn state_of<K: kube::Resource<DynamicType = ()>>(obj: &K) -> ObjectState {
-    let meta = obj.meta();
+    meta_state(&K::api_version(&()), &K::kind(&()), obj.meta())
+}
+
+/// The graph's view of an object of kind `api_version`/`kind` with metadata `meta`.
+fn meta_state(
+    api_version: &str,
+    kind: &str,
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> ObjectState {
     ObjectState {
         identity: Identity {
-            api_version: K::api_version(&()).into_owned(),
-            kind: K::kind(&()).into_owned(),
+            api_version: api_version.to_string(),
+            kind: kind.to_string(),
             namespace: meta.namespace.clone().filter(|n| !n.is_empty()),
             name: meta.name.clone().unwrap_or_default(),
             uid: meta.uid.clone().unwrap_or_default(),
@@ -144,41 +155,74 @@ pub struct GarbageCollector {
     changes_rx: Mutex<Option<mpsc::UnboundedReceiver<Change>>>,
     attempt_to_delete: RateLimitingQueue<String>,
     attempt_to_orphan: RateLimitingQueue<String>,
-    monitors: Vec<Box<dyn Monitor>>,
+    monitors: RwLock<Monitors>,
     mappings: RwLock<HashMap<(String, String), (ApiResource, Scope)>>,
     config: Config,
 }
+
+/// A resource as the collector keys its monitors: group and plural.
+type MonitorKey = (String, String);
+
+/// What the collector watches: typed informers shared with the other controllers for the kinds
+/// they use, and metadata-only informers for every other deletable resource discovery shows
+/// (kube's `ObjectOrMetadataInformerFactory`).
+#[derive(Default)]
+struct Monitors {
+    typed: Vec<(MonitorKey, Box<dyn Monitor>)>,
+    dynamic: HashMap<MonitorKey, DynamicMonitor>,
+}
+
+impl Monitors {
+    fn all(&self) -> impl Iterator<Item = &dyn Monitor> {
+        self.typed
+            .iter()
+            .map(|(_, m)| m.as_ref())
+            .chain(self.dynamic.values().map(|m| m as &dyn Monitor))
+    }
+
+    fn covers(&self, key: &MonitorKey) -> bool {
+        self.dynamic.contains_key(key) || self.typed.iter().any(|(k, _)| k == key)
+    }
+}
+
+/// Resources the collector never watches (kube's `DefaultIgnoredResources`): events own nothing
+/// and are many.
+const IGNORED: &[(&str, &str)] = &[("", "events"), ("events.k8s.io", "events")];
+
+/// How often discovery is read again for new or removed resources (kube's `Sync` period).
+pub const RESYNC_MONITORS_PERIOD: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl GarbageCollector {
     /// Registers the monitors on `factory`.
     pub fn new(factory: &InformerFactory, client: kube::Client, config: Config) -> Arc<Self> {
         let (tx, rx) = mpsc::unbounded_channel();
-        // The kinds whose objects own others in practice: workloads and what they create, and
-        // the objects that carry owner references of controllers (slices of Services, claims of
-        // StatefulSets, secrets of service accounts). Events are left out, as kube's
-        // `ignoredResources`.
-        // TODO: owners of kinds outside this list (custom resources, the rarer built-in kinds)
-        // are only polled with backoff, not watched; discovering monitors needs dynamic informers.
-        let monitors: Vec<Box<dyn Monitor>> = vec![
-            Box::new(monitor::<Pod>(factory, &tx)),
-            Box::new(monitor::<ReplicaSet>(factory, &tx)),
-            Box::new(monitor::<Deployment>(factory, &tx)),
-            Box::new(monitor::<StatefulSet>(factory, &tx)),
-            Box::new(monitor::<DaemonSet>(factory, &tx)),
-            Box::new(monitor::<Job>(factory, &tx)),
-            Box::new(monitor::<CronJob>(factory, &tx)),
-            Box::new(monitor::<ReplicationController>(factory, &tx)),
-            Box::new(monitor::<ControllerRevision>(factory, &tx)),
-            Box::new(monitor::<ConfigMap>(factory, &tx)),
-            Box::new(monitor::<Service>(factory, &tx)),
-            Box::new(monitor::<EndpointSlice>(factory, &tx)),
-            Box::new(monitor::<PersistentVolumeClaim>(factory, &tx)),
-            Box::new(monitor::<Secret>(factory, &tx)),
-            Box::new(monitor::<ServiceAccount>(factory, &tx)),
-            Box::new(monitor::<Lease>(factory, &tx)),
-            Box::new(monitor::<KubeNode>(factory, &tx)),
-            Box::new(monitor::<Namespace>(factory, &tx)),
+        // The kinds the other controllers also watch are monitored through their shared typed
+        // informers; every other deletable resource is found by discovery when the collector
+        // runs, and again every `RESYNC_MONITORS_PERIOD`, and watched metadata-only.
+        let typed = vec![
+            typed::<Pod>(factory, &tx),
+            typed::<ReplicaSet>(factory, &tx),
+            typed::<Deployment>(factory, &tx),
+            typed::<StatefulSet>(factory, &tx),
+            typed::<DaemonSet>(factory, &tx),
+            typed::<Job>(factory, &tx),
+            typed::<CronJob>(factory, &tx),
+            typed::<ReplicationController>(factory, &tx),
+            typed::<ControllerRevision>(factory, &tx),
+            typed::<ConfigMap>(factory, &tx),
+            typed::<Service>(factory, &tx),
+            typed::<EndpointSlice>(factory, &tx),
+            typed::<PersistentVolumeClaim>(factory, &tx),
+            typed::<Secret>(factory, &tx),
+            typed::<ServiceAccount>(factory, &tx),
+            typed::<Lease>(factory, &tx),
+            typed::<KubeNode>(factory, &tx),
+            typed::<Namespace>(factory, &tx),
         ];
+        let monitors = Monitors {
+            typed,
+            dynamic: HashMap::new(),
+        };
         Arc::new(Self {
             client,
             graph: Arc::new(Mutex::new(Graph::default())),
@@ -186,7 +230,7 @@ impl GarbageCollector {
             changes_rx: Mutex::new(Some(rx)),
             attempt_to_delete: RateLimitingQueue::new("garbage_collector_attempt_to_delete"),
             attempt_to_orphan: RateLimitingQueue::new("garbage_collector_attempt_to_orphan"),
-            monitors,
+            monitors: RwLock::new(monitors),
             mappings: RwLock::new(HashMap::new()),
             config,
         })
@@ -194,13 +238,22 @@ impl GarbageCollector {
 
     /// Whether every monitor has synced.
     pub fn has_synced(&self) -> bool {
-        self.monitors.iter().all(|m| m.has_synced())
+        self.monitors.read().all().all(|m| m.has_synced())
     }
 
     /// Runs the graph builder and the workers until `shutdown`.
     pub async fn run(self: Arc<Self>, shutdown: Shutdown) {
-        let synced: Vec<&dyn HasSynced> = self.monitors.iter().map(|m| m.as_has_synced()).collect();
-        if !wait_for_cache_sync("garbage collector", &synced, &shutdown).await {
+        // As kube's collector: the first discovery must succeed (a partial answer will do).
+        let mut backoff = std::time::Duration::from_millis(500);
+        while let Err(err) = self.resync_monitors(&shutdown).await {
+            tracing::warn!(error = %rkcm_runtime::api_error::Chain(&err), "garbage collector: failed to discover deletable resources; retrying");
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(backoff) => {}
+            }
+            backoff = (backoff * 2).min(RESYNC_MONITORS_PERIOD);
+        }
+        if !wait_for_cache_sync("garbage collector", &[&*self], &shutdown).await {
             return;
         }
         let Some(mut rx) = self.changes_rx.lock().take() else {
@@ -252,8 +305,54 @@ impl GarbageCollector {
                 },
             )
         };
-        tokio::join!(deleters, orphaners);
+        let resyncer = {
+            let this = Arc::clone(&self);
+            let stop = shutdown.clone();
+            async move {
+                loop {
+                    tokio::select! {
+                        _ = stop.cancelled() => return,
+                        _ = tokio::time::sleep(RESYNC_MONITORS_PERIOD) => {}
+                    }
+                    if let Err(err) = this.resync_monitors(&stop).await {
+                        tracing::warn!(error = %rkcm_runtime::api_error::Chain(&err), "garbage collector: failed to discover deletable resources");
+                    }
+                }
+            }
+        };
+        tokio::join!(deleters, orphaners, resyncer);
         builder.abort();
+    }
+
+    /// kube's `GarbageCollector.Sync` step: reads discovery and starts a metadata-only monitor
+    /// for every deletable resource not watched yet, and stops those of resources no longer
+    /// served. A group that cannot be discovered keeps its monitors; an error only when even the
+    /// list of groups cannot be read.
+    async fn resync_monitors(&self, shutdown: &Shutdown) -> Result<(), kube::Error> {
+        let discovered = discovery::preferred_resources(&self.client).await?;
+        if let Some(message) = discovered.error_message() {
+            tracing::info!(error = %message, "garbage collector: partial discovery; keeping the monitors of the failed groups");
+        }
+        let wanted = deletable(&discovered);
+        let mut monitors = self.monitors.write();
+        monitors.dynamic.retain(|key, monitor| {
+            let keep = wanted.iter().any(|(k, _)| k == key)
+                || discovered.failed.contains_key(&monitor.resource.api_version);
+            if !keep {
+                tracing::info!(resource = %monitor.resource.api_version, kind = %monitor.resource.kind, "garbage collector: resource no longer served; stopping its monitor");
+                monitor.stop.cancel();
+            }
+            keep
+        });
+        for (key, resource) in wanted {
+            if monitors.covers(&key) {
+                continue;
+            }
+            tracing::debug!(resource = %resource.api_version, kind = %resource.kind, "garbage collector: monitoring");
+            let monitor = DynamicMonitor::start(&self.client, resource, &self.changes, shutdown);
+            monitors.dynamic.insert(key, monitor);
+        }
+        Ok(())
     }
 
     /// Waits until every object the monitors list is a node of the graph (objects deleted meanwhile
@@ -263,8 +362,9 @@ impl GarbageCollector {
         loop {
             let missing = {
                 let graph = self.graph.lock();
-                self.monitors
-                    .iter()
+                let monitors = self.monitors.read();
+                monitors
+                    .all()
                     .flat_map(|m| m.uids())
                     .filter(|uid| !graph.get(uid).is_some_and(|n| n.observed))
                     .count()
@@ -302,22 +402,16 @@ impl GarbageCollector {
         if let Some(found) = self.mappings.read().get(&key) {
             return Ok(found.clone());
         }
-        let discovery = Discovery::new(self.client.clone())
-            .run()
+        // One group version's discovery, so that an unavailable group fails only its own kinds.
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        let gvk = GroupVersionKind::gvk(group, version, kind);
+        let (ar, caps) = kube::discovery::pinned_kind(&self.client, &gvk)
             .await
             .map_err(|_| Error::NoMapping(format!("{api_version}/{kind}")))?;
-        let mut mappings = self.mappings.write();
-        for group in discovery.groups() {
-            for version in group.versions() {
-                for (ar, caps) in group.versioned_resources(version) {
-                    mappings.insert((ar.api_version.clone(), ar.kind.clone()), (ar, caps.scope));
-                }
-            }
-        }
-        mappings
-            .get(&key)
-            .cloned()
-            .ok_or_else(|| Error::NoMapping(format!("{api_version}/{kind}")))
+        self.mappings
+            .write()
+            .insert(key, (ar.clone(), caps.scope.clone()));
+        Ok((ar, caps.scope))
     }
 
     async fn api_for(&self, identity: &Identity) -> Result<Api<DynamicObject>, Error> {
@@ -755,17 +849,11 @@ fn is_conflict(err: &kube::Error) -> bool {
 
 /// A monitor: one kind's informer, seen by the collector without its type.
 trait Monitor: HasSynced + Send + Sync {
-    /// Itself as [`HasSynced`], for `wait_for_cache_sync`.
-    fn as_has_synced(&self) -> &dyn HasSynced;
     /// UIDs of the objects in the informer's cache.
     fn uids(&self) -> Vec<String>;
 }
 
 impl<K: Monitored> Monitor for SharedInformer<K> {
-    fn as_has_synced(&self) -> &dyn HasSynced {
-        self
-    }
-
     fn uids(&self) -> Vec<String> {
         self.store()
             .list()
@@ -773,6 +861,94 @@ impl<K: Monitored> Monitor for SharedInformer<K> {
             .filter_map(|o| o.meta().uid.clone())
             .collect()
     }
+}
+
+impl HasSynced for GarbageCollector {
+    fn has_synced(&self) -> bool {
+        GarbageCollector::has_synced(self)
+    }
+}
+
+/// A metadata-only informer over a resource known from discovery, with its own stop token.
+struct DynamicMonitor {
+    resource: ApiResource,
+    informer: SharedInformer<PartialObjectMeta<DynamicObject>>,
+    stop: Shutdown,
+}
+
+impl DynamicMonitor {
+    /// Starts watching `resource`, feeding the graph builder through `tx`, until `shutdown` or
+    /// its own stop.
+    fn start(
+        client: &kube::Client,
+        resource: ApiResource,
+        tx: &mpsc::UnboundedSender<Change>,
+        shutdown: &Shutdown,
+    ) -> Self {
+        let api: Api<PartialObjectMeta<DynamicObject>> = Api::all_with(client.clone(), &resource);
+        let name = format!("{}/{}", resource.api_version, resource.kind);
+        let informer = SharedInformer::named(api, std::time::Duration::ZERO, name);
+        let (api_version, kind) = (resource.api_version.clone(), resource.kind.clone());
+        let tx = tx.clone();
+        informer.add_event_handler(
+            move |note: Notification<PartialObjectMeta<DynamicObject>>| {
+                let state = |o: &PartialObjectMeta<DynamicObject>| {
+                    meta_state(&api_version, &kind, &o.metadata)
+                };
+                let change = match &note {
+                    Notification::Add(obj) => Change::Upsert(state(obj)),
+                    Notification::Update { new, .. } => Change::Upsert(state(new)),
+                    Notification::Delete(deleted) => {
+                        Change::Delete(state(deleted.object()).identity)
+                    }
+                };
+                let _ = tx.send(change);
+            },
+        );
+        let stop = shutdown.child_token();
+        informer.start(stop.clone());
+        Self {
+            resource,
+            informer,
+            stop,
+        }
+    }
+}
+
+impl HasSynced for DynamicMonitor {
+    fn has_synced(&self) -> bool {
+        self.informer.has_synced()
+    }
+}
+
+impl Monitor for DynamicMonitor {
+    fn uids(&self) -> Vec<String> {
+        self.informer
+            .store()
+            .list()
+            .iter()
+            .filter_map(|o| o.metadata.uid.clone())
+            .collect()
+    }
+}
+
+/// The resources to monitor: every discovered resource with `delete`, `list` and `watch`,
+/// events excepted (kube's `GetDeletableResources` less `ignoredResources`).
+fn deletable(discovered: &PreferredResources) -> Vec<(MonitorKey, ApiResource)> {
+    discovered
+        .supporting(discovery::DELETABLE)
+        .filter(|(ar, _)| !IGNORED.contains(&(ar.group.as_str(), ar.plural.as_str())))
+        .map(|(ar, _)| ((ar.group.clone(), ar.plural.clone()), ar.clone()))
+        .collect()
+}
+
+/// A typed monitor keyed by its resource.
+fn typed<K: Monitored>(
+    factory: &InformerFactory,
+    tx: &mpsc::UnboundedSender<Change>,
+) -> (MonitorKey, Box<dyn Monitor>) {
+    let key = (K::group(&()).into_owned(), K::plural(&()).into_owned());
+    (key, Box::new(monitor::<K>(factory, tx)))
 }
 
 /// Feeds `K`'s informer notifications into the graph builder.
@@ -791,4 +967,74 @@ fn monitor<K: Monitored>(
         let _ = tx.send(change);
     });
     informer
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::core::GroupVersionKind;
+
+    fn resource(
+        group: &str,
+        kind: &str,
+        plural: &str,
+        verbs: &[&str],
+    ) -> (ApiResource, kube::discovery::ApiCapabilities) {
+        (
+            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, "v1", kind), plural),
+            kube::discovery::ApiCapabilities {
+                scope: Scope::Namespaced,
+                subresources: Vec::new(),
+                operations: verbs.iter().map(|v| v.to_string()).collect(),
+            },
+        )
+    }
+
+    #[test]
+    fn deletable_resources_need_delete_list_and_watch_and_exclude_events() {
+        let all = [
+            "create",
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "update",
+            "watch",
+        ];
+        let discovered = PreferredResources {
+            resources: vec![
+                resource("", "PodTemplate", "podtemplates", &all),
+                resource("", "Event", "events", &all),
+                resource("events.k8s.io", "Event", "events", &all),
+                resource(
+                    "authorization.k8s.io",
+                    "SubjectAccessReview",
+                    "subjectaccessreviews",
+                    &["create"],
+                ),
+                resource(
+                    "example.com",
+                    "Widget",
+                    "widgets",
+                    &["get", "list", "watch"],
+                ),
+                resource(
+                    "example.com",
+                    "Gadget",
+                    "gadgets",
+                    &["delete", "list", "watch"],
+                ),
+            ],
+            failed: Default::default(),
+        };
+        let keys: Vec<MonitorKey> = deletable(&discovered).into_iter().map(|(k, _)| k).collect();
+        assert_eq!(
+            keys,
+            [
+                (String::new(), "podtemplates".to_string()),
+                ("example.com".to_string(), "gadgets".to_string())
+            ]
+        );
+    }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
-use kube::discovery::{ApiCapabilities, ApiResource, Discovery, Scope};
+use kube::discovery::{ApiCapabilities, ApiResource, Scope};
 use rkcm_runtime::api_error::{self, Chain};
 use rkcm_runtime::Clock;
 
@@ -201,8 +201,13 @@ impl NamespacedResourcesDeleter {
         deleted_at: jiff::Timestamp,
     ) -> (i64, DeletionReport) {
         let mut report = DeletionReport::default();
+        // As kube: a discovery error is not fatal; the resources that were found are emptied, and
+        // the failure is reported in the namespace's conditions.
         let resources = match self.deletable_resources().await {
-            Ok(resources) => resources,
+            Ok((resources, partial)) => {
+                report.discovery_error = partial;
+                resources
+            }
             Err(err) => {
                 report.discovery_error = Some(api_error::message(&err));
                 return (0, report);
@@ -229,20 +234,18 @@ impl NamespacedResourcesDeleter {
     }
 
     /// The served namespaced resources that can be deleted, preferred versions only
-    /// (`discovery.ServerPreferredNamespacedResources` filtered by the `delete` verb).
+    /// (`discovery.ServerPreferredNamespacedResources` filtered by the `delete` verb), with
+    /// kube's `ErrGroupDiscoveryFailed` message when some groups could not be discovered.
     async fn deletable_resources(
         &self,
-    ) -> Result<Vec<(ApiResource, ApiCapabilities)>, kube::Error> {
-        let discovery = Discovery::new(self.client.clone()).run().await?;
-        let mut out = Vec::new();
-        for group in discovery.groups() {
-            for (resource, caps) in group.recommended_resources() {
-                if caps.scope == Scope::Namespaced && caps.supports_operation("delete") {
-                    out.push((resource, caps));
-                }
-            }
-        }
-        Ok(out)
+    ) -> Result<(Vec<(ApiResource, ApiCapabilities)>, Option<String>), kube::Error> {
+        let discovered = rkcm_runtime::discovery::preferred_resources(&self.client).await?;
+        let out = discovered
+            .supporting(&["delete"])
+            .filter(|(_, caps)| caps.scope == Scope::Namespaced)
+            .cloned()
+            .collect();
+        Ok((out, discovered.error_message()))
     }
 
     /// Deletes one resource type's content in `namespace` (`deleteAllContentForGroupVersionResource`).

@@ -33,6 +33,8 @@ pub struct SharedInformer<K> {
 
 struct Inner<K> {
     api: Api<K>,
+    /// `apps/v1/ReplicaSet`, in logs.
+    name: String,
     store: Store<K>,
     /// Applied to every object before it is cached (client-go `SetTransform`).
     transform: parking_lot::RwLock<Option<Transform<K>>>,
@@ -63,10 +65,10 @@ impl<K> Clone for SharedInformer<K> {
     }
 }
 
-impl<K: Resource<DynamicType = ()>> Debug for SharedInformer<K> {
+impl<K> Debug for SharedInformer<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SharedInformer")
-            .field("kind", &K::kind(&()))
+            .field("kind", &self.inner.name)
             .field("started", &self.inner.started.load(Ordering::Relaxed))
             .field("synced", &self.inner.synced.load(Ordering::Relaxed))
             .field("handlers", &self.inner.processor.lock().len())
@@ -81,6 +83,18 @@ where
     /// An informer over `api` (usually `Api::all`), resyncing every `resync` (`Duration::ZERO`
     /// disables resync; shorter periods are raised to one second).
     pub fn new(api: Api<K>, resync: Duration) -> Self {
+        let name = format!("{}/{}", K::api_version(&()), K::kind(&()));
+        Self::named(api, resync, name)
+    }
+}
+
+impl<K> SharedInformer<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    /// An informer over `api` of a type known only at run time (`Api::all_with` of a
+    /// [`kube::discovery::ApiResource`]), named `name` in logs; see [`SharedInformer::new`].
+    pub fn named(api: Api<K>, resync: Duration, name: String) -> Self {
         let resync = if resync.is_zero() {
             resync
         } else {
@@ -89,6 +103,7 @@ where
         Self {
             inner: Arc::new(Inner {
                 api,
+                name,
                 store: Store::new(),
                 transform: parking_lot::RwLock::new(None),
                 processor: Mutex::new(Processor::new()),
@@ -154,8 +169,7 @@ where
             return false;
         }
         self.inner.processor.lock().start(shutdown.clone());
-        let name = format!("{}/{}", K::api_version(&()), K::kind(&()));
-        let reflector = Reflector::new(self.inner.api.clone(), name);
+        let reflector = Reflector::new(self.inner.api.clone(), self.inner.name.clone());
         let sink = Arc::clone(&self.inner);
         let reflector_shutdown = shutdown.clone();
         let mut tasks = self.inner.tasks.lock();
@@ -189,7 +203,7 @@ where
 
 impl<K> HasSynced for SharedInformer<K>
 where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
     fn has_synced(&self) -> bool {
         SharedInformer::has_synced(self)
