@@ -21,6 +21,7 @@ use crate::{
     endpointslicemirroring, garbagecollector, job, namespace, podgc, replicaset,
     rootcacertpublisher, serviceaccount, ttlafterfinished,
 };
+use crate::{node_options::NodeOptions, nodeipam, nodelifecycle, tainteviction, ttl};
 
 /// A controller kube-controller-manager knows, by canonical name and the aliases `--controllers`
 /// accepts.
@@ -76,6 +77,14 @@ pub const ENDPOINTS: &str = "endpoints-controller";
 pub const ENDPOINTSLICE: &str = "endpointslice-controller";
 /// Canonical name of the EndpointSlice mirroring controller.
 pub const ENDPOINTSLICE_MIRRORING: &str = "endpointslice-mirroring-controller";
+/// Canonical name of the node lifecycle controller.
+pub const NODE_LIFECYCLE: &str = "node-lifecycle-controller";
+/// Canonical name of the taint-eviction controller.
+pub const TAINT_EVICTION: &str = "taint-eviction-controller";
+/// Canonical name of the TTL controller.
+pub const TTL: &str = "ttl-controller";
+/// Canonical name of the node IPAM controller.
+pub const NODE_IPAM: &str = "node-ipam-controller";
 
 const fn kube(name: &'static str, aliases: &'static [&'static str]) -> ControllerName {
     ControllerName {
@@ -146,11 +155,11 @@ pub const KNOWN: &[ControllerName] = &[
         "certificatesigningrequest-cleaner-controller",
         &["csrcleaner"],
     ),
-    kube("ttl-controller", &["ttl"]),
+    implemented(kube(TTL, &["ttl"])),
     off_by_default(kube("bootstrap-signer-controller", &["bootstrapsigner"])),
     off_by_default(kube("token-cleaner-controller", &["tokencleaner"])),
-    kube("node-ipam-controller", &["nodeipam"]),
-    kube("node-lifecycle-controller", &["nodelifecycle"]),
+    implemented(kube(NODE_IPAM, &["nodeipam"])),
+    implemented(kube(NODE_LIFECYCLE, &["nodelifecycle"])),
     // Cloud-provider controllers: known so that the flag accepts them, never run by
     // kube-controller-manager since KEP-2395.
     cloud(kube("service-lb-controller", &["service"])),
@@ -196,7 +205,7 @@ pub const KNOWN: &[ControllerName] = &[
         &["legacy-service-account-token-cleaner"],
     ),
     kube("validatingadmissionpolicy-status-controller", &[]),
-    kube("taint-eviction-controller", &[]),
+    implemented(kube(TAINT_EVICTION, &[])),
     kube("service-cidr-controller", &[]),
     kube("storage-version-migrator-controller", &[]),
     off_by_default(kube("selinux-warning-controller", &[])),
@@ -336,6 +345,8 @@ pub struct ControllerOptions {
     /// `--service-account-private-key-file`; without it that controller does not start.
     pub service_account_token_generator:
         Option<Arc<dyn serviceaccount::tokens::LegacyTokenGenerator>>,
+    /// Settings of the node controllers.
+    pub nodes: NodeOptions,
     /// Wall clock for every controller.
     pub clock: Arc<dyn Clock>,
 }
@@ -367,6 +378,7 @@ impl Default for ControllerOptions {
             mirroring_endpointslice_updates_batch_period: Duration::ZERO,
             concurrent_serviceaccount_token_syncs: 5,
             service_account_token_generator: None,
+            nodes: NodeOptions::default(),
             clock: Arc::new(SystemClock),
         }
     }
@@ -486,6 +498,13 @@ fn required_resources(name: &str) -> &'static [(&'static str, &'static str)] {
             ("v1", "pods"),
             ("v1", "persistentvolumeclaims"),
         ],
+        NODE_LIFECYCLE => &[
+            ("v1", "nodes"),
+            ("v1", "pods"),
+            ("coordination.k8s.io/v1", "leases"),
+        ],
+        TAINT_EVICTION => &[("v1", "nodes"), ("v1", "pods")],
+        TTL | NODE_IPAM => &[("v1", "nodes")],
         _ => &[],
     }
 }
@@ -744,6 +763,56 @@ pub async fn start(
             );
             let workers = o.mirroring_concurrent_service_endpoint_syncs;
             Box::pin(async move { c.run(workers, shutdown).await })
+        }
+        NODE_LIFECYCLE => {
+            let n = &o.nodes;
+            let c = nodelifecycle::NodeLifecycleController::new(
+                ctx.factory,
+                client,
+                ctx.events.recorder("node-controller"),
+                nodelifecycle::Config {
+                    node_monitor_period: n.node_monitor_period,
+                    node_monitor_grace_period: n.node_monitor_grace_period,
+                    node_startup_grace_period: n.node_startup_grace_period,
+                    rates: nodelifecycle::zone::Rates {
+                        eviction: n.node_eviction_rate,
+                        secondary: n.secondary_node_eviction_rate,
+                        large_cluster_threshold: n.large_cluster_size_threshold,
+                    },
+                    unhealthy_zone_threshold: n.unhealthy_zone_threshold,
+                    clock: Arc::clone(&o.clock),
+                },
+            );
+            Box::pin(async move { c.run(shutdown).await })
+        }
+        TAINT_EVICTION => {
+            let c = tainteviction::TaintEvictionController::new(
+                ctx.factory,
+                client,
+                ctx.events.recorder(tainteviction::CONTROLLER_NAME),
+                Arc::clone(&o.clock),
+            );
+            Box::pin(async move { c.run(shutdown).await })
+        }
+        TTL => {
+            let c = ttl::TtlController::new(ctx.factory, client);
+            Box::pin(async move { c.run(ttl::WORKERS, shutdown).await })
+        }
+        NODE_IPAM => {
+            if !o.nodes.allocate_node_cidrs {
+                return Ok(Started::Skipped("--allocate-node-cidrs=false".into()));
+            }
+            let config = match nodeipam::Config::from_options(&o.nodes) {
+                Ok(config) => config,
+                Err(e) => return Ok(Started::Skipped(e.to_string())),
+            };
+            let c = nodeipam::NodeIpamController::new(
+                ctx.factory,
+                client,
+                ctx.events.recorder("cidrAllocator"),
+                config,
+            );
+            Box::pin(async move { c.run(shutdown).await })
         }
         other => return Err(StartError::Unknown(other.to_string())),
     };
