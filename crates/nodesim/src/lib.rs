@@ -19,10 +19,27 @@
 //! `kubernetes.io/os=linux`, `kubernetes.io/arch=amd64` and `node.kubernetes.io/instance-type=rkcm`,
 //! annotated `rkcm.io/simulated-node: "true"`, with capacity and allocatable cpu/memory/pods from the
 //! config, conditions Ready=True and MemoryPressure/DiskPressure/PIDPressure=False, addresses
-//! InternalIP `10.0.0.<n>` and Hostname, pod CIDR `10.244.<n>.0/24`, kubelet version `v1.33.0-rkcm` and
-//! runtime `rkcm://0.1`. A Lease per node in `kube-node-lease` is renewed every 10 seconds and the
-//! conditions' `lastHeartbeatTime` every 50 seconds. On restart, existing Nodes get their labels and
-//! status refreshed and keep their spec (cordons, taints).
+//! InternalIP `10.0.0.<n>` and Hostname, kubelet version `v1.33.0-rkcm` and runtime `rkcm://0.1`.
+//! As a kubelet, a node registers without `spec.podCIDR`: the node IPAM controller assigns one
+//! (`--allocate-node-cidrs`), and pod IPs come from it; a node without one hands out
+//! `10.244.<n>.2` … `.254`. A Lease per node in `kube-node-lease` is renewed every 10 seconds and
+//! the conditions' `lastHeartbeatTime` every 50 seconds. On restart, existing Nodes get their labels
+//! and status refreshed and keep their spec (cordons, taints, pod CIDR).
+//!
+//! # Dead nodes
+//!
+//! The annotation [`HEARTBEAT_ANNOTATION`] `rkcm.io/heartbeat: "stopped"` on a Node stops its
+//! simulated kubelet: no more lease renewals or status posts, and its pods keep their last status
+//! (nothing starts, stops or is removed there), as when a machine drops off the network. The node
+//! lifecycle controller then marks it `Unknown` after `--node-monitor-grace-period`, taints it
+//! `node.kubernetes.io/unreachable`, and the taint-eviction controller evicts its pods.
+//! Removing the annotation brings the kubelet back at once: lease renewed, status posted Ready
+//! (transition time now), pods synced again (terminating ones are then removed).
+//!
+//! ```sh
+//! kubectl annotate node rkcm-node-1 rkcm.io/heartbeat=stopped
+//! kubectl annotate node rkcm-node-1 rkcm.io/heartbeat-
+//! ```
 //!
 //! Deleting a Node (`kubectl delete node`) stops its simulation: no more lease renewals, and its pods
 //! are left as they are, for PodGC. A restarted simulator registers it again. Simulated nodes left
@@ -42,10 +59,9 @@
 //! (`requiredDuringSchedulingIgnoredDuringExecution`, any `topologyKey`). A pod that fits nowhere
 //! stays Pending with condition `PodScheduled=False`, reason `Unschedulable` and kube-scheduler's message, for example
 //! `0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.`
-//! Pods created with `spec.nodeName` set skip the scheduler. Nodes whose Ready condition is not True
-//! count as tainted `node.kubernetes.io/not-ready` or `…/unreachable` (NoSchedule), standing in for
-//! the node lifecycle controller. Bindings and failures are recorded as `Scheduled` and
-//! `FailedScheduling` events.
+//! Pods created with `spec.nodeName` set skip the scheduler. Only real taints count: the node
+//! lifecycle controller taints nodes whose Ready condition is not True (`node.kubernetes.io/not-ready`,
+//! `…/unreachable`). Bindings and failures are recorded as `Scheduled` and `FailedScheduling` events.
 //!
 //! # Kubelet conventions
 //!
@@ -158,7 +174,7 @@ pub use kubelet::behaviour::{
     COMPLETE_AFTER_ANNOTATION, FAIL_ANNOTATION, NEVER_READY_ANNOTATION, READY_DELAY_ANNOTATION,
 };
 pub use kubelet::logs::CONTAINER_LOGS_ANNOTATION;
-pub use node_set::{NodeSet, SimNode};
+pub use node_set::{NodeSet, SimNode, HEARTBEAT_ANNOTATION};
 pub use sim::NodeSim;
 
 /// Name of the pod index by `spec.nodeName` that the scheduler and kubelet add to the pod informer

@@ -131,12 +131,6 @@ pub fn node_status(
 /// The Node object a simulated node registers.
 pub fn node_object(config: &Config, index: usize, now: Timestamp) -> Node {
     let name = config.node_name(index);
-    let probe = SimNode {
-        name: name.clone(),
-        index,
-        uid: String::new(),
-        registered_at: now,
-    };
     Node {
         metadata: ObjectMeta {
             name: Some(name.clone()),
@@ -150,9 +144,8 @@ pub fn node_object(config: &Config, index: usize, now: Timestamp) -> Node {
             ),
             ..Default::default()
         },
+        // No pod CIDR: as for a kubelet, the node IPAM controller assigns it.
         spec: Some(NodeSpec {
-            pod_cidr: Some(probe.pod_cidr()),
-            pod_cidrs: Some(vec![probe.pod_cidr()]),
             provider_id: Some(format!("rkcm://{name}")),
             ..Default::default()
         }),

@@ -3,7 +3,7 @@
 //! A node leaves the set when its Node object is deleted (`kubectl delete node`): from then on the
 //! simulator no longer renews its lease or moves its pods, which are left for PodGC.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use jiff::Timestamp;
@@ -18,7 +18,8 @@ pub struct SimNode {
     pub index: usize,
     /// UID of the registered Node object (owner of its lease).
     pub uid: String,
-    /// When this process registered the node (`lastTransitionTime` of its conditions).
+    /// Since when the node is Ready (`lastTransitionTime` of its conditions): when this process
+    /// registered it, or when its heartbeat last resumed.
     pub registered_at: Timestamp,
 }
 
@@ -50,11 +51,19 @@ fn pod_subnet(index: usize) -> (usize, usize) {
     (244 + (index / 256) % 12, index % 256)
 }
 
-/// The served nodes by name. Clones share the same set.
+/// The served nodes by name, with what the simulation reads off their Node objects (the
+/// heartbeat switch, the pod CIDR). Clones share the same set.
 #[derive(Clone, Debug, Default)]
 pub struct NodeSet {
     nodes: Arc<RwLock<BTreeMap<String, SimNode>>>,
+    /// Nodes annotated [`HEARTBEAT_ANNOTATION`]` = "stopped"`.
+    stopped: Arc<RwLock<BTreeSet<String>>>,
+    /// `spec.podCIDR` by node name, for the nodes that have one.
+    pod_cidrs: Arc<RwLock<BTreeMap<String, String>>>,
 }
+
+/// Node annotation that stops the simulated kubelet of that node: `rkcm.io/heartbeat: "stopped"`.
+pub const HEARTBEAT_ANNOTATION: &str = "rkcm.io/heartbeat";
 
 impl NodeSet {
     /// Starts serving `node`.
@@ -80,6 +89,46 @@ impl NodeSet {
     /// Every served node, by name.
     pub fn list(&self) -> Vec<SimNode> {
         self.nodes.read().values().cloned().collect()
+    }
+
+    /// Every served node whose kubelet is not stopped, by name.
+    pub fn beating(&self) -> Vec<SimNode> {
+        let stopped = self.stopped.read();
+        self.nodes
+            .read()
+            .values()
+            .filter(|n| !stopped.contains(&n.name))
+            .cloned()
+            .collect()
+    }
+
+    /// Records whether the kubelet of `name` is stopped; returns whether that changed.
+    pub fn set_stopped(&self, name: &str, stopped: bool) -> bool {
+        let mut set = self.stopped.write();
+        if stopped {
+            set.insert(name.to_string())
+        } else {
+            set.remove(name)
+        }
+    }
+
+    /// Whether the kubelet of `name` is stopped.
+    pub fn is_stopped(&self, name: &str) -> bool {
+        self.stopped.read().contains(name)
+    }
+
+    /// Records the node's `spec.podCIDR` (`None`: it has none).
+    pub fn set_pod_cidr(&self, name: &str, cidr: Option<String>) {
+        let mut map = self.pod_cidrs.write();
+        match cidr {
+            Some(c) => map.insert(name.to_string(), c),
+            None => map.remove(name),
+        };
+    }
+
+    /// The node's `spec.podCIDR`, if it has one.
+    pub fn pod_cidr(&self, name: &str) -> Option<String> {
+        self.pod_cidrs.read().get(name).cloned()
     }
 }
 

@@ -9,13 +9,14 @@ use kube::{Api, Client};
 use rkcm_runtime::events::EventBroadcaster;
 use rkcm_runtime::informer::{wait_for_cache_sync, InformerFactory, Notification, SharedInformer};
 use rkcm_runtime::Shutdown;
+use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::MissedTickBehavior;
 
 use crate::config::Config;
 use crate::error::Result;
 use crate::kubelet::Kubelet;
-use crate::node_set::NodeSet;
+use crate::node_set::{NodeSet, HEARTBEAT_ANNOTATION};
 use crate::scheduler::Scheduler;
 use crate::{lease, node};
 
@@ -34,6 +35,21 @@ pub struct NodeSim {
     nodes: NodeSet,
     kubelet: Arc<Kubelet>,
     scheduler: Option<Arc<Scheduler>>,
+    /// Names of nodes whose heartbeat annotation was just removed.
+    resumed: mpsc::Receiver<String>,
+}
+
+/// How many resumed nodes may wait for their first heartbeat; beyond that the periodic lease
+/// renewal picks them up within `lease_renew_interval`.
+const RESUMED_BUFFER: usize = 256;
+
+/// Whether the node carries `rkcm.io/heartbeat: "stopped"`.
+pub fn heartbeat_stopped(node: &Node) -> bool {
+    node.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(HEARTBEAT_ANNOTATION))
+        .is_some_and(|v| v == "stopped")
 }
 
 impl NodeSim {
@@ -49,16 +65,37 @@ impl NodeSim {
         let nodes = NodeSet::default();
         let pod_informer = informers.informer::<Pod>();
         let node_informer = informers.informer::<Node>();
+        let kubelet = Kubelet::new(informers, client.clone(), nodes.clone(), config.clone());
         let served = nodes.clone();
-        node_informer.add_event_handler(move |note| {
-            if let Notification::Delete(deleted) = note {
+        let (resumed_tx, resumed) = mpsc::channel(RESUMED_BUFFER);
+        node_informer.add_event_handler(move |note| match note {
+            Notification::Add(node) | Notification::Update { new: node, .. } => {
+                let name = node.metadata.name.clone().unwrap_or_default();
+                let cidr = node
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.pod_cidr.clone())
+                    .filter(|c| !c.is_empty());
+                served.set_pod_cidr(&name, cidr);
+                let stopped = heartbeat_stopped(&node);
+                if served.set_stopped(&name, stopped) {
+                    if stopped {
+                        tracing::info!(node = %name, "heartbeat stopped: no lease renewals, status or pod updates");
+                    } else {
+                        tracing::info!(node = %name, "heartbeat resumed");
+                        let _ = resumed_tx.try_send(name);
+                    }
+                }
+            }
+            Notification::Delete(deleted) => {
                 let name = deleted.object().metadata.name.clone().unwrap_or_default();
+                served.set_stopped(&name, false);
+                served.set_pod_cidr(&name, None);
                 if served.remove(&name) {
                     tracing::info!(node = %name, "node deleted; no longer simulated, its pods are left for PodGC");
                 }
             }
         });
-        let kubelet = Kubelet::new(informers, client.clone(), nodes.clone(), config.clone());
         let scheduler = config
             .scheduler
             .then(|| Scheduler::new(informers, client.clone(), &config));
@@ -71,6 +108,7 @@ impl NodeSim {
             nodes,
             kubelet,
             scheduler,
+            resumed,
         }
     }
 
@@ -81,7 +119,7 @@ impl NodeSim {
 
     /// Registers the nodes (retrying until the API server answers), starts the informers, and runs
     /// leases, heartbeats, the scheduler and the kubelet until `shutdown`. Returns `Ok` on shutdown.
-    pub async fn run(self, shutdown: Shutdown) -> Result<()> {
+    pub async fn run(mut self, shutdown: Shutdown) -> Result<()> {
         for index in 1..=self.config.nodes {
             let mut back_off = Duration::from_millis(100);
             loop {
@@ -141,6 +179,15 @@ impl NodeSim {
             self.config.clone(),
             shutdown.clone(),
         ));
+        let resumed = std::mem::replace(&mut self.resumed, mpsc::channel(1).1);
+        tasks.spawn(resume(
+            self.client.clone(),
+            self.nodes.clone(),
+            Arc::clone(&self.kubelet),
+            self.config.clone(),
+            resumed,
+            shutdown.clone(),
+        ));
         while let Some(result) = tasks.join_next().await {
             if let Err(e) = result {
                 tracing::error!(error = %e, "node simulator task failed");
@@ -193,7 +240,7 @@ async fn renew_leases(client: Client, nodes: NodeSet, config: Config, shutdown: 
             _ = shutdown.cancelled() => return,
             _ = tick.tick() => {}
         }
-        for node in nodes.list() {
+        for node in nodes.beating() {
             if let Err(e) =
                 lease::renew(&client, &node, config.lease_duration, config.clock.now()).await
             {
@@ -215,7 +262,7 @@ async fn heartbeats(client: Client, nodes: NodeSet, config: Config, shutdown: Sh
             _ = shutdown.cancelled() => return,
             _ = tick.tick() => {}
         }
-        for node in nodes.list() {
+        for node in nodes.beating() {
             match node::heartbeat(&client, &node, config.clock.now()).await {
                 Ok(true) => {}
                 Ok(false) => {
@@ -228,5 +275,42 @@ async fn heartbeats(client: Client, nodes: NodeSet, config: Config, shutdown: Sh
                 }
             }
         }
+    }
+}
+
+/// Brings a node whose heartbeat resumed back at once: Ready since now, its lease renewed, its
+/// status posted, and its pods synced again.
+async fn resume(
+    client: Client,
+    nodes: NodeSet,
+    kubelet: Arc<Kubelet>,
+    config: Config,
+    mut resumed: mpsc::Receiver<String>,
+    shutdown: Shutdown,
+) {
+    loop {
+        let name = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            name = resumed.recv() => match name {
+                Some(name) => name,
+                None => return,
+            },
+        };
+        let Some(mut node) = nodes.get(&name) else {
+            continue;
+        };
+        if nodes.is_stopped(&name) {
+            continue;
+        }
+        let now = config.clock.now();
+        node.registered_at = now;
+        nodes.insert(node.clone());
+        if let Err(e) = lease::renew(&client, &node, config.lease_duration, now).await {
+            tracing::warn!(error = %e, cause = ?std::error::Error::source(&e), "lease renewal failed");
+        }
+        if let Err(e) = node::heartbeat(&client, &node, now).await {
+            tracing::warn!(error = %e, cause = ?std::error::Error::source(&e), "node heartbeat failed");
+        }
+        kubelet.resync_node(&name);
     }
 }

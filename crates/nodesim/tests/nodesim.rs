@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{DeleteParams, PostParams};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use rkcm_apiserver::testing::{self, TestServer};
 use rkcm_nodesim::{Config, NodeSim, FAIL_ANNOTATION, NEVER_READY_ANNOTATION};
@@ -499,6 +499,17 @@ async fn a_restarted_simulator_keeps_running_pods_and_their_addresses() -> Resul
         (ready.status == "Unknown").then_some(())
     })
     .await?;
+    // The scheduler reads real taints only: taint the node as the node lifecycle controller
+    // does for an Unknown Ready condition (it does not run in this test).
+    nodes
+        .patch(
+            "rkcm-node-2",
+            &PatchParams::default(),
+            &Patch::Merge(&serde_json::json!({"spec": {"taints": [
+                {"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule"}
+            ]}})),
+        )
+        .await?;
     for name in ["new", "new2"] {
         pods.create(&PostParams::default(), &pod(name, "nginx"))
             .await?;
@@ -677,5 +688,85 @@ async fn gated_pods_report_scheduling_gated() -> Result<()> {
     // scheduling gates in pod updates (kube allows it since 1.27).
     let p = get_pod(&pods, "gated").await.context("gated")?;
     assert!(p.spec.and_then(|s| s.node_name).is_none());
+    Ok(())
+}
+
+fn renew_time(lease: &Lease) -> Option<jiff::Timestamp> {
+    lease.spec.as_ref()?.renew_time.as_ref().map(|t| t.0)
+}
+
+#[tokio::test]
+async fn a_stopped_heartbeat_freezes_the_node_until_the_annotation_goes() -> Result<()> {
+    let c = cluster(Config {
+        lease_renew_interval: Duration::from_millis(200),
+        ..fast_config(1)
+    })
+    .await;
+    let nodes: Api<Node> = Api::all(c.client.clone());
+    let leases: Api<Lease> = Api::namespaced(c.client.clone(), "kube-node-lease");
+    let pods: Api<Pod> = Api::namespaced(c.client.clone(), "default");
+    eventually("the node's lease", || async {
+        leases.get_opt("rkcm-node-1").await.ok()?.as_ref().and_then(renew_time)
+    })
+    .await?;
+    // A pod CIDR from the node IPAM controller is where pod IPs come from.
+    nodes
+        .patch(
+            "rkcm-node-1",
+            &PatchParams::default(),
+            &Patch::Merge(&serde_json::json!({"spec": {"podCIDR": "10.244.9.0/24", "podCIDRs": ["10.244.9.0/24"]}})),
+        )
+        .await?;
+    pods.create(&PostParams::default(), &pod("before", "nginx"))
+        .await?;
+    let before = eventually("before Ready", || async {
+        get_pod(&pods, "before").await.filter(is_ready)
+    })
+    .await?;
+    let ip = before.status.as_ref().and_then(|s| s.pod_ip.clone()).unwrap_or_default();
+    assert!(ip.starts_with("10.244.9."), "{ip}");
+
+    let annotate = |value: serde_json::Value| {
+        serde_json::json!({"metadata": {"annotations": {rkcm_nodesim::HEARTBEAT_ANNOTATION: value}}})
+    };
+    nodes
+        .patch("rkcm-node-1", &PatchParams::default(), &Patch::Merge(&annotate("stopped".into())))
+        .await?;
+    // Renewals stop: the renew time stays put over several renew intervals.
+    let frozen = eventually("lease renewals stop", || async {
+        let a = leases.get_opt("rkcm-node-1").await.ok()??;
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        let b = leases.get_opt("rkcm-node-1").await.ok()??;
+        (renew_time(&a) == renew_time(&b)).then(|| renew_time(&b))
+    })
+    .await?;
+    // Pods bound to it stay as they are: not started.
+    pods.create(
+        &PostParams::default(),
+        &Pod {
+            spec: Some(k8s_openapi::api::core::v1::PodSpec {
+                node_name: Some("rkcm-node-1".into()),
+                ..pod_spec("c", "nginx")
+            }),
+            ..pod("during", "nginx")
+        },
+    )
+    .await?;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let during = get_pod(&pods, "during").await.context("pod during")?;
+    assert!(!is_ready(&during), "a stopped kubelet starts nothing");
+
+    nodes
+        .patch("rkcm-node-1", &PatchParams::default(), &Patch::Merge(&annotate(serde_json::Value::Null)))
+        .await?;
+    eventually("lease renewed again", || async {
+        let now = leases.get_opt("rkcm-node-1").await.ok()?.as_ref().and_then(renew_time);
+        (now > frozen).then_some(())
+    })
+    .await?;
+    eventually("the waiting pod starts", || async {
+        get_pod(&pods, "during").await.filter(is_ready)
+    })
+    .await?;
     Ok(())
 }

@@ -95,6 +95,20 @@ pub struct UpArgs {
     /// (0 means client-go's default of 10).
     #[arg(long, default_value_t = 30)]
     pub kube_api_burst: u32,
+
+    /// kube-controller-manager's node lifecycle and IPAM flags (`up` allocates node CIDRs from
+    /// 10.244.0.0/16 unless told otherwise, as kind and kubeadm set it up).
+    #[command(flatten)]
+    pub node_flags: crate::manager::node_flags::NodeArgs,
+}
+
+/// `--cluster-cidr` of `rkcm up` (kind's and kubeadm's pod network).
+pub const DEFAULT_CLUSTER_CIDR: &str = "10.244.0.0/16";
+
+/// The simulated kubelets' lease renewal: kubelet's 10s, or a fifth of a shorter
+/// `--node-monitor-grace-period`, so that a live node never looks dead.
+pub fn lease_renew_interval(grace: Duration) -> Duration {
+    (grace / 5).clamp(Duration::from_millis(100), Duration::from_secs(10))
 }
 
 /// The default data directory: `$XDG_STATE_HOME/rkcm`, else `~/.local/state/rkcm`.
@@ -180,6 +194,12 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     let client = kube::Client::try_from(kube_config.clone()).context("building a client")?;
     wait_until_answering(&client, &shutdown).await?;
 
+    let node_options = args.node_flags.options(
+        true,
+        DEFAULT_CLUSTER_CIDR,
+        &args.service_cluster_ip_range.to_string(),
+    )?;
+    let renew = lease_renew_interval(node_options.node_monitor_grace_period);
     let controller_count = controllers
         .iter()
         .filter(|c| registry::is_implemented(c))
@@ -188,6 +208,7 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         kube_config: kube_config.clone(),
         controllers,
         options: ControllerOptions {
+            nodes: node_options,
             clock: Arc::new(SystemClock),
             // As kube-controller-manager's --service-account-private-key-file: the key the API
             // server verifies service-account tokens with.
@@ -221,6 +242,8 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
                 nodes: args.nodes,
                 pod_ready_delay: args.pod_ready_delay,
                 termination_grace_cap: Some(args.pod_termination_max),
+                lease_renew_interval: renew,
+                lease_duration: (renew * 4).max(Duration::from_secs(1)),
                 ..rkcm_nodesim::Config::default()
             },
         );
@@ -312,6 +335,18 @@ fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn leases_are_renewed_five_times_per_grace_period_at_most_every_ten_seconds() {
+        assert_eq!(
+            lease_renew_interval(Duration::from_secs(50)),
+            Duration::from_secs(10)
+        );
+        assert_eq!(
+            lease_renew_interval(Duration::from_secs(10)),
+            Duration::from_secs(2)
+        );
+    }
 
     #[test]
     fn default_data_dir_is_under_the_users_state_directory() {

@@ -199,6 +199,13 @@ impl Kubelet {
         }
     }
 
+    /// Enqueues every cached pod bound to node `name` (its kubelet resumed).
+    pub fn resync_node(&self, name: &str) {
+        for pod in self.pods.by_index(NODE_NAME_INDEX, name) {
+            self.queue.add(ObjectKey::from_obj(&*pod));
+        }
+    }
+
     /// Enqueues every cached pod bound to a served node (after start, to pick up where a previous run stopped).
     pub fn resync_all(&self) {
         for node in self.nodes.list() {
@@ -255,6 +262,10 @@ impl Kubelet {
             // Not ours, or its node was deleted: the pod is left for PodGC.
             return Ok(());
         };
+        if self.nodes.is_stopped(&node.name) {
+            // The node's kubelet is stopped: its pods keep their last status until it resumes.
+            return Ok(());
+        }
         let uid = pod.metadata.uid.clone().unwrap_or_default();
         let status = pod.status.as_ref();
         let phase = status.and_then(|s| s.phase.as_deref());
@@ -276,7 +287,9 @@ impl Kubelet {
             node.internal_ip()
         } else if needs_ip {
             let on_node = self.pods.by_index(NODE_NAME_INDEX, &node.name);
-            self.ips.ip_for(&node, &uid, on_node.iter().map(|p| &**p))
+            let cidr = self.nodes.pod_cidr(&node.name);
+            self.ips
+                .ip_for(&node, cidr.as_deref(), &uid, on_node.iter().map(|p| &**p))
         } else {
             String::new()
         };

@@ -207,7 +207,6 @@ impl Scheduler {
             Notification::Update { old, new } => {
                 old.metadata.labels != new.metadata.labels
                     || old.spec != new.spec
-                    || predicates::readiness_taint(old) != predicates::readiness_taint(new)
                     || old.status.as_ref().map(|s| &s.allocatable)
                         != new.status.as_ref().map(|s| &s.allocatable)
             }

@@ -102,34 +102,6 @@ pub fn is_terminal(pod: &Pod) -> bool {
     )
 }
 
-/// The taint kube's node lifecycle controller puts on a node whose Ready condition is `False`
-/// (`node.kubernetes.io/not-ready`) or `Unknown` (`node.kubernetes.io/unreachable`), unless the node
-/// already carries it. rkcm runs no node lifecycle controller, so the scheduler adds it itself.
-pub fn readiness_taint(node: &Node) -> Option<Taint> {
-    let ready = node
-        .status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == "Ready")?;
-    let key = match ready.status.as_str() {
-        "True" => return None,
-        "False" => NOT_READY_TAINT_KEY,
-        _ => UNREACHABLE_TAINT_KEY,
-    };
-    let present = node
-        .spec
-        .as_ref()
-        .and_then(|s| s.taints.as_ref())
-        .is_some_and(|t| t.iter().any(|t| t.key == key));
-    (!present).then(|| Taint {
-        key: key.into(),
-        effect: "NoSchedule".into(),
-        ..Default::default()
-    })
-}
-
 /// Checks whether `pod` fits `node` given what already runs there. On failure, returns the reasons
 /// of the first failing filter (NodeResourcesFit may give several).
 pub fn fits(pod: &Pod, node: &Node, usage: &NodeUsage) -> Result<(), Vec<Reason>> {
@@ -159,8 +131,9 @@ pub fn fits(pod: &Pod, node: &Node, usage: &NodeUsage) -> Result<(), Vec<Reason>
         }
     }
 
-    let mut taints = node_spec.and_then(|s| s.taints.clone()).unwrap_or_default();
-    taints.extend(readiness_taint(node));
+    // Only the node's real taints count: the node lifecycle controller puts the not-ready and
+    // unreachable taints on nodes whose Ready condition is not True.
+    let taints = node_spec.and_then(|s| s.taints.clone()).unwrap_or_default();
     if let Some(taint) = untolerated(&taints, tolerations) {
         return Err(vec![Reason::UntoleratedTaint {
             key: taint.key.clone(),
@@ -321,7 +294,7 @@ mod tests {
     }
 
     #[test]
-    fn nodes_that_are_not_ready_count_as_tainted() {
+    fn only_real_taints_keep_pods_off_a_not_ready_node() {
         let mut n = node("n1", "8", "32Gi", "110");
         n.status.as_mut().unwrap().conditions =
             Some(vec![k8s_openapi::api::core::v1::NodeCondition {
@@ -330,6 +303,13 @@ mod tests {
                 ..Default::default()
             }]);
         let mut p = pod("");
+        // The lifecycle controller has not tainted it yet.
+        assert_eq!(fits(&p, &n, &NodeUsage::default()), Ok(()));
+        n.spec.as_mut().unwrap().taints = Some(vec![Taint {
+            key: UNREACHABLE_TAINT_KEY.into(),
+            effect: "NoSchedule".into(),
+            ..Default::default()
+        }]);
         assert_eq!(
             fits(&p, &n, &NodeUsage::default()).unwrap_err()[0].to_string(),
             "node(s) had untolerated taint {node.kubernetes.io/unreachable: }"

@@ -259,6 +259,14 @@ pub struct ManagerArgs {
         help_heading = "Serviceaccount controller flags"
     )]
     pub concurrent_serviceaccount_token_syncs: usize,
+
+    /// CIDR Range for Services in cluster; node CIDRs are allocated outside it.
+    #[arg(long, value_name = "CIDR", help_heading = "Generic flags")]
+    pub service_cluster_ip_range: Option<String>,
+
+    // ---- Node lifecycle and node IPAM controller flags
+    #[command(flatten)]
+    pub nodes: super::node_flags::NodeArgs,
 }
 
 /// A parser of an integer flag that kube bounds to `min..=max`, refusing others with kube's

@@ -17,6 +17,7 @@ use crate::serving::{self, Health};
 
 mod flags;
 pub mod legacy_tokens;
+pub mod node_flags;
 
 pub use flags::ManagerArgs;
 
@@ -131,6 +132,11 @@ pub async fn config_from_flags(args: &ManagerArgs) -> anyhow::Result<ManagerConf
             mirroring_max_endpoints_per_subset: args.mirroring_max_endpoints_per_subset,
             mirroring_endpointslice_updates_batch_period: args
                 .mirroring_endpointslice_updates_batch_period,
+            nodes: args.nodes.options(
+                false,
+                "",
+                args.service_cluster_ip_range.as_deref().unwrap_or(""),
+            )?,
             clock: Arc::new(SystemClock),
         },
         qps: args.kube_api_qps,
