@@ -706,7 +706,12 @@ async fn a_stopped_heartbeat_freezes_the_node_until_the_annotation_goes() -> Res
     let leases: Api<Lease> = Api::namespaced(c.client.clone(), "kube-node-lease");
     let pods: Api<Pod> = Api::namespaced(c.client.clone(), "default");
     eventually("the node's lease", || async {
-        leases.get_opt("rkcm-node-1").await.ok()?.as_ref().and_then(renew_time)
+        leases
+            .get_opt("rkcm-node-1")
+            .await
+            .ok()?
+            .as_ref()
+            .and_then(renew_time)
     })
     .await?;
     // A pod CIDR from the node IPAM controller is where pod IPs come from.
@@ -723,14 +728,20 @@ async fn a_stopped_heartbeat_freezes_the_node_until_the_annotation_goes() -> Res
         get_pod(&pods, "before").await.filter(is_ready)
     })
     .await?;
-    let ip = before.status.as_ref().and_then(|s| s.pod_ip.clone()).unwrap_or_default();
+    let ip = before
+        .status
+        .as_ref()
+        .and_then(|s| s.pod_ip.clone())
+        .unwrap_or_default();
     assert!(ip.starts_with("10.244.9."), "{ip}");
 
-    let annotate = |value: serde_json::Value| {
-        serde_json::json!({"metadata": {"annotations": {rkcm_nodesim::HEARTBEAT_ANNOTATION: value}}})
-    };
+    let annotate = |value: serde_json::Value| serde_json::json!({"metadata": {"annotations": {rkcm_nodesim::HEARTBEAT_ANNOTATION: value}}});
     nodes
-        .patch("rkcm-node-1", &PatchParams::default(), &Patch::Merge(&annotate("stopped".into())))
+        .patch(
+            "rkcm-node-1",
+            &PatchParams::default(),
+            &Patch::Merge(&annotate("stopped".into())),
+        )
         .await?;
     // Renewals stop: the renew time stays put over several renew intervals.
     let frozen = eventually("lease renewals stop", || async {
@@ -757,10 +768,19 @@ async fn a_stopped_heartbeat_freezes_the_node_until_the_annotation_goes() -> Res
     assert!(!is_ready(&during), "a stopped kubelet starts nothing");
 
     nodes
-        .patch("rkcm-node-1", &PatchParams::default(), &Patch::Merge(&annotate(serde_json::Value::Null)))
+        .patch(
+            "rkcm-node-1",
+            &PatchParams::default(),
+            &Patch::Merge(&annotate(serde_json::Value::Null)),
+        )
         .await?;
     eventually("lease renewed again", || async {
-        let now = leases.get_opt("rkcm-node-1").await.ok()?.as_ref().and_then(renew_time);
+        let now = leases
+            .get_opt("rkcm-node-1")
+            .await
+            .ok()?
+            .as_ref()
+            .and_then(renew_time);
         (now > frozen).then_some(())
     })
     .await?;

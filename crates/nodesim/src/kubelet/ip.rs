@@ -127,6 +127,9 @@ mod tests {
         assert!(cidr_hosts("fd00::/64").is_none());
         // A tiny CIDR still gives an address, reused when all are taken.
         let full = [pod_with_ip("10.1.0.2")];
-        assert_eq!(ips.ip_for(&node(), Some("10.1.0.0/30"), "b", &full), "10.1.0.2");
+        assert_eq!(
+            ips.ip_for(&node(), Some("10.1.0.0/30"), "b", &full),
+            "10.1.0.2"
+        );
     }
 }

@@ -375,7 +375,8 @@ mod tests {
 
     /// kube-scheduler has no special case for daemon pods: the name affinity picks the node, the
     /// daemon tolerations admit a cordoned one, and resources are checked as for any pod (a full
-    /// node leaves the pod Pending); a not-ready node's NoSchedule taint is not tolerated.
+    /// node leaves the pod Pending); a not-ready node's NoSchedule taint (put there by the node
+    /// lifecycle controller) is not tolerated.
     #[test]
     fn daemon_pods_fit_only_their_node_tolerate_cordons_and_still_need_resources() {
         let mut n1 = node("n1", "1", "1Gi", "110");
@@ -400,6 +401,12 @@ mod tests {
                 status: "False".into(),
                 ..Default::default()
             }]);
+        assert_eq!(fits(&p, &n1, &NodeUsage::default()), Ok(()));
+        n1.spec.as_mut().unwrap().taints = Some(vec![Taint {
+            key: NOT_READY_TAINT_KEY.into(),
+            effect: "NoSchedule".into(),
+            ..Default::default()
+        }]);
         assert_eq!(
             fits(&p, &n1, &NodeUsage::default()),
             Err(vec![Reason::UntoleratedTaint {

@@ -72,27 +72,15 @@ pub struct NodeArgs {
     pub cluster_cidr: Option<String>,
 
     /// Mask size for node cidr in cluster. Default is 24 for IPv4 and 64 for IPv6.
-    #[arg(
-        long,
-        default_value_t = 0,
-        help_heading = "Nodeipam controller flags"
-    )]
+    #[arg(long, default_value_t = 0, help_heading = "Nodeipam controller flags")]
     pub node_cidr_mask_size: u8,
 
     /// Mask size for IPv4 node cidr in dual-stack cluster. Default is 24.
-    #[arg(
-        long,
-        default_value_t = 0,
-        help_heading = "Nodeipam controller flags"
-    )]
+    #[arg(long, default_value_t = 0, help_heading = "Nodeipam controller flags")]
     pub node_cidr_mask_size_ipv4: u8,
 
     /// Mask size for IPv6 node cidr in dual-stack cluster. Default is 64.
-    #[arg(
-        long,
-        default_value_t = 0,
-        help_heading = "Nodeipam controller flags"
-    )]
+    #[arg(long, default_value_t = 0, help_heading = "Nodeipam controller flags")]
     pub node_cidr_mask_size_ipv6: u8,
 }
 
@@ -141,7 +129,9 @@ impl NodeArgs {
         );
         if cidrs.len() > 1 {
             if mask != 0 {
-                anyhow::bail!("usage of --node-cidr-mask-size is not allowed with dual-stack clusters");
+                anyhow::bail!(
+                    "usage of --node-cidr-mask-size is not allowed with dual-stack clusters"
+                );
             }
         } else if mask != 0 {
             if mask_v4 != 0 || mask_v6 != 0 {
@@ -202,10 +192,20 @@ mod tests {
         assert_eq!(o.node_cidr_mask_size_ipv4, 26);
         assert_eq!(o.service_cluster_ip_range, "10.96.0.0/12");
         let a = parse(&["--allocate-node-cidrs=false"]);
-        assert!(!a.options(true, "10.244.0.0/16", "").unwrap().allocate_node_cidrs);
-        let a = parse(&["--cluster-cidr=10.244.0.0/16,fd00::/48", "--node-cidr-mask-size=24"]);
+        assert!(
+            !a.options(true, "10.244.0.0/16", "")
+                .unwrap()
+                .allocate_node_cidrs
+        );
+        let a = parse(&[
+            "--cluster-cidr=10.244.0.0/16,fd00::/48",
+            "--node-cidr-mask-size=24",
+        ]);
         assert!(a.options(true, "", "").is_err());
-        let a = parse(&["--cluster-cidr=10.244.0.0/16", "--node-cidr-mask-size-ipv6=80"]);
+        let a = parse(&[
+            "--cluster-cidr=10.244.0.0/16",
+            "--node-cidr-mask-size-ipv6=80",
+        ]);
         assert!(a.options(true, "", "").is_err());
     }
 }
