@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod, Taint};
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::Client;
 use parking_lot::Mutex;
 use rkcm_runtime::events::{EventRecorder, EventType};
@@ -55,8 +55,17 @@ pub const NODE_EVICTION_PERIOD: Duration = Duration::from_millis(100);
 pub const NODE_UPDATE_WORKERS: usize = 8;
 /// Workers of the pod update queue (`podUpdateWorkerSize`).
 pub const POD_UPDATE_WORKERS: usize = 4;
-/// Attempts at writing a node's taints before giving up until the next pass.
+/// Attempts at writing a node's taints before giving up until the next pass
+/// (`UpdateTaintBackoff.Steps`).
 const TAINT_UPDATE_RETRIES: usize = 5;
+/// Base pause between two attempts at writing a node's taints (`UpdateTaintBackoff.Duration`,
+/// jittered by up to as much again).
+const TAINT_UPDATE_BACKOFF: Duration = Duration::from_millis(100);
+/// Attempts at writing a node's health before skipping it for this pass
+/// (`scheduler.NodeHealthUpdateRetry`).
+pub const NODE_HEALTH_UPDATE_RETRY: usize = 5;
+/// Pause before re-reading a node whose health write failed (`retrySleepTime`).
+const RETRY_SLEEP_TIME: Duration = Duration::from_millis(20);
 
 /// The `spec.nodeName` index function.
 pub fn pod_node_name(pod: &Pod) -> Vec<String> {
@@ -307,6 +316,8 @@ impl NodeLifecycleController {
         let mut current = node.clone();
         for attempt in 0..TAINT_UPDATE_RETRIES {
             if attempt > 0 {
+                let jitter = rand::random_range(0..=TAINT_UPDATE_BACKOFF.as_millis() as u64);
+                tokio::time::sleep(TAINT_UPDATE_BACKOFF + Duration::from_millis(jitter)).await;
                 current = api.get(&name).await.map_err(|source| Error::Taints {
                     node: name.clone(),
                     source,
@@ -388,25 +399,31 @@ impl NodeLifecycleController {
             let key = ObjectKey::from_obj(&**pod);
             tracing::debug!(pod = %key, "updating ready status of pod to false");
             let api: Api<Pod> = Api::namespaced(self.client.clone(), key.namespace_str());
-            let patch = json!({
-                "metadata": { "resourceVersion": pod.metadata.resource_version },
-                "status": { "conditions": status.conditions },
-            });
-            match api
-                .patch_status(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
+            // UpdateStatus of the cached pod: its resourceVersion makes a racing write a conflict.
+            let mut updated = (**pod).clone();
+            updated.status = Some(status);
+            let written = api
+                .replace_status(&key.name, &PostParams::default(), &updated)
                 .await
-            {
-                Ok(_) => self.recorder.event_for(
-                    &**pod,
-                    EventType::Warning,
-                    "NodeNotReady",
-                    "Node is not ready",
-                ),
-                Err(e) if api_error::is_not_found(&e) => {}
+                .map(|_| ());
+            match written {
+                Err(e) if api_error::is_not_found(&e) => continue,
                 Err(source) => {
-                    first_error.get_or_insert(Error::PodStatus { pod: key, source });
+                    tracing::info!(pod = %key, error = %source, "failed to update status for pod");
+                    first_error.get_or_insert(Error::PodStatus {
+                        pod: key.clone(),
+                        source,
+                    });
                 }
+                Ok(()) => {}
             }
+            // As kube, recorded once the update was tried on a pod that still exists.
+            self.recorder.event_for(
+                &**pod,
+                EventType::Warning,
+                "NodeNotReady",
+                "Node is not ready",
+            );
         }
         first_error.map_or(Ok(()), Err)
     }
@@ -414,7 +431,6 @@ impl NodeLifecycleController {
     /// One pass over every node (`monitorNodeHealth`).
     pub async fn monitor_node_health(&self) {
         let nodes = self.nodes.store().list();
-        let now = self.config.clock.now();
         let (added, deleted) = {
             let mut state = self.state.lock();
             let names: HashSet<&str> = nodes
@@ -482,9 +498,10 @@ impl NodeLifecycleController {
             Vec<Option<k8s_openapi::api::core::v1::NodeCondition>>,
         > = HashMap::new();
         for node in &nodes {
-            let Some(check) = self.update_node_health(node, now).await else {
+            let Some((node, check)) = self.update_node_health(Arc::clone(node)).await else {
                 continue;
             };
+            let node = &node;
             let excluded = node
                 .metadata
                 .labels
@@ -526,9 +543,46 @@ impl NodeLifecycleController {
         self.handle_disruption(&zone_conditions, &nodes).await;
     }
 
-    /// Checks one node and writes its conditions when they went Unknown.
-    async fn update_node_health(&self, node: &Node, now: jiff::Timestamp) -> Option<HealthCheck> {
+    /// Checks one node and writes its conditions when they went Unknown; a failed write is
+    /// retried on a fresh copy of the node (`wait.PollImmediate(retrySleepTime, …)` around
+    /// `tryUpdateNodeHealth`). Returns the node as last read and what the check found, or `None`
+    /// when the node is skipped for this pass.
+    async fn update_node_health(&self, node: Arc<Node>) -> Option<(Arc<Node>, HealthCheck)> {
         let name = node.metadata.name.clone().unwrap_or_default();
+        let api: Api<Node> = Api::all(self.client.clone());
+        let mut node = node;
+        let mut attempt = 1;
+        loop {
+            let error = match self.try_update_node_health(&api, &node).await {
+                Ok(check) => return Some((node, check)),
+                Err(e) => e,
+            };
+            if attempt >= NODE_HEALTH_UPDATE_RETRY {
+                tracing::error!(node = %name, error = %api_error::Chain(&error), "update health of Node from Controller error, Skipping - no pods will be evicted");
+                return None;
+            }
+            attempt += 1;
+            tokio::time::sleep(RETRY_SLEEP_TIME).await;
+            match api.get(&name).await {
+                Ok(fresh) => node = Arc::new(fresh),
+                Err(e) => {
+                    tracing::error!(node = %name, error = %e, "failed while getting a Node to retry updating node health. Probably Node was deleted");
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// One health check of `node`; when its conditions went Unknown, `UpdateStatus` of the node
+    /// with its resourceVersion, so that a kubelet's racing write makes it a conflict
+    /// (`tryUpdateNodeHealth`).
+    async fn try_update_node_health(
+        &self,
+        api: &Api<Node>,
+        node: &Node,
+    ) -> Result<HealthCheck, Error> {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        let now = self.config.clock.now();
         let lease_renew = self
             .leases
             .store()
@@ -550,29 +604,23 @@ impl NodeLifecycleController {
         );
         let Some(conditions) = &check.new_conditions else {
             self.state.lock().health.insert(name, check.health.clone());
-            return Some(check);
+            return Ok(check);
         };
-        let api: Api<Node> = Api::all(self.client.clone());
-        let patch = json!({
-            "metadata": { "resourceVersion": node.metadata.resource_version },
-            "status": { "conditions": conditions },
-        });
-        match api
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        let mut updated = node.clone();
+        updated.status.get_or_insert_default().conditions = Some(conditions.clone());
+        let written = api
+            .replace_status(&name, &PostParams::default(), &updated)
             .await
-        {
-            Ok(_) => {
+            .map(|_| ());
+        match written {
+            Ok(()) => {
                 self.state.lock().health.insert(name, check.written(now));
-                Some(check)
+                Ok(check)
             }
             Err(source) => {
-                let e = Error::NodeStatus {
-                    node: name.clone(),
-                    source,
-                };
-                tracing::error!(error = %api_error::Chain(&e), "update health of Node from Controller error, skipping - no pods will be evicted");
-                self.state.lock().health.insert(name, check.health);
-                None
+                tracing::error!(node = %name, error = %source, "error updating node");
+                self.state.lock().health.insert(name.clone(), check.health);
+                Err(Error::NodeStatus { node: name, source })
             }
         }
     }
@@ -805,5 +853,261 @@ impl NodeLifecycleController {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::Method;
+    use jiff::Timestamp;
+    use k8s_openapi::api::core::v1::{NodeCondition, NodeStatus, PodCondition, PodSpec, PodStatus};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+    use rkcm_runtime::testing::{ApiRequest, ApiResponse, FakeApi};
+    use rkcm_runtime::FakeClock;
+
+    const NODE_STATUS: &str = "/api/v1/nodes/node0/status";
+
+    fn start() -> Timestamp {
+        "2025-01-01T00:00:00Z".parse().unwrap()
+    }
+
+    fn node(resource_version: &str, heartbeat: Timestamp) -> Node {
+        Node {
+            metadata: ObjectMeta {
+                name: Some("node0".into()),
+                uid: Some("node0-uid".into()),
+                resource_version: Some(resource_version.into()),
+                creation_timestamp: Some(Time(start())),
+                ..ObjectMeta::default()
+            },
+            status: Some(NodeStatus {
+                conditions: Some(vec![NodeCondition {
+                    type_: "Ready".into(),
+                    status: "True".into(),
+                    reason: Some("KubeletReady".into()),
+                    last_heartbeat_time: Some(Time(heartbeat)),
+                    last_transition_time: Some(Time(heartbeat)),
+                    ..NodeCondition::default()
+                }]),
+                ..NodeStatus::default()
+            }),
+            ..Node::default()
+        }
+    }
+
+    fn controller(api: &FakeApi, clock: &FakeClock) -> Arc<NodeLifecycleController> {
+        let factory = InformerFactory::new(api.client(), Duration::ZERO);
+        let (recorder, _events) = EventRecorder::channel("node-controller", 100);
+        NodeLifecycleController::new(
+            &factory,
+            api.client(),
+            recorder,
+            Config {
+                clock: Arc::new(clock.clone()),
+                ..Config::default()
+            },
+        )
+    }
+
+    fn conflict() -> ApiResponse {
+        ApiResponse::error(
+            http::StatusCode::CONFLICT,
+            "Conflict",
+            "Operation cannot be fulfilled on nodes \"node0\": the object has been modified; please apply your changes to the latest version and try again",
+        )
+    }
+
+    fn writes(api: &FakeApi) -> Vec<ApiRequest> {
+        api.requests()
+            .into_iter()
+            .filter(|r| r.path.starts_with("/api/v1/nodes/node0") || r.path.contains("/pods/"))
+            .collect()
+    }
+
+    // TestMonitorNodeHealthUpdateStatus: a node silent for the grace period gets Unknown
+    // conditions by UpdateStatus; the write carries the node's resourceVersion, so a kubelet's
+    // racing write makes it a conflict, and the controller retries on a fresh copy.
+    #[tokio::test]
+    async fn a_conflicting_status_write_is_retried_on_a_fresh_copy_of_the_node() {
+        let puts = Arc::new(Mutex::new(0));
+        let counter = Arc::clone(&puts);
+        let api = FakeApi::new(move |req| {
+            if req.is(Method::PUT, NODE_STATUS) {
+                let mut n = counter.lock();
+                *n += 1;
+                if *n == 1 {
+                    return conflict();
+                }
+                return ApiResponse::ok(&req.body);
+            }
+            if req.is(Method::GET, "/api/v1/nodes/node0") {
+                return ApiResponse::ok(&node("2", start()));
+            }
+            ApiResponse::not_found("things", &req.path)
+        });
+        let clock = FakeClock::new(start());
+        let ctrl = controller(&api, &clock);
+        ctrl.nodes.store().insert(Arc::new(node("1", start())));
+
+        ctrl.monitor_node_health().await;
+        assert!(writes(&api).is_empty(), "a fresh node is left alone");
+
+        clock.step(Duration::from_secs(51));
+        ctrl.monitor_node_health().await;
+        let requests = writes(&api);
+        let summary: Vec<(Method, &str, Option<&str>)> = requests
+            .iter()
+            .map(|r| {
+                (
+                    r.method.clone(),
+                    r.path.as_str(),
+                    r.body
+                        .pointer("/metadata/resourceVersion")
+                        .and_then(|v| v.as_str()),
+                )
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            vec![
+                (Method::PUT, NODE_STATUS, Some("1")),
+                (Method::GET, "/api/v1/nodes/node0", None),
+                (Method::PUT, NODE_STATUS, Some("2")),
+            ]
+        );
+        let ready = &requests[2].body["status"]["conditions"][0];
+        assert_eq!(ready["type"], "Ready");
+        assert_eq!(ready["status"], "Unknown");
+        assert_eq!(ready["reason"], "NodeStatusUnknown");
+        assert_eq!(ready["message"], "Kubelet stopped posting node status.");
+        let health = ctrl.state.lock().health.get("node0").cloned().unwrap();
+        assert_eq!(health.ready.unwrap().status, "Unknown");
+    }
+
+    // The write is given up after scheduler.NodeHealthUpdateRetry attempts; nothing else is
+    // done to the node in this pass.
+    #[tokio::test]
+    async fn a_status_write_that_keeps_failing_is_given_up_after_five_attempts() {
+        let api = FakeApi::new(move |req| {
+            if req.is(Method::PUT, NODE_STATUS) {
+                return conflict();
+            }
+            if req.is(Method::GET, "/api/v1/nodes/node0") {
+                return ApiResponse::ok(&node("2", start()));
+            }
+            ApiResponse::not_found("things", &req.path)
+        });
+        let clock = FakeClock::new(start());
+        let ctrl = controller(&api, &clock);
+        ctrl.nodes.store().insert(Arc::new(node("1", start())));
+        ctrl.monitor_node_health().await;
+        clock.step(Duration::from_secs(51));
+        ctrl.monitor_node_health().await;
+        let puts = writes(&api)
+            .iter()
+            .filter(|r| r.method == Method::PUT)
+            .count();
+        assert_eq!(puts, NODE_HEALTH_UPDATE_RETRY);
+    }
+
+    // SwapNodeControllerTaint → AddOrUpdateTaintOnNode: the patch pins the resourceVersion the
+    // taints were computed from; on conflict the node is read again and the taints recomputed.
+    #[tokio::test]
+    async fn a_conflicting_taint_write_is_retried_on_a_fresh_copy_of_the_node() {
+        let patches = Arc::new(Mutex::new(0));
+        let counter = Arc::clone(&patches);
+        let api = FakeApi::new(move |req| {
+            if req.is(Method::PATCH, "/api/v1/nodes/node0") {
+                let mut n = counter.lock();
+                *n += 1;
+                if *n == 1 {
+                    return conflict();
+                }
+                return ApiResponse::ok(&node("3", start()));
+            }
+            if req.is(Method::GET, "/api/v1/nodes/node0") {
+                let mut fresh = node("2", start());
+                fresh.spec.get_or_insert_default().taints =
+                    Some(vec![taints::taint("example.com/other", "NoSchedule")]);
+                return ApiResponse::ok(&fresh);
+            }
+            ApiResponse::not_found("things", &req.path)
+        });
+        let clock = FakeClock::new(start());
+        let ctrl = controller(&api, &clock);
+        let changed = ctrl
+            .swap_node_taints(
+                &node("1", start()),
+                &[unreachable_no_execute()],
+                &[not_ready_no_execute()],
+            )
+            .await
+            .unwrap();
+        assert!(changed);
+        let requests = writes(&api);
+        assert_eq!(requests.len(), 3);
+        assert_eq!(requests[0].body["metadata"]["resourceVersion"], "1");
+        assert_eq!(requests[1].method, Method::GET);
+        let last = &requests[2].body;
+        assert_eq!(last["metadata"]["resourceVersion"], "2");
+        let keys: Vec<&str> = last["spec"]["taints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["key"].as_str())
+            .collect();
+        assert_eq!(
+            keys,
+            vec!["example.com/other", taints::TAINT_NODE_UNREACHABLE]
+        );
+        assert_eq!(
+            last["spec"]["taints"][1]["timeAdded"],
+            serde_json::to_value(Time(start())).unwrap()
+        );
+    }
+
+    // MarkPodsNotReady: UpdateStatus of each pod with its resourceVersion, Ready False.
+    #[tokio::test]
+    async fn pods_are_marked_not_ready_by_an_update_carrying_their_resource_version() {
+        let api = FakeApi::new(move |req| {
+            if req.method == Method::PUT {
+                return ApiResponse::ok(&req.body);
+            }
+            ApiResponse::not_found("things", &req.path)
+        });
+        let clock = FakeClock::new(start());
+        let ctrl = controller(&api, &clock);
+        let pod = Pod {
+            metadata: ObjectMeta {
+                name: Some("p".into()),
+                namespace: Some("default".into()),
+                resource_version: Some("7".into()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(PodSpec {
+                node_name: Some("node0".into()),
+                ..PodSpec::default()
+            }),
+            status: Some(PodStatus {
+                conditions: Some(vec![PodCondition {
+                    type_: "Ready".into(),
+                    status: "True".into(),
+                    ..PodCondition::default()
+                }]),
+                ..PodStatus::default()
+            }),
+        };
+        ctrl.mark_pods_not_ready(&[Arc::new(pod)], "node0")
+            .await
+            .unwrap();
+        let requests = writes(&api);
+        assert_eq!(requests.len(), 1);
+        assert!(requests[0].is(Method::PUT, "/api/v1/namespaces/default/pods/p/status"));
+        assert_eq!(requests[0].body["metadata"]["resourceVersion"], "7");
+        assert_eq!(
+            requests[0].body["status"]["conditions"][0]["status"],
+            "False"
+        );
     }
 }

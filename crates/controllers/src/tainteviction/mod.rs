@@ -50,6 +50,32 @@ pub fn disruption_condition(now: Timestamp) -> PodCondition {
     }
 }
 
+/// The `DisruptionTarget` condition to write on `pod` before deleting it, or `None` when the pod
+/// has it already, same status, reason, message and times (`apipod.UpdatePodCondition`: the
+/// transition time moves only with the status).
+pub fn disruption_condition_update(pod: &Pod, now: Timestamp) -> Option<PodCondition> {
+    let mut wanted = disruption_condition(now);
+    let old = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_deref())
+        .unwrap_or_default()
+        .iter()
+        .find(|c| c.type_ == wanted.type_);
+    let Some(old) = old else {
+        return Some(wanted);
+    };
+    if old.status == wanted.status {
+        wanted.last_transition_time = old.last_transition_time.clone();
+    }
+    let equal = old.status == wanted.status
+        && old.reason == wanted.reason
+        && old.message == wanted.message
+        && old.last_probe_time == wanted.last_probe_time
+        && old.last_transition_time == wanted.last_transition_time;
+    (!equal).then_some(wanted)
+}
+
 /// The node's NoExecute taints (`getNoExecuteTaints`).
 pub fn no_execute_taints(node: &Node) -> Vec<Taint> {
     node.spec
@@ -354,18 +380,11 @@ impl TaintEvictionController {
         key: &ObjectKey,
     ) -> Result<(), kube::Error> {
         let pod = api.get(&key.name).await?;
-        let has_condition = pod
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .is_some_and(|cs| {
-                cs.iter()
-                    .any(|c| c.type_ == "DisruptionTarget" && c.status == "True")
-            });
-        if !has_condition {
+        if let Some(condition) = disruption_condition_update(&pod, self.clock.now()) {
+            // PatchPodStatus: a strategic merge of the condition, by type, on this very pod.
             let patch = json!({
                 "metadata": { "uid": pod.metadata.uid },
-                "status": { "conditions": [disruption_condition(self.clock.now())] },
+                "status": { "conditions": [condition] },
             });
             api.patch_status(
                 &key.name,
@@ -395,4 +414,117 @@ pub fn metrics() -> &'static Metrics {
             prometheus_client::metrics::counter::Counter::default(),
         ),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::Method;
+    use k8s_openapi::api::core::v1::PodStatus;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use rkcm_runtime::informer::InformerFactory;
+    use rkcm_runtime::testing::{ApiResponse, FakeApi};
+    use rkcm_runtime::FakeClock;
+
+    fn now() -> Timestamp {
+        "2025-01-01T00:00:00Z".parse().unwrap()
+    }
+
+    fn pod(conditions: Vec<PodCondition>) -> Pod {
+        Pod {
+            metadata: ObjectMeta {
+                name: Some("p".into()),
+                namespace: Some("default".into()),
+                uid: Some("p-uid".into()),
+                resource_version: Some("4".into()),
+                ..ObjectMeta::default()
+            },
+            status: Some(PodStatus {
+                conditions: Some(conditions),
+                ..PodStatus::default()
+            }),
+            ..Pod::default()
+        }
+    }
+
+    #[test]
+    fn the_disruption_condition_is_written_only_when_it_changes() {
+        let earlier: Timestamp = "2024-12-31T00:00:00Z".parse().unwrap();
+        // Absent: added, transition now.
+        let added = disruption_condition_update(&pod(vec![]), now()).unwrap();
+        assert_eq!(added, disruption_condition(now()));
+        // Present and the same: nothing to write.
+        assert_eq!(
+            disruption_condition_update(&pod(vec![disruption_condition(earlier)]), now()),
+            None
+        );
+        // Same status, another reason: rewritten, keeping its transition time.
+        let mut other = disruption_condition(earlier);
+        other.reason = Some("PreemptionByScheduler".into());
+        let rewritten = disruption_condition_update(&pod(vec![other]), now()).unwrap();
+        assert_eq!(rewritten.reason.as_deref(), Some("DeletionByTaintManager"));
+        assert_eq!(rewritten.last_transition_time, Some(Time(earlier)));
+        // Another status: rewritten, transition now.
+        let mut reset = disruption_condition(earlier);
+        reset.status = "False".into();
+        let flipped = disruption_condition_update(&pod(vec![reset]), now()).unwrap();
+        assert_eq!(flipped.status, "True");
+        assert_eq!(flipped.last_transition_time, Some(Time(now())));
+    }
+
+    async fn evict_requests(current: Pod) -> Vec<(Method, String, serde_json::Value)> {
+        let api = FakeApi::new(move |req| match req.method {
+            Method::GET | Method::DELETE => ApiResponse::ok(&current),
+            Method::PATCH => ApiResponse::ok(&current),
+            _ => ApiResponse::not_found("pods", "p"),
+        });
+        let factory = InformerFactory::new(api.client(), Duration::ZERO);
+        let (recorder, _events) = EventRecorder::channel(CONTROLLER_NAME, 10);
+        let ctrl = TaintEvictionController::new(
+            &factory,
+            api.client(),
+            recorder,
+            Arc::new(FakeClock::new(now())),
+        );
+        ctrl.evict(&ObjectKey::new("default", "p")).await.unwrap();
+        api.requests()
+            .into_iter()
+            .map(|r| (r.method, r.path, r.body))
+            .collect()
+    }
+
+    // addConditionAndDeletePod: read the pod, patch DisruptionTarget on its status (with its
+    // uid as precondition), then delete it.
+    #[tokio::test]
+    async fn eviction_patches_the_disruption_condition_then_deletes() {
+        let requests = evict_requests(pod(vec![])).await;
+        let path = "/api/v1/namespaces/default/pods/p";
+        let methods: Vec<(&Method, &str)> =
+            requests.iter().map(|(m, p, _)| (m, p.as_str())).collect();
+        assert_eq!(
+            methods,
+            vec![
+                (&Method::GET, path),
+                (&Method::PATCH, "/api/v1/namespaces/default/pods/p/status"),
+                (&Method::DELETE, path),
+            ]
+        );
+        let patch = &requests[1].2;
+        assert_eq!(patch["metadata"]["uid"], "p-uid");
+        let condition = &patch["status"]["conditions"][0];
+        assert_eq!(condition["type"], "DisruptionTarget");
+        assert_eq!(condition["status"], "True");
+        assert_eq!(condition["reason"], "DeletionByTaintManager");
+        assert_eq!(
+            condition["message"],
+            "Taint manager: deleting due to NoExecute taint"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_pod_already_marked_is_only_deleted() {
+        let requests = evict_requests(pod(vec![disruption_condition(now())])).await;
+        let methods: Vec<&Method> = requests.iter().map(|(m, _, _)| m).collect();
+        assert_eq!(methods, vec![&Method::GET, &Method::DELETE]);
+    }
 }
