@@ -887,7 +887,7 @@ impl DynamicMonitor {
     ) -> Self {
         let api: Api<PartialObjectMeta<DynamicObject>> = Api::all_with(client.clone(), &resource);
         let name = format!("{}/{}", resource.api_version, resource.kind);
-        let informer = SharedInformer::named(api, std::time::Duration::ZERO, name);
+        let informer = SharedInformer::metadata(api, std::time::Duration::ZERO, name);
         let (api_version, kind) = (resource.api_version.clone(), resource.kind.clone());
         let tx = tx.clone();
         informer.add_event_handler(

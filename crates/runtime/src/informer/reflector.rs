@@ -176,17 +176,26 @@ impl Backoff {
 pub(crate) struct Reflector<K: Resource + Clone> {
     api: Api<K>,
     name: String,
+    /// Ask the server for `PartialObjectMetadata` only (client-go's metadata informers).
+    metadata_only: bool,
 }
+
+/// What a metadata-only list asks for (client-go's metadata client).
+const ACCEPT_METADATA_LIST: &str =
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+/// What a metadata-only watch asks for.
+const ACCEPT_METADATA: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
 
 impl<K> Reflector<K>
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
     /// A reflector over `api`; `name` appears in logs.
-    pub(crate) fn new(api: Api<K>, name: impl Into<String>) -> Self {
+    pub(crate) fn new(api: Api<K>, name: impl Into<String>, metadata_only: bool) -> Self {
         Self {
             api,
             name: name.into(),
+            metadata_only,
         }
     }
 
@@ -316,7 +325,7 @@ where
             let page = match self.list_page(&params).await {
                 Ok(page) => page,
                 Err(err) if params.continue_token.is_some() && is_expired(&err) => {
-                    let list = self.api.list(&at_rv).await?;
+                    let list = self.list_page(&at_rv).await?;
                     let rv = list.metadata.resource_version.unwrap_or_default();
                     return Ok((list.items, rv, paginated));
                 }
@@ -347,17 +356,50 @@ where
         let rv0_with_limit = params.limit.is_some()
             && params.continue_token.is_none()
             && params.resource_version.as_deref() == Some("0");
-        if !rv0_with_limit {
+        if !rv0_with_limit && !self.metadata_only {
             return self.api.list(params).await;
         }
         let mut req = kube::core::Request::new(self.api.resource_url())
             .list(params)
             .map_err(kube::Error::BuildRequest)?;
-        let uri = format!("{}&resourceVersion=0", req.uri());
-        *req.uri_mut() = uri
-            .parse()
-            .map_err(|e: http::uri::InvalidUri| kube::Error::HttpError(e.into()))?;
+        if rv0_with_limit {
+            let uri = format!("{}&resourceVersion=0", req.uri());
+            *req.uri_mut() = uri
+                .parse()
+                .map_err(|e: http::uri::InvalidUri| kube::Error::HttpError(e.into()))?;
+        }
+        if self.metadata_only {
+            req.headers_mut().insert(
+                http::header::ACCEPT,
+                http::HeaderValue::from_static(ACCEPT_METADATA_LIST),
+            );
+        }
         self.api.clone().into_client().request(req).await
+    }
+
+    /// Starts a watch from `rv`, metadata-only when the reflector is.
+    async fn start_watch(
+        &self,
+        params: &WatchParams,
+        rv: &str,
+    ) -> Result<futures::stream::BoxStream<'static, Result<WatchEvent<K>, kube::Error>>, kube::Error>
+    {
+        if !self.metadata_only {
+            return self.api.watch(params, rv).await.map(StreamExt::boxed);
+        }
+        let mut req = kube::core::Request::new(self.api.resource_url())
+            .watch(params, rv)
+            .map_err(kube::Error::BuildRequest)?;
+        req.headers_mut().insert(
+            http::header::ACCEPT,
+            http::HeaderValue::from_static(ACCEPT_METADATA),
+        );
+        self.api
+            .clone()
+            .into_client()
+            .request_events::<K>(req)
+            .await
+            .map(StreamExt::boxed)
     }
 
     /// Watches from `rv` until the stream ends. `Ok` means "rewatch from the last resource version".
@@ -373,7 +415,7 @@ where
         let params = WatchParams::default().timeout(timeout.as_secs() as u32);
         let stream = tokio::select! {
             _ = shutdown.cancelled() => return Ok(()),
-            stream = self.api.watch(&params, rv) => stream,
+            stream = self.start_watch(&params, rv) => stream,
         };
         let stream = match stream {
             Ok(stream) => stream,

@@ -35,6 +35,8 @@ struct Inner<K> {
     api: Api<K>,
     /// `apps/v1/ReplicaSet`, in logs.
     name: String,
+    /// Lists and watches `PartialObjectMetadata` only.
+    metadata_only: bool,
     store: Store<K>,
     /// Applied to every object before it is cached (client-go `SetTransform`).
     transform: parking_lot::RwLock<Option<Transform<K>>>,
@@ -95,6 +97,17 @@ where
     /// An informer over `api` of a type known only at run time (`Api::all_with` of a
     /// [`kube::discovery::ApiResource`]), named `name` in logs; see [`SharedInformer::new`].
     pub fn named(api: Api<K>, resync: Duration, name: String) -> Self {
+        Self::build(api, resync, name, false)
+    }
+
+    /// A metadata-only informer (client-go's `metadatainformer`): the server is asked for
+    /// `PartialObjectMetadata`, so `K` is a metadata type such as
+    /// `PartialObjectMeta<DynamicObject>`.
+    pub fn metadata(api: Api<K>, resync: Duration, name: String) -> Self {
+        Self::build(api, resync, name, true)
+    }
+
+    fn build(api: Api<K>, resync: Duration, name: String, metadata_only: bool) -> Self {
         let resync = if resync.is_zero() {
             resync
         } else {
@@ -104,6 +117,7 @@ where
             inner: Arc::new(Inner {
                 api,
                 name,
+                metadata_only,
                 store: Store::new(),
                 transform: parking_lot::RwLock::new(None),
                 processor: Mutex::new(Processor::new()),
@@ -169,7 +183,11 @@ where
             return false;
         }
         self.inner.processor.lock().start(shutdown.clone());
-        let reflector = Reflector::new(self.inner.api.clone(), self.inner.name.clone());
+        let reflector = Reflector::new(
+            self.inner.api.clone(),
+            self.inner.name.clone(),
+            self.inner.metadata_only,
+        );
         let sink = Arc::clone(&self.inner);
         let reflector_shutdown = shutdown.clone();
         let mut tasks = self.inner.tasks.lock();
