@@ -121,3 +121,80 @@ async fn unknown_plugins_keep_the_server_from_starting() {
         "admission plugins: enable-admission-plugins plugin \"Nope\" is unknown"
     );
 }
+
+fn pod(name: &str, service_account: Option<&str>) -> k8s_openapi::api::core::v1::Pod {
+    let mut spec = json!({"containers": [{"name": "c", "image": "nginx"}]});
+    if let Some(sa) = service_account {
+        spec["serviceAccountName"] = json!(sa);
+    }
+    serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec})).expect("pod")
+}
+
+#[tokio::test]
+async fn service_account_admission_runs_by_default() {
+    use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
+    let server = testing::start_with(Config::default()).await;
+    let pods: Api<Pod> = Api::namespaced(server.client(), "default");
+    // Nothing made the namespace's default ServiceAccount: kube looks for it for a while, then
+    // refuses.
+    let e = api_err(
+        pods.create(&PostParams::default(), &pod("early", None))
+            .await
+            .expect_err("no default account"),
+    );
+    assert_eq!(e.code, 403);
+    assert_eq!(
+        e.message,
+        "pods \"early\" is forbidden: error looking up service account default/default: serviceaccount \"default\" not found"
+    );
+    let sas: Api<ServiceAccount> = Api::namespaced(server.client(), "default");
+    let sa: ServiceAccount =
+        serde_json::from_value(json!({"metadata": {"name": "default"}})).expect("sa");
+    sas.create(&PostParams::default(), &sa).await.expect("sa");
+    let created = pods
+        .create(&PostParams::default(), &pod("p", None))
+        .await
+        .expect("admitted");
+    let spec = created.spec.expect("spec");
+    assert_eq!(spec.service_account_name.as_deref(), Some("default"));
+    let volume = &spec.volumes.expect("volumes")[0];
+    assert!(
+        volume.name.starts_with("kube-api-access-"),
+        "{}",
+        volume.name
+    );
+    let sources = volume
+        .projected
+        .as_ref()
+        .and_then(|p| p.sources.clone())
+        .expect("projected sources");
+    assert_eq!(
+        sources[0]
+            .service_account_token
+            .as_ref()
+            .and_then(|t| t.expiration_seconds),
+        Some(3607)
+    );
+    let mounts = spec.containers[0].volume_mounts.clone().expect("mounts");
+    assert_eq!(
+        mounts[0].mount_path,
+        "/var/run/secrets/kubernetes.io/serviceaccount"
+    );
+    assert_eq!(mounts[0].read_only, Some(true));
+    // Dry runs are admitted alike and store nothing.
+    let e = api_err(
+        pods.create(&dry_run(), &pod("ghost", Some("missing")))
+            .await
+            .expect_err("missing account"),
+    );
+    assert_eq!(
+        e.message,
+        "pods \"ghost\" is forbidden: error looking up service account default/missing: serviceaccount \"missing\" not found"
+    );
+    let dry = pods
+        .create(&dry_run(), &pod("dry", None))
+        .await
+        .expect("dry run admitted");
+    assert!(dry.spec.and_then(|s| s.volumes).is_some());
+    assert!(pods.get_opt("dry").await.expect("get").is_none());
+}

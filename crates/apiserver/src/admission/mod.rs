@@ -18,6 +18,9 @@ pub mod plugins;
 mod always_admit;
 mod always_deny;
 mod namespace_lifecycle;
+pub mod serviceaccount;
+#[cfg(test)]
+mod testing;
 
 pub use attributes::{forbidden, Attributes, Kind, Operation};
 pub use chain::{Admission, Chain, Error};

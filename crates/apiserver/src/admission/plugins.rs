@@ -14,6 +14,7 @@ use super::chain::Error;
 use super::config::AdmissionConfig;
 use super::namespace_lifecycle::NamespaceLifecycle;
 use super::plugin::{Plugin, PluginContext};
+use super::serviceaccount::ServiceAccount;
 
 /// `NamespaceLifecycle`.
 pub const NAMESPACE_LIFECYCLE: &str = "NamespaceLifecycle";
@@ -146,6 +147,7 @@ pub fn new_plugin(name: &str, ctx: &PluginContext) -> Option<Arc<dyn Plugin>> {
     let plugin: Arc<dyn Plugin> = match name {
         ALWAYS_ADMIT => Arc::new(AlwaysAdmit),
         NAMESPACE_LIFECYCLE => Arc::new(NamespaceLifecycle::new(ctx.store.clone())),
+        SERVICE_ACCOUNT => Arc::new(ServiceAccount::new(ctx.store.clone())),
         ALWAYS_DENY => Arc::new(AlwaysDeny),
         _ => return None,
     };
