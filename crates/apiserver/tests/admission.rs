@@ -198,3 +198,66 @@ async fn service_account_admission_runs_by_default() {
     assert!(dry.spec.and_then(|s| s.volumes).is_some());
     assert!(pods.get_opt("dry").await.expect("get").is_none());
 }
+
+#[tokio::test]
+async fn pods_get_priority_and_default_tolerations_unless_the_plugins_are_off() {
+    use k8s_openapi::api::core::v1::Pod;
+    let server = testing::start().await;
+    let pods: Api<Pod> = Api::namespaced(server.client(), "kube-system");
+    let mut critical = pod("critical", None);
+    critical.spec.as_mut().expect("spec").priority_class_name =
+        Some("system-cluster-critical".into());
+    let created = pods
+        .create(&PostParams::default(), &critical)
+        .await
+        .expect("admitted");
+    let spec = created.spec.expect("spec");
+    assert_eq!(spec.priority, Some(2_000_000_000));
+    assert_eq!(
+        spec.preemption_policy.as_deref(),
+        Some("PreemptLowerPriority")
+    );
+    let keys: Vec<_> = spec
+        .tolerations
+        .unwrap_or_default()
+        .into_iter()
+        .map(|t| (t.key.unwrap_or_default(), t.toleration_seconds))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            ("node.kubernetes.io/not-ready".to_string(), Some(300)),
+            ("node.kubernetes.io/unreachable".to_string(), Some(300)),
+        ]
+    );
+    let mut unknown = pod("unknown", None);
+    unknown.spec.as_mut().expect("spec").priority_class_name = Some("gold".into());
+    let e = api_err(
+        pods.create(&PostParams::default(), &unknown)
+            .await
+            .expect_err("no such class"),
+    );
+    assert_eq!(e.code, 403);
+    assert_eq!(
+        e.message,
+        "pods \"unknown\" is forbidden: no PriorityClass with name gold was found"
+    );
+
+    let bare = testing::start_with(Config {
+        admission: AdmissionConfig::disabling(&[
+            "ServiceAccount",
+            "Priority",
+            "DefaultTolerationSeconds",
+        ]),
+        ..Config::default()
+    })
+    .await;
+    let pods: Api<Pod> = Api::namespaced(bare.client(), "default");
+    let created = pods
+        .create(&PostParams::default(), &pod("plain", None))
+        .await
+        .expect("admitted");
+    let spec = created.spec.expect("spec");
+    assert_eq!(spec.priority, None);
+    assert_eq!(spec.tolerations, None);
+}

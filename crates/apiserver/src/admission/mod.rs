@@ -17,7 +17,9 @@ pub mod plugins;
 
 mod always_admit;
 mod always_deny;
+pub mod default_toleration_seconds;
 mod namespace_lifecycle;
+pub mod priority;
 pub mod serviceaccount;
 #[cfg(test)]
 mod testing;

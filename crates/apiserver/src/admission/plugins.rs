@@ -12,8 +12,10 @@ use super::always_admit::AlwaysAdmit;
 use super::always_deny::AlwaysDeny;
 use super::chain::Error;
 use super::config::AdmissionConfig;
+use super::default_toleration_seconds::DefaultTolerationSeconds;
 use super::namespace_lifecycle::NamespaceLifecycle;
 use super::plugin::{Plugin, PluginContext};
+use super::priority::Priority;
 use super::serviceaccount::ServiceAccount;
 
 /// `NamespaceLifecycle`.
@@ -148,6 +150,11 @@ pub fn new_plugin(name: &str, ctx: &PluginContext) -> Option<Arc<dyn Plugin>> {
         ALWAYS_ADMIT => Arc::new(AlwaysAdmit),
         NAMESPACE_LIFECYCLE => Arc::new(NamespaceLifecycle::new(ctx.store.clone())),
         SERVICE_ACCOUNT => Arc::new(ServiceAccount::new(ctx.store.clone())),
+        PRIORITY => Arc::new(Priority::new(ctx.store.clone())),
+        DEFAULT_TOLERATION_SECONDS => Arc::new(DefaultTolerationSeconds::new(
+            ctx.config.default_not_ready_toleration_seconds,
+            ctx.config.default_unreachable_toleration_seconds,
+        )),
         ALWAYS_DENY => Arc::new(AlwaysDeny),
         _ => return None,
     };
