@@ -17,10 +17,12 @@ pub mod plugins;
 
 mod always_admit;
 mod always_deny;
+pub mod default_storage_class;
 pub mod default_toleration_seconds;
 mod namespace_lifecycle;
 pub mod priority;
 pub mod serviceaccount;
+pub mod storage_object_in_use_protection;
 #[cfg(test)]
 mod testing;
 

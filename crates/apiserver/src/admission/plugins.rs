@@ -12,11 +12,13 @@ use super::always_admit::AlwaysAdmit;
 use super::always_deny::AlwaysDeny;
 use super::chain::Error;
 use super::config::AdmissionConfig;
+use super::default_storage_class::DefaultStorageClass;
 use super::default_toleration_seconds::DefaultTolerationSeconds;
 use super::namespace_lifecycle::NamespaceLifecycle;
 use super::plugin::{Plugin, PluginContext};
 use super::priority::Priority;
 use super::serviceaccount::ServiceAccount;
+use super::storage_object_in_use_protection::StorageObjectInUseProtection;
 
 /// `NamespaceLifecycle`.
 pub const NAMESPACE_LIFECYCLE: &str = "NamespaceLifecycle";
@@ -155,6 +157,8 @@ pub fn new_plugin(name: &str, ctx: &PluginContext) -> Option<Arc<dyn Plugin>> {
             ctx.config.default_not_ready_toleration_seconds,
             ctx.config.default_unreachable_toleration_seconds,
         )),
+        DEFAULT_STORAGE_CLASS => Arc::new(DefaultStorageClass::new(ctx.store.clone())),
+        STORAGE_OBJECT_IN_USE_PROTECTION => Arc::new(StorageObjectInUseProtection),
         ALWAYS_DENY => Arc::new(AlwaysDeny),
         _ => return None,
     };
