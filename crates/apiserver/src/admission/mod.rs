@@ -19,6 +19,7 @@ mod always_admit;
 mod always_deny;
 pub mod default_storage_class;
 pub mod default_toleration_seconds;
+pub mod limitranger;
 mod namespace_lifecycle;
 pub mod priority;
 pub mod serviceaccount;

@@ -14,6 +14,7 @@ use super::chain::Error;
 use super::config::AdmissionConfig;
 use super::default_storage_class::DefaultStorageClass;
 use super::default_toleration_seconds::DefaultTolerationSeconds;
+use super::limitranger::LimitRanger;
 use super::namespace_lifecycle::NamespaceLifecycle;
 use super::plugin::{Plugin, PluginContext};
 use super::priority::Priority;
@@ -151,6 +152,7 @@ pub fn new_plugin(name: &str, ctx: &PluginContext) -> Option<Arc<dyn Plugin>> {
     let plugin: Arc<dyn Plugin> = match name {
         ALWAYS_ADMIT => Arc::new(AlwaysAdmit),
         NAMESPACE_LIFECYCLE => Arc::new(NamespaceLifecycle::new(ctx.store.clone())),
+        LIMIT_RANGER => Arc::new(LimitRanger::new(ctx.store.clone())),
         SERVICE_ACCOUNT => Arc::new(ServiceAccount::new(ctx.store.clone())),
         PRIORITY => Arc::new(Priority::new(ctx.store.clone())),
         DEFAULT_TOLERATION_SECONDS => Arc::new(DefaultTolerationSeconds::new(
