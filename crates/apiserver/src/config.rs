@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::admission::AdmissionConfig;
 use crate::allocators::{
     Ipv4Cidr, PortRange, DEFAULT_SERVICE_CLUSTER_IP_RANGE, DEFAULT_SERVICE_NODE_PORT_RANGE,
 };
@@ -46,6 +47,8 @@ pub struct Config {
     /// Mutating requests served at once before 429 (`--max-mutating-requests-inflight`; 0: no
     /// limit).
     pub max_mutating_requests_inflight: usize,
+    /// Admission plugins and their settings (`--enable-admission-plugins`, ...).
+    pub admission: AdmissionConfig,
 }
 
 impl Default for Config {
@@ -71,6 +74,7 @@ impl Default for Config {
             max_requests_inflight: crate::http::inflight::DEFAULT_MAX_REQUESTS_INFLIGHT,
             max_mutating_requests_inflight:
                 crate::http::inflight::DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT,
+            admission: AdmissionConfig::default(),
         }
     }
 }

@@ -76,6 +76,10 @@ pub struct UpArgs {
     #[arg(long, default_value = "0s", value_parser = rkcm_apimachinery::duration::parse_non_negative, value_name = "DURATION")]
     pub service_account_max_token_expiration: Duration,
 
+    /// Admission plugins and their settings.
+    #[command(flatten)]
+    pub admission: crate::admission_args::AdmissionArgs,
+
     /// The maximum number of non-mutating requests in flight at a given time; beyond it the
     /// server answers 429 (0: no limit). Members of `system:masters` are never refused.
     #[arg(long, default_value_t = rkcm_apiserver::http::inflight::DEFAULT_MAX_REQUESTS_INFLIGHT)]
@@ -151,6 +155,7 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
             .filter(|d| !d.is_zero()),
         max_requests_inflight: args.max_requests_inflight,
         max_mutating_requests_inflight: args.max_mutating_requests_inflight,
+        admission: args.admission.config(),
         ..ApiConfig::default()
     })
     .await
@@ -165,6 +170,16 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
             anyhow::anyhow!(in_use).context("starting the API server")
         }
     })?;
+    tracing::info!(
+        plugins = server.admission_plugins().join(","),
+        "admission plugins"
+    );
+    if !server.admission_plugins_not_implemented().is_empty() {
+        tracing::info!(
+            plugins = server.admission_plugins_not_implemented().join(","),
+            "enabled admission plugins that rkcm does not implement are skipped"
+        );
+    }
     let host = if addr.ip().is_unspecified() {
         "127.0.0.1".to_string()
     } else if addr.is_ipv6() {

@@ -54,6 +54,8 @@ pub struct AppState {
     pub inflight: Arc<inflight::InFlightLimits>,
     /// The server's own metrics.
     pub metrics: crate::metrics::RequestMetrics,
+    /// The admission plugins every client write goes through.
+    pub admission: Arc<crate::admission::Chain>,
 }
 
 /// How long requested service-account tokens live (`--service-account-max-token-expiration`,
