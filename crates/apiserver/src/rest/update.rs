@@ -1,5 +1,5 @@
-//! Update (PUT, and the result of a PATCH) of an object, of its `/status` or of a namespace's
-//! `/finalize`.
+//! Update (PUT, and the result of a PATCH) of an object, of its `/status`, of a namespace's
+//! `/finalize` or of a CertificateSigningRequest's `/approval`.
 
 use std::sync::Arc;
 
@@ -30,6 +30,8 @@ pub enum UpdateTarget {
     Status,
     /// Namespaces' `/finalize` (only `spec.finalizers`).
     Finalize,
+    /// CertificateSigningRequests' `/approval` (only `status.conditions`).
+    Approval,
 }
 
 /// Where the new object of an update comes from, which decides how a `metadata.uid` other than
@@ -60,6 +62,11 @@ fn allow_create_on_update(info: &ResourceInfo) -> bool {
         (info.group, info.kind),
         ("", "Event") | ("events.k8s.io", "Event") | ("", "Service")
     )
+}
+
+/// Whether `info` is CertificateSigningRequests, the one kind with an `/approval`.
+fn is_certificate_signing_request(info: &ResourceInfo) -> bool {
+    (info.group, info.kind) == ("certificates.k8s.io", "CertificateSigningRequest")
 }
 
 /// Whether an update leaves an object that must go away now (`ShouldDeleteDuringUpdate`): being
@@ -198,6 +205,13 @@ async fn update_once(
             }
         }
         UpdateTarget::Status => strategy.prepare_for_status_update(&mut new, old),
+        UpdateTarget::Approval => {
+            if !is_certificate_signing_request(info) {
+                return Err(ApiError::method_not_allowed("PUT"));
+            }
+            strategy.default(&mut new);
+            registry::certificatesigningrequests::prepare_for_approval(&mut new, old);
+        }
         UpdateTarget::Finalize => {
             let finalizers = new.pointer("/spec/finalizers").cloned();
             let mut merged = old.clone();
@@ -227,6 +241,8 @@ async fn update_once(
     }
     let errors = if opts.server_owned {
         Vec::new()
+    } else if target == UpdateTarget::Approval {
+        registry::certificatesigningrequests::validate_approval(&new, old)
     } else {
         strategy.validate_update(&new, old)
     };
