@@ -17,8 +17,8 @@ use k8s_openapi::api::core::v1::ReplicationController;
 
 use crate::statefulset;
 use crate::{
-    clusterroleaggregation, cronjob, daemon, deployment, disruption, endpoint, endpointslice,
-    endpointslicemirroring, garbagecollector, job, namespace, podgc, replicaset,
+    certificates, clusterroleaggregation, cronjob, daemon, deployment, disruption, endpoint,
+    endpointslice, endpointslicemirroring, garbagecollector, job, namespace, podgc, replicaset,
     rootcacertpublisher, serviceaccount, ttlafterfinished,
 };
 
@@ -74,6 +74,8 @@ pub const ROOT_CA_PUBLISHER: &str = "root-ca-certificate-publisher-controller";
 pub const ENDPOINTS: &str = "endpoints-controller";
 /// Canonical name of the EndpointSlice controller.
 pub const ENDPOINTSLICE: &str = "endpointslice-controller";
+/// Canonical name of the CertificateSigningRequest signing controller.
+pub const CSR_SIGNING: &str = "certificatesigningrequest-signing-controller";
 /// Canonical name of the EndpointSlice mirroring controller.
 pub const ENDPOINTSLICE_MIRRORING: &str = "endpointslice-mirroring-controller";
 
@@ -134,10 +136,7 @@ pub const KNOWN: &[ControllerName] = &[
     implemented(kube(DISRUPTION, &["disruption"])),
     implemented(kube(STATEFULSET, &["statefulset"])),
     implemented(kube(CRONJOB, &["cronjob"])),
-    kube(
-        "certificatesigningrequest-signing-controller",
-        &["csrsigning"],
-    ),
+    implemented(kube(CSR_SIGNING, &["csrsigning"])),
     kube(
         "certificatesigningrequest-approving-controller",
         &["csrapproving"],
@@ -336,6 +335,8 @@ pub struct ControllerOptions {
     /// `--service-account-private-key-file`; without it that controller does not start.
     pub service_account_token_generator:
         Option<Arc<dyn serviceaccount::tokens::LegacyTokenGenerator>>,
+    /// `--cluster-signing-*` files and `--cluster-signing-duration` of the signing controller.
+    pub csr_signing: certificates::signer::config::SigningConfig,
     /// Wall clock for every controller.
     pub clock: Arc<dyn Clock>,
 }
@@ -367,6 +368,7 @@ impl Default for ControllerOptions {
             mirroring_endpointslice_updates_batch_period: Duration::ZERO,
             concurrent_serviceaccount_token_syncs: 5,
             service_account_token_generator: None,
+            csr_signing: certificates::signer::config::SigningConfig::default(),
             clock: Arc::new(SystemClock),
         }
     }
@@ -422,6 +424,15 @@ pub enum StartError {
     /// Not a known controller.
     #[error("{0:?} is not a known controller")]
     Unknown(String),
+    /// The controller's settings do not let it start (kube-controller-manager exits then).
+    #[error("starting {controller}")]
+    Invalid {
+        /// The controller.
+        controller: &'static str,
+        /// Why.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 /// Whether the server serves `plural` in `group_version` (`v1` or `apps/v1`).
@@ -480,6 +491,7 @@ fn required_resources(name: &str) -> &'static [(&'static str, &'static str)] {
             ("v1", "services"),
         ],
         SERVICEACCOUNT_TOKEN => &[("v1", "serviceaccounts"), ("v1", "secrets")],
+        CSR_SIGNING => &[("certificates.k8s.io/v1", "certificatesigningrequests")],
         STATEFULSET => &[
             ("apps/v1", "statefulsets"),
             ("apps/v1", "controllerrevisions"),
@@ -744,6 +756,24 @@ pub async fn start(
             );
             let workers = o.mirroring_concurrent_service_endpoint_syncs;
             Box::pin(async move { c.run(workers, shutdown).await })
+        }
+        CSR_SIGNING => {
+            let c = certificates::signer::CsrSigningController::new(
+                ctx.factory,
+                client,
+                &o.csr_signing,
+                Arc::clone(&o.clock),
+            )
+            .map_err(|source| StartError::Invalid {
+                controller,
+                source: Box::new(source),
+            })?;
+            let Some(c) = c else {
+                return Ok(Started::Skipped(
+                    "Skipping CSR signer controller because no csr cert/key was specified".into(),
+                ));
+            };
+            Box::pin(async move { c.run(certificates::signer::WORKERS, shutdown).await })
         }
         other => return Err(StartError::Unknown(other.to_string())),
     };

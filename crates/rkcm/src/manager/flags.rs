@@ -259,6 +259,10 @@ pub struct ManagerArgs {
         help_heading = "Serviceaccount controller flags"
     )]
     pub concurrent_serviceaccount_token_syncs: usize,
+
+    /// The signing controller's `--cluster-signing-*` flags.
+    #[command(flatten)]
+    pub csr_signing: super::csr_flags::CsrSigningArgs,
 }
 
 /// A parser of an integer flag that kube bounds to `min..=max`, refusing others with kube's
