@@ -76,6 +76,8 @@ pub const ENDPOINTS: &str = "endpoints-controller";
 pub const ENDPOINTSLICE: &str = "endpointslice-controller";
 /// Canonical name of the CertificateSigningRequest signing controller.
 pub const CSR_SIGNING: &str = "certificatesigningrequest-signing-controller";
+/// Canonical name of the CertificateSigningRequest cleaner.
+pub const CSR_CLEANER: &str = "certificatesigningrequest-cleaner-controller";
 /// Canonical name of the EndpointSlice mirroring controller.
 pub const ENDPOINTSLICE_MIRRORING: &str = "endpointslice-mirroring-controller";
 
@@ -141,10 +143,7 @@ pub const KNOWN: &[ControllerName] = &[
         "certificatesigningrequest-approving-controller",
         &["csrapproving"],
     ),
-    kube(
-        "certificatesigningrequest-cleaner-controller",
-        &["csrcleaner"],
-    ),
+    implemented(kube(CSR_CLEANER, &["csrcleaner"])),
     kube("ttl-controller", &["ttl"]),
     off_by_default(kube("bootstrap-signer-controller", &["bootstrapsigner"])),
     off_by_default(kube("token-cleaner-controller", &["tokencleaner"])),
@@ -491,7 +490,7 @@ fn required_resources(name: &str) -> &'static [(&'static str, &'static str)] {
             ("v1", "services"),
         ],
         SERVICEACCOUNT_TOKEN => &[("v1", "serviceaccounts"), ("v1", "secrets")],
-        CSR_SIGNING => &[("certificates.k8s.io/v1", "certificatesigningrequests")],
+        CSR_SIGNING | CSR_CLEANER => &[("certificates.k8s.io/v1", "certificatesigningrequests")],
         STATEFULSET => &[
             ("apps/v1", "statefulsets"),
             ("apps/v1", "controllerrevisions"),
@@ -774,6 +773,15 @@ pub async fn start(
                 ));
             };
             Box::pin(async move { c.run(certificates::signer::WORKERS, shutdown).await })
+        }
+        CSR_CLEANER => {
+            let c = certificates::cleaner::CsrCleanerController::new(
+                ctx.factory,
+                client,
+                Arc::clone(&o.clock),
+            );
+            // kube runs one worker (`startCSRCleanerController`).
+            Box::pin(async move { c.run(shutdown).await })
         }
         other => return Err(StartError::Unknown(other.to_string())),
     };
