@@ -78,6 +78,8 @@ pub const ENDPOINTSLICE: &str = "endpointslice-controller";
 pub const CSR_SIGNING: &str = "certificatesigningrequest-signing-controller";
 /// Canonical name of the CertificateSigningRequest cleaner.
 pub const CSR_CLEANER: &str = "certificatesigningrequest-cleaner-controller";
+/// Canonical name of the CertificateSigningRequest approver.
+pub const CSR_APPROVING: &str = "certificatesigningrequest-approving-controller";
 /// Canonical name of the EndpointSlice mirroring controller.
 pub const ENDPOINTSLICE_MIRRORING: &str = "endpointslice-mirroring-controller";
 
@@ -139,10 +141,7 @@ pub const KNOWN: &[ControllerName] = &[
     implemented(kube(STATEFULSET, &["statefulset"])),
     implemented(kube(CRONJOB, &["cronjob"])),
     implemented(kube(CSR_SIGNING, &["csrsigning"])),
-    kube(
-        "certificatesigningrequest-approving-controller",
-        &["csrapproving"],
-    ),
+    implemented(kube(CSR_APPROVING, &["csrapproving"])),
     implemented(kube(CSR_CLEANER, &["csrcleaner"])),
     kube("ttl-controller", &["ttl"]),
     off_by_default(kube("bootstrap-signer-controller", &["bootstrapsigner"])),
@@ -490,7 +489,11 @@ fn required_resources(name: &str) -> &'static [(&'static str, &'static str)] {
             ("v1", "services"),
         ],
         SERVICEACCOUNT_TOKEN => &[("v1", "serviceaccounts"), ("v1", "secrets")],
-        CSR_SIGNING | CSR_CLEANER => &[("certificates.k8s.io/v1", "certificatesigningrequests")],
+        // The approver's SubjectAccessReviews are not required: without them it logs the error
+        // and retries, and approves nothing.
+        CSR_SIGNING | CSR_CLEANER | CSR_APPROVING => {
+            &[("certificates.k8s.io/v1", "certificatesigningrequests")]
+        }
         STATEFULSET => &[
             ("apps/v1", "statefulsets"),
             ("apps/v1", "controllerrevisions"),
@@ -773,6 +776,10 @@ pub async fn start(
                 ));
             };
             Box::pin(async move { c.run(certificates::signer::WORKERS, shutdown).await })
+        }
+        CSR_APPROVING => {
+            let c = certificates::approver::CsrApprovingController::new(ctx.factory, client);
+            Box::pin(async move { c.run(certificates::approver::WORKERS, shutdown).await })
         }
         CSR_CLEANER => {
             let c = certificates::cleaner::CsrCleanerController::new(

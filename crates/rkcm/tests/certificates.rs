@@ -125,6 +125,18 @@ fn requests_are_approved_signed_denied_and_refused() {
     let ca = cluster.data_dir.join("ca.crt");
     let ca = ca.to_str().expect("utf-8");
 
+    // A kubelet client certificate request, for the approving controller: auto-approved when
+    // the API server answers SubjectAccessReviews, left pending when it does not.
+    let (_, node_request) = key_and_request("system:node:n1", &["system:nodes"]);
+    create_csr(
+        &cluster,
+        dir,
+        "node-n1",
+        &node_request,
+        json!({"signerName": "kubernetes.io/kube-apiserver-client-kubelet",
+            "usages": ["digital signature", "client auth"]}),
+    );
+
     // jane asks for a client certificate; bob too, and bob is denied.
     let (jane_key, jane_request) = key_and_request("jane", &["devs"]);
     create_csr(
@@ -274,6 +286,37 @@ fn requests_are_approved_signed_denied_and_refused() {
     let table = cluster.kubectl(&["get", "csr"]);
     assert_eq!(row(&table, "jane")[5], "Approved,Issued");
     assert_eq!(row(&table, "bob")[5], "Denied");
+
+    // By now the approver has seen the kubelet's request. Nothing is approved without an
+    // allowing SubjectAccessReview: the admin (system:masters) is allowed where reviews are
+    // served.
+    let reviews_served = cluster
+        .kubectl_output(&["get", "--raw", "/apis/authorization.k8s.io/v1"])
+        .status
+        .success()
+        && cluster
+            .kubectl(&["get", "--raw", "/apis/authorization.k8s.io/v1"])
+            .contains("\"subjectaccessreviews\"");
+    if reviews_served {
+        let node_cert = wait_for_certificate(&cluster, "node-n1");
+        assert!(node_cert.starts_with("-----BEGIN CERTIFICATE-----"));
+        let node = csr(&cluster, "node-n1");
+        assert_eq!(
+            conditions(&node),
+            [("Approved".to_string(), "AutoApproved".to_string())]
+        );
+        assert_eq!(
+            node["status"]["conditions"][0]["message"],
+            "Auto approving kubelet client certificate after SubjectAccessReview."
+        );
+    } else {
+        let node = csr(&cluster, "node-n1");
+        assert!(conditions(&node).is_empty(), "{node}");
+        assert_eq!(
+            row(&cluster.kubectl(&["get", "csr"]), "node-n1")[5],
+            "Pending"
+        );
+    }
 
     // A server usage is refused by the client signer: Failed, with kube's reason and message.
     let (_, mallory_request) = key_and_request("mallory", &["devs"]);

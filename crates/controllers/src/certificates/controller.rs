@@ -31,6 +31,12 @@ pub trait Handler: Send + Sync + 'static {
         &self,
         csr: CertificateSigningRequest,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// The level a failure is logged at, when not an error (kube's `IgnorableError` is logged at
+    /// `V(4)`); the request is retried with backoff either way.
+    fn log_level(_error: &Self::Error) -> Option<tracing::Level> {
+        None
+    }
 }
 
 /// Feeds changed CertificateSigningRequests to a [`Handler`].
@@ -89,7 +95,7 @@ impl<H: Handler> CertificateController<H> {
                 self.queue.clone(),
                 workers.max(1),
                 shutdown,
-                worker::ErrorPolicy::handle_error(),
+                worker::ErrorPolicy::handle_error().with_level_of(H::log_level),
                 move |name| {
                     let this = Arc::clone(&this);
                     async move { this.sync(&name).await }

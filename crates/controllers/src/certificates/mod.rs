@@ -5,6 +5,7 @@
 //! share (`CertificateController`), [`conditions`] the helpers on a request's conditions
 //! (`certificates.go`), [`request`] the parsed PKCS#10 request (`ParseCSR`).
 
+pub mod approver;
 pub mod cleaner;
 pub mod conditions;
 pub mod controller;
