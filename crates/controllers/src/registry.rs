@@ -17,8 +17,8 @@ use k8s_openapi::api::core::v1::ReplicationController;
 
 use crate::statefulset;
 use crate::{
-    clusterroleaggregation, cronjob, daemon, deployment, disruption, endpoint, endpointslice,
-    endpointslicemirroring, garbagecollector, job, namespace, podgc, replicaset,
+    certificates, clusterroleaggregation, cronjob, daemon, deployment, disruption, endpoint,
+    endpointslice, endpointslicemirroring, garbagecollector, job, namespace, podgc, replicaset,
     rootcacertpublisher, serviceaccount, ttlafterfinished,
 };
 use crate::{node_options::NodeOptions, nodeipam, nodelifecycle, tainteviction, ttl};
@@ -75,6 +75,12 @@ pub const ROOT_CA_PUBLISHER: &str = "root-ca-certificate-publisher-controller";
 pub const ENDPOINTS: &str = "endpoints-controller";
 /// Canonical name of the EndpointSlice controller.
 pub const ENDPOINTSLICE: &str = "endpointslice-controller";
+/// Canonical name of the CertificateSigningRequest signing controller.
+pub const CSR_SIGNING: &str = "certificatesigningrequest-signing-controller";
+/// Canonical name of the CertificateSigningRequest cleaner.
+pub const CSR_CLEANER: &str = "certificatesigningrequest-cleaner-controller";
+/// Canonical name of the CertificateSigningRequest approver.
+pub const CSR_APPROVING: &str = "certificatesigningrequest-approving-controller";
 /// Canonical name of the EndpointSlice mirroring controller.
 pub const ENDPOINTSLICE_MIRRORING: &str = "endpointslice-mirroring-controller";
 /// Canonical name of the node lifecycle controller.
@@ -143,18 +149,9 @@ pub const KNOWN: &[ControllerName] = &[
     implemented(kube(DISRUPTION, &["disruption"])),
     implemented(kube(STATEFULSET, &["statefulset"])),
     implemented(kube(CRONJOB, &["cronjob"])),
-    kube(
-        "certificatesigningrequest-signing-controller",
-        &["csrsigning"],
-    ),
-    kube(
-        "certificatesigningrequest-approving-controller",
-        &["csrapproving"],
-    ),
-    kube(
-        "certificatesigningrequest-cleaner-controller",
-        &["csrcleaner"],
-    ),
+    implemented(kube(CSR_SIGNING, &["csrsigning"])),
+    implemented(kube(CSR_APPROVING, &["csrapproving"])),
+    implemented(kube(CSR_CLEANER, &["csrcleaner"])),
     implemented(kube(TTL, &["ttl"])),
     off_by_default(kube("bootstrap-signer-controller", &["bootstrapsigner"])),
     off_by_default(kube("token-cleaner-controller", &["tokencleaner"])),
@@ -347,6 +344,8 @@ pub struct ControllerOptions {
         Option<Arc<dyn serviceaccount::tokens::LegacyTokenGenerator>>,
     /// Settings of the node controllers.
     pub nodes: NodeOptions,
+    /// `--cluster-signing-*` files and `--cluster-signing-duration` of the signing controller.
+    pub csr_signing: certificates::signer::config::SigningConfig,
     /// Wall clock for every controller.
     pub clock: Arc<dyn Clock>,
 }
@@ -379,6 +378,7 @@ impl Default for ControllerOptions {
             concurrent_serviceaccount_token_syncs: 5,
             service_account_token_generator: None,
             nodes: NodeOptions::default(),
+            csr_signing: certificates::signer::config::SigningConfig::default(),
             clock: Arc::new(SystemClock),
         }
     }
@@ -434,6 +434,15 @@ pub enum StartError {
     /// Not a known controller.
     #[error("{0:?} is not a known controller")]
     Unknown(String),
+    /// The controller's settings do not let it start (kube-controller-manager exits then).
+    #[error("starting {controller}")]
+    Invalid {
+        /// The controller.
+        controller: &'static str,
+        /// Why.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 /// Whether the server serves `plural` in `group_version` (`v1` or `apps/v1`).
@@ -492,6 +501,11 @@ fn required_resources(name: &str) -> &'static [(&'static str, &'static str)] {
             ("v1", "services"),
         ],
         SERVICEACCOUNT_TOKEN => &[("v1", "serviceaccounts"), ("v1", "secrets")],
+        // The approver's SubjectAccessReviews are not required: without them it logs the error
+        // and retries, and approves nothing.
+        CSR_SIGNING | CSR_CLEANER | CSR_APPROVING => {
+            &[("certificates.k8s.io/v1", "certificatesigningrequests")]
+        }
         STATEFULSET => &[
             ("apps/v1", "statefulsets"),
             ("apps/v1", "controllerrevisions"),
@@ -812,6 +826,37 @@ pub async fn start(
                 ctx.events.recorder("cidrAllocator"),
                 config,
             );
+            Box::pin(async move { c.run(shutdown).await })
+        }
+        CSR_SIGNING => {
+            let c = certificates::signer::CsrSigningController::new(
+                ctx.factory,
+                client,
+                &o.csr_signing,
+                Arc::clone(&o.clock),
+            )
+            .map_err(|source| StartError::Invalid {
+                controller,
+                source: Box::new(source),
+            })?;
+            let Some(c) = c else {
+                return Ok(Started::Skipped(
+                    "Skipping CSR signer controller because no csr cert/key was specified".into(),
+                ));
+            };
+            Box::pin(async move { c.run(certificates::signer::WORKERS, shutdown).await })
+        }
+        CSR_APPROVING => {
+            let c = certificates::approver::CsrApprovingController::new(ctx.factory, client);
+            Box::pin(async move { c.run(certificates::approver::WORKERS, shutdown).await })
+        }
+        CSR_CLEANER => {
+            let c = certificates::cleaner::CsrCleanerController::new(
+                ctx.factory,
+                client,
+                Arc::clone(&o.clock),
+            );
+            // kube runs one worker (`startCSRCleanerController`).
             Box::pin(async move { c.run(shutdown).await })
         }
         other => return Err(StartError::Unknown(other.to_string())),

@@ -230,6 +230,15 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
             service_account_token_generator: Some(manager::legacy_tokens::generator_from_file(
                 &data_dir.join(rkcm_apiserver::auth::signing_key::KEY_FILE),
             )?),
+            // As kube-controller-manager's --cluster-signing-cert-file/-key-file: the cluster
+            // CA the API server trusts for client certificates.
+            csr_signing: rkcm_controllers::certificates::signer::config::SigningConfig {
+                cluster_signing: rkcm_controllers::certificates::signer::config::SignerFiles::new(
+                    data_dir.join("ca.crt"),
+                    data_dir.join("ca.key"),
+                ),
+                ..Default::default()
+            },
             ..ControllerOptions::default()
         },
         qps: args.kube_api_qps,

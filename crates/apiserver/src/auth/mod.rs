@@ -14,6 +14,7 @@
 pub mod chain;
 pub mod jwt;
 pub mod oidc;
+pub mod request_user;
 pub mod serviceaccount;
 pub mod signing_key;
 mod store_lookup;

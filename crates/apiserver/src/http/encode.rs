@@ -87,7 +87,7 @@ pub(crate) fn object_response(
 }
 
 /// The answer to a write of `target`: the object in the asked-for representation, but plain
-/// JSON for `/status` and `/finalize`.
+/// JSON for `/status`, `/finalize` and `/approval`.
 pub(crate) fn written_response(
     info: &ResourceInfo,
     code: StatusCode,
@@ -97,7 +97,9 @@ pub(crate) fn written_response(
 ) -> Response {
     match target {
         UpdateTarget::Main => object_response(info, code, obj, out),
-        UpdateTarget::Status | UpdateTarget::Finalize => json_response(code, obj.json().clone()),
+        UpdateTarget::Status | UpdateTarget::Finalize | UpdateTarget::Approval => {
+            json_response(code, obj.json().clone())
+        }
     }
 }
 

@@ -26,16 +26,15 @@ use crate::rest::UpdateTarget;
 pub async fn handle(State(state): State<SharedState>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let user = parts.extensions.get::<UserInfo>();
-    match dispatch(
+    let served = dispatch(
         &state,
         &parts.method,
         &parts.uri,
         &parts.headers,
         body,
         user,
-    )
-    .await
-    {
+    );
+    match crate::auth::request_user::scope(user.cloned(), served).await {
         Ok(resp) => resp,
         Err(e) => e.into_response(),
     }
@@ -146,8 +145,8 @@ async fn dispatch(
     }
 }
 
-/// Routes a subresource request (`status`, `scale`, `binding`, `eviction`, `finalize`) to its
-/// handler; 405 for verbs the subresource does not serve.
+/// Routes a subresource request (`status`, `scale`, `binding`, `eviction`, `finalize`,
+/// `approval`) to its handler; 405 for verbs the subresource does not serve.
 async fn subresource(
     req: &ResourceRequest<'_>,
     name: &str,
@@ -173,6 +172,9 @@ async fn subresource(
         ("status", "update") => update::update(req, name, body, UpdateTarget::Status).await,
         ("finalize", "update") => update::update(req, name, body, UpdateTarget::Finalize).await,
         ("status", "patch") => patch::patch(req, name, body, UpdateTarget::Status).await,
+        ("approval", "get") => get::get(req, name),
+        ("approval", "update") => update::update(req, name, body, UpdateTarget::Approval).await,
+        ("approval", "patch") => patch::patch(req, name, body, UpdateTarget::Approval).await,
         ("scale", "get") => scale::get(req, name),
         ("scale", "update") => scale::update(req, name, body).await,
         ("scale", "patch") => scale::patch(req, name, body).await,

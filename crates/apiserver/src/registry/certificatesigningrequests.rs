@@ -466,16 +466,35 @@ pub fn validate_approval_update(new: &Value, old: &Value) -> Vec<FieldError> {
     validate_update_with(new, old, opts)
 }
 
-/// The strategy's `PrepareForCreate`: the requester's identity replaces what the client sent,
-/// and the status starts empty (no pre-approved requests).
+/// The strategy's `PrepareForCreate`: the requester's identity (the authenticated user of the
+/// request, when there is one) replaces what the client sent, and the status starts empty (no
+/// pre-approved requests).
 fn prepare_create(obj: &mut Value) {
-    // TODO: kube fills spec.username, uid, groups and extra from the authenticated user of
-    // the request (`genericapirequest.UserFrom(ctx)`); strategies do not see the request's
-    // user yet, so they are only cleared (an empty username is omitted, as in kube).
+    set_requester(obj, crate::auth::request_user::current().as_ref());
+    set(obj, &["status"], Some(json!({})));
+}
+
+/// Sets `spec.username`, `uid`, `groups` and `extra` to `user`'s, clearing what the client sent
+/// (empty values are omitted, as Go's `omitempty` does).
+fn set_requester(obj: &mut Value, user: Option<&crate::auth::UserInfo>) {
     for field in ["username", "uid", "groups", "extra"] {
         set(obj, &["spec", field], None);
     }
-    set(obj, &["status"], Some(json!({})));
+    let Some(user) = user else {
+        return;
+    };
+    if !user.name.is_empty() {
+        set(obj, &["spec", "username"], Some(json!(user.name)));
+    }
+    if !user.uid.is_empty() {
+        set(obj, &["spec", "uid"], Some(json!(user.uid)));
+    }
+    if !user.groups.is_empty() {
+        set(obj, &["spec", "groups"], Some(json!(user.groups)));
+    }
+    if !user.extra.is_empty() {
+        set(obj, &["spec", "extra"], Some(json!(user.extra)));
+    }
 }
 
 /// The strategy's `PrepareForUpdate`: neither spec nor status change.
@@ -563,6 +582,27 @@ pub fn prepare_for_approval_update(new: &mut Value, old: &Value, now: &str) {
     populate_condition_timestamps(new, &as_old, now);
 }
 
+/// Prepares an update through `/approval` (`csrApprovalStrategy.PrepareForUpdate`): the
+/// metadata kube keeps on every update, and only `status.conditions` taken from `new`.
+pub fn prepare_for_approval(new: &mut Value, old: &Value) {
+    super::generation::carry_over_meta(new, old);
+    prepare_for_approval_update(new, old, &now());
+}
+
+/// Validates an update through `/approval` (`csrApprovalStrategy.ValidateUpdate`): the
+/// metadata update, then the approval rules; an object that passes must decode as the
+/// k8s-openapi type, as on every other write path.
+pub fn validate_approval(new: &Value, old: &Value) -> Vec<FieldError> {
+    let mut errs = super::meta::validate_object_meta_update(new, old);
+    errs.extend(validate_approval_update(new, old));
+    if errs.is_empty() {
+        errs.extend(super::typecheck::decode_check::<
+            k8s_openapi::api::certificates::v1::CertificateSigningRequest,
+        >(new));
+    }
+    errs
+}
+
 /// The current time as kube writes `metav1.Time` (RFC 3339, seconds).
 fn now() -> String {
     jiff::Timestamp::now()
@@ -641,6 +681,51 @@ mod tests {
             s().validate_create(&obj).is_empty(),
             "{:?}",
             s().validate_create(&obj)
+        );
+    }
+
+    #[test]
+    fn the_requester_is_the_user_of_the_request() {
+        let (req, _) = request_and_certificate();
+        let mut obj = csr(&req);
+        let mut jane = crate::auth::UserInfo::new("jane", &["devs", "system:authenticated"]);
+        jane.uid = "u-1".to_string();
+        set_requester(&mut obj, Some(&jane));
+        assert_eq!(obj["spec"]["username"], "jane");
+        assert_eq!(obj["spec"]["uid"], "u-1");
+        assert_eq!(
+            obj["spec"]["groups"],
+            json!(["devs", "system:authenticated"])
+        );
+        assert!(obj["spec"].get("extra").is_none());
+    }
+
+    #[test]
+    fn approval_keeps_everything_but_the_conditions_and_checks_metadata() {
+        let (req, cert) = request_and_certificate();
+        let mut old = csr(&req);
+        s().prepare_for_create(&mut old);
+        old["metadata"]["uid"] = json!("uid-1");
+        old["metadata"]["creationTimestamp"] = json!(NOW);
+        let mut new = old.clone();
+        new["metadata"]["uid"] = json!(null);
+        new["metadata"]["labels"] = json!({"a": "b"});
+        new["spec"]["signerName"] = json!("example.com/other");
+        new["status"]["certificate"] = json!(b64(cert.as_bytes()));
+        new["status"]["conditions"] =
+            json!([{"type": "Approved", "status": "True", "reason": "KubectlApprove"}]);
+        prepare_for_approval(&mut new, &old);
+        assert_eq!(new["metadata"]["uid"], "uid-1");
+        assert_eq!(new["metadata"]["labels"], json!({"a": "b"}));
+        assert_eq!(new["spec"], old["spec"]);
+        assert!(new["status"].get("certificate").is_none());
+        assert_eq!(new["status"]["conditions"][0]["reason"], "KubectlApprove");
+        assert!(validate_approval(&new, &old).is_empty());
+        let mut renamed = new.clone();
+        renamed["metadata"]["name"] = json!("other");
+        assert_eq!(
+            messages(&validate_approval(&renamed, &old)),
+            ["metadata.name: Invalid value: \"other\": field is immutable"]
         );
     }
 

@@ -27,9 +27,10 @@
 //!
 //! Namespaces have two more entry points the trait does not cover: [`namespaces::prepare_for_finalize`]
 //! / [`namespaces::validate_finalize`] for `/finalize`, and [`namespaces::mark_terminating`] for
-//! DELETE.
+//! DELETE. CertificateSigningRequests have [`certificatesigningrequests::prepare_for_approval`] /
+//! [`certificatesigningrequests::validate_approval`] for `/approval`.
 
-mod certificatesigningrequests;
+pub mod certificatesigningrequests;
 mod conditions;
 mod configmaps;
 mod controllerrevisions;

@@ -1,5 +1,5 @@
-//! Update (PUT, and the result of a PATCH) of an object, of its `/status` or of a namespace's
-//! `/finalize`.
+//! Update (PUT, and the result of a PATCH) of an object, of its `/status`, of a namespace's
+//! `/finalize` or of a CertificateSigningRequest's `/approval`.
 
 use std::sync::Arc;
 
@@ -31,15 +31,18 @@ pub enum UpdateTarget {
     Status,
     /// Namespaces' `/finalize` (only `spec.finalizers`).
     Finalize,
+    /// CertificateSigningRequests' `/approval` (only `status.conditions`).
+    Approval,
 }
 
 impl UpdateTarget {
-    /// The subresource admission sees: empty, `status` or `finalize`.
+    /// The subresource admission sees: empty, `status`, `finalize` or `approval`.
     pub fn subresource(self) -> &'static str {
         match self {
             UpdateTarget::Main => "",
             UpdateTarget::Status => "status",
             UpdateTarget::Finalize => "finalize",
+            UpdateTarget::Approval => "approval",
         }
     }
 }
@@ -72,6 +75,11 @@ fn allow_create_on_update(info: &ResourceInfo) -> bool {
         (info.group, info.kind),
         ("", "Event") | ("events.k8s.io", "Event") | ("", "Service")
     )
+}
+
+/// Whether `info` is CertificateSigningRequests, the one kind with an `/approval`.
+fn is_certificate_signing_request(info: &ResourceInfo) -> bool {
+    (info.group, info.kind) == ("certificates.k8s.io", "CertificateSigningRequest")
 }
 
 /// Whether an update leaves an object that must go away now (`ShouldDeleteDuringUpdate`): being
@@ -234,6 +242,13 @@ async fn update_once(
             }
         }
         UpdateTarget::Status => strategy.prepare_for_status_update(&mut new, old),
+        UpdateTarget::Approval => {
+            if !is_certificate_signing_request(info) {
+                return Err(ApiError::method_not_allowed("PUT"));
+            }
+            strategy.default(&mut new);
+            registry::certificatesigningrequests::prepare_for_approval(&mut new, old);
+        }
         UpdateTarget::Finalize => {
             let finalizers = new.pointer("/spec/finalizers").cloned();
             let mut merged = old.clone();
@@ -263,6 +278,8 @@ async fn update_once(
     }
     let errors = if opts.server_owned {
         Vec::new()
+    } else if target == UpdateTarget::Approval {
+        registry::certificatesigningrequests::validate_approval(&new, old)
     } else {
         strategy.validate_update(&new, old)
     };

@@ -267,6 +267,9 @@ pub struct ManagerArgs {
     // ---- Node lifecycle and node IPAM controller flags
     #[command(flatten)]
     pub nodes: super::node_flags::NodeArgs,
+    /// The signing controller's `--cluster-signing-*` flags.
+    #[command(flatten)]
+    pub csr_signing: super::csr_flags::CsrSigningArgs,
 }
 
 /// A parser of an integer flag that kube bounds to `min..=max`, refusing others with kube's

@@ -15,6 +15,7 @@ use tokio::task::JoinSet;
 
 use crate::serving::{self, Health};
 
+mod csr_flags;
 mod flags;
 pub mod legacy_tokens;
 pub mod node_flags;
@@ -108,6 +109,7 @@ pub async fn config_from_flags(args: &ManagerArgs) -> anyhow::Result<ManagerConf
         options: ControllerOptions {
             root_ca,
             service_account_token_generator,
+            csr_signing: args.csr_signing.config(),
             concurrent_serviceaccount_token_syncs: args.concurrent_serviceaccount_token_syncs,
             concurrent_replicaset_syncs: args.concurrent_replicaset_syncs,
             concurrent_rc_syncs: args.concurrent_rc_syncs,
