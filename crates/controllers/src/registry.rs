@@ -966,12 +966,18 @@ mod tests {
     #[test]
     fn known_but_unimplemented_names_are_accepted() {
         let enabled = resolve(&flags(&[
-            "ttl",
+            "storage-version-gc",
             "-job-controller",
             "selinux-warning-controller",
         ]))
         .unwrap();
-        assert_eq!(enabled, ["ttl-controller", "selinux-warning-controller"]);
+        assert_eq!(
+            enabled,
+            [
+                "storageversion-garbage-collector-controller",
+                "selinux-warning-controller"
+            ]
+        );
         assert!(enabled.iter().all(|c| !is_implemented(c)));
         assert!(is_implemented(REPLICASET));
     }
