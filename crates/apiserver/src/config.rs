@@ -41,6 +41,9 @@ pub struct Config {
     /// Longest validity of a requested token (`--service-account-max-token-expiration`); no
     /// limit when `None`.
     pub service_account_max_token_expiration: Option<Duration>,
+    /// Authorizers after the `system:masters` check, in order (`--authorization-mode`; kube's
+    /// default is AlwaysAllow, kubeadm's and `rkcm up`'s RBAC).
+    pub authorization_modes: Vec<crate::auth::authorization::Mode>,
 }
 
 impl Default for Config {
@@ -63,6 +66,7 @@ impl Default for Config {
             service_account_issuer: crate::auth::serviceaccount::DEFAULT_ISSUER.to_string(),
             api_audiences: Vec::new(),
             service_account_max_token_expiration: None,
+            authorization_modes: vec![crate::auth::authorization::Mode::AlwaysAllow],
         }
     }
 }

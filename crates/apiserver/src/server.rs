@@ -11,7 +11,9 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::allocators::ServiceAllocators;
-use crate::auth::{self, Authenticator, ClientCertificate, ServiceAccountTokens, SigningKey};
+use crate::auth::{
+    self, Authenticator, Authorizer, ClientCertificate, ServiceAccountTokens, SigningKey,
+};
 use crate::config::Config;
 use crate::http::{self, AppState};
 pub use crate::kubeconfig::kubeconfig_yaml;
@@ -60,6 +62,7 @@ pub struct ApiServer {
     token: String,
     tls: Option<TlsMaterial>,
     auth: Arc<Authenticator>,
+    authorizer: Arc<Authorizer>,
 }
 
 impl ApiServer {
@@ -118,6 +121,10 @@ impl ApiServer {
             token_file,
             service_accounts,
         ));
+        let authorizer = Arc::new(Authorizer::new(
+            config.authorization_modes.clone(),
+            Arc::new(store.clone()),
+        ));
         let mut sans = config.extra_sans.clone();
         let ip = config.bind.ip();
         if !ip.is_unspecified() {
@@ -135,6 +142,7 @@ impl ApiServer {
             token,
             tls,
             auth,
+            authorizer,
         })
     }
 
@@ -176,6 +184,7 @@ impl ApiServer {
             store: self.store.clone(),
             services: Arc::clone(&self.services),
             auth: Arc::clone(&self.auth),
+            authorizer: Arc::clone(&self.authorizer),
             token_expiration: http::TokenExpiration {
                 max_seconds: self
                     .config

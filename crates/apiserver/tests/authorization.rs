@@ -1,0 +1,438 @@
+//! Authorization on the in-process server in RBAC mode: kube's 403s for resource, watch and
+//! non-resource requests, and what RoleBindings and ClusterRoleBindings grant.
+
+use base64::Engine;
+use http_body_util::BodyExt;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use serde_json::{json, Value};
+
+use rkcm_apiserver::auth::authorization::Mode;
+use rkcm_apiserver::testing::{self, TestServer};
+
+/// A server in RBAC mode knowing the token-file users `jane` and `bob` (group `devs`).
+async fn rbac_server() -> (TestServer, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("tokens.csv");
+    std::fs::write(&file, "jane-token,jane,1001\nbob-token,bob,1002,devs\n").expect("write");
+    let server = testing::start_with(rkcm_apiserver::Config {
+        token_auth_file: Some(file),
+        authorization_modes: vec![Mode::Rbac],
+        ..Default::default()
+    })
+    .await;
+    (server, dir)
+}
+
+/// A kube client for `server` presenting `token`.
+async fn client(server: &TestServer, token: &str) -> kube::Client {
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    let text = json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "c", "cluster": {
+            "server": server.url(),
+            "certificate-authority-data": b64(server.ca_pem().expect("TLS")),
+        }}],
+        "users": [{"name": "u", "user": {"token": token}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "c",
+    })
+    .to_string();
+    let kubeconfig = Kubeconfig::from_yaml(&text).expect("kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .expect("usable kubeconfig");
+    kube::Client::try_from(config).expect("client")
+}
+
+/// Sends `method path` with a JSON `body` and `headers`; the status code and the JSON answer.
+async fn send_with(
+    client: &kube::Client,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+    headers: &[(&str, &str)],
+) -> (u16, Value) {
+    let mut req = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("content-type", "application/json");
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let req = req
+        .body(body.map(|b| b.to_string().into_bytes()).unwrap_or_default())
+        .expect("request");
+    let resp = client.send(req.map(Into::into)).await.expect("answered");
+    let code = resp.status().as_u16();
+    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+    (code, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+async fn send(
+    client: &kube::Client,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    send_with(client, method, path, body, &[]).await
+}
+
+fn cluster_role(name: &str, rules: Value) -> Value {
+    json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": name}, "rules": rules})
+}
+
+fn binding(
+    kind: &str,
+    ns: Option<&str>,
+    name: &str,
+    role_kind: &str,
+    role: &str,
+    subjects: Value,
+) -> Value {
+    let mut meta = json!({"name": name});
+    if let Some(ns) = ns {
+        meta["namespace"] = json!(ns);
+    }
+    json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind, "metadata": meta,
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role},
+        "subjects": subjects})
+}
+
+const RBAC: &str = "/apis/rbac.authorization.k8s.io/v1";
+
+#[tokio::test]
+async fn requests_nobody_granted_are_forbidden_with_kubes_messages() {
+    let (server, _dir) = rbac_server().await;
+    let jane = client(&server, "jane-token").await;
+    let (code, status) = send(&jane, "GET", "/api/v1/namespaces/default/pods", None).await;
+    assert_eq!(code, 403);
+    assert_eq!(
+        status,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": "pods is forbidden: User \"jane\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\"",
+            "reason": "Forbidden", "details": {"kind": "pods"}, "code": 403})
+    );
+    let (code, status) = send(
+        &jane,
+        "GET",
+        "/api/v1/namespaces/default/pods?watch=1",
+        None,
+    )
+    .await;
+    assert_eq!(code, 403);
+    assert!(
+        status["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("cannot watch resource \"pods\"")),
+        "{status}"
+    );
+    let (code, status) = send(&jane, "GET", "/apis/apps/v1/deployments", None).await;
+    assert_eq!(code, 403);
+    assert_eq!(
+        status["message"],
+        "deployments.apps is forbidden: User \"jane\" cannot list resource \"deployments\" in API group \"apps\" at the cluster scope"
+    );
+    let (code, status) = send(&jane, "DELETE", "/api/v1/nodes/n1", None).await;
+    assert_eq!(
+        (code, status["details"]["name"].as_str()),
+        (403, Some("n1"))
+    );
+    let (code, status) = send(&jane, "GET", "/apis", None).await;
+    assert_eq!(code, 403);
+    assert_eq!(
+        status["message"],
+        "forbidden: User \"jane\" cannot get path \"/apis\""
+    );
+    // The admin is in system:masters.
+    assert_eq!(
+        send(
+            &server.client(),
+            "GET",
+            "/api/v1/namespaces/default/pods",
+            None
+        )
+        .await
+        .0,
+        200
+    );
+}
+
+#[tokio::test]
+async fn bindings_grant_their_roles_rules_to_their_subjects() {
+    let (server, _dir) = rbac_server().await;
+    let admin = server.client();
+    let jane = client(&server, "jane-token").await;
+    let bob = client(&server, "bob-token").await;
+    let pod_reader = cluster_role(
+        "pod-reader",
+        json!([{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+               {"nonResourceURLs": ["/api", "/api/*"], "verbs": ["get"]}]),
+    );
+    assert_eq!(
+        send(
+            &admin,
+            "POST",
+            &format!("{RBAC}/clusterroles"),
+            Some(pod_reader)
+        )
+        .await
+        .0,
+        201
+    );
+    let rb = binding(
+        "RoleBinding",
+        Some("default"),
+        "jane-reads",
+        "ClusterRole",
+        "pod-reader",
+        json!([{"kind": "User", "name": "jane", "apiGroup": "rbac.authorization.k8s.io"}]),
+    );
+    assert_eq!(
+        send(
+            &admin,
+            "POST",
+            &format!("{RBAC}/namespaces/default/rolebindings"),
+            Some(rb)
+        )
+        .await
+        .0,
+        201
+    );
+    assert_eq!(
+        send(&jane, "GET", "/api/v1/namespaces/default/pods", None)
+            .await
+            .0,
+        200
+    );
+    assert_eq!(
+        send(
+            &jane,
+            "GET",
+            "/api/v1/namespaces/default/pods?watch=1&timeoutSeconds=1",
+            None
+        )
+        .await
+        .0,
+        200
+    );
+    // A RoleBinding grants no paths: they are cluster-wide.
+    assert_eq!(send(&jane, "GET", "/api", None).await.0, 403);
+    // Only in the binding's namespace, only what the role says.
+    assert_eq!(
+        send(&jane, "GET", "/api/v1/namespaces/kube-system/pods", None)
+            .await
+            .0,
+        403
+    );
+    assert_eq!(send(&jane, "GET", "/api/v1/pods", None).await.0, 403);
+    assert_eq!(
+        send(&jane, "DELETE", "/api/v1/namespaces/default/pods/x", None)
+            .await
+            .0,
+        403
+    );
+    assert_eq!(
+        send(&jane, "GET", "/api/v1/namespaces/default/pods/x/log", None)
+            .await
+            .0,
+        403
+    );
+    assert_eq!(
+        send(&bob, "GET", "/api/v1/namespaces/default/pods", None)
+            .await
+            .0,
+        403
+    );
+    // A ClusterRoleBinding to bob's group grants it everywhere.
+    let crb = binding(
+        "ClusterRoleBinding",
+        None,
+        "devs-read",
+        "ClusterRole",
+        "pod-reader",
+        json!([{"kind": "Group", "name": "devs", "apiGroup": "rbac.authorization.k8s.io"}]),
+    );
+    assert_eq!(
+        send(
+            &admin,
+            "POST",
+            &format!("{RBAC}/clusterrolebindings"),
+            Some(crb)
+        )
+        .await
+        .0,
+        201
+    );
+    assert_eq!(send(&bob, "GET", "/api/v1/pods", None).await.0, 200);
+    assert_eq!(send(&bob, "GET", "/api/v1", None).await.0, 200);
+    assert_eq!(
+        send(&bob, "GET", "/api/v1/namespaces/kube-system/pods", None)
+            .await
+            .0,
+        200
+    );
+    // A Role in another namespace, with resource names.
+    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": "one-cm", "namespace": "kube-public"},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["cluster-info"], "verbs": ["get"]}]});
+    assert_eq!(
+        send(
+            &admin,
+            "POST",
+            &format!("{RBAC}/namespaces/kube-public/roles"),
+            Some(role)
+        )
+        .await
+        .0,
+        201
+    );
+    let rb = binding(
+        "RoleBinding",
+        Some("kube-public"),
+        "jane-cm",
+        "Role",
+        "one-cm",
+        json!([{"kind": "User", "name": "jane", "apiGroup": "rbac.authorization.k8s.io"}]),
+    );
+    assert_eq!(
+        send(
+            &admin,
+            "POST",
+            &format!("{RBAC}/namespaces/kube-public/rolebindings"),
+            Some(rb)
+        )
+        .await
+        .0,
+        201
+    );
+    assert_eq!(
+        send(
+            &jane,
+            "GET",
+            "/api/v1/namespaces/kube-public/configmaps/cluster-info",
+            None
+        )
+        .await
+        .0,
+        404
+    );
+    assert_eq!(
+        send(
+            &jane,
+            "GET",
+            "/api/v1/namespaces/kube-public/configmaps/other",
+            None
+        )
+        .await
+        .0,
+        403
+    );
+    assert_eq!(
+        send(
+            &jane,
+            "GET",
+            "/api/v1/namespaces/kube-public/configmaps",
+            None
+        )
+        .await
+        .0,
+        403
+    );
+    // A binding to a missing role grants nothing, and says so.
+    let rb = binding(
+        "RoleBinding",
+        Some("default"),
+        "dangling",
+        "ClusterRole",
+        "nothing-here",
+        json!([{"kind": "User", "name": "jane", "apiGroup": "rbac.authorization.k8s.io"}]),
+    );
+    assert_eq!(
+        send(
+            &admin,
+            "POST",
+            &format!("{RBAC}/namespaces/default/rolebindings"),
+            Some(rb)
+        )
+        .await
+        .0,
+        201
+    );
+    let (code, status) = send(&jane, "GET", "/api/v1/namespaces/default/secrets", None).await;
+    assert_eq!(code, 403);
+    assert_eq!(
+        status["message"],
+        "secrets is forbidden: User \"jane\" cannot list resource \"secrets\" in API group \"\" in the namespace \"default\": RBAC: clusterrole.rbac.authorization.k8s.io \"nothing-here\" not found"
+    );
+}
+
+#[tokio::test]
+async fn service_accounts_are_authorized_by_bindings_to_them() {
+    let (server, _dir) = rbac_server().await;
+    let admin = server.client();
+    let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "bot"}});
+    assert_eq!(
+        send(
+            &admin,
+            "POST",
+            "/api/v1/namespaces/default/serviceaccounts",
+            Some(sa)
+        )
+        .await
+        .0,
+        201
+    );
+    let (code, tr) = send(
+        &admin,
+        "POST",
+        "/api/v1/namespaces/default/serviceaccounts/bot/token",
+        Some(json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}})),
+    )
+    .await;
+    assert_eq!(code, 201);
+    let bot = client(&server, tr["status"]["token"].as_str().expect("token")).await;
+    assert_eq!(
+        send(&bot, "GET", "/api/v1/namespaces/default/configmaps", None)
+            .await
+            .0,
+        403
+    );
+    let role = cluster_role(
+        "cm-reader",
+        json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]),
+    );
+    assert_eq!(
+        send(&admin, "POST", &format!("{RBAC}/clusterroles"), Some(role))
+            .await
+            .0,
+        201
+    );
+    // A ServiceAccount subject without a namespace is in the binding's.
+    let rb = binding(
+        "RoleBinding",
+        Some("default"),
+        "bot",
+        "ClusterRole",
+        "cm-reader",
+        json!([{"kind": "ServiceAccount", "name": "bot"}]),
+    );
+    assert_eq!(
+        send(
+            &admin,
+            "POST",
+            &format!("{RBAC}/namespaces/default/rolebindings"),
+            Some(rb)
+        )
+        .await
+        .0,
+        201
+    );
+    assert_eq!(
+        send(&bot, "GET", "/api/v1/namespaces/default/configmaps", None)
+            .await
+            .0,
+        200
+    );
+}
