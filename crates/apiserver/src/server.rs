@@ -46,6 +46,9 @@ pub enum Error {
     /// Seeding the `kubernetes` Service, its Endpoints or EndpointSlice failed.
     #[error("creating the kubernetes service: {0}")]
     KubernetesService(crate::error::ApiError),
+    /// Reconciling kube's default RBAC policy failed.
+    #[error("reconciling the bootstrap RBAC policy: {0}")]
+    BootstrapPolicy(crate::error::ApiError),
     /// The `--token-auth-file` could not be read.
     #[error("reading the token auth file")]
     TokenFile(#[from] auth::token_file::Error),
@@ -95,6 +98,9 @@ impl ApiServer {
         rest::ensure_system_namespaces(&store, &services)
             .await
             .map_err(Error::Seed)?;
+        auth::bootstrap_policy::ensure(&store, &services)
+            .await
+            .map_err(Error::BootstrapPolicy)?;
         rest::ensure_system_priority_classes(&store, &services)
             .await
             .map_err(Error::Seed)?;

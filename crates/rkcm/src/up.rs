@@ -75,6 +75,16 @@ pub struct UpArgs {
     /// (0: no limit); longer requests are given this duration.
     #[arg(long, default_value = "0s", value_parser = rkcm_apimachinery::duration::parse_non_negative, value_name = "DURATION")]
     pub service_account_max_token_expiration: Duration,
+
+    /// Ordered list of plug-ins to do authorization on the secure port (AlwaysAllow, RBAC);
+    /// members of `system:masters` may do everything regardless.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "RBAC",
+        value_name = "MODES"
+    )]
+    pub authorization_mode: Vec<rkcm_apiserver::auth::authorization::Mode>,
 }
 
 /// The default data directory: `$XDG_STATE_HOME/rkcm`, else `~/.local/state/rkcm`.
@@ -115,6 +125,7 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         api_audiences: args.api_audiences.clone(),
         service_account_max_token_expiration: Some(args.service_account_max_token_expiration)
             .filter(|d| !d.is_zero()),
+        authorization_modes: args.authorization_mode.clone(),
         ..ApiConfig::default()
     })
     .await

@@ -12,6 +12,7 @@
 //! RBAC gives it).
 
 pub mod authorization;
+pub mod bootstrap_policy;
 pub mod chain;
 pub mod jwt;
 pub mod oidc;

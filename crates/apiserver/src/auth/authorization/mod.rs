@@ -7,6 +7,7 @@
 //! opinion decides; without one the request is forbidden, with kube's message ([`forbidden`]).
 
 pub mod attributes;
+pub mod covers;
 pub mod forbidden;
 pub mod policy;
 pub mod rbac;
