@@ -662,3 +662,173 @@ async fn the_bootstrap_policy_is_reconciled_at_start_keeping_user_changes() {
     assert_eq!(code, 200);
     assert!(edit["aggregationRule"]["clusterRoleSelectors"].is_array());
 }
+
+const AUTHZ: &str = "/apis/authorization.k8s.io/v1";
+
+fn ssar(attributes: Value) -> Value {
+    json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview", "spec": attributes})
+}
+
+#[tokio::test]
+async fn access_reviews_answer_with_the_authorizers_decision() {
+    let (server, _dir) = rbac_server().await;
+    let admin = server.client();
+    let jane = client(&server, "jane-token").await;
+    let can = |c: &kube::Client, verb: &str, resource: &str, ns: &str| {
+        let c = c.clone();
+        let body = ssar(
+            json!({"resourceAttributes": {"verb": verb, "resource": resource, "namespace": ns}}),
+        );
+        async move {
+            let (code, review) = send(
+                &c,
+                "POST",
+                &format!("{AUTHZ}/selfsubjectaccessreviews"),
+                Some(body),
+            )
+            .await;
+            assert_eq!(code, 201, "{review}");
+            assert_eq!(review["kind"], "SelfSubjectAccessReview");
+            review["status"]["allowed"].as_bool().expect("allowed")
+        }
+    };
+    assert!(!can(&jane, "list", "pods", "default").await);
+    assert!(can(&admin, "list", "pods", "default").await);
+    let rb = binding(
+        "RoleBinding",
+        Some("default"),
+        "jane-pods",
+        "ClusterRole",
+        "system:aggregate-to-view",
+        json!([{"kind": "User", "name": "jane", "apiGroup": "rbac.authorization.k8s.io"}]),
+    );
+    assert_eq!(
+        send(
+            &admin,
+            "POST",
+            &format!("{RBAC}/namespaces/default/rolebindings"),
+            Some(rb)
+        )
+        .await
+        .0,
+        201
+    );
+    assert!(can(&jane, "list", "pods", "default").await);
+    assert!(!can(&jane, "list", "pods", "kube-system").await);
+    assert!(!can(&jane, "create", "pods", "default").await);
+    let (_, review) = send(
+        &jane,
+        "POST",
+        &format!("{AUTHZ}/selfsubjectaccessreviews"),
+        Some(ssar(
+            json!({"nonResourceAttributes": {"verb": "get", "path": "/version"}}),
+        )),
+    )
+    .await;
+    assert_eq!(review["status"]["allowed"], true);
+    assert!(
+        review["status"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("RBAC: allowed by ClusterRoleBinding ")),
+        "{review}"
+    );
+    let (code, e) = send(
+        &jane,
+        "POST",
+        &format!("{AUTHZ}/selfsubjectaccessreviews"),
+        Some(ssar(json!({}))),
+    )
+    .await;
+    assert_eq!((code, e["reason"].as_str()), (422, Some("Invalid")));
+
+    // SubjectAccessReview: about someone else; jane may not ask.
+    let sar = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+        "spec": {"user": "jane", "resourceAttributes": {"verb": "get", "resource": "pods", "namespace": "default"}}});
+    let (code, review) = send(
+        &admin,
+        "POST",
+        &format!("{AUTHZ}/subjectaccessreviews"),
+        Some(sar.clone()),
+    )
+    .await;
+    assert_eq!(code, 201);
+    assert_eq!(review["status"]["allowed"], true);
+    assert_eq!(
+        review["status"]["reason"],
+        "RBAC: allowed by RoleBinding \"jane-pods/default\" of ClusterRole \"system:aggregate-to-view\" to User \"jane\""
+    );
+    let (code, e) = send(
+        &jane,
+        "POST",
+        &format!("{AUTHZ}/subjectaccessreviews"),
+        Some(sar),
+    )
+    .await;
+    assert_eq!(code, 403);
+    assert_eq!(e["message"], "subjectaccessreviews.authorization.k8s.io is forbidden: User \"jane\" cannot create resource \"subjectaccessreviews\" in API group \"authorization.k8s.io\" at the cluster scope");
+    let (code, e) = send(
+        &admin,
+        "POST",
+        &format!("{AUTHZ}/subjectaccessreviews"),
+        Some(json!({"spec": {"resourceAttributes": {"verb": "get"}}})),
+    )
+    .await;
+    assert_eq!(code, 422);
+    assert_eq!(e["message"], "SubjectAccessReview.authorization.k8s.io \"\" is invalid: spec.user: Invalid value: \"\": at least one of user or group must be specified");
+
+    // LocalSubjectAccessReview: the namespace of the path.
+    let lsar = |ns: &str| {
+        json!({"apiVersion": "authorization.k8s.io/v1", "kind": "LocalSubjectAccessReview",
+        "spec": {"user": "jane", "resourceAttributes": {"verb": "get", "resource": "pods", "namespace": ns}}})
+    };
+    let (code, review) = send(
+        &admin,
+        "POST",
+        &format!("{AUTHZ}/namespaces/default/localsubjectaccessreviews"),
+        Some(lsar("default")),
+    )
+    .await;
+    assert_eq!(
+        (code, review["status"]["allowed"].as_bool()),
+        (201, Some(true)),
+        "{review}"
+    );
+    assert_eq!(review["metadata"]["namespace"], "default");
+    let (code, e) = send(
+        &admin,
+        "POST",
+        &format!("{AUTHZ}/namespaces/default/localsubjectaccessreviews"),
+        Some(lsar("kube-system")),
+    )
+    .await;
+    assert_eq!(code, 422, "{e}");
+    assert!(e["message"]
+        .as_str()
+        .is_some_and(|m| m.contains("must match metadata.namespace")));
+
+    // SelfSubjectRulesReview: what `kubectl auth can-i --list` shows.
+    let ssrr = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview", "spec": {"namespace": "default"}});
+    let (code, review) = send(
+        &jane,
+        "POST",
+        &format!("{AUTHZ}/selfsubjectrulesreviews"),
+        Some(ssrr),
+    )
+    .await;
+    assert_eq!(code, 201);
+    assert_eq!(review["status"]["incomplete"], false);
+    let rules = review["status"]["resourceRules"].to_string();
+    assert!(
+        rules.contains("selfsubjectaccessreviews") && rules.contains("\"pods\""),
+        "{rules}"
+    );
+    assert!(review["status"]["nonResourceRules"]
+        .to_string()
+        .contains("/healthz"));
+    let (code, e) = send(&jane, "POST", &format!("{AUTHZ}/selfsubjectrulesreviews"),
+        Some(json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview", "spec": {}}))).await;
+    assert_eq!(
+        (code, e["message"].as_str()),
+        (400, Some("no namespace on request"))
+    );
+}

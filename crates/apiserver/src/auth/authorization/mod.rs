@@ -22,6 +22,7 @@ use super::user::{UserInfo, SYSTEM_MASTERS};
 pub use attributes::Attributes;
 pub use forbidden::forbidden;
 pub use policy::{PolicySource, StaticPolicy};
+pub use rbac::aggregate as aggregate_errors;
 
 /// An authorizer's answer (`authorizer.Decision` with its reason).
 #[derive(Clone, Debug, PartialEq, Eq)]
