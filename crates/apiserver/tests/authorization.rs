@@ -832,3 +832,103 @@ async fn access_reviews_answer_with_the_authorizers_decision() {
         (400, Some("no namespace on request"))
     );
 }
+
+#[tokio::test]
+async fn impersonation_needs_the_impersonate_verb_on_each_part() {
+    let (server, _dir) = rbac_server().await;
+    let admin = server.client();
+    let jane = client(&server, "jane-token").await;
+    let as_jane = [("Impersonate-User", "jane")];
+    // The admin may impersonate anyone, and then has only jane's rights.
+    let (code, e) = send_with(
+        &admin,
+        "GET",
+        "/api/v1/namespaces/default/pods",
+        None,
+        &as_jane,
+    )
+    .await;
+    assert_eq!(code, 403);
+    assert_eq!(e["message"], "pods is forbidden: User \"jane\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\"");
+    let (code, me) = send_with(
+        &admin,
+        "POST",
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        Some(json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})),
+        &[("Impersonate-User", "jane"), ("Impersonate-Group", "devs")],
+    )
+    .await;
+    assert_eq!(code, 201);
+    assert_eq!(
+        me["status"]["userInfo"],
+        json!({"username": "jane", "groups": ["devs", "system:authenticated"]})
+    );
+    // jane may not impersonate bob...
+    let (code, e) = send_with(
+        &jane,
+        "GET",
+        "/api/v1/namespaces/default/pods",
+        None,
+        &[("Impersonate-User", "bob")],
+    )
+    .await;
+    assert_eq!(code, 403);
+    assert_eq!(e["message"], "users \"bob\" is forbidden: User \"jane\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope");
+    // ...until a role lets her impersonate users named bob.
+    let role = cluster_role(
+        "impersonate-bob",
+        json!([{"apiGroups": [""], "resources": ["users"], "resourceNames": ["bob"], "verbs": ["impersonate"]}]),
+    );
+    assert_eq!(
+        send(&admin, "POST", &format!("{RBAC}/clusterroles"), Some(role))
+            .await
+            .0,
+        201
+    );
+    let crb = binding(
+        "ClusterRoleBinding",
+        None,
+        "jane-as-bob",
+        "ClusterRole",
+        "impersonate-bob",
+        json!([{"kind": "User", "name": "jane", "apiGroup": "rbac.authorization.k8s.io"}]),
+    );
+    assert_eq!(
+        send(
+            &admin,
+            "POST",
+            &format!("{RBAC}/clusterrolebindings"),
+            Some(crb)
+        )
+        .await
+        .0,
+        201
+    );
+    let (code, e) = send_with(
+        &jane,
+        "GET",
+        "/api/v1/namespaces/default/pods",
+        None,
+        &[("Impersonate-User", "bob")],
+    )
+    .await;
+    assert_eq!(code, 403);
+    assert!(
+        e["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("User \"bob\" cannot list")),
+        "{e}"
+    );
+    let (code, _) = send_with(
+        &jane,
+        "GET",
+        "/api/v1/namespaces/default/pods",
+        None,
+        &[
+            ("Impersonate-User", "bob"),
+            ("Impersonate-Group", "system:masters"),
+        ],
+    )
+    .await;
+    assert_eq!(code, 403, "groups need their own permission");
+}

@@ -8,6 +8,7 @@ pub mod encode;
 pub mod field_validation;
 pub mod filter;
 pub mod handlers;
+pub mod impersonate;
 pub mod negotiate;
 pub mod params;
 pub mod path;
@@ -92,6 +93,10 @@ pub fn router(state: SharedState) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&state),
             authorize::authorize,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&state),
+            impersonate::impersonate,
         ))
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&state),
