@@ -932,3 +932,149 @@ async fn impersonation_needs_the_impersonate_verb_on_each_part() {
     .await;
     assert_eq!(code, 403, "groups need their own permission");
 }
+
+#[tokio::test]
+async fn roles_and_bindings_granting_more_than_their_author_holds_are_refused() {
+    let (server, _dir) = rbac_server().await;
+    let admin = server.client();
+    let jane = client(&server, "jane-token").await;
+    // jane may manage roles and bindings in default (admin's aggregated rules, here directly).
+    let rb = binding(
+        "RoleBinding",
+        Some("default"),
+        "jane-admin",
+        "ClusterRole",
+        "system:aggregate-to-admin",
+        json!([{"kind": "User", "name": "jane", "apiGroup": "rbac.authorization.k8s.io"}]),
+    );
+    assert_eq!(
+        send(
+            &admin,
+            "POST",
+            &format!("{RBAC}/namespaces/default/rolebindings"),
+            Some(rb)
+        )
+        .await
+        .0,
+        201
+    );
+    let role = |name: &str, rules: Value| {
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": name, "namespace": "default"}, "rules": rules})
+    };
+    let secrets = json!([{"apiGroups": [""], "resources": ["secrets"], "verbs": ["*"]}]);
+    let (code, e) = send(
+        &jane,
+        "POST",
+        &format!("{RBAC}/namespaces/default/roles"),
+        Some(role("secrets", secrets.clone())),
+    )
+    .await;
+    assert_eq!(code, 403);
+    assert_eq!(
+        e["message"],
+        "roles.rbac.authorization.k8s.io \"secrets\" is forbidden: user \"jane\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"\"], Resources:[\"secrets\"], Verbs:[\"*\"]}"
+    );
+    // What she holds she may grant; growing it later by PUT or PATCH is refused as well.
+    let held = json!([{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"], "verbs": ["get"]}]);
+    assert_eq!(
+        send(
+            &jane,
+            "POST",
+            &format!("{RBAC}/namespaces/default/roles"),
+            Some(role("reader", held))
+        )
+        .await
+        .0,
+        201
+    );
+    let (code, _) = send(
+        &jane,
+        "PUT",
+        &format!("{RBAC}/namespaces/default/roles/reader"),
+        Some(role("reader", secrets.clone())),
+    )
+    .await;
+    assert_eq!(code, 403);
+    let req = http::Request::patch(format!("{RBAC}/namespaces/default/roles/reader"))
+        .header("content-type", "application/merge-patch+json")
+        .body(json!({"rules": secrets}).to_string().into_bytes())
+        .expect("request");
+    let resp = jane.send(req.map(Into::into)).await.expect("answered");
+    assert_eq!(resp.status().as_u16(), 403);
+    // Binding a role she does not hold is refused; the admin's role is created by the admin.
+    let (code, _) = send(
+        &admin,
+        "POST",
+        &format!("{RBAC}/namespaces/default/roles"),
+        Some(role(
+            "secrets",
+            json!([{"apiGroups": [""], "resources": ["secrets"], "verbs": ["*"]}]),
+        )),
+    )
+    .await;
+    assert_eq!(code, 201);
+    let bind = binding(
+        "RoleBinding",
+        Some("default"),
+        "bob-secrets",
+        "Role",
+        "secrets",
+        json!([{"kind": "User", "name": "bob", "apiGroup": "rbac.authorization.k8s.io"}]),
+    );
+    let (code, e) = send(
+        &jane,
+        "POST",
+        &format!("{RBAC}/namespaces/default/rolebindings"),
+        Some(bind.clone()),
+    )
+    .await;
+    assert_eq!(code, 403, "{e}");
+    assert!(e["message"].as_str().is_some_and(|m| m.starts_with(
+        "rolebindings.rbac.authorization.k8s.io \"bob-secrets\" is forbidden: user \"jane\""
+    )));
+    // ...unless she may `bind` it.
+    let binder = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "binder", "namespace": "default"},
+        "rules": [{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"], "resourceNames": ["secrets"], "verbs": ["bind"]}]});
+    assert_eq!(
+        send(
+            &admin,
+            "POST",
+            &format!("{RBAC}/namespaces/default/roles"),
+            Some(binder)
+        )
+        .await
+        .0,
+        201
+    );
+    let rb = binding(
+        "RoleBinding",
+        Some("default"),
+        "jane-binder",
+        "Role",
+        "binder",
+        json!([{"kind": "User", "name": "jane", "apiGroup": "rbac.authorization.k8s.io"}]),
+    );
+    assert_eq!(
+        send(
+            &admin,
+            "POST",
+            &format!("{RBAC}/namespaces/default/rolebindings"),
+            Some(rb)
+        )
+        .await
+        .0,
+        201
+    );
+    assert_eq!(
+        send(
+            &jane,
+            "POST",
+            &format!("{RBAC}/namespaces/default/rolebindings"),
+            Some(bind)
+        )
+        .await
+        .0,
+        201
+    );
+}

@@ -14,6 +14,7 @@
 pub mod authorization;
 pub mod bootstrap_policy;
 pub mod chain;
+pub mod escalation;
 pub mod impersonation;
 pub mod jwt;
 pub mod oidc;

@@ -29,6 +29,8 @@ pub struct ResourceRequest<'a> {
     pub params: &'a Params,
     /// The representation of the answer.
     pub out: Output,
+    /// Who asks (after impersonation).
+    pub user: Option<&'a crate::auth::UserInfo>,
 }
 
 impl ResourceRequest<'_> {
@@ -40,6 +42,22 @@ impl ResourceRequest<'_> {
     /// The allocators of Services' cluster IPs and node ports.
     pub fn allocators(&self) -> &ServiceAllocators {
         &self.state.services
+    }
+
+    /// Refuses a write of `obj` (object `name`, empty on create) that would grant more RBAC
+    /// permissions than the user holds ([`crate::auth::escalation`]).
+    pub fn check_escalation(&self, name: &str, obj: &serde_json::Value) -> ApiResult<()> {
+        if self.info.group != "rbac.authorization.k8s.io" {
+            return Ok(());
+        }
+        crate::auth::escalation::check_write(
+            &self.state.authorizer,
+            self.user,
+            self.info.plural,
+            self.namespace.unwrap_or(""),
+            name,
+            obj,
+        )
     }
 
     /// The options of a write (`dryRun`).
