@@ -395,6 +395,39 @@ static RESOURCES: &[ResourceInfo] = &[
         "tokenreview",
     )
     .with_verbs(&["create"]),
+    // authorization.k8s.io: create-only reviews, never stored.
+    namespaced(
+        "authorization.k8s.io",
+        "v1",
+        "LocalSubjectAccessReview",
+        "localsubjectaccessreviews",
+        "localsubjectaccessreview",
+    )
+    .with_verbs(&["create"]),
+    cluster(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectAccessReview",
+        "selfsubjectaccessreviews",
+        "selfsubjectaccessreview",
+    )
+    .with_verbs(&["create"]),
+    cluster(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectRulesReview",
+        "selfsubjectrulesreviews",
+        "selfsubjectrulesreview",
+    )
+    .with_verbs(&["create"]),
+    cluster(
+        "authorization.k8s.io",
+        "v1",
+        "SubjectAccessReview",
+        "subjectaccessreviews",
+        "subjectaccessreview",
+    )
+    .with_verbs(&["create"]),
     // autoscaling: v2 is the preferred (and stored) version.
     namespaced(
         "autoscaling",
@@ -688,6 +721,7 @@ mod tests {
                 "apps",
                 "events.k8s.io",
                 "authentication.k8s.io",
+                "authorization.k8s.io",
                 "autoscaling",
                 "batch",
                 "certificates.k8s.io",

@@ -49,6 +49,9 @@ pub struct Config {
     pub max_mutating_requests_inflight: usize,
     /// Admission plugins and their settings (`--enable-admission-plugins`, ...).
     pub admission: AdmissionConfig,
+    /// Authorizers after the `system:masters` check, in order (`--authorization-mode`; kube's
+    /// default is AlwaysAllow, kubeadm's and `rkcm up`'s RBAC).
+    pub authorization_modes: Vec<crate::auth::authorization::Mode>,
 }
 
 impl Default for Config {
@@ -75,6 +78,7 @@ impl Default for Config {
             max_mutating_requests_inflight:
                 crate::http::inflight::DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT,
             admission: AdmissionConfig::default(),
+            authorization_modes: vec![crate::auth::authorization::Mode::AlwaysAllow],
         }
     }
 }

@@ -12,7 +12,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::admission::{self, Chain, PluginContext};
 use crate::allocators::ServiceAllocators;
-use crate::auth::{self, Authenticator, ClientCertificate, ServiceAccountTokens, SigningKey};
+use crate::auth::{
+    self, Authenticator, Authorizer, ClientCertificate, ServiceAccountTokens, SigningKey,
+};
 use crate::config::Config;
 use crate::http::{self, AppState};
 pub use crate::kubeconfig::kubeconfig_yaml;
@@ -45,6 +47,9 @@ pub enum Error {
     /// Seeding the `kubernetes` Service, its Endpoints or EndpointSlice failed.
     #[error("creating the kubernetes service: {0}")]
     KubernetesService(crate::error::ApiError),
+    /// Reconciling kube's default RBAC policy failed.
+    #[error("reconciling the bootstrap RBAC policy: {0}")]
+    BootstrapPolicy(crate::error::ApiError),
     /// The `--token-auth-file` could not be read.
     #[error("reading the token auth file")]
     TokenFile(#[from] auth::token_file::Error),
@@ -65,6 +70,7 @@ pub struct ApiServer {
     tls: Option<TlsMaterial>,
     auth: Arc<Authenticator>,
     admission: Arc<Chain>,
+    authorizer: Arc<Authorizer>,
 }
 
 impl ApiServer {
@@ -101,6 +107,9 @@ impl ApiServer {
         rest::ensure_system_namespaces(&store, &services)
             .await
             .map_err(Error::Seed)?;
+        auth::bootstrap_policy::ensure(&store, &services)
+            .await
+            .map_err(Error::BootstrapPolicy)?;
         rest::ensure_system_priority_classes(&store, &services)
             .await
             .map_err(Error::Seed)?;
@@ -127,6 +136,10 @@ impl ApiServer {
             token_file,
             service_accounts,
         ));
+        let authorizer = Arc::new(Authorizer::new(
+            config.authorization_modes.clone(),
+            Arc::new(store.clone()),
+        ));
         let mut sans = config.extra_sans.clone();
         let ip = config.bind.ip();
         if !ip.is_unspecified() {
@@ -144,7 +157,7 @@ impl ApiServer {
             token,
             tls,
             auth,
-            admission,
+    admission, authorizer,
         })
     }
 
@@ -196,6 +209,7 @@ impl ApiServer {
             store: self.store.clone(),
             services: Arc::clone(&self.services),
             auth: Arc::clone(&self.auth),
+            authorizer: Arc::clone(&self.authorizer),
             token_expiration: http::TokenExpiration {
                 max_seconds: self
                     .config

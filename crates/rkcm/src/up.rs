@@ -104,6 +104,16 @@ pub struct UpArgs {
     /// 10.244.0.0/16 unless told otherwise, as kind and kubeadm set it up).
     #[command(flatten)]
     pub node_flags: crate::manager::node_flags::NodeArgs,
+
+    /// Ordered list of plug-ins to do authorization on the secure port (AlwaysAllow, RBAC);
+    /// members of `system:masters` may do everything regardless.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "RBAC",
+        value_name = "MODES"
+    )]
+    pub authorization_mode: Vec<rkcm_apiserver::auth::authorization::Mode>,
 }
 
 /// `--cluster-cidr` of `rkcm up` (kind's and kubeadm's pod network).
@@ -156,6 +166,7 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         max_requests_inflight: args.max_requests_inflight,
         max_mutating_requests_inflight: args.max_mutating_requests_inflight,
         admission: args.admission.config(),
+        authorization_modes: args.authorization_mode.clone(),
         ..ApiConfig::default()
     })
     .await

@@ -114,9 +114,9 @@ fn generate() -> Generated {
         }};
     }
     use k8s_openapi::api::{
-        admissionregistration, apps, authentication, autoscaling, batch, certificates,
-        coordination, core, discovery, events, flowcontrol, networking, node, policy, rbac,
-        scheduling, storage,
+        admissionregistration, apps, authentication, authorization, autoscaling, batch,
+        certificates, coordination, core, discovery, events, flowcontrol, networking, node, policy,
+        rbac, scheduling, storage,
     };
     use k8s_openapi::apimachinery::pkg::apis::meta;
     use k8s_openapi::kube_aggregator::pkg::apis::apiregistration;
@@ -229,6 +229,34 @@ fn generate() -> Generated {
         "v1",
         "TokenReview",
         authentication::v1::TokenReview,
+        list = false
+    );
+    kind!(
+        "authorization.k8s.io",
+        "v1",
+        "LocalSubjectAccessReview",
+        authorization::v1::LocalSubjectAccessReview,
+        list = false
+    );
+    kind!(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectAccessReview",
+        authorization::v1::SelfSubjectAccessReview,
+        list = false
+    );
+    kind!(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectRulesReview",
+        authorization::v1::SelfSubjectRulesReview,
+        list = false
+    );
+    kind!(
+        "authorization.k8s.io",
+        "v1",
+        "SubjectAccessReview",
+        authorization::v1::SubjectAccessReview,
         list = false
     );
     kind!(

@@ -7,11 +7,15 @@
 //! credentials is refused (kube's `union.NewFailOnError`), never treated as anonymous. Every user
 //! recognised gets the `system:authenticated` group.
 //!
-//! The user travels with the request as a [`UserInfo`] extension, for the authorizer. No
-//! authorizer exists yet: every authenticated user may do everything; the anonymous user may read
-//! the public paths only (what kube's default RBAC gives it).
+//! The user travels with the request as a [`UserInfo`] extension, for the authorizer
+//! ([`authorization`]); the anonymous user may read the public paths only (what kube's default
+//! RBAC gives it).
 
+pub mod authorization;
+pub mod bootstrap_policy;
 pub mod chain;
+pub mod escalation;
+pub mod impersonation;
 pub mod jwt;
 pub mod oidc;
 pub mod request_user;
@@ -22,6 +26,7 @@ pub mod token_file;
 pub mod user;
 pub mod x509;
 
+pub use authorization::{Attributes, Authorizer, Decision};
 pub use chain::{Authenticator, TokenResult};
 pub use serviceaccount::{ObjectLookup, ServiceAccountTokens};
 pub use signing_key::SigningKey;

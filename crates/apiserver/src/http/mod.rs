@@ -1,5 +1,6 @@
 //! HTTP layer: routing, authentication, content negotiation and the handlers.
 
+pub mod authorize;
 pub mod body;
 pub mod decode;
 pub mod discovery;
@@ -8,6 +9,7 @@ pub mod field_validation;
 pub mod filter;
 pub mod handlers;
 pub mod inflight;
+pub mod impersonate;
 pub mod negotiate;
 pub mod params;
 pub mod path;
@@ -41,6 +43,8 @@ pub struct AppState {
     pub services: Arc<ServiceAllocators>,
     /// Who sent a request.
     pub auth: Arc<Authenticator>,
+    /// Whether the user may do what they ask.
+    pub authorizer: Arc<crate::auth::Authorizer>,
     /// Limits of requested service-account tokens.
     pub token_expiration: TokenExpiration,
     /// The `/.well-known/openid-configuration` document.
@@ -100,6 +104,14 @@ pub fn router(state: SharedState) -> Router {
         .layer(state.metrics.clone())
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&state),
+            authorize::authorize,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&state),
+            impersonate::impersonate,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&state),
             authenticate,
         ))
         .with_state(state)
@@ -141,8 +153,8 @@ pub fn is_public(path: &str) -> bool {
 
 /// Authenticates every request (see [`crate::auth`]) and puts its [`crate::auth::UserInfo`] in
 /// the request's extensions. Bad credentials get 401 Unauthorized anywhere; the anonymous user
-/// gets 401 except on the public paths. There is no authorizer yet: any authenticated user may do
-/// everything.
+/// gets 401 except on the public paths. What the user may do is [`authorize::authorize`]'s
+/// decision.
 async fn authenticate(State(state): State<SharedState>, mut req: Request, next: Next) -> Response {
     let user = state.auth.authenticate(
         req.headers(),

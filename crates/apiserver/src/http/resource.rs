@@ -12,8 +12,8 @@ use rkcm_apimachinery::catalog::ResourceInfo;
 use crate::auth::UserInfo;
 use crate::error::{ApiError, ApiResult};
 use crate::http::handlers::{
-    binding, create, delete, delete_collection, eviction, get, list, patch, reviews, scale,
-    token_request, update, watch, ResourceRequest,
+    access_reviews, binding, create, delete, delete_collection, eviction, get, list, patch,
+    reviews, scale, token_request, update, watch, ResourceRequest,
 };
 use crate::http::negotiate;
 use crate::http::params::Params;
@@ -106,6 +106,10 @@ async fn dispatch(
             Method::POST if info.group == "authentication.k8s.io" => {
                 require_verb(info, "create", method)?;
                 reviews::create(&req, user, body).await
+            }
+            Method::POST if info.group == "authorization.k8s.io" => {
+                require_verb(info, "create", method)?;
+                access_reviews::create(&req, user, body).await
             }
             Method::POST => {
                 require_verb(info, "create", method)?;

@@ -6,7 +6,7 @@
 //!
 //! The escalation checks of kube's RBAC storage (`policybased`: a user may only create or
 //! update a role granting what they hold, or bind a role they may `bind`) need the requesting
-//! user and an authorizer; they belong to the identity work and are not done here.
+//! user and the authorizer: the write handlers run them ([`crate::auth::escalation`]).
 
 use rkcm_apimachinery::catalog::ResourceInfo;
 use serde_json::Value;

@@ -19,6 +19,7 @@ pub async fn create(req: &ResourceRequest<'_>, body: Body) -> ApiResult<Response
     }
     let bytes = read_body(req.headers, body).await?;
     let (obj, warnings) = decode_object(info, req.headers, &bytes, req.params)?;
+    req.check_escalation("", &obj)?;
     let created = rest::create(
         req.store(),
         req.allocators(),

@@ -4,6 +4,7 @@
 //! Mirrors `staging/src/k8s.io/apiserver/pkg/endpoints/handlers` (get.go, create.go, update.go,
 //! patch.go, delete.go, watch.go). [`crate::http::resource`] routes a request to its handler.
 
+pub mod access_reviews;
 pub mod binding;
 pub mod create;
 pub mod delete;

@@ -99,6 +99,9 @@ async fn patch_object(
         for path in checked.iter().flat_map(|c| &c.unknown) {
             remove_path(&mut patched, path);
         }
+        if target == UpdateTarget::Main {
+            req.check_escalation(name, &patched)?;
+        }
         let pinned = pin_resource_version(&mut patched, &current.value, current.revision);
         let updated = rest::update(
             req.store(),

@@ -33,7 +33,7 @@ pub struct ResourceRequest<'a> {
     pub params: &'a Params,
     /// The representation of the answer.
     pub out: Output,
-    /// Who sent the request (absent only for requests built in-process).
+    /// Who asks, after impersonation (absent only for requests built in-process).
     pub user: Option<&'a UserInfo>,
 }
 
@@ -46,6 +46,22 @@ impl ResourceRequest<'_> {
     /// The allocators of Services' cluster IPs and node ports.
     pub fn allocators(&self) -> &ServiceAllocators {
         &self.state.services
+    }
+
+    /// Refuses a write of `obj` (object `name`, empty on create) that would grant more RBAC
+    /// permissions than the user holds ([`crate::auth::escalation`]).
+    pub fn check_escalation(&self, name: &str, obj: &serde_json::Value) -> ApiResult<()> {
+        if self.info.group != "rbac.authorization.k8s.io" {
+            return Ok(());
+        }
+        crate::auth::escalation::check_write(
+            &self.state.authorizer,
+            self.user,
+            self.info.plural,
+            self.namespace.unwrap_or(""),
+            name,
+            obj,
+        )
     }
 
     /// The options of a write (`dryRun`), with the admission the write goes through.

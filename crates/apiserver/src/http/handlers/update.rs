@@ -23,6 +23,9 @@ pub async fn update(
     let info = req.info;
     let bytes = read_body(req.headers, body).await?;
     let (obj, warnings) = decode_object(info, req.headers, &bytes, req.params)?;
+    if target == UpdateTarget::Main {
+        req.check_escalation(name, &obj)?;
+    }
     let updated = rest::update(
         req.store(),
         req.allocators(),

@@ -1,0 +1,113 @@
+//! Where the RBAC authorizer reads roles and bindings: the server's own store, or a fixed set in
+//! tests (kube's `RoleGetter`, `RoleBindingLister`, `ClusterRoleGetter`,
+//! `ClusterRoleBindingLister`).
+
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use serde::de::DeserializeOwned;
+
+use rkcm_apimachinery::catalog;
+
+use crate::store::Store;
+
+/// The RBAC objects an authorizer decides from. Implementations are shared by every request and
+/// called concurrently.
+pub trait PolicySource: Send + Sync {
+    /// Every ClusterRoleBinding.
+    fn cluster_role_bindings(&self) -> Vec<ClusterRoleBinding>;
+    /// The RoleBindings of `namespace`.
+    fn role_bindings(&self, namespace: &str) -> Vec<RoleBinding>;
+    /// The ClusterRole `name`.
+    fn cluster_role(&self, name: &str) -> Option<ClusterRole>;
+    /// The Role `name` in `namespace`.
+    fn role(&self, namespace: &str, name: &str) -> Option<Role>;
+}
+
+const GROUP_VERSION: &str = "rbac.authorization.k8s.io/v1";
+
+fn decode<T: DeserializeOwned>(value: &serde_json::Value) -> Option<T> {
+    // Stored objects passed validation; one that does not decode grants nothing.
+    serde_json::from_value(value.clone()).ok()
+}
+
+impl Store {
+    fn rbac_list<T: DeserializeOwned>(&self, kind: &str, namespace: Option<&str>) -> Vec<T> {
+        let Some(info) = catalog::by_kind(GROUP_VERSION, kind) else {
+            return Vec::new();
+        };
+        let prefix = crate::rest::prefix(info, namespace);
+        let (items, _, _) = self.cache().list(&prefix, None, 0, &|_| true);
+        items.iter().filter_map(|o| decode(&o.value)).collect()
+    }
+
+    fn rbac_get<T: DeserializeOwned>(
+        &self,
+        kind: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<T> {
+        let info = catalog::by_kind(GROUP_VERSION, kind)?;
+        decode(&self.get(&crate::rest::key(info, namespace, name))?.value)
+    }
+}
+
+impl PolicySource for Store {
+    fn cluster_role_bindings(&self) -> Vec<ClusterRoleBinding> {
+        self.rbac_list("ClusterRoleBinding", None)
+    }
+
+    fn role_bindings(&self, namespace: &str) -> Vec<RoleBinding> {
+        self.rbac_list("RoleBinding", Some(namespace))
+    }
+
+    fn cluster_role(&self, name: &str) -> Option<ClusterRole> {
+        self.rbac_get("ClusterRole", None, name)
+    }
+
+    fn role(&self, namespace: &str, name: &str) -> Option<Role> {
+        self.rbac_get("Role", Some(namespace), name)
+    }
+}
+
+/// A fixed set of RBAC objects (tests, and checks against objects not yet stored).
+#[derive(Clone, Debug, Default)]
+pub struct StaticPolicy {
+    /// ClusterRoles.
+    pub cluster_roles: Vec<ClusterRole>,
+    /// ClusterRoleBindings.
+    pub cluster_role_bindings: Vec<ClusterRoleBinding>,
+    /// Roles.
+    pub roles: Vec<Role>,
+    /// RoleBindings.
+    pub role_bindings: Vec<RoleBinding>,
+}
+
+impl PolicySource for StaticPolicy {
+    fn cluster_role_bindings(&self) -> Vec<ClusterRoleBinding> {
+        self.cluster_role_bindings.clone()
+    }
+
+    fn role_bindings(&self, namespace: &str) -> Vec<RoleBinding> {
+        self.role_bindings
+            .iter()
+            .filter(|b| b.metadata.namespace.as_deref() == Some(namespace))
+            .cloned()
+            .collect()
+    }
+
+    fn cluster_role(&self, name: &str) -> Option<ClusterRole> {
+        self.cluster_roles
+            .iter()
+            .find(|r| r.metadata.name.as_deref() == Some(name))
+            .cloned()
+    }
+
+    fn role(&self, namespace: &str, name: &str) -> Option<Role> {
+        self.roles
+            .iter()
+            .find(|r| {
+                r.metadata.name.as_deref() == Some(name)
+                    && r.metadata.namespace.as_deref() == Some(namespace)
+            })
+            .cloned()
+    }
+}

@@ -1,0 +1,35 @@
+//! The authorization filter: every request, resource or not, watch included, is allowed by the
+//! authorizer chain or refused with kube's 403
+//! (`staging/src/k8s.io/apiserver/pkg/endpoints/filters/authorization.go`).
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::auth::authorization::forbidden;
+use crate::auth::{Attributes, UserInfo};
+use crate::http::{is_public, SharedState};
+
+/// Lets the request through when the authorizer allows its user to do what it asks; 403 with
+/// kube's message otherwise. The anonymous user reaches only the public paths, which
+/// authentication already checked.
+pub async fn authorize(State(state): State<SharedState>, req: Request, next: Next) -> Response {
+    let Some(user) = req.extensions().get::<UserInfo>() else {
+        return next.run(req).await;
+    };
+    if user.is_anonymous() && is_public(req.uri().path()) {
+        return next.run(req).await;
+    }
+    let attrs = Attributes::from_request(
+        user.clone(),
+        req.method(),
+        req.uri().path(),
+        req.uri().query(),
+    );
+    let decision = state.authorizer.authorize(&attrs);
+    if decision.is_allowed() {
+        return next.run(req).await;
+    }
+    tracing::debug!(uri = %req.uri(), reason = decision.reason(), user = %attrs.user.name, "forbidden");
+    forbidden(&attrs, decision.reason()).into_response()
+}

@@ -1,0 +1,32 @@
+//! The impersonation filter: a request with `Impersonate-*` headers continues as the user they
+//! name, once the authorizer allowed the caller to impersonate each part of it
+//! ([`crate::auth::impersonation`]).
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::auth::{impersonation, UserInfo};
+use crate::http::SharedState;
+
+/// Replaces the request's user by the impersonated one, or answers kube's 403 (500 for
+/// groups or extras without a user).
+pub async fn impersonate(
+    State(state): State<SharedState>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let Some(requestor) = req.extensions().get::<UserInfo>().cloned() else {
+        return next.run(req).await;
+    };
+    match impersonation::impersonate(&requestor, req.headers(), |a| state.authorizer.authorize(a)) {
+        Ok(None) => next.run(req).await,
+        Ok(Some(user)) => {
+            tracing::debug!(requestor = %requestor.name, user = %user.name, "impersonating");
+            impersonation::strip_headers(req.headers_mut());
+            req.extensions_mut().insert(user);
+            next.run(req).await
+        }
+        Err(e) => e.into_response(),
+    }
+}
