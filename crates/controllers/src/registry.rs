@@ -15,6 +15,7 @@ use rkcm_runtime::{Clock, Shutdown, SystemClock};
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::ReplicationController;
 
+use crate::resourcequota;
 use crate::statefulset;
 use crate::{
     clusterroleaggregation, cronjob, daemon, deployment, disruption, endpoint, endpointslice,
@@ -74,6 +75,8 @@ pub const ROOT_CA_PUBLISHER: &str = "root-ca-certificate-publisher-controller";
 pub const ENDPOINTS: &str = "endpoints-controller";
 /// Canonical name of the EndpointSlice controller.
 pub const ENDPOINTSLICE: &str = "endpointslice-controller";
+/// Canonical name of the resource quota controller.
+pub const RESOURCEQUOTA: &str = "resourcequota-controller";
 /// Canonical name of the EndpointSlice mirroring controller.
 pub const ENDPOINTSLICE_MIRRORING: &str = "endpointslice-mirroring-controller";
 
@@ -119,7 +122,7 @@ pub const KNOWN: &[ControllerName] = &[
     implemented(kube(ENDPOINTSLICE_MIRRORING, &["endpointslicemirroring"])),
     implemented(kube(REPLICATIONCONTROLLER, &["replicationcontroller"])),
     implemented(kube(PODGC, &["podgc"])),
-    kube("resourcequota-controller", &["resourcequota"]),
+    implemented(kube(RESOURCEQUOTA, &["resourcequota"])),
     implemented(kube(NAMESPACE, &["namespace"])),
     implemented(kube(SERVICEACCOUNT, &["serviceaccount"])),
     implemented(kube(GARBAGECOLLECTOR, &["garbagecollector"])),
@@ -336,6 +339,10 @@ pub struct ControllerOptions {
     /// `--service-account-private-key-file`; without it that controller does not start.
     pub service_account_token_generator:
         Option<Arc<dyn serviceaccount::tokens::LegacyTokenGenerator>>,
+    /// `--concurrent-resourcequota-syncs`.
+    pub concurrent_resourcequota_syncs: usize,
+    /// `--resource-quota-sync-period`.
+    pub resource_quota_sync_period: Duration,
     /// Wall clock for every controller.
     pub clock: Arc<dyn Clock>,
 }
@@ -367,6 +374,8 @@ impl Default for ControllerOptions {
             mirroring_endpointslice_updates_batch_period: Duration::ZERO,
             concurrent_serviceaccount_token_syncs: 5,
             service_account_token_generator: None,
+            concurrent_resourcequota_syncs: resourcequota::DEFAULT_WORKERS,
+            resource_quota_sync_period: resourcequota::DEFAULT_SYNC_PERIOD,
             clock: Arc::new(SystemClock),
         }
     }
@@ -480,6 +489,7 @@ fn required_resources(name: &str) -> &'static [(&'static str, &'static str)] {
             ("v1", "services"),
         ],
         SERVICEACCOUNT_TOKEN => &[("v1", "serviceaccounts"), ("v1", "secrets")],
+        RESOURCEQUOTA => &[("v1", "resourcequotas"), ("v1", "pods")],
         STATEFULSET => &[
             ("apps/v1", "statefulsets"),
             ("apps/v1", "controllerrevisions"),
@@ -743,6 +753,18 @@ pub async fn start(
                 },
             );
             let workers = o.mirroring_concurrent_service_endpoint_syncs;
+            Box::pin(async move { c.run(workers, shutdown).await })
+        }
+        RESOURCEQUOTA => {
+            let c = resourcequota::ResourceQuotaController::new(
+                ctx.factory,
+                client,
+                resourcequota::Config {
+                    resync_period: o.resource_quota_sync_period,
+                    clock: Arc::clone(&o.clock),
+                },
+            );
+            let workers = o.concurrent_resourcequota_syncs;
             Box::pin(async move { c.run(workers, shutdown).await })
         }
         other => return Err(StartError::Unknown(other.to_string())),
