@@ -113,7 +113,7 @@ async fn main() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let config = rkcm_apiserver::Config {
         data_dir: (!args.memory).then(|| dir.path().to_path_buf()),
-        ..Default::default()
+        ..rkcm_apiserver::testing::config()
     };
     let server = rkcm_apiserver::testing::start_with(config).await;
     let client = server.client();

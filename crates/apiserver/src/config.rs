@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::admission::AdmissionConfig;
 use crate::allocators::{
     Ipv4Cidr, PortRange, DEFAULT_SERVICE_CLUSTER_IP_RANGE, DEFAULT_SERVICE_NODE_PORT_RANGE,
 };
@@ -41,6 +42,8 @@ pub struct Config {
     /// Longest validity of a requested token (`--service-account-max-token-expiration`); no
     /// limit when `None`.
     pub service_account_max_token_expiration: Option<Duration>,
+    /// Admission plugins and their settings (`--enable-admission-plugins`, ...).
+    pub admission: AdmissionConfig,
 }
 
 impl Default for Config {
@@ -63,6 +66,7 @@ impl Default for Config {
             service_account_issuer: crate::auth::serviceaccount::DEFAULT_ISSUER.to_string(),
             api_audiences: Vec::new(),
             service_account_max_token_expiration: None,
+            admission: AdmissionConfig::default(),
         }
     }
 }

@@ -12,6 +12,7 @@
 //! output the simulated kubelet recorded in the pod annotation `rkcm.io/container-logs` — it
 //! serves that text, so `kubectl logs` shows what a Job's `echo` printed.
 
+pub mod admission;
 pub mod allocators;
 pub mod auth;
 pub mod config;

@@ -10,6 +10,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::admission::{self, Chain, PluginContext};
 use crate::allocators::ServiceAllocators;
 use crate::auth::{self, Authenticator, ClientCertificate, ServiceAccountTokens, SigningKey};
 use crate::config::Config;
@@ -50,6 +51,9 @@ pub enum Error {
     /// The service-account signing key could not be loaded or created.
     #[error("preparing the service account signing key")]
     SigningKey(#[from] auth::signing_key::Error),
+    /// The admission flags name unknown plugins or both enable and disable one.
+    #[error("admission plugins: {0}")]
+    Admission(#[from] admission::Error),
 }
 
 /// A Kubernetes-compatible API server, ready to serve.
@@ -60,6 +64,7 @@ pub struct ApiServer {
     token: String,
     tls: Option<TlsMaterial>,
     auth: Arc<Authenticator>,
+    admission: Arc<Chain>,
 }
 
 impl ApiServer {
@@ -79,6 +84,10 @@ impl ApiServer {
             None => Arc::new(MemoryBackend::new()),
         };
         let store = Store::new(backend, config.watch_cache_capacity).await?;
+        let admission = Arc::new(Chain::new(&PluginContext {
+            store: store.clone(),
+            config: config.admission.clone(),
+        })?);
         let services = Arc::new(ServiceAllocators::new(
             config.service_cluster_ip_range,
             config.service_node_port_range,
@@ -135,7 +144,18 @@ impl ApiServer {
             token,
             tls,
             auth,
+            admission,
         })
+    }
+
+    /// The admission plugins that run, in order.
+    pub fn admission_plugins(&self) -> Vec<&'static str> {
+        self.admission.names()
+    }
+
+    /// Enabled admission plugins kube has and rkcm does not implement (they do not run).
+    pub fn admission_plugins_not_implemented(&self) -> &[&'static str] {
+        self.admission.not_implemented()
     }
 
     /// The admin bearer token.
@@ -189,6 +209,7 @@ impl ApiServer {
             ),
             bookmark_interval: self.config.bookmark_interval,
             shutdown,
+            admission: Arc::clone(&self.admission),
         }))
     }
 

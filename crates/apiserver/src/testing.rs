@@ -5,6 +5,7 @@ use std::path::Path;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::admission::AdmissionConfig;
 use crate::config::Config;
 use crate::kubeconfig::{kubeconfig, kubeconfig_yaml};
 use crate::server::ApiServer;
@@ -22,9 +23,22 @@ pub struct TestServer {
 
 /// Starts an in-memory server with TLS and a token on an ephemeral loopback port.
 ///
+/// The server runs kube's default admission plugins except `ServiceAccount`, as kube's own
+/// integration tests start theirs (`--disable-admission-plugins=ServiceAccount`): tests create
+/// pods without running the controller that makes each namespace's `default` ServiceAccount.
+///
 /// Panics if the server cannot start (tests only).
 pub async fn start() -> TestServer {
-    start_with(Config::default()).await
+    start_with(config()).await
+}
+
+/// The configuration [`start`] uses: the defaults, with the `ServiceAccount` admission plugin
+/// disabled.
+pub fn config() -> Config {
+    Config {
+        admission: AdmissionConfig::disabling(&[crate::admission::plugins::SERVICE_ACCOUNT]),
+        ..Config::default()
+    }
 }
 
 /// Starts a server with `config` (its `bind` is ignored: the server listens on `127.0.0.1:0`).

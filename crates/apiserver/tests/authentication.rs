@@ -431,7 +431,7 @@ async fn users_of_the_token_auth_file_authenticate() {
     std::fs::write(&file, "s3cret,carol,1001,\"ops,dev\"\n").expect("write");
     let server = testing::start_with(rkcm_apiserver::Config {
         token_auth_file: Some(file),
-        ..Default::default()
+        ..testing::config()
     })
     .await;
     let carol = client(&server, Creds::Token("s3cret")).await;

@@ -52,7 +52,7 @@ async fn send_h1(
 async fn server() -> (rkcm_apiserver::testing::TestServer, std::net::SocketAddr) {
     let config = rkcm_apiserver::Config {
         tls: false,
-        ..Default::default()
+        ..rkcm_apiserver::testing::config()
     };
     let server = rkcm_apiserver::testing::start_with(config).await;
     let addr = server

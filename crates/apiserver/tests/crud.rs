@@ -254,7 +254,7 @@ async fn watch_delivers_changes_and_resumes() {
 async fn watch_from_an_expired_revision_gets_410() {
     let config = rkcm_apiserver::Config {
         watch_cache_capacity: 2,
-        ..Default::default()
+        ..rkcm_apiserver::testing::config()
     };
     let server = rkcm_apiserver::testing::start_with(config).await;
     let pods: Api<Pod> = Api::namespaced(server.client(), "default");

@@ -17,7 +17,7 @@ const CHILD_ENV: &str = "RKCM_DURABILITY_CHILD_DIR";
 fn config(dir: &std::path::Path) -> Config {
     Config {
         data_dir: Some(dir.to_path_buf()),
-        ..Default::default()
+        ..testing::config()
     }
 }
 

@@ -250,7 +250,7 @@ async fn binding_sets_the_node_once() {
 async fn bookmarks_arrive_when_asked_for() {
     let config = rkcm_apiserver::Config {
         bookmark_interval: Duration::from_millis(50),
-        ..Default::default()
+        ..rkcm_apiserver::testing::config()
     };
     let server = rkcm_apiserver::testing::start_with(config).await;
     let pods: Api<Pod> = Api::namespaced(server.client(), "default");

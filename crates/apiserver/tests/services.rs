@@ -239,7 +239,7 @@ async fn allocations_are_rebuilt_from_the_store_on_restart() {
     let dir = tempfile::tempdir().expect("tempdir");
     let config = || Config {
         data_dir: Some(dir.path().to_path_buf()),
-        ..Default::default()
+        ..testing::config()
     };
     let server = testing::start_with(config()).await;
     let services: Api<Service> = Api::namespaced(server.client(), "default");

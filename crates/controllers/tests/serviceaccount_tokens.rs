@@ -63,7 +63,7 @@ async fn token_secrets_get_a_token_the_server_accepts_and_go_with_their_account(
     let dir = tempfile::tempdir()?;
     let server = rkcm_apiserver::testing::start_with(rkcm_apiserver::Config {
         data_dir: Some(dir.path().to_path_buf()),
-        ..Default::default()
+        ..rkcm_apiserver::testing::config()
     })
     .await;
     let key = SigningKey::load_or_generate(Some(dir.path()))?;

@@ -179,6 +179,10 @@ impl Cluster {
             .arg("--port=0")
             .arg("--data-dir")
             .arg(dir.path())
+            // These clusters run only the controllers under measure, not the one that creates
+            // each namespace's `default` ServiceAccount: as kube's integration tests do, the
+            // ServiceAccount admission plugin is off.
+            .arg("--disable-admission-plugins=ServiceAccount")
             .args(args)
             .env("RUST_LOG", "error")
             .stdin(Stdio::null())

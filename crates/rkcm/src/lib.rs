@@ -1,5 +1,6 @@
 //! The `rkcm` binary's library: command line, controller manager process and `rkcm up`.
 
+pub mod admission_args;
 pub mod bench;
 pub mod cli;
 pub mod logging;

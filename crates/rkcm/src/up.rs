@@ -75,6 +75,10 @@ pub struct UpArgs {
     /// (0: no limit); longer requests are given this duration.
     #[arg(long, default_value = "0s", value_parser = rkcm_apimachinery::duration::parse_non_negative, value_name = "DURATION")]
     pub service_account_max_token_expiration: Duration,
+
+    /// Admission plugins and their settings.
+    #[command(flatten)]
+    pub admission: crate::admission_args::AdmissionArgs,
 }
 
 /// The default data directory: `$XDG_STATE_HOME/rkcm`, else `~/.local/state/rkcm`.
@@ -115,6 +119,7 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         api_audiences: args.api_audiences.clone(),
         service_account_max_token_expiration: Some(args.service_account_max_token_expiration)
             .filter(|d| !d.is_zero()),
+        admission: args.admission.config(),
         ..ApiConfig::default()
     })
     .await
@@ -129,6 +134,16 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
             anyhow::anyhow!(in_use).context("starting the API server")
         }
     })?;
+    tracing::info!(
+        plugins = server.admission_plugins().join(","),
+        "admission plugins"
+    );
+    if !server.admission_plugins_not_implemented().is_empty() {
+        tracing::info!(
+            plugins = server.admission_plugins_not_implemented().join(","),
+            "enabled admission plugins that rkcm does not implement are skipped"
+        );
+    }
     let host = if addr.ip().is_unspecified() {
         "127.0.0.1".to_string()
     } else if addr.is_ipv6() {

@@ -131,13 +131,7 @@ spec:
 
     // Every namespace gets its default ServiceAccount and the root CA ConfigMap.
     cluster.kubectl(&["create", "namespace", "team"]);
-    cluster.eventually("the default ServiceAccount of team", MINUTE, || {
-        cluster
-            .kubectl_output(&["get", "serviceaccount", "default", "-n", "team"])
-            .status
-            .success()
-            .then_some(())
-    });
+    cluster.wait_for_default_service_account("team");
     cluster.eventually("kube-root-ca.crt in team", MINUTE, || {
         let out = cluster.kubectl_output(&[
             "get",

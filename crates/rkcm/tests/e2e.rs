@@ -238,6 +238,7 @@ fn a_pod_that_never_becomes_ready_exceeds_the_progress_deadline() {
 fn deleting_a_namespace_empties_and_removes_it() {
     let cluster = Cluster::start(&["--pod-ready-delay", "100ms"]);
     cluster.kubectl(&["create", "namespace", "scratch"]);
+    cluster.wait_for_default_service_account("scratch");
     let manifest = deployment("inside", 3, "nginx", "", "");
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("d.yaml");

@@ -86,6 +86,7 @@ pub(crate) fn write_options(params: &Params) -> ApiResult<WriteOptions> {
     Ok(WriteOptions {
         dry_run: params.dry_run()?,
         server_owned: false,
+        admission: None,
     })
 }
 

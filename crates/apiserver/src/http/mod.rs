@@ -48,6 +48,8 @@ pub struct AppState {
     pub bookmark_interval: Duration,
     /// Cancelled when the server stops; open watches end.
     pub shutdown: tokio_util::sync::CancellationToken,
+    /// The admission plugins every client write goes through.
+    pub admission: Arc<crate::admission::Chain>,
 }
 
 /// How long requested service-account tokens live (`--service-account-max-token-expiration`,

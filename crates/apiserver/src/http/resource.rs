@@ -92,6 +92,7 @@ async fn dispatch(
         headers,
         params: &params,
         out,
+        user,
     };
     match (path.name.as_deref(), path.subresource.as_deref()) {
         (None, None) => match *method {

@@ -23,23 +23,14 @@ use super::podspec::{
 };
 use super::{FieldError, GracefulDelete, Strategy};
 
-/// `SetDefaults_Pod`: requests default to limits, `enableServiceLinks` to true; plus what the
-/// `Priority` admission plugin sets for pods without a priority class.
+/// `SetDefaults_Pod`: requests default to limits, `enableServiceLinks` to true. (A pod's
+/// `priority` and `preemptionPolicy` are the `Priority` admission plugin's.)
 fn default_pod(pod: &mut Value) {
     let Some(spec) = object_mut(pod, &["spec"]) else {
         return;
     };
     default_pod_spec(spec);
     default_field(spec, "enableServiceLinks", json!(true));
-    // TODO: PriorityClass objects are not served: the two system classes have their kube
-    // values, any other class name (or none) gets the default priority 0.
-    let priority = match spec.get("priorityClassName").and_then(Value::as_str) {
-        Some("system-node-critical") => 2_000_001_000,
-        Some("system-cluster-critical") => 2_000_000_000,
-        _ => 0,
-    };
-    default_field(spec, "priority", json!(priority));
-    default_field(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
     for list in CONTAINER_LISTS {
         let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) else {
             continue;
@@ -361,7 +352,6 @@ impl Strategy for PodStrategy {
 
     fn prepare_for_create(&self, obj: &mut Value) {
         self.base.prepare_for_create(obj);
-        add_default_tolerations(obj);
         let qos = qos_class(obj);
         set(
             obj,
@@ -477,45 +467,6 @@ impl Strategy for PodStrategy {
     }
 }
 
-/// Seconds a pod stays bound to a not-ready or unreachable node
-/// (`--default-not-ready-toleration-seconds`, `--default-unreachable-toleration-seconds`).
-const DEFAULT_TOLERATION_SECONDS: i64 = 300;
-
-/// What the `DefaultTolerationSeconds` admission plugin adds to a new pod: `NoExecute`
-/// tolerations of the not-ready and unreachable node taints, unless the pod already has them.
-fn add_default_tolerations(pod: &mut Value) {
-    let Some(spec) = object_mut(pod, &["spec"]) else {
-        return;
-    };
-    let tolerations = spec
-        .entry("tolerations".to_string())
-        .or_insert_with(|| json!([]));
-    if !tolerations.is_array() {
-        *tolerations = json!([]);
-    }
-    let Some(list) = tolerations.as_array_mut() else {
-        return;
-    };
-    for taint in [
-        "node.kubernetes.io/not-ready",
-        "node.kubernetes.io/unreachable",
-    ] {
-        let tolerated = list.iter().any(|t| {
-            let key = get_str(t, &["key"]).unwrap_or("");
-            let effect = get_str(t, &["effect"]).unwrap_or("");
-            (key == taint || key.is_empty()) && (effect == "NoExecute" || effect.is_empty())
-        });
-        if !tolerated {
-            list.push(json!({
-                "key": taint,
-                "operator": "Exists",
-                "effect": "NoExecute",
-                "tolerationSeconds": DEFAULT_TOLERATION_SECONDS,
-            }));
-        }
-    }
-}
-
 /// `preserveOldObservedGeneration`: a status write that leaves `observedGeneration` unset
 /// (in the status or in a condition) keeps the old value.
 fn preserve_observed_generation(new: &mut Value, old: &Value) {
@@ -594,14 +545,9 @@ mod tests {
         assert_eq!(spec["terminationGracePeriodSeconds"], 30);
         assert_eq!(spec["securityContext"], json!({}));
         assert_eq!(spec["enableServiceLinks"], true);
-        assert_eq!(spec["priority"], 0);
-        assert_eq!(
-            spec["tolerations"],
-            json!([
-                {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
-                {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
-            ])
-        );
+        // Priority and the default tolerations are admission's, not defaults.
+        assert!(spec.get("priority").is_none());
+        assert!(spec.get("tolerations").is_none());
         let policies: Vec<&str> = spec["containers"]
             .as_array()
             .expect("containers")
@@ -652,18 +598,6 @@ mod tests {
             "{:?}",
             s.validate_create(&p)
         );
-    }
-
-    #[test]
-    fn pods_tolerating_every_taint_get_no_default_tolerations() {
-        let s = strategy();
-        let mut p = pod(json!([{"name": "a", "image": "x"}]));
-        p["spec"]["tolerations"] = json!([{"operator": "Exists"}]);
-        p["spec"]["priorityClassName"] = json!("system-node-critical");
-        s.default(&mut p);
-        s.prepare_for_create(&mut p);
-        assert_eq!(p["spec"]["tolerations"], json!([{"operator": "Exists"}]));
-        assert_eq!(p["spec"]["priority"], 2_000_001_000);
     }
 
     #[test]

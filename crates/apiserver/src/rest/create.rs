@@ -8,10 +8,11 @@ use rkcm_apimachinery::catalog::ResourceInfo;
 
 use super::keys::key;
 use super::names::{random_suffix, GENERATE_NAME_ATTEMPTS};
-use super::namespaces::{admit_create, is_namespace, prepare_namespace_for_create};
+use super::namespaces::{is_namespace, prepare_namespace_for_create};
 use super::request_checks::{check_namespace, check_type};
 use super::services::{allocation_error, is_service};
 use super::write::{storage_error, WriteOptions};
+use crate::admission::Operation;
 use crate::allocators::{service as service_fields, ServiceAllocators};
 use crate::error::{ApiError, ApiResult};
 use crate::object;
@@ -41,9 +42,6 @@ pub async fn create(
         ));
     }
     let requested_name = object::name(&obj).to_string();
-    if let Some(ns) = namespace.filter(|_| info.namespaced()) {
-        admit_create(store, info, ns, &requested_name)?;
-    }
     for field in [
         "resourceVersion",
         "deletionTimestamp",
@@ -53,6 +51,29 @@ pub async fn create(
         object::remove_meta(&mut obj, field);
     }
     strategy.default(&mut obj);
+    if let Some(admission) = &opts.admission {
+        // The mutating phase sees the decoded, defaulted object, before the kind prepares it
+        // (`createHandler` calls `Admit` before `Store.Create`).
+        let mut attrs = admission.attributes(
+            Operation::Create,
+            info,
+            "",
+            namespace,
+            &requested_name,
+            Some(obj),
+            None,
+            opts.dry_run,
+        );
+        admission.admit(&mut attrs).await?;
+        obj = attrs.into_object().unwrap_or(Value::Null);
+        check_type(info, &mut obj)?;
+        if object::metadata_mut(&mut obj).is_none() {
+            return Err(ApiError::internal(
+                "admission",
+                "a plugin left an object without metadata",
+            ));
+        }
+    }
     strategy.prepare_for_create(&mut obj);
     if is_namespace(info) {
         prepare_namespace_for_create(&mut obj, &requested_name);
@@ -119,6 +140,22 @@ pub async fn create(
         } else {
             None
         };
+        if let Some(admission) = &opts.admission {
+            // The validating phase sees the object as it would be stored, its name generated
+            // (`createValidation` in `Store.Create`).
+            let attrs = admission.attributes(
+                Operation::Create,
+                info,
+                "",
+                namespace,
+                &name,
+                Some(candidate),
+                None,
+                opts.dry_run,
+            );
+            admission.validate(&attrs).await?;
+            candidate = attrs.into_object().unwrap_or(Value::Null);
+        }
         if opts.dry_run {
             if store.get(&key).is_some() {
                 return Err(ApiError::already_exists(info, &name));

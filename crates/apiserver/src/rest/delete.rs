@@ -5,10 +5,11 @@ use serde_json::{json, Value};
 use rkcm_apimachinery::catalog::ResourceInfo;
 
 use super::keys::key;
-use super::namespaces::{is_namespace, SYSTEM_NAMESPACES};
+use super::namespaces::is_namespace;
 use super::services::is_service;
 use super::system_metadata::same_content;
 use super::write::{storage_error, UPDATE_ATTEMPTS};
+use crate::admission::Operation;
 use crate::allocators::ServiceAllocators;
 use crate::error::{ApiError, ApiResult};
 use crate::object;
@@ -37,6 +38,8 @@ pub struct DeleteOptions {
     pub precondition_resource_version: Option<String>,
     /// `dryRun=All`.
     pub dry_run: bool,
+    /// The admission of a client's request (none for deletes the server makes itself).
+    pub admission: Option<crate::admission::Admission>,
 }
 
 impl DeleteOptions {
@@ -120,12 +123,19 @@ pub async fn delete(
 ) -> ApiResult<Deleted> {
     let strategy = registry::strategy(info);
     let is_namespace = is_namespace(info);
-    if is_namespace && SYSTEM_NAMESPACES.contains(&name) {
-        return Err(ApiError::forbidden(
+    if let Some(admission) = &opts.admission {
+        // `deleteHandler` admits the request before reading the object: no object, no old one.
+        let mut attrs = admission.attributes(
+            Operation::Delete,
             info,
+            "",
+            namespace,
             name,
-            "this namespace may not be deleted",
-        ));
+            None,
+            None,
+            opts.dry_run,
+        );
+        admission.admit(&mut attrs).await?;
     }
     if let Some(g) = opts.grace_period_seconds {
         if g < 0 {
@@ -166,6 +176,20 @@ pub async fn delete(
                     ),
                 ));
             }
+        }
+        if let Some(admission) = &opts.admission {
+            // `deleteValidation` in `Store.Delete`: the object being deleted is the old one.
+            let attrs = admission.attributes(
+                Operation::Delete,
+                info,
+                "",
+                namespace,
+                name,
+                None,
+                Some(old.clone()),
+                opts.dry_run,
+            );
+            admission.validate(&attrs).await?;
         }
         let mut next = old.clone();
         let mut finalizers = object::finalizers(old);

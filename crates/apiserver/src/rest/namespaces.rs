@@ -1,5 +1,6 @@
-//! What the generic registry does for namespaces itself: the system namespaces, NamespaceLifecycle
-//! admission of creates, and a new namespace's finalizer, phase and name label.
+//! What the generic registry does for namespaces itself: the system namespaces, and a new
+//! namespace's finalizer, phase and name label. NamespaceLifecycle admission is in
+//! [`crate::admission`].
 
 use serde_json::{json, Value};
 
@@ -9,7 +10,7 @@ use super::create::create;
 use super::keys::key;
 use super::write::WriteOptions;
 use crate::allocators::ServiceAllocators;
-use crate::error::{ApiError, ApiResult, Cause};
+use crate::error::ApiResult;
 use crate::object;
 use crate::store::Store;
 
@@ -28,45 +29,6 @@ fn namespace_info() -> &'static ResourceInfo {
 /// Whether `info` is the core/v1 namespaces.
 pub(crate) fn is_namespace(info: &ResourceInfo) -> bool {
     info.kind == "Namespace" && info.group.is_empty()
-}
-
-/// NamespaceLifecycle admission for creates: the namespace must exist and not be terminating.
-pub(crate) fn admit_create(
-    store: &Store,
-    info: &ResourceInfo,
-    namespace: &str,
-    name: &str,
-) -> ApiResult<()> {
-    let ns_info = namespace_info();
-    let Some(ns) = store.get(&key(ns_info, None, namespace)) else {
-        return Err(ApiError::not_found(ns_info, namespace));
-    };
-    let terminating = object::is_deleting(&ns.value)
-        || ns.value.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating");
-    if terminating {
-        let why = format!(
-            "unable to create new content in namespace {namespace} because it is being terminated"
-        );
-        let mut err = if name.is_empty() {
-            let mut e = ApiError::new(
-                403,
-                "Forbidden",
-                format!("{} is forbidden: {why}", info.qualified_plural()),
-            );
-            e.details.group = Some(info.group.to_string());
-            e.details.kind = Some(info.plural.to_string());
-            e
-        } else {
-            ApiError::forbidden(info, name, &why)
-        };
-        err.details.causes.push(Cause {
-            reason: "NamespaceTerminating".into(),
-            message: format!("namespace {namespace} is being terminated"),
-            field: "metadata.namespace".into(),
-        });
-        return Err(err);
-    }
-    Ok(())
 }
 
 /// Namespace `PrepareForCreate`: phase Active, the `kubernetes` finalizer, and the

@@ -14,6 +14,7 @@ use super::request_checks::{check_namespace, check_type, check_uid_precondition}
 use super::services::{allocation_error, is_service};
 use super::system_metadata::{keep_system_metadata, same_content};
 use super::write::{storage_error, WriteOptions, UPDATE_ATTEMPTS};
+use crate::admission::Operation;
 use crate::allocators::{service as service_fields, ServiceAllocators};
 use crate::error::{ApiError, ApiResult};
 use crate::object;
@@ -30,6 +31,17 @@ pub enum UpdateTarget {
     Status,
     /// Namespaces' `/finalize` (only `spec.finalizers`).
     Finalize,
+}
+
+impl UpdateTarget {
+    /// The subresource admission sees: empty, `status` or `finalize`.
+    pub fn subresource(self) -> &'static str {
+        match self {
+            UpdateTarget::Main => "",
+            UpdateTarget::Status => "status",
+            UpdateTarget::Finalize => "finalize",
+        }
+    }
 }
 
 /// Where the new object of an update comes from, which decides how a `metadata.uid` other than
@@ -98,7 +110,7 @@ pub async fn update(
     let unconditional = matches!(object::resource_version(&new), Ok(None));
     if !unconditional {
         return update_once(
-            store, allocators, info, namespace, name, new, target, source, opts,
+            store, allocators, info, namespace, name, new, target, source, &opts,
         )
         .await;
     }
@@ -113,7 +125,7 @@ pub async fn update(
             new.clone(),
             target,
             source,
-            opts,
+            &opts,
         )
         .await
         {
@@ -134,7 +146,7 @@ async fn update_once(
     mut new: Value,
     target: UpdateTarget,
     source: UpdateSource,
-    opts: WriteOptions,
+    opts: &WriteOptions,
 ) -> ApiResult<Updated> {
     let strategy = registry::strategy(info);
     check_type(info, &mut new)?;
@@ -157,7 +169,7 @@ async fn update_once(
     let Some(current) = store.get(&key) else {
         if target == UpdateTarget::Main && allow_create_on_update(info) {
             object::remove_meta(&mut new, "resourceVersion");
-            let object = create(store, allocators, info, namespace, new, opts).await?;
+            let object = create(store, allocators, info, namespace, new, opts.clone()).await?;
             return Ok(Updated {
                 object,
                 created: true,
@@ -178,9 +190,33 @@ async fn update_once(
             )));
         }
     }
+    if target == UpdateTarget::Main {
+        strategy.default(&mut new);
+    }
+    if let Some(admission) = &opts.admission {
+        // The mutating phase sees the decoded, defaulted object and the stored one, before the
+        // kind prepares the update (the admitting transformer of `updateHandler`).
+        let mut attrs = admission.attributes(
+            Operation::Update,
+            info,
+            target.subresource(),
+            namespace,
+            name,
+            Some(new),
+            Some(old.clone()),
+            opts.dry_run,
+        );
+        admission.admit(&mut attrs).await?;
+        new = attrs.into_object().unwrap_or(Value::Null);
+        if object::metadata_mut(&mut new).is_none() {
+            return Err(ApiError::internal(
+                "admission",
+                "a plugin left an object without metadata",
+            ));
+        }
+    }
     match target {
         UpdateTarget::Main => {
-            strategy.default(&mut new);
             strategy.prepare_for_update(&mut new, old);
             if is_namespace(info) {
                 // Only `/finalize` changes spec.finalizers; only the server changes the phase.
@@ -232,6 +268,21 @@ async fn update_once(
     };
     if !errors.is_empty() {
         return Err(ApiError::invalid(info, name, &errors));
+    }
+    if let Some(admission) = &opts.admission {
+        // `updateValidation` in `Store.Update`: after the kind's validation, before storage.
+        let attrs = admission.attributes(
+            Operation::Update,
+            info,
+            target.subresource(),
+            namespace,
+            name,
+            Some(new),
+            Some(old.clone()),
+            opts.dry_run,
+        );
+        admission.validate(&attrs).await?;
+        new = attrs.into_object().unwrap_or(Value::Null);
     }
     let updated = |object| Updated {
         object,

@@ -3,11 +3,12 @@
 
 use rkcm_apimachinery::catalog::ResourceInfo;
 
+use crate::admission::Admission;
 use crate::error::ApiError;
 use crate::storage;
 
 /// Options of a write request.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct WriteOptions {
     /// `dryRun=All`: validate, do not persist.
     pub dry_run: bool,
@@ -16,6 +17,9 @@ pub struct WriteOptions {
     /// loopback address can advertise that address, which kube's endpoint validation refuses
     /// (`may not be in the loopback range`) and kube-apiserver therefore never advertises.
     pub server_owned: bool,
+    /// The admission of a client's request; writes the server makes itself have none and are
+    /// not admitted.
+    pub admission: Option<Admission>,
 }
 
 /// Attempts of a read-modify-write (patch, scale, finalize) on conflicts with other writers.

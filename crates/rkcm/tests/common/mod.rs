@@ -47,7 +47,28 @@ impl Cluster {
         let data_dir = tmp.path().join("data");
         let mut cluster = Self::start_in(&data_dir, extra, 0);
         cluster._tmp = Some(tmp);
+        // Pods are admitted only once their namespace's `default` ServiceAccount exists; a
+        // cluster running its serviceaccount controller makes it just after starting.
+        if !extra.iter().any(|a| a.starts_with("--controllers")) {
+            cluster.wait_for_default_service_account("default");
+        }
         cluster
+    }
+
+    /// Waits until `namespace` has its `default` ServiceAccount, which the ServiceAccount
+    /// admission plugin requires of every pod created there (kube's e2e framework waits for it
+    /// in each test namespace too).
+    pub fn wait_for_default_service_account(&self, namespace: &str) {
+        self.eventually(
+            &format!("the default ServiceAccount of {namespace}"),
+            Duration::from_secs(60),
+            || {
+                self.kubectl_output(&["get", "serviceaccount", "default", "-n", namespace])
+                    .status
+                    .success()
+                    .then_some(())
+            },
+        );
     }
 
     fn start_in(data_dir: &Path, extra: &[&str], port: u16) -> Self {

@@ -6,7 +6,6 @@ use http::StatusCode;
 
 use crate::error::ApiResult;
 use crate::http::body::read_body;
-use crate::http::decode::delete_options;
 use crate::http::encode::{deleted_response, json_value};
 use crate::http::handlers::ResourceRequest;
 use crate::rest::{self, Deleted};
@@ -15,7 +14,7 @@ use crate::rest::{self, Deleted};
 /// success Status) once it is gone, the object while finalizers or a grace period hold it.
 pub async fn delete(req: &ResourceRequest<'_>, name: &str, body: Body) -> ApiResult<Response> {
     let bytes = read_body(req.headers, body).await?;
-    let opts = delete_options(req.headers, req.params, &bytes)?;
+    let opts = req.delete_options(&bytes)?;
     match rest::delete(
         req.store(),
         req.allocators(),

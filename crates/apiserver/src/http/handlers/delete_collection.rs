@@ -7,7 +7,6 @@ use serde_json::json;
 
 use crate::error::ApiResult;
 use crate::http::body::read_body;
-use crate::http::decode::delete_options;
 use crate::http::encode::json_value;
 use crate::http::filter::Filter;
 use crate::http::handlers::ResourceRequest;
@@ -20,7 +19,7 @@ pub async fn delete_collection(req: &ResourceRequest<'_>, body: Body) -> ApiResu
     let (info, ns, state) = (req.info, req.namespace, req.state);
     let body = read_body(req.headers, body).await?;
     let filter = Filter::from_params(info, req.params, None)?;
-    let opts = delete_options(req.headers, req.params, &body)?;
+    let opts = req.delete_options(&body)?;
     let prefix = rest::prefix(info, ns);
     let keep = |o: &CachedObject| filter.matches(&o.value);
     let (items, revision, _) = state.store.cache().list(&prefix, None, 0, &keep);

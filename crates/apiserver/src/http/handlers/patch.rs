@@ -109,7 +109,7 @@ async fn patch_object(
             patched,
             target,
             UpdateSource::Patch,
-            opts,
+            opts.clone(),
         )
         .await;
         match updated {

@@ -4,9 +4,13 @@ use http::HeaderMap;
 
 use rkcm_apimachinery::catalog::ResourceInfo;
 
+use std::sync::Arc;
+
+use crate::admission::Admission;
 use crate::allocators::ServiceAllocators;
+use crate::auth::UserInfo;
 use crate::error::ApiResult;
-use crate::http::decode::write_options;
+use crate::http::decode::{self, write_options};
 use crate::http::negotiate::Output;
 use crate::http::params::Params;
 use crate::http::SharedState;
@@ -29,6 +33,8 @@ pub struct ResourceRequest<'a> {
     pub params: &'a Params,
     /// The representation of the answer.
     pub out: Output,
+    /// Who sent the request (absent only for requests built in-process).
+    pub user: Option<&'a UserInfo>,
 }
 
 impl ResourceRequest<'_> {
@@ -42,8 +48,24 @@ impl ResourceRequest<'_> {
         &self.state.services
     }
 
-    /// The options of a write (`dryRun`).
+    /// The options of a write (`dryRun`), with the admission the write goes through.
     pub fn write_options(&self) -> ApiResult<WriteOptions> {
-        write_options(self.params)
+        Ok(WriteOptions {
+            admission: Some(self.admission()),
+            ..write_options(self.params)?
+        })
+    }
+
+    /// The `DeleteOptions` of the query and `body`, with the admission the delete goes through.
+    pub fn delete_options(&self, body: &bytes::Bytes) -> ApiResult<crate::rest::DeleteOptions> {
+        let mut opts = decode::delete_options(self.headers, self.params, body)?;
+        opts.admission = Some(self.admission());
+        Ok(opts)
+    }
+
+    /// The admission of this request: the server's chain and the requesting user.
+    pub fn admission(&self) -> Admission {
+        let user = self.user.cloned().unwrap_or_else(UserInfo::anonymous);
+        Admission::new(Arc::clone(&self.state.admission), Arc::new(user))
     }
 }

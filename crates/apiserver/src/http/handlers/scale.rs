@@ -58,7 +58,7 @@ pub async fn patch(req: &ResourceRequest<'_>, name: &str, body: Body) -> ApiResu
             name,
             &patched,
             UpdateSource::Patch,
-            opts,
+            opts.clone(),
         )
         .await;
         match updated {

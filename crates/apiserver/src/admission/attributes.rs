@@ -1,0 +1,199 @@
+//! What a plugin learns of a request (`admission.Attributes`).
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use rkcm_apimachinery::catalog::ResourceInfo;
+
+use crate::auth::UserInfo;
+use crate::error::ApiError;
+use crate::object;
+
+/// The operation being admitted (`admission.Operation`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Operation {
+    /// `CREATE`.
+    Create,
+    /// `UPDATE`.
+    Update,
+    /// `DELETE`.
+    Delete,
+    /// `CONNECT` (exec, attach, port-forward, proxy).
+    Connect,
+}
+
+impl Operation {
+    /// kube's spelling (`CREATE`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Create => "CREATE",
+            Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
+            Operation::Connect => "CONNECT",
+        }
+    }
+}
+
+/// Group, version and kind of the object a request carries (`schema.GroupVersionKind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Kind {
+    /// API group, empty for the core group.
+    pub group: &'static str,
+    /// API version.
+    pub version: &'static str,
+    /// Kind (`Pod`, `Scale`, ...).
+    pub kind: &'static str,
+}
+
+impl Kind {
+    /// Whether this is `kind` of the core group (`Pod`, `PersistentVolumeClaim`, ...).
+    pub fn is_core(&self, kind: &str) -> bool {
+        self.group.is_empty() && self.kind == kind
+    }
+}
+
+/// The attributes of one admission request (`admission.AttributesRecord`).
+///
+/// `object` is what the write would store (absent for deletes and connects); plugins of the
+/// mutating phase may change it. `old_object` is the stored object of updates and deletes.
+#[derive(Clone, Debug)]
+pub struct Attributes {
+    /// The operation.
+    pub operation: Operation,
+    /// The kind of the object carried.
+    pub kind: Kind,
+    /// The resource addressed.
+    pub resource: &'static ResourceInfo,
+    /// The subresource (`status`, `scale`, ...), empty for the main resource.
+    pub subresource: &'static str,
+    /// The namespace, empty for cluster-scoped resources.
+    pub namespace: String,
+    /// The object's name; empty on a create that generates it.
+    pub name: String,
+    object: Option<Value>,
+    old_object: Option<Value>,
+    /// Who makes the request.
+    pub user: Arc<UserInfo>,
+    /// `dryRun=All`: admitted as any other write, nothing is stored.
+    pub dry_run: bool,
+}
+
+impl Attributes {
+    /// Attributes of `operation` on `name` of `resource` (its subresource `subresource`), with
+    /// the kind the resource holds.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        operation: Operation,
+        resource: &'static ResourceInfo,
+        subresource: &'static str,
+        namespace: Option<&str>,
+        name: &str,
+        object: Option<Value>,
+        old_object: Option<Value>,
+        user: Arc<UserInfo>,
+        dry_run: bool,
+    ) -> Self {
+        Self {
+            operation,
+            kind: Kind {
+                group: resource.group,
+                version: resource.version,
+                kind: resource.kind,
+            },
+            resource,
+            subresource,
+            namespace: namespace.unwrap_or_default().to_string(),
+            name: name.to_string(),
+            object,
+            old_object,
+            user,
+            dry_run,
+        }
+    }
+
+    /// The object the write would store.
+    pub fn object(&self) -> Option<&Value> {
+        self.object.as_ref()
+    }
+
+    /// The object, for plugins of the mutating phase to change.
+    pub fn object_mut(&mut self) -> Option<&mut Value> {
+        self.object.as_mut()
+    }
+
+    /// The stored object an update or delete starts from.
+    pub fn old_object(&self) -> Option<&Value> {
+        self.old_object.as_ref()
+    }
+
+    /// Takes the (possibly mutated) object back.
+    pub fn into_object(self) -> Option<Value> {
+        self.object
+    }
+
+    /// Whether the request addresses `resource` of the core group itself (no subresource).
+    pub fn is_core_resource(&self, plural: &str) -> bool {
+        self.resource.group.is_empty()
+            && self.resource.plural == plural
+            && self.subresource.is_empty()
+    }
+}
+
+/// 403 Forbidden for the object of `attrs` (`admission.NewForbidden`): the object's name, else
+/// its `generateName`, else `Unknown` names it, as kube does before names are generated.
+pub fn forbidden(attrs: &Attributes, why: &str) -> ApiError {
+    let mut name = "Unknown".to_string();
+    if let Some(obj) = attrs.object() {
+        let n = object::name(obj);
+        if !n.is_empty() {
+            name = n.to_string();
+        } else if let Some(g) = object::meta_str(obj, "generateName").filter(|g| !g.is_empty()) {
+            name = g.to_string();
+        }
+    }
+    ApiError::forbidden(attrs.resource, &name, why)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pods() -> &'static ResourceInfo {
+        rkcm_apimachinery::catalog::by_kind("v1", "Pod").expect("pods")
+    }
+
+    fn attrs(obj: Option<Value>) -> Attributes {
+        Attributes::new(
+            Operation::Create,
+            pods(),
+            "",
+            Some("ns"),
+            "",
+            obj,
+            None,
+            Arc::new(UserInfo::default()),
+            false,
+        )
+    }
+
+    #[test]
+    fn forbidden_names_the_object_its_generate_name_or_unknown() {
+        let named = attrs(Some(json!({"metadata": {"name": "p"}})));
+        assert_eq!(
+            forbidden(&named, "no").message,
+            "pods \"p\" is forbidden: no"
+        );
+        let generated = attrs(Some(json!({"metadata": {"generateName": "p-"}})));
+        assert_eq!(
+            forbidden(&generated, "no").message,
+            "pods \"p-\" is forbidden: no"
+        );
+        assert_eq!(
+            forbidden(&attrs(None), "no").message,
+            "pods \"Unknown\" is forbidden: no"
+        );
+        assert_eq!(forbidden(&attrs(None), "no").code, 403);
+    }
+}
