@@ -158,3 +158,66 @@ async fn quota_status_follows_the_objects_of_its_namespace() -> Result<()> {
     cluster.stop().await;
     Ok(())
 }
+
+/// With the server's ResourceQuota admission: creates are charged, refused once the quota is
+/// spent, and dry runs charge nothing.
+#[tokio::test]
+async fn admission_charges_and_refuses_with_the_controllers_usage() -> Result<()> {
+    let cluster = Cluster::start().await;
+    let client = cluster.client.clone();
+    create::<ResourceQuota>(
+        &client,
+        json!({"metadata": {"name": "q"}, "spec": {"hard": {"pods": "2", "count/configmaps": "1"}}}),
+    )
+    .await?;
+    // Until the controller wrote status.hard, the quota matches nothing (as kube's).
+    cluster
+        .start_registered(&[RESOURCEQUOTA], ControllerOptions::default())
+        .await?;
+    wait_used(&client, "q", &[("count/configmaps", "0"), ("pods", "0")]).await?;
+
+    create::<Pod>(&client, pod("a", None)).await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
+    let dry = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    pods.create(&dry, &serde_json::from_value(pod("dry", None))?)
+        .await?;
+    create::<Pod>(&client, pod("b", None)).await?;
+    let quotas: Api<ResourceQuota> = Api::namespaced(client.clone(), NS);
+    let used = quotas
+        .get("q")
+        .await?
+        .status
+        .and_then(|s| s.used)
+        .unwrap_or_default();
+    assert_eq!(used.get("pods").map(|q| q.0.as_str()), Some("2"));
+
+    let err = create::<Pod>(&client, pod("c", None))
+        .await
+        .expect_err("over quota");
+    assert!(
+        err.to_string().contains(
+            "pods \"c\" is forbidden: exceeded quota: q, requested: pods=1, used: pods=2, limited: pods=2"
+        ),
+        "{err}"
+    );
+    create::<ConfigMap>(&client, json!({"metadata": {"name": "one"}})).await?;
+    let err = create::<ConfigMap>(&client, json!({"metadata": {"name": "two"}}))
+        .await
+        .expect_err("over quota");
+    assert!(
+        err.to_string().contains("exceeded quota: q, requested: count/configmaps=1, used: count/configmaps=1, limited: count/configmaps=1"),
+        "{err}"
+    );
+
+    // Deleting a pod frees its place once the controller recounted.
+    pods.delete("a", &DeleteParams::default().grace_period(0))
+        .await?;
+    wait_used(&client, "q", &[("count/configmaps", "1"), ("pods", "1")]).await?;
+    create::<Pod>(&client, pod("c", None)).await?;
+
+    cluster.stop().await;
+    Ok(())
+}

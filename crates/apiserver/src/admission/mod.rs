@@ -21,6 +21,7 @@ pub mod default_storage_class;
 pub mod default_toleration_seconds;
 mod namespace_lifecycle;
 pub mod priority;
+pub mod resource_quota;
 pub mod serviceaccount;
 pub mod storage_object_in_use_protection;
 #[cfg(test)]
