@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, ResourceQuota, Service};
 use kube::Resource;
-use rkcm_apimachinery::quota::evaluator::status_hard;
-use rkcm_apimachinery::quota::resources::resource_names;
+use rkcm_apimachinery::quota::evaluator::{spec_hard, status_hard};
+use rkcm_apimachinery::quota::resources::{equals, resource_names};
 use rkcm_apimachinery::quota::{persistent_volume_claims, pods, services, Evaluator};
 use rkcm_runtime::informer::Notification;
 use rkcm_runtime::ObjectKey;
@@ -17,11 +17,28 @@ use rkcm_runtime::ObjectKey;
 use super::priority::needs_priority;
 use super::ResourceQuotaController;
 
+/// Whether `spec.hard` differs between two versions of a quota (numerically; an unparsable
+/// list counts as changed, so that the sync reports it).
+pub fn spec_hard_changed(old: &ResourceQuota, new: &ResourceQuota) -> bool {
+    match (spec_hard(old), spec_hard(new)) {
+        (Ok(a), Ok(b)) => !equals(&a, &b),
+        _ => true,
+    }
+}
+
 impl ResourceQuotaController {
-    /// `addQuota` for adds and updates.
+    /// `addQuota` for adds, and for updates that change `spec.hard`: status updates (the
+    /// controller's own and the admission plugin's charges) are not recalculated, since the
+    /// caches may not have the charged object yet; the periodic resync covers them.
     pub(crate) fn on_quota(&self, note: Notification<ResourceQuota>) {
         let quota = match note {
-            Notification::Add(q) | Notification::Update { new: q, .. } => q,
+            Notification::Add(q) => q,
+            Notification::Update { old, new } => {
+                if !spec_hard_changed(&old, &new) {
+                    return;
+                }
+                new
+            }
             Notification::Delete(_) => return,
         };
         self.enqueue_quota(&quota);
@@ -107,5 +124,31 @@ impl ResourceQuotaController {
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resourcequota::fixtures::quota;
+
+    // The quota informer's UpdateFunc: only spec.hard changes queue a recalculation.
+    #[test]
+    fn only_changes_of_hard_limits_queue_an_update() {
+        let old = quota(
+            "rq",
+            &[("pods", "2")],
+            Some((&[("pods", "2")], &[("pods", "0")])),
+        );
+        let charged = quota(
+            "rq",
+            &[("pods", "2")],
+            Some((&[("pods", "2")], &[("pods", "1")])),
+        );
+        assert!(!spec_hard_changed(&old, &charged));
+        let same_value = quota("rq", &[("pods", "2000m")], None);
+        assert!(!spec_hard_changed(&old, &same_value));
+        let raised = quota("rq", &[("pods", "3")], None);
+        assert!(spec_hard_changed(&old, &raised));
     }
 }
