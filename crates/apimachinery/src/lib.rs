@@ -10,5 +10,6 @@ pub mod patch;
 pub mod poddisruptionbudget;
 pub mod printers;
 pub mod quantity;
+pub mod quota;
 pub mod semantic;
 pub mod validation;

@@ -157,7 +157,8 @@ impl ApiServer {
             token,
             tls,
             auth,
-    admission, authorizer,
+            admission,
+            authorizer,
         })
     }
 

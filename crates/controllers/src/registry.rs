@@ -15,6 +15,7 @@ use rkcm_runtime::{Clock, Shutdown, SystemClock};
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::ReplicationController;
 
+use crate::resourcequota;
 use crate::statefulset;
 use crate::{
     certificates, clusterroleaggregation, cronjob, daemon, deployment, disruption, endpoint,
@@ -81,6 +82,8 @@ pub const CSR_SIGNING: &str = "certificatesigningrequest-signing-controller";
 pub const CSR_CLEANER: &str = "certificatesigningrequest-cleaner-controller";
 /// Canonical name of the CertificateSigningRequest approver.
 pub const CSR_APPROVING: &str = "certificatesigningrequest-approving-controller";
+/// Canonical name of the resource quota controller.
+pub const RESOURCEQUOTA: &str = "resourcequota-controller";
 /// Canonical name of the EndpointSlice mirroring controller.
 pub const ENDPOINTSLICE_MIRRORING: &str = "endpointslice-mirroring-controller";
 /// Canonical name of the node lifecycle controller.
@@ -134,7 +137,7 @@ pub const KNOWN: &[ControllerName] = &[
     implemented(kube(ENDPOINTSLICE_MIRRORING, &["endpointslicemirroring"])),
     implemented(kube(REPLICATIONCONTROLLER, &["replicationcontroller"])),
     implemented(kube(PODGC, &["podgc"])),
-    kube("resourcequota-controller", &["resourcequota"]),
+    implemented(kube(RESOURCEQUOTA, &["resourcequota"])),
     implemented(kube(NAMESPACE, &["namespace"])),
     implemented(kube(SERVICEACCOUNT, &["serviceaccount"])),
     implemented(kube(GARBAGECOLLECTOR, &["garbagecollector"])),
@@ -346,6 +349,10 @@ pub struct ControllerOptions {
     pub nodes: NodeOptions,
     /// `--cluster-signing-*` files and `--cluster-signing-duration` of the signing controller.
     pub csr_signing: certificates::signer::config::SigningConfig,
+    /// `--concurrent-resourcequota-syncs`.
+    pub concurrent_resourcequota_syncs: usize,
+    /// `--resource-quota-sync-period`.
+    pub resource_quota_sync_period: Duration,
     /// Wall clock for every controller.
     pub clock: Arc<dyn Clock>,
 }
@@ -379,6 +386,8 @@ impl Default for ControllerOptions {
             service_account_token_generator: None,
             nodes: NodeOptions::default(),
             csr_signing: certificates::signer::config::SigningConfig::default(),
+            concurrent_resourcequota_syncs: resourcequota::DEFAULT_WORKERS,
+            resource_quota_sync_period: resourcequota::DEFAULT_SYNC_PERIOD,
             clock: Arc::new(SystemClock),
         }
     }
@@ -506,6 +515,7 @@ fn required_resources(name: &str) -> &'static [(&'static str, &'static str)] {
         CSR_SIGNING | CSR_CLEANER | CSR_APPROVING => {
             &[("certificates.k8s.io/v1", "certificatesigningrequests")]
         }
+        RESOURCEQUOTA => &[("v1", "resourcequotas"), ("v1", "pods")],
         STATEFULSET => &[
             ("apps/v1", "statefulsets"),
             ("apps/v1", "controllerrevisions"),
@@ -858,6 +868,18 @@ pub async fn start(
             );
             // kube runs one worker (`startCSRCleanerController`).
             Box::pin(async move { c.run(shutdown).await })
+        }
+        RESOURCEQUOTA => {
+            let c = resourcequota::ResourceQuotaController::new(
+                ctx.factory,
+                client,
+                resourcequota::Config {
+                    resync_period: o.resource_quota_sync_period,
+                    clock: Arc::clone(&o.clock),
+                },
+            );
+            let workers = o.concurrent_resourcequota_syncs;
+            Box::pin(async move { c.run(workers, shutdown).await })
         }
         other => return Err(StartError::Unknown(other.to_string())),
     };

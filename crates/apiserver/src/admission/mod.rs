@@ -22,6 +22,7 @@ pub mod default_toleration_seconds;
 pub mod limitranger;
 mod namespace_lifecycle;
 pub mod priority;
+pub mod resource_quota;
 pub mod serviceaccount;
 pub mod storage_object_in_use_protection;
 #[cfg(test)]

@@ -18,6 +18,7 @@ use super::limitranger::LimitRanger;
 use super::namespace_lifecycle::NamespaceLifecycle;
 use super::plugin::{Plugin, PluginContext};
 use super::priority::Priority;
+use super::resource_quota::ResourceQuotaAdmission;
 use super::serviceaccount::ServiceAccount;
 use super::storage_object_in_use_protection::StorageObjectInUseProtection;
 
@@ -161,6 +162,7 @@ pub fn new_plugin(name: &str, ctx: &PluginContext) -> Option<Arc<dyn Plugin>> {
         )),
         DEFAULT_STORAGE_CLASS => Arc::new(DefaultStorageClass::new(ctx.store.clone())),
         STORAGE_OBJECT_IN_USE_PROTECTION => Arc::new(StorageObjectInUseProtection),
+        RESOURCE_QUOTA => Arc::new(ResourceQuotaAdmission::new(ctx.store.clone())),
         ALWAYS_DENY => Arc::new(AlwaysDeny),
         _ => return None,
     };

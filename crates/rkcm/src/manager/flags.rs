@@ -232,6 +232,19 @@ pub struct ManagerArgs {
     #[arg(long, default_value = "0s", value_parser = rkcm_apimachinery::duration::parse_non_negative, value_name = "DURATION", help_heading = "Endpointslicemirroring controller flags")]
     pub mirroring_endpointslice_updates_batch_period: Duration,
 
+    /// The number of resource quotas that are allowed to sync concurrently. Larger number = more
+    /// responsive quota management, but more CPU (and network) load
+    #[arg(
+        long,
+        default_value_t = 5,
+        help_heading = "Resourcequota controller flags"
+    )]
+    pub concurrent_resourcequota_syncs: usize,
+
+    /// The period for syncing quota usage status in the system
+    #[arg(long, default_value = "5m0s", value_parser = rkcm_apimachinery::duration::parse_non_negative, value_name = "DURATION", help_heading = "Resourcequota controller flags")]
+    pub resource_quota_sync_period: Duration,
+
     // ---- Serviceaccount controller flags
     /// If set, this root certificate authority will be included in service account's token
     /// secret and published as `kube-root-ca.crt` in every namespace. This must be a valid

@@ -123,6 +123,8 @@ pub async fn config_from_flags(args: &ManagerArgs) -> anyhow::Result<ManagerConf
             concurrent_namespace_syncs: args.concurrent_namespace_syncs,
             terminated_pod_gc_threshold: args.terminated_pod_gc_threshold,
             namespace_sync_period: args.namespace_sync_period,
+            concurrent_resourcequota_syncs: args.concurrent_resourcequota_syncs,
+            resource_quota_sync_period: args.resource_quota_sync_period,
             enable_garbage_collector: args.enable_garbage_collector,
             concurrent_endpoint_syncs: args.concurrent_endpoint_syncs,
             endpoint_updates_batch_period: args.endpoint_updates_batch_period,
