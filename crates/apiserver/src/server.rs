@@ -15,6 +15,7 @@ use crate::auth::{self, Authenticator, ClientCertificate, ServiceAccountTokens, 
 use crate::config::Config;
 use crate::http::{self, AppState};
 pub use crate::kubeconfig::kubeconfig_yaml;
+use crate::resource_metrics::MetricsSource;
 use crate::rest;
 use crate::storage::{self, memory::MemoryBackend, redb::RedbBackend, Backend};
 use crate::store::Store;
@@ -60,6 +61,7 @@ pub struct ApiServer {
     token: String,
     tls: Option<TlsMaterial>,
     auth: Arc<Authenticator>,
+    metrics_source: Option<Arc<dyn MetricsSource>>,
 }
 
 impl ApiServer {
@@ -135,7 +137,14 @@ impl ApiServer {
             token,
             tls,
             auth,
+            metrics_source: None,
         })
+    }
+
+    /// Serves `metrics.k8s.io/v1beta1` from `source`, in place of an aggregated metrics-server.
+    pub fn with_metrics_source(mut self, source: Arc<dyn MetricsSource>) -> Self {
+        self.metrics_source = Some(source);
+        self
     }
 
     /// The admin bearer token.
@@ -189,6 +198,7 @@ impl ApiServer {
             ),
             bookmark_interval: self.config.bookmark_interval,
             shutdown,
+            metrics_source: self.metrics_source.clone(),
         }))
     }
 

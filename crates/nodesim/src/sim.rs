@@ -15,6 +15,7 @@ use tokio::time::MissedTickBehavior;
 use crate::config::Config;
 use crate::error::Result;
 use crate::kubelet::Kubelet;
+use crate::metrics::{self, UsageSnapshots};
 use crate::node_set::NodeSet;
 use crate::scheduler::Scheduler;
 use crate::{lease, node};
@@ -34,6 +35,7 @@ pub struct NodeSim {
     nodes: NodeSet,
     kubelet: Arc<Kubelet>,
     scheduler: Option<Arc<Scheduler>>,
+    metrics: Option<UsageSnapshots>,
 }
 
 impl NodeSim {
@@ -71,7 +73,15 @@ impl NodeSim {
             nodes,
             kubelet,
             scheduler,
+            metrics: None,
         }
+    }
+
+    /// Also snapshots the pods' and nodes' resource usage into `snapshots` every
+    /// [`Config::metric_resolution`] (see [`crate::metrics`]).
+    pub fn with_metrics(mut self, snapshots: UsageSnapshots) -> Self {
+        self.metrics = Some(snapshots);
+        self
     }
 
     /// The nodes being served (shrinks when a Node is deleted).
@@ -141,6 +151,16 @@ impl NodeSim {
             self.config.clone(),
             shutdown.clone(),
         ));
+        if let Some(snapshots) = self.metrics.clone() {
+            tasks.spawn(snapshot_metrics(
+                snapshots,
+                self.pod_informer.clone(),
+                self.node_informer.clone(),
+                self.nodes.clone(),
+                self.config.clone(),
+                shutdown.clone(),
+            ));
+        }
         while let Some(result) = tasks.join_next().await {
             if let Err(e) = result {
                 tracing::error!(error = %e, "node simulator task failed");
@@ -228,5 +248,31 @@ async fn heartbeats(client: Client, nodes: NodeSet, config: Config, shutdown: Sh
                 }
             }
         }
+    }
+}
+
+/// Takes a resource-usage snapshot at once, then every `metric_resolution`.
+async fn snapshot_metrics(
+    snapshots: UsageSnapshots,
+    pods: SharedInformer<Pod>,
+    node_informer: SharedInformer<Node>,
+    nodes: NodeSet,
+    config: Config,
+    shutdown: Shutdown,
+) {
+    let mut tick = tokio::time::interval(config.metric_resolution.max(Duration::from_millis(100)));
+    tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        snapshots.publish(metrics::take_snapshot(
+            &pods.store().list(),
+            &node_informer.store().list(),
+            &nodes,
+            config.clock.now(),
+            config.metric_resolution,
+        ));
     }
 }

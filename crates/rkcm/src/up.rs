@@ -75,6 +75,11 @@ pub struct UpArgs {
     /// (0: no limit); longer requests are given this duration.
     #[arg(long, default_value = "0s", value_parser = rkcm_apimachinery::duration::parse_non_negative, value_name = "DURATION")]
     pub service_account_max_token_expiration: Duration,
+
+    /// How often the simulated nodes' resource usage (`metrics.k8s.io`, `kubectl top`) is
+    /// refreshed, as metrics-server's `--metric-resolution`.
+    #[arg(long, default_value = "15s", value_parser = rkcm_apimachinery::duration::parse_non_negative, value_name = "DURATION")]
+    pub metric_resolution: Duration,
 }
 
 /// The default data directory: `$XDG_STATE_HOME/rkcm`, else `~/.local/state/rkcm`.
@@ -105,6 +110,8 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("binding {}:{}", args.bind_address, args.port))?;
     let addr = listener.local_addr().context("reading the bound address")?;
+    // The simulated nodes' resource usage, served as metrics.k8s.io in place of metrics-server.
+    let usage = rkcm_nodesim::UsageSnapshots::new();
     let server = ApiServer::new(ApiConfig {
         data_dir: Some(data_dir.clone()),
         bind: addr,
@@ -118,6 +125,13 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         ..ApiConfig::default()
     })
     .await
+    .map(|server| {
+        if args.nodes > 0 {
+            server.with_metrics_source(Arc::new(usage.clone()))
+        } else {
+            server
+        }
+    })
     .map_err(|err| {
         let in_use = format!("{:#}", anyhow::Error::from(err));
         if in_use.contains("already open") {
@@ -199,9 +213,11 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
                 nodes: args.nodes,
                 pod_ready_delay: args.pod_ready_delay,
                 termination_grace_cap: Some(args.pod_termination_max),
+                metric_resolution: args.metric_resolution,
                 ..rkcm_nodesim::Config::default()
             },
-        );
+        )
+        .with_metrics(usage);
         let sim_shutdown = shutdown.clone();
         tasks.spawn(async move {
             if let Err(err) = sim.run(sim_shutdown).await {

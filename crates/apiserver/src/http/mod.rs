@@ -48,6 +48,8 @@ pub struct AppState {
     pub bookmark_interval: Duration,
     /// Cancelled when the server stops; open watches end.
     pub shutdown: tokio_util::sync::CancellationToken,
+    /// What serves `metrics.k8s.io` (the group is not served without one).
+    pub metrics_source: Option<Arc<dyn crate::resource_metrics::MetricsSource>>,
 }
 
 /// How long requested service-account tokens live (`--service-account-max-token-expiration`,
