@@ -12,6 +12,7 @@ pub mod endpointslicemirroring;
 pub mod garbagecollector;
 pub mod job;
 pub mod namespace;
+pub mod podautoscaler;
 pub mod podendpoints;
 pub mod podgc;
 pub mod registry;

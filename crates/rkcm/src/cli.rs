@@ -36,7 +36,7 @@ impl Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Start a local cluster: API server, controller manager and simulated nodes, in one process.
-    Up(UpArgs),
+    Up(Box<UpArgs>),
     /// Run the controllers against a cluster, as kube-controller-manager does.
     ControllerManager(Box<ManagerArgs>),
     /// Measure startup, the ReplicaSet and the Deployment controllers (figures in the README).

@@ -14,7 +14,7 @@ use cli::{Cli, Command};
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let shutdown = signals::shutdown_on_signal();
     match cli.command {
-        Command::Up(args) => up::run(args, shutdown).await,
+        Command::Up(args) => up::run(*args, shutdown).await,
         Command::ControllerManager(args) => manager::run_from_flags(*args, shutdown).await,
         Command::Bench(scenario) => bench::run(scenario).await,
     }

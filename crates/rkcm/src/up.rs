@@ -80,6 +80,9 @@ pub struct UpArgs {
     /// refreshed, as metrics-server's `--metric-resolution`.
     #[arg(long, default_value = "15s", value_parser = rkcm_apimachinery::duration::parse_non_negative, value_name = "DURATION")]
     pub metric_resolution: Duration,
+
+    #[command(flatten)]
+    pub hpa: crate::manager::hpa_flags::HpaFlags,
 }
 
 /// The default data directory: `$XDG_STATE_HOME/rkcm`, else `~/.local/state/rkcm`.
@@ -176,7 +179,7 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         .iter()
         .filter(|c| registry::is_implemented(c))
         .count();
-    let manager_config = ManagerConfig {
+    let mut manager_config = ManagerConfig {
         kube_config: kube_config.clone(),
         controllers,
         options: ControllerOptions {
@@ -194,6 +197,7 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         leader_election: None,
         serving: None,
     };
+    args.hpa.apply(&mut manager_config.options);
     let health = Arc::new(Health::default());
     let mut tasks = JoinSet::new();
     let manager_shutdown = shutdown.clone();

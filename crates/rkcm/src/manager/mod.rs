@@ -16,6 +16,7 @@ use tokio::task::JoinSet;
 use crate::serving::{self, Health};
 
 mod flags;
+pub mod hpa_flags;
 pub mod legacy_tokens;
 
 pub use flags::ManagerArgs;
@@ -101,7 +102,7 @@ pub async fn config_from_flags(args: &ManagerArgs) -> anyhow::Result<ManagerConf
         Some(path) => Some(legacy_tokens::generator_from_file(path)?),
         None => None,
     };
-    Ok(ManagerConfig {
+    let mut config = ManagerConfig {
         kube_config,
         controllers,
         options: ControllerOptions {
@@ -132,13 +133,16 @@ pub async fn config_from_flags(args: &ManagerArgs) -> anyhow::Result<ManagerConf
             mirroring_endpointslice_updates_batch_period: args
                 .mirroring_endpointslice_updates_batch_period,
             clock: Arc::new(SystemClock),
+            ..ControllerOptions::default()
         },
         qps: args.kube_api_qps,
         burst: args.kube_api_burst,
         min_resync_period: args.min_resync_period,
         leader_election,
         serving,
-    })
+    };
+    args.hpa.apply(&mut config.options);
+    Ok(config)
 }
 
 /// `rkcm controller-manager`: runs until `shutdown`.
