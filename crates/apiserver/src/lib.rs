@@ -23,6 +23,7 @@ pub mod metrics;
 pub mod object;
 pub mod protobuf;
 pub mod registry;
+pub mod resource_metrics;
 pub mod rest;
 pub mod server;
 pub mod storage;

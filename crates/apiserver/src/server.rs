@@ -18,6 +18,7 @@ use crate::auth::{
 use crate::config::Config;
 use crate::http::{self, AppState};
 pub use crate::kubeconfig::kubeconfig_yaml;
+use crate::resource_metrics::MetricsSource;
 use crate::rest;
 use crate::storage::{self, memory::MemoryBackend, redb::RedbBackend, Backend};
 use crate::store::Store;
@@ -71,6 +72,7 @@ pub struct ApiServer {
     auth: Arc<Authenticator>,
     admission: Arc<Chain>,
     authorizer: Arc<Authorizer>,
+    metrics_source: Option<Arc<dyn MetricsSource>>,
 }
 
 impl ApiServer {
@@ -159,6 +161,7 @@ impl ApiServer {
             auth,
             admission,
             authorizer,
+            metrics_source: None,
         })
     }
 
@@ -170,6 +173,12 @@ impl ApiServer {
     /// Enabled admission plugins kube has and rkcm does not implement (they do not run).
     pub fn admission_plugins_not_implemented(&self) -> &[&'static str] {
         self.admission.not_implemented()
+    }
+
+    /// Serves `metrics.k8s.io/v1beta1` from `source`, in place of an aggregated metrics-server.
+    pub fn with_metrics_source(mut self, source: Arc<dyn MetricsSource>) -> Self {
+        self.metrics_source = Some(source);
+        self
     }
 
     /// The admin bearer token.
@@ -232,6 +241,7 @@ impl ApiServer {
                 self.config.max_mutating_requests_inflight,
             )),
             admission: Arc::clone(&self.admission),
+            metrics_source: self.metrics_source.clone(),
         }))
     }
 

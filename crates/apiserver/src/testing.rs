@@ -45,6 +45,23 @@ pub fn config() -> Config {
 ///
 /// Panics if the server cannot start (tests only).
 pub async fn start_with(config: Config) -> TestServer {
+    start_serving(config, None).await
+}
+
+/// Starts a server with `config` that serves `metrics.k8s.io` from `source`.
+///
+/// Panics if the server cannot start (tests only).
+pub async fn start_with_metrics(
+    config: Config,
+    source: std::sync::Arc<dyn crate::resource_metrics::MetricsSource>,
+) -> TestServer {
+    start_serving(config, Some(source)).await
+}
+
+async fn start_serving(
+    config: Config,
+    source: Option<std::sync::Arc<dyn crate::resource_metrics::MetricsSource>>,
+) -> TestServer {
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind 127.0.0.1:0");
@@ -55,7 +72,10 @@ pub async fn start_with(config: Config) -> TestServer {
         bind: addr,
         ..config
     };
-    let server = ApiServer::new(config).await.expect("API server starts");
+    let mut server = ApiServer::new(config).await.expect("API server starts");
+    if let Some(source) = source {
+        server = server.with_metrics_source(source);
+    }
     let scheme = if tls { "https" } else { "http" };
     let url = format!("{scheme}://{addr}");
     let token = server.admin_token().to_string();

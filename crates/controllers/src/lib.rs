@@ -16,6 +16,7 @@ pub mod namespace;
 pub mod node_options;
 pub mod nodeipam;
 pub mod nodelifecycle;
+pub mod podautoscaler;
 pub mod podendpoints;
 pub mod podgc;
 pub mod registry;

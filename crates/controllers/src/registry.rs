@@ -19,8 +19,8 @@ use crate::resourcequota;
 use crate::statefulset;
 use crate::{
     certificates, clusterroleaggregation, cronjob, daemon, deployment, disruption, endpoint,
-    endpointslice, endpointslicemirroring, garbagecollector, job, namespace, podgc, replicaset,
-    rootcacertpublisher, serviceaccount, ttlafterfinished,
+    endpointslice, endpointslicemirroring, garbagecollector, job, namespace, podautoscaler, podgc,
+    replicaset, rootcacertpublisher, serviceaccount, ttlafterfinished,
 };
 use crate::{node_options::NodeOptions, nodeipam, nodelifecycle, tainteviction, ttl};
 
@@ -84,6 +84,8 @@ pub const CSR_CLEANER: &str = "certificatesigningrequest-cleaner-controller";
 pub const CSR_APPROVING: &str = "certificatesigningrequest-approving-controller";
 /// Canonical name of the resource quota controller.
 pub const RESOURCEQUOTA: &str = "resourcequota-controller";
+/// Canonical name of the horizontal pod autoscaler controller.
+pub const HORIZONTAL_POD_AUTOSCALER: &str = "horizontal-pod-autoscaler-controller";
 /// Canonical name of the EndpointSlice mirroring controller.
 pub const ENDPOINTSLICE_MIRRORING: &str = "endpointslice-mirroring-controller";
 /// Canonical name of the node lifecycle controller.
@@ -145,10 +147,10 @@ pub const KNOWN: &[ControllerName] = &[
     implemented(kube(JOB, &["job"])),
     implemented(kube(DEPLOYMENT, &["deployment"])),
     implemented(kube(REPLICASET, &["replicaset"])),
-    kube(
-        "horizontal-pod-autoscaler-controller",
+    implemented(kube(
+        HORIZONTAL_POD_AUTOSCALER,
         &["horizontalpodautoscaling"],
-    ),
+    )),
     implemented(kube(DISRUPTION, &["disruption"])),
     implemented(kube(STATEFULSET, &["statefulset"])),
     implemented(kube(CRONJOB, &["cronjob"])),
@@ -353,6 +355,18 @@ pub struct ControllerOptions {
     pub concurrent_resourcequota_syncs: usize,
     /// `--resource-quota-sync-period`.
     pub resource_quota_sync_period: Duration,
+    /// `--horizontal-pod-autoscaler-sync-period`.
+    pub horizontal_pod_autoscaler_sync_period: Duration,
+    /// `--horizontal-pod-autoscaler-tolerance`.
+    pub horizontal_pod_autoscaler_tolerance: f64,
+    /// `--horizontal-pod-autoscaler-cpu-initialization-period`.
+    pub horizontal_pod_autoscaler_cpu_initialization_period: Duration,
+    /// `--horizontal-pod-autoscaler-initial-readiness-delay`.
+    pub horizontal_pod_autoscaler_initial_readiness_delay: Duration,
+    /// `--horizontal-pod-autoscaler-downscale-stabilization`.
+    pub horizontal_pod_autoscaler_downscale_stabilization: Duration,
+    /// `--concurrent-horizontal-pod-autoscaler-syncs`.
+    pub concurrent_horizontal_pod_autoscaler_syncs: usize,
     /// Wall clock for every controller.
     pub clock: Arc<dyn Clock>,
 }
@@ -388,6 +402,12 @@ impl Default for ControllerOptions {
             csr_signing: certificates::signer::config::SigningConfig::default(),
             concurrent_resourcequota_syncs: resourcequota::DEFAULT_WORKERS,
             resource_quota_sync_period: resourcequota::DEFAULT_SYNC_PERIOD,
+            horizontal_pod_autoscaler_sync_period: Duration::from_secs(15),
+            horizontal_pod_autoscaler_tolerance: 0.1,
+            horizontal_pod_autoscaler_cpu_initialization_period: Duration::from_secs(300),
+            horizontal_pod_autoscaler_initial_readiness_delay: Duration::from_secs(30),
+            horizontal_pod_autoscaler_downscale_stabilization: Duration::from_secs(300),
+            concurrent_horizontal_pod_autoscaler_syncs: 5,
             clock: Arc::new(SystemClock),
         }
     }
@@ -493,6 +513,10 @@ fn required_resources(name: &str) -> &'static [(&'static str, &'static str)] {
             ("v1", "nodes"),
         ],
         TTL_AFTER_FINISHED => &[("batch/v1", "jobs")],
+        HORIZONTAL_POD_AUTOSCALER => &[
+            ("autoscaling/v2", "horizontalpodautoscalers"),
+            ("v1", "pods"),
+        ],
         CRONJOB => &[("batch/v1", "cronjobs"), ("batch/v1", "jobs")],
         ROOT_CA_PUBLISHER => &[("v1", "configmaps"), ("v1", "namespaces")],
         DISRUPTION => &[("policy/v1", "poddisruptionbudgets")],
@@ -666,6 +690,24 @@ pub async fn start(
                 },
             );
             let workers = o.concurrent_daemonset_syncs;
+            Box::pin(async move { c.run(workers, shutdown).await })
+        }
+        HORIZONTAL_POD_AUTOSCALER => {
+            let c = podautoscaler::HorizontalController::new(
+                ctx.factory,
+                client,
+                ctx.events.recorder(podautoscaler::EVENT_SOURCE),
+                podautoscaler::Config {
+                    sync_period: o.horizontal_pod_autoscaler_sync_period,
+                    tolerance: o.horizontal_pod_autoscaler_tolerance,
+                    cpu_initialization_period: o
+                        .horizontal_pod_autoscaler_cpu_initialization_period,
+                    initial_readiness_delay: o.horizontal_pod_autoscaler_initial_readiness_delay,
+                    downscale_stabilization: o.horizontal_pod_autoscaler_downscale_stabilization,
+                    clock: Arc::clone(&o.clock),
+                },
+            );
+            let workers = o.concurrent_horizontal_pod_autoscaler_syncs;
             Box::pin(async move { c.run(workers, shutdown).await })
         }
         TTL_AFTER_FINISHED => {

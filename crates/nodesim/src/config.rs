@@ -38,6 +38,9 @@ pub struct Config {
     pub scheduler_name: String,
     /// How many pods the kubelet stand-in works on at once.
     pub kubelet_workers: usize,
+    /// How often the resource metrics are snapshotted (metrics-server's `--metric-resolution`);
+    /// used when [`crate::NodeSim::with_metrics`] asked for them.
+    pub metric_resolution: Duration,
     /// Wall clock for timestamps and deadlines.
     pub clock: Arc<dyn Clock>,
 }
@@ -58,6 +61,7 @@ impl Default for Config {
             scheduler: true,
             scheduler_name: "default-scheduler".into(),
             kubelet_workers: 4,
+            metric_resolution: crate::metrics::DEFAULT_METRIC_RESOLUTION,
             clock: Arc::new(SystemClock),
         }
     }
@@ -86,6 +90,7 @@ impl fmt::Debug for Config {
             .field("scheduler", &self.scheduler)
             .field("scheduler_name", &self.scheduler_name)
             .field("kubelet_workers", &self.kubelet_workers)
+            .field("metric_resolution", &self.metric_resolution)
             .finish_non_exhaustive()
     }
 }

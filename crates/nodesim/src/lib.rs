@@ -146,6 +146,14 @@
 //! `follow` with what is recorded. Containers without recorded output keep the refusal saying
 //! that simulated nodes run no containers. See [`kubelet::logs`].
 //!
+//! # Resource metrics
+//!
+//! With [`NodeSim::with_metrics`], the simulator snapshots every [`Config::metric_resolution`]
+//! (15 s) what metrics-server would report, into a [`metrics::UsageSnapshots`] that the API server
+//! serves as `metrics.k8s.io/v1beta1` (`kubectl top`, the horizontal pod autoscaler). A Running
+//! pod's usage is its annotations `rkcm.io/cpu-usage` and `rkcm.io/memory-usage` (quantities, 0
+//! without them), all on its first container; a node's is the sum of its pods'. See [`metrics`].
+//!
 //! # Deletion
 //!
 //! A pod with a `deletionTimestamp` keeps running for its `deletionGracePeriodSeconds`, then is removed
@@ -163,6 +171,7 @@ pub mod config;
 pub mod error;
 pub mod kubelet;
 pub mod lease;
+pub mod metrics;
 pub mod node;
 pub mod node_set;
 pub mod scheduler;
@@ -174,6 +183,7 @@ pub use kubelet::behaviour::{
     COMPLETE_AFTER_ANNOTATION, FAIL_ANNOTATION, NEVER_READY_ANNOTATION, READY_DELAY_ANNOTATION,
 };
 pub use kubelet::logs::CONTAINER_LOGS_ANNOTATION;
+pub use metrics::{UsageSnapshots, CPU_USAGE_ANNOTATION, MEMORY_USAGE_ANNOTATION};
 pub use node_set::{NodeSet, SimNode, HEARTBEAT_ANNOTATION};
 pub use sim::NodeSim;
 

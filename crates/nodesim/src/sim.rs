@@ -16,6 +16,7 @@ use tokio::time::MissedTickBehavior;
 use crate::config::Config;
 use crate::error::Result;
 use crate::kubelet::Kubelet;
+use crate::metrics::{self, UsageSnapshots};
 use crate::node_set::{NodeSet, HEARTBEAT_ANNOTATION};
 use crate::scheduler::Scheduler;
 use crate::{lease, node};
@@ -35,6 +36,7 @@ pub struct NodeSim {
     nodes: NodeSet,
     kubelet: Arc<Kubelet>,
     scheduler: Option<Arc<Scheduler>>,
+    metrics: Option<UsageSnapshots>,
     /// Names of nodes whose heartbeat annotation was just removed.
     resumed: mpsc::Receiver<String>,
 }
@@ -109,7 +111,15 @@ impl NodeSim {
             kubelet,
             scheduler,
             resumed,
+            metrics: None,
         }
+    }
+
+    /// Also snapshots the pods' and nodes' resource usage into `snapshots` every
+    /// [`Config::metric_resolution`] (see [`crate::metrics`]).
+    pub fn with_metrics(mut self, snapshots: UsageSnapshots) -> Self {
+        self.metrics = Some(snapshots);
+        self
     }
 
     /// The nodes being served (shrinks when a Node is deleted).
@@ -188,6 +198,16 @@ impl NodeSim {
             resumed,
             shutdown.clone(),
         ));
+        if let Some(snapshots) = self.metrics.clone() {
+            tasks.spawn(snapshot_metrics(
+                snapshots,
+                self.pod_informer.clone(),
+                self.node_informer.clone(),
+                self.nodes.clone(),
+                self.config.clone(),
+                shutdown.clone(),
+            ));
+        }
         while let Some(result) = tasks.join_next().await {
             if let Err(e) = result {
                 tracing::error!(error = %e, "node simulator task failed");
@@ -312,5 +332,31 @@ async fn resume(
             tracing::warn!(error = %e, cause = ?std::error::Error::source(&e), "node heartbeat failed");
         }
         kubelet.resync_node(&name);
+    }
+}
+
+/// Takes a resource-usage snapshot at once, then every `metric_resolution`.
+async fn snapshot_metrics(
+    snapshots: UsageSnapshots,
+    pods: SharedInformer<Pod>,
+    node_informer: SharedInformer<Node>,
+    nodes: NodeSet,
+    config: Config,
+    shutdown: Shutdown,
+) {
+    let mut tick = tokio::time::interval(config.metric_resolution.max(Duration::from_millis(100)));
+    tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        snapshots.publish(metrics::take_snapshot(
+            &pods.store().list(),
+            &node_informer.store().list(),
+            &nodes,
+            config.clock.now(),
+            config.metric_resolution,
+        ));
     }
 }

@@ -114,6 +114,14 @@ pub struct UpArgs {
         value_name = "MODES"
     )]
     pub authorization_mode: Vec<rkcm_apiserver::auth::authorization::Mode>,
+
+    /// How often the simulated nodes' resource usage (`metrics.k8s.io`, `kubectl top`) is
+    /// refreshed, as metrics-server's `--metric-resolution`.
+    #[arg(long, default_value = "15s", value_parser = rkcm_apimachinery::duration::parse_non_negative, value_name = "DURATION")]
+    pub metric_resolution: Duration,
+
+    #[command(flatten)]
+    pub hpa: crate::manager::hpa_flags::HpaFlags,
 }
 
 /// `--cluster-cidr` of `rkcm up` (kind's and kubeadm's pod network).
@@ -153,6 +161,8 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("binding {}:{}", args.bind_address, args.port))?;
     let addr = listener.local_addr().context("reading the bound address")?;
+    // The simulated nodes' resource usage, served as metrics.k8s.io in place of metrics-server.
+    let usage = rkcm_nodesim::UsageSnapshots::new();
     let server = ApiServer::new(ApiConfig {
         data_dir: Some(data_dir.clone()),
         bind: addr,
@@ -170,6 +180,13 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         ..ApiConfig::default()
     })
     .await
+    .map(|server| {
+        if args.nodes > 0 {
+            server.with_metrics_source(Arc::new(usage.clone()))
+        } else {
+            server
+        }
+    })
     .map_err(|err| {
         let in_use = format!("{:#}", anyhow::Error::from(err));
         if in_use.contains("already open") {
@@ -230,7 +247,7 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         .iter()
         .filter(|c| registry::is_implemented(c))
         .count();
-    let manager_config = ManagerConfig {
+    let mut manager_config = ManagerConfig {
         kube_config: kube_config.clone(),
         controllers,
         options: ControllerOptions {
@@ -258,6 +275,7 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         leader_election: None,
         serving: None,
     };
+    args.hpa.apply(&mut manager_config.options);
     let health = Arc::new(Health::default());
     let mut tasks = JoinSet::new();
     let manager_shutdown = shutdown.clone();
@@ -279,9 +297,11 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
                 termination_grace_cap: Some(args.pod_termination_max),
                 lease_renew_interval: renew,
                 lease_duration: (renew * 4).max(Duration::from_secs(1)),
+                metric_resolution: args.metric_resolution,
                 ..rkcm_nodesim::Config::default()
             },
-        );
+        )
+        .with_metrics(usage);
         let sim_shutdown = shutdown.clone();
         tasks.spawn(async move {
             if let Err(err) = sim.run(sim_shutdown).await {

@@ -278,6 +278,7 @@ fn help_groups_flags_as_kube_controller_manager_does() {
         "Job controller flags:",
         "Cronjob controller flags:",
         "Ttl-after-finished controller flags:",
+        "Horizontalpodautoscaling controller flags:",
         "Daemonset controller flags:",
         "Endpoint controller flags:",
         "Endpointslice controller flags:",

@@ -4,7 +4,7 @@
 //! Mirrors `staging/src/k8s.io/apiserver/pkg/endpoints/discovery` (legacy lists and
 //! `aggregated/`): all of it is derived from [`rkcm_apimachinery::catalog`].
 
-use axum::extract::Path;
+use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, StatusCode};
 use serde_json::{json, Value};
@@ -13,7 +13,8 @@ use rkcm_apimachinery::catalog::{self, ResourceInfo};
 use rkcm_apimachinery::openapi;
 
 use crate::error::ApiError;
-use crate::http::json_value;
+use crate::http::{json_value, SharedState};
+use crate::resource_metrics::serve as metrics;
 
 /// Kubernetes version the server reports and whose types it serves.
 pub const GIT_VERSION: &str = "v1.33.0-rkcm";
@@ -229,31 +230,45 @@ fn api_group(name: &str, versions: &[&str]) -> Value {
     })
 }
 
+/// Groups served besides the catalog's: `metrics.k8s.io` when a metrics source is plugged in,
+/// listed last as kube lists aggregated APIServices after the built-in groups.
+fn extra_groups(state: &SharedState) -> Vec<(&'static str, Vec<&'static str>)> {
+    match state.metrics_source {
+        Some(_) => vec![(
+            crate::resource_metrics::GROUP,
+            vec![crate::resource_metrics::VERSION],
+        )],
+        None => Vec::new(),
+    }
+}
+
 /// `GET /apis`.
-pub async fn apis(headers: HeaderMap) -> Response {
+pub async fn apis(State(state): State<SharedState>, headers: HeaderMap) -> Response {
     let groups = catalog::groups();
+    let extra = extra_groups(&state);
     if let Some(v) = aggregated_version(&headers) {
-        return aggregated_response(
-            v,
-            groups
-                .iter()
-                .map(|(g, vs)| aggregated_group(g, vs))
-                .collect(),
-        );
+        let mut items: Vec<Value> = groups
+            .iter()
+            .map(|(g, vs)| aggregated_group(g, vs))
+            .collect();
+        items.extend(extra.iter().map(|_| metrics::aggregated_group()));
+        return aggregated_response(v, items);
     }
     json_value(
         StatusCode::OK,
         &json!({
             "kind": "APIGroupList",
             "apiVersion": "v1",
-            "groups": groups.iter().map(|(g, vs)| api_group(g, vs)).collect::<Vec<_>>(),
+            "groups": groups.iter().chain(extra.iter()).map(|(g, vs)| api_group(g, vs)).collect::<Vec<_>>(),
         }),
     )
 }
 
 /// `GET /apis/{group}`.
-pub async fn group(Path(group): Path<String>) -> Response {
-    match catalog::groups().into_iter().find(|(g, _)| *g == group) {
+pub async fn group(State(state): State<SharedState>, Path(group): Path<String>) -> Response {
+    let mut groups = catalog::groups();
+    groups.extend(extra_groups(&state));
+    match groups.into_iter().find(|(g, _)| *g == group) {
         Some((g, vs)) => {
             let mut body = api_group(g, &vs);
             body["kind"] = json!("APIGroup");
@@ -265,7 +280,27 @@ pub async fn group(Path(group): Path<String>) -> Response {
 }
 
 /// `GET /apis/{group}/{version}`.
-pub async fn group_version(Path((group, version)): Path<(String, String)>) -> Response {
+pub async fn group_version(
+    State(state): State<SharedState>,
+    Path((group, version)): Path<(String, String)>,
+) -> Response {
+    if !extra_groups(&state).is_empty()
+        && (group.as_str(), version.as_str())
+            == (
+                crate::resource_metrics::GROUP,
+                crate::resource_metrics::VERSION,
+            )
+    {
+        return json_value(
+            StatusCode::OK,
+            &json!({
+                "kind": "APIResourceList",
+                "apiVersion": "v1",
+                "groupVersion": metrics::GROUP_VERSION,
+                "resources": metrics::api_resources(),
+            }),
+        );
+    }
     let served = catalog::groups()
         .into_iter()
         .any(|(g, vs)| g == group && vs.contains(&version.as_str()));

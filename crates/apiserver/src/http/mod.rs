@@ -60,6 +60,8 @@ pub struct AppState {
     pub metrics: crate::metrics::RequestMetrics,
     /// The admission plugins every client write goes through.
     pub admission: Arc<crate::admission::Chain>,
+    /// What serves `metrics.k8s.io` (the group is not served without one).
+    pub metrics_source: Option<Arc<dyn crate::resource_metrics::MetricsSource>>,
 }
 
 /// How long requested service-account tokens live (`--service-account-max-token-expiration`,

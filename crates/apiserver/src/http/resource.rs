@@ -65,6 +65,20 @@ async fn dispatch(
     user: Option<&UserInfo>,
 ) -> ApiResult<Response> {
     let params = Params::parse(uri.query())?;
+    if crate::resource_metrics::serve::is_metrics_path(uri.path()) {
+        let source = state
+            .metrics_source
+            .as_deref()
+            .ok_or_else(ApiError::no_route)?;
+        let body = crate::resource_metrics::serve::serve(
+            source,
+            method,
+            uri.path(),
+            params.non_empty("labelSelector"),
+            params.non_empty("fieldSelector"),
+        )?;
+        return Ok(crate::http::json_value(http::StatusCode::OK, &body));
+    }
     if let Some(ns) = bindings_namespace(uri.path()) {
         if method != Method::POST {
             return Err(ApiError::method_not_allowed(method.as_str()));

@@ -121,6 +121,9 @@ pub struct ManagerArgs {
     )]
     pub concurrent_ttl_after_finished_syncs: usize,
 
+    #[command(flatten)]
+    pub hpa: super::hpa_flags::HpaFlags,
+
     /// The number of deployment objects that are allowed to sync concurrently.
     #[arg(
         long,

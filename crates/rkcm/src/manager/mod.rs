@@ -17,6 +17,7 @@ use crate::serving::{self, Health};
 
 mod csr_flags;
 mod flags;
+pub mod hpa_flags;
 pub mod legacy_tokens;
 pub mod node_flags;
 
@@ -103,7 +104,7 @@ pub async fn config_from_flags(args: &ManagerArgs) -> anyhow::Result<ManagerConf
         Some(path) => Some(legacy_tokens::generator_from_file(path)?),
         None => None,
     };
-    Ok(ManagerConfig {
+    let mut config = ManagerConfig {
         kube_config,
         controllers,
         options: ControllerOptions {
@@ -142,13 +143,16 @@ pub async fn config_from_flags(args: &ManagerArgs) -> anyhow::Result<ManagerConf
                 args.service_cluster_ip_range.as_deref().unwrap_or(""),
             )?,
             clock: Arc::new(SystemClock),
+            ..ControllerOptions::default()
         },
         qps: args.kube_api_qps,
         burst: args.kube_api_burst,
         min_resync_period: args.min_resync_period,
         leader_election,
         serving,
-    })
+    };
+    args.hpa.apply(&mut config.options);
+    Ok(config)
 }
 
 /// `rkcm controller-manager`: runs until `shutdown`.
