@@ -20,3 +20,4 @@ pub mod rootcacertpublisher;
 pub mod serviceaccount;
 pub mod statefulset;
 pub mod ttlafterfinished;
+pub mod volume;

@@ -16,6 +16,7 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::ReplicationController;
 
 use crate::statefulset;
+use crate::volume;
 use crate::{
     clusterroleaggregation, cronjob, daemon, deployment, disruption, endpoint, endpointslice,
     endpointslicemirroring, garbagecollector, job, namespace, podgc, replicaset,
@@ -76,6 +77,8 @@ pub const ENDPOINTS: &str = "endpoints-controller";
 pub const ENDPOINTSLICE: &str = "endpointslice-controller";
 /// Canonical name of the EndpointSlice mirroring controller.
 pub const ENDPOINTSLICE_MIRRORING: &str = "endpointslice-mirroring-controller";
+/// Canonical name of the PersistentVolume binder.
+pub const PERSISTENTVOLUME_BINDER: &str = "persistentvolume-binder-controller";
 
 const fn kube(name: &'static str, aliases: &'static [&'static str]) -> ControllerName {
     ControllerName {
@@ -159,10 +162,7 @@ pub const KNOWN: &[ControllerName] = &[
         "cloud-node-lifecycle-controller",
         &["cloud-node-lifecycle"],
     )),
-    kube(
-        "persistentvolume-binder-controller",
-        &["persistentvolume-binder"],
-    ),
+    implemented(kube(PERSISTENTVOLUME_BINDER, &["persistentvolume-binder"])),
     kube(
         "persistentvolume-attach-detach-controller",
         &["attachdetach"],
@@ -336,6 +336,10 @@ pub struct ControllerOptions {
     /// `--service-account-private-key-file`; without it that controller does not start.
     pub service_account_token_generator:
         Option<Arc<dyn serviceaccount::tokens::LegacyTokenGenerator>>,
+    /// `--pvclaimbinder-sync-period`.
+    pub pvclaimbinder_sync_period: Duration,
+    /// `--enable-dynamic-provisioning`.
+    pub enable_dynamic_provisioning: bool,
     /// Wall clock for every controller.
     pub clock: Arc<dyn Clock>,
 }
@@ -367,6 +371,8 @@ impl Default for ControllerOptions {
             mirroring_endpointslice_updates_batch_period: Duration::ZERO,
             concurrent_serviceaccount_token_syncs: 5,
             service_account_token_generator: None,
+            pvclaimbinder_sync_period: Duration::from_secs(15),
+            enable_dynamic_provisioning: true,
             clock: Arc::new(SystemClock),
         }
     }
@@ -485,6 +491,12 @@ fn required_resources(name: &str) -> &'static [(&'static str, &'static str)] {
             ("apps/v1", "controllerrevisions"),
             ("v1", "pods"),
             ("v1", "persistentvolumeclaims"),
+        ],
+        PERSISTENTVOLUME_BINDER => &[
+            ("v1", "persistentvolumes"),
+            ("v1", "persistentvolumeclaims"),
+            ("storage.k8s.io/v1", "storageclasses"),
+            ("v1", "pods"),
         ],
         _ => &[],
     }
@@ -744,6 +756,18 @@ pub async fn start(
             );
             let workers = o.mirroring_concurrent_service_endpoint_syncs;
             Box::pin(async move { c.run(workers, shutdown).await })
+        }
+        PERSISTENTVOLUME_BINDER => {
+            let c = volume::persistentvolume::PersistentVolumeController::new(
+                ctx.factory,
+                client,
+                ctx.events.recorder(volume::persistentvolume::EVENT_SOURCE),
+                volume::persistentvolume::Config {
+                    sync_period: o.pvclaimbinder_sync_period,
+                    enable_dynamic_provisioning: o.enable_dynamic_provisioning,
+                },
+            );
+            Box::pin(async move { c.run(shutdown).await })
         }
         other => return Err(StartError::Unknown(other.to_string())),
     };

@@ -284,6 +284,7 @@ fn help_groups_flags_as_kube_controller_manager_does() {
         "Endpointslicemirroring controller flags:",
         "Serviceaccount controller flags:",
         "Replicationcontroller flags:",
+        "Persistentvolume-binder controller flags:",
     ] {
         assert!(help.contains(heading), "--help lacks {heading}:\n{help}");
     }

@@ -131,6 +131,8 @@ pub async fn config_from_flags(args: &ManagerArgs) -> anyhow::Result<ManagerConf
             mirroring_max_endpoints_per_subset: args.mirroring_max_endpoints_per_subset,
             mirroring_endpointslice_updates_batch_period: args
                 .mirroring_endpointslice_updates_batch_period,
+            pvclaimbinder_sync_period: args.pvclaimbinder_sync_period,
+            enable_dynamic_provisioning: args.enable_dynamic_provisioning,
             clock: Arc::new(SystemClock),
         },
         qps: args.kube_api_qps,
