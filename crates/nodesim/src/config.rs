@@ -38,6 +38,9 @@ pub struct Config {
     pub scheduler_name: String,
     /// How many pods the kubelet stand-in works on at once.
     pub kubelet_workers: usize,
+    /// Run the simulated provisioner `rkcm.io/simulated` and create its default StorageClass
+    /// `standard` (see [`crate::provisioner`]).
+    pub provisioner: bool,
     /// Wall clock for timestamps and deadlines.
     pub clock: Arc<dyn Clock>,
 }
@@ -58,6 +61,7 @@ impl Default for Config {
             scheduler: true,
             scheduler_name: "default-scheduler".into(),
             kubelet_workers: 4,
+            provisioner: true,
             clock: Arc::new(SystemClock),
         }
     }
@@ -86,6 +90,7 @@ impl fmt::Debug for Config {
             .field("scheduler", &self.scheduler)
             .field("scheduler_name", &self.scheduler_name)
             .field("kubelet_workers", &self.kubelet_workers)
+            .field("provisioner", &self.provisioner)
             .finish_non_exhaustive()
     }
 }

@@ -47,6 +47,16 @@
 //! the node lifecycle controller. Bindings and failures are recorded as `Scheduled` and
 //! `FailedScheduling` events.
 //!
+//! Claims are honoured as kube-scheduler's VolumeBinding plugin does ([`scheduler::volumes`]):
+//! pods wait for unbound Immediate claims, `WaitForFirstConsumer` claims get a volume or a
+//! selected node first, and bound volumes' node affinity picks the node.
+//!
+//! # Provisioner
+//!
+//! [`provisioner`] is an external provisioner named `rkcm.io/simulated` behind the default
+//! StorageClass `standard` (created at start when [`Config::provisioner`] is on): it creates a
+//! volume for each claim the binder hands it and deletes its Released `Delete` volumes.
+//!
 //! # Kubelet conventions
 //!
 //! A pod bound to a simulated node is Pending (containers `ContainerCreating`, `podIP`, `hostIP`,
@@ -149,6 +159,7 @@ pub mod kubelet;
 pub mod lease;
 pub mod node;
 pub mod node_set;
+pub mod provisioner;
 pub mod scheduler;
 pub mod sim;
 

@@ -5,4 +5,4 @@ pub mod helpers;
 pub mod matching;
 
 pub use helpers::*;
-pub use matching::{find_best_match_for_claim, find_matching_volume, MatchError};
+pub use matching::{find_best_match_for_claim, find_matching_volume, volume_fits_node, MatchError};
