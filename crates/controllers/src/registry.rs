@@ -79,6 +79,12 @@ pub const ENDPOINTSLICE: &str = "endpointslice-controller";
 pub const ENDPOINTSLICE_MIRRORING: &str = "endpointslice-mirroring-controller";
 /// Canonical name of the PersistentVolume binder.
 pub const PERSISTENTVOLUME_BINDER: &str = "persistentvolume-binder-controller";
+/// Canonical name of the claim protection controller.
+pub const PVC_PROTECTION: &str = "persistentvolumeclaim-protection-controller";
+/// Canonical name of the volume protection controller.
+pub const PV_PROTECTION: &str = "persistentvolume-protection-controller";
+/// Canonical name of the ephemeral-volume controller.
+pub const EPHEMERAL_VOLUME: &str = "ephemeral-volume-controller";
 
 const fn kube(name: &'static str, aliases: &'static [&'static str]) -> ControllerName {
     ControllerName {
@@ -172,11 +178,8 @@ pub const KNOWN: &[ControllerName] = &[
         &["persistentvolume-expander"],
     ),
     implemented(kube(CLUSTERROLE_AGGREGATION, &["clusterrole-aggregation"])),
-    kube(
-        "persistentvolumeclaim-protection-controller",
-        &["pvc-protection"],
-    ),
-    kube("persistentvolume-protection-controller", &["pv-protection"]),
+    implemented(kube(PVC_PROTECTION, &["pvc-protection"])),
+    implemented(kube(PV_PROTECTION, &["pv-protection"])),
     kube("volumeattributesclass-protection-controller", &[]),
     implemented(kube(TTL_AFTER_FINISHED, &["ttl-after-finished"])),
     implemented(kube(ROOT_CA_PUBLISHER, &["root-ca-cert-publisher"])),
@@ -184,7 +187,7 @@ pub const KNOWN: &[ControllerName] = &[
         "kube-apiserver-serving-clustertrustbundle-publisher-controller",
         &[],
     ),
-    kube("ephemeral-volume-controller", &["ephemeral-volume"]),
+    implemented(kube(EPHEMERAL_VOLUME, &["ephemeral-volume"])),
     kube(
         "storageversion-garbage-collector-controller",
         &["storage-version-gc"],
@@ -340,6 +343,8 @@ pub struct ControllerOptions {
     pub pvclaimbinder_sync_period: Duration,
     /// `--enable-dynamic-provisioning`.
     pub enable_dynamic_provisioning: bool,
+    /// `--concurrent-ephemeralvolume-syncs`.
+    pub concurrent_ephemeralvolume_syncs: usize,
     /// Wall clock for every controller.
     pub clock: Arc<dyn Clock>,
 }
@@ -373,6 +378,7 @@ impl Default for ControllerOptions {
             service_account_token_generator: None,
             pvclaimbinder_sync_period: Duration::from_secs(15),
             enable_dynamic_provisioning: true,
+            concurrent_ephemeralvolume_syncs: 5,
             clock: Arc::new(SystemClock),
         }
     }
@@ -498,6 +504,9 @@ fn required_resources(name: &str) -> &'static [(&'static str, &'static str)] {
             ("storage.k8s.io/v1", "storageclasses"),
             ("v1", "pods"),
         ],
+        PVC_PROTECTION => &[("v1", "persistentvolumeclaims"), ("v1", "pods")],
+        PV_PROTECTION => &[("v1", "persistentvolumes")],
+        EPHEMERAL_VOLUME => &[("v1", "pods"), ("v1", "persistentvolumeclaims")],
         _ => &[],
     }
 }
@@ -768,6 +777,25 @@ pub async fn start(
                 },
             );
             Box::pin(async move { c.run(shutdown).await })
+        }
+        PVC_PROTECTION => {
+            let c = volume::protection::PvcProtectionController::new(ctx.factory, client);
+            // kube runs one worker (`startPersistentVolumeClaimProtectionController`).
+            Box::pin(async move { c.run(1, shutdown).await })
+        }
+        PV_PROTECTION => {
+            let c = volume::protection::PvProtectionController::new(ctx.factory, client);
+            // kube runs one worker (`startPersistentVolumeProtectionController`).
+            Box::pin(async move { c.run(1, shutdown).await })
+        }
+        EPHEMERAL_VOLUME => {
+            let c = volume::ephemeral::EphemeralVolumeController::new(
+                ctx.factory,
+                client,
+                ctx.events.recorder(volume::ephemeral::EVENT_SOURCE),
+            );
+            let workers = o.concurrent_ephemeralvolume_syncs;
+            Box::pin(async move { c.run(workers, shutdown).await })
         }
         other => return Err(StartError::Unknown(other.to_string())),
     };

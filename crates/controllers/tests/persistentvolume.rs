@@ -252,3 +252,152 @@ async fn a_wait_for_first_consumer_claim_waits_for_a_node_then_asks_its_provisio
     cluster.stop().await;
     Ok(())
 }
+
+#[tokio::test]
+async fn protection_finalizers_hold_claims_in_use_and_bound_volumes() -> Result<()> {
+    use k8s_openapi::api::core::v1::Pod;
+    use rkcm_controllers::registry::{PVC_PROTECTION, PV_PROTECTION};
+    let cluster = Cluster::start().await;
+    cluster
+        .start_registered(&[PVC_PROTECTION, PV_PROTECTION], options())
+        .await?;
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(cluster.client.clone(), "default");
+    let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), "default");
+    let pvs: Api<PersistentVolume> = Api::all(cluster.client.clone());
+    let pp = PostParams::default();
+    claims.create(&pp, &pvc("used", "1Gi", Some(""))).await?;
+    claims.create(&pp, &pvc("free", "1Gi", Some(""))).await?;
+    pvs.create(&pp, &pv("kept", "1Gi", "Retain")).await?;
+    until("both get their finalizers", || async {
+        let c = claims.get("free").await?;
+        anyhow::ensure!(c.metadata.finalizers.is_some());
+        let c = claims.get("used").await?;
+        anyhow::ensure!(c.metadata.finalizers == Some(vec!["kubernetes.io/pvc-protection".into()]));
+        let v = pvs.get("kept").await?;
+        anyhow::ensure!(v.metadata.finalizers == Some(vec!["kubernetes.io/pv-protection".into()]));
+        Ok(())
+    })
+    .await?;
+    pods.create(
+        &pp,
+        &serde_json::from_value(json!({
+            "metadata": {"name": "user"},
+            "spec": {
+                "nodeName": "node-1",
+                "containers": [{"name": "c", "image": "busybox"}],
+                "volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "used"}}],
+            },
+        }))?,
+    )
+    .await?;
+    claims.delete("used", &DeleteParams::default()).await?;
+    claims.delete("free", &DeleteParams::default()).await?;
+    // The unused claim, queued after the used one, goes: the used one was decided on already.
+    until("the unused claim goes", || async {
+        anyhow::ensure!(claims.get_opt("free").await?.is_none());
+        Ok(())
+    })
+    .await?;
+    let mut v = pvs.get("kept").await?;
+    v.status.get_or_insert_with(Default::default).phase = Some("Bound".into());
+    pvs.replace_status("kept", &pp, &v).await?;
+    pvs.delete("kept", &DeleteParams::default()).await?;
+    let c = claims.get("used").await?;
+    assert!(c.metadata.deletion_timestamp.is_some());
+    assert!(c.metadata.finalizers.is_some());
+    pods.delete(
+        "user",
+        &DeleteParams {
+            grace_period_seconds: Some(0),
+            ..DeleteParams::default()
+        },
+    )
+    .await?;
+    until("the claim goes once its pod is gone", || async {
+        anyhow::ensure!(claims.get_opt("used").await?.is_none());
+        Ok(())
+    })
+    .await?;
+    let v = pvs.get("kept").await?;
+    assert!(
+        v.metadata.deletion_timestamp.is_some(),
+        "a Bound volume stays"
+    );
+    let mut released = v.clone();
+    released.status.get_or_insert_with(Default::default).phase = Some("Released".into());
+    pvs.replace_status("kept", &pp, &released).await?;
+    until("the volume goes once it is not Bound", || async {
+        anyhow::ensure!(pvs.get_opt("kept").await?.is_none());
+        Ok(())
+    })
+    .await?;
+    cluster.stop().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn ephemeral_volumes_get_claims_owned_by_their_pods() -> Result<()> {
+    use k8s_openapi::api::core::v1::Pod;
+    use rkcm_controllers::registry::EPHEMERAL_VOLUME;
+    let cluster = Cluster::start().await;
+    cluster
+        .start_registered(&[EPHEMERAL_VOLUME], options())
+        .await?;
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(cluster.client.clone(), "default");
+    let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), "default");
+    let events: Api<Event> = Api::namespaced(cluster.client.clone(), "default");
+    let pp = PostParams::default();
+    let pod = |name: &str| -> Result<Pod> {
+        Ok(serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "spec": {
+                "containers": [{"name": "c", "image": "busybox"}],
+                "volumes": [{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {
+                    "metadata": {"labels": {"type": "scratch"}},
+                    "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+                }}}],
+            },
+        }))?)
+    };
+    let created = pods.create(&pp, &pod("web")?).await?;
+    until(
+        "the pod's ephemeral claim exists, owned by the pod",
+        || async {
+            let c = claims.get("web-scratch").await?;
+            let owner = c.metadata.owner_references.clone().unwrap_or_default();
+            anyhow::ensure!(
+                owner.len() == 1 && Some(&owner[0].uid) == created.metadata.uid.as_ref()
+            );
+            anyhow::ensure!(owner[0].controller == Some(true));
+            anyhow::ensure!(
+                c.metadata
+                    .labels
+                    .unwrap_or_default()
+                    .get("type")
+                    .map(String::as_str)
+                    == Some("scratch")
+            );
+            Ok(())
+        },
+    )
+    .await?;
+    // A claim of the pod's name that someone else made is not taken over.
+    claims
+        .create(&pp, &pvc("other-scratch", "1Gi", Some("")))
+        .await?;
+    pods.create(&pp, &pod("other")?).await?;
+    until("the conflict is reported on the pod", || async {
+        let list = events.list(&ListParams::default()).await?;
+        anyhow::ensure!(list.items.iter().any(|e| {
+            e.reason.as_deref() == Some("FailedBinding")
+                && e.message.as_deref()
+                    == Some("PVC default/other-scratch was not created for pod default/other (pod is not owner)")
+        }));
+        Ok(())
+    })
+    .await?;
+    let c = claims.get("other-scratch").await?;
+    assert!(c.metadata.owner_references.is_none());
+    cluster.stop().await;
+    Ok(())
+}

@@ -1,8 +1,10 @@
 //! End to end: volumes on `rkcm up` with the real kubectl. A static PersistentVolume and the
 //! claim that binds it (kube's columns), a Retain volume Released with its claim gone; a claim on
 //! the default class `standard` waiting for its first consumer, provisioned on the node its pod
-//! is scheduled to; the provisioned volume deleted after its claim (reclaim Delete); a StatefulSet
-//! whose claim templates get bound claims. One cluster.
+//! is scheduled to; that claim deleted while its pod runs staying Terminating with its finalizer
+//! until the pod goes; the provisioned volume deleted after its claim (reclaim Delete); a pod's
+//! generic ephemeral volume getting its owned claim; a StatefulSet whose claim templates get bound
+//! claims. One cluster.
 
 mod common;
 
@@ -72,6 +74,29 @@ spec:
     - name: data
       persistentVolumeClaim:
         claimName: data
+"#;
+
+const EPHEMERAL_POD: &str = r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: scratch
+spec:
+  containers:
+    - name: app
+      image: busybox
+      command: ["sleep", "3600"]
+      volumeMounts:
+        - name: scratch
+          mountPath: /scratch
+  volumes:
+    - name: scratch
+      ephemeral:
+        volumeClaimTemplate:
+          spec:
+            accessModes: ["ReadWriteOnce"]
+            resources:
+              requests:
+                storage: 1Gi
 "#;
 
 const STATEFULSET: &str = r#"apiVersion: apps/v1
@@ -247,11 +272,61 @@ fn volumes_bind_provision_and_go_away_as_on_kube() {
     assert!(events.contains("ExternalProvisioning"), "{events}");
     assert!(events.contains("ProvisioningSucceeded"), "{events}");
 
-    // The provisioned volume goes with its claim (reclaim Delete).
+    // A claim deleted while its pod runs stays Terminating with its finalizer until the pod goes.
+    assert_eq!(
+        cluster.jsonpath(&["get", "pvc", "data"], "{.metadata.finalizers}"),
+        r#"["kubernetes.io/pvc-protection"]"#
+    );
+    assert_eq!(
+        cluster.jsonpath(&["get", "pv", &volume], "{.metadata.finalizers}"),
+        r#"["kubernetes.io/pv-protection"]"#
+    );
+    cluster.kubectl(&["delete", "pvc", "data", "--wait=false"]);
+    cluster.eventually("the claim shows Terminating", MINUTE, || {
+        let table = cluster.kubectl(&["get", "pvc", "data"]);
+        table.contains("Terminating").then_some(())
+    });
+    // `kubectl delete` of an unused claim returns once the protection controller, which saw the
+    // first deletion before it, released it: the claim in use is still there then.
+    apply(
+        &cluster,
+        &DYNAMIC_CLAIM.replace("name: data", "name: unused"),
+    );
+    cluster.eventually("the unused claim gets its finalizer", MINUTE, || {
+        cluster
+            .jsonpath(&["get", "pvc", "unused"], "{.metadata.finalizers}")
+            .contains("pvc-protection")
+            .then_some(())
+    });
+    cluster.kubectl(&["delete", "pvc", "unused"]);
+    assert!(exists(&cluster, "pvc", "data"), "the claim in use stays");
+    assert_eq!(phase(&cluster, "pod", "app"), "Running");
+
+    // The provisioned volume goes with its claim (reclaim Delete) once the pod is gone.
     cluster.kubectl(&["delete", "pod", "app"]);
-    cluster.kubectl(&["delete", "pvc", "data"]);
+    cluster.eventually("the claim goes with its pod", MINUTE, || {
+        (!exists(&cluster, "pvc", "data")).then_some(())
+    });
     cluster.eventually("the provisioned volume is deleted", MINUTE, || {
         (!exists(&cluster, "pv", &volume)).then_some(())
+    });
+
+    // A generic ephemeral volume: the pod's own claim, provisioned, and the pod runs.
+    apply(&cluster, EPHEMERAL_POD);
+    cluster.eventually("the ephemeral claim is Bound", MINUTE, || {
+        (exists(&cluster, "pvc", "scratch-scratch")
+            && phase(&cluster, "pvc", "scratch-scratch") == "Bound")
+            .then_some(())
+    });
+    assert_eq!(
+        cluster.jsonpath(
+            &["get", "pvc", "scratch-scratch"],
+            "{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}"
+        ),
+        "Pod/scratch"
+    );
+    cluster.eventually("the pod with the ephemeral volume runs", MINUTE, || {
+        (phase(&cluster, "pod", "scratch") == "Running").then_some(())
     });
 
     // A StatefulSet's claim templates get bound claims, and its pods run.

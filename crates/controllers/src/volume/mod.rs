@@ -2,4 +2,6 @@
 //! `pkg/controller/volume/`: the PersistentVolume binder, the claim and volume protection
 //! controllers and the ephemeral-volume controller.
 
+pub mod ephemeral;
 pub mod persistentvolume;
+pub mod protection;

@@ -147,6 +147,15 @@ pub struct ManagerArgs {
           help_heading = "Persistentvolume-binder controller flags")]
     pub enable_dynamic_provisioning: bool,
 
+    /// The number of ephemeral volume syncing operations that will be done concurrently. Larger
+    /// number = faster ephemeral volume updating, but more CPU (and network) load
+    #[arg(
+        long,
+        default_value_t = 5,
+        help_heading = "Ephemeralvolume controller flags"
+    )]
+    pub concurrent_ephemeralvolume_syncs: usize,
+
     /// The number of replica sets that are allowed to sync concurrently.
     #[arg(
         long,

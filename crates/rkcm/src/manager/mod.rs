@@ -133,6 +133,7 @@ pub async fn config_from_flags(args: &ManagerArgs) -> anyhow::Result<ManagerConf
                 .mirroring_endpointslice_updates_batch_period,
             pvclaimbinder_sync_period: args.pvclaimbinder_sync_period,
             enable_dynamic_provisioning: args.enable_dynamic_provisioning,
+            concurrent_ephemeralvolume_syncs: args.concurrent_ephemeralvolume_syncs,
             clock: Arc::new(SystemClock),
         },
         qps: args.kube_api_qps,
