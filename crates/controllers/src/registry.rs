@@ -85,6 +85,8 @@ pub const PVC_PROTECTION: &str = "persistentvolumeclaim-protection-controller";
 pub const PV_PROTECTION: &str = "persistentvolume-protection-controller";
 /// Canonical name of the ephemeral-volume controller.
 pub const EPHEMERAL_VOLUME: &str = "ephemeral-volume-controller";
+/// Canonical name of the volume expander.
+pub const PERSISTENTVOLUME_EXPANDER: &str = "persistentvolume-expander-controller";
 
 const fn kube(name: &'static str, aliases: &'static [&'static str]) -> ControllerName {
     ControllerName {
@@ -173,10 +175,10 @@ pub const KNOWN: &[ControllerName] = &[
         "persistentvolume-attach-detach-controller",
         &["attachdetach"],
     ),
-    kube(
-        "persistentvolume-expander-controller",
+    implemented(kube(
+        PERSISTENTVOLUME_EXPANDER,
         &["persistentvolume-expander"],
-    ),
+    )),
     implemented(kube(CLUSTERROLE_AGGREGATION, &["clusterrole-aggregation"])),
     implemented(kube(PVC_PROTECTION, &["pvc-protection"])),
     implemented(kube(PV_PROTECTION, &["pv-protection"])),
@@ -507,6 +509,10 @@ fn required_resources(name: &str) -> &'static [(&'static str, &'static str)] {
         PVC_PROTECTION => &[("v1", "persistentvolumeclaims"), ("v1", "pods")],
         PV_PROTECTION => &[("v1", "persistentvolumes")],
         EPHEMERAL_VOLUME => &[("v1", "pods"), ("v1", "persistentvolumeclaims")],
+        PERSISTENTVOLUME_EXPANDER => &[
+            ("v1", "persistentvolumeclaims"),
+            ("v1", "persistentvolumes"),
+        ],
         _ => &[],
     }
 }
@@ -796,6 +802,14 @@ pub async fn start(
             );
             let workers = o.concurrent_ephemeralvolume_syncs;
             Box::pin(async move { c.run(workers, shutdown).await })
+        }
+        PERSISTENTVOLUME_EXPANDER => {
+            let c = volume::expand::ExpandController::new(
+                ctx.factory,
+                ctx.events.recorder(volume::expand::EVENT_SOURCE),
+            );
+            drop(client);
+            Box::pin(async move { c.run(volume::expand::WORKERS, shutdown).await })
         }
         other => return Err(StartError::Unknown(other.to_string())),
     };

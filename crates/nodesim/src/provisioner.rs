@@ -10,6 +10,11 @@
 //! `kubernetes.io/hostname In [<node>]`); the binder then binds the two. A Released volume of its
 //! own with reclaim policy `Delete` is deleted. Events: `Provisioning` and `ProvisioningSucceeded`
 //! on the claim, `ProvisioningFailed` when the create fails.
+//!
+//! It is also the volumes' external resizer: when a Bound claim on one of its volumes asks for
+//! more than its capacity and the class has `allowVolumeExpansion: true`, the volume's
+//! `spec.capacity` and then the claim's `status.capacity` become the request (a simulated volume
+//! needs no node-side file system expansion); events `Resizing` and `VolumeResizeSuccessful`.
 
 use std::sync::Arc;
 
@@ -45,6 +50,15 @@ pub enum ProvisionError {
     /// Creating the volume of a claim failed.
     #[error("failed to provision volume for claim {claim}")]
     Create {
+        /// The claim.
+        claim: ObjectKey,
+        /// Cause.
+        #[source]
+        source: kube::Error,
+    },
+    /// Resizing a volume or recording the claim's new capacity failed.
+    #[error("failed to resize volume for claim {claim}")]
+    Resize {
         /// The claim.
         claim: ObjectKey,
         /// Cause.
@@ -181,6 +195,28 @@ pub fn provisioned_volume(claim: &PersistentVolumeClaim, class: &StorageClass) -
     }
 }
 
+/// Whether a Bound claim asks for more storage than its status shows.
+pub fn wants_resize(claim: &PersistentVolumeClaim) -> bool {
+    let capacity = claim
+        .status
+        .as_ref()
+        .and_then(|s| s.capacity.as_ref())
+        .and_then(|c| c.get("storage"))
+        .and_then(|q| rkcm_apimachinery::quantity::Quantity::parse(&q.0).ok())
+        .unwrap_or_default();
+    claim_phase(claim) == claim_phase::BOUND && requested_storage(claim) > capacity
+}
+
+/// Whether the volume was provisioned by this provisioner.
+fn is_ours(volume: &PersistentVolume) -> bool {
+    volume
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(ANN_DYNAMICALLY_PROVISIONED))
+        .is_some_and(|p| p == PROVISIONER_NAME)
+}
+
 /// Whether the volume is one of ours, Released, with reclaim policy Delete.
 pub fn wants_deletion(volume: &PersistentVolume) -> bool {
     let ours = volume
@@ -216,7 +252,7 @@ impl Provisioner {
         let q = claim_queue.clone();
         claims.add_event_handler(move |note: Notification<PersistentVolumeClaim>| {
             if let Notification::Add(c) | Notification::Update { new: c, .. } = note {
-                if wants_volume(&c) {
+                if wants_volume(&c) || wants_resize(&c) {
                     q.add(ObjectKey::from_obj(&*c));
                 }
             }
@@ -297,6 +333,9 @@ impl Provisioner {
         let Some(claim) = self.claims.get(key) else {
             return Ok(());
         };
+        if wants_resize(&claim) {
+            return self.resize(key, &claim).await;
+        }
         if !wants_volume(&claim) {
             return Ok(());
         }
@@ -359,6 +398,87 @@ impl Provisioner {
             EventType::Normal,
             "ProvisioningSucceeded",
             format!("Successfully provisioned volume {name}"),
+        );
+        Ok(())
+    }
+
+    /// Grows the claim's volume to its request, then the claim's capacity (external-resizer's
+    /// controller-side expansion, with nothing left for the node to do).
+    async fn resize(
+        &self,
+        key: &ObjectKey,
+        claim: &PersistentVolumeClaim,
+    ) -> Result<(), ProvisionError> {
+        let Some(volume) = self
+            .volumes
+            .get(&ObjectKey::cluster(claim_volume_name(claim)))
+        else {
+            return Ok(());
+        };
+        let expandable = self
+            .classes
+            .get(&ObjectKey::cluster(claim_class(claim)))
+            .is_some_and(|c| c.allow_volume_expansion == Some(true));
+        if !is_ours(&volume) || !expandable {
+            return Ok(());
+        }
+        let Some(request) = claim
+            .spec
+            .as_ref()
+            .and_then(|s| s.resources.as_ref())
+            .and_then(|r| r.requests.as_ref())
+            .and_then(|r| r.get("storage"))
+            .cloned()
+        else {
+            return Ok(());
+        };
+        let err = |source| ProvisionError::Resize {
+            claim: key.clone(),
+            source,
+        };
+        if volume_capacity(&volume) < requested_storage(claim) {
+            self.event(
+                claim,
+                EventType::Normal,
+                "Resizing",
+                format!(
+                    "External resizer is resizing volume {}",
+                    volume.metadata.name.as_deref().unwrap_or_default()
+                ),
+            );
+            let mut grown = (*volume).clone();
+            grown
+                .spec
+                .get_or_insert_with(Default::default)
+                .capacity
+                .get_or_insert_with(Default::default)
+                .insert("storage".into(), request.clone());
+            let api: Api<PersistentVolume> = Api::all(self.client.clone());
+            api.replace(
+                &volume.metadata.name.clone().unwrap_or_default(),
+                &PostParams::default(),
+                &grown,
+            )
+            .await
+            .map_err(err)?;
+        }
+        let mut updated = claim.clone();
+        let status = updated.status.get_or_insert_with(Default::default);
+        status
+            .capacity
+            .get_or_insert_with(Default::default)
+            .insert("storage".into(), request);
+        status.conditions = None;
+        let api: Api<PersistentVolumeClaim> =
+            Api::namespaced(self.client.clone(), key.namespace_str());
+        api.replace_status(&key.name, &PostParams::default(), &updated)
+            .await
+            .map_err(err)?;
+        self.event(
+            claim,
+            EventType::Normal,
+            "VolumeResizeSuccessful",
+            "Resize volume succeeded".into(),
         );
         Ok(())
     }
@@ -479,6 +599,17 @@ mod tests {
             .unwrap()
             .insert(ANN_STORAGE_PROVISIONER.into(), "example.com/other".into());
         assert!(!wants_volume(&other));
+
+        let mut grown = bound.clone();
+        grown.status = Some(k8s_openapi::api::core::v1::PersistentVolumeClaimStatus {
+            phase: Some("Bound".into()),
+            capacity: Some([("storage".to_string(), Quantity("1Gi".into()))].into()),
+            ..Default::default()
+        });
+        assert!(wants_resize(&grown), "3Gi requested, 1Gi provisioned");
+        grown.status.as_mut().unwrap().capacity =
+            Some([("storage".to_string(), Quantity("3Gi".into()))].into());
+        assert!(!wants_resize(&grown));
 
         let mut v = provisioned_volume(&claim(), &default_class());
         assert!(!wants_deletion(&v));

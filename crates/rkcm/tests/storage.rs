@@ -3,7 +3,7 @@
 //! the default class `standard` waiting for its first consumer, provisioned on the node its pod
 //! is scheduled to; that claim deleted while its pod runs staying Terminating with its finalizer
 //! until the pod goes; the provisioned volume deleted after its claim (reclaim Delete); a pod's
-//! generic ephemeral volume getting its owned claim; a StatefulSet whose claim templates get bound
+//! generic ephemeral volume getting its owned claim, grown on the expandable class; a StatefulSet whose claim templates get bound
 //! claims. One cluster.
 
 mod common;
@@ -328,6 +328,38 @@ fn volumes_bind_provision_and_go_away_as_on_kube() {
     cluster.eventually("the pod with the ephemeral volume runs", MINUTE, || {
         (phase(&cluster, "pod", "scratch") == "Running").then_some(())
     });
+
+    // Growing a claim on the expandable default class resizes its volume.
+    cluster.kubectl(&[
+        "patch",
+        "pvc",
+        "scratch-scratch",
+        "-p",
+        r#"{"spec":{"resources":{"requests":{"storage":"2Gi"}}}}"#,
+    ]);
+    cluster.eventually("the claim's capacity grows", MINUTE, || {
+        (cluster.jsonpath(
+            &["get", "pvc", "scratch-scratch"],
+            "{.status.capacity.storage}",
+        ) == "2Gi")
+            .then_some(())
+    });
+    let scratch_volume = cluster.jsonpath(&["get", "pvc", "scratch-scratch"], "{.spec.volumeName}");
+    assert_eq!(
+        cluster.jsonpath(&["get", "pv", &scratch_volume], "{.spec.capacity.storage}"),
+        "2Gi"
+    );
+    cluster.eventually(
+        "the expander hands the claim to the external resizer",
+        MINUTE,
+        || {
+            let events = events_of(&cluster, "scratch-scratch");
+            (events.contains(
+                "ExternalExpanding: waiting for an external controller to expand this PVC",
+            ) && events.contains("VolumeResizeSuccessful"))
+            .then_some(())
+        },
+    );
 
     // A StatefulSet's claim templates get bound claims, and its pods run.
     apply(&cluster, STATEFULSET);

@@ -3,5 +3,6 @@
 //! controllers and the ephemeral-volume controller.
 
 pub mod ephemeral;
+pub mod expand;
 pub mod persistentvolume;
 pub mod protection;
