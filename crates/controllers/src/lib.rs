@@ -28,3 +28,4 @@ pub mod statefulset;
 pub mod tainteviction;
 pub mod ttl;
 pub mod ttlafterfinished;
+pub mod volume;

@@ -17,6 +17,7 @@ use k8s_openapi::api::core::v1::ReplicationController;
 
 use crate::resourcequota;
 use crate::statefulset;
+use crate::volume;
 use crate::{
     certificates, clusterroleaggregation, cronjob, daemon, deployment, disruption, endpoint,
     endpointslice, endpointslicemirroring, garbagecollector, job, namespace, podautoscaler, podgc,
@@ -96,6 +97,16 @@ pub const TAINT_EVICTION: &str = "taint-eviction-controller";
 pub const TTL: &str = "ttl-controller";
 /// Canonical name of the node IPAM controller.
 pub const NODE_IPAM: &str = "node-ipam-controller";
+/// Canonical name of the PersistentVolume binder.
+pub const PERSISTENTVOLUME_BINDER: &str = "persistentvolume-binder-controller";
+/// Canonical name of the claim protection controller.
+pub const PVC_PROTECTION: &str = "persistentvolumeclaim-protection-controller";
+/// Canonical name of the volume protection controller.
+pub const PV_PROTECTION: &str = "persistentvolume-protection-controller";
+/// Canonical name of the ephemeral-volume controller.
+pub const EPHEMERAL_VOLUME: &str = "ephemeral-volume-controller";
+/// Canonical name of the volume expander.
+pub const PERSISTENTVOLUME_EXPANDER: &str = "persistentvolume-expander-controller";
 
 const fn kube(name: &'static str, aliases: &'static [&'static str]) -> ControllerName {
     ControllerName {
@@ -170,24 +181,18 @@ pub const KNOWN: &[ControllerName] = &[
         "cloud-node-lifecycle-controller",
         &["cloud-node-lifecycle"],
     )),
-    kube(
-        "persistentvolume-binder-controller",
-        &["persistentvolume-binder"],
-    ),
+    implemented(kube(PERSISTENTVOLUME_BINDER, &["persistentvolume-binder"])),
     kube(
         "persistentvolume-attach-detach-controller",
         &["attachdetach"],
     ),
-    kube(
-        "persistentvolume-expander-controller",
+    implemented(kube(
+        PERSISTENTVOLUME_EXPANDER,
         &["persistentvolume-expander"],
-    ),
+    )),
     implemented(kube(CLUSTERROLE_AGGREGATION, &["clusterrole-aggregation"])),
-    kube(
-        "persistentvolumeclaim-protection-controller",
-        &["pvc-protection"],
-    ),
-    kube("persistentvolume-protection-controller", &["pv-protection"]),
+    implemented(kube(PVC_PROTECTION, &["pvc-protection"])),
+    implemented(kube(PV_PROTECTION, &["pv-protection"])),
     kube("volumeattributesclass-protection-controller", &[]),
     implemented(kube(TTL_AFTER_FINISHED, &["ttl-after-finished"])),
     implemented(kube(ROOT_CA_PUBLISHER, &["root-ca-cert-publisher"])),
@@ -195,7 +200,7 @@ pub const KNOWN: &[ControllerName] = &[
         "kube-apiserver-serving-clustertrustbundle-publisher-controller",
         &[],
     ),
-    kube("ephemeral-volume-controller", &["ephemeral-volume"]),
+    implemented(kube(EPHEMERAL_VOLUME, &["ephemeral-volume"])),
     kube(
         "storageversion-garbage-collector-controller",
         &["storage-version-gc"],
@@ -367,6 +372,12 @@ pub struct ControllerOptions {
     pub horizontal_pod_autoscaler_downscale_stabilization: Duration,
     /// `--concurrent-horizontal-pod-autoscaler-syncs`.
     pub concurrent_horizontal_pod_autoscaler_syncs: usize,
+    /// `--pvclaimbinder-sync-period`.
+    pub pvclaimbinder_sync_period: Duration,
+    /// `--enable-dynamic-provisioning`.
+    pub enable_dynamic_provisioning: bool,
+    /// `--concurrent-ephemeralvolume-syncs`.
+    pub concurrent_ephemeralvolume_syncs: usize,
     /// Wall clock for every controller.
     pub clock: Arc<dyn Clock>,
 }
@@ -408,6 +419,9 @@ impl Default for ControllerOptions {
             horizontal_pod_autoscaler_initial_readiness_delay: Duration::from_secs(30),
             horizontal_pod_autoscaler_downscale_stabilization: Duration::from_secs(300),
             concurrent_horizontal_pod_autoscaler_syncs: 5,
+            pvclaimbinder_sync_period: Duration::from_secs(15),
+            enable_dynamic_provisioning: true,
+            concurrent_ephemeralvolume_syncs: 5,
             clock: Arc::new(SystemClock),
         }
     }
@@ -553,6 +567,19 @@ fn required_resources(name: &str) -> &'static [(&'static str, &'static str)] {
         ],
         TAINT_EVICTION => &[("v1", "nodes"), ("v1", "pods")],
         TTL | NODE_IPAM => &[("v1", "nodes")],
+        PERSISTENTVOLUME_BINDER => &[
+            ("v1", "persistentvolumes"),
+            ("v1", "persistentvolumeclaims"),
+            ("storage.k8s.io/v1", "storageclasses"),
+            ("v1", "pods"),
+        ],
+        PVC_PROTECTION => &[("v1", "persistentvolumeclaims"), ("v1", "pods")],
+        PV_PROTECTION => &[("v1", "persistentvolumes")],
+        EPHEMERAL_VOLUME => &[("v1", "pods"), ("v1", "persistentvolumeclaims")],
+        PERSISTENTVOLUME_EXPANDER => &[
+            ("v1", "persistentvolumeclaims"),
+            ("v1", "persistentvolumes"),
+        ],
         _ => &[],
     }
 }
@@ -922,6 +949,45 @@ pub async fn start(
             );
             let workers = o.concurrent_resourcequota_syncs;
             Box::pin(async move { c.run(workers, shutdown).await })
+        }
+        PERSISTENTVOLUME_BINDER => {
+            let c = volume::persistentvolume::PersistentVolumeController::new(
+                ctx.factory,
+                client,
+                ctx.events.recorder(volume::persistentvolume::EVENT_SOURCE),
+                volume::persistentvolume::Config {
+                    sync_period: o.pvclaimbinder_sync_period,
+                    enable_dynamic_provisioning: o.enable_dynamic_provisioning,
+                },
+            );
+            Box::pin(async move { c.run(shutdown).await })
+        }
+        PVC_PROTECTION => {
+            let c = volume::protection::PvcProtectionController::new(ctx.factory, client);
+            // kube runs one worker (`startPersistentVolumeClaimProtectionController`).
+            Box::pin(async move { c.run(1, shutdown).await })
+        }
+        PV_PROTECTION => {
+            let c = volume::protection::PvProtectionController::new(ctx.factory, client);
+            // kube runs one worker (`startPersistentVolumeProtectionController`).
+            Box::pin(async move { c.run(1, shutdown).await })
+        }
+        EPHEMERAL_VOLUME => {
+            let c = volume::ephemeral::EphemeralVolumeController::new(
+                ctx.factory,
+                client,
+                ctx.events.recorder(volume::ephemeral::EVENT_SOURCE),
+            );
+            let workers = o.concurrent_ephemeralvolume_syncs;
+            Box::pin(async move { c.run(workers, shutdown).await })
+        }
+        PERSISTENTVOLUME_EXPANDER => {
+            let c = volume::expand::ExpandController::new(
+                ctx.factory,
+                ctx.events.recorder(volume::expand::EVENT_SOURCE),
+            );
+            drop(client);
+            Box::pin(async move { c.run(volume::expand::WORKERS, shutdown).await })
         }
         other => return Err(StartError::Unknown(other.to_string())),
     };

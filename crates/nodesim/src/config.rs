@@ -41,6 +41,9 @@ pub struct Config {
     /// How often the resource metrics are snapshotted (metrics-server's `--metric-resolution`);
     /// used when [`crate::NodeSim::with_metrics`] asked for them.
     pub metric_resolution: Duration,
+    /// Run the simulated provisioner `rkcm.io/simulated` and create its default StorageClass
+    /// `standard` (see [`crate::provisioner`]).
+    pub provisioner: bool,
     /// Wall clock for timestamps and deadlines.
     pub clock: Arc<dyn Clock>,
 }
@@ -62,6 +65,7 @@ impl Default for Config {
             scheduler_name: "default-scheduler".into(),
             kubelet_workers: 4,
             metric_resolution: crate::metrics::DEFAULT_METRIC_RESOLUTION,
+            provisioner: true,
             clock: Arc::new(SystemClock),
         }
     }
@@ -91,6 +95,7 @@ impl fmt::Debug for Config {
             .field("scheduler_name", &self.scheduler_name)
             .field("kubelet_workers", &self.kubelet_workers)
             .field("metric_resolution", &self.metric_resolution)
+            .field("provisioner", &self.provisioner)
             .finish_non_exhaustive()
     }
 }

@@ -63,6 +63,16 @@
 //! lifecycle controller taints nodes whose Ready condition is not True (`node.kubernetes.io/not-ready`,
 //! `…/unreachable`). Bindings and failures are recorded as `Scheduled` and `FailedScheduling` events.
 //!
+//! Claims are honoured as kube-scheduler's VolumeBinding plugin does ([`scheduler::volumes`]):
+//! pods wait for unbound Immediate claims, `WaitForFirstConsumer` claims get a volume or a
+//! selected node first, and bound volumes' node affinity picks the node.
+//!
+//! # Provisioner
+//!
+//! [`provisioner`] is an external provisioner named `rkcm.io/simulated` behind the default
+//! StorageClass `standard` (created at start when [`Config::provisioner`] is on): it creates a
+//! volume for each claim the binder hands it and deletes its Released `Delete` volumes.
+//!
 //! # Kubelet conventions
 //!
 //! A pod bound to a simulated node is Pending (containers `ContainerCreating`, `podIP`, `hostIP`,
@@ -174,6 +184,7 @@ pub mod lease;
 pub mod metrics;
 pub mod node;
 pub mod node_set;
+pub mod provisioner;
 pub mod scheduler;
 pub mod sim;
 

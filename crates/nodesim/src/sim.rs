@@ -18,6 +18,7 @@ use crate::error::Result;
 use crate::kubelet::Kubelet;
 use crate::metrics::{self, UsageSnapshots};
 use crate::node_set::{NodeSet, HEARTBEAT_ANNOTATION};
+use crate::provisioner::{self, Provisioner};
 use crate::scheduler::Scheduler;
 use crate::{lease, node};
 
@@ -36,6 +37,7 @@ pub struct NodeSim {
     nodes: NodeSet,
     kubelet: Arc<Kubelet>,
     scheduler: Option<Arc<Scheduler>>,
+    provisioner: Option<Arc<Provisioner>>,
     metrics: Option<UsageSnapshots>,
     /// Names of nodes whose heartbeat annotation was just removed.
     resumed: mpsc::Receiver<String>,
@@ -101,7 +103,11 @@ impl NodeSim {
         let scheduler = config
             .scheduler
             .then(|| Scheduler::new(informers, client.clone(), &config));
+        let provisioner = config
+            .provisioner
+            .then(|| Provisioner::new(informers, client.clone()));
         Self {
+            provisioner,
             client,
             config,
             informers: informers.clone(),
@@ -152,11 +158,16 @@ impl NodeSim {
         }
 
         self.mark_surplus_nodes().await;
+        if self.provisioner.is_some() {
+            if let Err(e) = provisioner::ensure_default_class(&self.client).await {
+                tracing::warn!(error = %rkcm_runtime::api_error::message(&e), "could not create the default StorageClass");
+            }
+        }
 
         self.informers.start(shutdown.clone());
         let synced = wait_for_cache_sync(
             "nodesim",
-            &[&self.pod_informer, &self.node_informer],
+            &[&self.pod_informer, &self.node_informer, &self.informers],
             &shutdown,
         )
         .await;
@@ -171,11 +182,20 @@ impl NodeSim {
         if let Some(scheduler) = &self.scheduler {
             scheduler.set_recorder(events.recorder("default-scheduler"));
         }
+        if let Some(provisioner) = &self.provisioner {
+            provisioner.set_recorder(events.recorder(&format!(
+                "{}_rkcm-simulated-provisioner",
+                provisioner::PROVISIONER_NAME
+            )));
+        }
 
         let mut tasks = JoinSet::new();
         tasks.spawn(Arc::clone(&self.kubelet).run(self.config.kubelet_workers, shutdown.clone()));
         if let Some(scheduler) = &self.scheduler {
             tasks.spawn(Arc::clone(scheduler).run(shutdown.clone()));
+        }
+        if let Some(provisioner) = &self.provisioner {
+            tasks.spawn(Arc::clone(provisioner).run(shutdown.clone()));
         }
         tasks.spawn(renew_leases(
             self.client.clone(),
@@ -217,6 +237,9 @@ impl NodeSim {
         self.kubelet.stop_recording();
         if let Some(scheduler) = &self.scheduler {
             scheduler.stop_recording();
+        }
+        if let Some(provisioner) = &self.provisioner {
+            provisioner.stop_recording();
         }
         if tokio::time::timeout(EVENT_FLUSH_TIMEOUT, events.shutdown())
             .await

@@ -286,6 +286,8 @@ fn help_groups_flags_as_kube_controller_manager_does() {
         "Serviceaccount controller flags:",
         "Replicationcontroller flags:",
         "Resourcequota controller flags:",
+        "Persistentvolume-binder controller flags:",
+        "Ephemeralvolume controller flags:",
     ] {
         assert!(help.contains(heading), "--help lacks {heading}:\n{help}");
     }

@@ -20,6 +20,7 @@ pub mod rest_client;
 pub mod retry_after;
 pub mod scheduling;
 pub mod slow_start;
+pub mod storage;
 pub mod testing;
 pub mod token_bucket;
 pub mod worker;

@@ -11,18 +11,21 @@ pub mod pod_affinity;
 pub mod predicates;
 pub mod resources;
 pub mod select;
+pub mod volumes;
 pub use rkcm_runtime::scheduling::{node_affinity, taints};
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use parking_lot::Mutex;
 use rkcm_runtime::events::{EventRecorder, EventType};
 use rkcm_runtime::informer::{InformerFactory, Notification, Store};
+use rkcm_runtime::storage::{pod_pvc_index, POD_PVC_INDEX};
 use rkcm_runtime::workqueue::RateLimitingQueue;
 use rkcm_runtime::{worker, Clock, ObjectKey, Shutdown};
 use serde_json::json;
@@ -78,6 +81,9 @@ pub struct Scheduler {
     client: Client,
     pods: Store<Pod>,
     nodes: Store<Node>,
+    claims: Store<PersistentVolumeClaim>,
+    volumes: Store<PersistentVolume>,
+    classes: Store<StorageClass>,
     queue: RateLimitingQueue<ObjectKey>,
     /// Keys of pods that fit no node at their last attempt.
     unschedulable: Mutex<HashSet<ObjectKey>>,
@@ -93,11 +99,18 @@ impl Scheduler {
         let pod_informer = informers.informer::<Pod>();
         pod_informer.add_indexer(NODE_NAME_INDEX, node_name_index);
         pod_informer.add_indexer(ANTI_AFFINITY_INDEX, anti_affinity_index);
+        pod_informer.add_indexer(POD_PVC_INDEX, pod_pvc_index);
         let node_informer = informers.informer::<Node>();
+        let claim_informer = informers.informer::<PersistentVolumeClaim>();
+        let volume_informer = informers.informer::<PersistentVolume>();
+        let class_informer = informers.informer::<StorageClass>();
         let this = Arc::new(Self {
             client,
             pods: pod_informer.store(),
             nodes: node_informer.store(),
+            claims: claim_informer.store(),
+            volumes: volume_informer.store(),
+            classes: class_informer.store(),
             queue: RateLimitingQueue::new("nodesim_scheduler"),
             unschedulable: Mutex::new(HashSet::new()),
             assumed: Mutex::new(HashMap::new()),
@@ -115,6 +128,36 @@ impl Scheduler {
         node_informer.add_event_handler(move |note| {
             if let Some(scheduler) = weak.upgrade() {
                 scheduler.handle_node(note);
+            }
+        });
+        // VolumeBinding's queueing hints: a claim change wakes the pods using it, a volume or
+        // class change every unschedulable pod.
+        let weak = Arc::downgrade(&this);
+        claim_informer.add_event_handler(move |note: Notification<PersistentVolumeClaim>| {
+            let Some(scheduler) = weak.upgrade() else {
+                return;
+            };
+            if let Notification::Add(c) | Notification::Update { new: c, .. } = note {
+                let key = ObjectKey::from_obj(&*c).to_string();
+                for pod in scheduler.pods.by_index(POD_PVC_INDEX, &key) {
+                    if scheduler.responsible_for(&pod) {
+                        scheduler.queue.add(ObjectKey::from_obj(&*pod));
+                    }
+                }
+            }
+        });
+        let weak = Arc::downgrade(&this);
+        volume_informer.add_event_handler(move |note: Notification<PersistentVolume>| {
+            if let (Some(scheduler), Notification::Add(_) | Notification::Update { .. }) =
+                (weak.upgrade(), &note)
+            {
+                scheduler.retry_unschedulable();
+            }
+        });
+        let weak = Arc::downgrade(&this);
+        class_informer.add_event_handler(move |note: Notification<StorageClass>| {
+            if let (Some(scheduler), Notification::Add(_)) = (weak.upgrade(), &note) {
+                scheduler.retry_unschedulable();
             }
         });
         this
@@ -315,7 +358,45 @@ impl Scheduler {
             return Ok(());
         }
         let nodes = self.nodes.list();
-        let candidates: Vec<(&Node, NodeUsage)> = nodes
+        let namespace = key.namespace_str();
+        let class = |n: &str| self.classes.get(&ObjectKey::cluster(n));
+        let pod_volumes = match volumes::pod_volumes(
+            &pod,
+            |n| self.claims.get(&ObjectKey::new(namespace, n)),
+            |n| self.volumes.get(&ObjectKey::cluster(n)),
+            class,
+        ) {
+            Ok(v) => v,
+            Err(message) => {
+                // VolumeBinding's PreFilter: no node is even tried.
+                let message = if nodes.is_empty() {
+                    "no nodes available to schedule pods".to_string()
+                } else {
+                    format!("0/{} nodes are available: {message}.", nodes.len())
+                };
+                return self.mark_unschedulable(key, &pod, message).await;
+            }
+        };
+        let all_volumes = self.volumes.list();
+        let mut volume_reasons: BTreeMap<Reason, usize> = BTreeMap::new();
+        let mut plans: HashMap<String, Vec<volumes::Provision>> = HashMap::new();
+        let feasible: Vec<Arc<Node>> = nodes
+            .iter()
+            .filter(
+                |n| match volumes::node_fits(&pod_volumes, n, &all_volumes, class) {
+                    Ok(plan) => {
+                        plans.insert(n.metadata.name.clone().unwrap_or_default(), plan);
+                        true
+                    }
+                    Err(reason) => {
+                        *volume_reasons.entry(reason).or_insert(0) += 1;
+                        false
+                    }
+                },
+            )
+            .cloned()
+            .collect();
+        let candidates: Vec<(&Node, NodeUsage)> = feasible
             .iter()
             .map(|n| {
                 (
@@ -328,10 +409,86 @@ impl Scheduler {
         match select_node(&pod, &candidates, &affinity) {
             Ok(node) => {
                 let node = node.metadata.name.clone().unwrap_or_default();
+                if !pod_volumes.delayed.is_empty() {
+                    // Reserve + PreBind: the claims get their volumes on this node first; the
+                    // pod is bound once they are all Bound (a claim update requeues it).
+                    let plan = plans.remove(&node).unwrap_or_default();
+                    return self
+                        .prepare_volumes(key, &pod_volumes.delayed, &plan, &node)
+                        .await;
+                }
                 self.bind(key, &pod, &node).await
             }
-            Err(fit) => self.mark_unschedulable(key, &pod, &fit).await,
+            Err(mut fit) => {
+                fit.num_nodes = nodes.len();
+                for (reason, count) in volume_reasons {
+                    *fit.reasons.entry(reason).or_insert(0) += count;
+                }
+                self.mark_unschedulable(key, &pod, fit.to_string()).await
+            }
         }
+    }
+
+    /// Gives the pod's delayed claims their volumes on `node`: binds a chosen Available volume
+    /// to its claim, or selects the node on a claim to be provisioned (`BindPodVolumes`).
+    async fn prepare_volumes(
+        &self,
+        key: &ObjectKey,
+        claims: &[Arc<PersistentVolumeClaim>],
+        plan: &[volumes::Provision],
+        node: &str,
+    ) -> Result<()> {
+        let volume_api: Api<PersistentVolume> = Api::all(self.client.clone());
+        let claim_api: Api<PersistentVolumeClaim> =
+            Api::namespaced(self.client.clone(), key.namespace_str());
+        for (claim, provision) in claims.iter().zip(plan) {
+            let claim_name = claim.metadata.name.clone().unwrap_or_default();
+            let result = match provision {
+                volumes::Provision::Volume(volume) => match volumes::volume_bound_to(volume, claim)
+                {
+                    Some(bound) => {
+                        let name = volume.metadata.name.clone().unwrap_or_default();
+                        volume_api
+                            .replace(&name, &PostParams::default(), &bound)
+                            .await
+                            .map(|_| ())
+                    }
+                    None => Ok(()),
+                },
+                volumes::Provision::Dynamic => {
+                    let selected = claim
+                        .metadata
+                        .annotations
+                        .as_ref()
+                        .and_then(|a| a.get(rkcm_runtime::storage::ANN_SELECTED_NODE));
+                    if selected.map(String::as_str) == Some(node) {
+                        Ok(())
+                    } else {
+                        let patch = json!({"metadata": {
+                            "resourceVersion": claim.metadata.resource_version,
+                            "annotations": {rkcm_runtime::storage::ANN_SELECTED_NODE: node},
+                        }});
+                        claim_api
+                            .patch(&claim_name, &PatchParams::default(), &Patch::Merge(&patch))
+                            .await
+                            .map(|_| ())
+                    }
+                }
+            };
+            match result {
+                Ok(()) => {}
+                // A stale claim or volume: the informer brings the new one and a retry.
+                Err(e) if matches!(api_code(&e), Some(404 | 409)) => {}
+                Err(source) => {
+                    return Err(Error::PodStatus {
+                        pod: key.to_string(),
+                        source,
+                    })
+                }
+            }
+        }
+        tracing::debug!(pod = %key, node, "waiting for the pod's claims to be bound");
+        Ok(())
     }
 
     async fn bind(&self, key: &ObjectKey, pod: &Arc<Pod>, node: &str) -> Result<()> {
@@ -380,10 +537,9 @@ impl Scheduler {
         }
     }
 
-    async fn mark_unschedulable(&self, key: &ObjectKey, pod: &Pod, fit: &FitError) -> Result<()> {
+    async fn mark_unschedulable(&self, key: &ObjectKey, pod: &Pod, message: String) -> Result<()> {
         self.unschedulable.lock().insert(key.clone());
         self.queue.add_after(key.clone(), UNSCHEDULABLE_RETRY);
-        let message = fit.to_string();
         if self
             .set_not_scheduled(key, pod, "Unschedulable", &message)
             .await?

@@ -44,6 +44,13 @@ pub enum Reason {
     PodAffinity,
     /// The pod's required pod anti-affinity forbids the node's topology domain.
     PodAntiAffinity,
+    /// A bound volume's node affinity excludes the node (VolumeBinding `ErrReasonNodeConflict`).
+    VolumeNodeAffinityConflict,
+    /// A claim waiting for its first consumer can get no volume on the node
+    /// (VolumeBinding `ErrReasonBindConflict`).
+    VolumeBindConflict,
+    /// A claim is bound to a volume that does not exist (VolumeBinding `ErrReasonPVNotExist`).
+    VolumeNotExist,
 }
 
 impl fmt::Display for Reason {
@@ -64,6 +71,15 @@ impl fmt::Display for Reason {
             }
             Reason::PodAffinity => f.write_str("node(s) didn't match pod affinity rules"),
             Reason::PodAntiAffinity => f.write_str("node(s) didn't match pod anti-affinity rules"),
+            Reason::VolumeNodeAffinityConflict => {
+                f.write_str("node(s) had volume node affinity conflict")
+            }
+            Reason::VolumeBindConflict => {
+                f.write_str("node(s) didn't find available persistent volumes to bind")
+            }
+            Reason::VolumeNotExist => f.write_str(
+                "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)",
+            ),
         }
     }
 }

@@ -141,6 +141,24 @@ pub struct ManagerArgs {
     )]
     pub concurrent_statefulset_syncs: usize,
 
+    /// The period for syncing persistent volumes and persistent volume claims.
+    #[arg(long, default_value = "15s", value_parser = rkcm_apimachinery::duration::parse_non_negative, value_name = "DURATION", help_heading = "Persistentvolume-binder controller flags")]
+    pub pvclaimbinder_sync_period: Duration,
+
+    /// Enable dynamic provisioning for environments that support it.
+    #[arg(long, default_value_t = true, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true",
+          help_heading = "Persistentvolume-binder controller flags")]
+    pub enable_dynamic_provisioning: bool,
+
+    /// The number of ephemeral volume syncing operations that will be done concurrently. Larger
+    /// number = faster ephemeral volume updating, but more CPU (and network) load
+    #[arg(
+        long,
+        default_value_t = 5,
+        help_heading = "Ephemeralvolume controller flags"
+    )]
+    pub concurrent_ephemeralvolume_syncs: usize,
+
     /// The number of replica sets that are allowed to sync concurrently.
     #[arg(
         long,

@@ -142,6 +142,9 @@ pub async fn config_from_flags(args: &ManagerArgs) -> anyhow::Result<ManagerConf
                 "",
                 args.service_cluster_ip_range.as_deref().unwrap_or(""),
             )?,
+            pvclaimbinder_sync_period: args.pvclaimbinder_sync_period,
+            enable_dynamic_provisioning: args.enable_dynamic_provisioning,
+            concurrent_ephemeralvolume_syncs: args.concurrent_ephemeralvolume_syncs,
             clock: Arc::new(SystemClock),
             ..ControllerOptions::default()
         },

@@ -5,7 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Node, NodeSelectorRequirement, NodeSelectorTerm, Pod};
+use k8s_openapi::api::core::v1::{
+    Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,
+};
 
 /// True when the node's labels contain every `nodeSelector` pair and the node matches
 /// `requiredDuringSchedulingIgnoredDuringExecution`, when the pod has them.
@@ -38,6 +40,18 @@ pub fn matches(pod: &Pod, node: &Node) -> bool {
             .iter()
             .any(|term| term_matches(term, labels, node.metadata.name.as_deref().unwrap_or(""))),
     }
+}
+
+/// Whether the node matches a required node selector: its terms are ORed (a volume's node
+/// affinity, `CheckNodeAffinity`).
+pub fn selector_matches(selector: &NodeSelector, node: &Node) -> bool {
+    let empty = BTreeMap::new();
+    let labels = node.metadata.labels.as_ref().unwrap_or(&empty);
+    let name = node.metadata.name.as_deref().unwrap_or("");
+    selector
+        .node_selector_terms
+        .iter()
+        .any(|term| term_matches(term, labels, name))
 }
 
 fn term_matches(
