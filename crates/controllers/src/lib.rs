@@ -9,6 +9,7 @@ pub mod disruption;
 pub mod endpoint;
 pub mod endpointslice;
 pub mod endpointslicemirroring;
+pub mod featuregate;
 pub mod garbagecollector;
 pub mod job;
 pub mod namespace;

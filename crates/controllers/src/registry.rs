@@ -15,6 +15,7 @@ use rkcm_runtime::{Clock, Shutdown, SystemClock};
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::ReplicationController;
 
+use crate::featuregate::FeatureGates;
 use crate::statefulset;
 use crate::{
     clusterroleaggregation, cronjob, daemon, deployment, disruption, endpoint, endpointslice,
@@ -36,6 +37,12 @@ pub struct ControllerName {
     pub implemented: bool,
     /// A cloud-provider controller: kube-controller-manager skips it (KEP-2395), and so does rkcm.
     pub cloud_provider: bool,
+    /// The descriptor's `requiredFeatureGates`: with any of them off, the controller is skipped
+    /// whatever `--controllers` says, with kube's "Controller is disabled by a feature gate".
+    pub required_feature_gates: &'static [&'static str],
+    /// Gates its init function checks itself: with any of them off an enabled controller is not
+    /// started ("Warning: skipping controller").
+    pub init_feature_gates: &'static [&'static str],
 }
 
 /// Canonical name of the StatefulSet controller.
@@ -84,6 +91,22 @@ const fn kube(name: &'static str, aliases: &'static [&'static str]) -> Controlle
         disabled_by_default: false,
         implemented: false,
         cloud_provider: false,
+        required_feature_gates: &[],
+        init_feature_gates: &[],
+    }
+}
+
+const fn gated(c: ControllerName, gates: &'static [&'static str]) -> ControllerName {
+    ControllerName {
+        required_feature_gates: gates,
+        ..c
+    }
+}
+
+const fn gated_in_init(c: ControllerName, gates: &'static [&'static str]) -> ControllerName {
+    ControllerName {
+        init_feature_gates: gates,
+        ..c
     }
 }
 
@@ -177,29 +200,57 @@ pub const KNOWN: &[ControllerName] = &[
         &["pvc-protection"],
     ),
     kube("persistentvolume-protection-controller", &["pv-protection"]),
-    kube("volumeattributesclass-protection-controller", &[]),
+    gated(
+        kube("volumeattributesclass-protection-controller", &[]),
+        &["VolumeAttributesClass"],
+    ),
     implemented(kube(TTL_AFTER_FINISHED, &["ttl-after-finished"])),
     implemented(kube(ROOT_CA_PUBLISHER, &["root-ca-cert-publisher"])),
-    kube(
-        "kube-apiserver-serving-clustertrustbundle-publisher-controller",
-        &[],
+    gated(
+        kube(
+            "kube-apiserver-serving-clustertrustbundle-publisher-controller",
+            &[],
+        ),
+        &["ClusterTrustBundle"],
     ),
     kube("ephemeral-volume-controller", &["ephemeral-volume"]),
-    kube(
-        "storageversion-garbage-collector-controller",
-        &["storage-version-gc"],
+    gated(
+        kube(
+            "storageversion-garbage-collector-controller",
+            &["storage-version-gc"],
+        ),
+        &["APIServerIdentity", "StorageVersionAPI"],
     ),
-    kube("resourceclaim-controller", &["resource-claim-controller"]),
-    kube("device-taint-eviction-controller", &[]),
+    gated(
+        kube("resourceclaim-controller", &["resource-claim-controller"]),
+        &["DynamicResourceAllocation"],
+    ),
+    gated(
+        kube("device-taint-eviction-controller", &[]),
+        &["DynamicResourceAllocation", "DRADeviceTaints"],
+    ),
     kube(
         "legacy-serviceaccount-token-cleaner-controller",
         &["legacy-service-account-token-cleaner"],
     ),
     kube("validatingadmissionpolicy-status-controller", &[]),
-    kube("taint-eviction-controller", &[]),
-    kube("service-cidr-controller", &[]),
-    kube("storage-version-migrator-controller", &[]),
-    off_by_default(kube("selinux-warning-controller", &[])),
+    gated(
+        kube("taint-eviction-controller", &[]),
+        &["SeparateTaintEvictionController"],
+    ),
+    gated(
+        kube("service-cidr-controller", &[]),
+        &["MultiCIDRServiceAllocator"],
+    ),
+    // No required gates: its init function declines to start without them.
+    gated_in_init(
+        kube("storage-version-migrator-controller", &[]),
+        &["StorageVersionMigrator", "InformerResourceVersion"],
+    ),
+    gated(
+        off_by_default(kube("selinux-warning-controller", &[])),
+        &["SELinuxChangePolicy"],
+    ),
 ];
 
 /// `--controllers` named controllers kube-controller-manager does not know.
@@ -234,6 +285,24 @@ pub fn lookup(name: &str) -> Option<&'static ControllerName> {
     KNOWN
         .iter()
         .find(|c| c.name == name || c.aliases.contains(&name))
+}
+
+/// The required gates of controller `name` when one of them is off in `gates`: kube skips it
+/// before looking at `--controllers` (`StartController`).
+pub fn disabled_by_feature_gate(
+    name: &str,
+    gates: &FeatureGates,
+) -> Option<&'static [&'static str]> {
+    let c = lookup(name)?;
+    c.required_feature_gates
+        .iter()
+        .any(|g| !gates.enabled(g))
+        .then_some(c.required_feature_gates)
+}
+
+/// Whether the init function of controller `name` declines to start under `gates`.
+pub fn declined_by_init(name: &str, gates: &FeatureGates) -> bool {
+    lookup(name).is_some_and(|c| c.init_feature_gates.iter().any(|g| !gates.enabled(g)))
 }
 
 /// Whether rkcm runs the controller with canonical name `name`.
@@ -336,6 +405,8 @@ pub struct ControllerOptions {
     /// `--service-account-private-key-file`; without it that controller does not start.
     pub service_account_token_generator:
         Option<Arc<dyn serviceaccount::tokens::LegacyTokenGenerator>>,
+    /// `--feature-gates`: kube 1.33's defaults with the flag applied.
+    pub feature_gates: FeatureGates,
     /// Wall clock for every controller.
     pub clock: Arc<dyn Clock>,
 }
@@ -367,6 +438,7 @@ impl Default for ControllerOptions {
             mirroring_endpointslice_updates_batch_period: Duration::ZERO,
             concurrent_serviceaccount_token_syncs: 5,
             service_account_token_generator: None,
+            feature_gates: FeatureGates::default(),
             clock: Arc::new(SystemClock),
         }
     }
@@ -499,6 +571,14 @@ pub async fn start(
     let Some(known) = KNOWN.iter().find(|c| c.name == name) else {
         return Err(StartError::Unknown(name.to_string()));
     };
+    if let Some(gates) = disabled_by_feature_gate(name, &ctx.options.feature_gates) {
+        return Ok(Started::Skipped(format!(
+            "disabled by a feature gate (requiredFeatureGates {gates:?})"
+        )));
+    }
+    if declined_by_init(name, &ctx.options.feature_gates) {
+        return Ok(Started::Skipped("its feature gates are off".into()));
+    }
     if !known.implemented {
         return Ok(Started::Skipped("not implemented in rkcm yet".into()));
     }
@@ -875,6 +955,103 @@ mod tests {
             err.to_string(),
             "[\"foo\" is not in the list of known controllers, \"bar\" is not in the list of known controllers]"
         );
+    }
+
+    #[test]
+    fn feature_gated_controllers_are_kube_1_33s() {
+        let gated: Vec<_> = KNOWN
+            .iter()
+            .filter(|c| !c.required_feature_gates.is_empty())
+            .map(|c| (c.name, c.required_feature_gates))
+            .collect();
+        assert_eq!(
+            gated,
+            [
+                (
+                    "volumeattributesclass-protection-controller",
+                    &["VolumeAttributesClass"][..]
+                ),
+                (
+                    "kube-apiserver-serving-clustertrustbundle-publisher-controller",
+                    &["ClusterTrustBundle"][..]
+                ),
+                (
+                    "storageversion-garbage-collector-controller",
+                    &["APIServerIdentity", "StorageVersionAPI"][..]
+                ),
+                (
+                    "resourceclaim-controller",
+                    &["DynamicResourceAllocation"][..]
+                ),
+                (
+                    "device-taint-eviction-controller",
+                    &["DynamicResourceAllocation", "DRADeviceTaints"][..]
+                ),
+                (
+                    "taint-eviction-controller",
+                    &["SeparateTaintEvictionController"][..]
+                ),
+                (
+                    "service-cidr-controller",
+                    &["MultiCIDRServiceAllocator"][..]
+                ),
+                ("selinux-warning-controller", &["SELinuxChangePolicy"][..]),
+            ]
+        );
+        // Every gate named is one kube knows.
+        for c in KNOWN {
+            for g in c.required_feature_gates.iter().chain(c.init_feature_gates) {
+                assert!(crate::featuregate::spec(g).is_some(), "{g}");
+            }
+        }
+    }
+
+    #[test]
+    fn with_kubes_default_gates_the_alpha_and_off_beta_controllers_are_skipped() {
+        let gates = FeatureGates::default();
+        let off: Vec<_> = KNOWN
+            .iter()
+            .filter(|c| disabled_by_feature_gate(c.name, &gates).is_some())
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(
+            off,
+            [
+                "volumeattributesclass-protection-controller",
+                "kube-apiserver-serving-clustertrustbundle-publisher-controller",
+                "storageversion-garbage-collector-controller",
+                "resourceclaim-controller",
+                "device-taint-eviction-controller",
+            ]
+        );
+        assert!(disabled_by_feature_gate("service-cidr-controller", &gates).is_none());
+        assert!(disabled_by_feature_gate("taint-eviction-controller", &gates).is_none());
+        assert!(disabled_by_feature_gate(REPLICASET, &gates).is_none());
+        assert!(declined_by_init(
+            "storage-version-migrator-controller",
+            &gates
+        ));
+        assert!(!declined_by_init(REPLICASET, &gates));
+    }
+
+    #[test]
+    fn a_gate_turned_on_makes_its_controller_known_rather_than_skipped() {
+        let gates = FeatureGates::parse(["DynamicResourceAllocation=true"]).expect("valid");
+        assert!(disabled_by_feature_gate("resourceclaim-controller", &gates).is_none());
+        // Both gates are needed.
+        assert_eq!(
+            disabled_by_feature_gate("device-taint-eviction-controller", &gates),
+            Some(&["DynamicResourceAllocation", "DRADeviceTaints"][..])
+        );
+        let gates = FeatureGates::parse(["MultiCIDRServiceAllocator=false"]).expect("valid");
+        assert!(disabled_by_feature_gate("service-cidr-controller", &gates).is_some());
+        let gates =
+            FeatureGates::parse(["StorageVersionMigrator=true,InformerResourceVersion=true"])
+                .expect("valid");
+        assert!(!declined_by_init(
+            "storage-version-migrator-controller",
+            &gates
+        ));
     }
 
     #[test]

@@ -49,6 +49,11 @@ pub struct UpArgs {
     #[arg(long, value_delimiter = ',', default_value = "*")]
     pub controllers: Vec<String>,
 
+    /// Feature gates of the controllers, as kube-controller-manager's `--feature-gates`
+    /// (`Name=true,Other=false`).
+    #[arg(long, value_name = "mapStringBool", action = clap::ArgAction::Append)]
+    pub feature_gates: Vec<String>,
+
     /// A CIDR notation IPv4 range from which to assign service cluster IPs; its first address
     /// is the `kubernetes` Service's.
     #[arg(long, default_value = rkcm_apiserver::allocators::DEFAULT_SERVICE_CLUSTER_IP_RANGE, value_name = "CIDR")]
@@ -92,6 +97,7 @@ pub fn default_data_dir() -> PathBuf {
 pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     let started = Instant::now();
     let controllers = registry::resolve(&args.controllers)?;
+    let feature_gates = manager::feature_gates_from_flags(&args.feature_gates)?;
     let data_dir = args.data_dir.clone().unwrap_or_else(default_data_dir);
     std::fs::create_dir_all(&data_dir)
         .with_context(|| format!("creating the data directory {}", data_dir.display()))?;
@@ -172,6 +178,7 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
             service_account_token_generator: Some(manager::legacy_tokens::generator_from_file(
                 &data_dir.join(rkcm_apiserver::auth::signing_key::KEY_FILE),
             )?),
+            feature_gates,
             ..ControllerOptions::default()
         },
         qps: 200.0,

@@ -28,6 +28,11 @@ pub struct ManagerArgs {
     )]
     pub controllers: Vec<String>,
 
+    /// A set of key=value pairs that describe feature gates for alpha/experimental features
+    /// (kube 1.33's gates; `AllAlpha` and `AllBeta` set every gate of that maturity).
+    #[arg(long, value_name = "mapStringBool", action = ArgAction::Append, help_heading = "Generic flags")]
+    pub feature_gates: Vec<String>,
+
     /// Queries per second to use while talking with the API server, per controller (0: client-go's
     /// default of 5; negative: no client-side rate limiting).
     #[arg(
