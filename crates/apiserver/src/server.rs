@@ -95,6 +95,16 @@ impl ApiServer {
         rest::ensure_system_priority_classes(&store, &services)
             .await
             .map_err(Error::Seed)?;
+        auth::legacy_token_tracking::ensure_config_map(
+            &store,
+            &services,
+            &jiff::Timestamp::now()
+                .to_zoned(jiff::tz::TimeZone::UTC)
+                .date()
+                .to_string(),
+        )
+        .await
+        .map_err(Error::Seed)?;
         rest::ensure_kubernetes_service(&store, &services, advertised(&config))
             .await
             .map_err(Error::KubernetesService)?;

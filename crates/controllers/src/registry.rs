@@ -81,6 +81,8 @@ pub const ROOT_CA_PUBLISHER: &str = "root-ca-certificate-publisher-controller";
 pub const ENDPOINTS: &str = "endpoints-controller";
 /// Canonical name of the EndpointSlice controller.
 pub const ENDPOINTSLICE: &str = "endpointslice-controller";
+/// Canonical name of the legacy service-account token cleaner.
+pub const LEGACY_SA_TOKEN_CLEANER: &str = "legacy-serviceaccount-token-cleaner-controller";
 /// Canonical name of the EndpointSlice mirroring controller.
 pub const ENDPOINTSLICE_MIRRORING: &str = "endpointslice-mirroring-controller";
 
@@ -229,10 +231,10 @@ pub const KNOWN: &[ControllerName] = &[
         kube("device-taint-eviction-controller", &[]),
         &["DynamicResourceAllocation", "DRADeviceTaints"],
     ),
-    kube(
-        "legacy-serviceaccount-token-cleaner-controller",
+    implemented(kube(
+        LEGACY_SA_TOKEN_CLEANER,
         &["legacy-service-account-token-cleaner"],
-    ),
+    )),
     kube("validatingadmissionpolicy-status-controller", &[]),
     gated(
         kube("taint-eviction-controller", &[]),
@@ -405,6 +407,8 @@ pub struct ControllerOptions {
     /// `--service-account-private-key-file`; without it that controller does not start.
     pub service_account_token_generator:
         Option<Arc<dyn serviceaccount::tokens::LegacyTokenGenerator>>,
+    /// `--legacy-service-account-token-clean-up-period`.
+    pub legacy_service_account_token_clean_up_period: Duration,
     /// `--feature-gates`: kube 1.33's defaults with the flag applied.
     pub feature_gates: FeatureGates,
     /// Wall clock for every controller.
@@ -438,6 +442,8 @@ impl Default for ControllerOptions {
             mirroring_endpointslice_updates_batch_period: Duration::ZERO,
             concurrent_serviceaccount_token_syncs: 5,
             service_account_token_generator: None,
+            legacy_service_account_token_clean_up_period:
+                serviceaccount::legacy_token_cleaner::DEFAULT_CLEAN_UP_PERIOD,
             feature_gates: FeatureGates::default(),
             clock: Arc::new(SystemClock),
         }
@@ -552,6 +558,12 @@ fn required_resources(name: &str) -> &'static [(&'static str, &'static str)] {
             ("v1", "services"),
         ],
         SERVICEACCOUNT_TOKEN => &[("v1", "serviceaccounts"), ("v1", "secrets")],
+        LEGACY_SA_TOKEN_CLEANER => &[
+            ("v1", "serviceaccounts"),
+            ("v1", "secrets"),
+            ("v1", "pods"),
+            ("v1", "configmaps"),
+        ],
         STATEFULSET => &[
             ("apps/v1", "statefulsets"),
             ("apps/v1", "controllerrevisions"),
@@ -752,6 +764,26 @@ pub async fn start(
             );
             let workers = o.concurrent_serviceaccount_token_syncs;
             Box::pin(async move { c.run(workers, shutdown).await })
+        }
+        LEGACY_SA_TOKEN_CLEANER => {
+            use serviceaccount::legacy_token_cleaner as cleaner;
+            let c = match cleaner::LegacyTokenCleaner::new(
+                ctx.factory,
+                client,
+                cleaner::Config {
+                    clean_up_period: o.legacy_service_account_token_clean_up_period,
+                    sync_interval: cleaner::DEFAULT_SYNC_INTERVAL,
+                    clock: Arc::clone(&o.clock),
+                },
+            ) {
+                Ok(c) => c,
+                Err(err) => {
+                    return Ok(Started::Skipped(format!(
+                        "failed to start the legacy service account token cleaner: {err}"
+                    )))
+                }
+            };
+            Box::pin(async move { c.run(shutdown).await })
         }
         ROOT_CA_PUBLISHER => {
             let Some(root_ca) = o.root_ca.clone() else {

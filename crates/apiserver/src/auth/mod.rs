@@ -13,6 +13,7 @@
 
 pub mod chain;
 pub mod jwt;
+pub mod legacy_token_tracking;
 pub mod oidc;
 pub mod serviceaccount;
 pub mod signing_key;

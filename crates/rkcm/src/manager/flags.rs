@@ -257,6 +257,11 @@ pub struct ManagerArgs {
     )]
     pub service_account_private_key_file: Option<PathBuf>,
 
+    /// The period of time since the last usage of an legacy service account token before it can
+    /// be deleted.
+    #[arg(long, default_value = "8760h0m0s", value_parser = rkcm_apimachinery::duration::parse_non_negative, value_name = "DURATION", help_heading = "Legacy service account token cleaner flags")]
+    pub legacy_service_account_token_clean_up_period: Duration,
+
     /// The number of service account token objects that are allowed to sync concurrently.
     #[arg(
         long,

@@ -110,6 +110,8 @@ pub async fn config_from_flags(args: &ManagerArgs) -> anyhow::Result<ManagerConf
             root_ca,
             service_account_token_generator,
             feature_gates,
+            legacy_service_account_token_clean_up_period: args
+                .legacy_service_account_token_clean_up_period,
             concurrent_serviceaccount_token_syncs: args.concurrent_serviceaccount_token_syncs,
             concurrent_replicaset_syncs: args.concurrent_replicaset_syncs,
             concurrent_rc_syncs: args.concurrent_rc_syncs,
@@ -497,6 +499,19 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "invalid argument \"Foo=true\" for \"--feature-gates\" flag: unrecognized feature gate: Foo"
+        );
+    }
+
+    #[test]
+    fn the_legacy_token_clean_up_period_defaults_to_a_year() {
+        assert_eq!(
+            flags(&[]).legacy_service_account_token_clean_up_period,
+            Duration::from_secs(8760 * 3600)
+        );
+        assert_eq!(
+            flags(&["--legacy-service-account-token-clean-up-period=720h"])
+                .legacy_service_account_token_clean_up_period,
+            Duration::from_secs(720 * 3600)
         );
     }
 
