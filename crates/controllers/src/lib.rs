@@ -1,6 +1,7 @@
 //! The workload control loops of kube-controller-manager: ReplicaSet (and ReplicationController),
 //! Deployment, Job, CronJob, PodGC, the garbage collector and the namespace controller.
 
+pub mod bootstrap;
 pub mod clusterroleaggregation;
 pub mod cronjob;
 pub mod daemon;

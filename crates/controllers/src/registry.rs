@@ -18,8 +18,8 @@ use k8s_openapi::api::core::v1::ReplicationController;
 use crate::featuregate::FeatureGates;
 use crate::statefulset;
 use crate::{
-    clusterroleaggregation, cronjob, daemon, deployment, disruption, endpoint, endpointslice,
-    endpointslicemirroring, garbagecollector, job, namespace, podgc, replicaset,
+    bootstrap, clusterroleaggregation, cronjob, daemon, deployment, disruption, endpoint,
+    endpointslice, endpointslicemirroring, garbagecollector, job, namespace, podgc, replicaset,
     rootcacertpublisher, serviceaccount, ttlafterfinished,
 };
 
@@ -83,6 +83,10 @@ pub const ENDPOINTS: &str = "endpoints-controller";
 pub const ENDPOINTSLICE: &str = "endpointslice-controller";
 /// Canonical name of the legacy service-account token cleaner.
 pub const LEGACY_SA_TOKEN_CLEANER: &str = "legacy-serviceaccount-token-cleaner-controller";
+/// Canonical name of the bootstrap signer.
+pub const BOOTSTRAP_SIGNER: &str = "bootstrap-signer-controller";
+/// Canonical name of the bootstrap token cleaner.
+pub const TOKEN_CLEANER: &str = "token-cleaner-controller";
 /// Canonical name of the EndpointSlice mirroring controller.
 pub const ENDPOINTSLICE_MIRRORING: &str = "endpointslice-mirroring-controller";
 
@@ -172,8 +176,8 @@ pub const KNOWN: &[ControllerName] = &[
         &["csrcleaner"],
     ),
     kube("ttl-controller", &["ttl"]),
-    off_by_default(kube("bootstrap-signer-controller", &["bootstrapsigner"])),
-    off_by_default(kube("token-cleaner-controller", &["tokencleaner"])),
+    implemented(off_by_default(kube(BOOTSTRAP_SIGNER, &["bootstrapsigner"]))),
+    implemented(off_by_default(kube(TOKEN_CLEANER, &["tokencleaner"]))),
     kube("node-ipam-controller", &["nodeipam"]),
     kube("node-lifecycle-controller", &["nodelifecycle"]),
     // Cloud-provider controllers: known so that the flag accepts them, never run by
@@ -558,6 +562,8 @@ fn required_resources(name: &str) -> &'static [(&'static str, &'static str)] {
             ("v1", "services"),
         ],
         SERVICEACCOUNT_TOKEN => &[("v1", "serviceaccounts"), ("v1", "secrets")],
+        BOOTSTRAP_SIGNER => &[("v1", "secrets"), ("v1", "configmaps")],
+        TOKEN_CLEANER => &[("v1", "secrets")],
         LEGACY_SA_TOKEN_CLEANER => &[
             ("v1", "serviceaccounts"),
             ("v1", "secrets"),
@@ -765,6 +771,16 @@ pub async fn start(
             let workers = o.concurrent_serviceaccount_token_syncs;
             Box::pin(async move { c.run(workers, shutdown).await })
         }
+        BOOTSTRAP_SIGNER => {
+            let c =
+                bootstrap::signer::BootstrapSigner::new(ctx.factory, client, Arc::clone(&o.clock));
+            Box::pin(async move { c.run(shutdown).await })
+        }
+        TOKEN_CLEANER => {
+            let c =
+                bootstrap::cleaner::TokenCleaner::new(ctx.factory, client, Arc::clone(&o.clock));
+            Box::pin(async move { c.run(shutdown).await })
+        }
         LEGACY_SA_TOKEN_CLEANER => {
             use serviceaccount::legacy_token_cleaner as cleaner;
             let c = match cleaner::LegacyTokenCleaner::new(
@@ -958,7 +974,7 @@ mod tests {
         assert!(enabled.contains(&"bootstrap-signer-controller"));
         assert!(enabled.contains(&"token-cleaner-controller"));
         assert!(enabled.contains(&REPLICASET));
-        assert!(!is_implemented("bootstrap-signer-controller"));
+        assert!(is_implemented(BOOTSTRAP_SIGNER) && is_implemented(TOKEN_CLEANER));
     }
 
     #[test]
