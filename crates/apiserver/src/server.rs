@@ -105,6 +105,14 @@ impl ApiServer {
         )
         .await
         .map_err(Error::Seed)?;
+        crate::default_service_cidr::ensure(
+            &store,
+            &services,
+            &config.service_cluster_ip_range.to_string(),
+            jiff::Timestamp::now(),
+        )
+        .await
+        .map_err(Error::Seed)?;
         rest::ensure_kubernetes_service(&store, &services, advertised(&config))
             .await
             .map_err(Error::KubernetesService)?;

@@ -176,6 +176,15 @@ fn tokens_end_to_end() {
     ]);
     assert_eq!(who, "system:serviceaccount:default:legacy");
 
+    // The API server created the default ServiceCIDR from --service-cluster-ip-range, Ready.
+    let cidr = cluster.jsonpath(&["get", "servicecidr", "kubernetes"], "{.spec.cidrs[0]}");
+    assert_eq!(cidr, "10.96.0.0/12");
+    let ready = cluster.jsonpath(
+        &["get", "servicecidr", "kubernetes"],
+        "{.status.conditions[?(@.type==\"Ready\")].status}",
+    );
+    assert_eq!(ready, "True");
+
     // The API server dated its tracking of legacy tokens.
     let since = cluster.jsonpath(
         &[
