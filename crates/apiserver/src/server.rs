@@ -131,11 +131,11 @@ impl ApiServer {
             config.audiences(),
             Arc::new(store.clone()),
         );
-        let auth = Arc::new(Authenticator::new(
-            token.clone(),
-            token_file,
-            service_accounts,
-        ));
+        let mut authenticator = Authenticator::new(token.clone(), token_file, service_accounts);
+        if config.enable_bootstrap_token_auth {
+            authenticator = authenticator.with_bootstrap_tokens(Arc::new(store.clone()));
+        }
+        let auth = Arc::new(authenticator);
         let mut sans = config.extra_sans.clone();
         let ip = config.bind.ip();
         if !ip.is_unspecified() {

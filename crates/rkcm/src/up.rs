@@ -68,6 +68,11 @@ pub struct UpArgs {
     #[arg(long, value_name = "FILE")]
     pub token_auth_file: Option<PathBuf>,
 
+    /// Enable to allow secrets of type 'bootstrap.kubernetes.io/token' in the 'kube-system'
+    /// namespace to be used for TLS bootstrapping authentication.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub enable_bootstrap_token_auth: bool,
+
     /// Identifier of the service account token issuer (the `iss` claim of issued tokens).
     #[arg(long, default_value = rkcm_apiserver::auth::serviceaccount::DEFAULT_ISSUER, value_name = "URL")]
     pub service_account_issuer: String,
@@ -117,6 +122,7 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         service_cluster_ip_range: args.service_cluster_ip_range,
         service_node_port_range: args.service_node_port_range,
         token_auth_file: args.token_auth_file.clone(),
+        enable_bootstrap_token_auth: args.enable_bootstrap_token_auth,
         service_account_issuer: args.service_account_issuer.clone(),
         api_audiences: args.api_audiences.clone(),
         service_account_max_token_expiration: Some(args.service_account_max_token_expiration)

@@ -36,7 +36,10 @@ fn today() -> String {
 
 #[test]
 fn tokens_end_to_end() {
-    let cluster = Cluster::start(&["--controllers=*,bootstrapsigner,tokencleaner"]);
+    let cluster = Cluster::start(&[
+        "--controllers=*,bootstrapsigner,tokencleaner",
+        "--enable-bootstrap-token-auth",
+    ]);
     let dir = tempfile::tempdir().expect("temp dir");
 
     // kubeadm's cluster-info, then a bootstrap token: the signer adds the token's detached JWS.
@@ -78,6 +81,22 @@ fn tokens_end_to_end() {
         sig.starts_with("eyJhbGciOiJIUzI1NiIsImtpZCI6ImFiY2RlZiJ9.."),
         "{sig}"
     );
+
+    // With --enable-bootstrap-token-auth the token authenticates as its bootstrap user.
+    let who = cluster.kubectl(&[
+        "--token",
+        "abcdef.0123456789abcdef",
+        "auth",
+        "whoami",
+        "-o",
+        "jsonpath={.status.userInfo.username} {.status.userInfo.groups}",
+    ]);
+    assert_eq!(
+        who,
+        "system:bootstrap:abcdef [\"system:bootstrappers\",\"system:authenticated\"]"
+    );
+    let out = cluster.kubectl_output(&["--token", "abcdef.wrongsecret00000", "auth", "whoami"]);
+    assert!(!out.status.success());
 
     // An expired token is deleted by the cleaner.
     let expired = write(

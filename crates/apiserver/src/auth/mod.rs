@@ -11,6 +11,7 @@
 //! authorizer exists yet: every authenticated user may do everything; the anonymous user may read
 //! the public paths only (what kube's default RBAC gives it).
 
+pub mod bootstrap_token;
 pub mod chain;
 pub mod jwt;
 pub mod legacy_token_tracking;
