@@ -35,6 +35,8 @@ pub struct Config {
     pub service_node_port_range: PortRange,
     /// Static bearer tokens (`--token-auth-file`, CSV `token,user,uid,"group1,group2"`).
     pub token_auth_file: Option<PathBuf>,
+    /// Accept bootstrap tokens (`--enable-bootstrap-token-auth`).
+    pub enable_bootstrap_token_auth: bool,
     /// Issuer of service-account tokens (`--service-account-issuer`).
     pub service_account_issuer: String,
     /// The API server's audiences (`--api-audiences`); the issuer when empty, as kube.
@@ -71,6 +73,7 @@ impl Default for Config {
                 .parse()
                 .expect("the default range parses"),
             token_auth_file: None,
+            enable_bootstrap_token_auth: false,
             service_account_issuer: crate::auth::serviceaccount::DEFAULT_ISSUER.to_string(),
             api_audiences: Vec::new(),
             service_account_max_token_expiration: None,

@@ -16,6 +16,7 @@ pub mod admission;
 pub mod allocators;
 pub mod auth;
 pub mod config;
+pub mod default_service_cidr;
 pub mod error;
 pub mod http;
 pub mod kubeconfig;

@@ -115,6 +115,24 @@ impl ApiServer {
         rest::ensure_system_priority_classes(&store, &services)
             .await
             .map_err(Error::Seed)?;
+        auth::legacy_token_tracking::ensure_config_map(
+            &store,
+            &services,
+            &jiff::Timestamp::now()
+                .to_zoned(jiff::tz::TimeZone::UTC)
+                .date()
+                .to_string(),
+        )
+        .await
+        .map_err(Error::Seed)?;
+        crate::default_service_cidr::ensure(
+            &store,
+            &services,
+            &config.service_cluster_ip_range.to_string(),
+            jiff::Timestamp::now(),
+        )
+        .await
+        .map_err(Error::Seed)?;
         rest::ensure_kubernetes_service(&store, &services, advertised(&config))
             .await
             .map_err(Error::KubernetesService)?;
@@ -133,11 +151,11 @@ impl ApiServer {
             config.audiences(),
             Arc::new(store.clone()),
         );
-        let auth = Arc::new(Authenticator::new(
-            token.clone(),
-            token_file,
-            service_accounts,
-        ));
+        let mut authenticator = Authenticator::new(token.clone(), token_file, service_accounts);
+        if config.enable_bootstrap_token_auth {
+            authenticator = authenticator.with_bootstrap_tokens(Arc::new(store.clone()));
+        }
+        let auth = Arc::new(authenticator);
         let authorizer = Arc::new(Authorizer::new(
             config.authorization_modes.clone(),
             Arc::new(store.clone()),

@@ -1,6 +1,7 @@
 //! The workload control loops of kube-controller-manager: ReplicaSet (and ReplicationController),
 //! Deployment, Job, CronJob, PodGC, the garbage collector and the namespace controller.
 
+pub mod bootstrap;
 pub mod certificates;
 pub mod clusterroleaggregation;
 pub mod cronjob;
@@ -10,6 +11,7 @@ pub mod disruption;
 pub mod endpoint;
 pub mod endpointslice;
 pub mod endpointslicemirroring;
+pub mod featuregate;
 pub mod garbagecollector;
 pub mod job;
 pub mod namespace;

@@ -15,13 +15,14 @@ use rkcm_runtime::{Clock, Shutdown, SystemClock};
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::ReplicationController;
 
+use crate::featuregate::FeatureGates;
 use crate::resourcequota;
 use crate::statefulset;
 use crate::volume;
 use crate::{
-    certificates, clusterroleaggregation, cronjob, daemon, deployment, disruption, endpoint,
-    endpointslice, endpointslicemirroring, garbagecollector, job, namespace, podautoscaler, podgc,
-    replicaset, rootcacertpublisher, serviceaccount, ttlafterfinished,
+    bootstrap, certificates, clusterroleaggregation, cronjob, daemon, deployment, disruption,
+    endpoint, endpointslice, endpointslicemirroring, garbagecollector, job, namespace,
+    podautoscaler, podgc, replicaset, rootcacertpublisher, serviceaccount, ttlafterfinished,
 };
 use crate::{node_options::NodeOptions, nodeipam, nodelifecycle, tainteviction, ttl};
 
@@ -39,6 +40,12 @@ pub struct ControllerName {
     pub implemented: bool,
     /// A cloud-provider controller: kube-controller-manager skips it (KEP-2395), and so does rkcm.
     pub cloud_provider: bool,
+    /// The descriptor's `requiredFeatureGates`: with any of them off, the controller is skipped
+    /// whatever `--controllers` says, with kube's "Controller is disabled by a feature gate".
+    pub required_feature_gates: &'static [&'static str],
+    /// Gates its init function checks itself: with any of them off an enabled controller is not
+    /// started ("Warning: skipping controller").
+    pub init_feature_gates: &'static [&'static str],
 }
 
 /// Canonical name of the StatefulSet controller.
@@ -87,6 +94,12 @@ pub const CSR_APPROVING: &str = "certificatesigningrequest-approving-controller"
 pub const RESOURCEQUOTA: &str = "resourcequota-controller";
 /// Canonical name of the horizontal pod autoscaler controller.
 pub const HORIZONTAL_POD_AUTOSCALER: &str = "horizontal-pod-autoscaler-controller";
+/// Canonical name of the legacy service-account token cleaner.
+pub const LEGACY_SA_TOKEN_CLEANER: &str = "legacy-serviceaccount-token-cleaner-controller";
+/// Canonical name of the bootstrap signer.
+pub const BOOTSTRAP_SIGNER: &str = "bootstrap-signer-controller";
+/// Canonical name of the bootstrap token cleaner.
+pub const TOKEN_CLEANER: &str = "token-cleaner-controller";
 /// Canonical name of the EndpointSlice mirroring controller.
 pub const ENDPOINTSLICE_MIRRORING: &str = "endpointslice-mirroring-controller";
 /// Canonical name of the node lifecycle controller.
@@ -115,6 +128,22 @@ const fn kube(name: &'static str, aliases: &'static [&'static str]) -> Controlle
         disabled_by_default: false,
         implemented: false,
         cloud_provider: false,
+        required_feature_gates: &[],
+        init_feature_gates: &[],
+    }
+}
+
+const fn gated(c: ControllerName, gates: &'static [&'static str]) -> ControllerName {
+    ControllerName {
+        required_feature_gates: gates,
+        ..c
+    }
+}
+
+const fn gated_in_init(c: ControllerName, gates: &'static [&'static str]) -> ControllerName {
+    ControllerName {
+        init_feature_gates: gates,
+        ..c
     }
 }
 
@@ -169,8 +198,8 @@ pub const KNOWN: &[ControllerName] = &[
     implemented(kube(CSR_APPROVING, &["csrapproving"])),
     implemented(kube(CSR_CLEANER, &["csrcleaner"])),
     implemented(kube(TTL, &["ttl"])),
-    off_by_default(kube("bootstrap-signer-controller", &["bootstrapsigner"])),
-    off_by_default(kube("token-cleaner-controller", &["tokencleaner"])),
+    implemented(off_by_default(kube(BOOTSTRAP_SIGNER, &["bootstrapsigner"]))),
+    implemented(off_by_default(kube(TOKEN_CLEANER, &["tokencleaner"]))),
     implemented(kube(NODE_IPAM, &["nodeipam"])),
     implemented(kube(NODE_LIFECYCLE, &["nodelifecycle"])),
     // Cloud-provider controllers: known so that the flag accepts them, never run by
@@ -193,29 +222,57 @@ pub const KNOWN: &[ControllerName] = &[
     implemented(kube(CLUSTERROLE_AGGREGATION, &["clusterrole-aggregation"])),
     implemented(kube(PVC_PROTECTION, &["pvc-protection"])),
     implemented(kube(PV_PROTECTION, &["pv-protection"])),
-    kube("volumeattributesclass-protection-controller", &[]),
+    gated(
+        kube("volumeattributesclass-protection-controller", &[]),
+        &["VolumeAttributesClass"],
+    ),
     implemented(kube(TTL_AFTER_FINISHED, &["ttl-after-finished"])),
     implemented(kube(ROOT_CA_PUBLISHER, &["root-ca-cert-publisher"])),
-    kube(
-        "kube-apiserver-serving-clustertrustbundle-publisher-controller",
-        &[],
+    gated(
+        kube(
+            "kube-apiserver-serving-clustertrustbundle-publisher-controller",
+            &[],
+        ),
+        &["ClusterTrustBundle"],
     ),
     implemented(kube(EPHEMERAL_VOLUME, &["ephemeral-volume"])),
-    kube(
-        "storageversion-garbage-collector-controller",
-        &["storage-version-gc"],
+    gated(
+        kube(
+            "storageversion-garbage-collector-controller",
+            &["storage-version-gc"],
+        ),
+        &["APIServerIdentity", "StorageVersionAPI"],
     ),
-    kube("resourceclaim-controller", &["resource-claim-controller"]),
-    kube("device-taint-eviction-controller", &[]),
-    kube(
-        "legacy-serviceaccount-token-cleaner-controller",
+    gated(
+        kube("resourceclaim-controller", &["resource-claim-controller"]),
+        &["DynamicResourceAllocation"],
+    ),
+    gated(
+        kube("device-taint-eviction-controller", &[]),
+        &["DynamicResourceAllocation", "DRADeviceTaints"],
+    ),
+    implemented(kube(
+        LEGACY_SA_TOKEN_CLEANER,
         &["legacy-service-account-token-cleaner"],
-    ),
+    )),
     kube("validatingadmissionpolicy-status-controller", &[]),
-    implemented(kube(TAINT_EVICTION, &[])),
-    kube("service-cidr-controller", &[]),
-    kube("storage-version-migrator-controller", &[]),
-    off_by_default(kube("selinux-warning-controller", &[])),
+    implemented(gated(
+        kube(TAINT_EVICTION, &[]),
+        &["SeparateTaintEvictionController"],
+    )),
+    gated(
+        kube("service-cidr-controller", &[]),
+        &["MultiCIDRServiceAllocator"],
+    ),
+    // No required gates: its init function declines to start without them.
+    gated_in_init(
+        kube("storage-version-migrator-controller", &[]),
+        &["StorageVersionMigrator", "InformerResourceVersion"],
+    ),
+    gated(
+        off_by_default(kube("selinux-warning-controller", &[])),
+        &["SELinuxChangePolicy"],
+    ),
 ];
 
 /// `--controllers` named controllers kube-controller-manager does not know.
@@ -250,6 +307,24 @@ pub fn lookup(name: &str) -> Option<&'static ControllerName> {
     KNOWN
         .iter()
         .find(|c| c.name == name || c.aliases.contains(&name))
+}
+
+/// The required gates of controller `name` when one of them is off in `gates`: kube skips it
+/// before looking at `--controllers` (`StartController`).
+pub fn disabled_by_feature_gate(
+    name: &str,
+    gates: &FeatureGates,
+) -> Option<&'static [&'static str]> {
+    let c = lookup(name)?;
+    c.required_feature_gates
+        .iter()
+        .any(|g| !gates.enabled(g))
+        .then_some(c.required_feature_gates)
+}
+
+/// Whether the init function of controller `name` declines to start under `gates`.
+pub fn declined_by_init(name: &str, gates: &FeatureGates) -> bool {
+    lookup(name).is_some_and(|c| c.init_feature_gates.iter().any(|g| !gates.enabled(g)))
 }
 
 /// Whether rkcm runs the controller with canonical name `name`.
@@ -378,6 +453,10 @@ pub struct ControllerOptions {
     pub enable_dynamic_provisioning: bool,
     /// `--concurrent-ephemeralvolume-syncs`.
     pub concurrent_ephemeralvolume_syncs: usize,
+    /// `--legacy-service-account-token-clean-up-period`.
+    pub legacy_service_account_token_clean_up_period: Duration,
+    /// `--feature-gates`: kube 1.33's defaults with the flag applied.
+    pub feature_gates: FeatureGates,
     /// Wall clock for every controller.
     pub clock: Arc<dyn Clock>,
 }
@@ -422,6 +501,9 @@ impl Default for ControllerOptions {
             pvclaimbinder_sync_period: Duration::from_secs(15),
             enable_dynamic_provisioning: true,
             concurrent_ephemeralvolume_syncs: 5,
+            legacy_service_account_token_clean_up_period:
+                serviceaccount::legacy_token_cleaner::DEFAULT_CLEAN_UP_PERIOD,
+            feature_gates: FeatureGates::default(),
             clock: Arc::new(SystemClock),
         }
     }
@@ -554,6 +636,14 @@ fn required_resources(name: &str) -> &'static [(&'static str, &'static str)] {
             &[("certificates.k8s.io/v1", "certificatesigningrequests")]
         }
         RESOURCEQUOTA => &[("v1", "resourcequotas"), ("v1", "pods")],
+        BOOTSTRAP_SIGNER => &[("v1", "secrets"), ("v1", "configmaps")],
+        TOKEN_CLEANER => &[("v1", "secrets")],
+        LEGACY_SA_TOKEN_CLEANER => &[
+            ("v1", "serviceaccounts"),
+            ("v1", "secrets"),
+            ("v1", "pods"),
+            ("v1", "configmaps"),
+        ],
         STATEFULSET => &[
             ("apps/v1", "statefulsets"),
             ("apps/v1", "controllerrevisions"),
@@ -593,6 +683,14 @@ pub async fn start(
     let Some(known) = KNOWN.iter().find(|c| c.name == name) else {
         return Err(StartError::Unknown(name.to_string()));
     };
+    if let Some(gates) = disabled_by_feature_gate(name, &ctx.options.feature_gates) {
+        return Ok(Started::Skipped(format!(
+            "disabled by a feature gate (requiredFeatureGates {gates:?})"
+        )));
+    }
+    if declined_by_init(name, &ctx.options.feature_gates) {
+        return Ok(Started::Skipped("its feature gates are off".into()));
+    }
     if !known.implemented {
         return Ok(Started::Skipped("not implemented in rkcm yet".into()));
     }
@@ -784,6 +882,36 @@ pub async fn start(
             );
             let workers = o.concurrent_serviceaccount_token_syncs;
             Box::pin(async move { c.run(workers, shutdown).await })
+        }
+        BOOTSTRAP_SIGNER => {
+            let c =
+                bootstrap::signer::BootstrapSigner::new(ctx.factory, client, Arc::clone(&o.clock));
+            Box::pin(async move { c.run(shutdown).await })
+        }
+        TOKEN_CLEANER => {
+            let c =
+                bootstrap::cleaner::TokenCleaner::new(ctx.factory, client, Arc::clone(&o.clock));
+            Box::pin(async move { c.run(shutdown).await })
+        }
+        LEGACY_SA_TOKEN_CLEANER => {
+            use serviceaccount::legacy_token_cleaner as cleaner;
+            let c = match cleaner::LegacyTokenCleaner::new(
+                ctx.factory,
+                client,
+                cleaner::Config {
+                    clean_up_period: o.legacy_service_account_token_clean_up_period,
+                    sync_interval: cleaner::DEFAULT_SYNC_INTERVAL,
+                    clock: Arc::clone(&o.clock),
+                },
+            ) {
+                Ok(c) => c,
+                Err(err) => {
+                    return Ok(Started::Skipped(format!(
+                        "failed to start the legacy service account token cleaner: {err}"
+                    )))
+                }
+            };
+            Box::pin(async move { c.run(shutdown).await })
         }
         ROOT_CA_PUBLISHER => {
             let Some(root_ca) = o.root_ca.clone() else {
@@ -1090,7 +1218,7 @@ mod tests {
         assert!(enabled.contains(&"bootstrap-signer-controller"));
         assert!(enabled.contains(&"token-cleaner-controller"));
         assert!(enabled.contains(&REPLICASET));
-        assert!(!is_implemented("bootstrap-signer-controller"));
+        assert!(is_implemented(BOOTSTRAP_SIGNER) && is_implemented(TOKEN_CLEANER));
     }
 
     #[test]
@@ -1125,6 +1253,103 @@ mod tests {
             err.to_string(),
             "[\"foo\" is not in the list of known controllers, \"bar\" is not in the list of known controllers]"
         );
+    }
+
+    #[test]
+    fn feature_gated_controllers_are_kube_1_33s() {
+        let gated: Vec<_> = KNOWN
+            .iter()
+            .filter(|c| !c.required_feature_gates.is_empty())
+            .map(|c| (c.name, c.required_feature_gates))
+            .collect();
+        assert_eq!(
+            gated,
+            [
+                (
+                    "volumeattributesclass-protection-controller",
+                    &["VolumeAttributesClass"][..]
+                ),
+                (
+                    "kube-apiserver-serving-clustertrustbundle-publisher-controller",
+                    &["ClusterTrustBundle"][..]
+                ),
+                (
+                    "storageversion-garbage-collector-controller",
+                    &["APIServerIdentity", "StorageVersionAPI"][..]
+                ),
+                (
+                    "resourceclaim-controller",
+                    &["DynamicResourceAllocation"][..]
+                ),
+                (
+                    "device-taint-eviction-controller",
+                    &["DynamicResourceAllocation", "DRADeviceTaints"][..]
+                ),
+                (
+                    "taint-eviction-controller",
+                    &["SeparateTaintEvictionController"][..]
+                ),
+                (
+                    "service-cidr-controller",
+                    &["MultiCIDRServiceAllocator"][..]
+                ),
+                ("selinux-warning-controller", &["SELinuxChangePolicy"][..]),
+            ]
+        );
+        // Every gate named is one kube knows.
+        for c in KNOWN {
+            for g in c.required_feature_gates.iter().chain(c.init_feature_gates) {
+                assert!(crate::featuregate::spec(g).is_some(), "{g}");
+            }
+        }
+    }
+
+    #[test]
+    fn with_kubes_default_gates_the_alpha_and_off_beta_controllers_are_skipped() {
+        let gates = FeatureGates::default();
+        let off: Vec<_> = KNOWN
+            .iter()
+            .filter(|c| disabled_by_feature_gate(c.name, &gates).is_some())
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(
+            off,
+            [
+                "volumeattributesclass-protection-controller",
+                "kube-apiserver-serving-clustertrustbundle-publisher-controller",
+                "storageversion-garbage-collector-controller",
+                "resourceclaim-controller",
+                "device-taint-eviction-controller",
+            ]
+        );
+        assert!(disabled_by_feature_gate("service-cidr-controller", &gates).is_none());
+        assert!(disabled_by_feature_gate("taint-eviction-controller", &gates).is_none());
+        assert!(disabled_by_feature_gate(REPLICASET, &gates).is_none());
+        assert!(declined_by_init(
+            "storage-version-migrator-controller",
+            &gates
+        ));
+        assert!(!declined_by_init(REPLICASET, &gates));
+    }
+
+    #[test]
+    fn a_gate_turned_on_makes_its_controller_known_rather_than_skipped() {
+        let gates = FeatureGates::parse(["DynamicResourceAllocation=true"]).expect("valid");
+        assert!(disabled_by_feature_gate("resourceclaim-controller", &gates).is_none());
+        // Both gates are needed.
+        assert_eq!(
+            disabled_by_feature_gate("device-taint-eviction-controller", &gates),
+            Some(&["DynamicResourceAllocation", "DRADeviceTaints"][..])
+        );
+        let gates = FeatureGates::parse(["MultiCIDRServiceAllocator=false"]).expect("valid");
+        assert!(disabled_by_feature_gate("service-cidr-controller", &gates).is_some());
+        let gates =
+            FeatureGates::parse(["StorageVersionMigrator=true,InformerResourceVersion=true"])
+                .expect("valid");
+        assert!(!declined_by_init(
+            "storage-version-migrator-controller",
+            &gates
+        ));
     }
 
     #[test]

@@ -49,6 +49,11 @@ pub struct UpArgs {
     #[arg(long, value_delimiter = ',', default_value = "*")]
     pub controllers: Vec<String>,
 
+    /// Feature gates of the controllers, as kube-controller-manager's `--feature-gates`
+    /// (`Name=true,Other=false`).
+    #[arg(long, value_name = "mapStringBool", action = clap::ArgAction::Append)]
+    pub feature_gates: Vec<String>,
+
     /// A CIDR notation IPv4 range from which to assign service cluster IPs; its first address
     /// is the `kubernetes` Service's.
     #[arg(long, default_value = rkcm_apiserver::allocators::DEFAULT_SERVICE_CLUSTER_IP_RANGE, value_name = "CIDR")]
@@ -62,6 +67,11 @@ pub struct UpArgs {
     /// authentication (CSV: `token,user,uid,"group1,group2"`).
     #[arg(long, value_name = "FILE")]
     pub token_auth_file: Option<PathBuf>,
+
+    /// Enable to allow secrets of type 'bootstrap.kubernetes.io/token' in the 'kube-system'
+    /// namespace to be used for TLS bootstrapping authentication.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub enable_bootstrap_token_auth: bool,
 
     /// Identifier of the service account token issuer (the `iss` claim of issued tokens).
     #[arg(long, default_value = rkcm_apiserver::auth::serviceaccount::DEFAULT_ISSUER, value_name = "URL")]
@@ -148,6 +158,7 @@ pub fn default_data_dir() -> PathBuf {
 pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     let started = Instant::now();
     let controllers = registry::resolve(&args.controllers)?;
+    let feature_gates = manager::feature_gates_from_flags(&args.feature_gates)?;
     let data_dir = args.data_dir.clone().unwrap_or_else(default_data_dir);
     std::fs::create_dir_all(&data_dir)
         .with_context(|| format!("creating the data directory {}", data_dir.display()))?;
@@ -169,6 +180,7 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         service_cluster_ip_range: args.service_cluster_ip_range,
         service_node_port_range: args.service_node_port_range,
         token_auth_file: args.token_auth_file.clone(),
+        enable_bootstrap_token_auth: args.enable_bootstrap_token_auth,
         service_account_issuer: args.service_account_issuer.clone(),
         api_audiences: args.api_audiences.clone(),
         service_account_max_token_expiration: Some(args.service_account_max_token_expiration)
@@ -267,6 +279,7 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
                 ),
                 ..Default::default()
             },
+            feature_gates,
             ..ControllerOptions::default()
         },
         qps: args.kube_api_qps,

@@ -29,6 +29,7 @@ pub struct Authenticator {
     admin_token: String,
     token_file: TokenFile,
     service_accounts: ServiceAccountTokens,
+    bootstrap_tokens: Option<std::sync::Arc<dyn super::ObjectLookup>>,
 }
 
 impl Authenticator {
@@ -43,7 +44,17 @@ impl Authenticator {
             admin_token,
             token_file,
             service_accounts,
+            bootstrap_tokens: None,
         }
+    }
+
+    /// Also accepts bootstrap tokens whose Secrets `lookup` finds (`--enable-bootstrap-token-auth`).
+    pub fn with_bootstrap_tokens(
+        mut self,
+        lookup: std::sync::Arc<dyn super::ObjectLookup>,
+    ) -> Self {
+        self.bootstrap_tokens = Some(lookup);
+        self
     }
 
     /// The service-account token issuer and validator.
@@ -125,6 +136,13 @@ impl Authenticator {
         if let Some(user) = self.token_file.authenticate(token) {
             return agnostic(user);
         }
+        if let Some(user) = self
+            .bootstrap_tokens
+            .as_deref()
+            .and_then(|lookup| super::bootstrap_token::authenticate(lookup, token, now.as_second()))
+        {
+            return agnostic(user);
+        }
         match self
             .service_accounts
             .authenticate(token, requested, now.as_second())
@@ -151,7 +169,7 @@ pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
     Some(parts.next()?.trim()).filter(|t| !t.is_empty())
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

@@ -13,10 +13,12 @@
 
 pub mod authorization;
 pub mod bootstrap_policy;
+pub mod bootstrap_token;
 pub mod chain;
 pub mod escalation;
 pub mod impersonation;
 pub mod jwt;
+pub mod legacy_token_tracking;
 pub mod oidc;
 pub mod request_user;
 pub mod serviceaccount;

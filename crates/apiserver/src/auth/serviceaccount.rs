@@ -136,6 +136,28 @@ pub trait ObjectLookup: Send + Sync {
     /// The core/v1 object of resource `plural` (`serviceaccounts`, `pods`, `secrets`, `nodes`)
     /// named `name` in `namespace` (empty for nodes), if it exists.
     fn get(&self, plural: &str, namespace: &str, name: &str) -> Option<Value>;
+
+    /// Sets label `key` to `value` on the Secret `namespace/name` if it still has UID `uid`, as
+    /// kube's merge patch with a UID precondition does; failures are logged, never returned
+    /// (`patchSecretWithLastUsedDate`). The default does nothing.
+    fn label_secret(&self, namespace: &str, name: &str, uid: &str, key: &str, value: &str) {
+        let _ = (namespace, name, uid, key, value);
+    }
+}
+
+/// `serviceaccount.LastUsedLabelKey`: the date a legacy token last authenticated.
+pub const LAST_USED_LABEL_KEY: &str = "kubernetes.io/legacy-token-last-used";
+/// `serviceaccount.InvalidSinceLabelKey`: the date the legacy token cleaner invalidated a token.
+pub const INVALID_SINCE_LABEL_KEY: &str = "kubernetes.io/legacy-token-invalid-since";
+
+/// The UTC date (`2006-01-02`) of Unix time `now`, and of the day after.
+fn today_and_tomorrow(now: i64) -> (String, String) {
+    let date = |t: i64| {
+        jiff::Timestamp::from_second(t)
+            .map(|ts| ts.to_zoned(jiff::tz::TimeZone::UTC).date().to_string())
+            .unwrap_or_default()
+    };
+    (date(now), date(now + 24 * 3600))
 }
 
 /// The result of presenting a token to the service-account authenticator.
@@ -232,7 +254,7 @@ impl ServiceAccountTokens {
             ));
         }
         let user = if legacy {
-            self.validate_legacy(token, &parsed.claims)
+            self.validate_legacy(token, &parsed.claims, now)
         } else {
             self.validate_bound(&parsed.claims, now)
         };
@@ -358,7 +380,7 @@ impl ServiceAccountTokens {
 
     /// `legacyValidator.Validate` of legacy.go: the Secret must still exist and hold this very
     /// token, and the service account must exist with the UID of the claim.
-    fn validate_legacy(&self, token: &str, claims: &Value) -> Result<UserInfo, String> {
+    fn validate_legacy(&self, token: &str, claims: &Value, now: i64) -> Result<UserInfo, String> {
         let claim = |k: &str| {
             claims
                 .get(format!("kubernetes.io/serviceaccount/{k}"))
@@ -413,12 +435,41 @@ impl ServiceAccountTokens {
                 "service account UID ({uid}) does not match claim ({sa_uid})"
             ));
         }
+        let labels = crate::object::labels(&secret);
+        if labels
+            .get(INVALID_SINCE_LABEL_KEY)
+            .is_some_and(|v| !v.is_empty())
+        {
+            self.record_last_used(&secret, &labels, now);
+            return Err(format!(
+                "the token in secret {namespace}/{secret_name} for service account {namespace}/{sa_name} has been marked invalid. Use tokens from the TokenRequest API or manually created secret-based tokens, or remove the '{INVALID_SINCE_LABEL_KEY}' label from the secret to temporarily allow use of this token"
+            ));
+        }
+        self.record_last_used(&secret, &labels, now);
         Ok(UserInfo {
             name: username(namespace, sa_name),
             uid: sa_uid.to_string(),
             groups: groups(namespace),
             extra: BTreeMap::new(),
         })
+    }
+}
+
+impl ServiceAccountTokens {
+    /// Labels a legacy token's Secret with today's date unless it already carries today's or
+    /// tomorrow's (`patchSecretWithLastUsedDate`: at most one write a day).
+    fn record_last_used(&self, secret: &Value, labels: &BTreeMap<String, String>, now: i64) {
+        let (today, tomorrow) = today_and_tomorrow(now);
+        let last_used = labels.get(LAST_USED_LABEL_KEY).map(String::as_str);
+        if last_used != Some(today.as_str()) && last_used != Some(tomorrow.as_str()) {
+            self.lookup.label_secret(
+                crate::object::namespace(secret),
+                crate::object::name(secret),
+                crate::object::uid(secret),
+                LAST_USED_LABEL_KEY,
+                &today,
+            );
+        }
     }
 }
 
@@ -468,8 +519,14 @@ mod tests {
 
     const NOW: i64 = 1_700_000_000;
 
+    /// A label write: namespace, name, UID, key, value.
+    type LabelWrite = (String, String, String, String, String);
+
     #[derive(Default)]
-    struct Objects(Mutex<HashMap<(String, String, String), Value>>);
+    struct Objects(
+        Mutex<HashMap<(String, String, String), Value>>,
+        Mutex<Vec<LabelWrite>>,
+    );
 
     impl Objects {
         fn put(&self, plural: &str, ns: &str, name: &str, uid: &str) {
@@ -498,6 +555,12 @@ mod tests {
                 .lock()
                 .get(&(plural.into(), ns.into(), name.into()))
                 .cloned()
+        }
+
+        fn label_secret(&self, ns: &str, name: &str, uid: &str, key: &str, value: &str) {
+            self.1
+                .lock()
+                .push((ns.into(), name.into(), uid.into(), key.into(), value.into()));
         }
     }
 
@@ -749,5 +812,88 @@ mod tests {
             tokens.authenticate(&token, None, NOW),
             invalid("Token has been invalidated")
         );
+    }
+
+    fn legacy_secret(token: &str, labels: Value) -> Value {
+        use base64::Engine;
+        let data = base64::engine::general_purpose::STANDARD.encode(token);
+        json!({"metadata": {"name": "bot-token", "namespace": "ns", "uid": "secret-uid", "labels": labels},
+               "data": {"token": data}})
+    }
+
+    // NOW is 2023-11-14T22:13:20Z.
+    #[test]
+    fn a_legacy_token_in_use_labels_its_secret_with_the_date_at_most_once_a_day() {
+        let (objects, tokens) = setup();
+        let sa = ObjectRef {
+            name: "bot".into(),
+            uid: "sa-uid".into(),
+        };
+        let token = jwt::sign(&legacy_claims("ns", &sa, "bot-token"), tokens.key());
+        objects.put_value(
+            "secrets",
+            "ns",
+            "bot-token",
+            legacy_secret(&token, json!({})),
+        );
+        assert!(matches!(
+            tokens.authenticate(&token, None, NOW),
+            Outcome::Authenticated { .. }
+        ));
+        assert_eq!(
+            objects.1.lock().clone(),
+            [(
+                "ns".to_string(),
+                "bot-token".to_string(),
+                "secret-uid".to_string(),
+                LAST_USED_LABEL_KEY.to_string(),
+                "2023-11-14".to_string()
+            )]
+        );
+        // Today's or tomorrow's date (a clock behind the one that wrote it) is left alone.
+        for date in ["2023-11-14", "2023-11-15"] {
+            objects.1.lock().clear();
+            objects.put_value(
+                "secrets",
+                "ns",
+                "bot-token",
+                legacy_secret(&token, json!({ LAST_USED_LABEL_KEY: date })),
+            );
+            assert!(matches!(
+                tokens.authenticate(&token, None, NOW),
+                Outcome::Authenticated { .. }
+            ));
+            assert!(objects.1.lock().is_empty(), "{date}");
+        }
+        objects.put_value(
+            "secrets",
+            "ns",
+            "bot-token",
+            legacy_secret(&token, json!({ LAST_USED_LABEL_KEY: "2023-11-13" })),
+        );
+        tokens.authenticate(&token, None, NOW);
+        assert_eq!(objects.1.lock().len(), 1);
+    }
+
+    #[test]
+    fn a_legacy_token_whose_secret_is_marked_invalid_is_refused_with_kubes_message() {
+        let (objects, tokens) = setup();
+        let sa = ObjectRef {
+            name: "bot".into(),
+            uid: "sa-uid".into(),
+        };
+        let token = jwt::sign(&legacy_claims("ns", &sa, "bot-token"), tokens.key());
+        objects.put_value(
+            "secrets",
+            "ns",
+            "bot-token",
+            legacy_secret(&token, json!({ INVALID_SINCE_LABEL_KEY: "2023-01-01" })),
+        );
+        assert_eq!(
+            tokens.authenticate(&token, None, NOW),
+            invalid("the token in secret ns/bot-token for service account ns/bot has been marked invalid. Use tokens from the TokenRequest API or manually created secret-based tokens, or remove the 'kubernetes.io/legacy-token-invalid-since' label from the secret to temporarily allow use of this token")
+        );
+        // The use is still recorded, as kube does.
+        assert_eq!(objects.1.lock().len(), 1);
     }
 }

@@ -6,6 +6,8 @@
 //! `Active` are left alone, and creates refused because the namespace is terminating are not
 //! retried.
 
+pub mod legacy_token_cleaner;
+pub mod pod_secrets;
 pub mod tokens;
 
 use std::sync::Arc;

@@ -28,6 +28,11 @@ pub struct ManagerArgs {
     )]
     pub controllers: Vec<String>,
 
+    /// A set of key=value pairs that describe feature gates for alpha/experimental features
+    /// (kube 1.33's gates; `AllAlpha` and `AllBeta` set every gate of that maturity).
+    #[arg(long, value_name = "mapStringBool", action = ArgAction::Append, help_heading = "Generic flags")]
+    pub feature_gates: Vec<String>,
+
     /// Queries per second to use while talking with the API server, per controller (0: client-go's
     /// default of 5; negative: no client-side rate limiting).
     #[arg(
@@ -285,6 +290,11 @@ pub struct ManagerArgs {
         help_heading = "Serviceaccount controller flags"
     )]
     pub service_account_private_key_file: Option<PathBuf>,
+
+    /// The period of time since the last usage of an legacy service account token before it can
+    /// be deleted.
+    #[arg(long, default_value = "8760h0m0s", value_parser = rkcm_apimachinery::duration::parse_non_negative, value_name = "DURATION", help_heading = "Legacy service account token cleaner flags")]
+    pub legacy_service_account_token_clean_up_period: Duration,
 
     /// The number of service account token objects that are allowed to sync concurrently.
     #[arg(

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use rkcm_controllers::featuregate::FeatureGates;
 use rkcm_controllers::registry::{self, ControllerContext, ControllerOptions, Started};
 use rkcm_runtime::events::EventBroadcaster;
 use rkcm_runtime::informer::{trim_managed_fields, InformerFactory};
@@ -55,6 +56,7 @@ pub struct ServingConfig {
 /// Builds the manager's configuration from kube-controller-manager flags.
 pub async fn config_from_flags(args: &ManagerArgs) -> anyhow::Result<ManagerConfig> {
     let controllers = registry::resolve(&args.controllers)?;
+    let feature_gates = feature_gates_from_flags(&args.feature_gates)?;
     let mut kube_config = match &args.kubeconfig {
         Some(path) => {
             let kubeconfig = kube::config::Kubeconfig::read_from(path)
@@ -111,6 +113,9 @@ pub async fn config_from_flags(args: &ManagerArgs) -> anyhow::Result<ManagerConf
             root_ca,
             service_account_token_generator,
             csr_signing: args.csr_signing.config(),
+            feature_gates,
+            legacy_service_account_token_clean_up_period: args
+                .legacy_service_account_token_clean_up_period,
             concurrent_serviceaccount_token_syncs: args.concurrent_serviceaccount_token_syncs,
             concurrent_replicaset_syncs: args.concurrent_replicaset_syncs,
             concurrent_rc_syncs: args.concurrent_rc_syncs,
@@ -158,6 +163,25 @@ pub async fn config_from_flags(args: &ManagerArgs) -> anyhow::Result<ManagerConf
     Ok(config)
 }
 
+/// Parses the occurrences of `--feature-gates`, refusing them as pflag reports kube's error.
+pub fn feature_gates_from_flags(values: &[String]) -> anyhow::Result<FeatureGates> {
+    FeatureGates::parse(values.iter().map(String::as_str)).map_err(|err| {
+        anyhow::anyhow!(
+            "invalid argument {:?} for \"--feature-gates\" flag: {err}",
+            values.join(",")
+        )
+    })
+}
+
+/// The controllers kube would skip for their feature gates under `gates`, each with its required
+/// gates: every known one, enabled by `--controllers` or not, as kube checks the gates first.
+fn gated_off(gates: &FeatureGates) -> Vec<(&'static str, &'static [&'static str])> {
+    registry::KNOWN
+        .iter()
+        .filter_map(|c| registry::disabled_by_feature_gate(c.name, gates).map(|g| (c.name, g)))
+        .collect()
+}
+
 /// `rkcm controller-manager`: runs until `shutdown`.
 pub async fn run_from_flags(args: ManagerArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     let config = config_from_flags(&args).await?;
@@ -201,10 +225,27 @@ pub async fn run(
     health: Arc<Health>,
     shutdown: Shutdown,
 ) -> anyhow::Result<Report> {
+    let gates = &config.options.feature_gates;
+    let gated = gated_off(gates);
+    for (controller, required) in &gated {
+        tracing::info!(
+            controller,
+            required_feature_gates = ?required,
+            "Controller is disabled by a feature gate"
+        );
+    }
     let not_implemented: Vec<&str> = config
         .controllers
         .iter()
         .copied()
+        .filter(|c| !gated.iter().any(|(g, _)| g == c))
+        .filter(|c| {
+            let declined = registry::declined_by_init(c, gates);
+            if declined {
+                tracing::info!(controller = c, "Warning: skipping controller");
+            }
+            !declined
+        })
         .filter(|c| !registry::is_implemented(c))
         .filter(|c| {
             let cloud = registry::is_cloud_provider(c);
@@ -317,6 +358,8 @@ async fn start_controllers(
             .controllers
             .iter()
             .filter(|c| registry::is_implemented(c))
+            .filter(|c| registry::disabled_by_feature_gate(c, &options.feature_gates).is_none())
+            .filter(|c| !registry::declined_by_init(c, &options.feature_gates))
         {
             match registry::start(name, &ctx, shutdown.clone())
                 .await
@@ -455,6 +498,52 @@ mod tests {
             format!("{err:#}").contains("--root-ca-file /nonexistent/ca.crt"),
             "{err:#}"
         );
+    }
+
+    #[test]
+    fn feature_gates_are_refused_as_kube_controller_manager_refuses_them() {
+        let gates = feature_gates_from_flags(&flags(&[]).feature_gates).expect("defaults");
+        assert_eq!(gates, FeatureGates::default());
+        let args = flags(&[
+            "--feature-gates=DynamicResourceAllocation=true",
+            "--feature-gates",
+            "DRADeviceTaints=true",
+        ]);
+        let gates = feature_gates_from_flags(&args.feature_gates).expect("valid");
+        assert!(gates.enabled("DynamicResourceAllocation") && gates.enabled("DRADeviceTaints"));
+        let err = feature_gates_from_flags(&flags(&["--feature-gates=Foo=true"]).feature_gates)
+            .expect_err("unknown gate");
+        assert_eq!(
+            err.to_string(),
+            "invalid argument \"Foo=true\" for \"--feature-gates\" flag: unrecognized feature gate: Foo"
+        );
+    }
+
+    #[test]
+    fn the_legacy_token_clean_up_period_defaults_to_a_year() {
+        assert_eq!(
+            flags(&[]).legacy_service_account_token_clean_up_period,
+            Duration::from_secs(8760 * 3600)
+        );
+        assert_eq!(
+            flags(&["--legacy-service-account-token-clean-up-period=720h"])
+                .legacy_service_account_token_clean_up_period,
+            Duration::from_secs(720 * 3600)
+        );
+    }
+
+    #[test]
+    fn gated_off_controllers_are_listed_whatever_controllers_says() {
+        let off: Vec<_> = gated_off(&FeatureGates::default())
+            .into_iter()
+            .map(|(c, _)| c)
+            .collect();
+        assert!(off.contains(&"resourceclaim-controller"), "{off:?}");
+        assert!(!off.contains(&"service-cidr-controller"), "{off:?}");
+        let gates = FeatureGates::parse(["DynamicResourceAllocation=true"]).expect("valid");
+        assert!(!gated_off(&gates)
+            .iter()
+            .any(|(c, _)| *c == "resourceclaim-controller"));
     }
 
     #[test]
