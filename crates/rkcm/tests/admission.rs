@@ -130,15 +130,20 @@ fn admission_plugins_shape_and_refuse_what_kubectl_creates() {
     apply(&cluster, &claim("before"));
     let claim_field =
         |name: &str, path: &str| cluster.jsonpath(&["get", "pvc", name, "-n", "adm"], path);
-    assert_eq!(claim_field("before", "{.spec.storageClassName}"), "");
+    // `rkcm up` ships the default class `standard`, as kind does.
+    assert_eq!(
+        claim_field("before", "{.spec.storageClassName}"),
+        "standard"
+    );
     assert_eq!(
         claim_field("before", "{.metadata.finalizers}"),
         "[\"kubernetes.io/pvc-protection\"]"
     );
     apply(
         &cluster,
-        "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata:\n  name: standard\n  annotations:\n    storageclass.kubernetes.io/is-default-class: \"true\"\nprovisioner: example.com/none\n",
+        "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata:\n  name: fast\n  annotations:\n    storageclass.kubernetes.io/is-default-class: \"true\"\nprovisioner: example.com/none\n",
     );
+    // With two default classes, the newest wins (kube 1.33).
     apply(&cluster, &claim("after"));
-    assert_eq!(claim_field("after", "{.spec.storageClassName}"), "standard");
+    assert_eq!(claim_field("after", "{.spec.storageClassName}"), "fast");
 }

@@ -7,28 +7,7 @@ use std::time::Duration;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{Taint, Toleration};
 
-/// Whether `toleration` tolerates `taint` (`Toleration.ToleratesTaint`): effects match (an empty
-/// effect matches all), keys match (an empty key with `Exists` matches all), and the operator is
-/// `Exists`, or `Equal` (the default) with equal values.
-pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
-    if let Some(effect) = toleration.effect.as_deref().filter(|e| !e.is_empty()) {
-        if effect != taint.effect {
-            return false;
-        }
-    }
-    if let Some(key) = toleration.key.as_deref().filter(|k| !k.is_empty()) {
-        if key != taint.key {
-            return false;
-        }
-    }
-    match toleration.operator.as_deref().unwrap_or("") {
-        "" | "Equal" => {
-            toleration.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or("")
-        }
-        "Exists" => true,
-        _ => false,
-    }
-}
+pub use rkcm_runtime::scheduling::taints::tolerates;
 
 /// The tolerations used to tolerate every taint (the first tolerating each), or `None` when some
 /// taint is not tolerated (`GetMatchingTolerations`).
