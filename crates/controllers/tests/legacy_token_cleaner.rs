@@ -68,7 +68,7 @@ async fn legacy_tokens_are_tracked_then_invalidated_then_deleted() -> Result<()>
     let dir = tempfile::tempdir()?;
     let server = rkcm_apiserver::testing::start_with(rkcm_apiserver::Config {
         data_dir: Some(dir.path().to_path_buf()),
-        ..Default::default()
+        ..rkcm_apiserver::testing::config()
     })
     .await;
     let key = SigningKey::load_or_generate(Some(dir.path()))?;

@@ -68,7 +68,7 @@ async fn running_pod(client: &kube::Client, name: &str) -> Result<()> {
 #[tokio::test]
 async fn a_replicaset_is_scaled_up_as_far_as_its_behavior_allows() -> Result<()> {
     let server = rkcm_apiserver::testing::start_with_metrics(
-        rkcm_apiserver::Config::default(),
+        rkcm_apiserver::testing::config(),
         Arc::new(usage(&["p1", "p2"], 300)),
     )
     .await;
