@@ -255,9 +255,14 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         &args.service_cluster_ip_range.to_string(),
     )?;
     let renew = lease_renew_interval(node_options.node_monitor_grace_period);
+    // What will run: implemented, and not skipped for a feature gate turned off.
     let controller_count = controllers
         .iter()
-        .filter(|c| registry::is_implemented(c))
+        .filter(|c| {
+            registry::is_implemented(c)
+                && registry::disabled_by_feature_gate(c, &feature_gates).is_none()
+                && !registry::declined_by_init(c, &feature_gates)
+        })
         .count();
     let mut manager_config = ManagerConfig {
         kube_config: kube_config.clone(),
