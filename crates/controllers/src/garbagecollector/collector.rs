@@ -336,8 +336,7 @@ impl GarbageCollector {
         let wanted = deletable(&discovered);
         let mut monitors = self.monitors.write();
         monitors.dynamic.retain(|key, monitor| {
-            let keep = wanted.iter().any(|(k, _)| k == key)
-                || discovered.failed.contains_key(&monitor.resource.api_version);
+            let keep = keeps_monitor(key, &monitor.resource.api_version, &wanted, &discovered);
             if !keep {
                 tracing::info!(resource = %monitor.resource.api_version, kind = %monitor.resource.kind, "garbage collector: resource no longer served; stopping its monitor");
                 monitor.stop.cancel();
@@ -892,17 +891,9 @@ impl DynamicMonitor {
         let tx = tx.clone();
         informer.add_event_handler(
             move |note: Notification<PartialObjectMeta<DynamicObject>>| {
-                let state = |o: &PartialObjectMeta<DynamicObject>| {
+                let _ = tx.send(change_of(&note, |o: &PartialObjectMeta<DynamicObject>| {
                     meta_state(&api_version, &kind, &o.metadata)
-                };
-                let change = match &note {
-                    Notification::Add(obj) => Change::Upsert(state(obj)),
-                    Notification::Update { new, .. } => Change::Upsert(state(new)),
-                    Notification::Delete(deleted) => {
-                        Change::Delete(state(deleted.object()).identity)
-                    }
-                };
-                let _ = tx.send(change);
+                }));
             },
         );
         let stop = shutdown.child_token();
@@ -959,14 +950,30 @@ fn monitor<K: Monitored>(
     let informer = factory.informer::<K>();
     let tx = tx.clone();
     informer.add_event_handler(move |note: Notification<K>| {
-        let change = match &note {
-            Notification::Add(obj) => Change::Upsert(state_of(&**obj)),
-            Notification::Update { new, .. } => Change::Upsert(state_of(&**new)),
-            Notification::Delete(deleted) => Change::Delete(state_of(&**deleted.object()).identity),
-        };
-        let _ = tx.send(change);
+        let _ = tx.send(change_of(&note, |o: &K| state_of(o)));
     });
     informer
+}
+
+/// The graph change an informer notification makes, `state` reading an object's graph view.
+fn change_of<K>(note: &Notification<K>, state: impl Fn(&K) -> ObjectState) -> Change {
+    match note {
+        Notification::Add(obj) => Change::Upsert(state(obj)),
+        Notification::Update { new, .. } => Change::Upsert(state(new)),
+        Notification::Delete(deleted) => Change::Delete(state(deleted.object()).identity),
+    }
+}
+
+/// Whether a metadata-only monitor of `key` (served at `api_version`) stays after a discovery:
+/// it is still wanted, or its group version failed to be discovered (kube's `Sync` keeps the
+/// informers of failed groups rather than dropping them on a partial answer).
+fn keeps_monitor(
+    key: &MonitorKey,
+    api_version: &str,
+    wanted: &[(MonitorKey, ApiResource)],
+    discovered: &PreferredResources,
+) -> bool {
+    wanted.iter().any(|(k, _)| k == key) || discovered.failed.contains_key(api_version)
 }
 
 #[cfg(test)]
@@ -988,6 +995,42 @@ mod tests {
                 operations: verbs.iter().map(|v| v.to_string()).collect(),
             },
         )
+    }
+
+    #[test]
+    fn a_partial_discovery_keeps_the_monitors_of_the_failed_groups_only() {
+        let all = ["delete", "list", "watch"];
+        let mut discovered = PreferredResources {
+            resources: vec![resource("", "PodTemplate", "podtemplates", &all)],
+            failed: Default::default(),
+        };
+        discovered.failed.insert(
+            "metrics.example.com/v1".to_string(),
+            "the server is currently unable to handle the request".to_string(),
+        );
+        let wanted = deletable(&discovered);
+        let key = |g: &str, p: &str| (g.to_string(), p.to_string());
+        // Still served: kept.
+        assert!(keeps_monitor(
+            &key("", "podtemplates"),
+            "v1",
+            &wanted,
+            &discovered
+        ));
+        // Its group failed to answer: kept, not dropped on a partial answer.
+        assert!(keeps_monitor(
+            &key("metrics.example.com", "samples"),
+            "metrics.example.com/v1",
+            &wanted,
+            &discovered
+        ));
+        // Its group answered without it (a removed CRD): stopped.
+        assert!(!keeps_monitor(
+            &key("example.com", "widgets"),
+            "example.com/v1",
+            &wanted,
+            &discovered
+        ));
     }
 
     #[test]
