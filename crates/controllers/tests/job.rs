@@ -269,6 +269,18 @@ async fn suspending_a_job_deletes_its_pods_and_resuming_recreates_them() -> Resu
         Ok((pods.is_empty() && has_condition(&job, "Suspended", "JobSuspended")).then_some(()))
     })
     .await?;
+    // Resuming writes a new startTime: let the clock pass the old one's second, so that the
+    // server sees it change (kubernetes#134521).
+    let started = jobs
+        .get("pause")
+        .await?
+        .status
+        .and_then(|s| s.start_time)
+        .context("startTime of the suspended job")?;
+    eventually("a new second", || async {
+        Ok((jiff::Timestamp::now().as_second() > started.0.as_second()).then_some(()))
+    })
+    .await?;
     let resume = serde_json::json!({ "spec": { "suspend": false } });
     jobs.patch("pause", &PatchParams::default(), &Patch::Merge(&resume))
         .await

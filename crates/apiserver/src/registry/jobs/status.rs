@@ -283,7 +283,10 @@ pub(crate) fn validate_status_update(new: &Value, old: &Value) -> Vec<FieldError
         }
     }
     let suspended = spec.get("suspend").and_then(Value::as_bool) == Some(true);
-    if start_time_changed && status(old, "startTime").is_some() && !suspended {
+    // Resuming (Suspended True -> not True) restarts the clock: the controller writes a new
+    // startTime with the JobResumed condition (kubernetes#134769, in 1.33's patch releases).
+    let resuming = condition_true(old, "Suspended") && !condition_true(new, "Suspended");
+    if start_time_changed && status(old, "startTime").is_some() && !suspended && !resuming {
         errs.push(FieldError::required(
             "status.startTime",
             "startTime cannot be removed for unsuspended job",

@@ -605,6 +605,23 @@ fn status_updates_are_validated_as_kube_does() {
         status_update(&running, json!({"active": 1})),
         ["status.startTime: Required value: startTime cannot be removed for unsuspended job"]
     );
+    assert_eq!(
+        status_update(
+            &running,
+            json!({"active": 1, "startTime": "2024-01-01T00:01:00Z"})
+        ),
+        ["status.startTime: Required value: startTime cannot be removed for unsuspended job"]
+    );
+    // "verify startTime can be updated when resuming job (JobSuspended: True -> False)".
+    let mut was_suspended = old.clone();
+    was_suspended["status"] = json!({"startTime": "2024-01-01T00:00:00Z",
+        "conditions": [{"type": "Suspended", "status": "True"}]});
+    assert!(status_update(
+        &was_suspended,
+        json!({"startTime": "2024-01-01T00:01:00Z",
+            "conditions": [{"type": "Suspended", "status": "False"}]})
+    )
+    .is_empty());
     let met = json!({"type": "SuccessCriteriaMet", "status": "True"});
     assert_eq!(
         status_update(&old, json!({"conditions": [met.clone(), {"type": "FailureTarget", "status": "True"}]})),
