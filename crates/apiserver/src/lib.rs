@@ -18,6 +18,7 @@ pub mod auth;
 pub mod config;
 pub mod default_service_cidr;
 pub mod error;
+pub mod flowcontrol_bootstrap;
 pub mod http;
 pub mod kubeconfig;
 pub mod metrics;

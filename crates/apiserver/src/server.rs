@@ -51,6 +51,9 @@ pub enum Error {
     /// Reconciling kube's default RBAC policy failed.
     #[error("reconciling the bootstrap RBAC policy: {0}")]
     BootstrapPolicy(crate::error::ApiError),
+    /// Reconciling kube's API Priority and Fairness bootstrap objects failed.
+    #[error("reconciling the flowcontrol bootstrap configuration: {0}")]
+    FlowControlBootstrap(crate::error::ApiError),
     /// The `--token-auth-file` could not be read.
     #[error("reading the token auth file")]
     TokenFile(#[from] auth::token_file::Error),
@@ -112,6 +115,9 @@ impl ApiServer {
         auth::bootstrap_policy::ensure(&store, &services)
             .await
             .map_err(Error::BootstrapPolicy)?;
+        crate::flowcontrol_bootstrap::ensure(&store, &services)
+            .await
+            .map_err(Error::FlowControlBootstrap)?;
         rest::ensure_system_priority_classes(&store, &services)
             .await
             .map_err(Error::Seed)?;
