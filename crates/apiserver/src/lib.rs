@@ -14,6 +14,7 @@
 
 pub mod admission;
 pub mod allocators;
+pub mod apiservices;
 pub mod auth;
 pub mod config;
 pub mod default_service_cidr;

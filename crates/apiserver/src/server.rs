@@ -118,6 +118,9 @@ impl ApiServer {
         crate::flowcontrol_bootstrap::ensure(&store, &services)
             .await
             .map_err(Error::FlowControlBootstrap)?;
+        crate::apiservices::ensure(&store, &services, jiff::Timestamp::now())
+            .await
+            .map_err(Error::Seed)?;
         rest::ensure_system_priority_classes(&store, &services)
             .await
             .map_err(Error::Seed)?;

@@ -1,10 +1,12 @@
 //! Objects kube-apiserver keeps by itself, reconciled at every start: the API Priority and
-//! Fairness bootstrap configuration (honouring `apf.kubernetes.io/autoupdate-spec`).
+//! Fairness bootstrap configuration (honouring `apf.kubernetes.io/autoupdate-spec`) and the
+//! `Local` APIServices of the served group-versions.
 
 use std::time::Duration;
 
 use k8s_openapi::api::flowcontrol::v1::{FlowSchema, PriorityLevelConfiguration};
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use rkcm_apiserver::testing::{self, TestServer};
 use rkcm_apiserver::Config;
 use serde_json::json;
@@ -163,5 +165,93 @@ async fn flowcontrol_bootstrap_is_created_and_reconciled_at_every_start() {
     let names = names(&levels).await;
     assert!(names.contains(&"mine".to_string()), "{names:?}");
     assert!(!names.contains(&"retired".to_string()), "{names:?}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn apiservices_list_the_served_group_versions_and_are_reconciled_at_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = testing::start_with(config(dir.path())).await;
+    let apiservices: Api<APIService> = Api::all(server.client());
+    let listed = names(&apiservices).await;
+    for want in [
+        "v1.",
+        "v1.apps",
+        "v2.autoscaling",
+        "v1.batch",
+        "v1.flowcontrol.apiserver.k8s.io",
+        "v1.rbac.authorization.k8s.io",
+    ] {
+        assert!(
+            listed.contains(&want.to_string()),
+            "{want} missing: {listed:?}"
+        );
+    }
+    assert!(!listed.iter().any(|n| n.ends_with("apiregistration.k8s.io")));
+    let apps = apiservices.get("v1.apps").await.expect("v1.apps");
+    let spec = apps.spec.clone().expect("spec");
+    assert_eq!(
+        (
+            spec.group.as_deref(),
+            spec.version.as_deref(),
+            spec.group_priority_minimum,
+            spec.version_priority,
+            spec.service.is_none()
+        ),
+        (Some("apps"), Some("v1"), 17800, 15, true)
+    );
+    let available = apps
+        .status
+        .and_then(|s| s.conditions)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|c| c.type_ == "Available")
+        .expect("Available condition");
+    assert_eq!(
+        (available.status.as_str(), available.reason.as_deref()),
+        ("True", Some("Local"))
+    );
+
+    // A managed APIService whose spec was changed, one of an API no longer served, and one of
+    // the user's own.
+    apiservices
+        .patch(
+            "v1.apps",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"versionPriority": 1}})),
+        )
+        .await
+        .expect("patch");
+    for (name, labels) in [
+        (
+            "v1beta1.batch",
+            json!({"kube-aggregator.kubernetes.io/automanaged": "onstart"}),
+        ),
+        ("v1beta1.example.com", json!({})),
+    ] {
+        let (version, group) = name.split_once('.').expect("version.group");
+        let obj: APIService = serde_json::from_value(json!({
+            "metadata": {"name": name, "labels": labels},
+            "spec": {"group": group, "version": version, "groupPriorityMinimum": 100, "versionPriority": 10,
+                     "service": {"namespace": "default", "name": "api"}},
+        }))
+        .expect("apiservice");
+        apiservices
+            .create(&PostParams::default(), &obj)
+            .await
+            .expect("create");
+    }
+    server.stop().await;
+
+    let server = open_again(dir.path()).await;
+    let apiservices: Api<APIService> = Api::all(server.client());
+    let apps = apiservices.get("v1.apps").await.expect("v1.apps");
+    assert_eq!(apps.spec.expect("spec").version_priority, 15);
+    let listed = names(&apiservices).await;
+    assert!(!listed.contains(&"v1beta1.batch".to_string()), "{listed:?}");
+    assert!(
+        listed.contains(&"v1beta1.example.com".to_string()),
+        "{listed:?}"
+    );
     server.stop().await;
 }
