@@ -266,6 +266,13 @@ fn generate() -> Generated {
         autoscaling::v2::HorizontalPodAutoscaler,
         list = true
     );
+    kind!(
+        "autoscaling",
+        "v1",
+        "HorizontalPodAutoscaler",
+        autoscaling::v1::HorizontalPodAutoscaler,
+        list = true
+    );
     kind!("batch", "v1", "CronJob", batch::v1::CronJob, list = true);
     kind!("batch", "v1", "Job", batch::v1::Job, list = true);
     kind!(

@@ -2,6 +2,7 @@
 
 pub mod authorize;
 pub mod body;
+pub mod converted;
 pub mod decode;
 pub mod discovery;
 pub mod encode;

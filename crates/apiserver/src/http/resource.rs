@@ -56,7 +56,9 @@ fn require_verb(info: &ResourceInfo, verb: &str, method: &Method) -> ApiResult<(
     }
 }
 
-async fn dispatch(
+/// Routes one resource request (also used by [`crate::http::converted`] to serve a converted
+/// version through its storage version).
+pub(crate) async fn dispatch(
     state: &SharedState,
     method: &Method,
     uri: &http::Uri,
@@ -86,6 +88,12 @@ async fn dispatch(
         return binding::bind_collection(state, ns, headers, &params, body).await;
     }
     let path = path::parse(uri.path()).ok_or_else(ApiError::no_route)?;
+    if let Some(conversion) = crate::http::converted::conversion(path.info) {
+        return Box::pin(crate::http::converted::serve(
+            state, conversion, &path, method, uri, headers, body, user,
+        ))
+        .await;
+    }
     let info = path.info;
     let ns = path.namespace.as_deref();
     if let (Some(name), Some(sub)) = (path.name.as_deref(), path.subresource.as_deref()) {
