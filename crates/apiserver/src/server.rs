@@ -76,6 +76,7 @@ pub struct ApiServer {
     admission: Arc<Chain>,
     authorizer: Arc<Authorizer>,
     metrics_source: Option<Arc<dyn MetricsSource>>,
+    components: crate::component_status::Components,
 }
 
 impl ApiServer {
@@ -189,6 +190,7 @@ impl ApiServer {
             admission,
             authorizer,
             metrics_source: None,
+            components: crate::component_status::Components::default(),
         })
     }
 
@@ -206,6 +208,12 @@ impl ApiServer {
     pub fn with_metrics_source(mut self, source: Arc<dyn MetricsSource>) -> Self {
         self.metrics_source = Some(source);
         self
+    }
+
+    /// The components `componentstatuses` reports on: register the probes of the scheduler and
+    /// the controller manager running with this server (also after it started serving).
+    pub fn components(&self) -> crate::component_status::Components {
+        self.components.clone()
     }
 
     /// The admin bearer token.
@@ -269,6 +277,7 @@ impl ApiServer {
             )),
             admission: Arc::clone(&self.admission),
             metrics_source: self.metrics_source.clone(),
+            components: self.components.clone(),
         }))
     }
 
