@@ -109,7 +109,20 @@ impl ApiServer {
         // The allocations are rebuilt from the stored Services before anything is served.
         let services_prefix = rest::prefix(services_info, None);
         let (stored, _, _) = store.cache().list(&services_prefix, None, 0, &|_| true);
-        services.repair(stored.iter().map(|s| &s.value));
+        let listed = |kind: &str| {
+            let info = rkcm_apimachinery::catalog::by_kind("networking.k8s.io/v1", kind)
+                .expect("networking kinds are in the catalog");
+            store
+                .cache()
+                .list(&rest::prefix(info, None), None, 0, &|_| true)
+                .0
+        };
+        let (ip_addresses, service_cidrs) = (listed("IPAddress"), listed("ServiceCIDR"));
+        services.repair_with(
+            stored.iter().map(|s| &s.value),
+            ip_addresses.iter().map(|s| &s.value),
+            service_cidrs.iter().map(|s| &s.value),
+        );
         rest::ensure_system_namespaces(&store, &services)
             .await
             .map_err(Error::Seed)?;

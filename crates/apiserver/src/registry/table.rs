@@ -71,20 +71,10 @@ fn rows() -> Vec<Row> {
         .generation(),
         row(
             "networking.k8s.io",
-            "IPAddress",
-            decode_check::<networking::v1::IPAddress>,
-        ),
-        row(
-            "networking.k8s.io",
             "NetworkPolicy",
             decode_check::<networking::v1::NetworkPolicy>,
         )
         .generation(),
-        row(
-            "networking.k8s.io",
-            "ServiceCIDR",
-            decode_check::<networking::v1::ServiceCIDR>,
-        ),
         row(
             "storage.k8s.io",
             "CSIDriver",
