@@ -30,4 +30,5 @@ pub mod statefulset;
 pub mod tainteviction;
 pub mod ttl;
 pub mod ttlafterfinished;
+pub mod validatingadmissionpolicystatus;
 pub mod volume;
