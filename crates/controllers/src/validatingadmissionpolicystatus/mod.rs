@@ -235,6 +235,102 @@ mod tests {
         }
     }
 
+    /// The context the controller builds for a policy on deployments, from the apps/v1 OpenAPI
+    /// document the server publishes.
+    fn deployment_context() -> Context {
+        let doc: serde_json::Value = serde_json::from_slice(
+            rkcm_apimachinery::openapi::v3_document("apis/apps/v1").expect("apps/v1 is served"),
+        )
+        .expect("JSON");
+        let gvk = typechecking::Gvk::new("apps", "v1", "Deployment");
+        let t = resolver::object_type_in(&doc, &gvk).expect("Deployment has a schema");
+        Context {
+            objects: vec![(gvk, t)],
+            params: None,
+        }
+    }
+
+    fn deployment_policy(expressions: &[&str]) -> ValidatingAdmissionPolicy {
+        let validations: Vec<_> = expressions
+            .iter()
+            .map(|e| serde_json::json!({"expression": e}))
+            .collect();
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "generation": 1},
+            "spec": {
+                "matchConstraints": {"resourceRules": [{
+                    "apiGroups": ["apps"], "apiVersions": ["v1"], "resources": ["deployments"],
+                    "operations": ["*"]
+                }]},
+                "validations": validations,
+            }
+        }))
+        .expect("a policy")
+    }
+
+    #[test]
+    fn type_checking_cases_of_kubes_controller_test() {
+        // TestTypeChecking in controller_test.go, against the served Deployment schema.
+        let ctx = deployment_context();
+        let check = |e: &[&str]| typechecking::check(&deployment_policy(e), &ctx);
+        assert!(
+            check(&["object.spec.replicas > 1"]).is_empty(),
+            "correct expression"
+        );
+
+        let w = check(&["object.spec.replicas < 100", "object.spec.replicas > '1'"]);
+        assert_eq!(w.len(), 1, "type confusion");
+        assert_eq!(w[0].field_ref, "spec.validations[1].expression");
+        assert!(w[0]
+            .warning
+            .contains("found no matching overload for '_>_' applied to '(int, string)'"));
+
+        let w = check(&[
+            "object.spec.nonExistingFirst > 1",
+            "object.spec.replicas > '1'",
+        ]);
+        let refs: Vec<&str> = w.iter().map(|w| w.field_ref.as_str()).collect();
+        assert_eq!(
+            refs,
+            [
+                "spec.validations[0].expression",
+                "spec.validations[1].expression"
+            ],
+            "two expressions, different errors"
+        );
+        assert!(w[0].warning.contains("undefined field 'nonExistingFirst'"));
+        assert!(w[1].warning.contains("'_>_' applied to '(int, string)'"));
+
+        let w = check(&[
+            "object.spec.replicas < 100",
+            "object.spec.replicas > '1' && object.spec.nonExisting == 1",
+        ]);
+        assert_eq!(w.len(), 1, "one expression, two warnings");
+        assert_eq!(w[0].field_ref, "spec.validations[1].expression");
+        assert!(w[0].warning.contains("undefined field 'nonExisting'"));
+        assert!(w[0].warning.contains("'_>_' applied to '(int, string)'"));
+    }
+
+    #[test]
+    fn real_world_deployment_expressions_pass() {
+        let ctx = deployment_context();
+        for e in [
+            "object.metadata.name.startsWith('web-')",
+            "has(object.metadata.labels) && 'app' in object.metadata.labels",
+            "object.spec.template.spec.containers.all(c, !c.image.endsWith(':latest'))",
+            "object.spec.template.spec.containers.all(c, has(c.resources.limits) && 'memory' in c.resources.limits)",
+            "object.spec.strategy.rollingUpdate.maxSurge == '25%' || object.spec.strategy.rollingUpdate.maxSurge == 1",
+            "object.spec.template.spec.containers.exists(c, c.ports.exists(p, p.containerPort == 8080))",
+            "object.metadata.creationTimestamp == null || object.spec.minReadySeconds >= 0",
+            "request.userInfo.groups.exists(g, g == 'system:masters') || request.operation == 'CREATE'",
+            "object.spec.replicas <= oldObject.spec.replicas + 2",
+            "object.apiVersion == 'apps/v1' && object.kind == 'Deployment'",
+        ] {
+            let w = typechecking::check(&deployment_policy(&[e]), &ctx);
+            assert!(w.is_empty(), "{e}: {w:?}");
+        }
+    }
+
     #[test]
     fn only_unobserved_generations_are_checked() {
         assert!(needs_check(&policy(Some(1), None)));
