@@ -31,4 +31,5 @@ pub mod statefulset;
 pub mod tainteviction;
 pub mod ttl;
 pub mod ttlafterfinished;
+pub mod validatingadmissionpolicystatus;
 pub mod volume;

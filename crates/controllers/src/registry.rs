@@ -106,6 +106,9 @@ pub const ENDPOINTSLICE_MIRRORING: &str = "endpointslice-mirroring-controller";
 pub const NODE_LIFECYCLE: &str = "node-lifecycle-controller";
 /// Canonical name of the taint-eviction controller.
 pub const TAINT_EVICTION: &str = "taint-eviction-controller";
+/// Canonical name of the ValidatingAdmissionPolicy status controller.
+pub const VALIDATING_ADMISSION_POLICY_STATUS: &str =
+    crate::validatingadmissionpolicystatus::CONTROLLER_NAME;
 /// Canonical name of the TTL controller.
 pub const TTL: &str = "ttl-controller";
 /// Canonical name of the node IPAM controller.
@@ -257,7 +260,8 @@ pub const KNOWN: &[ControllerName] = &[
         LEGACY_SA_TOKEN_CLEANER,
         &["legacy-service-account-token-cleaner"],
     )),
-    kube("validatingadmissionpolicy-status-controller", &[]),
+    // Its required gate `ValidatingAdmissionPolicy` is GA and locked on since 1.30.
+    implemented(kube(VALIDATING_ADMISSION_POLICY_STATUS, &[])),
     implemented(gated(
         kube(TAINT_EVICTION, &[]),
         &["SeparateTaintEvictionController"],
@@ -398,6 +402,8 @@ pub struct ControllerOptions {
     pub concurrent_daemonset_syncs: usize,
     /// `--concurrent-ttl-after-finished-syncs`.
     pub concurrent_ttl_after_finished_syncs: usize,
+    /// `--concurrent-validating-admission-policy-status-syncs`.
+    pub concurrent_validating_admission_policy_status_syncs: usize,
     /// `--terminated-pod-gc-threshold`.
     pub terminated_pod_gc_threshold: i64,
     /// `--namespace-sync-period`.
@@ -476,6 +482,7 @@ impl Default for ControllerOptions {
             concurrent_cron_job_syncs: 5,
             concurrent_daemonset_syncs: daemon::DEFAULT_WORKERS,
             concurrent_ttl_after_finished_syncs: 5,
+            concurrent_validating_admission_policy_status_syncs: 5,
             terminated_pod_gc_threshold: 12500,
             namespace_sync_period: Duration::from_secs(300),
             enable_garbage_collector: true,
@@ -611,6 +618,10 @@ fn required_resources(name: &str) -> &'static [(&'static str, &'static str)] {
             ("v1", "nodes"),
         ],
         TTL_AFTER_FINISHED => &[("batch/v1", "jobs")],
+        VALIDATING_ADMISSION_POLICY_STATUS => &[(
+            "admissionregistration.k8s.io/v1",
+            "validatingadmissionpolicies",
+        )],
         HORIZONTAL_POD_AUTOSCALER => &[
             ("autoscaling/v2", "horizontalpodautoscalers"),
             ("v1", "pods"),
@@ -862,6 +873,14 @@ pub async fn start(
             );
             // kube runs one worker per queue and has no `--concurrent-*` flag for it.
             Box::pin(async move { c.run(shutdown).await })
+        }
+        VALIDATING_ADMISSION_POLICY_STATUS => {
+            let c = crate::validatingadmissionpolicystatus::ValidatingAdmissionPolicyStatusController::new(
+                ctx.factory,
+                client,
+            );
+            let workers = o.concurrent_validating_admission_policy_status_syncs;
+            Box::pin(async move { c.run(workers, shutdown).await })
         }
         CLUSTERROLE_AGGREGATION => {
             let c =

@@ -126,6 +126,15 @@ pub struct ManagerArgs {
     )]
     pub concurrent_ttl_after_finished_syncs: usize,
 
+    /// The number of ValidatingAdmissionPolicyStatusController workers that are allowed to sync
+    /// concurrently.
+    #[arg(
+        long,
+        default_value_t = 5,
+        help_heading = "Validatingadmissionpolicystatus controller flags"
+    )]
+    pub concurrent_validating_admission_policy_status_syncs: usize,
+
     #[command(flatten)]
     pub hpa: super::hpa_flags::HpaFlags,
 

@@ -125,6 +125,8 @@ pub async fn config_from_flags(args: &ManagerArgs) -> anyhow::Result<ManagerConf
             concurrent_cron_job_syncs: args.concurrent_cron_job_syncs,
             concurrent_daemonset_syncs: args.concurrent_daemonset_syncs,
             concurrent_ttl_after_finished_syncs: args.concurrent_ttl_after_finished_syncs,
+            concurrent_validating_admission_policy_status_syncs: args
+                .concurrent_validating_admission_policy_status_syncs,
             concurrent_gc_syncs: args.concurrent_gc_syncs,
             concurrent_namespace_syncs: args.concurrent_namespace_syncs,
             terminated_pod_gc_threshold: args.terminated_pod_gc_threshold,
