@@ -1,4 +1,15 @@
-//! The manager's HTTPS endpoint: `/healthz`, `/livez`, `/readyz` and `/metrics`.
+//! The manager's HTTPS endpoint, as kube-controller-manager's secure port: `/healthz` (with
+//! `/healthz/<check>`), `/metrics`, `/metrics/slis`, `/configz` and, with `--profiling`,
+//! `/debug/pprof`, behind delegated authentication and authorization; `/livez` and `/readyz` too.
+
+pub mod authn;
+pub mod authz;
+mod filters;
+pub mod healthz;
+mod pprof;
+mod ttl_cache;
+
+pub use healthz::HealthChecks;
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -53,27 +64,144 @@ impl Health {
     }
 }
 
-/// The health and metrics routes over `health`.
-pub fn router(health: Arc<Health>) -> Router {
+/// What the secure port serves and who may call it.
+pub struct Endpoint {
+    /// Readiness, for `/readyz`.
+    pub health: Arc<Health>,
+    /// The `/healthz` checks.
+    pub checks: Arc<HealthChecks>,
+    /// Delegated authentication.
+    pub authn: authn::Authenticator,
+    /// Delegated authorization.
+    pub authz: authz::Authorizer,
+    /// `--profiling`: serve `/debug/pprof`.
+    pub profiling: bool,
+    /// `/configz`: kube's `componentconfig` document.
+    pub configz: serde_json::Value,
+}
+
+impl Endpoint {
+    /// An endpoint that lets everyone in: for `rkcm up`'s in-process manager (which serves
+    /// nothing) and tests.
+    pub fn open(health: Arc<Health>) -> Self {
+        let clock: Arc<dyn rkcm_runtime::Clock> = Arc::new(rkcm_runtime::SystemClock);
+        Self {
+            health,
+            checks: Arc::new(HealthChecks::default()),
+            authn: authn::Authenticator::new(
+                vec![],
+                None,
+                None,
+                std::time::Duration::ZERO,
+                Arc::clone(&clock),
+            ),
+            authz: authz::Authorizer::new(
+                vec!["/*".to_string()],
+                None,
+                std::time::Duration::ZERO,
+                std::time::Duration::ZERO,
+                clock,
+            ),
+            profiling: false,
+            configz: serde_json::json!({}),
+        }
+    }
+}
+
+/// The client certificate chain of a connection (DER, leaf first), put in each request's
+/// extensions by [`serve_tls`].
+#[derive(Clone, Debug, Default)]
+pub struct PeerCertificates(pub Arc<Vec<Vec<u8>>>);
+
+/// The routes of the secure port, behind authentication and authorization.
+pub fn router(endpoint: Arc<Endpoint>) -> Router {
     Router::new()
-        .route("/healthz", get(ok))
+        .route("/healthz", get(healthz))
+        .route("/healthz/{check}", get(healthz_check))
         .route("/livez", get(ok))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
-        .with_state(health)
+        .route("/metrics/slis", get(metrics_slis))
+        .route("/configz", get(configz))
+        .route("/debug/pprof", get(pprof::index))
+        .route("/debug/pprof/", get(pprof::index))
+        .route("/debug/pprof/{profile}", get(pprof::profile))
+        .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&endpoint),
+            filters::authenticate_and_authorize,
+        ))
+        .with_state(endpoint)
+}
+
+/// Go's `http.NotFound`.
+pub(crate) async fn not_found() -> impl IntoResponse {
+    (
+        StatusCode::NOT_FOUND,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        "404 page not found\n",
+    )
 }
 
 async fn ok() -> &'static str {
     "ok"
 }
 
-async fn readyz(State(health): State<Arc<Health>>) -> impl IntoResponse {
-    match health.ready() {
+async fn readyz(State(endpoint): State<Arc<Endpoint>>) -> impl IntoResponse {
+    match endpoint.health.ready() {
         Ok(()) => (StatusCode::OK, "ok".to_string()),
         Err(why) => (
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("[-]{why}\nreadyz check failed"),
         ),
+    }
+}
+
+async fn healthz(State(endpoint): State<Arc<Endpoint>>, uri: http::Uri) -> impl IntoResponse {
+    let mut excluded = Vec::new();
+    let mut verbose = false;
+    for pair in uri
+        .query()
+        .unwrap_or("")
+        .split('&')
+        .filter(|p| !p.is_empty())
+    {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        match key {
+            "exclude" => excluded.push(value.to_string()),
+            "verbose" => verbose = true,
+            _ => {}
+        }
+    }
+    let report = endpoint.checks.run(&excluded, verbose);
+    let status = if report.healthy {
+        StatusCode::OK
+    } else {
+        StatusCode::INTERNAL_SERVER_ERROR
+    };
+    (
+        status,
+        [
+            (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ],
+        report.body,
+    )
+}
+
+async fn healthz_check(
+    State(endpoint): State<Arc<Endpoint>>,
+    axum::extract::Path(check): axum::extract::Path<String>,
+) -> axum::response::Response {
+    match endpoint.checks.run_one(&check) {
+        None => not_found().await.into_response(),
+        Some(Ok(())) => "ok".into_response(),
+        Some(Err(why)) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            format!("internal server error: {why}\n"),
+        )
+            .into_response(),
     }
 }
 
@@ -87,10 +215,30 @@ async fn metrics() -> impl IntoResponse {
     )
 }
 
-/// TLS material for the serving endpoint: the given files, or a self-signed certificate.
+async fn metrics_slis(State(endpoint): State<Arc<Endpoint>>) -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        endpoint.checks.encode_slis(),
+    )
+}
+
+async fn configz(State(endpoint): State<Arc<Endpoint>>) -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        endpoint.configz.to_string(),
+    )
+}
+
+/// TLS material for the serving endpoint: the given files, or a self-signed certificate. Client
+/// certificates are asked for (hinting the subjects of the CAs in `client_ca_pem`) but not
+/// required, and verified by the authenticator, as Go's `tls.RequestClientCert`.
 pub fn tls_config(
     cert_file: Option<&Path>,
     key_file: Option<&Path>,
+    client_ca_pem: &str,
 ) -> anyhow::Result<Arc<rustls::ServerConfig>> {
     let (certs, key) = match (cert_file, key_file) {
         (Some(cert), Some(key)) => {
@@ -119,12 +267,15 @@ pub fn tls_config(
         _ => anyhow::bail!("--tls-cert-file and --tls-private-key-file must be given together"),
     };
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
+    let verifier = rkcm_apiserver::tls::RequestClientCert::new(client_ca_pem)
+        .context("client CA certificates")?;
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .context("TLS protocol versions")?
-        .with_no_client_auth()
+        .with_client_cert_verifier(Arc::new(verifier))
         .with_single_cert(certs, key)
         .context("serving certificate and key do not match")?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }
 
@@ -165,6 +316,13 @@ pub async fn serve_tls(
                 tracing::debug!(%peer, "TLS handshake failed");
                 return;
             };
+            let peer_certs: Vec<Vec<u8>> = tls
+                .get_ref()
+                .1
+                .peer_certificates()
+                .map(|certs| certs.iter().map(|c| c.as_ref().to_vec()).collect())
+                .unwrap_or_default();
+            let router = router.layer(axum::Extension(PeerCertificates(Arc::new(peer_certs))));
             let service = hyper_util::service::TowerToHyperService::new(router);
             let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
             let conn = builder.serve_connection(TokioIo::new(tls), service);

@@ -10,12 +10,13 @@ use clap::{ArgAction, Args};
 #[derive(Debug, Clone, Args)]
 pub struct ManagerArgs {
     // ---- Generic flags
-    /// Path to a kubeconfig file; without it, the in-cluster configuration is used.
-    #[arg(long, value_name = "PATH", help_heading = "Generic flags")]
+    /// Path to kubeconfig file with authorization and master location information; without
+    /// it, the in-cluster configuration is used.
+    #[arg(long, value_name = "PATH", help_heading = "Misc flags")]
     pub kubeconfig: Option<PathBuf>,
 
     /// The address of the Kubernetes API server (overrides any value in kubeconfig).
-    #[arg(long, value_name = "URL", help_heading = "Generic flags")]
+    #[arg(long, value_name = "URL", help_heading = "Misc flags")]
     pub master: Option<String>,
 
     /// Controllers to enable: `*` enables all on-by-default controllers, `foo` enables the controller
@@ -314,6 +315,14 @@ pub struct ManagerArgs {
     /// The signing controller's `--cluster-signing-*` flags.
     #[command(flatten)]
     pub csr_signing: super::csr_flags::CsrSigningArgs,
+
+    /// The secure port's delegated authentication and authorization, and `--profiling`.
+    #[command(flatten)]
+    pub delegation: super::delegation_flags::DelegationArgs,
+
+    /// kube-controller-manager flags rkcm accepts and ignores.
+    #[command(flatten)]
+    pub ignored: super::ignored_flags::IgnoredFlags,
 }
 
 /// A parser of an integer flag that kube bounds to `min..=max`, refusing others with kube's
