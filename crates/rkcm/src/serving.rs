@@ -338,6 +338,174 @@ pub async fn serve_tls(
 }
 
 #[cfg(test)]
+mod router_tests {
+    use super::*;
+    use http_body_util::BodyExt;
+    use rkcm_apiserver::auth::user::UserInfo;
+    use tower::ServiceExt;
+
+    struct Reviewer;
+
+    impl authn::TokenReviewer for Reviewer {
+        fn review(
+            &self,
+            token: String,
+        ) -> futures::future::BoxFuture<'static, Result<Option<UserInfo>, String>> {
+            Box::pin(async move {
+                Ok(match token.as_str() {
+                    "admin" => Some(UserInfo::new("kubernetes-admin", &["system:masters"])),
+                    "bob" => Some(UserInfo::new("bob", &[])),
+                    _ => None,
+                })
+            })
+        }
+    }
+
+    struct NoOne;
+
+    impl authz::AccessReviewer for NoOne {
+        fn review(
+            &self,
+            _: &UserInfo,
+            _: &str,
+            _: &str,
+        ) -> futures::future::BoxFuture<'static, Result<(bool, String), String>> {
+            Box::pin(async { Ok((false, String::new())) })
+        }
+    }
+
+    fn endpoint(profiling: bool) -> Router {
+        let clock: Arc<dyn rkcm_runtime::Clock> = Arc::new(rkcm_runtime::SystemClock);
+        let endpoint = Endpoint {
+            health: Arc::new(Health::default()),
+            checks: Arc::new(HealthChecks::default()),
+            authn: authn::Authenticator::new(
+                vec![],
+                None,
+                Some(Arc::new(Reviewer)),
+                std::time::Duration::from_secs(10),
+                Arc::clone(&clock),
+            ),
+            authz: authz::Authorizer::new(
+                vec!["/healthz".into(), "/readyz".into(), "/livez".into()],
+                Some(Arc::new(NoOne)),
+                std::time::Duration::from_secs(10),
+                std::time::Duration::from_secs(10),
+                clock,
+            ),
+            profiling,
+            configz: serde_json::json!({"componentconfig": {}}),
+        };
+        endpoint.checks.add("leaderElection", healthz::ping());
+        router(Arc::new(endpoint))
+    }
+
+    async fn get(router: &Router, path: &str, token: Option<&str>) -> (StatusCode, String) {
+        let mut request = http::Request::get(path);
+        if let Some(token) = token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        let response = router
+            .clone()
+            .oneshot(request.body(axum::body::Body::empty()).expect("request"))
+            .await
+            .expect("infallible");
+        let status = response.status();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .expect("body")
+            .to_bytes();
+        (status, String::from_utf8_lossy(&body).into_owned())
+    }
+
+    #[tokio::test]
+    async fn anonymous_reaches_only_the_always_allowed_paths() {
+        let router = endpoint(true);
+        assert_eq!(
+            get(&router, "/healthz", None).await,
+            (StatusCode::OK, "ok".into())
+        );
+        let (code, body) = get(&router, "/metrics", None).await;
+        assert_eq!(code, StatusCode::FORBIDDEN);
+        assert_eq!(
+            body,
+            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"forbidden: User \"system:anonymous\" cannot get path \"/metrics\"","reason":"Forbidden","details":{},"code":403}"#
+        );
+        let (code, _) = get(&router, "/nonexistent", None).await;
+        assert_eq!(
+            code,
+            StatusCode::FORBIDDEN,
+            "authorization comes before routing"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_refused_token_is_401_and_an_unauthorized_user_403() {
+        let router = endpoint(true);
+        let (code, body) = get(&router, "/metrics", Some("forged")).await;
+        assert_eq!(code, StatusCode::UNAUTHORIZED);
+        assert_eq!(
+            body,
+            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}"#
+        );
+        let (code, body) = get(&router, "/configz", Some("bob")).await;
+        assert_eq!(code, StatusCode::FORBIDDEN);
+        assert!(
+            body.contains(r#"User \"bob\" cannot get path \"/configz\""#),
+            "{body}"
+        );
+        let (code, body) = get(&router, "/configz", Some("admin")).await;
+        assert_eq!(
+            (code, body.as_str()),
+            (StatusCode::OK, r#"{"componentconfig":{}}"#)
+        );
+        let (code, body) = get(&router, "/healthz/leaderElection", Some("admin")).await;
+        assert_eq!((code, body.as_str()), (StatusCode::OK, "ok"));
+        let (code, _) = get(&router, "/healthz/nope", Some("admin")).await;
+        assert_eq!(code, StatusCode::NOT_FOUND);
+        // Only the root handler records the SLIs, as kube's.
+        assert!(!get(&router, "/metrics/slis", Some("admin"))
+            .await
+            .1
+            .contains("} 1"));
+        get(&router, "/healthz", None).await;
+        let (code, body) = get(&router, "/metrics/slis", Some("admin")).await;
+        assert_eq!(code, StatusCode::OK);
+        assert!(
+            body.contains("kubernetes_healthcheck{name=\"leaderElection\",type=\"healthz\"} 1"),
+            "{body}"
+        );
+    }
+
+    #[tokio::test]
+    async fn profiling_is_served_only_with_the_flag() {
+        let on = endpoint(true);
+        let (code, body) = get(&on, "/debug/pprof/", Some("admin")).await;
+        assert_eq!(code, StatusCode::OK);
+        assert!(body.contains("cmdline"), "{body}");
+        assert_eq!(
+            get(&on, "/debug/pprof/cmdline", Some("admin")).await.0,
+            StatusCode::OK
+        );
+        assert_eq!(
+            get(&on, "/debug/pprof/heap", Some("admin")).await.0,
+            StatusCode::NOT_FOUND
+        );
+        let off = endpoint(false);
+        assert_eq!(
+            get(&off, "/debug/pprof/", Some("admin")).await,
+            (StatusCode::NOT_FOUND, "404 page not found\n".into())
+        );
+        assert_eq!(
+            get(&off, "/debug/pprof/cmdline", Some("admin")).await.0,
+            StatusCode::NOT_FOUND
+        );
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
