@@ -546,3 +546,42 @@ fn kubeadm_command_line_drives_a_cluster_it_does_not_run_in() {
         (ready_replicas(&cluster, "after") == "2").then_some(())
     });
 }
+
+/// Flags for features rkcm does not have are logged once each, naming the flag, and only when
+/// given; the process then goes on (here to fail on the missing kubeconfig, as kube would).
+#[test]
+fn ignored_flags_are_logged_once_each_by_name() {
+    let out = Command::new(env!("CARGO_BIN_EXE_rkcm"))
+        .args([
+            "controller-manager",
+            "--kubeconfig=/nonexistent/controller-manager.conf",
+            "--cluster-name=kubernetes",
+            "--use-service-account-credentials=true",
+            "--cloud-provider=external",
+            "--tls-cipher-suites=TLS_AES_128_GCM_SHA256",
+        ])
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let ignored: Vec<&str> = stderr.lines().filter(|l| l.contains("ignored")).collect();
+    for flag in [
+        "--cluster-name",
+        "--use-service-account-credentials",
+        "--cloud-provider",
+        "--tls-cipher-suites",
+    ] {
+        let lines = ignored
+            .iter()
+            .filter(|l| l.contains(&format!("flag=\"{flag}\"")))
+            .count();
+        assert_eq!(lines, 1, "{flag} logged once:\n{stderr}");
+    }
+    assert_eq!(ignored.len(), 4, "only the flags given:\n{stderr}");
+    assert!(
+        stderr.contains("/nonexistent/controller-manager.conf"),
+        "{stderr}"
+    );
+}

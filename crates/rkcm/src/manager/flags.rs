@@ -9,6 +9,10 @@ use clap::{ArgAction, Args};
 /// kube-controller-manager flags, for what rkcm implements.
 #[derive(Debug, Clone, Args)]
 pub struct ManagerArgs {
+    /// Orders the `--help` sections as kube-controller-manager prints them.
+    #[command(flatten)]
+    pub help_order: super::help_order::HelpOrder,
+
     // ---- Generic flags
     /// Path to kubeconfig file with authorization and master location information; without
     /// it, the in-cluster configuration is used.

@@ -21,6 +21,7 @@ mod csr_flags;
 pub mod delegation;
 pub mod delegation_flags;
 mod flags;
+pub mod help_order;
 pub mod hpa_flags;
 pub mod ignored_flags;
 pub mod legacy_tokens;
