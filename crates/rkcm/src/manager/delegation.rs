@@ -203,3 +203,99 @@ pub async fn from_flags(args: &DelegationArgs) -> anyhow::Result<Delegation> {
         client_ca_pem,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(extra: &[&str]) -> DelegationArgs {
+        use clap::Parser;
+        let mut argv = vec!["rkcm", "controller-manager"];
+        argv.extend_from_slice(extra);
+        match crate::cli::Cli::try_parse_from(argv)
+            .expect("flags parse")
+            .command
+        {
+            crate::cli::Command::ControllerManager(m) => m.delegation,
+            other => panic!("unexpected command {other:?}"),
+        }
+    }
+
+    /// A kubeconfig for an API server that is not there (nothing listens on port 1).
+    fn dead_kubeconfig(dir: &Path) -> String {
+        let path = dir.join("dead.conf");
+        std::fs::write(
+            &path,
+            r#"{"apiVersion": "v1", "kind": "Config", "current-context": "c",
+                "clusters": [{"name": "k", "cluster": {"server": "http://127.0.0.1:1"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}]}"#,
+        )
+        .expect("kubeconfig written");
+        path.display().to_string()
+    }
+
+    /// kube's `DelegatingAuthenticationOptions.ApplyTo`: a failed lookup of the authentication
+    /// ConfigMap is fatal unless tolerated, and not tried with --authentication-skip-lookup.
+    #[tokio::test]
+    async fn a_failed_lookup_is_fatal_unless_tolerated_or_skipped() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let conf = dead_kubeconfig(dir.path());
+        let kubeconfig = format!("--authentication-kubeconfig={conf}");
+        let err = from_flags(&args(&[&kubeconfig]))
+            .await
+            .err()
+            .expect("lookup fails");
+        assert!(
+            err.to_string()
+                .starts_with("unable to load configmap based request-header-client-ca-file: "),
+            "{err}"
+        );
+        let tolerated = from_flags(&args(&[
+            &kubeconfig,
+            "--authentication-tolerate-lookup-failure",
+        ]))
+        .await
+        .expect("tolerated");
+        assert!(tolerated.authn.client_ca.is_empty() && tolerated.authn.request_header.is_none());
+        assert!(
+            tolerated.authn.tokens.is_some(),
+            "tokens are still reviewed"
+        );
+        from_flags(&args(&[&kubeconfig, "--authentication-skip-lookup"]))
+            .await
+            .expect("no lookup");
+    }
+
+    #[tokio::test]
+    async fn ca_files_are_read_and_bad_ones_refused() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let key = rcgen::KeyPair::generate().expect("key");
+        let ca = rcgen::CertificateParams::new(Vec::<String>::new())
+            .expect("params")
+            .self_signed(&key)
+            .expect("ca");
+        let good = dir.path().join("ca.crt");
+        std::fs::write(&good, ca.pem()).expect("written");
+        let bad = dir.path().join("bad.crt");
+        std::fs::write(&bad, "not a certificate").expect("written");
+        let (good, bad) = (good.display().to_string(), bad.display().to_string());
+        let d = from_flags(&args(&[
+            &format!("--client-ca-file={good}"),
+            &format!("--requestheader-client-ca-file={good}"),
+            "--requestheader-allowed-names=front-proxy-client",
+        ]))
+        .await
+        .expect("files read");
+        assert_eq!(d.authn.client_ca, [ca.der().to_vec()]);
+        let rh = d.authn.request_header.expect("request header");
+        assert_eq!(rh.allowed_names, ["front-proxy-client"]);
+        assert_eq!(rh.username_headers, ["x-remote-user"]);
+        assert!(d.client_ca_pem.contains("BEGIN CERTIFICATE"));
+        let err = from_flags(&args(&[&format!("--client-ca-file={bad}")]))
+            .await
+            .err()
+            .expect("refused");
+        assert!(format!("{err:#}").contains("--client-ca-file"), "{err:#}");
+    }
+}
