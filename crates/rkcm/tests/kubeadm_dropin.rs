@@ -489,6 +489,77 @@ fn kubeadm_command_line_drives_a_cluster_it_does_not_run_in() {
         (ready_replicas(&cluster, "web") == "3").then_some(())
     });
 
+    // --root-ca-file is what every namespace's kube-root-ca.crt publishes.
+    let published = eventually("kube-root-ca.crt published", MINUTE, &mut || {
+        let out = cluster.kubectl_output(&[
+            "get",
+            "configmap",
+            "kube-root-ca.crt",
+            "-o",
+            "jsonpath={.data.ca\\.crt}",
+        ]);
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    });
+    assert_eq!(published, pki.ca.cert_pem);
+
+    // --service-account-private-key-file signs legacy token Secrets the API server accepts.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let secret = dir.path().join("secret.json");
+    write(
+        &secret,
+        r#"{"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
+            "metadata": {"name": "legacy", "annotations": {"kubernetes.io/service-account.name": "default"}}}"#,
+    );
+    cluster.kubectl(&["create", "-f", secret.to_str().expect("utf-8")]);
+    let token = eventually("the legacy token filled in", MINUTE, &mut || {
+        let encoded = cluster.jsonpath(&["get", "secret", "legacy"], "{.data.token}");
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD
+            .decode(encoded.trim())
+            .ok()
+            .filter(|t| !t.is_empty())
+            .map(|t| String::from_utf8_lossy(&t).into_owned())
+    });
+    let whoami = cluster.kubectl(&[
+        "--token",
+        &token,
+        "auth",
+        "whoami",
+        "-o",
+        "jsonpath={.status.userInfo.username}",
+    ]);
+    assert_eq!(whoami, "system:serviceaccount:default:default");
+
+    // An orphaning delete leaves the pods, without their owner reference.
+    cluster.kubectl(&[
+        "create",
+        "deployment",
+        "orphans",
+        "--image=nginx",
+        "--replicas=2",
+    ]);
+    eventually("orphans rolled out", MINUTE, &mut || {
+        (ready_replicas(&cluster, "orphans") == "2").then_some(())
+    });
+    cluster.kubectl(&["delete", "deployment", "orphans", "--cascade=orphan"]);
+    cluster.kubectl(&[
+        "delete",
+        "replicasets",
+        "-l",
+        "app=orphans",
+        "--cascade=orphan",
+    ]);
+    eventually("the pods orphaned", MINUTE, &mut || {
+        let owners = cluster.jsonpath(
+            &["get", "pods", "-l", "app=orphans"],
+            "{range .items[*]}{.metadata.name}={.metadata.ownerReferences}{\"\\n\"}{end}",
+        );
+        let lines: Vec<&str> = owners.lines().collect();
+        (lines.len() == 2 && lines.iter().all(|l| l.ends_with('='))).then_some(())
+    });
+
     // A cascading delete removes the ReplicaSet and its pods (background), and a foreground
     // delete waits for them.
     cluster.kubectl(&["delete", "deployment", "web"]);
