@@ -266,7 +266,7 @@ pub struct ManagerArgs {
     /// The number of resource quotas that are allowed to sync concurrently. Larger number = more
     /// responsive quota management, but more CPU (and network) load
     #[arg(
-        long,
+        long = "concurrent-resource-quota-syncs",
         default_value_t = 5,
         help_heading = "Resourcequota controller flags"
     )]

@@ -26,6 +26,9 @@ pub mod hpa_flags;
 pub mod ignored_flags;
 pub mod legacy_tokens;
 pub mod node_flags;
+#[cfg(test)]
+mod options_tests;
+pub mod word_sep;
 
 pub use flags::ManagerArgs;
 
