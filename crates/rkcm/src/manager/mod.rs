@@ -184,6 +184,16 @@ pub async fn config_from_flags(args: &ManagerArgs) -> anyhow::Result<ManagerConf
 
 /// Parses the occurrences of `--feature-gates`, refusing them as pflag reports kube's error.
 pub fn feature_gates_from_flags(values: &[String]) -> anyhow::Result<FeatureGates> {
+    // kube 1.33 reads `--feature-gates` per component (`kube:Foo=true`); `kube` is the default.
+    let values: Vec<String> = values
+        .iter()
+        .map(|v| {
+            v.split(',')
+                .map(|item| item.trim().strip_prefix("kube:").unwrap_or(item.trim()))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect();
     FeatureGates::parse(values.iter().map(String::as_str)).map_err(|err| {
         anyhow::anyhow!(
             "invalid argument {:?} for \"--feature-gates\" flag: {err}",
@@ -557,6 +567,9 @@ mod tests {
         ]);
         let gates = feature_gates_from_flags(&args.feature_gates).expect("valid");
         assert!(gates.enabled("DynamicResourceAllocation") && gates.enabled("DRADeviceTaints"));
+        let prefixed = flags(&["--feature-gates=kube:DynamicResourceAllocation=true"]);
+        let gates = feature_gates_from_flags(&prefixed.feature_gates).expect("kube: prefix");
+        assert!(gates.enabled("DynamicResourceAllocation"));
         let err = feature_gates_from_flags(&flags(&["--feature-gates=Foo=true"]).feature_gates)
             .expect_err("unknown gate");
         assert_eq!(
