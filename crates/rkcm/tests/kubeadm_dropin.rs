@@ -616,6 +616,49 @@ fn kubeadm_command_line_drives_a_cluster_it_does_not_run_in() {
     eventually("after scaled by the new leader", MINUTE, &mut || {
         (ready_replicas(&cluster, "after") == "2").then_some(())
     });
+
+    // Without CA files the manager looks its CAs up in the cluster's
+    // extension-apiserver-authentication ConfigMap; this cluster has none, which configures no
+    // client certificate authentication (as kube) rather than failing.
+    let conf = pki.path("controller-manager.conf");
+    let port = free_port();
+    let mut lookup = Manager {
+        child: Some(
+            Command::new(env!("CARGO_BIN_EXE_rkcm"))
+                .args([
+                    "controller-manager",
+                    &format!("--kubeconfig={conf}"),
+                    &format!("--authentication-kubeconfig={conf}"),
+                    &format!("--authorization-kubeconfig={conf}"),
+                    "--bind-address=127.0.0.1",
+                    &format!("--secure-port={port}"),
+                    "--leader-elect-retry-period=250ms",
+                ])
+                .env("RUST_LOG", "error")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .expect("controller manager starts"),
+        ),
+        port,
+    };
+    eventually("the lookup manager serving", MINUTE, &mut || {
+        curl(&lookup.url("/healthz"), Credentials::None).filter(|(code, _)| *code == 200)
+    });
+    let (code, _) = curl(
+        &lookup.url("/metrics"),
+        Credentials::Certificate {
+            cert: &admin_cert,
+            key: &admin_key,
+        },
+    )
+    .expect("answers");
+    assert_eq!(code, 403, "no client CA: the certificate names nobody");
+    let (code, _) =
+        curl(&lookup.url("/metrics"), Credentials::Token(&admin_token)).expect("answers");
+    assert_eq!(code, 200, "tokens are still reviewed");
+    lookup.kill();
 }
 
 /// Flags for features rkcm does not have are logged once each, naming the flag, and only when

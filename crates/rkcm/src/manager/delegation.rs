@@ -158,6 +158,10 @@ pub async fn from_flags(args: &DelegationArgs) -> anyhow::Result<Delegation> {
                             }
                         }
                     }
+                    // kube's request-header controller: a missing ConfigMap configures nothing.
+                    Err(err) if rkcm_runtime::api_error::is_not_found(&err) => {
+                        tracing::debug!("configmap/{name} in {namespace} not found; no client CA from the cluster");
+                    }
                     Err(err) if args.authentication_tolerate_lookup_failure => {
                         tracing::warn!(
                             "Error looking up in-cluster authentication configuration: {err}"
@@ -166,6 +170,9 @@ pub async fn from_flags(args: &DelegationArgs) -> anyhow::Result<Delegation> {
                         tracing::warn!("To require authentication configuration lookup to succeed, set --authentication-tolerate-lookup-failure=false");
                     }
                     Err(err) => {
+                        if matches!(&err, kube::Error::Api(status) if status.code == 403) {
+                            tracing::info!("Unable to get configmap/{name} in {namespace}.  Usually fixed by 'kubectl create rolebinding -n {namespace} ROLEBINDING_NAME --role=extension-apiserver-authentication-reader --serviceaccount=YOUR_NS:YOUR_SA'");
+                        }
                         anyhow::bail!(
                             "unable to load configmap based request-header-client-ca-file: {err}"
                         )
