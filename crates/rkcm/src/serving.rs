@@ -80,34 +80,6 @@ pub struct Endpoint {
     pub configz: serde_json::Value,
 }
 
-impl Endpoint {
-    /// An endpoint that lets everyone in: for `rkcm up`'s in-process manager (which serves
-    /// nothing) and tests.
-    pub fn open(health: Arc<Health>) -> Self {
-        let clock: Arc<dyn rkcm_runtime::Clock> = Arc::new(rkcm_runtime::SystemClock);
-        Self {
-            health,
-            checks: Arc::new(HealthChecks::default()),
-            authn: authn::Authenticator::new(
-                vec![],
-                None,
-                None,
-                std::time::Duration::ZERO,
-                Arc::clone(&clock),
-            ),
-            authz: authz::Authorizer::new(
-                vec!["/*".to_string()],
-                None,
-                std::time::Duration::ZERO,
-                std::time::Duration::ZERO,
-                clock,
-            ),
-            profiling: false,
-            configz: serde_json::json!({}),
-        }
-    }
-}
-
 /// The client certificate chain of a connection (DER, leaf first), put in each request's
 /// extensions by [`serve_tls`].
 #[derive(Clone, Debug, Default)]
