@@ -147,6 +147,7 @@ pub const IGNORED: &[IgnoredFlag] = &[
     flag("route-reconciliation-period", Duration, "10s", GENERIC,
         "The period for reconciling routes created for Nodes by cloud provider.",
         NO_CLOUD),
+    // Remove this entry when the flag is implemented (one controller client per service account).
     flag("use-service-account-credentials", Bool, "false", GENERIC,
         "If true, use individual service account credentials for each controller.",
         "the controllers run with the --kubeconfig credentials"),
