@@ -439,7 +439,7 @@ pub struct ControllerOptions {
     pub nodes: NodeOptions,
     /// `--cluster-signing-*` files and `--cluster-signing-duration` of the signing controller.
     pub csr_signing: certificates::signer::config::SigningConfig,
-    /// `--concurrent-resourcequota-syncs`.
+    /// `--concurrent-resource-quota-syncs`.
     pub concurrent_resourcequota_syncs: usize,
     /// `--resource-quota-sync-period`.
     pub resource_quota_sync_period: Duration,
