@@ -115,12 +115,13 @@ pub struct UpArgs {
     #[command(flatten)]
     pub node_flags: crate::manager::node_flags::NodeArgs,
 
-    /// Ordered list of plug-ins to do authorization on the secure port (AlwaysAllow, RBAC);
-    /// members of `system:masters` may do everything regardless.
+    /// Ordered list of plug-ins to do authorization on the secure port (AlwaysAllow, Node,
+    /// RBAC); members of `system:masters` may do everything regardless. `Node,RBAC` as kubeadm
+    /// runs kube-apiserver.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "RBAC",
+        default_value = "Node,RBAC",
         value_name = "MODES"
     )]
     pub authorization_mode: Vec<rkcm_apiserver::auth::authorization::Mode>,

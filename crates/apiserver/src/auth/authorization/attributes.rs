@@ -33,6 +33,9 @@ pub struct Attributes {
     pub name: String,
     /// Path of a non-resource request.
     pub path: String,
+    /// The raw `fieldSelector` of a list or watch (the Node authorizer reads
+    /// `spec.nodeName=<node>` in it), empty when none.
+    pub field_selector: String,
 }
 
 impl Attributes {
@@ -140,6 +143,9 @@ impl Attributes {
         }
         if info.name.is_empty() && info.verb == "get" {
             let query = query_pairs(query);
+            if let Some((_, selector)) = query.iter().find(|(k, _)| k == "fieldSelector") {
+                info.field_selector = selector.clone();
+            }
             let watch = query
                 .iter()
                 .find(|(k, _)| k == "watch")
