@@ -17,6 +17,7 @@ use super::plugin::Plugin;
 use super::plugins::NODE_RESTRICTION;
 use crate::auth::node_identity::node_identity;
 use crate::error::ApiResult;
+use crate::store::Store;
 
 /// Annotation of mirror pods (`api.MirrorPodAnnotationKey`).
 pub const MIRROR_POD_ANNOTATION: &str = "kubernetes.io/config.mirror";
@@ -42,8 +43,21 @@ const KUBELET_LABELS: &[&str] = &[
 /// Label namespaces whose labels a kubelet may set (`kubeletapis.kubeletLabelNamespaces`).
 const KUBELET_LABEL_NAMESPACES: &[&str] = &["kubelet.kubernetes.io", "node.kubernetes.io"];
 
-/// Restricts what nodes write. Stateless: the stored objects come with the attributes.
-pub struct NodeRestriction;
+/// Restricts what nodes write. Reads the pods a node deletes or evicts from the store (kube's
+/// pod lister).
+pub struct NodeRestriction {
+    store: Store,
+}
+
+impl NodeRestriction {
+    /// The plugin, reading pods from `store`.
+    pub fn new(store: Store) -> Self {
+        Self { store }
+    }
+}
+
+/// How the plugin finds a stored pod (`podsGetter.Pods(ns).Get(name)`).
+pub type PodLookup<'a> = &'a dyn Fn(&str, &str) -> Option<Value>;
 
 #[async_trait]
 impl Plugin for NodeRestriction {
@@ -59,15 +73,21 @@ impl Plugin for NodeRestriction {
     }
 
     async fn admit(&self, attrs: &mut Attributes) -> ApiResult<()> {
-        match check(attrs) {
+        let lookup = |namespace: &str, name: &str| {
+            let info = rkcm_apimachinery::catalog::by_kind("v1", "Pod")?;
+            let key = crate::rest::key(info, Some(namespace), name);
+            self.store.get(&key).map(|o| o.value.clone())
+        };
+        match check(attrs, &lookup) {
             Ok(()) => Ok(()),
             Err(why) => Err(forbidden(attrs, &why)),
         }
     }
 }
 
-/// kube's `Admit`: `Err` carries the reason of the 403.
-pub fn check(attrs: &Attributes) -> Result<(), String> {
+/// kube's `Admit`: `Err` carries the reason of the 403. The stored pod of a delete or eviction
+/// comes from the attributes or, when they have none, from `pods`.
+pub fn check(attrs: &Attributes, pods: PodLookup<'_>) -> Result<(), String> {
     let Some(node) = node_identity(&attrs.user) else {
         return Ok(());
     };
@@ -79,9 +99,9 @@ pub fn check(attrs: &Attributes) -> Result<(), String> {
     }
     match (attrs.resource.group, attrs.resource.plural) {
         ("", "pods") => match attrs.subresource {
-            "" => pod(node, attrs),
+            "" => pod(node, attrs, pods),
             "status" => pod_status(node, attrs),
-            "eviction" => pod_eviction(node, attrs),
+            "eviction" => pod_eviction(node, attrs, pods),
             other => Err(format!(
                 "unexpected pod subresource {other:?}, only 'status' and 'eviction' are allowed"
             )),
@@ -110,10 +130,10 @@ fn object_of(attrs: &Attributes) -> Result<&Value, String> {
 }
 
 /// `admitPod`: create and delete only, of mirror pods bound to the node.
-fn pod(node: &str, attrs: &Attributes) -> Result<(), String> {
+fn pod(node: &str, attrs: &Attributes, pods: PodLookup<'_>) -> Result<(), String> {
     match attrs.operation {
         Operation::Create => pod_create(node, object_of(attrs)?),
-        Operation::Delete => match attrs.old_object() {
+        Operation::Delete => match stored_pod(attrs, pods).as_ref() {
             // Without a stored pod the delete answers 404 on its own.
             None => Ok(()),
             Some(existing) if spec_node_name(existing) != node => Err(format!(
@@ -275,16 +295,37 @@ fn claim_statuses(pod: &Value) -> Vec<(String, Option<String>)> {
 
 /// `admitPodEviction`: only the node's own pods. The eviction names the pod by the path, or
 /// by its own name.
-fn pod_eviction(node: &str, attrs: &Attributes) -> Result<(), String> {
+fn pod_eviction(node: &str, attrs: &Attributes, pods: PodLookup<'_>) -> Result<(), String> {
     if attrs.operation != Operation::Create {
         return Err(format!("unexpected operation {}", attrs.operation.as_str()));
     }
-    match attrs.old_object() {
+    if attrs.name.is_empty()
+        && attrs
+            .object()
+            .is_none_or(|e| crate::object::name(e).is_empty())
+    {
+        return Err("could not determine pod from request data".to_string());
+    }
+    match stored_pod(attrs, pods).as_ref() {
         Some(existing) if spec_node_name(existing) != node => Err(format!(
             "node {node} can only evict pods with spec.nodeName set to itself"
         )),
         _ => Ok(()),
     }
+}
+
+/// The stored pod the request is about: the attributes' old object, else the pod the name
+/// (or, for an eviction, the Eviction's name) gives.
+fn stored_pod(attrs: &Attributes, pods: PodLookup<'_>) -> Option<Value> {
+    if let Some(old) = attrs.old_object() {
+        return Some(old.clone());
+    }
+    let name = if attrs.name.is_empty() {
+        attrs.object().map(crate::object::name).unwrap_or_default()
+    } else {
+        attrs.name.as_str()
+    };
+    pods(&attrs.namespace, name)
 }
 
 /// `admitNode`: only its own Node; no `configSource`, no taint changes, kubelet labels only.
@@ -549,7 +590,9 @@ mod tests {
     }
 
     fn run(a: &Attributes) -> Result<(), String> {
-        check(a)
+        check(a, &|ns, name| {
+            (ns == "ns" && name == "stored").then(|| pod("stored", "othernode"))
+        })
     }
 
     /// The pod cases of `Test_nodePlugin_Admit` (admission_test.go).
@@ -640,6 +683,35 @@ mod tests {
         assert_eq!(
             delete(pod("p", "othernode")),
             Err("node \"mynode\" can only delete pods with spec.nodeName set to itself".into())
+        );
+        assert_eq!(
+            run(&attrs(
+                mynode(),
+                Operation::Delete,
+                "v1",
+                "Pod",
+                "",
+                "ns",
+                "stored",
+                None,
+                None
+            )),
+            Err("node \"mynode\" can only delete pods with spec.nodeName set to itself".into()),
+            "the stored pod is looked up when the request carries none"
+        );
+        assert_eq!(
+            run(&attrs(
+                mynode(),
+                Operation::Create,
+                "v1",
+                "Pod",
+                "eviction",
+                "ns",
+                "stored",
+                Some(json!({"metadata": {"name": "stored"}})),
+                None
+            )),
+            Err("node mynode can only evict pods with spec.nodeName set to itself".into())
         );
         assert_eq!(
             run(&attrs(mynode(), Operation::Update, "v1", "Pod", "", "ns", "p",

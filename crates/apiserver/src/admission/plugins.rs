@@ -167,7 +167,7 @@ pub fn new_plugin(name: &str, ctx: &PluginContext) -> Option<Arc<dyn Plugin>> {
         STORAGE_OBJECT_IN_USE_PROTECTION => Arc::new(StorageObjectInUseProtection),
         RESOURCE_QUOTA => Arc::new(ResourceQuotaAdmission::new(ctx.store.clone())),
         ALWAYS_DENY => Arc::new(AlwaysDeny),
-        NODE_RESTRICTION => Arc::new(NodeRestriction),
+        NODE_RESTRICTION => Arc::new(NodeRestriction::new(ctx.store.clone())),
         _ => return None,
     };
     Some(plugin)
