@@ -233,6 +233,9 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     write_private(&kubeconfig_path, server.kubeconfig(&url).as_bytes())
         .with_context(|| format!("writing {}", kubeconfig_path.display()))?;
 
+    // The cluster CA, to give the simulated kubelets and scheduler their own certificates.
+    let cluster_ca = server.ca_pem().zip(server.ca_key_pem());
+
     // The API server stops last, after its clients (controllers, nodes) have let go of it.
     let server_stop = Shutdown::new();
     let serve_shutdown = server_stop.clone();
@@ -308,19 +311,29 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     // `--nodes 0` runs no node simulation at all: no scheduler and no kubelet stand-in, so pods
     // stay Pending untouched (useful to measure controllers alone).
     if args.nodes > 0 {
-        let sim = NodeSim::new(
-            client.clone(),
-            rkcm_nodesim::Config {
-                nodes: args.nodes,
-                pod_ready_delay: args.pod_ready_delay,
-                termination_grace_cap: Some(args.pod_termination_max),
-                lease_renew_interval: renew,
-                lease_duration: (renew * 4).max(Duration::from_secs(1)),
-                metric_resolution: args.metric_resolution,
-                ..rkcm_nodesim::Config::default()
-            },
-        )
-        .with_metrics(usage);
+        let sim_config = rkcm_nodesim::Config {
+            nodes: args.nodes,
+            pod_ready_delay: args.pod_ready_delay,
+            termination_grace_cap: Some(args.pod_termination_max),
+            lease_renew_interval: renew,
+            lease_duration: (renew * 4).max(Duration::from_secs(1)),
+            metric_resolution: args.metric_resolution,
+            ..rkcm_nodesim::Config::default()
+        };
+        // Each kubelet as system:node:<node>, the scheduler as system:kube-scheduler.
+        let clients = match &cluster_ca {
+            Some((ca_pem, ca_key_pem)) => {
+                let ca = crate::identities::ClusterCa {
+                    server_url: &url,
+                    ca_pem,
+                    ca_key_pem,
+                };
+                let nodes = (1..=sim_config.nodes).map(|i| sim_config.node_name(i));
+                crate::identities::node_sim_clients(&ca, client.clone(), nodes).await?
+            }
+            None => rkcm_nodesim::Clients::shared(client.clone()),
+        };
+        let sim = NodeSim::with_clients(clients, sim_config).with_metrics(usage);
         let sim_shutdown = shutdown.clone();
         tasks.spawn(async move {
             if let Err(err) = sim.run(sim_shutdown).await {

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ContainerStatus, ObjectReference, Pod, PodStatus};
 use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
-use kube::{Api, Client};
+use kube::Api;
 use parking_lot::Mutex;
 use rkcm_runtime::events::{EventRecorder, EventType};
 use rkcm_runtime::informer::{InformerFactory, Notification, Store};
@@ -33,6 +33,7 @@ pub use lifecycle::{plan, Action, PlanInput};
 
 use crate::config::Config;
 use crate::error::{api_code, Error, Result};
+use crate::identity::Clients;
 use crate::node_set::NodeSet;
 use crate::scheduler::predicates::is_terminal;
 use crate::NODE_NAME_INDEX;
@@ -42,7 +43,7 @@ use ip::PodIps;
 ///
 /// Safe to share: handlers only enqueue, and the work queue never hands one pod to two workers at once.
 pub struct Kubelet {
-    client: Client,
+    clients: Clients,
     pods: Store<Pod>,
     nodes: NodeSet,
     queue: RateLimitingQueue<ObjectKey>,
@@ -62,14 +63,14 @@ impl Kubelet {
     /// A kubelet for the nodes in `nodes`, fed by the pod informer of `informers`.
     pub fn new(
         informers: &InformerFactory,
-        client: Client,
+        clients: Clients,
         nodes: NodeSet,
         config: Config,
     ) -> Arc<Self> {
         let informer = informers.informer::<Pod>();
         informer.add_indexer(NODE_NAME_INDEX, node_name_index);
         let this = Arc::new(Self {
-            client,
+            clients,
             pods: informer.store(),
             nodes,
             queue: RateLimitingQueue::new("nodesim_kubelet"),
@@ -306,7 +307,11 @@ impl Kubelet {
         if pod.metadata.deletion_timestamp.is_some() && !is_terminal(&pod) {
             self.announce_stopping(&pod, &uid);
         }
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), key.namespace_str());
+        // Each node's kubelet writes its pods as the node.
+        let api: Api<Pod> = Api::namespaced(
+            self.clients.kubelet(&node.name).clone(),
+            key.namespace_str(),
+        );
         match plan(&pod, &input) {
             Action::Idle => Ok(()),
             Action::Wait(delay) => {
