@@ -112,7 +112,7 @@ async fn seed(admin: &kube::Client) {
         ),
         (
             "/api/v1/namespaces/work/pods",
-            json!({"metadata": {"name": "p"}, "spec": {"nodeName": "node-a",
+            json!({"metadata": {"name": "p"}, "spec": {"nodeName": "node-a", "serviceAccountName": "default",
                 "containers": [{"name": "c", "image": "busybox"}],
                 "volumes": [{"name": "s", "secret": {"secretName": "used"}}]}}),
         ),
@@ -271,6 +271,50 @@ async fn node_restriction_keeps_a_node_to_its_own_objects() {
     assert_eq!(
         message(&body),
         "pods \"elsewhere\" is forbidden: node \"node-a\" can only delete pods with spec.nodeName set to itself"
+    );
+
+    // Tokens for its pods' service accounts, bound to such a pod only; evictions of its pods.
+    for (path, body) in [(
+        "/api/v1/namespaces/work/serviceaccounts",
+        json!({"metadata": {"name": "default"}}),
+    )] {
+        let (code, body) = send(&admin, "POST", path, Some(body)).await;
+        assert_eq!(code, 201, "{body}");
+    }
+    let (_, pod) = send(&admin, "GET", "/api/v1/namespaces/work/pods/p", None).await;
+    let uid = pod
+        .pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .expect("uid");
+    let token = "/api/v1/namespaces/work/serviceaccounts/default/token";
+    let request = |bound: Value| json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"boundObjectRef": bound}});
+    let (code, body) = send(
+        &node,
+        "POST",
+        token,
+        Some(request(
+            json!({"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": uid}),
+        )),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = send(&node, "POST", token, Some(request(Value::Null))).await;
+    assert_eq!(code, 403);
+    assert_eq!(
+        message(&body),
+        "serviceaccounts \"default\" is forbidden: node requested token not bound to a pod"
+    );
+    let (code, body) = send(
+        &node,
+        "POST",
+        "/api/v1/namespaces/work/pods/elsewhere/eviction",
+        Some(json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "elsewhere"}})),
+    )
+    .await;
+    assert_eq!(code, 403);
+    assert_eq!(
+        message(&body),
+        "pods \"elsewhere\" is forbidden: node node-a can only evict pods with spec.nodeName set to itself"
     );
 
     // Its own lease, not another's.

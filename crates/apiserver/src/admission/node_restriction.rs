@@ -111,6 +111,7 @@ pub fn check(attrs: &Attributes, pods: PodLookup<'_>) -> Result<(), String> {
             "status" => pvc_status(node, attrs),
             _ => Err("may only update PVC status".to_string()),
         },
+        ("", "serviceaccounts") => service_account(node, attrs, pods),
         ("coordination.k8s.io", "leases") => lease(node, attrs),
         ("storage.k8s.io", "csinodes") => csi_node(node, attrs),
         _ => Ok(()),
@@ -510,6 +511,40 @@ fn pvc_status(node: &str, attrs: &Attributes) -> Result<(), String> {
             "node {node:?} is not allowed to update fields other than status.capacity and status.conditions: {}",
             changed.join(", ")
         ));
+    }
+    Ok(())
+}
+
+/// `admitServiceAccount`: a node's TokenRequest must be bound to a pod on the node, named with
+/// its UID. A bound pod that does not exist is left to the TokenRequest itself (404).
+fn service_account(node: &str, attrs: &Attributes, pods: PodLookup<'_>) -> Result<(), String> {
+    if attrs.operation != Operation::Create || attrs.subresource != "token" {
+        return Ok(());
+    }
+    let request = object_of(attrs)?;
+    let bound = request
+        .pointer("/spec/boundObjectRef")
+        .unwrap_or(&Value::Null);
+    let field = |f: &str| bound.get(f).and_then(Value::as_str).unwrap_or_default();
+    if field("apiVersion") != "v1" || field("kind") != "Pod" || field("name").is_empty() {
+        return Err("node requested token not bound to a pod".to_string());
+    }
+    let uid = field("uid");
+    if uid.is_empty() {
+        return Err("node requested token with a pod binding without a uid".to_string());
+    }
+    let Some(pod) = pods(&attrs.namespace, field("name")) else {
+        return Ok(());
+    };
+    if crate::object::uid(&pod) != uid {
+        return Err(format!(
+            "the UID in the bound object reference ({uid}) does not match the UID in record. The object might have been deleted and then recreated"
+        ));
+    }
+    if spec_node_name(&pod) != node {
+        return Err(
+            "node requested token bound to a pod scheduled on a different node".to_string(),
+        );
     }
     Ok(())
 }
@@ -990,6 +1025,66 @@ mod tests {
         assert_eq!(
             pvc("", claim.clone()),
             Err("may only update PVC status".into())
+        );
+    }
+
+    /// The TokenRequest cases of `Test_nodePlugin_Admit`.
+    #[test]
+    fn nodes_request_tokens_only_bound_to_their_own_pods() {
+        let token = |bound: Value| {
+            run(&attrs(
+                mynode(),
+                Operation::Create,
+                "v1",
+                "ServiceAccount",
+                "token",
+                "ns",
+                "sa",
+                Some(json!({"spec": {"boundObjectRef": bound}})),
+                None,
+            ))
+        };
+        let lookup_pods = |bound: Value, stored: Value| {
+            let a = attrs(
+                mynode(),
+                Operation::Create,
+                "v1",
+                "ServiceAccount",
+                "token",
+                "ns",
+                "sa",
+                Some(json!({"spec": {"boundObjectRef": bound}})),
+                None,
+            );
+            check(&a, &|_, _| Some(stored.clone()))
+        };
+        assert_eq!(
+            token(Value::Null),
+            Err("node requested token not bound to a pod".into())
+        );
+        assert_eq!(
+            token(json!({"apiVersion": "v1", "kind": "Secret", "name": "s", "uid": "u"})),
+            Err("node requested token not bound to a pod".into())
+        );
+        assert_eq!(
+            token(json!({"apiVersion": "v1", "kind": "Pod", "name": "p"})),
+            Err("node requested token with a pod binding without a uid".into())
+        );
+        let mut mine = pod("p", "mynode");
+        mine["metadata"]["uid"] = json!("u1");
+        let bound = json!({"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "u1"});
+        assert_eq!(lookup_pods(bound.clone(), mine.clone()), Ok(()));
+        let mut theirs = mine.clone();
+        theirs["spec"]["nodeName"] = json!("othernode");
+        assert_eq!(
+            lookup_pods(bound.clone(), theirs),
+            Err("node requested token bound to a pod scheduled on a different node".into())
+        );
+        let mut recreated = mine.clone();
+        recreated["metadata"]["uid"] = json!("u2");
+        assert_eq!(
+            lookup_pods(bound, recreated),
+            Err("the UID in the bound object reference (u1) does not match the UID in record. The object might have been deleted and then recreated".into())
         );
     }
 
