@@ -1,5 +1,6 @@
-//! Who the simulated parts talk to the API as: each kubelet as its node, the scheduler as
-//! itself, and the rest (provisioner, events, left-over nodes) as the simulator.
+//! Who the simulated parts talk to the API as: each kubelet as its node, the scheduler and the
+//! provisioner as themselves, and the rest (the kubelets' events, left-over nodes) as the
+//! simulator.
 //!
 //! With [`Clients::shared`] everything uses one client, as before. `rkcm up` gives each kubelet
 //! a client certificate for `system:node:<node>` in `system:nodes` and the scheduler one for
@@ -16,6 +17,7 @@ use kube::Client;
 pub struct Clients {
     simulator: Client,
     scheduler: Client,
+    provisioner: Client,
     kubelets: Arc<HashMap<String, Client>>,
 }
 
@@ -24,6 +26,7 @@ impl Clients {
     pub fn shared(client: Client) -> Self {
         Self {
             scheduler: client.clone(),
+            provisioner: client.clone(),
             simulator: client,
             kubelets: Arc::new(HashMap::new()),
         }
@@ -33,13 +36,25 @@ impl Clients {
     /// and the shared pod, node and volume watches, and `kubelets` by node name.
     pub fn new(simulator: Client, scheduler: Client, kubelets: HashMap<String, Client>) -> Self {
         Self {
+            provisioner: simulator.clone(),
             simulator,
             scheduler,
             kubelets: Arc::new(kubelets),
         }
     }
 
-    /// The client of the simulator itself (provisioner, events, left-over nodes).
+    /// These clients with `provisioner` for the simulated provisioner.
+    pub fn with_provisioner(mut self, provisioner: Client) -> Self {
+        self.provisioner = provisioner;
+        self
+    }
+
+    /// The provisioner's client (the simulator's unless [`Self::with_provisioner`] set one).
+    pub fn provisioner(&self) -> &Client {
+        &self.provisioner
+    }
+
+    /// The client of the simulator itself (the kubelets' events, left-over nodes).
     pub fn simulator(&self) -> &Client {
         &self.simulator
     }

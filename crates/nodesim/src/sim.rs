@@ -120,7 +120,7 @@ impl NodeSim {
             .then(|| Scheduler::new(informers, clients.scheduler().clone(), &config));
         let provisioner = config
             .provisioner
-            .then(|| Provisioner::new(informers, clients.simulator().clone()));
+            .then(|| Provisioner::new(informers, clients.provisioner().clone()));
         Self {
             provisioner,
             clients,
@@ -175,7 +175,7 @@ impl NodeSim {
 
         self.mark_surplus_nodes().await;
         if self.provisioner.is_some() {
-            if let Err(e) = provisioner::ensure_default_class(self.clients.simulator()).await {
+            if let Err(e) = provisioner::ensure_default_class(self.clients.provisioner()).await {
                 tracing::warn!(error = %rkcm_runtime::api_error::message(&e), "could not create the default StorageClass");
             }
         }
@@ -194,14 +194,15 @@ impl NodeSim {
         self.kubelet.resync_all();
 
         let events = EventBroadcaster::new(self.clients.simulator().clone());
-        // The scheduler records its events as itself.
+        // The scheduler and the provisioner record their events as themselves.
         let scheduler_events = EventBroadcaster::new(self.clients.scheduler().clone());
+        let provisioner_events = EventBroadcaster::new(self.clients.provisioner().clone());
         self.kubelet.set_recorder(events.recorder("kubelet"));
         if let Some(scheduler) = &self.scheduler {
             scheduler.set_recorder(scheduler_events.recorder("default-scheduler"));
         }
         if let Some(provisioner) = &self.provisioner {
-            provisioner.set_recorder(events.recorder(&format!(
+            provisioner.set_recorder(provisioner_events.recorder(&format!(
                 "{}_rkcm-simulated-provisioner",
                 provisioner::PROVISIONER_NAME
             )));
@@ -262,6 +263,7 @@ impl NodeSim {
         let flushed = async {
             events.shutdown().await;
             scheduler_events.shutdown().await;
+            provisioner_events.shutdown().await;
         };
         if tokio::time::timeout(EVENT_FLUSH_TIMEOUT, flushed)
             .await
