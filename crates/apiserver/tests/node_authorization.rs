@@ -172,6 +172,33 @@ async fn a_node_reads_what_its_pods_use_and_its_own_node_only() {
         "{body}"
     );
 
+    // SubjectAccessReviews see the same, field selector included.
+    let review = |selector: Value| {
+        json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+            "spec": {"user": "system:node:node-a", "groups": ["system:nodes"],
+                "resourceAttributes": {"verb": "list", "resource": "pods", "fieldSelector": selector}}})
+    };
+    let sar = "/apis/authorization.k8s.io/v1/subjectaccessreviews";
+    let (code, body) = send(
+        &admin,
+        "POST",
+        sar,
+        Some(review(json!({"rawSelector": "spec.nodeName=node-a"}))),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    assert_eq!(
+        body.pointer("/status/allowed"),
+        Some(&json!(true)),
+        "{body}"
+    );
+    let (_, body) = send(&admin, "POST", sar, Some(review(json!({})))).await;
+    assert_eq!(
+        body.pointer("/status/allowed"),
+        Some(&json!(false)),
+        "{body}"
+    );
+
     // The pod is gone: so is the node's access to its secret.
     let (code, _) = send(
         &admin,
