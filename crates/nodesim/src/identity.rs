@@ -1,6 +1,6 @@
-//! Who the simulated parts talk to the API as: each kubelet as its node, the scheduler and the
-//! provisioner as themselves, and the rest (the kubelets' events, left-over nodes) as the
-//! simulator.
+//! Who the simulated parts talk to the API as: each kubelet as its node (its events included),
+//! the scheduler and the provisioner as themselves, and the rest (marking left-over nodes
+//! unreachable) as the simulator.
 //!
 //! With [`Clients::shared`] everything uses one client, as before. `rkcm up` gives each kubelet
 //! a client certificate for `system:node:<node>` in `system:nodes` and the scheduler one for
@@ -54,7 +54,7 @@ impl Clients {
         &self.provisioner
     }
 
-    /// The client of the simulator itself (the kubelets' events, left-over nodes).
+    /// The client of the simulator itself (left-over nodes, events of kubelets without a client).
     pub fn simulator(&self) -> &Client {
         &self.simulator
     }
@@ -62,6 +62,11 @@ impl Clients {
     /// The scheduler's client, which also feeds the shared watches.
     pub fn scheduler(&self) -> &Client {
         &self.scheduler
+    }
+
+    /// The nodes whose kubelets have a client of their own, with it.
+    pub fn own_kubelets(&self) -> impl Iterator<Item = (&String, &Client)> {
+        self.kubelets.iter()
     }
 
     /// The client of the kubelet of `node`: its own, else the simulator's.

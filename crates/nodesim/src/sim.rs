@@ -198,6 +198,18 @@ impl NodeSim {
         let scheduler_events = EventBroadcaster::new(self.clients.scheduler().clone());
         let provisioner_events = EventBroadcaster::new(self.clients.provisioner().clone());
         self.kubelet.set_recorder(events.recorder("kubelet"));
+        // Each kubelet with its own client records its events as its node.
+        let node_events: Vec<(String, EventBroadcaster)> = self
+            .clients
+            .own_kubelets()
+            .map(|(node, client)| (node.clone(), EventBroadcaster::new(client.clone())))
+            .collect();
+        self.kubelet.set_node_recorders(
+            node_events
+                .iter()
+                .map(|(node, b)| (node.clone(), b.recorder("kubelet")))
+                .collect(),
+        );
         if let Some(scheduler) = &self.scheduler {
             scheduler.set_recorder(scheduler_events.recorder("default-scheduler"));
         }
@@ -264,6 +276,9 @@ impl NodeSim {
             events.shutdown().await;
             scheduler_events.shutdown().await;
             provisioner_events.shutdown().await;
+            for (_, b) in node_events {
+                b.shutdown().await;
+            }
         };
         if tokio::time::timeout(EVENT_FLUSH_TIMEOUT, flushed)
             .await

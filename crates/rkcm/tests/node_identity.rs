@@ -62,6 +62,20 @@ fn a_node_reads_what_its_pods_use_and_changes_only_itself() {
             .then_some(())
     });
     let node = cluster.jsonpath(&["get", "pod", "uses-secret"], "{.spec.nodeName}");
+    // The kubelet records its events as the node (kube's system:node rules allow it).
+    cluster.eventually("the kubelet's Started event", MINUTE, || {
+        cluster
+            .kubectl(&[
+                "get",
+                "events",
+                "--field-selector",
+                "reason=Started,involvedObject.name=uses-secret",
+                "-o",
+                "name",
+            ])
+            .contains("event")
+            .then_some(())
+    });
     let other = if node == "rkcm-node-1" {
         "rkcm-node-2"
     } else {

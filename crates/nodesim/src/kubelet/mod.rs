@@ -57,6 +57,8 @@ pub struct Kubelet {
     stopping: Mutex<HashSet<String>>,
     config: Config,
     recorder: Mutex<Option<EventRecorder>>,
+    /// Recorders writing as each node's own kubelet; nodes without one use `recorder`.
+    node_recorders: Mutex<HashMap<String, EventRecorder>>,
 }
 
 impl Kubelet {
@@ -80,6 +82,7 @@ impl Kubelet {
             stopping: Mutex::new(HashSet::new()),
             config,
             recorder: Mutex::new(None),
+            node_recorders: Mutex::new(HashMap::new()),
         });
         let weak = Arc::downgrade(&this);
         informer.add_event_handler(move |note| {
@@ -95,14 +98,30 @@ impl Kubelet {
         *self.recorder.lock() = Some(recorder);
     }
 
-    /// Stops recording events and drops the recorder, so that its broadcaster can shut down.
+    /// Records the events of the pods of each node of `recorders` with its recorder (written
+    /// as that node) rather than the one of [`Self::set_recorder`].
+    pub fn set_node_recorders(&self, recorders: HashMap<String, EventRecorder>) {
+        *self.node_recorders.lock() = recorders;
+    }
+
+    /// Stops recording events and drops the recorders, so that their broadcasters can shut down.
     pub fn stop_recording(&self) {
         self.recorder.lock().take();
+        self.node_recorders.lock().clear();
+    }
+
+    /// The recorder for events about `pod`: its node's own, else the shared one.
+    fn recorder_for(&self, pod: &Pod) -> Option<EventRecorder> {
+        let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
+        if let Some(r) = node.and_then(|n| self.node_recorders.lock().get(n).cloned()) {
+            return Some(r);
+        }
+        self.recorder.lock().clone()
     }
 
     /// Records what changed for the containers between `old` and `new`, as a kubelet's events.
     fn container_events(&self, pod: &Pod, old: Option<&PodStatus>, new: &PodStatus) {
-        let Some(recorder) = self.recorder.lock().clone() else {
+        let Some(recorder) = self.recorder_for(pod) else {
             return;
         };
         let reference = pod_reference(pod);
@@ -151,7 +170,7 @@ impl Kubelet {
         if !self.stopping.lock().insert(uid.to_string()) {
             return;
         }
-        let Some(recorder) = self.recorder.lock().clone() else {
+        let Some(recorder) = self.recorder_for(pod) else {
             return;
         };
         let reference = pod_reference(pod);
