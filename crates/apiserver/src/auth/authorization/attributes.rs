@@ -622,4 +622,25 @@ mod tests {
         );
         assert_eq!(a.name, "");
     }
+
+    #[test]
+    fn lists_and_watches_carry_their_field_selector_for_the_node_authorizer() {
+        let a = info(
+            Method::GET,
+            "/api/v1/pods",
+            Some("watch=true&fieldSelector=spec.nodeName%3Dn1"),
+        );
+        assert_eq!(
+            (a.verb.as_str(), a.field_selector.as_str()),
+            ("watch", "spec.nodeName=n1")
+        );
+        assert_eq!(info(Method::GET, "/api/v1/pods", None).field_selector, "");
+        // A get names its object; a selector in its query is not a list's.
+        let a = info(
+            Method::GET,
+            "/api/v1/namespaces/a/pods/p",
+            Some("fieldSelector=spec.nodeName%3Dn1"),
+        );
+        assert_eq!((a.verb.as_str(), a.field_selector.as_str()), ("get", ""));
+    }
 }
