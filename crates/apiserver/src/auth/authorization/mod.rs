@@ -2,9 +2,10 @@
 //! authorizer chain decides it (`pkg/kubeapiserver/authorizer/config.go`).
 //!
 //! Members of `system:masters` may do everything (`authorizerfactory.NewPrivilegedGroups`);
-//! everyone else goes through the modes of `--authorization-mode` in order ([`Mode::Rbac`]:
-//! the RBAC objects of the server's own store, [`Mode::AlwaysAllow`]). The first mode with an
-//! opinion decides; without one the request is forbidden, with kube's message ([`forbidden`]).
+//! everyone else goes through the modes of `--authorization-mode` in order ([`Mode::Node`]:
+//! what kubelets may reach, [`node`]; [`Mode::Rbac`]: the RBAC objects of the server's own
+//! store; [`Mode::AlwaysAllow`]). The first mode with an opinion decides; without one the
+//! request is forbidden, with kube's message ([`forbidden`]).
 
 pub mod attributes;
 pub mod covers;
