@@ -179,10 +179,15 @@ impl ApiServer {
             authenticator = authenticator.with_bootstrap_tokens(Arc::new(store.clone()));
         }
         let auth = Arc::new(authenticator);
-        let authorizer = Arc::new(Authorizer::new(
-            config.authorization_modes.clone(),
-            Arc::new(store.clone()),
-        ));
+        let mut authorizer =
+            Authorizer::new(config.authorization_modes.clone(), Arc::new(store.clone()));
+        if authorizer.node_enabled() {
+            authorizer =
+                authorizer.with_node_authorizer(auth::authorization::node::NodeAuthorizer::new(
+                    auth::authorization::node::GraphPopulator::new(store.clone()),
+                ));
+        }
+        let authorizer = Arc::new(authorizer);
         let mut sans = config.extra_sans.clone();
         let ip = config.bind.ip();
         if !ip.is_unspecified() {

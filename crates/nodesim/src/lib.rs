@@ -179,6 +179,7 @@
 
 pub mod config;
 pub mod error;
+pub mod identity;
 pub mod kubelet;
 pub mod lease;
 pub mod metrics;
@@ -190,6 +191,7 @@ pub mod sim;
 
 pub use config::Config;
 pub use error::{Error, Result};
+pub use identity::Clients;
 pub use kubelet::behaviour::{
     COMPLETE_AFTER_ANNOTATION, FAIL_ANNOTATION, NEVER_READY_ANNOTATION, READY_DELAY_ANNOTATION,
 };

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ContainerStatus, ObjectReference, Pod, PodStatus};
 use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
-use kube::{Api, Client};
+use kube::Api;
 use parking_lot::Mutex;
 use rkcm_runtime::events::{EventRecorder, EventType};
 use rkcm_runtime::informer::{InformerFactory, Notification, Store};
@@ -33,6 +33,7 @@ pub use lifecycle::{plan, Action, PlanInput};
 
 use crate::config::Config;
 use crate::error::{api_code, Error, Result};
+use crate::identity::Clients;
 use crate::node_set::NodeSet;
 use crate::scheduler::predicates::is_terminal;
 use crate::NODE_NAME_INDEX;
@@ -42,7 +43,7 @@ use ip::PodIps;
 ///
 /// Safe to share: handlers only enqueue, and the work queue never hands one pod to two workers at once.
 pub struct Kubelet {
-    client: Client,
+    clients: Clients,
     pods: Store<Pod>,
     nodes: NodeSet,
     queue: RateLimitingQueue<ObjectKey>,
@@ -56,20 +57,22 @@ pub struct Kubelet {
     stopping: Mutex<HashSet<String>>,
     config: Config,
     recorder: Mutex<Option<EventRecorder>>,
+    /// Recorders writing as each node's own kubelet; nodes without one use `recorder`.
+    node_recorders: Mutex<HashMap<String, EventRecorder>>,
 }
 
 impl Kubelet {
     /// A kubelet for the nodes in `nodes`, fed by the pod informer of `informers`.
     pub fn new(
         informers: &InformerFactory,
-        client: Client,
+        clients: Clients,
         nodes: NodeSet,
         config: Config,
     ) -> Arc<Self> {
         let informer = informers.informer::<Pod>();
         informer.add_indexer(NODE_NAME_INDEX, node_name_index);
         let this = Arc::new(Self {
-            client,
+            clients,
             pods: informer.store(),
             nodes,
             queue: RateLimitingQueue::new("nodesim_kubelet"),
@@ -79,6 +82,7 @@ impl Kubelet {
             stopping: Mutex::new(HashSet::new()),
             config,
             recorder: Mutex::new(None),
+            node_recorders: Mutex::new(HashMap::new()),
         });
         let weak = Arc::downgrade(&this);
         informer.add_event_handler(move |note| {
@@ -94,14 +98,30 @@ impl Kubelet {
         *self.recorder.lock() = Some(recorder);
     }
 
-    /// Stops recording events and drops the recorder, so that its broadcaster can shut down.
+    /// Records the events of the pods of each node of `recorders` with its recorder (written
+    /// as that node) rather than the one of [`Self::set_recorder`].
+    pub fn set_node_recorders(&self, recorders: HashMap<String, EventRecorder>) {
+        *self.node_recorders.lock() = recorders;
+    }
+
+    /// Stops recording events and drops the recorders, so that their broadcasters can shut down.
     pub fn stop_recording(&self) {
         self.recorder.lock().take();
+        self.node_recorders.lock().clear();
+    }
+
+    /// The recorder for events about `pod`: its node's own, else the shared one.
+    fn recorder_for(&self, pod: &Pod) -> Option<EventRecorder> {
+        let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
+        if let Some(r) = node.and_then(|n| self.node_recorders.lock().get(n).cloned()) {
+            return Some(r);
+        }
+        self.recorder.lock().clone()
     }
 
     /// Records what changed for the containers between `old` and `new`, as a kubelet's events.
     fn container_events(&self, pod: &Pod, old: Option<&PodStatus>, new: &PodStatus) {
-        let Some(recorder) = self.recorder.lock().clone() else {
+        let Some(recorder) = self.recorder_for(pod) else {
             return;
         };
         let reference = pod_reference(pod);
@@ -150,7 +170,7 @@ impl Kubelet {
         if !self.stopping.lock().insert(uid.to_string()) {
             return;
         }
-        let Some(recorder) = self.recorder.lock().clone() else {
+        let Some(recorder) = self.recorder_for(pod) else {
             return;
         };
         let reference = pod_reference(pod);
@@ -306,7 +326,11 @@ impl Kubelet {
         if pod.metadata.deletion_timestamp.is_some() && !is_terminal(&pod) {
             self.announce_stopping(&pod, &uid);
         }
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), key.namespace_str());
+        // Each node's kubelet writes its pods as the node.
+        let api: Api<Pod> = Api::namespaced(
+            self.clients.kubelet(&node.name).clone(),
+            key.namespace_str(),
+        );
         match plan(&pod, &input) {
             Action::Idle => Ok(()),
             Action::Wait(delay) => {
