@@ -11,6 +11,7 @@
 mod bitmap;
 pub mod cluster_ips;
 pub mod ip;
+pub mod ip_repair;
 pub mod port;
 mod repair;
 pub mod service;
