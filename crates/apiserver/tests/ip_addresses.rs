@@ -101,6 +101,30 @@ async fn every_cluster_ip_has_its_ip_address_and_goes_with_its_service() {
         "taken"
     );
 
+    // A create that fails after allocating leaves no IPAddress behind.
+    let again = services
+        .create(
+            &PostParams::default(),
+            &service("taken", json!({"clusterIP": "10.96.0.70"})),
+        )
+        .await
+        .expect_err("the name is taken");
+    assert!(matches!(again, kube::Error::Api(s) if s.code == 409));
+    assert!(ips.get_opt("10.96.0.70").await.expect("get").is_none());
+
+    // An update that gives the address back removes its IPAddress.
+    let external = json!({"spec": {"type": "ExternalName", "externalName": "example.com",
+                                   "clusterIP": null, "clusterIPs": null}});
+    services
+        .patch(
+            "taken",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&external),
+        )
+        .await
+        .expect("now ExternalName");
+    assert!(ips.get_opt("10.96.0.50").await.expect("get").is_none());
+
     // Deleting the Service releases its address and removes its IPAddress.
     services
         .delete("web", &DeleteParams::default())

@@ -2,10 +2,11 @@
 //! kube-apiserver's IPAddress-backed allocator writes them (`ipallocator.go`: `createIPAddress`,
 //! `Release`), and the ready ServiceCIDRs' ranges the allocator hands addresses out from.
 //!
-//! [`ServiceAllocators`] decides which address a Service gets; once the Service is stored, the
-//! IPAddress named after each address it took is created (labels `ipaddress.kubernetes.io/
-//! ip-family` and `managed-by: ipallocator.k8s.io`, `spec.parentRef` to the Service) and the
-//! IPAddress of each address it gave back is deleted. IPAddress objects written by clients are
+//! [`ServiceAllocators`] decides which address a Service gets; before the Service is stored, the
+//! IPAddress named after each address it takes is created (labels `ipaddress.kubernetes.io/
+//! ip-family` and `managed-by: ipallocator.k8s.io`, `spec.parentRef` to the Service), and removed
+//! again if the write fails; once it is stored, the IPAddress of each address it gave back is
+//! deleted. IPAddress objects written by clients are
 //! held by the allocator too: no Service gets an address an IPAddress already names.
 
 use std::net::Ipv4Addr;
@@ -109,22 +110,25 @@ pub async fn delete(store: &Store, ip: Ipv4Addr, namespace: &str, name: &str) {
     }
 }
 
-/// After a Service write was stored (`old` → `new`, `None` for a create or a removal): the
-/// addresses `new` took get their IPAddress, those only `old` held lose theirs.
-pub async fn record(store: &Store, old: Option<&Value>, new: Option<&Value>) {
+/// Before a Service write (`old` → `new`, `old` `None` for a create) is stored: the addresses
+/// `new` takes and `old` did not hold get their IPAddress (kube's allocator creates them as it
+/// allocates, before the Service is stored).
+pub async fn record_taken(store: &Store, old: Option<&Value>, new: &Value) {
     let before = old.map(cluster_ips).unwrap_or_default();
-    let after = new.map(cluster_ips).unwrap_or_default();
-    if let Some(svc) = new {
-        let (ns, name) = (object::namespace(svc), object::name(svc));
-        for ip in after.iter().filter(|ip| !before.contains(ip)) {
-            create(store, *ip, ns, name).await;
-        }
+    let (ns, name) = (object::namespace(new), object::name(new));
+    for ip in cluster_ips(new).iter().filter(|ip| !before.contains(ip)) {
+        create(store, *ip, ns, name).await;
     }
-    if let Some(svc) = old {
-        let (ns, name) = (object::namespace(svc), object::name(svc));
-        for ip in before.iter().filter(|ip| !after.contains(ip)) {
-            delete(store, *ip, ns, name).await;
-        }
+}
+
+/// After a Service write was stored (`old` → `new`, `new` `None` for a removal), or to undo
+/// [`record_taken`] when it failed (`old` the object that was not stored, `new` the one kept):
+/// the addresses only `old` held lose their IPAddress.
+pub async fn record_released(store: &Store, old: &Value, new: Option<&Value>) {
+    let after = new.map(cluster_ips).unwrap_or_default();
+    let (ns, name) = (object::namespace(old), object::name(old));
+    for ip in cluster_ips(old).iter().filter(|ip| !after.contains(ip)) {
+        delete(store, *ip, ns, name).await;
     }
 }
 
