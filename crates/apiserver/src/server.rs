@@ -159,6 +159,9 @@ impl ApiServer {
         rest::ensure_kubernetes_service(&store, &services, advertised(&config))
             .await
             .map_err(Error::KubernetesService)?;
+        // Services stored without their IPAddresses (and leaked ones) are repaired before
+        // anything is served, then every few minutes (`serve`).
+        rest::ip_addresses::repair(&store, &services, jiff::Timestamp::now()).await;
         let token = match &config.admin_token {
             Some(t) => t.clone(),
             None => tls::load_or_generate_token(dir)?,
@@ -321,6 +324,11 @@ impl ApiServer {
                 .map(|c| Arc::new(c.to_vec()))
         });
         let mut conns = JoinSet::new();
+        let repair = tokio::spawn(rest::ip_addresses::repair_loop(
+            self.store.clone(),
+            Arc::clone(&self.services),
+            shutdown.clone(),
+        ));
         loop {
             let (stream, peer) = tokio::select! {
                 _ = shutdown.cancelled() => break,
@@ -390,6 +398,7 @@ impl ApiServer {
             });
         }
         conns.shutdown().await;
+        let _ = repair.await;
         Ok(())
     }
 }
