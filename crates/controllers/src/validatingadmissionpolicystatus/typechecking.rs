@@ -216,6 +216,10 @@ fn environment(object: &Type, params: Option<&Type>, variables: &BTreeMap<String
     env.declare("request", request_type());
     env.declare("namespaceObject", Type::Dyn);
     env.declare("authorizer", Type::Opaque(cel::overloads::AUTHORIZER));
+    env.declare(
+        "authorizer.requestResource",
+        Type::Opaque(cel::overloads::RESOURCE_CHECK),
+    );
     if let Some(p) = params {
         env.declare("params", p.clone());
     }
@@ -545,6 +549,19 @@ mod tests {
             check(&authz, &context(&authz, foo_string.clone())).is_empty(),
             "authorizer"
         );
+
+        let request_resource = policy(
+            deployments(),
+            &[(
+                "authorizer.requestResource.namespace('x').check('update').allowed()",
+                None,
+            )],
+        );
+        assert!(check(
+            &request_resource,
+            &context(&request_resource, foo_string.clone())
+        )
+        .is_empty());
 
         let authz_bad = policy(deployments(), &[("authorizer.allowed()", None)]);
         let w = check(&authz_bad, &context(&authz_bad, foo_string.clone()));
