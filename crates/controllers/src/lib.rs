@@ -26,6 +26,7 @@ pub mod replicaset;
 pub mod resourcequota;
 pub mod rootcacertpublisher;
 pub mod serviceaccount;
+pub mod servicecidrs;
 pub mod statefulset;
 pub mod tainteviction;
 pub mod ttl;

@@ -123,6 +123,8 @@ pub const PV_PROTECTION: &str = "persistentvolume-protection-controller";
 pub const EPHEMERAL_VOLUME: &str = "ephemeral-volume-controller";
 /// Canonical name of the volume expander.
 pub const PERSISTENTVOLUME_EXPANDER: &str = "persistentvolume-expander-controller";
+/// Canonical name of the ServiceCIDR controller.
+pub const SERVICE_CIDR: &str = "service-cidr-controller";
 
 const fn kube(name: &'static str, aliases: &'static [&'static str]) -> ControllerName {
     ControllerName {
@@ -264,10 +266,10 @@ pub const KNOWN: &[ControllerName] = &[
         kube(TAINT_EVICTION, &[]),
         &["SeparateTaintEvictionController"],
     )),
-    gated(
-        kube("service-cidr-controller", &[]),
+    implemented(gated(
+        kube(SERVICE_CIDR, &[]),
         &["MultiCIDRServiceAllocator"],
-    ),
+    )),
     // No required gates: its init function declines to start without them.
     gated_in_init(
         kube("storage-version-migrator-controller", &[]),
@@ -437,7 +439,7 @@ pub struct ControllerOptions {
     pub nodes: NodeOptions,
     /// `--cluster-signing-*` files and `--cluster-signing-duration` of the signing controller.
     pub csr_signing: certificates::signer::config::SigningConfig,
-    /// `--concurrent-resourcequota-syncs`.
+    /// `--concurrent-resource-quota-syncs`.
     pub concurrent_resourcequota_syncs: usize,
     /// `--resource-quota-sync-period`.
     pub resource_quota_sync_period: Duration,
@@ -676,6 +678,10 @@ fn required_resources(name: &str) -> &'static [(&'static str, &'static str)] {
         ],
         PVC_PROTECTION => &[("v1", "persistentvolumeclaims"), ("v1", "pods")],
         PV_PROTECTION => &[("v1", "persistentvolumes")],
+        SERVICE_CIDR => &[
+            ("networking.k8s.io/v1", "servicecidrs"),
+            ("networking.k8s.io/v1", "ipaddresses"),
+        ],
         EPHEMERAL_VOLUME => &[("v1", "pods"), ("v1", "persistentvolumeclaims")],
         PERSISTENTVOLUME_EXPANDER => &[
             ("v1", "persistentvolumeclaims"),
@@ -1033,6 +1039,15 @@ pub async fn start(
                 Arc::clone(&o.clock),
             );
             Box::pin(async move { c.run(shutdown).await })
+        }
+        SERVICE_CIDR => {
+            let c = crate::servicecidrs::ServiceCidrController::new(
+                ctx.factory,
+                client,
+                ctx.events.recorder(crate::servicecidrs::CONTROLLER_NAME),
+                Arc::clone(&o.clock),
+            );
+            Box::pin(async move { c.run(crate::servicecidrs::WORKERS, shutdown).await })
         }
         TTL => {
             let c = ttl::TtlController::new(ctx.factory, client);
