@@ -216,6 +216,7 @@ fn kubes_add_flags_command_line_lands_where_kube_puts_it() {
         Duration::from_secs(365 * 24 * 3600)
     );
     assert_eq!(m.concurrent_ttl_after_finished_syncs, 8);
+    assert_eq!(m.concurrent_validating_admission_policy_status_syncs, 9);
     assert_eq!(
         m.csr_signing.cluster_signing_duration,
         Duration::from_secs(36000)
@@ -249,7 +250,6 @@ fn kubes_add_flags_command_line_lands_where_kube_puts_it() {
         ("cloud-provider", "gce"),
         ("cluster-name", "k8s"),
         ("concurrent-service-syncs", "2"),
-        ("concurrent-validating-admission-policy-status-syncs", "9"),
         ("configure-cloud-routes", "false"),
         ("contention-profiling", "true"),
         ("controller-start-interval", "2m"),
