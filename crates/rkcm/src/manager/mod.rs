@@ -16,6 +16,7 @@ use tokio::task::JoinSet;
 
 use crate::serving::{self, Health};
 
+pub mod attachdetach_flags;
 mod csr_flags;
 mod flags;
 pub mod hpa_flags;
@@ -160,6 +161,7 @@ pub async fn config_from_flags(args: &ManagerArgs) -> anyhow::Result<ManagerConf
         serving,
     };
     args.hpa.apply(&mut config.options);
+    args.attachdetach.apply(&mut config.options);
     Ok(config)
 }
 
