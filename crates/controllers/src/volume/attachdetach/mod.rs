@@ -366,6 +366,19 @@ impl AttachDetachController {
                 state.asw.mark_uncertain(&v, node);
             }
         }
+        // What each node mounts now, whatever its notifications said before the attachments
+        // were known (`processVolumesInUse` in `populateActualStateOfWorld`).
+        for node in self.nodes.store().list() {
+            let in_use: BTreeSet<String> = node
+                .status
+                .as_ref()
+                .and_then(|s| s.volumes_in_use.clone())
+                .unwrap_or_default()
+                .into_iter()
+                .collect();
+            let name = node.metadata.name.as_deref().unwrap_or_default();
+            state.asw.set_volumes_mounted_by_node(name, &in_use);
+        }
     }
 
     /// Runs until `shutdown`.
