@@ -177,7 +177,9 @@
 //! idle work is one lease update per node every 10 seconds and one node status patch per node every
 //! 50 seconds. Timed pod changes are delayed queue items.
 
+pub mod attacher;
 pub mod config;
+pub mod csi;
 pub mod error;
 pub mod kubelet;
 pub mod lease;

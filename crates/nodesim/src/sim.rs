@@ -13,7 +13,9 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::MissedTickBehavior;
 
+use crate::attacher::Attacher;
 use crate::config::Config;
+use crate::csi;
 use crate::error::Result;
 use crate::kubelet::Kubelet;
 use crate::metrics::{self, UsageSnapshots};
@@ -38,6 +40,7 @@ pub struct NodeSim {
     kubelet: Arc<Kubelet>,
     scheduler: Option<Arc<Scheduler>>,
     provisioner: Option<Arc<Provisioner>>,
+    attacher: Option<Arc<Attacher>>,
     metrics: Option<UsageSnapshots>,
     /// Names of nodes whose heartbeat annotation was just removed.
     resumed: mpsc::Receiver<String>,
@@ -106,8 +109,12 @@ impl NodeSim {
         let provisioner = config
             .provisioner
             .then(|| Provisioner::new(informers, client.clone()));
+        let attacher = config
+            .provisioner
+            .then(|| Attacher::new(informers, client.clone()));
         Self {
             provisioner,
+            attacher,
             client,
             config,
             informers: informers.clone(),
@@ -142,6 +149,11 @@ impl NodeSim {
                 match node::register(&self.client, &self.config, index).await {
                     Ok(registered) => {
                         tracing::info!(node = %registered.name, "node registered");
+                        if self.provisioner.is_some() {
+                            if let Err(e) = csi::register_node(&self.client, &registered).await {
+                                tracing::warn!(node = %registered.name, error = %rkcm_runtime::api_error::message(&e), "could not register the CSI driver on the node");
+                            }
+                        }
                         self.nodes.insert(registered);
                         break;
                     }
@@ -161,6 +173,9 @@ impl NodeSim {
         if self.provisioner.is_some() {
             if let Err(e) = provisioner::ensure_default_class(&self.client).await {
                 tracing::warn!(error = %rkcm_runtime::api_error::message(&e), "could not create the default StorageClass");
+            }
+            if let Err(e) = csi::ensure_driver(&self.client).await {
+                tracing::warn!(error = %rkcm_runtime::api_error::message(&e), "could not create the CSIDriver");
             }
         }
 
@@ -196,6 +211,9 @@ impl NodeSim {
         }
         if let Some(provisioner) = &self.provisioner {
             tasks.spawn(Arc::clone(provisioner).run(shutdown.clone()));
+        }
+        if let Some(attacher) = &self.attacher {
+            tasks.spawn(Arc::clone(attacher).run(shutdown.clone()));
         }
         tasks.spawn(renew_leases(
             self.client.clone(),
