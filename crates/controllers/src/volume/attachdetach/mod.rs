@@ -61,6 +61,10 @@ pub const DEFAULT_RECONCILER_SYNC_LOOP_PERIOD: Duration = Duration::from_secs(60
 /// `csiTimeout`, 2 minutes).
 pub const ATTACH_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// kube's `desiredStateOfWorldPopulatorLoopSleepPeriod`: how often pods whose deletion was
+/// missed are looked for.
+pub const POPULATOR_LOOP_PERIOD: Duration = Duration::from_secs(60);
+
 /// The taint that lets volumes go from a node without waiting (`v1.TaintNodeOutOfService`).
 pub const OUT_OF_SERVICE_TAINT: &str = "node.kubernetes.io/out-of-service";
 
@@ -403,6 +407,7 @@ impl AttachDetachController {
         let mut tick = tokio::time::interval(RECONCILER_LOOP_PERIOD);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut last_sync = tokio::time::Instant::now();
+        let mut last_populate = tokio::time::Instant::now();
         let mut tasks = JoinSet::new();
         loop {
             tokio::select! {
@@ -418,9 +423,32 @@ impl AttachDetachController {
                 self.sync_states();
                 last_sync = tokio::time::Instant::now();
             }
+            if last_populate.elapsed() > POPULATOR_LOOP_PERIOD {
+                self.remove_deleted_pods();
+                last_populate = tokio::time::Instant::now();
+            }
         }
         tasks.shutdown().await;
         tracing::info!(controller = "attachdetach", "shutting down controller");
+    }
+
+    /// Forgets the pods of the desired state that are gone from the cache
+    /// (`findAndRemoveDeletedPods`).
+    fn remove_deleted_pods(&self) {
+        let mut state = self.state.lock();
+        let recorded = state.dsw.pods_to_volumes();
+        let pods = self.pods.store();
+        let stale = populator::deleted_pods(
+            recorded.iter().map(|(pod, _, node)| (pod, node.as_str())),
+            |pod| {
+                pods.get(&ObjectKey::new(&pod.namespace, &pod.name))
+                    .and_then(|p| p.metadata.uid.clone())
+            },
+        );
+        for (pod, node) in stale {
+            tracing::info!(pod = %pod.name, namespace = %pod.namespace, node = %node, "removing a deleted pod from the desired state of the world");
+            state.dsw.delete_pod_from_node(&pod.uid, &node);
+        }
     }
 
     fn node_health(&self, node: &str) -> NodeHealth {

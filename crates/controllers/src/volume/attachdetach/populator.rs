@@ -77,6 +77,19 @@ pub fn attachable_volumes<'a>(
         .collect()
 }
 
+/// The pods of the desired state the pod cache no longer holds (same namespace, name and UID),
+/// whose volumes a missed deletion left behind (`findAndRemoveDeletedPods`).
+pub fn deleted_pods<'a>(
+    recorded: impl IntoIterator<Item = (&'a PodRef, &'a str)>,
+    cached_uid: impl Fn(&PodRef) -> Option<String>,
+) -> Vec<(PodRef, String)> {
+    recorded
+        .into_iter()
+        .filter(|(pod, _)| cached_uid(pod).as_deref() != Some(pod.uid.as_str()))
+        .map(|(pod, node)| (pod.clone(), node.to_string()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -129,6 +142,31 @@ mod tests {
                 ..Default::default()
             }),
         })
+    }
+
+    // desired_state_of_world_populator_test.go TestFindAndAddActivePods_FindAndRemoveDeletedPods:
+    // a pod gone from the cache, or replaced by one of the same name, is removed.
+    #[test]
+    fn pods_missing_from_the_cache_or_replaced_are_deleted() {
+        let p = |uid: &str, name: &str| PodRef {
+            uid: uid.into(),
+            namespace: "ns".into(),
+            name: name.into(),
+        };
+        let (kept, gone, replaced) = (p("u1", "a"), p("u2", "b"), p("u3", "c"));
+        let recorded = [(&kept, "n1"), (&gone, "n1"), (&replaced, "n2")];
+        let stale = deleted_pods(recorded, |pod| match pod.name.as_str() {
+            "a" => Some("u1".into()),
+            "c" => Some("u9".into()),
+            _ => None,
+        });
+        assert_eq!(
+            stale,
+            [
+                (gone.clone(), "n1".to_string()),
+                (replaced.clone(), "n2".to_string())
+            ]
+        );
     }
 
     #[test]
