@@ -37,3 +37,52 @@ impl AttachDetachFlags {
         options.disable_force_detach_on_timeout = self.disable_force_detach_on_timeout;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cmd {
+        #[command(flatten)]
+        flags: AttachDetachFlags,
+    }
+
+    fn parse(args: &[&str]) -> ControllerOptions {
+        let mut argv = vec!["cmd"];
+        argv.extend_from_slice(args);
+        let mut options = ControllerOptions::default();
+        Cmd::try_parse_from(argv)
+            .expect("flags parse")
+            .flags
+            .apply(&mut options);
+        options
+    }
+
+    #[test]
+    fn defaults_are_kube_controller_managers() {
+        let o = parse(&[]);
+        assert_eq!(
+            o.attach_detach_reconcile_sync_period,
+            Duration::from_secs(60)
+        );
+        assert!(!o.disable_attach_detach_reconcile_sync);
+        assert!(!o.disable_force_detach_on_timeout);
+    }
+
+    #[test]
+    fn flags_set_the_options() {
+        let o = parse(&[
+            "--attach-detach-reconcile-sync-period=2m",
+            "--disable-attach-detach-reconcile-sync",
+            "--disable-force-detach-on-timeout=true",
+        ]);
+        assert_eq!(
+            o.attach_detach_reconcile_sync_period,
+            Duration::from_secs(120)
+        );
+        assert!(o.disable_attach_detach_reconcile_sync);
+        assert!(o.disable_force_detach_on_timeout);
+    }
+}
