@@ -3,7 +3,9 @@
 //! a CSINode per node, nodes annotated for controller-managed attach/detach); a pod with a claim
 //! of class `standard` runs once the attach/detach controller's VolumeAttachment is attached by
 //! the simulated external-attacher and the node lists the volume in `volumesAttached`; deleting
-//! the pod detaches it (the VolumeAttachment goes, the node lists nothing). One cluster.
+//! the pod detaches it (the VolumeAttachment goes, the node lists nothing). A ReadWriteOnce
+//! volume wanted on two nodes is refused to the second with kube's Multi-Attach event until the
+//! first pod goes. One cluster.
 
 mod common;
 
@@ -50,6 +52,53 @@ spec:
       persistentVolumeClaim:
         claimName: data
 "#;
+
+const STATIC: &str = r#"apiVersion: v1
+kind: PersistentVolume
+metadata:
+  name: shared-pv
+spec:
+  capacity:
+    storage: 1Gi
+  accessModes: ["ReadWriteOnce"]
+  storageClassName: ""
+  csi:
+    driver: simulated.csi.rkcm.io
+    volumeHandle: shared-1
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: shared
+spec:
+  storageClassName: ""
+  volumeName: shared-pv
+  accessModes: ["ReadWriteOnce"]
+  resources:
+    requests:
+      storage: 1Gi
+"#;
+
+fn pod_on(name: &str, node: &str) -> String {
+    format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+spec:
+  nodeName: {node}
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: app
+      image: busybox
+      command: ["sleep", "3600"]
+  volumes:
+    - name: data
+      persistentVolumeClaim:
+        claimName: shared
+"#
+    )
+}
 
 fn events_of(cluster: &Cluster, name: &str) -> String {
     cluster.jsonpath(
@@ -180,4 +229,32 @@ fn csi_volumes_are_attached_to_their_pods_node_and_detached_when_the_pod_goes() 
     });
     let out = cluster.kubectl(&["get", "volumeattachments", "-o", "name"]);
     assert!(out.contains(&attachment), "{out}");
+
+    // A read-write-once volume wanted on two nodes: the second pod is refused until the first goes.
+    apply(&cluster, STATIC);
+    cluster.eventually("the static claim is Bound", MINUTE, || {
+        (cluster.jsonpath(&["get", "pvc", "shared"], "{.status.phase}") == "Bound").then_some(())
+    });
+    apply(&cluster, &pod_on("holder", "rkcm-node-1"));
+    cluster.eventually("the holder runs", MINUTE, || {
+        (cluster.jsonpath(&["get", "pod", "holder"], "{.status.phase}") == "Running").then_some(())
+    });
+    apply(&cluster, &pod_on("waiter", "rkcm-node-2"));
+    cluster.eventually("the Multi-Attach event", MINUTE, || {
+        events_of(&cluster, "waiter")
+            .contains("FailedAttachVolume: Multi-Attach error for volume \"shared-pv\" Volume is already used by pod(s) holder")
+            .then_some(())
+    });
+    assert_eq!(
+        cluster.jsonpath(&["get", "pod", "waiter"], "{.status.phase}"),
+        "Pending"
+    );
+    cluster.kubectl(&["delete", "pod", "holder"]);
+    cluster.eventually("the waiter runs on node 2", MINUTE, || {
+        (cluster.jsonpath(&["get", "pod", "waiter"], "{.status.phase}") == "Running").then_some(())
+    });
+    let table = cluster.kubectl(&["get", "volumeattachments"]);
+    let rows: Vec<&str> = table.lines().filter(|l| l.contains("shared-pv")).collect();
+    assert_eq!(rows.len(), 1, "{table}");
+    assert!(rows[0].contains("rkcm-node-2"), "{table}");
 }
