@@ -62,6 +62,10 @@ impl VolumeManager {
                 Notification::Add(p) | Notification::Update { new: p, .. } => p,
                 Notification::Delete(d) => d.object(),
             };
+            // A pod without claims changes no node's volumes in use.
+            if rkcm_runtime::storage::pod_claim_names(pod).is_empty() {
+                return;
+            }
             if let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) {
                 if nodes.contains(node) {
                     q.add(ObjectKey::cluster(node));
