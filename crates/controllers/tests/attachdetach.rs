@@ -249,3 +249,72 @@ async fn attachments_found_at_start_are_detached_only_once_the_node_stops_using_
     cluster.stop().await;
     Ok(())
 }
+
+#[tokio::test]
+async fn the_volumes_of_a_deleted_node_are_detached_once_its_pods_are_gone() -> Result<()> {
+    let cluster = cluster().await;
+    let client = cluster.client.clone();
+    let nodes: Api<Node> = Api::all(client.clone());
+    let vas: Api<VolumeAttachment> = Api::all(client.clone());
+    let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), NS);
+    let pp = PostParams::default();
+    nodes.create(&pp, &node("node-1")).await?;
+    let pv: PersistentVolume = serde_json::from_value(json!({
+        "metadata": {"name": "pv-1"},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "csi": {"driver": DRIVER, "volumeHandle": "handle-1"},
+            "claimRef": {"namespace": NS, "name": "data"},
+        },
+    }))?;
+    Api::<PersistentVolume>::all(client.clone())
+        .create(&pp, &pv)
+        .await?;
+    let claim: PersistentVolumeClaim = serde_json::from_value(json!({
+        "metadata": {"name": "data"},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}},
+            "volumeName": "pv-1",
+        },
+    }))?;
+    pvcs.create(&pp, &claim).await?;
+    pvcs.patch_status(
+        "data",
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"status": {"phase": "Bound"}})),
+    )
+    .await?;
+    cluster
+        .start_registered(&[ATTACH_DETACH], ControllerOptions::default())
+        .await?;
+    pods.create(&pp, &pod("app", "node-1")).await?;
+    let name = attachment_name("handle-1", DRIVER, "node-1");
+    eventually("the VolumeAttachment", || async {
+        Ok(vas.get_opt(&name).await?)
+    })
+    .await?;
+    vas.patch_status(
+        &name,
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"status": {"attached": true}})),
+    )
+    .await?;
+    eventually("node-1 to list the volume attached", || async {
+        Ok((attached_on(&nodes, "node-1").await? == [UNIQUE]).then_some(()))
+    })
+    .await?;
+    set_in_use(&nodes, "node-1", &[UNIQUE]).await?;
+    // The node goes (nothing mounts there any more, its status cannot be written), then its pod.
+    nodes.delete("node-1", &DeleteParams::default()).await?;
+    pods.delete("app", &DeleteParams::default().grace_period(0))
+        .await?;
+    eventually("the deleted node's attachment to be deleted", || async {
+        Ok(vas.get_opt(&name).await?.is_none().then_some(()))
+    })
+    .await?;
+    cluster.stop().await;
+    Ok(())
+}

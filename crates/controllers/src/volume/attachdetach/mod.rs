@@ -663,12 +663,17 @@ impl AttachDetachController {
         verify_safe: bool,
     ) -> Result<(), OperationError> {
         let report = self.state.lock().asw.take_report_for(node);
-        if let Err(source) = self.write_volumes_attached(node, &report).await {
-            self.state.lock().asw.set_node_status_update_needed(node);
-            return Err(OperationError::NodeStatus {
-                node: node.to_string(),
-                source,
-            });
+        match self.write_volumes_attached(node, &report).await {
+            Ok(()) => {}
+            // A node that is gone has no status to update (`processNodeVolumes`).
+            Err(e) if api_error::is_not_found(&e) => {}
+            Err(source) => {
+                self.state.lock().asw.set_node_status_update_needed(node);
+                return Err(OperationError::NodeStatus {
+                    node: node.to_string(),
+                    source,
+                });
+            }
         }
         if verify_safe {
             let in_use = self
