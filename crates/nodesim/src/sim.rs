@@ -13,7 +13,9 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::MissedTickBehavior;
 
+use crate::attacher::Attacher;
 use crate::config::Config;
+use crate::csi;
 use crate::error::Result;
 use crate::identity::Clients;
 use crate::kubelet::Kubelet;
@@ -39,6 +41,7 @@ pub struct NodeSim {
     kubelet: Arc<Kubelet>,
     scheduler: Option<Arc<Scheduler>>,
     provisioner: Option<Arc<Provisioner>>,
+    attacher: Option<Arc<Attacher>>,
     metrics: Option<UsageSnapshots>,
     /// Names of nodes whose heartbeat annotation was just removed.
     resumed: mpsc::Receiver<String>,
@@ -121,8 +124,13 @@ impl NodeSim {
         let provisioner = config
             .provisioner
             .then(|| Provisioner::new(informers, clients.provisioner().clone()));
+        // The external-attacher stand-in belongs to the simulated storage, as the provisioner.
+        let attacher = config
+            .provisioner
+            .then(|| Attacher::new(clients.provisioner().clone()));
         Self {
             provisioner,
+            attacher,
             clients,
             config,
             informers: informers.clone(),
@@ -158,6 +166,11 @@ impl NodeSim {
                 match node::register(client, &self.config, index).await {
                     Ok(registered) => {
                         tracing::info!(node = %registered.name, "node registered");
+                        if self.provisioner.is_some() {
+                            if let Err(e) = csi::register_node(client, &registered).await {
+                                tracing::warn!(node = %registered.name, error = %rkcm_runtime::api_error::message(&e), "could not register the CSI driver on the node");
+                            }
+                        }
                         self.nodes.insert(registered);
                         break;
                     }
@@ -177,6 +190,9 @@ impl NodeSim {
         if self.provisioner.is_some() {
             if let Err(e) = provisioner::ensure_default_class(self.clients.provisioner()).await {
                 tracing::warn!(error = %rkcm_runtime::api_error::message(&e), "could not create the default StorageClass");
+            }
+            if let Err(e) = csi::ensure_driver(self.clients.provisioner()).await {
+                tracing::warn!(error = %rkcm_runtime::api_error::message(&e), "could not create the CSIDriver");
             }
         }
 
@@ -227,6 +243,9 @@ impl NodeSim {
         }
         if let Some(provisioner) = &self.provisioner {
             tasks.spawn(Arc::clone(provisioner).run(shutdown.clone()));
+        }
+        if let Some(attacher) = &self.attacher {
+            tasks.spawn(Arc::clone(attacher).run(shutdown.clone()));
         }
         tasks.spawn(renew_leases(
             self.clients.clone(),

@@ -23,7 +23,8 @@ pub const SCHEDULER_USER: &str = "system:kube-scheduler";
 pub const PROVISIONER_USER: &str = "rkcm:simulated-provisioner";
 
 /// What the simulated provisioner does: create, update and delete volumes, write claims'
-/// status, create its StorageClass, record events.
+/// status, create its StorageClass and CSIDriver, record events, and attach its volumes
+/// (the external-attacher stand-in).
 fn provisioner_role() -> ClusterRole {
     let rule = |groups: &[&str], resources: &[&str], verbs: &[&str]| PolicyRule {
         api_groups: Some(groups.iter().map(|s| s.to_string()).collect()),
@@ -63,6 +64,22 @@ fn provisioner_role() -> ClusterRole {
                 &["", "events.k8s.io"],
                 &["events"],
                 &["create", "update", "patch"],
+            ),
+            // The external-attacher stand-in of the simulated CSI driver, and its CSIDriver.
+            rule(
+                &["storage.k8s.io"],
+                &["volumeattachments"],
+                &["get", "list", "watch", "update", "patch"],
+            ),
+            rule(
+                &["storage.k8s.io"],
+                &["volumeattachments/status"],
+                &["update", "patch"],
+            ),
+            rule(
+                &["storage.k8s.io"],
+                &["csidrivers"],
+                &["get", "create"],
             ),
         ]),
         ..ClusterRole::default()

@@ -133,6 +133,9 @@ pub struct UpArgs {
 
     #[command(flatten)]
     pub hpa: crate::manager::hpa_flags::HpaFlags,
+
+    #[command(flatten)]
+    pub attachdetach: crate::manager::attachdetach_flags::AttachDetachFlags,
 }
 
 /// `--cluster-cidr` of `rkcm up` (kind's and kubeadm's pod network).
@@ -300,6 +303,7 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         serving: None,
     };
     args.hpa.apply(&mut manager_config.options);
+    args.attachdetach.apply(&mut manager_config.options);
     let health = Arc::new(Health::default());
     let mut tasks = JoinSet::new();
     let manager_shutdown = shutdown.clone();

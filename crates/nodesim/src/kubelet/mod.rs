@@ -14,12 +14,14 @@ pub mod lifecycle;
 pub mod logs;
 pub mod pod_status;
 pub mod time;
+pub mod volume_manager;
+pub mod volumes;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{ContainerStatus, ObjectReference, Pod, PodStatus};
+use k8s_openapi::api::core::v1::{ContainerStatus, Node, ObjectReference, Pod, PodStatus};
 use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
 use kube::Api;
 use parking_lot::Mutex;
@@ -38,6 +40,7 @@ use crate::node_set::NodeSet;
 use crate::scheduler::predicates::is_terminal;
 use crate::NODE_NAME_INDEX;
 use ip::PodIps;
+use volume_manager::{AttachWait, VolumeManager};
 
 /// Runs the pods bound to the served nodes.
 ///
@@ -59,6 +62,8 @@ pub struct Kubelet {
     recorder: Mutex<Option<EventRecorder>>,
     /// Recorders writing as each node's own kubelet; nodes without one use `recorder`.
     node_recorders: Mutex<HashMap<String, EventRecorder>>,
+    /// Reports the nodes' volumes in use and holds pods until their volumes are attached.
+    volumes: Arc<VolumeManager>,
 }
 
 impl Kubelet {
@@ -71,7 +76,9 @@ impl Kubelet {
     ) -> Arc<Self> {
         let informer = informers.informer::<Pod>();
         informer.add_indexer(NODE_NAME_INDEX, node_name_index);
+        let volumes = VolumeManager::new(informers, clients.clone(), nodes.clone());
         let this = Arc::new(Self {
+            volumes,
             clients,
             pods: informer.store(),
             nodes,
@@ -90,6 +97,24 @@ impl Kubelet {
                 kubelet.handle(note);
             }
         });
+        // A pod waiting for its volumes starts once its node lists them in use and attached.
+        let weak = Arc::downgrade(&this);
+        informers
+            .informer::<Node>()
+            .add_event_handler(move |note: Notification<Node>| {
+                let Notification::Update { old, new } = note else {
+                    return;
+                };
+                let changed = volumes::attached_on(&old) != volumes::attached_on(&new)
+                    || volumes::reported_in_use(&old) != volumes::reported_in_use(&new);
+                if let (true, Some(kubelet)) = (changed, weak.upgrade()) {
+                    if let Some(name) = new.metadata.name.as_deref() {
+                        if kubelet.nodes.contains(name) {
+                            kubelet.resync_node(name);
+                        }
+                    }
+                }
+            });
         this
     }
 
@@ -228,6 +253,7 @@ impl Kubelet {
 
     /// Enqueues every cached pod bound to a served node (after start, to pick up where a previous run stopped).
     pub fn resync_all(&self) {
+        self.volumes.resync_all();
         for node in self.nodes.list() {
             for pod in self.pods.by_index(NODE_NAME_INDEX, &node.name) {
                 self.queue.add(ObjectKey::from_obj(&*pod));
@@ -238,7 +264,8 @@ impl Kubelet {
     /// Runs `workers` loops until `shutdown`.
     pub async fn run(self: Arc<Self>, workers: usize, shutdown: Shutdown) {
         let queue = self.queue.clone();
-        worker::run(
+        let volumes = Arc::clone(&self.volumes).run(shutdown.clone());
+        let pods = worker::run(
             queue,
             workers,
             shutdown,
@@ -247,8 +274,8 @@ impl Kubelet {
                 let this = Arc::clone(&self);
                 async move { this.sync(&key).await }
             },
-        )
-        .await;
+        );
+        tokio::join!(pods, volumes);
     }
 
     /// The cached pod, or the one from our last write when the cache is older.
@@ -325,6 +352,24 @@ impl Kubelet {
         };
         if pod.metadata.deletion_timestamp.is_some() && !is_terminal(&pod) {
             self.announce_stopping(&pod, &uid);
+        }
+        let starting = status.and_then(|s| s.start_time.as_ref()).is_none()
+            && pod.metadata.deletion_timestamp.is_none()
+            && !is_terminal(&pod);
+        if starting {
+            match self.volumes.wait_for_attach(&pod, &node.name) {
+                AttachWait::Ready => {}
+                // The node update that lists them brings the pod back.
+                AttachWait::Attaching(waiting) => {
+                    tracing::debug!(pod = %key, volumes = ?waiting, "waiting for volumes to attach");
+                    return Ok(());
+                }
+                AttachWait::Unknown => {
+                    self.queue
+                        .add_after(key.clone(), std::time::Duration::from_secs(1));
+                    return Ok(());
+                }
+            }
         }
         // Each node's kubelet writes its pods as the node.
         let api: Api<Pod> = Api::namespaced(

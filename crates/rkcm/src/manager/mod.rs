@@ -16,6 +16,7 @@ use tokio::task::JoinSet;
 
 use crate::serving::{self, Health};
 
+pub mod attachdetach_flags;
 pub mod configz;
 mod csr_flags;
 pub mod delegation;
@@ -181,6 +182,7 @@ pub async fn config_from_flags(args: &ManagerArgs) -> anyhow::Result<ManagerConf
         serving,
     };
     args.hpa.apply(&mut config.options);
+    args.attachdetach.apply(&mut config.options);
     Ok(config)
 }
 
