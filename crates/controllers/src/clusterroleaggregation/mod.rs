@@ -6,12 +6,13 @@
 //! the roles each selector matches (sorted by name, the role itself left out, a rule already
 //! gathered not repeated) and writes them when they differ. kube applies them with server-side
 //! apply and falls back to an update when the server answers 415; rkcm's server has no apply yet,
-//! so the update is what runs there.
+//! so there the rules are written with a merge patch, which like the forced apply has no
+//! resourceVersion precondition.
 
 use std::sync::Arc;
 
 use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule};
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams};
 use rkcm_labels::Selector;
 use rkcm_runtime::informer::{wait_for_cache_sync, InformerFactory, Notification, SharedInformer};
 use rkcm_runtime::workqueue::RateLimitingQueue;
@@ -179,15 +180,19 @@ impl ClusterRoleAggregationController {
         let params = PatchParams::apply(FIELD_MANAGER).force();
         match api.patch(name, &params, &Patch::Apply(&apply)).await {
             Ok(_) => Ok(()),
-            // No server-side apply: update the live role instead (`updateRules`).
-            Err(e) if api_error::has_code(&e, 415) => {
-                let mut updated = (*role).clone();
-                updated.rules = Some(rules);
-                api.replace(name, &PostParams::default(), &updated)
-                    .await
-                    .map(|_| ())
-                    .map_err(write)
-            }
+            // No server-side apply: write the rules alone, as the forced apply would. kube falls
+            // back to an update of the cached role (`updateRules`), which conflicts whenever the
+            // cache lags a write of the same sync burst (admin, edit and view aggregate each
+            // other); a merge patch of `rules` replaces the list without that precondition.
+            Err(e) if api_error::has_code(&e, 415) => api
+                .patch(
+                    name,
+                    &PatchParams::default(),
+                    &Patch::Merge(serde_json::json!({ "rules": rules })),
+                )
+                .await
+                .map(|_| ())
+                .map_err(write),
             Err(e) => Err(write(e)),
         }
     }
