@@ -132,6 +132,11 @@ pub struct UpArgs {
 
     #[command(flatten)]
     pub hpa: crate::manager::hpa_flags::HpaFlags,
+
+    /// If true, use individual service account credentials for each controller (the default in
+    /// `up`; false runs every controller as `system:kube-controller-manager`).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub use_service_account_credentials: bool,
 }
 
 /// `--cluster-cidr` of `rkcm up` (kind's and kubeadm's pod network).
@@ -265,7 +270,7 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         })
         .count();
     let mut manager_config = ManagerConfig {
-        kube_config: kube_config.clone(),
+        kube_config: manager_identity(&kube_config, &data_dir)?,
         controllers,
         options: ControllerOptions {
             nodes: node_options,
@@ -290,6 +295,7 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         qps: args.kube_api_qps,
         burst: args.kube_api_burst,
         min_resync_period: std::time::Duration::from_secs(12 * 3600),
+        use_service_account_credentials: args.use_service_account_credentials,
         leader_election: None,
         serving: None,
     };
@@ -358,6 +364,23 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     server_stop.cancel();
     let _ = server_task.await;
     Ok(())
+}
+
+/// The controller manager's own identity, `system:kube-controller-manager`, as kubeadm gives it:
+/// a client certificate signed by the cluster CA (made in memory at every start).
+fn manager_identity(admin: &kube::Config, data_dir: &Path) -> anyhow::Result<kube::Config> {
+    use crate::client_identity::{issue, with_certificate, KUBE_CONTROLLER_MANAGER};
+    let read = |name: &str| {
+        let path = data_dir.join(name);
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))
+    };
+    let cert = issue(
+        &read("ca.crt")?,
+        &read("ca.key")?,
+        KUBE_CONTROLLER_MANAGER,
+        &[],
+    )?;
+    Ok(with_certificate(admin, KUBE_CONTROLLER_MANAGER, &cert)?)
 }
 
 async fn kube_config_from(path: &Path) -> anyhow::Result<kube::Config> {
