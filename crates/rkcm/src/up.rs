@@ -444,6 +444,51 @@ mod tests {
         );
     }
 
+    fn up(args: &[&str]) -> UpArgs {
+        use clap::Parser;
+        let mut argv = vec!["rkcm", "up"];
+        argv.extend_from_slice(args);
+        match crate::cli::Cli::try_parse_from(argv)
+            .expect("parses")
+            .command
+        {
+            crate::cli::Command::Up(up) => *up,
+            other => panic!("unexpected command {other:?}"),
+        }
+    }
+
+    #[test]
+    fn up_runs_controllers_under_their_service_accounts_unless_told_not_to() {
+        assert!(up(&[]).use_service_account_credentials);
+        assert!(!up(&["--use-service-account-credentials=false"]).use_service_account_credentials);
+    }
+
+    #[test]
+    fn the_manager_identity_is_a_ca_signed_certificate_of_system_kube_controller_manager() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let tls = rkcm_apiserver::tls::load_or_generate(Some(dir.path()), &[]).expect("a CA");
+        let admin = kube::Config::new("https://127.0.0.1:6443".parse().expect("uri"));
+        let config = manager_identity(&admin, dir.path()).expect("an identity");
+        assert!(config.auth_info.token.is_none());
+        let cert_b64 = config
+            .auth_info
+            .client_certificate_data
+            .expect("a client certificate");
+        use base64::Engine as _;
+        let pem = base64::engine::general_purpose::STANDARD
+            .decode(cert_b64)
+            .expect("base64");
+        let der = pem::parse(pem).expect("PEM").into_contents();
+        let ca = pem::parse(&tls.ca_pem).expect("PEM").into_contents();
+        let now = jiff::Timestamp::now().as_second();
+        let user = rkcm_apiserver::auth::x509::verify(&der, &ca, now)
+            .expect("signed by the cluster CA")
+            .expect("a user");
+        assert_eq!(user.name, "system:kube-controller-manager");
+        let missing = tempfile::tempdir().expect("temp dir");
+        assert!(manager_identity(&admin, missing.path()).is_err());
+    }
+
     #[test]
     fn default_data_dir_is_under_the_users_state_directory() {
         let dir = default_data_dir();

@@ -542,6 +542,15 @@ mod tests {
     }
 
     #[test]
+    fn service_account_credentials_are_off_unless_asked_for_as_on_kube() {
+        assert!(!flags(&[]).use_service_account_credentials);
+        assert!(flags(&["--use-service-account-credentials"]).use_service_account_credentials);
+        assert!(
+            !flags(&["--use-service-account-credentials=false"]).use_service_account_credentials
+        );
+    }
+
+    #[test]
     fn the_legacy_token_clean_up_period_defaults_to_a_year() {
         assert_eq!(
             flags(&[]).legacy_service_account_token_clean_up_period,
