@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -44,6 +45,26 @@ fn events(cluster: &Cluster, kind: &str, name: &str, reason: &str) -> Vec<(Strin
             )
         })
         .collect()
+}
+
+/// A bootstrap token Secret usable for signing, valid for an hour.
+fn bootstrap_token(id: &str) -> String {
+    let expiration = (jiff::Timestamp::now() + jiff::SignedDuration::from_secs(3600)).to_string();
+    format!(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: bootstrap-token-{id}\n  namespace: kube-system\n\
+         type: bootstrap.kubernetes.io/token\nstringData:\n  token-id: {id}\n  token-secret: 0123456789abcdef\n\
+         \x20 usage-bootstrap-signing: \"true\"\n  expiration: \"{expiration}\"\n"
+    )
+}
+
+/// A `rkcm controller-manager` process, killed when dropped.
+struct Manager(Child);
+
+impl Drop for Manager {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 #[test]
@@ -185,4 +206,96 @@ fn controllers_run_as_their_own_service_accounts_under_kubes_roles() {
         (cluster.jsonpath(&["get", "replicaset", &rs], "{.status.readyReplicas}") == "3")
             .then_some(())
     });
+
+    // `rkcm controller-manager --use-service-account-credentials`, run on the admin's
+    // kubeconfig beside `up` with the one controller `up` leaves off: it makes the bootstrap
+    // signer's ServiceAccount and signs cluster-info as that account, under kube's Roles in
+    // kube-system and kube-public.
+    let before = cluster.kubectl_output(&[
+        "get",
+        "serviceaccount",
+        "bootstrap-signer",
+        "-n",
+        "kube-system",
+    ]);
+    assert!(!before.status.success(), "up runs no bootstrap signer");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let kubeconfig = dir.path().join("cluster-kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n    server: https://10.0.0.1:6443\n  name: \"\"\n",
+    )
+    .expect("file written");
+    cluster.kubectl(&[
+        "create",
+        "configmap",
+        "cluster-info",
+        "-n",
+        "kube-public",
+        &format!("--from-file=kubeconfig={}", kubeconfig.display()),
+    ]);
+    let token = dir.path().join("token.yaml");
+    std::fs::write(&token, bootstrap_token("abcdef")).expect("file written");
+    cluster.kubectl(&["apply", "-f", token.to_str().expect("utf-8")]);
+    let _manager = Manager(
+        Command::new(env!("CARGO_BIN_EXE_rkcm"))
+            .arg("controller-manager")
+            .arg("--kubeconfig")
+            .arg(&cluster.kubeconfig)
+            .args([
+                "--controllers=bootstrapsigner",
+                "--use-service-account-credentials",
+                "--leader-elect=false",
+                "--secure-port=0",
+            ])
+            .env("RUST_LOG", "error")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("controller manager starts"),
+    );
+    cluster.eventually(
+        "ServiceAccount kube-system/bootstrap-signer",
+        MINUTE,
+        || {
+            cluster
+                .kubectl_output(&[
+                    "get",
+                    "serviceaccount",
+                    "bootstrap-signer",
+                    "-n",
+                    "kube-system",
+                ])
+                .status
+                .success()
+                .then_some(())
+        },
+    );
+    cluster.eventually("cluster-info signed for token abcdef", MINUTE, || {
+        (!cluster
+            .jsonpath(
+                &["get", "configmap", "cluster-info", "-n", "kube-public"],
+                "{.data.jws-kubeconfig-abcdef}",
+            )
+            .is_empty())
+        .then_some(())
+    });
+    let signer = "system:serviceaccount:kube-system:bootstrap-signer";
+    // kube's Role lets it update cluster-info alone.
+    let can = |what: &str, ns: &str| {
+        let out = cluster.kubectl_output(&[
+            "auth",
+            "can-i",
+            &format!("--as={signer}"),
+            "update",
+            what,
+            "-n",
+            ns,
+        ]);
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(can("configmaps/cluster-info", "kube-public"), "yes");
+    assert_eq!(can("configmaps/other", "kube-public"), "no");
+    assert_eq!(can("configmaps/cluster-info", "default"), "no");
 }
