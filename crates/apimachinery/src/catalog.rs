@@ -439,6 +439,18 @@ static RESOURCES: &[ResourceInfo] = &[
     .with_short_names(&["hpa"])
     .with_categories(ALL)
     .with_subresources(&[status("autoscaling", "v2", "HorizontalPodAutoscaler")]),
+    // The same objects in autoscaling/v1 (stored as v2, converted as kube converts them); after
+    // v2 so that v2 stays the group's preferred version.
+    namespaced(
+        "autoscaling",
+        "v1",
+        "HorizontalPodAutoscaler",
+        "horizontalpodautoscalers",
+        "horizontalpodautoscaler",
+    )
+    .with_short_names(&["hpa"])
+    .with_categories(ALL)
+    .with_subresources(&[status("autoscaling", "v1", "HorizontalPodAutoscaler")]),
     // batch
     namespaced("batch", "v1", "CronJob", "cronjobs", "cronjob")
         .with_short_names(&["cj"])
@@ -770,6 +782,13 @@ mod tests {
         assert_eq!(jobs.categories, ["all"]);
         let hpa = by_kind("autoscaling/v2", "HorizontalPodAutoscaler").expect("served");
         assert_eq!(hpa.short_names, ["hpa"]);
+        let hpa_v1 = by_kind("autoscaling/v1", "HorizontalPodAutoscaler").expect("served");
+        assert_eq!(hpa_v1.plural, hpa.plural);
+        assert_eq!(
+            groups().into_iter().find(|(g, _)| *g == "autoscaling"),
+            Some(("autoscaling", vec!["v2", "v1"])),
+            "v2 is preferred"
+        );
         let cs = by_plural("", "v1", "componentstatuses").expect("served");
         assert_eq!((cs.verbs, cs.scope), (&["get", "list"][..], Scope::Cluster));
         let vwc = by_plural(

@@ -14,10 +14,13 @@
 
 pub mod admission;
 pub mod allocators;
+pub mod apiservices;
 pub mod auth;
+pub mod component_status;
 pub mod config;
 pub mod default_service_cidr;
 pub mod error;
+pub mod flowcontrol_bootstrap;
 pub mod http;
 pub mod kubeconfig;
 pub mod metrics;

@@ -51,6 +51,9 @@ pub enum Error {
     /// Reconciling kube's default RBAC policy failed.
     #[error("reconciling the bootstrap RBAC policy: {0}")]
     BootstrapPolicy(crate::error::ApiError),
+    /// Reconciling kube's API Priority and Fairness bootstrap objects failed.
+    #[error("reconciling the flowcontrol bootstrap configuration: {0}")]
+    FlowControlBootstrap(crate::error::ApiError),
     /// The `--token-auth-file` could not be read.
     #[error("reading the token auth file")]
     TokenFile(#[from] auth::token_file::Error),
@@ -73,6 +76,7 @@ pub struct ApiServer {
     admission: Arc<Chain>,
     authorizer: Arc<Authorizer>,
     metrics_source: Option<Arc<dyn MetricsSource>>,
+    components: crate::component_status::Components,
 }
 
 impl ApiServer {
@@ -105,13 +109,32 @@ impl ApiServer {
         // The allocations are rebuilt from the stored Services before anything is served.
         let services_prefix = rest::prefix(services_info, None);
         let (stored, _, _) = store.cache().list(&services_prefix, None, 0, &|_| true);
-        services.repair(stored.iter().map(|s| &s.value));
+        let listed = |kind: &str| {
+            let info = rkcm_apimachinery::catalog::by_kind("networking.k8s.io/v1", kind)
+                .expect("networking kinds are in the catalog");
+            store
+                .cache()
+                .list(&rest::prefix(info, None), None, 0, &|_| true)
+                .0
+        };
+        let (ip_addresses, service_cidrs) = (listed("IPAddress"), listed("ServiceCIDR"));
+        services.repair_with(
+            stored.iter().map(|s| &s.value),
+            ip_addresses.iter().map(|s| &s.value),
+            service_cidrs.iter().map(|s| &s.value),
+        );
         rest::ensure_system_namespaces(&store, &services)
             .await
             .map_err(Error::Seed)?;
         auth::bootstrap_policy::ensure(&store, &services)
             .await
             .map_err(Error::BootstrapPolicy)?;
+        crate::flowcontrol_bootstrap::ensure(&store, &services)
+            .await
+            .map_err(Error::FlowControlBootstrap)?;
+        crate::apiservices::ensure(&store, &services, jiff::Timestamp::now())
+            .await
+            .map_err(Error::Seed)?;
         rest::ensure_system_priority_classes(&store, &services)
             .await
             .map_err(Error::Seed)?;
@@ -180,6 +203,7 @@ impl ApiServer {
             admission,
             authorizer,
             metrics_source: None,
+            components: crate::component_status::Components::default(),
         })
     }
 
@@ -197,6 +221,12 @@ impl ApiServer {
     pub fn with_metrics_source(mut self, source: Arc<dyn MetricsSource>) -> Self {
         self.metrics_source = Some(source);
         self
+    }
+
+    /// The components `componentstatuses` reports on: register the probes of the scheduler and
+    /// the controller manager running with this server (also after it started serving).
+    pub fn components(&self) -> crate::component_status::Components {
+        self.components.clone()
     }
 
     /// The admin bearer token.
@@ -260,6 +290,7 @@ impl ApiServer {
             )),
             admission: Arc::clone(&self.admission),
             metrics_source: self.metrics_source.clone(),
+            components: self.components.clone(),
         }))
     }
 

@@ -35,6 +35,11 @@ impl Store {
         &self.cache
     }
 
+    /// Whether the durable store answers a read (the `etcd-0` component status).
+    pub async fn check_health(&self) -> storage::Result<()> {
+        self.backend.get("/healthz").await.map(|_| ())
+    }
+
     /// The object under `key`.
     pub fn get(&self, key: &str) -> Option<Arc<CachedObject>> {
         self.cache.get(key)

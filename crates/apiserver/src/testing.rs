@@ -19,6 +19,7 @@ pub struct TestServer {
     kube_config: kube::Config,
     shutdown: CancellationToken,
     task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+    components: crate::component_status::Components,
 }
 
 /// Starts an in-memory server with TLS and a token on an ephemeral loopback port.
@@ -89,6 +90,7 @@ async fn start_serving(
     .await
     .expect("kubeconfig is usable");
     let shutdown = CancellationToken::new();
+    let components = server.components();
     let task = tokio::spawn(server.serve(listener, shutdown.clone()));
     TestServer {
         url,
@@ -98,6 +100,7 @@ async fn start_serving(
         kube_config,
         shutdown,
         task: Some(task),
+        components,
     }
 }
 
@@ -127,7 +130,12 @@ impl TestServer {
         self.url.clone()
     }
 
-    /// The admin token.
+    /// The components `componentstatuses` reports on (register probes here).
+    pub fn components(&self) -> crate::component_status::Components {
+        self.components.clone()
+    }
+
+    /// The admin bearer token.
     pub fn admin_token(&self) -> &str {
         &self.token
     }

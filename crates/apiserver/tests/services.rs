@@ -121,7 +121,7 @@ async fn cluster_ips_and_node_ports_are_allocated_checked_and_released() {
     let outside = service("outside", json!({"clusterIP": "192.168.0.1"}));
     assert_eq!(
         invalid(services.create(&pp, &outside).await.expect_err("outside")),
-        "Service \"outside\" is invalid: spec.clusterIPs: Invalid value: [\"192.168.0.1\"]: failed to allocate IP 192.168.0.1: provided IP is not in the valid range. The range of valid IPs is 10.96.0.0/12"
+        "Service \"outside\" is invalid: spec.clusterIPs: Invalid value: [\"192.168.0.1\"]: failed to allocate IP 192.168.0.1: the provided network does not match the current range"
     );
     for name in ["taken", "outside"] {
         assert!(

@@ -106,6 +106,9 @@ pub const ENDPOINTSLICE_MIRRORING: &str = "endpointslice-mirroring-controller";
 pub const NODE_LIFECYCLE: &str = "node-lifecycle-controller";
 /// Canonical name of the taint-eviction controller.
 pub const TAINT_EVICTION: &str = "taint-eviction-controller";
+/// Canonical name of the ValidatingAdmissionPolicy status controller.
+pub const VALIDATING_ADMISSION_POLICY_STATUS: &str =
+    crate::validatingadmissionpolicystatus::CONTROLLER_NAME;
 /// Canonical name of the TTL controller.
 pub const TTL: &str = "ttl-controller";
 /// Canonical name of the node IPAM controller.
@@ -120,6 +123,8 @@ pub const PV_PROTECTION: &str = "persistentvolume-protection-controller";
 pub const EPHEMERAL_VOLUME: &str = "ephemeral-volume-controller";
 /// Canonical name of the volume expander.
 pub const PERSISTENTVOLUME_EXPANDER: &str = "persistentvolume-expander-controller";
+/// Canonical name of the ServiceCIDR controller.
+pub const SERVICE_CIDR: &str = "service-cidr-controller";
 
 const fn kube(name: &'static str, aliases: &'static [&'static str]) -> ControllerName {
     ControllerName {
@@ -255,15 +260,16 @@ pub const KNOWN: &[ControllerName] = &[
         LEGACY_SA_TOKEN_CLEANER,
         &["legacy-service-account-token-cleaner"],
     )),
-    kube("validatingadmissionpolicy-status-controller", &[]),
+    // Its required gate `ValidatingAdmissionPolicy` is GA and locked on since 1.30.
+    implemented(kube(VALIDATING_ADMISSION_POLICY_STATUS, &[])),
     implemented(gated(
         kube(TAINT_EVICTION, &[]),
         &["SeparateTaintEvictionController"],
     )),
-    gated(
-        kube("service-cidr-controller", &[]),
+    implemented(gated(
+        kube(SERVICE_CIDR, &[]),
         &["MultiCIDRServiceAllocator"],
-    ),
+    )),
     // No required gates: its init function declines to start without them.
     gated_in_init(
         kube("storage-version-migrator-controller", &[]),
@@ -396,6 +402,8 @@ pub struct ControllerOptions {
     pub concurrent_daemonset_syncs: usize,
     /// `--concurrent-ttl-after-finished-syncs`.
     pub concurrent_ttl_after_finished_syncs: usize,
+    /// `--concurrent-validating-admission-policy-status-syncs`.
+    pub concurrent_validating_admission_policy_status_syncs: usize,
     /// `--terminated-pod-gc-threshold`.
     pub terminated_pod_gc_threshold: i64,
     /// `--namespace-sync-period`.
@@ -431,7 +439,7 @@ pub struct ControllerOptions {
     pub nodes: NodeOptions,
     /// `--cluster-signing-*` files and `--cluster-signing-duration` of the signing controller.
     pub csr_signing: certificates::signer::config::SigningConfig,
-    /// `--concurrent-resourcequota-syncs`.
+    /// `--concurrent-resource-quota-syncs`.
     pub concurrent_resourcequota_syncs: usize,
     /// `--resource-quota-sync-period`.
     pub resource_quota_sync_period: Duration,
@@ -474,6 +482,7 @@ impl Default for ControllerOptions {
             concurrent_cron_job_syncs: 5,
             concurrent_daemonset_syncs: daemon::DEFAULT_WORKERS,
             concurrent_ttl_after_finished_syncs: 5,
+            concurrent_validating_admission_policy_status_syncs: 5,
             terminated_pod_gc_threshold: 12500,
             namespace_sync_period: Duration::from_secs(300),
             enable_garbage_collector: true,
@@ -609,6 +618,10 @@ fn required_resources(name: &str) -> &'static [(&'static str, &'static str)] {
             ("v1", "nodes"),
         ],
         TTL_AFTER_FINISHED => &[("batch/v1", "jobs")],
+        VALIDATING_ADMISSION_POLICY_STATUS => &[(
+            "admissionregistration.k8s.io/v1",
+            "validatingadmissionpolicies",
+        )],
         HORIZONTAL_POD_AUTOSCALER => &[
             ("autoscaling/v2", "horizontalpodautoscalers"),
             ("v1", "pods"),
@@ -665,6 +678,10 @@ fn required_resources(name: &str) -> &'static [(&'static str, &'static str)] {
         ],
         PVC_PROTECTION => &[("v1", "persistentvolumeclaims"), ("v1", "pods")],
         PV_PROTECTION => &[("v1", "persistentvolumes")],
+        SERVICE_CIDR => &[
+            ("networking.k8s.io/v1", "servicecidrs"),
+            ("networking.k8s.io/v1", "ipaddresses"),
+        ],
         EPHEMERAL_VOLUME => &[("v1", "pods"), ("v1", "persistentvolumeclaims")],
         PERSISTENTVOLUME_EXPANDER => &[
             ("v1", "persistentvolumeclaims"),
@@ -857,6 +874,14 @@ pub async fn start(
             // kube runs one worker per queue and has no `--concurrent-*` flag for it.
             Box::pin(async move { c.run(shutdown).await })
         }
+        VALIDATING_ADMISSION_POLICY_STATUS => {
+            let c = crate::validatingadmissionpolicystatus::ValidatingAdmissionPolicyStatusController::new(
+                ctx.factory,
+                client,
+            );
+            let workers = o.concurrent_validating_admission_policy_status_syncs;
+            Box::pin(async move { c.run(workers, shutdown).await })
+        }
         CLUSTERROLE_AGGREGATION => {
             let c =
                 clusterroleaggregation::ClusterRoleAggregationController::new(ctx.factory, client);
@@ -1014,6 +1039,15 @@ pub async fn start(
                 Arc::clone(&o.clock),
             );
             Box::pin(async move { c.run(shutdown).await })
+        }
+        SERVICE_CIDR => {
+            let c = crate::servicecidrs::ServiceCidrController::new(
+                ctx.factory,
+                client,
+                ctx.events.recorder(crate::servicecidrs::CONTROLLER_NAME),
+                Arc::clone(&o.clock),
+            );
+            Box::pin(async move { c.run(crate::servicecidrs::WORKERS, shutdown).await })
         }
         TTL => {
             let c = ttl::TtlController::new(ctx.factory, client);

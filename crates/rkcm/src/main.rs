@@ -3,7 +3,10 @@
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
-    let cli = rkcm::cli::Cli::parse();
+    // kube-controller-manager reads `_` in flag names as `-`.
+    let cli = rkcm::cli::Cli::parse_from(rkcm::manager::word_sep::normalize_flag_names(
+        std::env::args_os(),
+    ));
     rkcm::logging::init(cli.verbosity());
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -237,6 +237,8 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     write_private(&kubeconfig_path, server.kubeconfig(&url).as_bytes())
         .with_context(|| format!("writing {}", kubeconfig_path.display()))?;
 
+    // `kubectl get componentstatuses` asks the components running in this process.
+    let components = server.components();
     // The API server stops last, after its clients (controllers, nodes) have let go of it.
     let server_stop = Shutdown::new();
     let serve_shutdown = server_stop.clone();
@@ -304,10 +306,25 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     let mut tasks = JoinSet::new();
     let manager_shutdown = shutdown.clone();
     let manager_health = Arc::clone(&health);
+    let manager_running = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    components.register(
+        "controller-manager",
+        component_probe(Arc::clone(&manager_running), {
+            let health = Arc::clone(&health);
+            move || {
+                health
+                    .ready()
+                    .map(|()| "ok".to_string())
+                    .map_err(String::from)
+            }
+        }),
+    );
+    let manager_stopped = Arc::clone(&manager_running);
     tasks.spawn(async move {
         if let Err(err) = manager::run(manager_config, manager_health, manager_shutdown).await {
             tracing::error!(error = format!("{err:#}"), "controller manager stopped");
         }
+        manager_stopped.store(false, std::sync::atomic::Ordering::SeqCst);
     });
 
     // `--nodes 0` runs no node simulation at all: no scheduler and no kubelet stand-in, so pods
@@ -327,10 +344,17 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         )
         .with_metrics(usage);
         let sim_shutdown = shutdown.clone();
+        // The simulated nodes' scheduler runs as long as they do.
+        let sim_running = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        components.register(
+            "scheduler",
+            component_probe(Arc::clone(&sim_running), || Ok("ok".to_string())),
+        );
         tasks.spawn(async move {
             if let Err(err) = sim.run(sim_shutdown).await {
                 tracing::error!(error = %err, "simulated nodes stopped");
             }
+            sim_running.store(false, std::sync::atomic::Ordering::SeqCst);
         });
     }
 
@@ -381,6 +405,21 @@ fn manager_identity(admin: &kube::Config, data_dir: &Path) -> anyhow::Result<kub
         &[],
     )?;
     Ok(with_certificate(admin, KUBE_CONTROLLER_MANAGER, &cert)?)
+}
+
+/// A `componentstatuses` probe: `check` while the component's task runs, an error once it
+/// stopped.
+fn component_probe(
+    running: Arc<std::sync::atomic::AtomicBool>,
+    check: impl Fn() -> Result<String, String> + Send + Sync + 'static,
+) -> rkcm_apiserver::component_status::Probe {
+    Arc::new(move || {
+        if running.load(std::sync::atomic::Ordering::SeqCst) {
+            check()
+        } else {
+            Err("stopped".to_string())
+        }
+    })
 }
 
 async fn kube_config_from(path: &Path) -> anyhow::Result<kube::Config> {

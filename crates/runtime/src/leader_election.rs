@@ -231,6 +231,37 @@ impl LeaderElector {
         self.inner.leading.load(Ordering::Acquire)
     }
 
+    /// kube's `LeaderElector.Check`, behind the `leaderElection` health check: an error once
+    /// this candidate leads but has not seen its lease renewed for `lease_duration` plus
+    /// `max_tolerable_expired_lease` (it should have stepped down; a deadlock may keep it from
+    /// it). A standby is healthy.
+    pub fn check(&self, max_tolerable_expired_lease: Duration) -> Result<(), String> {
+        if !self.is_leader() {
+            return Ok(());
+        }
+        let since = self
+            .inner
+            .observed
+            .lock()
+            .time
+            .map(|t| Instant::now().saturating_duration_since(t));
+        match since {
+            Some(since)
+                if renewal_overdue(
+                    since,
+                    self.inner.config.lease_duration,
+                    max_tolerable_expired_lease,
+                ) =>
+            {
+                Err(format!(
+                    "failed election to renew leadership on lease {}",
+                    self.inner.config.lease_name
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// The identity of the last observed leader, if any.
     pub fn leader(&self) -> Option<String> {
         self.inner
@@ -279,6 +310,12 @@ impl LeaderElector {
         }
         on_stopped_leading();
     }
+}
+
+/// Whether a leader that last saw its lease renewed `since` ago is past the lease and the
+/// tolerance (kube: `clock.Since(observedTime) > LeaseDuration + maxTolerableExpiredLease`).
+pub fn renewal_overdue(since: Duration, lease_duration: Duration, tolerance: Duration) -> bool {
+    since > lease_duration + tolerance
 }
 
 impl Inner {
@@ -547,6 +584,18 @@ impl Inner {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_leader_is_unhealthy_once_the_lease_is_overdue_beyond_the_tolerance() {
+        let (lease, tolerance) = (Duration::from_secs(15), Duration::from_secs(20));
+        assert!(!renewal_overdue(Duration::from_secs(2), lease, tolerance));
+        assert!(!renewal_overdue(Duration::from_secs(35), lease, tolerance));
+        assert!(renewal_overdue(
+            Duration::from_millis(35_001),
+            lease,
+            tolerance
+        ));
+    }
+
     use super::*;
 
     #[test]

@@ -266,6 +266,13 @@ fn generate() -> Generated {
         autoscaling::v2::HorizontalPodAutoscaler,
         list = true
     );
+    kind!(
+        "autoscaling",
+        "v1",
+        "HorizontalPodAutoscaler",
+        autoscaling::v1::HorizontalPodAutoscaler,
+        list = true
+    );
     kind!("batch", "v1", "CronJob", batch::v1::CronJob, list = true);
     kind!("batch", "v1", "Job", batch::v1::Job, list = true);
     kind!(
@@ -513,6 +520,15 @@ fn generate() -> Generated {
                 gvk
             };
             def.insert("x-kubernetes-group-version-kind".into(), gvk);
+            // k8s-openapi's types hold `metadata` by value, so their schemas require it; kube's
+            // `ObjectMeta` is optional on every kind (`+optional`), and kubectl's client-side
+            // validation would refuse a TokenReview or Binding without one.
+            if let Some(Value::Array(required)) = def.get_mut("required") {
+                required.retain(|f| f != "metadata");
+                if required.is_empty() {
+                    def.remove("required");
+                }
+            }
         }
         if let Some(list) = &k.list_definition {
             schemas.insert(list.clone(), list_schema(k));
@@ -579,6 +595,17 @@ mod tests {
             root_definition("autoscaling/v1", "Scale"),
             Some("io.k8s.api.autoscaling.v1.Scale")
         );
+    }
+
+    #[test]
+    fn metadata_is_optional_as_in_kube() {
+        let review = &definitions()["io.k8s.api.authentication.v1.TokenReview"];
+        assert_eq!(review["required"], json!(["spec"]));
+        let binding = &definitions()["io.k8s.api.core.v1.Binding"];
+        assert_eq!(binding["required"], json!(["target"]));
+        assert!(definitions()["io.k8s.api.core.v1.ConfigMap"]
+            .get("required")
+            .is_none());
     }
 
     #[test]

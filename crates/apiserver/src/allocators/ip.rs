@@ -24,6 +24,11 @@ impl Ipv4Cidr {
         self.network
     }
 
+    /// Length of the network part.
+    pub fn prefix(&self) -> u8 {
+        self.prefix
+    }
+
     /// Number of addresses, network and broadcast included.
     pub fn size(&self) -> u64 {
         1u64 << (32 - u32::from(self.prefix))
@@ -84,6 +89,9 @@ pub enum IpError {
     /// `ErrFull`.
     #[error("range is full")]
     Full,
+    /// `ErrMismatchedNetwork`: no ready ServiceCIDR contains the address.
+    #[error("the provided network does not match the current range")]
+    MismatchedNetwork,
 }
 
 /// Allocated addresses of one CIDR.

@@ -9,14 +9,18 @@
 //! kube's "not configured on this cluster" errors.
 
 mod bitmap;
+pub mod cluster_ips;
 pub mod ip;
 pub mod port;
 mod repair;
 pub mod service;
 
 use parking_lot::Mutex;
+
+use crate::object;
 use serde_json::Value;
 
+pub use cluster_ips::ClusterIps;
 pub use ip::{IpRange, Ipv4Cidr};
 pub use port::{PortAllocator, PortRange};
 pub use service::Failure;
@@ -42,15 +46,36 @@ impl ServiceAllocators {
     pub fn new(cluster_ip_range: Ipv4Cidr, node_port_range: PortRange) -> Self {
         Self {
             state: Mutex::new(State {
-                ips: IpRange::new(cluster_ip_range),
+                ips: ClusterIps::new(cluster_ip_range),
                 ports: PortAllocator::new(node_port_range),
             }),
         }
     }
 
-    /// The cluster IP range.
+    /// The cluster IP range (`--service-cluster-ip-range`).
     pub fn cluster_ip_range(&self) -> Ipv4Cidr {
-        self.state.lock().ips.cidr()
+        self.state.lock().ips.primary()
+    }
+
+    /// Allocates cluster IPs from `ranges` from now on: the ready ServiceCIDRs'
+    /// ([`cluster_ips::ready_ranges`]).
+    pub fn set_cluster_ip_ranges(&self, ranges: &[Ipv4Cidr]) {
+        self.state.lock().ips.set_ranges(ranges);
+    }
+
+    /// Marks `ip` held: an IPAddress object names it.
+    pub fn hold_ip(&self, ip: std::net::Ipv4Addr) {
+        self.state.lock().ips.hold(ip);
+    }
+
+    /// Frees `ip`: its IPAddress object is gone.
+    pub fn release_ip(&self, ip: std::net::Ipv4Addr) {
+        self.state.lock().ips.release(ip);
+    }
+
+    /// Whether a ready ServiceCIDR contains `ip`.
+    pub fn ip_in_range(&self, ip: std::net::Ipv4Addr) -> bool {
+        self.state.lock().ips.in_range(ip)
     }
 
     /// The node port range.
@@ -140,8 +165,26 @@ impl ServiceAllocators {
     /// `runOnce`): everything they hold is allocated, conflicts and values outside the ranges
     /// are logged as kube logs them.
     pub fn repair<'a>(&self, services: impl IntoIterator<Item = &'a Value>) {
+        self.repair_with(services, [], []);
+    }
+
+    /// [`ServiceAllocators::repair`] that also holds the addresses the stored IPAddress objects
+    /// name and allocates from the ranges of the stored ServiceCIDRs that are ready.
+    pub fn repair_with<'a>(
+        &self,
+        services: impl IntoIterator<Item = &'a Value>,
+        ip_addresses: impl IntoIterator<Item = &'a Value>,
+        service_cidrs: impl IntoIterator<Item = &'a Value>,
+    ) {
+        let ranges = cluster_ips::ready_ranges(service_cidrs);
         let mut state = self.state.lock();
-        repair::rebuild(&mut state, services);
+        if !ranges.is_empty() {
+            state.ips.set_ranges(&ranges);
+        }
+        let held = ip_addresses
+            .into_iter()
+            .filter_map(|ip| object::name(ip).parse().ok());
+        repair::rebuild(&mut state, services, held);
     }
 }
 
@@ -244,7 +287,8 @@ mod tests {
 
     #[test]
     fn a_requested_cluster_ip_must_be_in_range_and_free() {
-        // TestCreateWithClusterIP / "ip in use" and "ip out of range" of storage_test.go.
+        // TestCreateWithClusterIP / "ip in use" and "ip out of range" of storage_test.go, with
+        // the IPAddress allocator's message for an address no ServiceCIDR contains.
         let a = allocators();
         let mut first = svc(json!({"clusterIP": "10.96.0.10", "clusterIPs": ["10.96.0.10"]}));
         a.allocate_create(&mut first, false).expect("free").commit();
@@ -262,7 +306,7 @@ mod tests {
             .expect("outside");
         assert_eq!(
             invalid(err),
-            ["spec.clusterIPs: Invalid value: [\"192.168.0.1\"]: failed to allocate IP 192.168.0.1: provided IP is not in the valid range. The range of valid IPs is 10.96.0.0/12"]
+            ["spec.clusterIPs: Invalid value: [\"192.168.0.1\"]: failed to allocate IP 192.168.0.1: the provided network does not match the current range"]
         );
     }
 
@@ -510,7 +554,8 @@ mod tests {
         assert!(!a.has_ip(ip(&stale)), "nothing stored holds it");
         assert!(a.has_ip(Ipv4Addr::new(10, 96, 0, 1)) && a.has_ip(Ipv4Addr::new(10, 96, 0, 2)));
         assert!(a.has_port(30053) && a.has_port(30080) && a.has_port(31000));
-        assert_eq!(a.state.lock().ips.used(), 2);
+        // The address outside every range stays held too: no other Service may get it.
+        assert_eq!(a.state.lock().ips.used(), 3);
         assert_eq!(a.state.lock().ports.free(), 2768 - 3);
     }
 

@@ -11,7 +11,7 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use serde_json::{json, Map, Value};
 
-use super::ip::IpRange;
+use super::cluster_ips::ClusterIps;
 use super::port::PortAllocator;
 use crate::registry::FieldError;
 
@@ -19,7 +19,7 @@ use crate::registry::FieldError;
 #[derive(Clone, Debug)]
 pub struct State {
     /// Cluster IPs.
-    pub ips: IpRange,
+    pub ips: ClusterIps,
     /// Node ports (health check node ports included).
     pub ports: PortAllocator,
 }

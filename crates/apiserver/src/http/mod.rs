@@ -2,6 +2,7 @@
 
 pub mod authorize;
 pub mod body;
+pub mod converted;
 pub mod decode;
 pub mod discovery;
 pub mod encode;
@@ -11,6 +12,7 @@ pub mod handlers;
 pub mod impersonate;
 pub mod inflight;
 pub mod negotiate;
+pub mod no_crds;
 pub mod params;
 pub mod path;
 pub mod pod_streams;
@@ -62,6 +64,8 @@ pub struct AppState {
     pub admission: Arc<crate::admission::Chain>,
     /// What serves `metrics.k8s.io` (the group is not served without one).
     pub metrics_source: Option<Arc<dyn crate::resource_metrics::MetricsSource>>,
+    /// The components `componentstatuses` reports on.
+    pub components: crate::component_status::Components,
 }
 
 /// How long requested service-account tokens live (`--service-account-max-token-expiration`,

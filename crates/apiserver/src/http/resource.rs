@@ -12,8 +12,8 @@ use rkcm_apimachinery::catalog::ResourceInfo;
 use crate::auth::UserInfo;
 use crate::error::{ApiError, ApiResult};
 use crate::http::handlers::{
-    access_reviews, binding, create, delete, delete_collection, eviction, get, list, patch,
-    reviews, scale, token_request, update, watch, ResourceRequest,
+    access_reviews, binding, component_statuses, create, delete, delete_collection, eviction, get,
+    list, patch, reviews, scale, token_request, update, watch, ResourceRequest,
 };
 use crate::http::negotiate;
 use crate::http::params::Params;
@@ -56,7 +56,9 @@ fn require_verb(info: &ResourceInfo, verb: &str, method: &Method) -> ApiResult<(
     }
 }
 
-async fn dispatch(
+/// Routes one resource request (also used by [`crate::http::converted`] to serve a converted
+/// version through its storage version).
+pub(crate) async fn dispatch(
     state: &SharedState,
     method: &Method,
     uri: &http::Uri,
@@ -85,7 +87,18 @@ async fn dispatch(
         }
         return binding::bind_collection(state, ns, headers, &params, body).await;
     }
+    if crate::http::no_crds::is_crd_list(method, uri.path()) {
+        return Ok(crate::http::no_crds::empty_list(
+            state.store.cache().revision(),
+        ));
+    }
     let path = path::parse(uri.path()).ok_or_else(ApiError::no_route)?;
+    if let Some(conversion) = crate::http::converted::conversion(path.info) {
+        return Box::pin(crate::http::converted::serve(
+            state, conversion, &path, method, uri, headers, body, user,
+        ))
+        .await;
+    }
     let info = path.info;
     let ns = path.namespace.as_deref();
     if let (Some(name), Some(sub)) = (path.name.as_deref(), path.subresource.as_deref()) {
@@ -107,6 +120,17 @@ async fn dispatch(
         out,
         user,
     };
+    if (info.group, info.kind) == ("", "ComponentStatus") {
+        return match (path.name.as_deref(), path.subresource.as_deref(), method) {
+            (None, None, &Method::GET) if !(path.watch || params.flag("watch")) => {
+                component_statuses::list(&req).await
+            }
+            (Some(name), None, &Method::GET) if !path.watch => {
+                component_statuses::get(&req, name).await
+            }
+            _ => Err(ApiError::method_not_allowed(method.as_str())),
+        };
+    }
     match (path.name.as_deref(), path.subresource.as_deref()) {
         (None, None) => match *method {
             Method::GET if path.watch || params.flag("watch") => {

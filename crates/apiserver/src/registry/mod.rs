@@ -46,6 +46,7 @@ mod generic;
 mod hooked;
 mod horizontalpodautoscalers;
 pub mod hpa_conversion;
+mod ipaddresses;
 mod jobs;
 mod leases;
 mod limitranges;
@@ -68,6 +69,7 @@ mod resources;
 mod secrets;
 pub mod selector;
 mod serviceaccounts;
+mod servicecidrs;
 mod services;
 mod simple;
 mod statefulsets;
@@ -444,6 +446,14 @@ fn build(info: &'static ResourceInfo) -> Box<dyn Strategy> {
             ("coordination.k8s.io", "Lease") => (
                 Box::new(leases::strategy(info)),
                 decode_check::<coordination::v1::Lease>,
+            ),
+            ("networking.k8s.io", "ServiceCIDR") => (
+                Box::new(servicecidrs::strategy(info)),
+                decode_check::<k8s_openapi::api::networking::v1::ServiceCIDR>,
+            ),
+            ("networking.k8s.io", "IPAddress") => (
+                Box::new(ipaddresses::strategy(info)),
+                decode_check::<k8s_openapi::api::networking::v1::IPAddress>,
             ),
             ("", "Secret") => (
                 Box::new(secrets::strategy(info)),

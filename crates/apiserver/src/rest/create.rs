@@ -132,6 +132,7 @@ pub async fn create(
         }
         let key = key(info, namespace, &name);
         let allocation = if service {
+            super::ip_addresses::refresh_ranges(store, allocators);
             Some(
                 allocators
                     .allocate_create(&mut candidate, opts.dry_run)
@@ -169,6 +170,10 @@ pub async fn create(
             Ok(stored) => {
                 if let Some(a) = allocation {
                     a.commit();
+                    super::ip_addresses::record(store, None, Some(&stored.value)).await;
+                }
+                if super::ip_addresses::is_ip_address(info) {
+                    super::ip_addresses::observe(allocators, &stored.value, true);
                 }
                 return Ok(stored);
             }

@@ -13,6 +13,7 @@ mod create;
 mod delete;
 mod eviction;
 mod get;
+pub mod ip_addresses;
 mod keys;
 mod kubernetes_service;
 mod names;

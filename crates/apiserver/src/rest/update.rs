@@ -309,6 +309,7 @@ async fn update_once(
         return Ok(updated(current));
     }
     let allocation = if service {
+        super::ip_addresses::refresh_ranges(store, allocators);
         Some(
             allocators
                 .allocate_update(&mut new, old, opts.dry_run)
@@ -330,6 +331,10 @@ async fn update_once(
             // stored object held goes back.
             drop(a);
             allocators.release(&last);
+            super::ip_addresses::record(store, Some(&last), None).await;
+        }
+        if super::ip_addresses::is_ip_address(info) {
+            super::ip_addresses::observe(allocators, &last, false);
         }
         let rev = object::resource_version(&last)
             .ok()
@@ -343,6 +348,7 @@ async fn update_once(
         .map_err(|e| storage_error(info, name, e))?;
     if let Some(a) = allocation {
         a.commit();
+        super::ip_addresses::record(store, Some(old), Some(&stored.value)).await;
     }
     Ok(updated(stored))
 }

@@ -40,7 +40,7 @@ use counted::Counted;
 
 /// `--resource-quota-sync-period` default.
 pub const DEFAULT_SYNC_PERIOD: Duration = Duration::from_secs(300);
-/// `--concurrent-resourcequota-syncs` default.
+/// `--concurrent-resource-quota-syncs` default.
 pub const DEFAULT_WORKERS: usize = 5;
 
 /// Settings of the controller.

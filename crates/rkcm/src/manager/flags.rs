@@ -9,13 +9,18 @@ use clap::{ArgAction, Args};
 /// kube-controller-manager flags, for what rkcm implements.
 #[derive(Debug, Clone, Args)]
 pub struct ManagerArgs {
+    /// Orders the `--help` sections as kube-controller-manager prints them.
+    #[command(flatten)]
+    pub help_order: super::help_order::HelpOrder,
+
     // ---- Generic flags
-    /// Path to a kubeconfig file; without it, the in-cluster configuration is used.
-    #[arg(long, value_name = "PATH", help_heading = "Generic flags")]
+    /// Path to kubeconfig file with authorization and master location information; without
+    /// it, the in-cluster configuration is used.
+    #[arg(long, value_name = "PATH", help_heading = "Misc flags")]
     pub kubeconfig: Option<PathBuf>,
 
     /// The address of the Kubernetes API server (overrides any value in kubeconfig).
-    #[arg(long, value_name = "URL", help_heading = "Generic flags")]
+    #[arg(long, value_name = "URL", help_heading = "Misc flags")]
     pub master: Option<String>,
 
     /// Controllers to enable: `*` enables all on-by-default controllers, `foo` enables the controller
@@ -130,6 +135,15 @@ pub struct ManagerArgs {
         help_heading = "Ttl-after-finished controller flags"
     )]
     pub concurrent_ttl_after_finished_syncs: usize,
+
+    /// The number of ValidatingAdmissionPolicyStatusController workers that are allowed to sync
+    /// concurrently.
+    #[arg(
+        long,
+        default_value_t = 5,
+        help_heading = "Validatingadmissionpolicystatus controller flags"
+    )]
+    pub concurrent_validating_admission_policy_status_syncs: usize,
 
     #[command(flatten)]
     pub hpa: super::hpa_flags::HpaFlags,
@@ -266,7 +280,7 @@ pub struct ManagerArgs {
     /// The number of resource quotas that are allowed to sync concurrently. Larger number = more
     /// responsive quota management, but more CPU (and network) load
     #[arg(
-        long,
+        long = "concurrent-resource-quota-syncs",
         default_value_t = 5,
         help_heading = "Resourcequota controller flags"
     )]
@@ -319,6 +333,14 @@ pub struct ManagerArgs {
     /// The signing controller's `--cluster-signing-*` flags.
     #[command(flatten)]
     pub csr_signing: super::csr_flags::CsrSigningArgs,
+
+    /// The secure port's delegated authentication and authorization, and `--profiling`.
+    #[command(flatten)]
+    pub delegation: super::delegation_flags::DelegationArgs,
+
+    /// kube-controller-manager flags rkcm accepts and ignores.
+    #[command(flatten)]
+    pub ignored: super::ignored_flags::IgnoredFlags,
 }
 
 /// A parser of an integer flag that kube bounds to `min..=max`, refusing others with kube's

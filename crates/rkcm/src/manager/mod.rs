@@ -19,12 +19,20 @@ use client_builder::ControllerClientBuilder;
 use event_sink::ControllerEventSink;
 
 pub mod client_builder;
+pub mod configz;
 mod csr_flags;
+pub mod delegation;
+pub mod delegation_flags;
 pub mod event_sink;
 mod flags;
+pub mod help_order;
 pub mod hpa_flags;
+pub mod ignored_flags;
 pub mod legacy_tokens;
 pub mod node_flags;
+#[cfg(test)]
+mod options_tests;
+pub mod word_sep;
 
 pub use flags::ManagerArgs;
 
@@ -58,6 +66,12 @@ pub struct ServingConfig {
     pub addr: SocketAddr,
     /// TLS material.
     pub tls: Arc<rustls::ServerConfig>,
+    /// Who may call it.
+    pub delegation: delegation::Delegation,
+    /// `--profiling`.
+    pub profiling: bool,
+    /// The `/configz` document.
+    pub configz: serde_json::Value,
 }
 
 /// Builds the manager's configuration from kube-controller-manager flags.
@@ -94,12 +108,17 @@ pub async fn config_from_flags(args: &ManagerArgs) -> anyhow::Result<ManagerConf
     let serving = if args.secure_port == 0 {
         None
     } else {
+        let delegation = delegation::from_flags(&args.delegation).await?;
         Some(ServingConfig {
             addr: SocketAddr::new(args.bind_address, args.secure_port),
             tls: serving::tls_config(
                 args.tls_cert_file.as_deref(),
                 args.tls_private_key_file.as_deref(),
+                &delegation.client_ca_pem,
             )?,
+            delegation,
+            profiling: args.delegation.profiling,
+            configz: configz::document(args),
         })
     };
     let root_ca = match &args.root_ca_file {
@@ -132,6 +151,8 @@ pub async fn config_from_flags(args: &ManagerArgs) -> anyhow::Result<ManagerConf
             concurrent_cron_job_syncs: args.concurrent_cron_job_syncs,
             concurrent_daemonset_syncs: args.concurrent_daemonset_syncs,
             concurrent_ttl_after_finished_syncs: args.concurrent_ttl_after_finished_syncs,
+            concurrent_validating_admission_policy_status_syncs: args
+                .concurrent_validating_admission_policy_status_syncs,
             concurrent_gc_syncs: args.concurrent_gc_syncs,
             concurrent_namespace_syncs: args.concurrent_namespace_syncs,
             terminated_pod_gc_threshold: args.terminated_pod_gc_threshold,
@@ -173,6 +194,16 @@ pub async fn config_from_flags(args: &ManagerArgs) -> anyhow::Result<ManagerConf
 
 /// Parses the occurrences of `--feature-gates`, refusing them as pflag reports kube's error.
 pub fn feature_gates_from_flags(values: &[String]) -> anyhow::Result<FeatureGates> {
+    // kube 1.33 reads `--feature-gates` per component (`kube:Foo=true`); `kube` is the default.
+    let values: Vec<String> = values
+        .iter()
+        .map(|v| {
+            v.split(',')
+                .map(|item| item.trim().strip_prefix("kube:").unwrap_or(item.trim()))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect();
     FeatureGates::parse(values.iter().map(String::as_str)).map_err(|err| {
         anyhow::anyhow!(
             "invalid argument {:?} for \"--feature-gates\" flag: {err}",
@@ -192,6 +223,7 @@ fn gated_off(gates: &FeatureGates) -> Vec<(&'static str, &'static [&'static str]
 
 /// `rkcm controller-manager`: runs until `shutdown`.
 pub async fn run_from_flags(args: ManagerArgs, shutdown: Shutdown) -> anyhow::Result<()> {
+    args.ignored.log();
     let config = config_from_flags(&args).await?;
     run(config, Arc::new(Health::default()), shutdown).await?;
     Ok(())
@@ -270,34 +302,52 @@ pub async fn run(
         );
     }
     let mut tasks = JoinSet::new();
-    if let Some(serving) = &config.serving {
+    let mut config = config;
+    let checks = Arc::new(serving::HealthChecks::default());
+    if let Some(serving) = config.serving.take() {
         let listener = tokio::net::TcpListener::bind(serving.addr)
             .await
             .with_context(|| format!("binding the secure port {}", serving.addr))?;
-        tracing::info!(addr = %serving.addr, "serving /healthz, /readyz and /metrics over HTTPS");
+        tracing::info!(addr = %serving.addr, "Serving securely on {}", serving.addr);
+        let endpoint = serving::Endpoint {
+            health: Arc::clone(&health),
+            checks: Arc::clone(&checks),
+            authn: serving.delegation.authn,
+            authz: serving.delegation.authz,
+            profiling: serving.profiling,
+            configz: serving.configz,
+        };
         tasks.spawn(serving::serve_tls(
             listener,
             Arc::clone(&serving.tls),
-            serving::router(Arc::clone(&health)),
+            serving::router(Arc::new(endpoint)),
             shutdown.clone(),
         ));
     }
     register_metrics_once();
 
     let result = match config.leader_election.clone() {
-        None => start_controllers(&config, &health, shutdown.clone()).await,
+        None => start_controllers(&config, &health, &checks, shutdown.clone()).await,
         Some(le) => {
             health.set_standing_by();
             let client = rest_client::client(config.kube_config.clone(), config.qps, config.burst)
                 .context("building the leader-election client")?;
             let elector =
                 LeaderElector::new(client, le).context("leader election configuration")?;
+            // kube's leader-election watchdog: unhealthy once the lease was not renewed within
+            // its duration plus 20s.
+            let watched = elector.clone();
+            checks.add(
+                "leaderElection",
+                Arc::new(move || watched.check(Duration::from_secs(20))),
+            );
             let config = Arc::new(config);
             let outcome = Arc::new(parking_lot::Mutex::new(Ok(Report::default())));
-            let (slot, leader_health, leader_config) = (
+            let (slot, leader_health, leader_config, leader_checks) = (
                 Arc::clone(&outcome),
                 Arc::clone(&health),
                 Arc::clone(&config),
+                Arc::clone(&checks),
             );
             elector
                 .run(
@@ -305,8 +355,13 @@ pub async fn run(
                     move |leading: Shutdown| async move {
                         leader_health.set_leading();
                         tracing::info!("became leader; starting controllers");
-                        let result =
-                            start_controllers(&leader_config, &leader_health, leading).await;
+                        let result = start_controllers(
+                            &leader_config,
+                            &leader_health,
+                            &leader_checks,
+                            leading,
+                        )
+                        .await;
                         let mut slot = slot.lock();
                         *slot = match (std::mem::replace(&mut *slot, Ok(Report::default())), result)
                         {
@@ -336,6 +391,7 @@ pub async fn run(
 async fn start_controllers(
     config: &ManagerConfig,
     health: &Arc<Health>,
+    checks: &serving::HealthChecks,
     shutdown: Shutdown,
 ) -> anyhow::Result<Report> {
     let kube_config = config.kube_config.clone();
@@ -389,6 +445,8 @@ async fn start_controllers(
             {
                 Started::Running(run) => {
                     tracing::info!(controller = name, "started controller");
+                    // kube's controllerhealthz: a ping check per started controller.
+                    checks.add(name, serving::healthz::ping());
                     running.spawn(run);
                 }
                 Started::Skipped(why) => {
@@ -533,6 +591,9 @@ mod tests {
         ]);
         let gates = feature_gates_from_flags(&args.feature_gates).expect("valid");
         assert!(gates.enabled("DynamicResourceAllocation") && gates.enabled("DRADeviceTaints"));
+        let prefixed = flags(&["--feature-gates=kube:DynamicResourceAllocation=true"]);
+        let gates = feature_gates_from_flags(&prefixed.feature_gates).expect("kube: prefix");
+        assert!(gates.enabled("DynamicResourceAllocation"));
         let err = feature_gates_from_flags(&flags(&["--feature-gates=Foo=true"]).feature_gates)
             .expect_err("unknown gate");
         assert_eq!(

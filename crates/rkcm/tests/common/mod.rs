@@ -71,6 +71,13 @@ impl Cluster {
         );
     }
 
+    /// Starts `rkcm up` with `extra` flags on `data_dir`, which may already hold the cluster's
+    /// CA, serving certificate and service-account key (`ca.crt`, `ca.key`, `apiserver.crt`,
+    /// `apiserver.key`, `sa.key`) for it to use.
+    pub fn start_on(data_dir: &Path, extra: &[&str]) -> Self {
+        Self::start_in(data_dir, extra, 0)
+    }
+
     fn start_in(data_dir: &Path, extra: &[&str], port: u16) -> Self {
         let extra_args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         let (child, kubeconfig, port) = spawn(data_dir, &extra_args, port);

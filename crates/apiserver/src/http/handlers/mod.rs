@@ -6,6 +6,7 @@
 
 pub mod access_reviews;
 pub mod binding;
+pub mod component_statuses;
 pub mod create;
 pub mod delete;
 pub mod delete_collection;

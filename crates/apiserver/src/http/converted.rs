@@ -1,0 +1,450 @@
+//! Resources served in a version other than the one they are stored in (autoscaling/v1
+//! HorizontalPodAutoscalers, stored as autoscaling/v2): the request is converted to the storage
+//! version and served there, and the objects of the answer are converted back, as kube's
+//! codecs do around one storage (`staging/src/k8s.io/apiserver/pkg/endpoints/handlers`).
+//!
+//! Bodies are converted (JSON or protobuf in, JSON to the storage version); a PATCH is applied
+//! to the object in the request's version and stored with a PUT, retried on conflict as kube
+//! retries patches; answers (objects, lists and watch events) are converted object by object.
+//! Tables and Statuses are the same in every version and pass through.
+
+use axum::body::Body;
+use axum::response::{IntoResponse, Response};
+use bytes::{Bytes, BytesMut};
+use futures::StreamExt;
+use http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use serde_json::{json, Value};
+
+use rkcm_apimachinery::catalog::{self, ResourceInfo};
+
+use crate::auth::UserInfo;
+use crate::error::{ApiError, ApiResult};
+use crate::http::body::read_body;
+use crate::http::decode::{decode_json, patch_type};
+use crate::http::encode::with_warnings;
+use crate::http::field_validation::{check_fields, field_validation, remove_path};
+use crate::http::handlers::patch::{apply_patch, pin_resource_version};
+use crate::http::path::ResourcePath;
+use crate::http::SharedState;
+use crate::registry::hpa_conversion;
+use crate::rest;
+
+/// How one served version maps to its storage version.
+#[derive(Clone, Copy)]
+pub struct Conversion {
+    /// The version the client speaks.
+    pub served: &'static ResourceInfo,
+    /// The version objects are stored (and validated) in.
+    pub storage: &'static ResourceInfo,
+    /// Served version → storage version.
+    pub to_storage: fn(&Value) -> Value,
+    /// Storage version → served version.
+    pub from_storage: fn(&Value) -> Value,
+}
+
+/// The conversion `info` is served through, if it is not its own storage version.
+pub fn conversion(info: &'static ResourceInfo) -> Option<Conversion> {
+    match (info.group, info.version, info.kind) {
+        ("autoscaling", "v1", "HorizontalPodAutoscaler") => Some(Conversion {
+            served: info,
+            storage: catalog::by_kind("autoscaling/v2", info.kind)?,
+            to_storage: hpa_conversion::v1_to_v2,
+            from_storage: hpa_conversion::v2_to_v1,
+        }),
+        _ => None,
+    }
+}
+
+impl Conversion {
+    /// `value` (an object, a list of them, or anything else) in the served version.
+    pub fn answer(&self, mut value: Value) -> Value {
+        let kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
+        if kind == self.storage.kind {
+            return (self.from_storage)(&value);
+        }
+        if kind == format!("{}List", self.storage.kind) {
+            value["apiVersion"] = json!(self.served.api_version());
+            if let Some(items) = value.get_mut("items").and_then(Value::as_array_mut) {
+                for item in items.iter_mut() {
+                    let mut converted = (self.from_storage)(item);
+                    // List items carry no type meta when stored ones do not.
+                    if item.get("apiVersion").is_none() {
+                        if let Some(m) = converted.as_object_mut() {
+                            m.remove("apiVersion");
+                            m.remove("kind");
+                        }
+                    }
+                    *item = converted;
+                }
+            }
+        }
+        value
+    }
+
+    /// One watch event line in the served version.
+    pub fn watch_event(&self, mut event: Value) -> Value {
+        let is_bookmark = event.get("type").and_then(Value::as_str) == Some("BOOKMARK");
+        if let Some(obj) = event.get_mut("object") {
+            if obj.get("kind").and_then(Value::as_str) == Some(self.storage.kind) {
+                if is_bookmark {
+                    obj["apiVersion"] = json!(self.served.api_version());
+                } else {
+                    *obj = (self.from_storage)(obj);
+                }
+            }
+        }
+        event
+    }
+
+    /// `path` with the storage version in place of the served one.
+    fn storage_path(&self, path: &str) -> String {
+        let served = format!("/apis/{}/{}/", self.served.group, self.served.version);
+        let storage = format!("/apis/{}/{}/", self.storage.group, self.storage.version);
+        match path.strip_prefix(&served) {
+            Some(rest) => format!("{storage}{rest}"),
+            None => path.to_string(),
+        }
+    }
+}
+
+/// Serves a request on a converted resource by serving its storage version.
+#[allow(clippy::too_many_arguments)]
+pub async fn serve(
+    state: &SharedState,
+    conversion: Conversion,
+    path: &ResourcePath,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: Body,
+    user: Option<&UserInfo>,
+) -> ApiResult<Response> {
+    let storage_uri = storage_uri(&conversion, uri)?;
+    let mut inner_headers = headers.clone();
+    inner_headers.remove(header::CONTENT_LENGTH);
+    let params = crate::http::params::Params::parse(uri.query())?;
+    let watch = *method == Method::GET && (path.watch || params.flag("watch"));
+    let (resp, warnings) = match *method {
+        Method::POST | Method::PUT => {
+            let bytes = read_body(headers, body).await?;
+            let obj = decode_json(headers, &bytes)?;
+            if !obj.is_object() {
+                return Err(ApiError::bad_request(
+                    "the request body must be a JSON object",
+                ));
+            }
+            let (obj, warnings) = checked(&conversion, obj, &bytes, &params)?;
+            let body = to_json_body(&(conversion.to_storage)(&obj))?;
+            inner_headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            let resp = crate::http::resource::dispatch(
+                state,
+                method,
+                &storage_uri,
+                &inner_headers,
+                Body::from(body),
+                user,
+            )
+            .await?;
+            (resp, warnings)
+        }
+        Method::PATCH => {
+            let name = path.name.as_deref().ok_or_else(ApiError::no_route)?;
+            let bytes = read_body(headers, body).await?;
+            patch(
+                state,
+                &conversion,
+                path,
+                name,
+                &storage_uri,
+                inner_headers,
+                &bytes,
+                &params,
+                user,
+            )
+            .await?
+        }
+        _ => {
+            let resp = crate::http::resource::dispatch(
+                state,
+                method,
+                &storage_uri,
+                &inner_headers,
+                body,
+                user,
+            )
+            .await?;
+            (resp, Vec::new())
+        }
+    };
+    Ok(with_warnings(
+        convert_response(conversion, resp, watch).await,
+        &warnings,
+    ))
+}
+
+fn storage_uri(conversion: &Conversion, uri: &Uri) -> ApiResult<Uri> {
+    let path = conversion.storage_path(uri.path());
+    let full = match uri.query() {
+        Some(q) => format!("{path}?{q}"),
+        None => path,
+    };
+    full.parse()
+        .map_err(|e| ApiError::bad_request(format!("invalid request path: {e}")))
+}
+
+fn to_json_body(obj: &Value) -> ApiResult<Vec<u8>> {
+    serde_json::to_vec(obj).map_err(|e| ApiError::internal("encoding the converted object", e))
+}
+
+/// `fieldValidation` against the served version's schema (protobuf bodies carry no unknown
+/// fields); unknown fields are dropped before conversion.
+fn checked(
+    conversion: &Conversion,
+    mut obj: Value,
+    bytes: &[u8],
+    params: &crate::http::params::Params,
+) -> ApiResult<(Value, Vec<String>)> {
+    if bytes.starts_with(crate::protobuf::MAGIC) {
+        return Ok((obj, Vec::new()));
+    }
+    let mode = field_validation(params)?;
+    let check = check_fields(conversion.served, bytes, mode)?;
+    for path in &check.unknown {
+        remove_path(&mut obj, path);
+    }
+    Ok((obj, check.warnings))
+}
+
+/// PATCH: the patch is applied to the object in the served version, which is then stored with
+/// a PUT of its storage version pinned to the revision patched; retried when another writer
+/// got in between, unless the patch names a resourceVersion itself.
+#[allow(clippy::too_many_arguments)]
+async fn patch(
+    state: &SharedState,
+    conversion: &Conversion,
+    path: &ResourcePath,
+    name: &str,
+    storage_uri: &Uri,
+    mut headers: HeaderMap,
+    bytes: &Bytes,
+    params: &crate::http::params::Params,
+    user: Option<&UserInfo>,
+) -> ApiResult<(Response, Vec<String>)> {
+    let patch_type = patch_type(&headers)?;
+    let api_version = conversion.served.api_version();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    let mut last = None;
+    for _ in 0..rest::UPDATE_ATTEMPTS {
+        let current = rest::get(
+            &state.store,
+            conversion.storage,
+            path.namespace.as_deref(),
+            name,
+        )?;
+        let original = (conversion.from_storage)(&current.value);
+        let mut patched = apply_patch(
+            patch_type,
+            &original,
+            bytes,
+            &api_version,
+            conversion.served.kind,
+        )?;
+        if !patched.is_object() {
+            return Err(ApiError::bad_request(
+                "the patched object is not a JSON object",
+            ));
+        }
+        let (checked_obj, warnings) = checked(
+            conversion,
+            patched.clone(),
+            &to_json_body(&patched)?,
+            params,
+        )?;
+        patched = checked_obj;
+        let pinned = pin_resource_version(&mut patched, &original, current.revision);
+        let body = to_json_body(&(conversion.to_storage)(&patched))?;
+        let resp = crate::http::resource::dispatch(
+            state,
+            &Method::PUT,
+            storage_uri,
+            &headers,
+            Body::from(body),
+            user,
+        )
+        .await;
+        match resp {
+            Err(e) if e.reason == "Conflict" && !pinned => last = Some(e),
+            Ok(r) if r.status() == StatusCode::CONFLICT && !pinned => {
+                last = Some(ApiError::conflict(conversion.served, name))
+            }
+            Ok(r) if r.status() == StatusCode::CREATED => {
+                // A patch never creates: the object went away in between.
+                return Err(ApiError::not_found(conversion.served, name));
+            }
+            r => return r.map(|r| (r, warnings)),
+        }
+    }
+    Err(last.unwrap_or_else(|| ApiError::conflict(conversion.served, name)))
+}
+
+/// The answer with its objects in the served version: whole JSON bodies are converted, watch
+/// streams line by line; other media types pass through.
+async fn convert_response(conversion: Conversion, resp: Response, watch: bool) -> Response {
+    let is_json = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.starts_with("application/json"));
+    if !is_json {
+        return resp;
+    }
+    let (mut parts, body) = resp.into_parts();
+    parts.headers.remove(header::CONTENT_LENGTH);
+    if watch && parts.status == StatusCode::OK {
+        let stream = watch_lines(conversion, body);
+        return Response::from_parts(parts, Body::from_stream(stream));
+    }
+    let bytes = match axum::body::to_bytes(body, crate::http::MAX_BODY_BYTES * 64).await {
+        Ok(b) => b,
+        Err(e) => return ApiError::internal("reading the answer to convert", e).into_response(),
+    };
+    let converted = match serde_json::from_slice::<Value>(&bytes) {
+        Ok(v) => serde_json::to_vec(&conversion.answer(v)).map(Bytes::from),
+        Err(_) => Ok(bytes),
+    };
+    match converted {
+        Ok(b) => Response::from_parts(parts, Body::from(b)),
+        Err(e) => ApiError::internal("encoding the converted answer", e).into_response(),
+    }
+}
+
+/// The watch body with each complete line's event converted.
+fn watch_lines(
+    conversion: Conversion,
+    body: Body,
+) -> impl futures::Stream<Item = Result<Bytes, axum::Error>> + Send {
+    let mut pending = BytesMut::new();
+    body.into_data_stream().map(move |chunk| {
+        let chunk = chunk?;
+        pending.extend_from_slice(&chunk);
+        let mut out = BytesMut::new();
+        while let Some(pos) = pending.iter().position(|b| *b == b'\n') {
+            let line = pending.split_to(pos + 1);
+            match serde_json::from_slice::<Value>(&line[..pos]) {
+                Ok(event) => {
+                    let converted = conversion.watch_event(event);
+                    out.extend_from_slice(converted.to_string().as_bytes());
+                    out.extend_from_slice(b"\n");
+                }
+                Err(_) => out.extend_from_slice(&line),
+            }
+        }
+        Ok(out.freeze())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hpa_v1() -> Conversion {
+        conversion(catalog::by_kind("autoscaling/v1", "HorizontalPodAutoscaler").expect("served"))
+            .expect("converted")
+    }
+
+    fn stored() -> Value {
+        json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "web", "namespace": "default", "resourceVersion": "5"},
+            "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web", "apiVersion": "apps/v1"},
+                     "minReplicas": 1, "maxReplicas": 3,
+                     "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+                         "target": {"type": "Utilization", "averageUtilization": 80}}}]},
+            "status": {"currentReplicas": 1, "desiredReplicas": 1}})
+    }
+
+    #[test]
+    fn only_autoscaling_v1_hpas_are_converted() {
+        assert!(conversion(
+            catalog::by_kind("autoscaling/v2", "HorizontalPodAutoscaler").expect("served")
+        )
+        .is_none());
+        assert!(conversion(catalog::by_kind("apps/v1", "Deployment").expect("served")).is_none());
+        let c = hpa_v1();
+        assert_eq!(c.storage.version, "v2");
+        assert_eq!(
+            c.storage_path("/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers/web"),
+            "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers/web"
+        );
+    }
+
+    #[test]
+    fn objects_and_lists_are_answered_in_v1() {
+        let c = hpa_v1();
+        let obj = c.answer(stored());
+        assert_eq!(obj["apiVersion"], "autoscaling/v1");
+        assert_eq!(obj["spec"]["targetCPUUtilizationPercentage"], 80);
+        assert_eq!(obj["metadata"]["resourceVersion"], "5");
+        let list = c.answer(
+            json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscalerList",
+            "metadata": {"resourceVersion": "9"}, "items": [stored()]}),
+        );
+        assert_eq!(list["apiVersion"], "autoscaling/v1");
+        assert_eq!(
+            list["items"][0]["spec"]["targetCPUUtilizationPercentage"],
+            80
+        );
+        let status = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure"});
+        assert_eq!(c.answer(status.clone()), status);
+        let table = json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "rows": []});
+        assert_eq!(c.answer(table.clone()), table);
+    }
+
+    #[test]
+    fn watch_events_and_bookmarks_are_answered_in_v1() {
+        let c = hpa_v1();
+        let added = c.watch_event(json!({"type": "ADDED", "object": stored()}));
+        assert_eq!(added["object"]["apiVersion"], "autoscaling/v1");
+        assert_eq!(
+            added["object"]["spec"]["targetCPUUtilizationPercentage"],
+            80
+        );
+        let bookmark = c.watch_event(
+            json!({"type": "BOOKMARK", "object": {"apiVersion": "autoscaling/v2",
+            "kind": "HorizontalPodAutoscaler", "metadata": {"resourceVersion": "12"}}}),
+        );
+        assert_eq!(
+            bookmark["object"],
+            json!({"apiVersion": "autoscaling/v1",
+            "kind": "HorizontalPodAutoscaler", "metadata": {"resourceVersion": "12"}})
+        );
+        let error = json!({"type": "ERROR", "object": {"kind": "Status", "code": 410}});
+        assert_eq!(c.watch_event(error.clone()), error);
+    }
+
+    #[tokio::test]
+    async fn watch_lines_split_across_chunks_are_converted_whole() {
+        let c = hpa_v1();
+        let line = format!("{}\n", json!({"type": "MODIFIED", "object": stored()}));
+        let (a, b) = line.split_at(20);
+        let chunks: Vec<Result<Bytes, std::io::Error>> = vec![
+            Ok(Bytes::from(a.to_string())),
+            Ok(Bytes::from(b.to_string())),
+        ];
+        let body = Body::from_stream(futures::stream::iter(chunks));
+        let out: Vec<Bytes> = watch_lines(c, body)
+            .map(|r| r.expect("chunk"))
+            .collect()
+            .await;
+        let joined: Vec<u8> = out.concat();
+        let text = String::from_utf8(joined).expect("utf-8");
+        assert_eq!(text.lines().count(), 1);
+        let event: Value = serde_json::from_str(text.trim_end()).expect("json line");
+        assert_eq!(event["object"]["apiVersion"], "autoscaling/v1");
+    }
+}
