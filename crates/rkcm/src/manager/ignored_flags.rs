@@ -104,7 +104,6 @@ const SERVICE: &str = "Service controller flags";
 const SERVING: &str = "Secure serving flags";
 const ATTACH: &str = "Attachdetach controller flags";
 const PV: &str = "Persistentvolume-binder controller flags";
-const VAP: &str = "Validatingadmissionpolicystatus controller flags";
 const METRICS: &str = "Metrics flags";
 const LOGS: &str = "Logs flags";
 const MIGRATION: &str = "Leader-migration flags";
@@ -213,9 +212,6 @@ pub const IGNORED: &[IgnoredFlag] = &[
     flag("volume-host-cidr-denylist", Strings, "", PV,
         "A comma-separated list of CIDR ranges to avoid from volume plugins.",
         "rkcm has no in-tree volume plugins"),
-    flag("concurrent-validating-admission-policy-status-syncs", Int, "5", VAP,
-        "The number of ValidatingAdmissionPolicyStatus controller workers that are allowed to sync concurrently.",
-        NO_CONTROLLER),
     flag("allow-metric-labels", Strings, "", METRICS,
         "The map from metric-label to value allow-list of this label. The key's format is <MetricName>,<LabelName>. The value's format is <allowed_value>,<allowed_value>...e.g. metric1,label1='v1,v2,v3', metric1,label2='v1,v2,v3' metric2,label1='v1,v2,v3'.",
         "metric labels are not filtered"),

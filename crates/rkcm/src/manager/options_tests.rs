@@ -249,7 +249,6 @@ fn kubes_add_flags_command_line_lands_where_kube_puts_it() {
         ("cloud-provider", "gce"),
         ("cluster-name", "k8s"),
         ("concurrent-service-syncs", "2"),
-        ("concurrent-validating-admission-policy-status-syncs", "9"),
         ("configure-cloud-routes", "false"),
         ("contention-profiling", "true"),
         ("controller-start-interval", "2m"),
