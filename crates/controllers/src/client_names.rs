@@ -95,6 +95,7 @@ pub fn event_client_name(component: &str) -> Option<&'static str> {
         "persistentvolume-controller" => "persistent-volume-binder",
         "ephemeral_volume" => "ephemeral-volume-controller",
         "volume_expand" => "expand-controller",
+        "service-cidr-controller" => "service-cidrs-controller",
         _ => return None,
     })
 }
@@ -181,6 +182,7 @@ mod tests {
             crate::volume::persistentvolume::EVENT_SOURCE,
             crate::volume::ephemeral::EVENT_SOURCE,
             crate::volume::expand::EVENT_SOURCE,
+            crate::servicecidrs::CONTROLLER_NAME,
         ] {
             let name = event_client_name(component).unwrap_or_else(|| panic!("{component}"));
             assert!(
