@@ -1,9 +1,9 @@
 //! The default ServiceCIDR `kubernetes`, as kube-apiserver's `defaultservicecidr` controller
 //! creates it from `--service-cluster-ip-range` and reports it Ready.
 //!
-//! Only the creation at start is done: the range is not reconciled if the flag changes, and
-//! Services' cluster IPs are allocated from the flag's range, not from ServiceCIDR objects (no
-//! IPAddress objects are written).
+//! Only the creation at start is done: the range is not reconciled if the flag changes, and a
+//! deleted default ServiceCIDR is not recreated. Cluster IPs are allocated from the ready
+//! ServiceCIDRs, this one included (`rest::ip_addresses`).
 
 use serde_json::json;
 

@@ -159,6 +159,9 @@ impl ApiServer {
         rest::ensure_kubernetes_service(&store, &services, advertised(&config))
             .await
             .map_err(Error::KubernetesService)?;
+        // Services stored without their IPAddresses (and leaked ones) are repaired before
+        // anything is served, then every few minutes (`serve`).
+        rest::ip_addresses::repair(&store, &services, jiff::Timestamp::now()).await;
         let token = match &config.admin_token {
             Some(t) => t.clone(),
             None => tls::load_or_generate_token(dir)?,
@@ -179,10 +182,15 @@ impl ApiServer {
             authenticator = authenticator.with_bootstrap_tokens(Arc::new(store.clone()));
         }
         let auth = Arc::new(authenticator);
-        let authorizer = Arc::new(Authorizer::new(
-            config.authorization_modes.clone(),
-            Arc::new(store.clone()),
-        ));
+        let mut authorizer =
+            Authorizer::new(config.authorization_modes.clone(), Arc::new(store.clone()));
+        if authorizer.node_enabled() {
+            authorizer =
+                authorizer.with_node_authorizer(auth::authorization::node::NodeAuthorizer::new(
+                    auth::authorization::node::GraphPopulator::new(store.clone()),
+                ));
+        }
+        let authorizer = Arc::new(authorizer);
         let mut sans = config.extra_sans.clone();
         let ip = config.bind.ip();
         if !ip.is_unspecified() {
@@ -316,6 +324,11 @@ impl ApiServer {
                 .map(|c| Arc::new(c.to_vec()))
         });
         let mut conns = JoinSet::new();
+        let repair = tokio::spawn(rest::ip_addresses::repair_loop(
+            self.store.clone(),
+            Arc::clone(&self.services),
+            shutdown.clone(),
+        ));
         loop {
             let (stream, peer) = tokio::select! {
                 _ = shutdown.cancelled() => break,
@@ -385,6 +398,7 @@ impl ApiServer {
             });
         }
         conns.shutdown().await;
+        let _ = repair.await;
         Ok(())
     }
 }

@@ -170,30 +170,45 @@ impl Subscription {
         self.rx.is_empty()
     }
 
+    /// The events already published after `last_revision`, without waiting; `None` when there
+    /// are none yet.
+    pub fn try_next(&mut self, last_revision: i64) -> Option<Next> {
+        match self.rx.try_recv() {
+            Ok(ev) => Some(Next::Events(vec![ev])),
+            Err(broadcast::error::TryRecvError::Empty) => None,
+            Err(broadcast::error::TryRecvError::Closed) => Some(Next::Closed),
+            Err(broadcast::error::TryRecvError::Lagged(_)) => Some(self.catch_up(last_revision)),
+        }
+    }
+
     /// Waits for the next events after `last_revision`.
     pub async fn next(&mut self, last_revision: i64) -> Next {
         match self.rx.recv().await {
             Ok(ev) => Next::Events(vec![ev]),
             Err(broadcast::error::RecvError::Closed) => Next::Closed,
-            Err(broadcast::error::RecvError::Lagged(_)) => {
-                // Catch up from the ring and resubscribe atomically under the state lock.
-                let state = self.resource.state.lock();
-                if last_revision < state.oldest {
-                    return Next::Expired(WatchError::TooOld {
-                        requested: last_revision,
-                        oldest: state.oldest,
-                    });
-                }
-                let events = state
-                    .ring
-                    .iter()
-                    .filter(|e| e.revision() > last_revision)
-                    .cloned()
-                    .collect();
-                self.rx = state.tx.subscribe();
-                Next::Events(events)
-            }
+            Err(broadcast::error::RecvError::Lagged(_)) => self.catch_up(last_revision),
         }
+    }
+
+    /// After falling behind the broadcast: the ring's events after `last_revision`, or
+    /// expiry when the ring no longer holds them.
+    fn catch_up(&mut self, last_revision: i64) -> Next {
+        // Catch up from the ring and resubscribe atomically under the state lock.
+        let state = self.resource.state.lock();
+        if last_revision < state.oldest {
+            return Next::Expired(WatchError::TooOld {
+                requested: last_revision,
+                oldest: state.oldest,
+            });
+        }
+        let events = state
+            .ring
+            .iter()
+            .filter(|e| e.revision() > last_revision)
+            .cloned()
+            .collect();
+        self.rx = state.tx.subscribe();
+        Next::Events(events)
     }
 }
 

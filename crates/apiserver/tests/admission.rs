@@ -99,8 +99,8 @@ async fn always_deny_refuses_every_write_and_stores_nothing() {
             .expect_err("denied"),
     );
     assert_eq!(e.code, 403);
-    // A delete carries no object: kube names it `Unknown`.
-    assert_eq!(e.message, format!("namespaces \"Unknown\" {why}"));
+    // A delete carries no object: kube names it by the request (`extractResourceName`).
+    assert_eq!(e.message, format!("namespaces \"kube-node-lease\" {why}"));
     nss.get("kube-node-lease").await.expect("still there");
 }
 

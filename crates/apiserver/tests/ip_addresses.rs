@@ -101,6 +101,30 @@ async fn every_cluster_ip_has_its_ip_address_and_goes_with_its_service() {
         "taken"
     );
 
+    // A create that fails after allocating leaves no IPAddress behind.
+    let again = services
+        .create(
+            &PostParams::default(),
+            &service("taken", json!({"clusterIP": "10.96.0.70"})),
+        )
+        .await
+        .expect_err("the name is taken");
+    assert!(matches!(again, kube::Error::Api(s) if s.code == 409));
+    assert!(ips.get_opt("10.96.0.70").await.expect("get").is_none());
+
+    // An update that gives the address back removes its IPAddress.
+    let external = json!({"spec": {"type": "ExternalName", "externalName": "example.com",
+                                   "clusterIP": null, "clusterIPs": null}});
+    services
+        .patch(
+            "taken",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&external),
+        )
+        .await
+        .expect("now ExternalName");
+    assert!(ips.get_opt("10.96.0.50").await.expect("get").is_none());
+
     // Deleting the Service releases its address and removes its IPAddress.
     services
         .delete("web", &DeleteParams::default())
@@ -169,5 +193,100 @@ async fn a_second_service_cidr_adds_range_while_it_is_ready() {
         message(err).ends_with("the provided network does not match the current range"),
         "refused"
     );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_restart_repairs_missing_and_wrongly_referenced_ip_addresses() {
+    use k8s_openapi::api::core::v1::Event;
+    use rkcm_apiserver::Config;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = || Config {
+        data_dir: Some(dir.path().to_path_buf()),
+        ..testing::config()
+    };
+    let server = testing::start_with(config()).await;
+    let services: Api<Service> = Api::namespaced(server.client(), "default");
+    let ips: Api<IPAddress> = Api::all(server.client());
+    let web = services
+        .create(&PostParams::default(), &service("web", json!({})))
+        .await
+        .expect("created");
+    let ip = web.spec.and_then(|s| s.cluster_ip).expect("an address");
+    // The Service loses its IPAddress; another one names it without being its address.
+    ips.delete(&ip, &DeleteParams::default())
+        .await
+        .expect("deleted");
+    let stray: IPAddress = serde_json::from_value(json!({
+        "metadata": {"name": "10.96.0.60", "labels": {
+            "ipaddress.kubernetes.io/managed-by": "ipallocator.k8s.io",
+            "ipaddress.kubernetes.io/ip-family": "IPv4"}},
+        "spec": {"parentRef": {"group": "", "resource": "services", "namespace": "default", "name": "web"}},
+    }))
+    .expect("ipaddress");
+    ips.create(&PostParams::default(), &stray)
+        .await
+        .expect("created");
+    server.stop().await;
+
+    // The store's file is released once the old writer thread has gone; retry until it is.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    let server = loop {
+        let attempt = tokio::spawn({
+            let config = config();
+            async move { testing::start_with(config).await }
+        })
+        .await;
+        match attempt {
+            Ok(server) => break server,
+            Err(_) if tokio::time::Instant::now() < deadline => tokio::task::yield_now().await,
+            Err(e) => panic!("server did not restart: {e}"),
+        }
+    };
+    let ips: Api<IPAddress> = Api::all(server.client());
+    assert_eq!(
+        parent(&ips.get(&ip).await.expect("repaired")).2,
+        "web",
+        "the Service's IPAddress is back"
+    );
+    assert!(ips.get_opt("10.96.0.60").await.expect("get").is_none());
+    let events: Api<Event> = Api::namespaced(server.client(), "default");
+    let seen: Vec<(String, String)> = events
+        .list(&Default::default())
+        .await
+        .expect("events")
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.source.as_ref().and_then(|s| s.component.as_deref())
+                == Some("ipallocator-repair-controller")
+        })
+        .map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
+        .collect();
+    assert!(
+        seen.contains(&(
+            "ClusterIPNotAllocated".into(),
+            format!("Cluster IP [IPv4]: {ip} is not allocated; repairing")
+        )),
+        "{seen:?}"
+    );
+    assert!(
+        seen.contains(&(
+            "IPAddressWrongReference".into(),
+            "IPAddress: 10.96.0.60 for Service default/web has a wrong reference; cleaning up"
+                .into()
+        )),
+        "{seen:?}"
+    );
+    // The repaired address is held again.
+    let services: Api<Service> = Api::namespaced(server.client(), "default");
+    let err = services
+        .create(
+            &PostParams::default(),
+            &service("again", json!({"clusterIP": ip})),
+        )
+        .await
+        .expect_err("held");
+    assert!(message(err).ends_with("provided IP is already allocated"));
     server.stop().await;
 }

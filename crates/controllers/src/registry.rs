@@ -121,6 +121,8 @@ pub const PVC_PROTECTION: &str = "persistentvolumeclaim-protection-controller";
 pub const PV_PROTECTION: &str = "persistentvolume-protection-controller";
 /// Canonical name of the ephemeral-volume controller.
 pub const EPHEMERAL_VOLUME: &str = "ephemeral-volume-controller";
+/// Canonical name of the attach/detach controller.
+pub const ATTACH_DETACH: &str = "persistentvolume-attach-detach-controller";
 /// Canonical name of the volume expander.
 pub const PERSISTENTVOLUME_EXPANDER: &str = "persistentvolume-expander-controller";
 /// Canonical name of the ServiceCIDR controller.
@@ -216,10 +218,7 @@ pub const KNOWN: &[ControllerName] = &[
         &["cloud-node-lifecycle"],
     )),
     implemented(kube(PERSISTENTVOLUME_BINDER, &["persistentvolume-binder"])),
-    kube(
-        "persistentvolume-attach-detach-controller",
-        &["attachdetach"],
-    ),
+    implemented(kube(ATTACH_DETACH, &["attachdetach"])),
     implemented(kube(
         PERSISTENTVOLUME_EXPANDER,
         &["persistentvolume-expander"],
@@ -463,6 +462,12 @@ pub struct ControllerOptions {
     pub concurrent_ephemeralvolume_syncs: usize,
     /// `--legacy-service-account-token-clean-up-period`.
     pub legacy_service_account_token_clean_up_period: Duration,
+    /// `--attach-detach-reconcile-sync-period`.
+    pub attach_detach_reconcile_sync_period: Duration,
+    /// `--disable-attach-detach-reconcile-sync`.
+    pub disable_attach_detach_reconcile_sync: bool,
+    /// `--disable-force-detach-on-timeout`.
+    pub disable_force_detach_on_timeout: bool,
     /// `--feature-gates`: kube 1.33's defaults with the flag applied.
     pub feature_gates: FeatureGates,
     /// Wall clock for every controller.
@@ -512,6 +517,10 @@ impl Default for ControllerOptions {
             concurrent_ephemeralvolume_syncs: 5,
             legacy_service_account_token_clean_up_period:
                 serviceaccount::legacy_token_cleaner::DEFAULT_CLEAN_UP_PERIOD,
+            attach_detach_reconcile_sync_period:
+                volume::attachdetach::DEFAULT_RECONCILER_SYNC_LOOP_PERIOD,
+            disable_attach_detach_reconcile_sync: false,
+            disable_force_detach_on_timeout: false,
             feature_gates: FeatureGates::default(),
             clock: Arc::new(SystemClock),
         }
@@ -686,6 +695,14 @@ fn required_resources(name: &str) -> &'static [(&'static str, &'static str)] {
         PERSISTENTVOLUME_EXPANDER => &[
             ("v1", "persistentvolumeclaims"),
             ("v1", "persistentvolumes"),
+        ],
+        ATTACH_DETACH => &[
+            ("v1", "pods"),
+            ("v1", "nodes"),
+            ("v1", "persistentvolumeclaims"),
+            ("v1", "persistentvolumes"),
+            ("storage.k8s.io/v1", "csidrivers"),
+            ("storage.k8s.io/v1", "volumeattachments"),
         ],
         _ => &[],
     }
@@ -1150,6 +1167,26 @@ pub async fn start(
             );
             drop(client);
             Box::pin(async move { c.run(volume::expand::WORKERS, shutdown).await })
+        }
+        ATTACH_DETACH => {
+            use volume::attachdetach as ad;
+            let config = ad::Config {
+                reconciler_sync_loop_period: o.attach_detach_reconcile_sync_period,
+                disable_reconcile_sync: o.disable_attach_detach_reconcile_sync,
+                disable_force_detach_on_timeout: o.disable_force_detach_on_timeout,
+                clock: Arc::clone(&o.clock),
+            };
+            config.validate().map_err(|source| StartError::Invalid {
+                controller,
+                source: Box::new(source),
+            })?;
+            let c = ad::AttachDetachController::new(
+                ctx.factory,
+                client,
+                ctx.events.recorder(ad::EVENT_SOURCE),
+                config,
+            );
+            Box::pin(async move { c.run(shutdown).await })
         }
         other => return Err(StartError::Unknown(other.to_string())),
     };

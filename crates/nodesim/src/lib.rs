@@ -73,6 +73,16 @@
 //! StorageClass `standard` (created at start when [`Config::provisioner`] is on): it creates a
 //! volume for each claim the binder hands it and deletes its Released `Delete` volumes.
 //!
+//! # CSI driver and attachment
+//!
+//! The volumes are CSI volumes of the driver [`csi::DRIVER_NAME`] `simulated.csi.rkcm.io`, whose
+//! CSIDriver (attach required) is created at start and which every node registers in its CSINode;
+//! Nodes carry `volumes.kubernetes.io/controller-managed-attach-detach: "true"`. [`attacher`]
+//! plays kubernetes-csi/external-attacher for the driver's VolumeAttachments, and the kubelet
+//! reports `status.volumesInUse` and starts a pod only once its volumes are listed in
+//! `status.volumesAttached` ([`kubelet::volume_manager`]), which the attach/detach controller
+//! writes.
+//!
 //! # Kubelet conventions
 //!
 //! A pod bound to a simulated node is Pending (containers `ContainerCreating`, `podIP`, `hostIP`,
@@ -177,8 +187,11 @@
 //! idle work is one lease update per node every 10 seconds and one node status patch per node every
 //! 50 seconds. Timed pod changes are delayed queue items.
 
+pub mod attacher;
 pub mod config;
+pub mod csi;
 pub mod error;
+pub mod identity;
 pub mod kubelet;
 pub mod lease;
 pub mod metrics;
@@ -190,6 +203,7 @@ pub mod sim;
 
 pub use config::Config;
 pub use error::{Error, Result};
+pub use identity::Clients;
 pub use kubelet::behaviour::{
     COMPLETE_AFTER_ANNOTATION, FAIL_ANNOTATION, NEVER_READY_ANNOTATION, READY_DELAY_ANNOTATION,
 };

@@ -139,6 +139,12 @@ pub fn node_object(config: &Config, index: usize, now: Timestamp) -> Node {
                 [
                     (SIMULATED_ANNOTATION.to_string(), "true".to_string()),
                     ("node.alpha.kubernetes.io/ttl".to_string(), "0".to_string()),
+                    // As a kubelet with --enable-controller-attach-detach (its default).
+                    (
+                        rkcm_runtime::storage::csi::CONTROLLER_MANAGED_ATTACH_ANNOTATION
+                            .to_string(),
+                        "true".to_string(),
+                    ),
                 ]
                 .into(),
             ),

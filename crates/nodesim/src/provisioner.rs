@@ -4,8 +4,8 @@
 //! It talks only through the API, as a CSI external-provisioner sidecar does: for a claim the
 //! PersistentVolume binder annotated `volume.kubernetes.io/storage-provisioner: rkcm.io/simulated`
 //! it creates the volume `pvc-<claim uid>` (capacity = the claim's request, its access and volume
-//! modes and class, the class's reclaim policy, a `hostPath` under `/var/lib/rkcm/volumes`,
-//! `claimRef` to the claim with its UID, `pv.kubernetes.io/provisioned-by: rkcm.io/simulated`, and
+//! modes and class, the class's reclaim policy, a CSI source of the driver
+//! [`crate::csi::DRIVER_NAME`] with the volume handle `vol-<claim uid>` and fsType `ext4`, `claimRef` to the claim with its UID, `pv.kubernetes.io/provisioned-by: rkcm.io/simulated`, and
 //! for a claim with `volume.kubernetes.io/selected-node` a required node affinity
 //! `kubernetes.io/hostname In [<node>]`); the binder then binds the two. A Released volume of its
 //! own with reclaim policy `Delete` is deleted. Events: `Provisioning` and `ProvisioningSucceeded`
@@ -19,7 +19,7 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{
-    HostPathVolumeSource, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm,
+    CSIPersistentVolumeSource, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm,
     PersistentVolume, PersistentVolumeClaim, PersistentVolumeSpec, VolumeNodeAffinity,
 };
 use k8s_openapi::api::storage::v1::StorageClass;
@@ -41,8 +41,10 @@ pub const PROVISIONER_NAME: &str = "rkcm.io/simulated";
 /// The default StorageClass `rkcm up` creates.
 pub const DEFAULT_CLASS_NAME: &str = "standard";
 
-/// Where the simulated volumes would live on their node (`hostPath`).
-pub const VOLUME_DIR: &str = "/var/lib/rkcm/volumes";
+/// The CSI volume handle of the volume provisioned for a claim: `vol-<claim uid>`.
+pub fn volume_handle(claim: &PersistentVolumeClaim) -> String {
+    format!("vol-{}", claim.metadata.uid.as_deref().unwrap_or_default())
+}
 
 /// Why provisioning or deleting a volume failed; retried with backoff.
 #[derive(Debug, thiserror::Error)]
@@ -175,9 +177,11 @@ pub fn provisioned_volume(claim: &PersistentVolumeClaim, class: &StorageClass) -
             access_modes: spec.access_modes.clone(),
             capacity: Some([("storage".to_string(), request)].into()),
             claim_ref: Some(claim_ref),
-            host_path: Some(HostPathVolumeSource {
-                path: format!("{VOLUME_DIR}/{name}"),
-                type_: Some("DirectoryOrCreate".into()),
+            csi: Some(CSIPersistentVolumeSource {
+                driver: crate::csi::DRIVER_NAME.into(),
+                volume_handle: volume_handle(claim),
+                fs_type: Some(crate::csi::FS_TYPE.into()),
+                ..Default::default()
             }),
             mount_options: class.mount_options.clone(),
             node_affinity,

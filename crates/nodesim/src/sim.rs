@@ -13,8 +13,11 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::MissedTickBehavior;
 
+use crate::attacher::Attacher;
 use crate::config::Config;
+use crate::csi;
 use crate::error::Result;
+use crate::identity::Clients;
 use crate::kubelet::Kubelet;
 use crate::metrics::{self, UsageSnapshots};
 use crate::node_set::{NodeSet, HEARTBEAT_ANNOTATION};
@@ -29,7 +32,7 @@ const EVENT_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 ///
 /// Everything goes through the API with `client`, so it works against any cluster.
 pub struct NodeSim {
-    client: Client,
+    clients: Clients,
     config: Config,
     informers: InformerFactory,
     pod_informer: SharedInformer<Pod>,
@@ -38,6 +41,7 @@ pub struct NodeSim {
     kubelet: Arc<Kubelet>,
     scheduler: Option<Arc<Scheduler>>,
     provisioner: Option<Arc<Provisioner>>,
+    attacher: Option<Arc<Attacher>>,
     metrics: Option<UsageSnapshots>,
     /// Names of nodes whose heartbeat annotation was just removed.
     resumed: mpsc::Receiver<String>,
@@ -59,17 +63,31 @@ pub fn heartbeat_stopped(node: &Node) -> bool {
 impl NodeSim {
     /// Simulated nodes with their own informers (a pod and a node watch).
     pub fn new(client: Client, config: Config) -> Self {
-        let informers = InformerFactory::new(client.clone(), Duration::ZERO);
-        Self::with_informers(&informers, client, config)
+        Self::with_clients(Clients::shared(client), config)
+    }
+
+    /// Simulated nodes whose kubelets and scheduler talk with their own `clients` (see
+    /// [`crate::identity`]); the shared watches use the scheduler's.
+    pub fn with_clients(clients: Clients, config: Config) -> Self {
+        let informers = InformerFactory::new(clients.scheduler().clone(), Duration::ZERO);
+        Self::with_informers_and_clients(&informers, clients, config)
     }
 
     /// Simulated nodes sharing `informers` (and so their pod and node caches) with other components.
     /// [`NodeSim::run`] starts the factory's informers.
     pub fn with_informers(informers: &InformerFactory, client: Client, config: Config) -> Self {
+        Self::with_informers_and_clients(informers, Clients::shared(client), config)
+    }
+
+    fn with_informers_and_clients(
+        informers: &InformerFactory,
+        clients: Clients,
+        config: Config,
+    ) -> Self {
         let nodes = NodeSet::default();
         let pod_informer = informers.informer::<Pod>();
         let node_informer = informers.informer::<Node>();
-        let kubelet = Kubelet::new(informers, client.clone(), nodes.clone(), config.clone());
+        let kubelet = Kubelet::new(informers, clients.clone(), nodes.clone(), config.clone());
         let served = nodes.clone();
         let (resumed_tx, resumed) = mpsc::channel(RESUMED_BUFFER);
         node_informer.add_event_handler(move |note| match note {
@@ -102,13 +120,18 @@ impl NodeSim {
         });
         let scheduler = config
             .scheduler
-            .then(|| Scheduler::new(informers, client.clone(), &config));
+            .then(|| Scheduler::new(informers, clients.scheduler().clone(), &config));
         let provisioner = config
             .provisioner
-            .then(|| Provisioner::new(informers, client.clone()));
+            .then(|| Provisioner::new(informers, clients.provisioner().clone()));
+        // The external-attacher stand-in belongs to the simulated storage, as the provisioner.
+        let attacher = config
+            .provisioner
+            .then(|| Attacher::new(clients.provisioner().clone()));
         Self {
             provisioner,
-            client,
+            attacher,
+            clients,
             config,
             informers: informers.clone(),
             pod_informer,
@@ -139,9 +162,15 @@ impl NodeSim {
         for index in 1..=self.config.nodes {
             let mut back_off = Duration::from_millis(100);
             loop {
-                match node::register(&self.client, &self.config, index).await {
+                let client = self.clients.kubelet(&self.config.node_name(index));
+                match node::register(client, &self.config, index).await {
                     Ok(registered) => {
                         tracing::info!(node = %registered.name, "node registered");
+                        if self.provisioner.is_some() {
+                            if let Err(e) = csi::register_node(client, &registered).await {
+                                tracing::warn!(node = %registered.name, error = %rkcm_runtime::api_error::message(&e), "could not register the CSI driver on the node");
+                            }
+                        }
                         self.nodes.insert(registered);
                         break;
                     }
@@ -159,8 +188,11 @@ impl NodeSim {
 
         self.mark_surplus_nodes().await;
         if self.provisioner.is_some() {
-            if let Err(e) = provisioner::ensure_default_class(&self.client).await {
+            if let Err(e) = provisioner::ensure_default_class(self.clients.provisioner()).await {
                 tracing::warn!(error = %rkcm_runtime::api_error::message(&e), "could not create the default StorageClass");
+            }
+            if let Err(e) = csi::ensure_driver(self.clients.provisioner()).await {
+                tracing::warn!(error = %rkcm_runtime::api_error::message(&e), "could not create the CSIDriver");
             }
         }
 
@@ -177,13 +209,28 @@ impl NodeSim {
         // Pods seen before their node was registered (with a shared, already started factory).
         self.kubelet.resync_all();
 
-        let events = EventBroadcaster::new(self.client.clone());
+        let events = EventBroadcaster::new(self.clients.simulator().clone());
+        // The scheduler and the provisioner record their events as themselves.
+        let scheduler_events = EventBroadcaster::new(self.clients.scheduler().clone());
+        let provisioner_events = EventBroadcaster::new(self.clients.provisioner().clone());
         self.kubelet.set_recorder(events.recorder("kubelet"));
+        // Each kubelet with its own client records its events as its node.
+        let node_events: Vec<(String, EventBroadcaster)> = self
+            .clients
+            .own_kubelets()
+            .map(|(node, client)| (node.clone(), EventBroadcaster::new(client.clone())))
+            .collect();
+        self.kubelet.set_node_recorders(
+            node_events
+                .iter()
+                .map(|(node, b)| (node.clone(), b.recorder("kubelet")))
+                .collect(),
+        );
         if let Some(scheduler) = &self.scheduler {
-            scheduler.set_recorder(events.recorder("default-scheduler"));
+            scheduler.set_recorder(scheduler_events.recorder("default-scheduler"));
         }
         if let Some(provisioner) = &self.provisioner {
-            provisioner.set_recorder(events.recorder(&format!(
+            provisioner.set_recorder(provisioner_events.recorder(&format!(
                 "{}_rkcm-simulated-provisioner",
                 provisioner::PROVISIONER_NAME
             )));
@@ -197,21 +244,24 @@ impl NodeSim {
         if let Some(provisioner) = &self.provisioner {
             tasks.spawn(Arc::clone(provisioner).run(shutdown.clone()));
         }
+        if let Some(attacher) = &self.attacher {
+            tasks.spawn(Arc::clone(attacher).run(shutdown.clone()));
+        }
         tasks.spawn(renew_leases(
-            self.client.clone(),
+            self.clients.clone(),
             self.nodes.clone(),
             self.config.clone(),
             shutdown.clone(),
         ));
         tasks.spawn(heartbeats(
-            self.client.clone(),
+            self.clients.clone(),
             self.nodes.clone(),
             self.config.clone(),
             shutdown.clone(),
         ));
         let resumed = std::mem::replace(&mut self.resumed, mpsc::channel(1).1);
         tasks.spawn(resume(
-            self.client.clone(),
+            self.clients.clone(),
             self.nodes.clone(),
             Arc::clone(&self.kubelet),
             self.config.clone(),
@@ -241,7 +291,15 @@ impl NodeSim {
         if let Some(provisioner) = &self.provisioner {
             provisioner.stop_recording();
         }
-        if tokio::time::timeout(EVENT_FLUSH_TIMEOUT, events.shutdown())
+        let flushed = async {
+            events.shutdown().await;
+            scheduler_events.shutdown().await;
+            provisioner_events.shutdown().await;
+            for (_, b) in node_events {
+                b.shutdown().await;
+            }
+        };
+        if tokio::time::timeout(EVENT_FLUSH_TIMEOUT, flushed)
             .await
             .is_err()
         {
@@ -254,7 +312,7 @@ impl NodeSim {
 impl NodeSim {
     /// Marks simulated nodes left over from a run with more nodes as unreachable (one list at start).
     async fn mark_surplus_nodes(&self) {
-        let api: Api<Node> = Api::all(self.client.clone());
+        let api: Api<Node> = Api::all(self.clients.simulator().clone());
         let nodes = match api.list(&ListParams::default()).await {
             Ok(list) => list.items,
             Err(e) => {
@@ -266,7 +324,8 @@ impl NodeSim {
             let name = node.metadata.name.as_deref().unwrap_or_default();
             tracing::info!(node = %name, "simulated node beyond --nodes: marked unreachable; delete it to let PodGC remove its pods");
             if let Err(e) =
-                node::mark_unreachable(&self.client, node, self.config.clock.now()).await
+                node::mark_unreachable(self.clients.simulator(), node, self.config.clock.now())
+                    .await
             {
                 tracing::warn!(error = %e, "could not mark a left-over node unreachable");
             }
@@ -275,7 +334,7 @@ impl NodeSim {
 }
 
 /// Renews every served node's lease each `lease_renew_interval`.
-async fn renew_leases(client: Client, nodes: NodeSet, config: Config, shutdown: Shutdown) {
+async fn renew_leases(clients: Clients, nodes: NodeSet, config: Config, shutdown: Shutdown) {
     let mut tick = tokio::time::interval(config.lease_renew_interval);
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
     loop {
@@ -284,8 +343,9 @@ async fn renew_leases(client: Client, nodes: NodeSet, config: Config, shutdown: 
             _ = tick.tick() => {}
         }
         for node in nodes.beating() {
+            let client = clients.kubelet(&node.name);
             if let Err(e) =
-                lease::renew(&client, &node, config.lease_duration, config.clock.now()).await
+                lease::renew(client, &node, config.lease_duration, config.clock.now()).await
             {
                 tracing::warn!(error = %e, cause = ?std::error::Error::source(&e), "lease renewal failed");
             }
@@ -294,7 +354,7 @@ async fn renew_leases(client: Client, nodes: NodeSet, config: Config, shutdown: 
 }
 
 /// Refreshes every served node's condition heartbeats each `node_status_interval`.
-async fn heartbeats(client: Client, nodes: NodeSet, config: Config, shutdown: Shutdown) {
+async fn heartbeats(clients: Clients, nodes: NodeSet, config: Config, shutdown: Shutdown) {
     let mut tick = tokio::time::interval_at(
         tokio::time::Instant::now() + config.node_status_interval,
         config.node_status_interval,
@@ -306,7 +366,7 @@ async fn heartbeats(client: Client, nodes: NodeSet, config: Config, shutdown: Sh
             _ = tick.tick() => {}
         }
         for node in nodes.beating() {
-            match node::heartbeat(&client, &node, config.clock.now()).await {
+            match node::heartbeat(clients.kubelet(&node.name), &node, config.clock.now()).await {
                 Ok(true) => {}
                 Ok(false) => {
                     if nodes.remove(&node.name) {
@@ -324,7 +384,7 @@ async fn heartbeats(client: Client, nodes: NodeSet, config: Config, shutdown: Sh
 /// Brings a node whose heartbeat resumed back at once: Ready since now, its lease renewed, its
 /// status posted, and its pods synced again.
 async fn resume(
-    client: Client,
+    clients: Clients,
     nodes: NodeSet,
     kubelet: Arc<Kubelet>,
     config: Config,
@@ -348,10 +408,11 @@ async fn resume(
         let now = config.clock.now();
         node.registered_at = now;
         nodes.insert(node.clone());
-        if let Err(e) = lease::renew(&client, &node, config.lease_duration, now).await {
+        let client = clients.kubelet(&name);
+        if let Err(e) = lease::renew(client, &node, config.lease_duration, now).await {
             tracing::warn!(error = %e, cause = ?std::error::Error::source(&e), "lease renewal failed");
         }
-        if let Err(e) = node::heartbeat(&client, &node, now).await {
+        if let Err(e) = node::heartbeat(client, &node, now).await {
             tracing::warn!(error = %e, cause = ?std::error::Error::source(&e), "node heartbeat failed");
         }
         kubelet.resync_node(&name);

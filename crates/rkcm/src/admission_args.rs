@@ -10,8 +10,14 @@ pub struct AdmissionArgs {
     /// Admission plugins that should be enabled in addition to default enabled ones
     /// (NamespaceLifecycle, LimitRanger, ServiceAccount, DefaultStorageClass,
     /// DefaultTolerationSeconds, ResourceQuota, StorageObjectInUseProtection, Priority, …).
-    /// The order of plugins in this flag does not matter.
-    #[arg(long, value_delimiter = ',', value_name = "PLUGINS")]
+    /// The order of plugins in this flag does not matter. `rkcm up` enables NodeRestriction,
+    /// as kubeadm does.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "NodeRestriction",
+        value_name = "PLUGINS"
+    )]
     pub enable_admission_plugins: Vec<String>,
 
     /// Admission plugins that should be disabled although they are in the default enabled
@@ -82,6 +88,7 @@ mod tests {
         assert_eq!(
             cli.admission.config(),
             AdmissionConfig {
+                enable_plugins: vec!["NodeRestriction".to_string()],
                 default_unreachable_toleration_seconds: 60,
                 ..AdmissionConfig::default()
             }

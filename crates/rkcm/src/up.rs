@@ -115,12 +115,13 @@ pub struct UpArgs {
     #[command(flatten)]
     pub node_flags: crate::manager::node_flags::NodeArgs,
 
-    /// Ordered list of plug-ins to do authorization on the secure port (AlwaysAllow, RBAC);
-    /// members of `system:masters` may do everything regardless.
+    /// Ordered list of plug-ins to do authorization on the secure port (AlwaysAllow, Node,
+    /// RBAC); members of `system:masters` may do everything regardless. `Node,RBAC` as kubeadm
+    /// runs kube-apiserver.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "RBAC",
+        default_value = "Node,RBAC",
         value_name = "MODES"
     )]
     pub authorization_mode: Vec<rkcm_apiserver::auth::authorization::Mode>,
@@ -132,6 +133,9 @@ pub struct UpArgs {
 
     #[command(flatten)]
     pub hpa: crate::manager::hpa_flags::HpaFlags,
+
+    #[command(flatten)]
+    pub attachdetach: crate::manager::attachdetach_flags::AttachDetachFlags,
 
     /// If true, use individual service account credentials for each controller (the default in
     /// `up`; false runs every controller as `system:kube-controller-manager`).
@@ -237,6 +241,9 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     write_private(&kubeconfig_path, server.kubeconfig(&url).as_bytes())
         .with_context(|| format!("writing {}", kubeconfig_path.display()))?;
 
+    // The cluster CA, to give the simulated kubelets and scheduler their own certificates.
+    let cluster_ca = server.ca_pem().zip(server.ca_key_pem());
+
     // `kubectl get componentstatuses` asks the components running in this process.
     let components = server.components();
     // The API server stops last, after its clients (controllers, nodes) have let go of it.
@@ -302,6 +309,7 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         serving: None,
     };
     args.hpa.apply(&mut manager_config.options);
+    args.attachdetach.apply(&mut manager_config.options);
     let health = Arc::new(Health::default());
     let mut tasks = JoinSet::new();
     let manager_shutdown = shutdown.clone();
@@ -330,19 +338,29 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     // `--nodes 0` runs no node simulation at all: no scheduler and no kubelet stand-in, so pods
     // stay Pending untouched (useful to measure controllers alone).
     if args.nodes > 0 {
-        let sim = NodeSim::new(
-            client.clone(),
-            rkcm_nodesim::Config {
-                nodes: args.nodes,
-                pod_ready_delay: args.pod_ready_delay,
-                termination_grace_cap: Some(args.pod_termination_max),
-                lease_renew_interval: renew,
-                lease_duration: (renew * 4).max(Duration::from_secs(1)),
-                metric_resolution: args.metric_resolution,
-                ..rkcm_nodesim::Config::default()
-            },
-        )
-        .with_metrics(usage);
+        let sim_config = rkcm_nodesim::Config {
+            nodes: args.nodes,
+            pod_ready_delay: args.pod_ready_delay,
+            termination_grace_cap: Some(args.pod_termination_max),
+            lease_renew_interval: renew,
+            lease_duration: (renew * 4).max(Duration::from_secs(1)),
+            metric_resolution: args.metric_resolution,
+            ..rkcm_nodesim::Config::default()
+        };
+        // Each kubelet as system:node:<node>, the scheduler as system:kube-scheduler.
+        let clients = match &cluster_ca {
+            Some((ca_pem, ca_key_pem)) => {
+                let ca = crate::identities::ClusterCa {
+                    server_url: &url,
+                    ca_pem,
+                    ca_key_pem,
+                };
+                let nodes = (1..=sim_config.nodes).map(|i| sim_config.node_name(i));
+                crate::identities::node_sim_clients(&ca, client.clone(), nodes).await?
+            }
+            None => rkcm_nodesim::Clients::shared(client.clone()),
+        };
+        let sim = NodeSim::with_clients(clients, sim_config).with_metrics(usage);
         let sim_shutdown = shutdown.clone();
         // The simulated nodes' scheduler runs as long as they do.
         let sim_running = Arc::new(std::sync::atomic::AtomicBool::new(true));

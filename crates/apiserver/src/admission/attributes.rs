@@ -140,11 +140,14 @@ impl Attributes {
     }
 }
 
-/// 403 Forbidden for the object of `attrs` (`admission.NewForbidden`): the object's name, else
-/// its `generateName`, else `Unknown` names it, as kube does before names are generated.
+/// 403 Forbidden for the object of `attrs` (`admission.NewForbidden`): the request's name, else
+/// the object's, else its `generateName`, else `Unknown` names it, as kube does before names are
+/// generated.
 pub fn forbidden(attrs: &Attributes, why: &str) -> ApiError {
     let mut name = "Unknown".to_string();
-    if let Some(obj) = attrs.object() {
+    if !attrs.name.is_empty() {
+        name = attrs.name.clone();
+    } else if let Some(obj) = attrs.object() {
         let n = object::name(obj);
         if !n.is_empty() {
             name = n.to_string();

@@ -154,6 +154,17 @@ impl Admission {
         self.chain.admit(attrs).await
     }
 
+    /// The mutating phase of the plugin `name` alone, when it is enabled: for the subresource
+    /// creates (TokenRequests, evictions) that only that plugin looks at here.
+    pub async fn admit_by(&self, name: &str, attrs: &mut Attributes) -> ApiResult<()> {
+        for p in &self.chain.plugins {
+            if p.name() == name && p.handles(attrs.operation) {
+                p.admit(attrs).await?;
+            }
+        }
+        Ok(())
+    }
+
     /// The validating phase of the chain.
     pub async fn validate(&self, attrs: &Attributes) -> ApiResult<()> {
         self.chain.validate(attrs).await

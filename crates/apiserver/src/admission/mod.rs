@@ -21,6 +21,7 @@ pub mod default_storage_class;
 pub mod default_toleration_seconds;
 pub mod limitranger;
 mod namespace_lifecycle;
+pub mod node_restriction;
 pub mod priority;
 pub mod resource_quota;
 pub mod serviceaccount;

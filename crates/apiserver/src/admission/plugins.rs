@@ -16,6 +16,7 @@ use super::default_storage_class::DefaultStorageClass;
 use super::default_toleration_seconds::DefaultTolerationSeconds;
 use super::limitranger::LimitRanger;
 use super::namespace_lifecycle::NamespaceLifecycle;
+use super::node_restriction::NodeRestriction;
 use super::plugin::{Plugin, PluginContext};
 use super::priority::Priority;
 use super::resource_quota::ResourceQuotaAdmission;
@@ -38,6 +39,8 @@ pub const DEFAULT_STORAGE_CLASS: &str = "DefaultStorageClass";
 pub const STORAGE_OBJECT_IN_USE_PROTECTION: &str = "StorageObjectInUseProtection";
 /// `ResourceQuota`.
 pub const RESOURCE_QUOTA: &str = "ResourceQuota";
+/// `NodeRestriction`.
+pub const NODE_RESTRICTION: &str = "NodeRestriction";
 /// `AlwaysAdmit`.
 pub const ALWAYS_ADMIT: &str = "AlwaysAdmit";
 /// `AlwaysDeny`.
@@ -52,7 +55,7 @@ pub const ALL_ORDERED_PLUGINS: &[&str] = &[
     "LimitPodHardAntiAffinityTopology",
     LIMIT_RANGER,
     SERVICE_ACCOUNT,
-    "NodeRestriction",
+    NODE_RESTRICTION,
     "TaintNodesByCondition",
     "AlwaysPullImages",
     "ImagePolicyWebhook",
@@ -164,6 +167,7 @@ pub fn new_plugin(name: &str, ctx: &PluginContext) -> Option<Arc<dyn Plugin>> {
         STORAGE_OBJECT_IN_USE_PROTECTION => Arc::new(StorageObjectInUseProtection),
         RESOURCE_QUOTA => Arc::new(ResourceQuotaAdmission::new(ctx.store.clone())),
         ALWAYS_DENY => Arc::new(AlwaysDeny),
+        NODE_RESTRICTION => Arc::new(NodeRestriction::new(ctx.store.clone())),
         _ => return None,
     };
     Some(plugin)

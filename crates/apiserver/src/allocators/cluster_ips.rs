@@ -189,15 +189,87 @@ mod tests {
         s.parse().expect("valid IP")
     }
 
+    /// An allocator with no range yet, as `newTestMetaAllocator` starts.
+    fn empty() -> ClusterIps {
+        let mut a = ClusterIps::new(cidr("10.96.0.0/12"));
+        a.set_ranges(&[]);
+        assert_eq!(a.allocate_next(), Err(IpError::Full));
+        a
+    }
+
+    /// `for r.Free() > 0 { AllocateNext }`: every address handed out once.
+    fn drain(a: &mut ClusterIps, found: &mut BTreeSet<Ipv4Addr>) -> usize {
+        let mut count = 0;
+        while let Ok(ip) = a.allocate_next() {
+            assert!(found.insert(ip), "allocated {ip} twice");
+            count += 1;
+        }
+        count
+    }
+
     #[test]
-    fn requested_addresses_come_from_any_ready_range_and_once() {
-        // TestCIDRAllocateMultiple / TestCIDRAllocateShadow (cidrallocator_test.go).
-        let mut a = ClusterIps::new(cidr("192.168.0.0/28"));
+    fn cidr_allocate_multiple() {
+        // TestCIDRAllocateMultiple (cidrallocator_test.go).
+        let mut a = empty();
+        a.set_ranges(&[cidr("192.168.0.0/28")]);
+        let mut found = BTreeSet::new();
+        assert_eq!(drain(&mut a, &mut found), 14);
+        a.set_ranges(&[cidr("192.168.0.0/28"), cidr("10.0.0.0/28")]);
+        assert_eq!(a.allocate(ip("10.0.0.11")), Ok(()));
+        found.insert(ip("10.0.0.11"));
+        assert_eq!(1 + 14 + drain(&mut a, &mut found), 28);
+        assert_eq!(a.allocate_next(), Err(IpError::Full));
+    }
+
+    #[test]
+    fn cidr_allocate_shadow() {
+        // TestCIDRAllocateShadow: the network address of a /24 is an ordinary one of a /16.
+        let mut a = empty();
+        a.set_ranges(&[cidr("192.168.1.0/24")]);
+        assert!(a.allocate(ip("192.168.1.0")).is_err());
+        assert_eq!(a.used(), 0);
+        a.set_ranges(&[cidr("192.168.1.0/24"), cidr("192.168.0.0/16")]);
+        assert_eq!(a.allocate(ip("192.168.1.0")), Ok(()));
+        assert_eq!(a.used(), 1);
+    }
+
+    #[test]
+    fn cidr_allocate_grow() {
+        // TestCIDRAllocateGrow: a /24 over a full /28 hands out the rest of the /24.
+        let mut a = empty();
+        a.set_ranges(&[cidr("192.168.0.0/28")]);
+        let mut found = BTreeSet::new();
+        assert_eq!(drain(&mut a, &mut found), 14);
+        a.set_ranges(&[cidr("192.168.0.0/28"), cidr("192.168.0.0/24")]);
+        assert_eq!(14 + drain(&mut a, &mut found), 254);
+        assert_eq!(a.allocate_next(), Err(IpError::Full));
+    }
+
+    #[test]
+    fn cidr_allocate_shrink() {
+        // TestCIDRAllocateShrink: a /24 emptied and replaced by a /28.
+        let mut a = empty();
+        a.set_ranges(&[cidr("192.168.0.0/24")]);
+        let mut found = BTreeSet::new();
+        assert_eq!(drain(&mut a, &mut found), 254);
+        for ip in &found {
+            a.release(*ip);
+        }
+        assert_eq!(a.used(), 0);
+        a.set_ranges(&[cidr("192.168.0.0/28")]);
+        assert_eq!(
+            a.allocate(ip("192.168.0.253")),
+            Err(IpError::MismatchedNetwork)
+        );
+        assert_eq!(drain(&mut a, &mut BTreeSet::new()), 14);
+    }
+
+    #[test]
+    fn requested_addresses_are_held_once_and_a_range_no_longer_ready_takes_none() {
+        let mut a = empty();
         a.set_ranges(&[cidr("192.168.0.0/28"), cidr("10.0.0.0/24")]);
-        assert_eq!(a.allocate(ip("192.168.0.5")), Ok(()));
         assert_eq!(a.allocate(ip("10.0.0.5")), Ok(()));
         assert_eq!(a.allocate(ip("10.0.0.5")), Err(IpError::Allocated));
-        // Network and broadcast addresses of a range are in none, nor is an outside one.
         for outside in ["192.168.0.0", "192.168.0.15", "10.0.0.255", "172.16.0.1"] {
             assert_eq!(
                 a.allocate(ip(outside)).map_err(|e| e.to_string()),
@@ -205,37 +277,11 @@ mod tests {
                 "{outside}"
             );
         }
-        // 192.168.0.15 is the broadcast of the /28 but an ordinary address of a /24 over it.
-        a.set_ranges(&[cidr("192.168.0.0/28"), cidr("192.168.0.0/24")]);
-        assert_eq!(a.allocate(ip("192.168.0.15")), Ok(()));
-        assert_eq!(a.allocate(ip("192.168.0.5")), Err(IpError::Allocated));
-        // A range no longer ready takes no more allocations; what it held stays held.
-        a.set_ranges(&[cidr("192.168.0.0/24")]);
+        a.set_ranges(&[cidr("192.168.0.0/28")]);
         assert_eq!(a.allocate(ip("10.0.0.6")), Err(IpError::MismatchedNetwork));
-        assert!(a.has(ip("10.0.0.5")));
+        assert!(a.has(ip("10.0.0.5")), "what it held stays held");
         a.release(ip("10.0.0.5"));
         assert!(!a.has(ip("10.0.0.5")));
-    }
-
-    #[test]
-    fn dynamic_addresses_fill_one_range_then_the_next_and_overlaps_are_shared() {
-        // TestCIDRAllocateGrow: a full range gets room from a new ServiceCIDR.
-        let mut a = ClusterIps::new(cidr("192.168.0.0/29"));
-        let mut seen = BTreeSet::new();
-        for _ in 0..6 {
-            let got = a.allocate_next().expect("free");
-            assert!(cidr("192.168.0.0/29").contains(got));
-            assert!(seen.insert(got));
-        }
-        assert_eq!(a.allocate_next(), Err(IpError::Full));
-        // A /28 over the full /29 shares its held addresses and hands out the rest.
-        a.set_ranges(&[cidr("192.168.0.0/29"), cidr("192.168.0.0/28")]);
-        for _ in 0..8 {
-            let got = a.allocate_next().expect("free in the /28");
-            assert!(seen.insert(got), "{got} twice");
-        }
-        assert_eq!(a.allocate_next(), Err(IpError::Full));
-        assert_eq!(a.used(), 14);
     }
 
     #[test]

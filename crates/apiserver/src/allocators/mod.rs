@@ -1,9 +1,13 @@
 //! ClusterIP and NodePort ranges, as kube-apiserver allocates them for Services.
 //!
-//! kube-apiserver keeps a bitmap per range in etcd and repairs it with a loop
-//! (`ipallocator/controller/repair.go`, `portallocator/controller/repair.go`). rkcm keeps the
-//! bitmaps in memory and rebuilds them from the stored Services when the server starts
-//! ([`ServiceAllocators::repair`]), before it answers a request.
+//! kube-apiserver 1.33 records each cluster IP as an IPAddress object, allocated from the ready
+//! ServiceCIDRs (`ipallocator/cidrallocator.go`), and keeps node ports in a bitmap in etcd,
+//! repaired by loops (`ipallocator/controller/repairip.go`, `portallocator/controller/repair.go`).
+//! rkcm decides here, in memory ([`ClusterIps`] over the ready ServiceCIDRs' ranges, a bitmap of
+//! node ports), rebuilds that state from the stored Services and IPAddresses when the server
+//! starts ([`ServiceAllocators::repair_with`]), before it answers a request, and writes the
+//! IPAddress objects in `rest::ip_addresses`, whose repair pass ([`ip_repair`]) keeps them and the
+//! Services consistent.
 //!
 //! Only IPv4 single-stack ranges are supported: a service asking for IPv6 or dual-stack gets
 //! kube's "not configured on this cluster" errors.
@@ -11,6 +15,7 @@
 mod bitmap;
 pub mod cluster_ips;
 pub mod ip;
+pub mod ip_repair;
 pub mod port;
 mod repair;
 pub mod service;

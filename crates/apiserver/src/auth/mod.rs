@@ -19,6 +19,7 @@ pub mod escalation;
 pub mod impersonation;
 pub mod jwt;
 pub mod legacy_token_tracking;
+pub mod node_identity;
 pub mod oidc;
 pub mod request_user;
 pub mod serviceaccount;

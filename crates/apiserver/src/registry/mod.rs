@@ -30,6 +30,7 @@
 //! DELETE. CertificateSigningRequests have [`certificatesigningrequests::prepare_for_approval`] /
 //! [`certificatesigningrequests::validate_approval`] for `/approval`.
 
+mod apiservices;
 pub mod certificatesigningrequests;
 mod conditions;
 mod configmaps;
@@ -514,6 +515,12 @@ fn build(info: &'static ResourceInfo) -> Box<dyn Strategy> {
             ("rbac.authorization.k8s.io", "ClusterRoleBinding") => (
                 Box::new(self::rbac::cluster_role_bindings(info)),
                 decode_check::<rbac::v1::ClusterRoleBinding>,
+            ),
+            ("apiregistration.k8s.io", "APIService") => (
+                Box::new(apiservices::strategy(info)),
+                decode_check::<
+                    k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService,
+                >,
             ),
             ("scheduling.k8s.io", "PriorityClass") => (
                 Box::new(priorityclasses::strategy(info)),

@@ -36,27 +36,13 @@ impl Row {
         self.tracks_generation = true;
         self
     }
-
-    const fn named(mut self, name: NameValidator) -> Self {
-        self.name = name;
-        self
-    }
 }
 
 fn rows() -> Vec<Row> {
     use k8s_openapi::api::{
         admissionregistration as admission, flowcontrol, networking, node, storage,
     };
-    use k8s_openapi::kube_aggregator::pkg::apis::apiregistration;
     vec![
-        row(
-            "apiregistration.k8s.io",
-            "APIService",
-            decode_check::<apiregistration::v1::APIService>,
-        )
-        // kube-aggregator's `ValidateAPIService`: a path segment (`v1.` for the core group).
-        // TODO: the name is not yet checked to be `spec.version + "." + spec.group`.
-        .named(super::rbac::name_is_path_segment),
         row(
             "networking.k8s.io",
             "IngressClass",

@@ -166,11 +166,18 @@ pub async fn create(
                 store.cache().revision(),
             )));
         }
-        match store.create(&key, candidate).await {
+        let taken = allocation.as_ref().map(|_| candidate.clone());
+        if let Some(svc) = &taken {
+            super::ip_addresses::record_taken(store, None, svc).await;
+        }
+        let created = store.create(&key, candidate).await;
+        if let (Err(_), Some(svc)) = (&created, &taken) {
+            super::ip_addresses::record_released(store, svc, None).await;
+        }
+        match created {
             Ok(stored) => {
                 if let Some(a) = allocation {
                     a.commit();
-                    super::ip_addresses::record(store, None, Some(&stored.value)).await;
                 }
                 if super::ip_addresses::is_ip_address(info) {
                     super::ip_addresses::observe(allocators, &stored.value, true);

@@ -256,7 +256,7 @@ pub async fn delete(
                         Ok(last) => {
                             if is_service(info) {
                                 allocators.release(&last);
-                                super::ip_addresses::record(store, Some(&last), None).await;
+                                super::ip_addresses::record_released(store, &last, None).await;
                             }
                             if super::ip_addresses::is_ip_address(info) {
                                 super::ip_addresses::observe(allocators, &last, false);

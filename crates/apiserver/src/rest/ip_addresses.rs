@@ -2,10 +2,11 @@
 //! kube-apiserver's IPAddress-backed allocator writes them (`ipallocator.go`: `createIPAddress`,
 //! `Release`), and the ready ServiceCIDRs' ranges the allocator hands addresses out from.
 //!
-//! [`ServiceAllocators`] decides which address a Service gets; once the Service is stored, the
-//! IPAddress named after each address it took is created (labels `ipaddress.kubernetes.io/
-//! ip-family` and `managed-by: ipallocator.k8s.io`, `spec.parentRef` to the Service) and the
-//! IPAddress of each address it gave back is deleted. IPAddress objects written by clients are
+//! [`ServiceAllocators`] decides which address a Service gets; before the Service is stored, the
+//! IPAddress named after each address it takes is created (labels `ipaddress.kubernetes.io/
+//! ip-family` and `managed-by: ipallocator.k8s.io`, `spec.parentRef` to the Service), and removed
+//! again if the write fails; once it is stored, the IPAddress of each address it gave back is
+//! deleted. IPAddress objects written by clients are
 //! held by the allocator too: no Service gets an address an IPAddress already names.
 
 use std::net::Ipv4Addr;
@@ -16,7 +17,9 @@ use rkcm_apimachinery::catalog::{self, ResourceInfo};
 
 use super::keys::{key, prefix};
 use crate::allocators::cluster_ips::ready_ranges;
+use crate::allocators::ip_repair::{self, Finding, Fix, Regarding};
 use crate::allocators::service::cluster_ips;
+use crate::allocators::Ipv4Cidr;
 use crate::allocators::ServiceAllocators;
 use crate::object;
 use crate::store::Store;
@@ -107,22 +110,25 @@ pub async fn delete(store: &Store, ip: Ipv4Addr, namespace: &str, name: &str) {
     }
 }
 
-/// After a Service write was stored (`old` → `new`, `None` for a create or a removal): the
-/// addresses `new` took get their IPAddress, those only `old` held lose theirs.
-pub async fn record(store: &Store, old: Option<&Value>, new: Option<&Value>) {
+/// Before a Service write (`old` → `new`, `old` `None` for a create) is stored: the addresses
+/// `new` takes and `old` did not hold get their IPAddress (kube's allocator creates them as it
+/// allocates, before the Service is stored).
+pub async fn record_taken(store: &Store, old: Option<&Value>, new: &Value) {
     let before = old.map(cluster_ips).unwrap_or_default();
-    let after = new.map(cluster_ips).unwrap_or_default();
-    if let Some(svc) = new {
-        let (ns, name) = (object::namespace(svc), object::name(svc));
-        for ip in after.iter().filter(|ip| !before.contains(ip)) {
-            create(store, *ip, ns, name).await;
-        }
+    let (ns, name) = (object::namespace(new), object::name(new));
+    for ip in cluster_ips(new).iter().filter(|ip| !before.contains(ip)) {
+        create(store, *ip, ns, name).await;
     }
-    if let Some(svc) = old {
-        let (ns, name) = (object::namespace(svc), object::name(svc));
-        for ip in before.iter().filter(|ip| !after.contains(ip)) {
-            delete(store, *ip, ns, name).await;
-        }
+}
+
+/// After a Service write was stored (`old` → `new`, `new` `None` for a removal), or to undo
+/// [`record_taken`] when it failed (`old` the object that was not stored, `new` the one kept):
+/// the addresses only `old` held lose their IPAddress.
+pub async fn record_released(store: &Store, old: &Value, new: Option<&Value>) {
+    let after = new.map(cluster_ips).unwrap_or_default();
+    let (ns, name) = (object::namespace(old), object::name(old));
+    for ip in cluster_ips(old).iter().filter(|ip| !after.contains(ip)) {
+        delete(store, *ip, ns, name).await;
     }
 }
 
@@ -135,6 +141,141 @@ pub fn observe(allocators: &ServiceAllocators, ip_address: &Value, created: bool
         } else {
             allocators.release_ip(ip);
         }
+    }
+}
+
+/// The component the repair's events come from (kube's repair controller's).
+pub const REPAIR_COMPONENT: &str = "ipallocator-repair-controller";
+
+/// How often the repair runs while the server serves (kube-apiserver's repair interval).
+pub const REPAIR_INTERVAL: std::time::Duration = std::time::Duration::from_secs(180);
+
+fn stored(store: &Store, info: &ResourceInfo) -> Vec<Value> {
+    let (objs, _, _) = store.cache().list(&prefix(info, None), None, 0, &|_| true);
+    objs.iter().map(|o| o.value.clone()).collect()
+}
+
+/// One pass of the IPAddress repair ([`ip_repair::plan`]) over the stored Services,
+/// IPAddresses and ServiceCIDRs at `now`: writes the fixes, records kube's Warning events.
+pub async fn repair(store: &Store, allocators: &ServiceAllocators, now: jiff::Timestamp) {
+    let services_info = catalog::by_kind("v1", "Service").expect("services are in the catalog");
+    let services = stored(store, services_info);
+    let ip_addresses = stored(store, info("IPAddress"));
+    let cidrs: Vec<Ipv4Cidr> = stored(store, info("ServiceCIDR"))
+        .iter()
+        .flat_map(|c| {
+            c.pointer("/spec/cidrs")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter_map(|c| c.as_str().and_then(|c| c.parse().ok()))
+        .collect();
+    let plan = ip_repair::plan(
+        &services.iter().collect::<Vec<_>>(),
+        &ip_addresses.iter().collect::<Vec<_>>(),
+        &cidrs,
+        now,
+    );
+    let held_by_services: Vec<Ipv4Addr> = services.iter().flat_map(cluster_ips).collect();
+    for fix in plan.fixes {
+        match fix {
+            Fix::Allocate {
+                ip,
+                namespace,
+                name,
+                recreate,
+            } => {
+                if recreate {
+                    remove(store, &ip.to_string()).await;
+                }
+                create(store, ip, &namespace, &name).await;
+                allocators.hold_ip(ip);
+            }
+            Fix::Remove { ip } => {
+                remove(store, &ip).await;
+                if let Ok(addr) = ip.parse::<Ipv4Addr>() {
+                    if !held_by_services.contains(&addr) {
+                        allocators.release_ip(addr);
+                    }
+                }
+            }
+        }
+    }
+    for finding in plan.findings {
+        tracing::warn!(reason = finding.reason, "{}", finding.message);
+        record_event(store, &finding, now).await;
+    }
+}
+
+/// Runs [`repair`] every [`REPAIR_INTERVAL`] until `shutdown`.
+pub async fn repair_loop(
+    store: Store,
+    allocators: std::sync::Arc<ServiceAllocators>,
+    shutdown: tokio_util::sync::CancellationToken,
+) {
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(REPAIR_INTERVAL) => {}
+        }
+        repair(&store, &allocators, jiff::Timestamp::now()).await;
+    }
+}
+
+async fn remove(store: &Store, name: &str) {
+    let k = key(info("IPAddress"), None, name);
+    match store.delete(&k, None).await {
+        Ok(_) | Err(crate::storage::Error::NotFound(_)) => {}
+        Err(e) => tracing::warn!(ipaddress = name, error = %e, "can not delete IPAddress"),
+    }
+}
+
+/// Records `finding` as a core/v1 Warning Event (an IPAddress's in `default`, as kube records
+/// events of cluster-scoped objects).
+async fn record_event(store: &Store, finding: &Finding, now: jiff::Timestamp) {
+    let (namespace, involved) = match &finding.regarding {
+        Regarding::Service {
+            namespace,
+            name,
+            uid,
+        } => (
+            namespace.as_str(),
+            json!({"apiVersion": "v1", "kind": "Service", "namespace": namespace, "name": name, "uid": uid}),
+        ),
+        Regarding::IpAddress { name, uid } => (
+            "default",
+            json!({"apiVersion": "networking.k8s.io/v1", "kind": "IPAddress", "name": name, "uid": uid}),
+        ),
+    };
+    let involved_name = involved["name"].as_str().unwrap_or_default().to_string();
+    let at = object::now_rfc3339(now);
+    let name = format!(
+        "{involved_name}.{:x}",
+        now.as_nanosecond().unsigned_abs() as u64
+    );
+    let event = json!({
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": name, "namespace": namespace, "uid": uuid::Uuid::new_v4().to_string(),
+                     "creationTimestamp": at},
+        "involvedObject": involved,
+        "reason": finding.reason,
+        "message": finding.message,
+        "type": "Warning",
+        "action": if matches!(finding.regarding, Regarding::Service { .. }) { "ClusterIPAllocation" } else { "IPAddressAllocation" },
+        "source": {"component": REPAIR_COMPONENT},
+        "reportingComponent": REPAIR_COMPONENT,
+        "firstTimestamp": at,
+        "lastTimestamp": at,
+        "count": 1,
+    });
+    let events = catalog::by_kind("v1", "Event").expect("events are in the catalog");
+    if let Err(e) = store
+        .create(&key(events, Some(namespace), &name), event)
+        .await
+    {
+        tracing::debug!(error = %e, "event dropped");
     }
 }
 

@@ -331,7 +331,7 @@ async fn update_once(
             // stored object held goes back.
             drop(a);
             allocators.release(&last);
-            super::ip_addresses::record(store, Some(&last), None).await;
+            super::ip_addresses::record_released(store, &last, None).await;
         }
         if super::ip_addresses::is_ip_address(info) {
             super::ip_addresses::observe(allocators, &last, false);
@@ -342,13 +342,18 @@ async fn update_once(
             .unwrap_or(current.revision);
         return Ok(updated(Arc::new(CachedObject::new(last, rev))));
     }
-    let stored = store
-        .update(&key, new, current.revision)
-        .await
-        .map_err(|e| storage_error(info, name, e))?;
+    let taken = allocation.as_ref().map(|_| new.clone());
+    if let Some(svc) = &taken {
+        super::ip_addresses::record_taken(store, Some(old), svc).await;
+    }
+    let written = store.update(&key, new, current.revision).await;
+    if let (Err(_), Some(svc)) = (&written, &taken) {
+        super::ip_addresses::record_released(store, svc, Some(old)).await;
+    }
+    let stored = written.map_err(|e| storage_error(info, name, e))?;
     if let Some(a) = allocation {
         a.commit();
-        super::ip_addresses::record(store, Some(old), Some(&stored.value)).await;
+        super::ip_addresses::record_released(store, old, Some(&stored.value)).await;
     }
     Ok(updated(stored))
 }

@@ -74,12 +74,18 @@ pub fn escape(name: &str) -> Option<String> {
 /// Converts schemas, following `$ref`s through `resolve`.
 pub struct DeclTypes<'a> {
     resolve: &'a dyn Fn(&str) -> Option<&'a Value>,
+    /// The `$ref`s being expanded, outermost first: a reference back into one of them is a
+    /// recursive schema (JSONSchemaProps), typed `dyn` there.
+    expanding: std::cell::RefCell<Vec<String>>,
 }
 
 impl<'a> DeclTypes<'a> {
     /// A converter resolving `$ref` with `resolve`.
     pub fn new(resolve: &'a dyn Fn(&str) -> Option<&'a Value>) -> Self {
-        Self { resolve }
+        Self {
+            resolve,
+            expanding: std::cell::RefCell::new(Vec::new()),
+        }
     }
 
     /// The type of the resource schema `schema` of kind `kind`; `None` when the schema has no
@@ -89,9 +95,15 @@ impl<'a> DeclTypes<'a> {
     }
 
     /// Follows `$ref` and one-element `allOf` wrappers.
-    fn deref(&self, mut s: &'a Value) -> &'a Value {
+    fn deref(&self, s: &'a Value) -> &'a Value {
+        self.deref_noting(s, &mut Vec::new())
+    }
+
+    /// [`Self::deref`], noting the references followed in `refs`.
+    fn deref_noting(&self, mut s: &'a Value, refs: &mut Vec<String>) -> &'a Value {
         for _ in 0..16 {
             if let Some(r) = s.get("$ref").and_then(Value::as_str) {
+                refs.push(r.to_string());
                 match (self.resolve)(r) {
                     Some(t) => s = t,
                     None => return s,
@@ -117,7 +129,27 @@ impl<'a> DeclTypes<'a> {
         if depth > MAX_DEPTH {
             return Some(Type::Dyn);
         }
-        let s = self.deref(schema);
+        let mut refs = Vec::new();
+        let s = self.deref_noting(schema, &mut refs);
+        if refs.iter().any(|r| self.expanding.borrow().contains(r)) {
+            return Some(Type::Dyn);
+        }
+        let pushed = refs.len();
+        self.expanding.borrow_mut().extend(refs);
+        let t = self.decl_resolved(s, name, resource_root, depth);
+        let mut expanding = self.expanding.borrow_mut();
+        let keep = expanding.len() - pushed;
+        expanding.truncate(keep);
+        t
+    }
+
+    fn decl_resolved(
+        &self,
+        s: &'a Value,
+        name: &str,
+        resource_root: bool,
+        depth: usize,
+    ) -> Option<Type> {
         let flag = |k: &str| s.get(k).and_then(Value::as_bool).unwrap_or(false);
         if flag("x-kubernetes-int-or-string") {
             return Some(Type::Dyn);
@@ -266,6 +298,33 @@ mod tests {
             matches!(o.fields.get("spec"), Some(Type::Object(s)) if s.name == "Thing.spec" && s.fields.get("n") == Some(&Type::Int))
         );
         assert_eq!(DeclTypes::new(&resolve).resource("Thing", &json!({})), None);
+    }
+
+    #[test]
+    fn recursive_schemas_are_dyn_where_they_recur() {
+        let defs = json!({"Props": {"type": "object", "properties": {
+            "type": {"type": "string"},
+            "items": {"$ref": "#/components/schemas/Props"},
+            "properties": {"type": "object", "additionalProperties": {"$ref": "#/components/schemas/Props"}},
+            "not": {"$ref": "#/components/schemas/Props"}
+        }}});
+        let resolve = |r: &str| {
+            r.strip_prefix("#/components/schemas/")
+                .and_then(|n| defs.get(n))
+        };
+        let schema = json!({"type": "object", "properties": {"schema": {"$ref": "#/components/schemas/Props"}}});
+        let Some(Type::Object(o)) = DeclTypes::new(&resolve).resource("Thing", &schema) else {
+            panic!("not an object")
+        };
+        let Some(Type::Object(props)) = o.fields.get("schema") else {
+            panic!("no schema field")
+        };
+        assert_eq!(props.fields.get("type"), Some(&Type::String));
+        assert_eq!(props.fields.get("items"), Some(&Type::Dyn));
+        assert_eq!(
+            props.fields.get("properties"),
+            Some(&Type::map(Type::String, Type::Dyn))
+        );
     }
 
     #[test]

@@ -216,6 +216,10 @@ fn environment(object: &Type, params: Option<&Type>, variables: &BTreeMap<String
     env.declare("request", request_type());
     env.declare("namespaceObject", Type::Dyn);
     env.declare("authorizer", Type::Opaque(cel::overloads::AUTHORIZER));
+    env.declare(
+        "authorizer.requestResource",
+        Type::Opaque(cel::overloads::RESOURCE_CHECK),
+    );
     if let Some(p) = params {
         env.declare("params", p.clone());
     }
@@ -258,8 +262,29 @@ pub fn check_expression(ctx: &Context, variables: &[(String, String)], expressio
 }
 
 /// kube's `TypeChecker.Check`: the warnings of `spec.validations[*].expression` and
-/// `messageExpression`, in order.
+/// `messageExpression`, in order. Runs on a thread of its own with a stack of
+/// [`cel::STACK_SIZE`], since deeply nested expressions recurse deeply.
 pub fn check(policy: &ValidatingAdmissionPolicy, ctx: &Context) -> Vec<ExpressionWarning> {
+    std::thread::scope(|s| {
+        let worker = std::thread::Builder::new()
+            .name("cel-typecheck".into())
+            .stack_size(cel::STACK_SIZE)
+            .spawn_scoped(s, || check_on_this_thread(policy, ctx));
+        match worker {
+            Ok(handle) => match handle.join() {
+                Ok(warnings) => warnings,
+                Err(panic) => std::panic::resume_unwind(panic),
+            },
+            // No thread to be had: check here, as deep expressions are rare.
+            Err(_) => check_on_this_thread(policy, ctx),
+        }
+    })
+}
+
+fn check_on_this_thread(
+    policy: &ValidatingAdmissionPolicy,
+    ctx: &Context,
+) -> Vec<ExpressionWarning> {
     let Some(spec) = &policy.spec else {
         return Vec::new();
     };
@@ -525,6 +550,19 @@ mod tests {
             "authorizer"
         );
 
+        let request_resource = policy(
+            deployments(),
+            &[(
+                "authorizer.requestResource.namespace('x').check('update').allowed()",
+                None,
+            )],
+        );
+        assert!(check(
+            &request_resource,
+            &context(&request_resource, foo_string.clone())
+        )
+        .is_empty());
+
         let authz_bad = policy(deployments(), &[("authorizer.allowed()", None)]);
         let w = check(&authz_bad, &context(&authz_bad, foo_string.clone()));
         assert_eq!(
@@ -600,6 +638,23 @@ mod tests {
         let w = check(&p, &context(&p, props(json!({"foo": {"type": "string"}}))));
         assert_eq!(refs(&w), ["spec.validations[0].expression"]);
         assert!(w[0].warning.starts_with("apps/v1, Kind=Deployment: ERROR: <input>:1:14: Syntax error: mismatched input '<EOF>'"), "{}", w[0].warning);
+    }
+
+    #[test]
+    fn deeply_nested_expressions_are_checked_or_refused_without_overflow() {
+        let schema = props(json!({"foo": {"type": "integer"}}));
+        let deep = format!("{}object.foo > 1{}", "(".repeat(200), ")".repeat(200));
+        let p = policy(deployments(), &[(&deep, None)]);
+        assert!(check(&p, &context(&p, schema.clone())).is_empty());
+        let chain = format!("object.foo{}", " + 1".repeat(240));
+        let p = policy(deployments(), &[(&chain, None)]);
+        assert!(check(&p, &context(&p, schema.clone())).is_empty());
+        let too_deep = format!("{}object.foo > 1{}", "(".repeat(400), ")".repeat(400));
+        let p = policy(deployments(), &[(&too_deep, None)]);
+        let w = check(&p, &context(&p, schema));
+        assert!(w[0]
+            .warning
+            .contains("expression recursion limit exceeded: 250"));
     }
 
     #[test]

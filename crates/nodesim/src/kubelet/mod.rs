@@ -14,14 +14,16 @@ pub mod lifecycle;
 pub mod logs;
 pub mod pod_status;
 pub mod time;
+pub mod volume_manager;
+pub mod volumes;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{ContainerStatus, ObjectReference, Pod, PodStatus};
+use k8s_openapi::api::core::v1::{ContainerStatus, Node, ObjectReference, Pod, PodStatus};
 use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
-use kube::{Api, Client};
+use kube::Api;
 use parking_lot::Mutex;
 use rkcm_runtime::events::{EventRecorder, EventType};
 use rkcm_runtime::informer::{InformerFactory, Notification, Store};
@@ -33,16 +35,18 @@ pub use lifecycle::{plan, Action, PlanInput};
 
 use crate::config::Config;
 use crate::error::{api_code, Error, Result};
+use crate::identity::Clients;
 use crate::node_set::NodeSet;
 use crate::scheduler::predicates::is_terminal;
 use crate::NODE_NAME_INDEX;
 use ip::PodIps;
+use volume_manager::{AttachWait, VolumeManager};
 
 /// Runs the pods bound to the served nodes.
 ///
 /// Safe to share: handlers only enqueue, and the work queue never hands one pod to two workers at once.
 pub struct Kubelet {
-    client: Client,
+    clients: Clients,
     pods: Store<Pod>,
     nodes: NodeSet,
     queue: RateLimitingQueue<ObjectKey>,
@@ -56,20 +60,26 @@ pub struct Kubelet {
     stopping: Mutex<HashSet<String>>,
     config: Config,
     recorder: Mutex<Option<EventRecorder>>,
+    /// Recorders writing as each node's own kubelet; nodes without one use `recorder`.
+    node_recorders: Mutex<HashMap<String, EventRecorder>>,
+    /// Reports the nodes' volumes in use and holds pods until their volumes are attached.
+    volumes: Arc<VolumeManager>,
 }
 
 impl Kubelet {
     /// A kubelet for the nodes in `nodes`, fed by the pod informer of `informers`.
     pub fn new(
         informers: &InformerFactory,
-        client: Client,
+        clients: Clients,
         nodes: NodeSet,
         config: Config,
     ) -> Arc<Self> {
         let informer = informers.informer::<Pod>();
         informer.add_indexer(NODE_NAME_INDEX, node_name_index);
+        let volumes = VolumeManager::new(informers, clients.clone(), nodes.clone());
         let this = Arc::new(Self {
-            client,
+            volumes,
+            clients,
             pods: informer.store(),
             nodes,
             queue: RateLimitingQueue::new("nodesim_kubelet"),
@@ -79,6 +89,7 @@ impl Kubelet {
             stopping: Mutex::new(HashSet::new()),
             config,
             recorder: Mutex::new(None),
+            node_recorders: Mutex::new(HashMap::new()),
         });
         let weak = Arc::downgrade(&this);
         informer.add_event_handler(move |note| {
@@ -86,6 +97,24 @@ impl Kubelet {
                 kubelet.handle(note);
             }
         });
+        // A pod waiting for its volumes starts once its node lists them in use and attached.
+        let weak = Arc::downgrade(&this);
+        informers
+            .informer::<Node>()
+            .add_event_handler(move |note: Notification<Node>| {
+                let Notification::Update { old, new } = note else {
+                    return;
+                };
+                let changed = volumes::attached_on(&old) != volumes::attached_on(&new)
+                    || volumes::reported_in_use(&old) != volumes::reported_in_use(&new);
+                if let (true, Some(kubelet)) = (changed, weak.upgrade()) {
+                    if let Some(name) = new.metadata.name.as_deref() {
+                        if kubelet.nodes.contains(name) {
+                            kubelet.resync_node(name);
+                        }
+                    }
+                }
+            });
         this
     }
 
@@ -94,14 +123,30 @@ impl Kubelet {
         *self.recorder.lock() = Some(recorder);
     }
 
-    /// Stops recording events and drops the recorder, so that its broadcaster can shut down.
+    /// Records the events of the pods of each node of `recorders` with its recorder (written
+    /// as that node) rather than the one of [`Self::set_recorder`].
+    pub fn set_node_recorders(&self, recorders: HashMap<String, EventRecorder>) {
+        *self.node_recorders.lock() = recorders;
+    }
+
+    /// Stops recording events and drops the recorders, so that their broadcasters can shut down.
     pub fn stop_recording(&self) {
         self.recorder.lock().take();
+        self.node_recorders.lock().clear();
+    }
+
+    /// The recorder for events about `pod`: its node's own, else the shared one.
+    fn recorder_for(&self, pod: &Pod) -> Option<EventRecorder> {
+        let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
+        if let Some(r) = node.and_then(|n| self.node_recorders.lock().get(n).cloned()) {
+            return Some(r);
+        }
+        self.recorder.lock().clone()
     }
 
     /// Records what changed for the containers between `old` and `new`, as a kubelet's events.
     fn container_events(&self, pod: &Pod, old: Option<&PodStatus>, new: &PodStatus) {
-        let Some(recorder) = self.recorder.lock().clone() else {
+        let Some(recorder) = self.recorder_for(pod) else {
             return;
         };
         let reference = pod_reference(pod);
@@ -150,7 +195,7 @@ impl Kubelet {
         if !self.stopping.lock().insert(uid.to_string()) {
             return;
         }
-        let Some(recorder) = self.recorder.lock().clone() else {
+        let Some(recorder) = self.recorder_for(pod) else {
             return;
         };
         let reference = pod_reference(pod);
@@ -208,6 +253,7 @@ impl Kubelet {
 
     /// Enqueues every cached pod bound to a served node (after start, to pick up where a previous run stopped).
     pub fn resync_all(&self) {
+        self.volumes.resync_all();
         for node in self.nodes.list() {
             for pod in self.pods.by_index(NODE_NAME_INDEX, &node.name) {
                 self.queue.add(ObjectKey::from_obj(&*pod));
@@ -218,7 +264,8 @@ impl Kubelet {
     /// Runs `workers` loops until `shutdown`.
     pub async fn run(self: Arc<Self>, workers: usize, shutdown: Shutdown) {
         let queue = self.queue.clone();
-        worker::run(
+        let volumes = Arc::clone(&self.volumes).run(shutdown.clone());
+        let pods = worker::run(
             queue,
             workers,
             shutdown,
@@ -227,8 +274,8 @@ impl Kubelet {
                 let this = Arc::clone(&self);
                 async move { this.sync(&key).await }
             },
-        )
-        .await;
+        );
+        tokio::join!(pods, volumes);
     }
 
     /// The cached pod, or the one from our last write when the cache is older.
@@ -306,7 +353,29 @@ impl Kubelet {
         if pod.metadata.deletion_timestamp.is_some() && !is_terminal(&pod) {
             self.announce_stopping(&pod, &uid);
         }
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), key.namespace_str());
+        let starting = status.and_then(|s| s.start_time.as_ref()).is_none()
+            && pod.metadata.deletion_timestamp.is_none()
+            && !is_terminal(&pod);
+        if starting {
+            match self.volumes.wait_for_attach(&pod, &node.name) {
+                AttachWait::Ready => {}
+                // The node update that lists them brings the pod back.
+                AttachWait::Attaching(waiting) => {
+                    tracing::debug!(pod = %key, volumes = ?waiting, "waiting for volumes to attach");
+                    return Ok(());
+                }
+                AttachWait::Unknown => {
+                    self.queue
+                        .add_after(key.clone(), std::time::Duration::from_secs(1));
+                    return Ok(());
+                }
+            }
+        }
+        // Each node's kubelet writes its pods as the node.
+        let api: Api<Pod> = Api::namespaced(
+            self.clients.kubelet(&node.name).clone(),
+            key.namespace_str(),
+        );
         match plan(&pod, &input) {
             Action::Idle => Ok(()),
             Action::Wait(delay) => {

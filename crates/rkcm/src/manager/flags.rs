@@ -148,6 +148,9 @@ pub struct ManagerArgs {
     #[command(flatten)]
     pub hpa: super::hpa_flags::HpaFlags,
 
+    #[command(flatten)]
+    pub attachdetach: super::attachdetach_flags::AttachDetachFlags,
+
     /// The number of deployment objects that are allowed to sync concurrently.
     #[arg(
         long,

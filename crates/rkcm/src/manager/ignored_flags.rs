@@ -102,14 +102,12 @@ const DEBUG: &str = "Debugging flags";
 const GENERIC: &str = "Generic flags";
 const SERVICE: &str = "Service controller flags";
 const SERVING: &str = "Secure serving flags";
-const ATTACH: &str = "Attachdetach controller flags";
 const PV: &str = "Persistentvolume-binder controller flags";
 const METRICS: &str = "Metrics flags";
 const LOGS: &str = "Logs flags";
 const MIGRATION: &str = "Leader-migration flags";
 
 const NO_CLOUD: &str = "rkcm runs no cloud provider";
-const NO_CONTROLLER: &str = "rkcm does not implement this controller";
 
 /// Every kube-controller-manager 1.33 flag rkcm accepts without acting on it.
 pub const IGNORED: &[IgnoredFlag] = &[
@@ -173,15 +171,6 @@ pub const IGNORED: &[IgnoredFlag] = &[
     flag("tls-sni-cert-key", Strings, "", SERVING,
         "A pair of x509 certificate and private key file paths, optionally suffixed with a list of domain patterns which are fully qualified domain names, possibly with prefixed wildcard segments.",
         "one serving certificate is used for every name"),
-    flag("attach-detach-reconcile-sync-period", Duration, "1m0s", ATTACH,
-        "The reconciler sync wait time between volume attach detach. This duration must be larger than one second, and increasing this value from the default may allow for volumes to be mismatched with pods.",
-        NO_CONTROLLER),
-    flag("disable-attach-detach-reconcile-sync", Bool, "false", ATTACH,
-        "Disable volume attach detach reconciler sync. Disabling this may cause volumes to be mismatched with pods. Use wisely.",
-        NO_CONTROLLER),
-    flag("disable-force-detach-on-timeout", Bool, "false", ATTACH,
-        "Prevent force detaching volumes based on maximum unmount time and node status. If this flag is set to true, the non-graceful node shutdown feature must be used to recover from node failure. See https://k8s.io/docs/storage-disable-force-detach-on-timeout/.",
-        NO_CONTROLLER),
     flag("enable-hostpath-provisioner", Bool, "false", PV,
         "Enable HostPath PV provisioning when running without a cloud provider. This allows testing and development of provisioning features.  HostPath provisioning is not supported in any way, won't work in a multi-node cluster, and should not be used for anything other than testing or development.",
         "rkcm has no in-tree volume plugins"),

@@ -18,6 +18,7 @@ use crate::serving::{self, Health};
 use client_builder::ControllerClientBuilder;
 use event_sink::ControllerEventSink;
 
+pub mod attachdetach_flags;
 pub mod client_builder;
 pub mod configz;
 mod csr_flags;
@@ -189,6 +190,7 @@ pub async fn config_from_flags(args: &ManagerArgs) -> anyhow::Result<ManagerConf
         serving,
     };
     args.hpa.apply(&mut config.options);
+    args.attachdetach.apply(&mut config.options);
     Ok(config)
 }
 

@@ -216,6 +216,7 @@ fn kubes_add_flags_command_line_lands_where_kube_puts_it() {
         Duration::from_secs(365 * 24 * 3600)
     );
     assert_eq!(m.concurrent_ttl_after_finished_syncs, 8);
+    assert_eq!(m.concurrent_validating_admission_policy_status_syncs, 9);
     assert_eq!(
         m.csr_signing.cluster_signing_duration,
         Duration::from_secs(36000)
@@ -235,6 +236,12 @@ fn kubes_add_flags_command_line_lands_where_kube_puts_it() {
         m.delegation.authorization_always_allow_paths,
         ["/healthz", "/readyz", "/livez"]
     );
+    // The attach/detach controller's flags.
+    assert_eq!(
+        m.attachdetach.attach_detach_reconcile_sync_period,
+        Duration::from_secs(30)
+    );
+    assert!(m.attachdetach.disable_attach_detach_reconcile_sync);
     // Flags for what rkcm does not have: accepted, each reported with its value.
     let ignored: Vec<(&str, &str)> = m
         .ignored
@@ -243,7 +250,6 @@ fn kubes_add_flags_command_line_lands_where_kube_puts_it() {
         .map(|(f, v)| (f.name, v.as_str()))
         .collect();
     for expected in [
-        ("attach-detach-reconcile-sync-period", "30s"),
         ("cidr-allocator-type", "CloudAllocator"),
         ("cloud-config", "/cloud-config"),
         ("cloud-provider", "gce"),
@@ -252,7 +258,6 @@ fn kubes_add_flags_command_line_lands_where_kube_puts_it() {
         ("configure-cloud-routes", "false"),
         ("contention-profiling", "true"),
         ("controller-start-interval", "2m"),
-        ("disable-attach-detach-reconcile-sync", "true"),
         ("enable-hostpath-provisioner", "true"),
         ("flex-volume-plugin-dir", "/flex-volume-plugin"),
         ("http2-max-streams-per-connection", "47"),

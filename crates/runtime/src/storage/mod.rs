@@ -1,6 +1,7 @@
 //! Storage helpers shared by the volume controllers, the scheduler and provisioners: kube's
 //! `k8s.io/component-helpers/storage/volume` and the binder's volume index.
 
+pub mod csi;
 pub mod helpers;
 pub mod matching;
 

@@ -33,6 +33,9 @@ pub struct Attributes {
     pub name: String,
     /// Path of a non-resource request.
     pub path: String,
+    /// The raw `fieldSelector` of a list or watch (the Node authorizer reads
+    /// `spec.nodeName=<node>` in it), empty when none.
+    pub field_selector: String,
 }
 
 impl Attributes {
@@ -140,6 +143,9 @@ impl Attributes {
         }
         if info.name.is_empty() && info.verb == "get" {
             let query = query_pairs(query);
+            if let Some((_, selector)) = query.iter().find(|(k, _)| k == "fieldSelector") {
+                info.field_selector = selector.clone();
+            }
             let watch = query
                 .iter()
                 .find(|(k, _)| k == "watch")
@@ -615,5 +621,26 @@ mod tests {
             Some("fieldSelector=metadata.name%21%3Da"),
         );
         assert_eq!(a.name, "");
+    }
+
+    #[test]
+    fn lists_and_watches_carry_their_field_selector_for_the_node_authorizer() {
+        let a = info(
+            Method::GET,
+            "/api/v1/pods",
+            Some("watch=true&fieldSelector=spec.nodeName%3Dn1"),
+        );
+        assert_eq!(
+            (a.verb.as_str(), a.field_selector.as_str()),
+            ("watch", "spec.nodeName=n1")
+        );
+        assert_eq!(info(Method::GET, "/api/v1/pods", None).field_selector, "");
+        // A get names its object; a selector in its query is not a list's.
+        let a = info(
+            Method::GET,
+            "/api/v1/namespaces/a/pods/p",
+            Some("fieldSelector=spec.nodeName%3Dn1"),
+        );
+        assert_eq!((a.verb.as_str(), a.field_selector.as_str()), ("get", ""));
     }
 }

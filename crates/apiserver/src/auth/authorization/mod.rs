@@ -2,13 +2,15 @@
 //! authorizer chain decides it (`pkg/kubeapiserver/authorizer/config.go`).
 //!
 //! Members of `system:masters` may do everything (`authorizerfactory.NewPrivilegedGroups`);
-//! everyone else goes through the modes of `--authorization-mode` in order ([`Mode::Rbac`]:
-//! the RBAC objects of the server's own store, [`Mode::AlwaysAllow`]). The first mode with an
-//! opinion decides; without one the request is forbidden, with kube's message ([`forbidden`]).
+//! everyone else goes through the modes of `--authorization-mode` in order ([`Mode::Node`]:
+//! what kubelets may reach, [`node`]; [`Mode::Rbac`]: the RBAC objects of the server's own
+//! store; [`Mode::AlwaysAllow`]). The first mode with an opinion decides; without one the
+//! request is forbidden, with kube's message ([`forbidden`]).
 
 pub mod attributes;
 pub mod covers;
 pub mod forbidden;
+pub mod node;
 pub mod policy;
 pub mod rbac;
 pub mod rules;
@@ -56,6 +58,8 @@ pub enum Mode {
     AlwaysAllow,
     /// Role-based access control from the stored Roles, ClusterRoles and their bindings.
     Rbac,
+    /// What kubelets (`system:node:<name>`) may read and write ([`node`]).
+    Node,
 }
 
 impl std::str::FromStr for Mode {
@@ -65,8 +69,9 @@ impl std::str::FromStr for Mode {
         match s {
             "AlwaysAllow" => Ok(Mode::AlwaysAllow),
             "RBAC" => Ok(Mode::Rbac),
+            "Node" => Ok(Mode::Node),
             other => Err(format!(
-                "authorization-mode {other:?} is not supported (supported: AlwaysAllow, RBAC)"
+                "authorization-mode {other:?} is not supported (supported: AlwaysAllow, Node, RBAC)"
             )),
         }
     }
@@ -88,12 +93,29 @@ pub struct UserRules {
 pub struct Authorizer {
     modes: Vec<Mode>,
     source: Arc<dyn PolicySource>,
+    node: Option<node::NodeAuthorizer>,
 }
 
 impl Authorizer {
     /// A chain of `modes`, RBAC reading from `source`.
     pub fn new(modes: Vec<Mode>, source: Arc<dyn PolicySource>) -> Self {
-        Self { modes, source }
+        Self {
+            modes,
+            source,
+            node: None,
+        }
+    }
+
+    /// The chain with `node` deciding for [`Mode::Node`] (without one, that mode has no
+    /// opinion).
+    pub fn with_node_authorizer(mut self, node: node::NodeAuthorizer) -> Self {
+        self.node = Some(node);
+        self
+    }
+
+    /// Whether the Node authorizer is among the modes.
+    pub fn node_enabled(&self) -> bool {
+        self.modes.contains(&Mode::Node)
     }
 
     /// Whether RBAC is among the modes.
@@ -118,6 +140,10 @@ impl Authorizer {
             let decision = match mode {
                 Mode::AlwaysAllow => Decision::Allow(String::new()),
                 Mode::Rbac => rbac::authorize(&*self.source, attrs),
+                Mode::Node => match &self.node {
+                    Some(n) => n.authorize(attrs),
+                    None => Decision::NoOpinion(String::new()),
+                },
             };
             match decision {
                 Decision::NoOpinion(r) => {
@@ -148,6 +174,11 @@ impl Authorizer {
             out.resource_rules.push(r);
             out.non_resource_rules.push(n);
         }
+        if self.node_enabled() && crate::auth::node_identity::node_identity(user).is_some() {
+            // kube's `NodeAuthorizer.RulesFor`: a node's rules are not enumerable.
+            out.errors
+                .push("node authorizer does not support user rule resolution".to_string());
+        }
         if self.rbac_enabled() {
             let (rules, errors) = rbac::rules_for(&*self.source, user, namespace);
             for rule in rules {
@@ -170,7 +201,7 @@ impl Authorizer {
                     });
                 }
             }
-            out.errors = errors;
+            out.errors.extend(errors);
         }
         out
     }
@@ -268,6 +299,7 @@ mod tests {
     fn modes_parse_from_kubes_flag_values() {
         assert_eq!("RBAC".parse::<Mode>(), Ok(Mode::Rbac));
         assert_eq!("AlwaysAllow".parse::<Mode>(), Ok(Mode::AlwaysAllow));
+        assert_eq!("Node".parse::<Mode>(), Ok(Mode::Node));
         assert!("ABAC".parse::<Mode>().is_err());
     }
 }

@@ -133,6 +133,8 @@ pub fn attributes(user: &UserInfo, review: &Value) -> Attributes {
         Attributes {
             api_version: str_at(r, "/version").to_string(),
             subresource: str_at(r, "/subresource").to_string(),
+            // `fieldSelector.rawSelector` (what the Node authorizer reads of a list or watch).
+            field_selector: str_at(r, "/fieldSelector/rawSelector").to_string(),
             ..Attributes::resource(
                 user.clone(),
                 str_at(r, "/verb"),

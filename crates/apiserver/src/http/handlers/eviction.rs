@@ -20,6 +20,21 @@ pub async fn evict(req: &ResourceRequest<'_>, name: &str, body: Body) -> ApiResu
     let namespace = req
         .namespace
         .ok_or_else(|| ApiError::bad_request("an eviction needs a namespace"))?;
+    // NodeRestriction looks at a node's evictions (the only plugin that does here).
+    let admission = req.admission();
+    let mut attrs = admission.attributes(
+        crate::admission::Operation::Create,
+        req.info,
+        "eviction",
+        Some(namespace),
+        name,
+        Some(body.clone()),
+        None,
+        eviction.delete_options.dry_run,
+    );
+    admission
+        .admit_by(crate::admission::plugins::NODE_RESTRICTION, &mut attrs)
+        .await?;
     rest::evict(req.store(), req.allocators(), namespace, name, &eviction).await?;
     Ok(success(StatusCode::CREATED))
 }

@@ -150,6 +150,21 @@ pub async fn create_token(
             ))
         }
     }
+    // NodeRestriction looks at a node's TokenRequests (the only plugin that does here).
+    let admission = req.admission();
+    let mut attrs = admission.attributes(
+        crate::admission::Operation::Create,
+        req.info,
+        "token",
+        Some(ns),
+        name,
+        Some(tr.clone()),
+        None,
+        false,
+    );
+    admission
+        .admit_by(crate::admission::plugins::NODE_RESTRICTION, &mut attrs)
+        .await?;
     let spec = tr.get("spec").cloned().unwrap_or_else(|| json!({}));
     let requested = match spec.get("expirationSeconds") {
         None | Some(Value::Null) => DEFAULT_EXPIRATION_SECONDS,

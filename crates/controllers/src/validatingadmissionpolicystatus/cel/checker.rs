@@ -105,6 +105,19 @@ impl Checker<'_> {
                 field,
                 test_only,
             } => {
+                // A variable with a dotted name (`authorizer.requestResource`) is found first,
+                // as cel-go resolves qualified names before selections.
+                if !*test_only {
+                    if let Some(t) = qualified_name(e).and_then(|n| self.env.vars.get(&n)) {
+                        if !self
+                            .scopes
+                            .iter()
+                            .any(|(v, _)| Some(v.as_str()) == qualified_root(e))
+                        {
+                            return t.clone();
+                        }
+                    }
+                }
                 // A qualified name such as `google.protobuf.Timestamp` is not a variable.
                 if let Some(root) = qualified_root(operand) {
                     if self.lookup_var(root).is_none()
@@ -340,6 +353,19 @@ impl Checker<'_> {
                 list
             }
         }
+    }
+}
+
+/// `a.b.c` for a chain of selections on an identifier.
+fn qualified_name(e: &Expr) -> Option<String> {
+    match &e.kind {
+        ExprKind::Ident(n) => Some(n.clone()),
+        ExprKind::Select {
+            operand,
+            field,
+            test_only: false,
+        } => qualified_name(operand).map(|q| format!("{q}.{field}")),
+        _ => None,
     }
 }
 

@@ -27,7 +27,8 @@ pub enum Known {
 pub const AUTHORIZER: &str = "kubernetes.authorization.Authorizer";
 const PATH_CHECK: &str = "kubernetes.authorization.PathCheck";
 const GROUP_CHECK: &str = "kubernetes.authorization.GroupCheck";
-const RESOURCE_CHECK: &str = "kubernetes.authorization.ResourceCheck";
+/// Name of kube's authorizer resource check type (`authorizer.requestResource`).
+pub const RESOURCE_CHECK: &str = "kubernetes.authorization.ResourceCheck";
 const DECISION: &str = "kubernetes.authorization.Decision";
 
 fn global(params: Vec<Type>, result: Type) -> Overload {

@@ -30,8 +30,20 @@ const RESERVED: &[&str] = &[
 /// Deepest nesting accepted, as cel-go's default `MaxRecursionDepth` (250).
 const MAX_DEPTH: usize = 250;
 
+/// Longest expression accepted, in code points (cel-go's `ExpressionSizeCodePointLimit`).
+const MAX_CODE_POINTS: usize = 100_000;
+
 /// Parses `src`; a syntax error is returned as the issue cel-go would report first.
 pub fn parse(src: &str) -> Result<Expr, Issue> {
+    let size = src.chars().count();
+    if size > MAX_CODE_POINTS {
+        return Err(Issue::new(
+            0,
+            format!(
+                "expression code point size exceeds limit: size: {size}, limit {MAX_CODE_POINTS}"
+            ),
+        ));
+    }
     let tokens = tokenize(src).map_err(|e| Issue::new(e.offset, e.message))?;
     let mut p = Parser {
         tokens,
@@ -109,15 +121,21 @@ impl Parser {
         }
     }
 
-    fn expr(&mut self) -> Result<Expr, Issue> {
-        self.depth += 1;
-        if self.depth > MAX_DEPTH {
-            let offset = self.peek().offset;
+    /// Refuses nesting deeper than [`MAX_DEPTH`]: nested expressions and chains of operators
+    /// both deepen the tree (and cel-go's recursive visitor).
+    fn check_depth(&self, chained: usize) -> Result<(), Issue> {
+        if self.depth + chained > MAX_DEPTH {
             return Err(Issue::new(
-                offset,
+                self.peek().offset,
                 format!("expression recursion limit exceeded: {MAX_DEPTH}"),
             ));
         }
+        Ok(())
+    }
+
+    fn expr(&mut self) -> Result<Expr, Issue> {
+        self.depth += 1;
+        self.check_depth(0)?;
         let cond = self.conditional_or()?;
         let result = if self.is("?") {
             let q = self.bump();
@@ -164,7 +182,10 @@ impl Parser {
 
     fn relation(&mut self) -> Result<Expr, Issue> {
         let mut left = self.addition()?;
+        let mut chained = 0;
         loop {
+            self.check_depth(chained)?;
+            chained += 1;
             let function = match &self.peek().kind {
                 TokenKind::Punct("<") => "_<_",
                 TokenKind::Punct("<=") => "_<=_",
@@ -183,7 +204,10 @@ impl Parser {
 
     fn addition(&mut self) -> Result<Expr, Issue> {
         let mut left = self.multiplication()?;
+        let mut chained = 0;
         loop {
+            self.check_depth(chained)?;
+            chained += 1;
             let function = match &self.peek().kind {
                 TokenKind::Punct("+") => "_+_",
                 TokenKind::Punct("-") => "_-_",
@@ -197,7 +221,10 @@ impl Parser {
 
     fn multiplication(&mut self) -> Result<Expr, Issue> {
         let mut left = self.unary()?;
+        let mut chained = 0;
         loop {
+            self.check_depth(chained)?;
+            chained += 1;
             let function = match &self.peek().kind {
                 TokenKind::Punct("*") => "_*_",
                 TokenKind::Punct("/") => "_/_",
@@ -266,7 +293,10 @@ impl Parser {
     }
 
     fn member_suffix(&mut self, mut expr: Expr) -> Result<Expr, Issue> {
+        let mut chained = 0;
         loop {
+            self.check_depth(chained)?;
+            chained += 1;
             if self.is(".") {
                 let dot = self.bump();
                 let optional = if self.is("?") {
@@ -700,5 +730,38 @@ mod tests {
         let err = parse("l.all(1, true)").unwrap_err();
         assert_eq!(err.message, "argument must be a simple name");
         assert_eq!(parse("if").unwrap_err().message, "reserved identifier: if");
+    }
+
+    #[test]
+    fn deep_nesting_and_long_chains_hit_the_recursion_limit() {
+        // As the type checker does, on a thread with a stack sized for the deepest expression.
+        std::thread::Builder::new()
+            .stack_size(super::super::STACK_SIZE)
+            .spawn(deep_nesting_cases)
+            .expect("thread")
+            .join()
+            .expect("no overflow");
+    }
+
+    fn deep_nesting_cases() {
+        let nested = format!("{}1{}", "(".repeat(300), ")".repeat(300));
+        assert_eq!(
+            parse(&nested).unwrap_err().message,
+            "expression recursion limit exceeded: 250"
+        );
+        let chain = vec!["1"; 20_000].join(" + ");
+        assert_eq!(
+            parse(&chain).unwrap_err().message,
+            "expression recursion limit exceeded: 250"
+        );
+        let selects = format!("a{}", ".b".repeat(20_000));
+        assert!(parse(&selects).is_err());
+        // Logical operators are balanced, so long chains of them stay shallow.
+        assert!(parse(&vec!["true"; 1000].join(" && ")).is_ok());
+        let huge = "a".repeat(100_001);
+        assert_eq!(
+            parse(&huge).unwrap_err().message,
+            "expression code point size exceeds limit: size: 100001, limit 100000"
+        );
     }
 }
