@@ -3,6 +3,7 @@
 
 pub mod bootstrap;
 pub mod certificates;
+pub mod client_names;
 pub mod clusterroleaggregation;
 pub mod cronjob;
 pub mod daemon;

@@ -457,6 +457,7 @@ fn spawn_controllers(
         qps,
         burst,
         min_resync_period: Duration::from_secs(12 * 3600),
+        use_service_account_credentials: false,
         leader_election: None,
         serving: None,
     };

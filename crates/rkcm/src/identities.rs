@@ -76,11 +76,7 @@ fn provisioner_role() -> ClusterRole {
                 &["volumeattachments/status"],
                 &["update", "patch"],
             ),
-            rule(
-                &["storage.k8s.io"],
-                &["csidrivers"],
-                &["get", "create"],
-            ),
+            rule(&["storage.k8s.io"], &["csidrivers"], &["get", "create"]),
         ]),
         ..ClusterRole::default()
     }

@@ -136,6 +136,11 @@ pub struct UpArgs {
 
     #[command(flatten)]
     pub attachdetach: crate::manager::attachdetach_flags::AttachDetachFlags,
+
+    /// If true, use individual service account credentials for each controller (the default in
+    /// `up`; false runs every controller as `system:kube-controller-manager`).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub use_service_account_credentials: bool,
 }
 
 /// `--cluster-cidr` of `rkcm up` (kind's and kubeadm's pod network).
@@ -274,7 +279,7 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         })
         .count();
     let mut manager_config = ManagerConfig {
-        kube_config: kube_config.clone(),
+        kube_config: manager_identity(&kube_config, &data_dir)?,
         controllers,
         options: ControllerOptions {
             nodes: node_options,
@@ -299,6 +304,7 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         qps: args.kube_api_qps,
         burst: args.kube_api_burst,
         min_resync_period: std::time::Duration::from_secs(12 * 3600),
+        use_service_account_credentials: args.use_service_account_credentials,
         leader_election: None,
         serving: None,
     };
@@ -402,6 +408,23 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The controller manager's own identity, `system:kube-controller-manager`, as kubeadm gives it:
+/// a client certificate signed by the cluster CA (made in memory at every start).
+fn manager_identity(admin: &kube::Config, data_dir: &Path) -> anyhow::Result<kube::Config> {
+    use crate::client_identity::{issue, with_certificate, KUBE_CONTROLLER_MANAGER};
+    let read = |name: &str| {
+        let path = data_dir.join(name);
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))
+    };
+    let cert = issue(
+        &read("ca.crt")?,
+        &read("ca.key")?,
+        KUBE_CONTROLLER_MANAGER,
+        &[],
+    )?;
+    Ok(with_certificate(admin, KUBE_CONTROLLER_MANAGER, &cert)?)
+}
+
 /// A `componentstatuses` probe: `check` while the component's task runs, an error once it
 /// stopped.
 fn component_probe(
@@ -476,6 +499,51 @@ mod tests {
             lease_renew_interval(Duration::from_secs(10)),
             Duration::from_secs(2)
         );
+    }
+
+    fn up(args: &[&str]) -> UpArgs {
+        use clap::Parser;
+        let mut argv = vec!["rkcm", "up"];
+        argv.extend_from_slice(args);
+        match crate::cli::Cli::try_parse_from(argv)
+            .expect("parses")
+            .command
+        {
+            crate::cli::Command::Up(up) => *up,
+            other => panic!("unexpected command {other:?}"),
+        }
+    }
+
+    #[test]
+    fn up_runs_controllers_under_their_service_accounts_unless_told_not_to() {
+        assert!(up(&[]).use_service_account_credentials);
+        assert!(!up(&["--use-service-account-credentials=false"]).use_service_account_credentials);
+    }
+
+    #[test]
+    fn the_manager_identity_is_a_ca_signed_certificate_of_system_kube_controller_manager() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let tls = rkcm_apiserver::tls::load_or_generate(Some(dir.path()), &[]).expect("a CA");
+        let admin = kube::Config::new("https://127.0.0.1:6443".parse().expect("uri"));
+        let config = manager_identity(&admin, dir.path()).expect("an identity");
+        assert!(config.auth_info.token.is_none());
+        let cert_b64 = config
+            .auth_info
+            .client_certificate_data
+            .expect("a client certificate");
+        use base64::Engine as _;
+        let pem = base64::engine::general_purpose::STANDARD
+            .decode(cert_b64)
+            .expect("base64");
+        let der = pem::parse(pem).expect("PEM").into_contents();
+        let ca = pem::parse(&tls.ca_pem).expect("PEM").into_contents();
+        let now = jiff::Timestamp::now().as_second();
+        let user = rkcm_apiserver::auth::x509::verify(&der, &ca, now)
+            .expect("signed by the cluster CA")
+            .expect("a user");
+        assert_eq!(user.name, "system:kube-controller-manager");
+        let missing = tempfile::tempdir().expect("temp dir");
+        assert!(manager_identity(&admin, missing.path()).is_err());
     }
 
     #[test]

@@ -339,15 +339,9 @@ fn kubeadm_command_line_drives_a_cluster_it_does_not_run_in() {
     ]);
     assert_eq!(whoami, "system:kube-controller-manager");
 
-    // Until the controllers run with their own service accounts' credentials
-    // (--use-service-account-credentials), they act as the manager's user.
-    cluster.kubectl(&[
-        "create",
-        "clusterrolebinding",
-        "dropin-controllers",
-        "--clusterrole=cluster-admin",
-        "--user=system:kube-controller-manager",
-    ]);
+    // No extra binding: with kubeadm's --use-service-account-credentials=true the manager needs
+    // only kube's system:kube-controller-manager role, and each controller its
+    // system:controller:<name> role.
 
     let mut first = Manager::start(&pki);
     let mut second = Manager::start(&pki);
@@ -681,19 +675,15 @@ fn ignored_flags_are_logged_once_each_by_name() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     let ignored: Vec<&str> = stderr.lines().filter(|l| l.contains("ignored")).collect();
-    for flag in [
-        "--cluster-name",
-        "--use-service-account-credentials",
-        "--cloud-provider",
-        "--tls-cipher-suites",
-    ] {
+    for flag in ["--cluster-name", "--cloud-provider", "--tls-cipher-suites"] {
         let lines = ignored
             .iter()
             .filter(|l| l.contains(&format!("flag=\"{flag}\"")))
             .count();
         assert_eq!(lines, 1, "{flag} logged once:\n{stderr}");
     }
-    assert_eq!(ignored.len(), 4, "only the flags given:\n{stderr}");
+    // --use-service-account-credentials is honoured, not ignored.
+    assert_eq!(ignored.len(), 3, "only the flags given:\n{stderr}");
     assert!(
         stderr.contains("/nonexistent/controller-manager.conf"),
         "{stderr}"

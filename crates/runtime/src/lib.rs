@@ -23,6 +23,7 @@ pub mod slow_start;
 pub mod storage;
 pub mod testing;
 pub mod token_bucket;
+pub mod token_source;
 pub mod worker;
 pub mod workqueue;
 

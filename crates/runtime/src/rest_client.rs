@@ -102,6 +102,25 @@ pub fn client(mut config: kube::Config, qps: f32, burst: u32) -> Result<kube::Cl
         .build())
 }
 
+/// As [`client`], with every request authenticated by a bearer token from `tokens` (client-go's
+/// `ResettableTokenSourceWrapTransport` under the clientset's rate limiter). `config` should carry
+/// no credentials of its own (client-go's `AnonymousClientConfig`).
+pub fn client_with_tokens(
+    mut config: kube::Config,
+    qps: f32,
+    burst: u32,
+    tokens: Arc<crate::token_source::CachedTokenSource>,
+) -> Result<kube::Client, kube::Error> {
+    config.default_retry = false;
+    let layer = RateLimitLayer::new(&config, qps, burst);
+    Ok(kube::client::ClientBuilder::try_from(config)?
+        .with_layer(&tower::buffer::BufferLayer::new(1024))
+        .with_layer(&crate::token_source::BearerTokenLayer::new(tokens))
+        .with_layer(&layer)
+        .with_layer(&tower::retry::RetryLayer::new(RetryAfter::default()))
+        .build())
+}
+
 /// The layer that throttles and measures every request of one client.
 #[derive(Clone)]
 pub struct RateLimitLayer {

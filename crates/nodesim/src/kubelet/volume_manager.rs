@@ -7,10 +7,10 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::identity::Clients;
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::CSIDriver;
 use kube::api::{Api, Patch, PatchParams};
-use crate::identity::Clients;
 use rkcm_runtime::informer::{InformerFactory, Notification, Store};
 use rkcm_runtime::workqueue::RateLimitingQueue;
 use rkcm_runtime::{worker, ObjectKey, Shutdown};

@@ -56,6 +56,11 @@ pub struct ManagerArgs {
     #[arg(long, default_value = "12h0m0s", value_parser = rkcm_apimachinery::duration::parse_non_negative, value_name = "DURATION", help_heading = "Generic flags")]
     pub min_resync_period: Duration,
 
+    /// If true, use individual service account credentials for each controller.
+    #[arg(long, default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true",
+          help_heading = "Generic flags")]
+    pub use_service_account_credentials: bool,
+
     // ---- Leader election
     /// Start a leader election client and gain leadership before executing the main loop.
     #[arg(long, default_value_t = true, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true",

@@ -102,14 +102,12 @@ const DEBUG: &str = "Debugging flags";
 const GENERIC: &str = "Generic flags";
 const SERVICE: &str = "Service controller flags";
 const SERVING: &str = "Secure serving flags";
-const ATTACH: &str = "Attachdetach controller flags";
 const PV: &str = "Persistentvolume-binder controller flags";
 const METRICS: &str = "Metrics flags";
 const LOGS: &str = "Logs flags";
 const MIGRATION: &str = "Leader-migration flags";
 
 const NO_CLOUD: &str = "rkcm runs no cloud provider";
-const NO_CONTROLLER: &str = "rkcm does not implement this controller";
 
 /// Every kube-controller-manager 1.33 flag rkcm accepts without acting on it.
 pub const IGNORED: &[IgnoredFlag] = &[
@@ -146,10 +144,6 @@ pub const IGNORED: &[IgnoredFlag] = &[
     flag("route-reconciliation-period", Duration, "10s", GENERIC,
         "The period for reconciling routes created for Nodes by cloud provider.",
         NO_CLOUD),
-    // Remove this entry when the flag is implemented (one controller client per service account).
-    flag("use-service-account-credentials", Bool, "false", GENERIC,
-        "If true, use individual service account credentials for each controller.",
-        "the controllers run with the --kubeconfig credentials"),
     flag("concurrent-service-syncs", Int, "1", SERVICE,
         "The number of services that are allowed to sync concurrently. Larger number = more responsive service management, but more CPU (and network) load",
         NO_CLOUD),

@@ -8,19 +8,23 @@ use std::time::Duration;
 use anyhow::Context as _;
 use rkcm_controllers::featuregate::FeatureGates;
 use rkcm_controllers::registry::{self, ControllerContext, ControllerOptions, Started};
-use rkcm_runtime::events::EventBroadcaster;
+use rkcm_runtime::events::{EventBroadcaster, EventBroadcasterConfig};
 use rkcm_runtime::informer::{trim_managed_fields, InformerFactory};
 use rkcm_runtime::leader_election::{LeaderElectionConfig, LeaderElector};
 use rkcm_runtime::{rest_client, Shutdown, SystemClock};
 use tokio::task::JoinSet;
 
 use crate::serving::{self, Health};
+use client_builder::ControllerClientBuilder;
+use event_sink::ControllerEventSink;
 
 pub mod attachdetach_flags;
+pub mod client_builder;
 pub mod configz;
 mod csr_flags;
 pub mod delegation;
 pub mod delegation_flags;
+pub mod event_sink;
 mod flags;
 pub mod help_order;
 pub mod hpa_flags;
@@ -48,6 +52,9 @@ pub struct ManagerConfig {
     pub burst: u32,
     /// `--min-resync-period`; each informer resyncs after a random period in [min, 2×min).
     pub min_resync_period: Duration,
+    /// `--use-service-account-credentials`: each controller runs as its own ServiceAccount in
+    /// `kube-system` instead of with the manager's credentials.
+    pub use_service_account_credentials: bool,
     /// Lease-based leader election, when on.
     pub leader_election: Option<LeaderElectionConfig>,
     /// HTTPS health and metrics endpoint, when on.
@@ -178,6 +185,7 @@ pub async fn config_from_flags(args: &ManagerArgs) -> anyhow::Result<ManagerConf
         qps: args.kube_api_qps,
         burst: args.kube_api_burst,
         min_resync_period: args.min_resync_period,
+        use_service_account_credentials: args.use_service_account_credentials,
         leader_election,
         serving,
     };
@@ -395,15 +403,29 @@ async fn start_controllers(
         options.root_ca = kube_config.root_cert.as_deref().and_then(pem_bundle);
     }
     let (qps, burst) = (config.qps, config.burst);
-    let clients = move |_controller: &str| rest_client::client(kube_config.clone(), qps, burst);
-    // kube-controller-manager's informers drop managedFields before caching.
+    let builder = Arc::new(if config.use_service_account_credentials {
+        ControllerClientBuilder::service_accounts(kube_config, qps, burst, Arc::new(SystemClock))
+            .context("building the service-account client builder")?
+    } else {
+        ControllerClientBuilder::simple(kube_config, qps, burst)
+    });
+    let clients = {
+        let builder = Arc::clone(&builder);
+        move |controller: &str| builder.controller_client(controller)
+    };
+    // kube-controller-manager's informers drop managedFields before caching; they list and
+    // watch with the manager's own client whatever identity the controllers have.
     let factory = InformerFactory::with_transform(
-        clients("shared-informers").context("building the informer client")?,
+        builder.root().context("building the informer client")?,
         jittered(config.min_resync_period),
         trim_managed_fields,
     );
-    let events =
-        EventBroadcaster::new(clients("event-broadcaster").context("building the event client")?);
+    let events = EventBroadcaster::with_sink(
+        Arc::new(
+            ControllerEventSink::new(Arc::clone(&builder)).context("building the event client")?,
+        ),
+        EventBroadcasterConfig::default(),
+    );
     let mut running = JoinSet::new();
     {
         let ctx = ControllerContext {
@@ -579,6 +601,15 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "invalid argument \"Foo=true\" for \"--feature-gates\" flag: unrecognized feature gate: Foo"
+        );
+    }
+
+    #[test]
+    fn service_account_credentials_are_off_unless_asked_for_as_on_kube() {
+        assert!(!flags(&[]).use_service_account_credentials);
+        assert!(flags(&["--use-service-account-credentials"]).use_service_account_credentials);
+        assert!(
+            !flags(&["--use-service-account-credentials=false"]).use_service_account_credentials
         );
     }
 

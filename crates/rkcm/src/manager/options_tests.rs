@@ -267,7 +267,6 @@ fn kubes_add_flags_command_line_lands_where_kube_puts_it() {
         ("pv-recycler-minimum-timeout-nfs", "200"),
         ("pv-recycler-timeout-increment-hostpath", "45"),
         ("route-reconciliation-period", "30s"),
-        ("use-service-account-credentials", "true"),
         ("cert-dir", "/a/b/c"),
     ] {
         assert!(ignored.contains(&expected), "{expected:?} in {ignored:?}");
