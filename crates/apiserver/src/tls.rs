@@ -78,35 +78,6 @@ pub(crate) fn write_private(path: &Path, contents: &str) -> Result<(), Error> {
 /// Common name of the cluster CA.
 const CA_COMMON_NAME: &str = "rkcm-ca";
 
-/// A client certificate for `user` in `groups` (its CN and O entries, as kube reads them),
-/// signed by the cluster CA whose key is `ca_key_pem`: the certificate and its new key, as PEM.
-pub fn client_certificate(
-    ca_key_pem: &str,
-    user: &str,
-    groups: &[&str],
-) -> Result<(String, String), Error> {
-    let ca_key = KeyPair::from_pem(ca_key_pem)?;
-    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
-    ca_params
-        .distinguished_name
-        .push(DnType::CommonName, CA_COMMON_NAME);
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let issuer = Issuer::new(ca_params, ca_key);
-    let key = KeyPair::generate()?;
-    let mut params = CertificateParams::new(Vec::<String>::new())?;
-    params.distinguished_name = rcgen::DistinguishedName::new();
-    params.distinguished_name.push(DnType::CommonName, user);
-    for group in groups {
-        params
-            .distinguished_name
-            .push(DnType::OrganizationName, *group);
-    }
-    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
-    let cert = params.signed_by(&key, &issuer)?;
-    Ok((cert.pem(), key.serialize_pem()))
-}
-
 /// Generates a CA and a serving certificate for localhost, 127.0.0.1, ::1 and `extra_sans`.
 pub fn generate(extra_sans: &[String]) -> Result<TlsMaterial, Error> {
     let ca_key = KeyPair::generate()?;

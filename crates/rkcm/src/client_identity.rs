@@ -135,6 +135,35 @@ mod tests {
         );
     }
 
+    // kubeadm's CA is named `kubernetes`; the issuer of the certificate is the CA's subject,
+    // whatever it is, or the API server would not chain it.
+    #[test]
+    fn a_ca_made_elsewhere_signs_certificates_that_chain_to_it() {
+        let key = KeyPair::generate().expect("key");
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "kubernetes");
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        let ca_pem = params.self_signed(&key).expect("CA").pem();
+        let cert = issue(
+            &ca_pem,
+            &key.serialize_pem(),
+            "system:node:n1",
+            &["system:nodes"],
+        )
+        .expect("signed");
+        let now = jiff::Timestamp::now().as_second();
+        let user = rkcm_apiserver::auth::x509::verify(&der(&cert.cert_pem), &der(&ca_pem), now)
+            .expect("chains to the CA")
+            .expect("names a user");
+        assert_eq!(user.name, "system:node:n1");
+    }
+
     #[test]
     fn a_broken_ca_key_is_an_error_not_a_panic() {
         let ca = rkcm_apiserver::tls::generate(&[]).expect("a CA");

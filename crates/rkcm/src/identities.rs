@@ -150,8 +150,8 @@ pub struct ClusterCa<'a> {
 
 /// The kubeconfig of `user` in `groups` with a fresh client certificate (as JSON, which is YAML).
 fn kubeconfig_text(ca: &ClusterCa<'_>, user: &str, groups: &[&str]) -> anyhow::Result<String> {
-    let (cert_pem, key_pem) = rkcm_apiserver::tls::client_certificate(ca.ca_key_pem, user, groups)
-        .with_context(|| format!("signing a client certificate for {user}"))?;
+    let crate::client_identity::ClientCertificate { cert_pem, key_pem } =
+        crate::client_identity::issue(ca.ca_pem, ca.ca_key_pem, user, groups)?;
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
     Ok(serde_json::json!({
         "apiVersion": "v1",
