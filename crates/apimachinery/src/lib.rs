@@ -1,10 +1,11 @@
 //! API machinery shared by the API server and its clients: the resource catalog, patches, OpenAPI
-//! documents, field validation, table printers, semantic equality, Go durations and resource
-//! quantities.
+//! documents, field validation, table printers, semantic equality, Go durations, resource
+//! quantities and private keys in PEM.
 
 pub mod catalog;
 pub mod cron;
 pub mod duration;
+pub mod keyutil;
 pub mod openapi;
 pub mod patch;
 pub mod poddisruptionbudget;

@@ -286,6 +286,7 @@ impl ApiServer {
             openid_configuration: auth::oidc::configuration(
                 &self.config.service_account_issuer,
                 &external_address(&self.config),
+                self.auth.service_accounts().key(),
             ),
             bookmark_interval: self.config.bookmark_interval,
             shutdown,

@@ -50,7 +50,9 @@ pub fn issue(
         user: user.to_string(),
         source,
     };
-    let ca_key = KeyPair::from_pem(ca_key_pem).map_err(sign)?;
+    let pkcs8 = rkcm_apimachinery::keyutil::pkcs8_der(ca_key_pem)
+        .map_err(|_| sign(rcgen::Error::CouldNotParseKeyPair))?;
+    let ca_key = KeyPair::try_from(pkcs8.as_slice()).map_err(sign)?;
     let issuer = Issuer::from_ca_cert_pem(ca_cert_pem, ca_key).map_err(sign)?;
     let mut params = CertificateParams::new(Vec::<String>::new()).map_err(sign)?;
     params.distinguished_name.push(DnType::CommonName, user);

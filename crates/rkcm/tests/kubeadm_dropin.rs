@@ -27,8 +27,18 @@ struct Ca {
     key_pem: String,
 }
 
-fn ca(name: &str) -> Ca {
-    let key = KeyPair::generate().expect("key");
+/// `key_pem` is the CA's key as kubeadm writes it (an RSA key in PKCS#1 PEM), or `None` for a
+/// fresh ECDSA P-256 key.
+fn ca(name: &str, key_pem: Option<&str>) -> Ca {
+    let key = match key_pem {
+        Some(pem) => KeyPair::try_from(
+            rkcm_apimachinery::keyutil::pkcs8_der(pem)
+                .expect("a PEM key")
+                .as_slice(),
+        )
+        .expect("a usable key"),
+        None => KeyPair::generate().expect("key"),
+    };
     let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
     params.distinguished_name.push(DnType::CommonName, name);
     params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -40,7 +50,7 @@ fn ca(name: &str) -> Ca {
     let cert = params.self_signed(&key).expect("CA");
     Ca {
         cert_pem: cert.pem(),
-        key_pem: key.serialize_pem(),
+        key_pem: key_pem.map_or_else(|| key.serialize_pem(), str::to_string),
         issuer: Issuer::new(params, key),
     }
 }
@@ -128,9 +138,11 @@ fn kubeadm_pki(data_dir: &Path) -> Pki {
     let root = dir.path().join("kubernetes");
     std::fs::create_dir_all(root.join("pki")).expect("pki dir");
     std::fs::create_dir_all(data_dir).expect("data dir");
-    let cluster = ca("kubernetes");
-    let front_proxy = ca("front-proxy-ca");
-    let sa_key = KeyPair::generate().expect("sa key").serialize_pem();
+    // kubeadm's cluster CA and service-account keys: RSA 2048 in PKCS#1 PEM
+    // (`-----BEGIN RSA PRIVATE KEY-----`), as `kubeadm init` writes them.
+    let cluster = ca("kubernetes", Some(include_str!("testdata/kubeadm-ca.key")));
+    let front_proxy = ca("front-proxy-ca", None);
+    let sa_key = include_str!("testdata/kubeadm-sa.key").to_string();
     let (api_cert, api_key) = leaf(
         &cluster,
         "kube-apiserver",

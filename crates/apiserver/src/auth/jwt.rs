@@ -1,4 +1,4 @@
-//! Compact JSON Web Signatures (RFC 7515) with ES256: building and taking apart `h.p.s`.
+//! Compact JSON Web Signatures (RFC 7515) with ES256 or RS256: building and taking apart `h.p.s`.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -20,16 +20,16 @@ pub struct Parsed {
 }
 
 impl Parsed {
-    /// Whether the header names ES256 and `key` signed the token.
+    /// Whether the header names `key`'s algorithm and `key` signed the token.
     pub fn verify(&self, key: &SigningKey) -> bool {
-        self.header.get("alg").and_then(Value::as_str) == Some("ES256")
+        self.header.get("alg").and_then(Value::as_str) == Some(key.algorithm())
             && key.verify(self.signing_input.as_bytes(), &self.signature)
     }
 }
 
-/// Signs `claims` with `key`: header `{"alg":"ES256","kid":<key id>}`.
+/// Signs `claims` with `key`: header `{"alg":<ES256 or RS256>,"kid":<key id>}`.
 pub fn sign(claims: &Value, key: &SigningKey) -> String {
-    let header = json!({ "alg": "ES256", "kid": key.key_id() });
+    let header = json!({ "alg": key.algorithm(), "kid": key.key_id() });
     let input = format!(
         "{}.{}",
         URL_SAFE_NO_PAD.encode(header.to_string()),
@@ -74,6 +74,21 @@ mod tests {
         assert_eq!(parsed.header["kid"], key.key_id());
         assert!(parsed.verify(&key));
         assert!(!parsed.verify(&SigningKey::generate()));
+    }
+
+    #[test]
+    fn an_rsa_key_signs_rs256_tokens() {
+        let key = SigningKey::from_pem("sa.key", include_str!("testdata/rsa-pkcs1.key"))
+            .expect("an RSA key");
+        let parsed = parse(&sign(&json!({"sub": "me"}), &key)).expect("parses");
+        assert_eq!(parsed.header["alg"], "RS256");
+        assert!(parsed.verify(&key));
+        let mut es256 = parsed.clone();
+        es256.header["alg"] = json!("ES256");
+        assert!(
+            !es256.verify(&key),
+            "the header's algorithm must be the key's"
+        );
     }
 
     #[test]

@@ -17,13 +17,13 @@ pub const CACHE_CONTROL: &str = "public, max-age=3600";
 
 /// The OpenID provider configuration for `issuer`, whose keys are at `external_address` (kube's
 /// default `jwks_uri` when `--service-account-jwks-uri` is not given).
-pub fn configuration(issuer: &str, external_address: &str) -> Value {
+pub fn configuration(issuer: &str, external_address: &str, key: &SigningKey) -> Value {
     json!({
         "issuer": issuer,
         "jwks_uri": format!("https://{external_address}{JWKS_PATH}"),
         "response_types_supported": ["id_token"],
         "subject_types_supported": ["public"],
-        "id_token_signing_alg_values_supported": ["ES256"],
+        "id_token_signing_alg_values_supported": [key.algorithm()],
     })
 }
 
@@ -38,13 +38,15 @@ mod tests {
 
     #[test]
     fn the_configuration_points_at_the_key_set() {
+        let key = SigningKey::generate();
         let c = configuration(
             "https://kubernetes.default.svc.cluster.local",
             "127.0.0.1:6443",
+            &key,
         );
+        assert_eq!(c["id_token_signing_alg_values_supported"][0], "ES256");
         assert_eq!(c["jwks_uri"], "https://127.0.0.1:6443/openid/v1/jwks");
         assert_eq!(c["issuer"], "https://kubernetes.default.svc.cluster.local");
-        let key = SigningKey::generate();
         assert_eq!(jwks(&key)["keys"][0]["kid"], key.key_id());
     }
 }

@@ -1,6 +1,6 @@
 //! Service-account tokens: the claims kube puts in them (`pkg/serviceaccount/claims.go`,
-//! `legacy.go`) and their validation as kube's JWT authenticator does (`jwt.go`): issuer, ES256
-//! signature, audiences, expiry with one minute of leeway, and the service account and bound
+//! `legacy.go`) and their validation as kube's JWT authenticator does (`jwt.go`): issuer, ES256 or
+//! RS256 signature, audiences, expiry with one minute of leeway, and the service account and bound
 //! object still existing with the same UID.
 
 use std::collections::BTreeMap;

@@ -1,8 +1,11 @@
-//! The key service-account tokens are signed with: ECDSA P-256 (ES256), kept as `sa.key` in the
-//! data dir and created at first start.
+//! The key service-account tokens are signed with, kept as `sa.key` in the data dir and created
+//! there at first start as ECDSA P-256 (ES256). A key given by the operator may also be RSA
+//! (RS256), as kubeadm makes it (`-----BEGIN RSA PRIVATE KEY-----`), or ECDSA P-256 in SEC1
+//! (`-----BEGIN EC PRIVATE KEY-----`) or PKCS#8 form: kube-apiserver and
+//! kube-controller-manager take all three.
 //!
 //! Signing and verifying use `ring`, which the TLS stack already brings: a JWT library would add
-//! nothing but a second crypto backend for one algorithm. The key id is kube's
+//! nothing but a second crypto backend for two algorithms. The key id is kube's
 //! (`keyIDFromPublicKey` in `pkg/serviceaccount/jwt.go`): the unpadded base64url SHA-256 of the
 //! public key's PKIX (SubjectPublicKeyInfo) DER.
 
@@ -11,18 +14,12 @@ use std::path::Path;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use ring::rand::SystemRandom;
-use ring::signature::{self, EcdsaKeyPair, KeyPair as _};
+use ring::signature::{self, EcdsaKeyPair, KeyPair as _, RsaKeyPair};
+use rkcm_apimachinery::keyutil::{self, P256_ALGORITHM, RSA_ALGORITHM};
 use serde_json::{json, Value};
 
 /// File of the signing key in the data dir (kubeadm's name).
 pub const KEY_FILE: &str = "sa.key";
-
-/// PKIX prefix of a P-256 public key: SEQUENCE { SEQUENCE { id-ecPublicKey, prime256v1 },
-/// BIT STRING } before the 65-byte uncompressed point.
-const P256_SPKI_PREFIX: [u8; 26] = [
-    0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a,
-    0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
-];
 
 /// Errors loading or creating the signing key.
 #[derive(Debug, thiserror::Error)]
@@ -36,8 +33,8 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// The file holds no usable ECDSA P-256 private key.
-    #[error("{path}: the service account signing key must be a PKCS#8 ECDSA P-256 private key: {reason}")]
+    /// The file holds no usable private key.
+    #[error("{path}: the service account signing key must be an RSA or ECDSA P-256 private key (PKCS#1, SEC1 or PKCS#8 PEM): {reason}")]
     Invalid {
         /// The file.
         path: String,
@@ -46,9 +43,17 @@ pub enum Error {
     },
 }
 
-/// An ES256 signing key with its kube key id.
+/// The key pair and its JWS algorithm.
+enum Pair {
+    /// ECDSA P-256 with SHA-256 (`ES256`).
+    Es256(EcdsaKeyPair),
+    /// RSASSA-PKCS1-v1_5 with SHA-256 (`RS256`).
+    Rs256(RsaKeyPair),
+}
+
+/// A signing key (ES256 or RS256) with its kube key id.
 pub struct SigningKey {
-    pair: EcdsaKeyPair,
+    pair: Pair,
     key_id: String,
     rng: SystemRandom,
 }
@@ -56,13 +61,14 @@ pub struct SigningKey {
 impl std::fmt::Debug for SigningKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SigningKey")
+            .field("alg", &self.algorithm())
             .field("key_id", &self.key_id)
             .finish_non_exhaustive()
     }
 }
 
 impl SigningKey {
-    /// A fresh key.
+    /// A fresh ES256 key.
     pub fn generate() -> Self {
         let pem = rcgen::KeyPair::generate()
             .expect("generating a P-256 key only fails without a random source")
@@ -70,20 +76,28 @@ impl SigningKey {
         Self::from_pem("<generated>", &pem).expect("a freshly generated P-256 key is usable")
     }
 
-    /// The key in PKCS#8 PEM `pem` (`path` names it in errors).
+    /// The key in the PEM text `pem` (`path` names it in errors): RSA in PKCS#1 or PKCS#8,
+    /// ECDSA P-256 in SEC1 or PKCS#8.
     pub fn from_pem(path: &str, pem: &str) -> Result<Self, Error> {
         let invalid = |reason: String| Error::Invalid {
             path: path.to_string(),
             reason,
         };
-        let der = rcgen::KeyPair::from_pem(pem)
-            .map_err(|e| invalid(e.to_string()))?
-            .serialize_der();
+        let pkcs8 = keyutil::pkcs8_der(pem).map_err(|e| invalid(e.to_string()))?;
         let rng = SystemRandom::new();
-        let pair =
-            EcdsaKeyPair::from_pkcs8(&signature::ECDSA_P256_SHA256_FIXED_SIGNING, &der, &rng)
-                .map_err(|e| invalid(e.to_string()))?;
-        let key_id = key_id(pair.public_key().as_ref());
+        let pair = match EcdsaKeyPair::from_pkcs8(
+            &signature::ECDSA_P256_SHA256_FIXED_SIGNING,
+            &pkcs8,
+            &rng,
+        ) {
+            Ok(pair) => Pair::Es256(pair),
+            Err(ec) => RsaKeyPair::from_pkcs8(&pkcs8)
+                .map(Pair::Rs256)
+                .map_err(|rsa| {
+                    invalid(format!("neither a P-256 key ({ec}) nor an RSA key ({rsa})"))
+                })?,
+        };
+        let key_id = key_id(&public_key_info(&pair));
         Ok(Self { pair, key_id, rng })
     }
 
@@ -121,47 +135,100 @@ impl SigningKey {
         &self.key_id
     }
 
-    /// The uncompressed public point (`0x04 || x || y`).
-    pub fn public_key(&self) -> &[u8] {
-        self.pair.public_key().as_ref()
+    /// The JWS algorithm (`alg`) of tokens signed with this key: `ES256` or `RS256`.
+    pub fn algorithm(&self) -> &'static str {
+        match self.pair {
+            Pair::Es256(_) => "ES256",
+            Pair::Rs256(_) => "RS256",
+        }
     }
 
-    /// The ES256 signature (`r || s`) of `message`.
+    /// The signature of `message`: `r || s` for ES256, PKCS#1 v1.5 for RS256.
     pub fn sign(&self, message: &[u8]) -> Vec<u8> {
-        self.pair
-            .sign(&self.rng, message)
-            .expect("ECDSA signing only fails without a random source")
-            .as_ref()
-            .to_vec()
+        match &self.pair {
+            Pair::Es256(pair) => pair
+                .sign(&self.rng, message)
+                .expect("ECDSA signing only fails without a random source")
+                .as_ref()
+                .to_vec(),
+            Pair::Rs256(pair) => {
+                let mut signature = vec![0; pair.public().modulus_len()];
+                pair.sign(
+                    &signature::RSA_PKCS1_SHA256,
+                    &self.rng,
+                    message,
+                    &mut signature,
+                )
+                .expect("the buffer has the modulus' length");
+                signature
+            }
+        }
     }
 
-    /// Whether `signature` is this key's ES256 signature of `message`.
+    /// Whether `signature` is this key's signature of `message`.
     pub fn verify(&self, message: &[u8], signature: &[u8]) -> bool {
-        signature::UnparsedPublicKey::new(&signature::ECDSA_P256_SHA256_FIXED, self.public_key())
+        match &self.pair {
+            Pair::Es256(pair) => signature::UnparsedPublicKey::new(
+                &signature::ECDSA_P256_SHA256_FIXED,
+                pair.public_key().as_ref(),
+            )
             .verify(message, signature)
-            .is_ok()
+            .is_ok(),
+            Pair::Rs256(pair) => signature::UnparsedPublicKey::new(
+                &signature::RSA_PKCS1_2048_8192_SHA256,
+                pair.public().as_ref(),
+            )
+            .verify(message, signature)
+            .is_ok(),
+        }
     }
 
     /// The public key as a JSON Web Key, as `/openid/v1/jwks` lists it.
     pub fn jwk(&self) -> Value {
-        let point = self.public_key();
-        json!({
-            "use": "sig",
-            "kty": "EC",
-            "kid": self.key_id,
-            "crv": "P-256",
-            "alg": "ES256",
-            "x": URL_SAFE_NO_PAD.encode(&point[1..33]),
-            "y": URL_SAFE_NO_PAD.encode(&point[33..65]),
-        })
+        match &self.pair {
+            Pair::Es256(pair) => {
+                let point = pair.public_key().as_ref();
+                json!({
+                    "use": "sig",
+                    "kty": "EC",
+                    "kid": self.key_id,
+                    "crv": "P-256",
+                    "alg": "ES256",
+                    "x": URL_SAFE_NO_PAD.encode(&point[1..33]),
+                    "y": URL_SAFE_NO_PAD.encode(&point[33..65]),
+                })
+            }
+            Pair::Rs256(pair) => {
+                let public = signature::RsaPublicKeyComponents::<Vec<u8>>::from(pair.public());
+                json!({
+                    "use": "sig",
+                    "kty": "RSA",
+                    "kid": self.key_id,
+                    "alg": "RS256",
+                    "n": URL_SAFE_NO_PAD.encode(&public.n),
+                    "e": URL_SAFE_NO_PAD.encode(&public.e),
+                })
+            }
+        }
     }
 }
 
-/// kube's key id of the P-256 public point `point`.
-fn key_id(point: &[u8]) -> String {
-    let mut spki = P256_SPKI_PREFIX.to_vec();
-    spki.extend_from_slice(point);
-    URL_SAFE_NO_PAD.encode(ring::digest::digest(&ring::digest::SHA256, &spki))
+/// The PKIX SubjectPublicKeyInfo DER of `pair`'s public key (Go's `MarshalPKIXPublicKey`).
+fn public_key_info(pair: &Pair) -> Vec<u8> {
+    let (algorithm, key): (&[u8], &[u8]) = match pair {
+        Pair::Es256(p) => (&P256_ALGORITHM, p.public_key().as_ref()),
+        Pair::Rs256(p) => (&RSA_ALGORITHM, p.public().as_ref()),
+    };
+    let mut bits = vec![0];
+    bits.extend_from_slice(key);
+    let mut content = algorithm.to_vec();
+    content.extend(keyutil::der(0x03, &bits));
+    keyutil::der(0x30, &content)
+}
+
+/// kube's key id of the public key whose PKIX DER is `spki`.
+fn key_id(spki: &[u8]) -> String {
+    URL_SAFE_NO_PAD.encode(ring::digest::digest(&ring::digest::SHA256, spki))
 }
 
 #[cfg(test)]
@@ -198,6 +265,45 @@ mod tests {
             (jwk["kty"].as_str(), jwk["alg"].as_str()),
             (Some("EC"), Some("ES256"))
         );
+    }
+
+    // kubeadm's default `sa.key` (`openssl genrsa -traditional`), the same key as PKCS#8, and an
+    // ECDSA key as kubeadm writes it with `encryptionAlgorithm: ECDSA-P256`. The expected key ids
+    // are `openssl pkey -pubout -outform DER | sha256 | base64url`.
+    const RSA_PKCS1: &str = include_str!("testdata/rsa-pkcs1.key");
+    const RSA_PKCS8: &str = include_str!("testdata/rsa-pkcs8.key");
+    const EC_SEC1: &str = include_str!("testdata/ec-sec1.key");
+
+    #[test]
+    fn kubeadms_rsa_key_signs_rs256_with_kubes_key_id() {
+        let key = SigningKey::from_pem("sa.key", RSA_PKCS1).expect("an RSA key");
+        assert_eq!(key.algorithm(), "RS256");
+        assert_eq!(key.key_id(), "8AwjZ2dQCdY25PAaa4SigE3B_NuekITzxoPWF5dvwss");
+        let sig = key.sign(b"payload");
+        assert_eq!(sig.len(), 256);
+        assert!(key.verify(b"payload", &sig));
+        assert!(!key.verify(b"other", &sig));
+        let same = SigningKey::from_pem("sa.key", RSA_PKCS8).expect("PKCS#8 RSA");
+        assert_eq!(same.key_id(), key.key_id());
+        assert!(same.verify(b"payload", &sig));
+        let jwk = key.jwk();
+        assert_eq!(
+            (jwk["kty"].as_str(), jwk["alg"].as_str()),
+            (Some("RSA"), Some("RS256"))
+        );
+        let n = URL_SAFE_NO_PAD
+            .decode(jwk["n"].as_str().expect("n"))
+            .expect("base64url");
+        assert_eq!(n.len(), 256);
+        assert_eq!(jwk["e"], "AQAB");
+    }
+
+    #[test]
+    fn a_sec1_ec_key_signs_es256_with_kubes_key_id() {
+        let key = SigningKey::from_pem("sa.key", EC_SEC1).expect("a SEC1 key");
+        assert_eq!(key.algorithm(), "ES256");
+        assert_eq!(key.key_id(), "AVThG7HdHUUyiMXF4JVjQfZKuJ8Mpcf2wz9it9jkwE0");
+        assert!(key.verify(b"m", &key.sign(b"m")));
     }
 
     #[test]

@@ -69,7 +69,9 @@ impl CertificateAuthority {
             .map_err(|e| LoadError::Certificate(e.to_string()))?;
         let not_after = Timestamp::from_second(cert.validity().not_after.timestamp())
             .map_err(|e| LoadError::Certificate(e.to_string()))?;
-        let key = KeyPair::from_pem(key_pem).map_err(|e| LoadError::Key(e.to_string()))?;
+        let pkcs8 = rkcm_apimachinery::keyutil::pkcs8_der(key_pem)
+            .map_err(|e| LoadError::Key(e.to_string()))?;
+        let key = KeyPair::try_from(pkcs8.as_slice()).map_err(|e| LoadError::Key(e.to_string()))?;
         let issuer = Issuer::from_ca_cert_der(&pem.contents.clone().into(), key)
             .map_err(|e| LoadError::Certificate(e.to_string()))?;
         Ok(Self { issuer, not_after })
