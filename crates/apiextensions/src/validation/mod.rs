@@ -1,0 +1,11 @@
+//! Validation of custom resources against a CRD's OpenAPI schema, with kube's 422 causes.
+//!
+//! kube validates with kube-openapi's `validate.SchemaValidator` and turns its results into field errors
+//! (apiextensions-apiserver `pkg/apiserver/validation/validation.go`, `kubeOpenAPIResultToFieldErrors`). This module
+//! walks the schema the same way, in the same validator order, and words every error as kube does.
+
+mod formats;
+pub(crate) mod pattern;
+mod schema;
+
+pub use schema::SchemaValidator;
