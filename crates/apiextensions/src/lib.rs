@@ -11,8 +11,12 @@
 
 #![warn(missing_docs)]
 
+pub mod defaulting;
 pub mod field;
 mod go_format;
+pub mod listtype;
+pub mod objectmeta;
+pub mod pruning;
 pub mod structural;
 pub mod validation;
 
