@@ -19,8 +19,12 @@ pub fn default(x: &mut Value, s: Option<&Structural>) {
     match x {
         Value::Object(map) => {
             for (k, prop) in &s.properties {
-                let Some(d) = &prop.generic.default else { continue };
-                let missing = map.get(k).is_none_or(|v| is_non_nullable_null(v, Some(prop)));
+                let Some(d) = &prop.generic.default else {
+                    continue;
+                };
+                let missing = map
+                    .get(k)
+                    .is_none_or(|v| is_non_nullable_null(v, Some(prop)));
                 if missing {
                     map.insert(k.clone(), d.clone());
                 }
@@ -32,7 +36,9 @@ pub fn default(x: &mut Value, s: Option<&Structural>) {
                     default(v, Some(prop));
                 } else if has_additional {
                     if is_non_nullable_null(v, additional) {
-                        *v = additional.and_then(|a| a.generic.default.clone()).unwrap_or(Value::Null);
+                        *v = additional
+                            .and_then(|a| a.generic.default.clone())
+                            .unwrap_or(Value::Null);
                     }
                     default(v, additional);
                 }
@@ -42,7 +48,9 @@ pub fn default(x: &mut Value, s: Option<&Structural>) {
             let item_schema = s.items.as_deref();
             for v in items.iter_mut() {
                 if is_non_nullable_null(v, item_schema) {
-                    *v = item_schema.and_then(|i| i.generic.default.clone()).unwrap_or(Value::Null);
+                    *v = item_schema
+                        .and_then(|i| i.generic.default.clone())
+                        .unwrap_or(Value::Null);
                 }
                 default(v, item_schema);
             }
@@ -58,7 +66,9 @@ pub fn prune_non_nullable_nulls_without_defaults(x: &mut Value, s: Option<&Struc
         Value::Object(map) => {
             map.retain(|k, v| {
                 let schema = schema_for_field(k, s);
-                let drop = v.is_null() && schema.is_some_and(|sc| !sc.generic.nullable && sc.generic.default.is_none());
+                let drop = v.is_null()
+                    && schema
+                        .is_some_and(|sc| !sc.generic.nullable && sc.generic.default.is_none());
                 if !drop {
                     prune_non_nullable_nulls_without_defaults(v, schema);
                 }
@@ -104,13 +114,24 @@ mod tests {
     #[test]
     fn empty_and_scalars_are_left_alone() {
         assert_eq!(defaulted(Value::Null, None), Value::Null);
-        assert_eq!(defaulted(json!(4), Some(&schema(json!({"default": "foo"})))), json!(4));
-        assert_eq!(defaulted(json!([1, 2]), Some(&schema(json!({"items": {"default": "foo"}})))), json!([1, 2]));
+        assert_eq!(
+            defaulted(json!(4), Some(&schema(json!({"default": "foo"})))),
+            json!(4)
+        );
+        assert_eq!(
+            defaulted(
+                json!([1, 2]),
+                Some(&schema(json!({"items": {"default": "foo"}})))
+            ),
+            json!([1, 2])
+        );
     }
 
     #[test]
     fn object_array() {
-        let s = schema(json!({"items": {"properties": {"a": {"default": "A"}, "b": {"default": "B"}, "c": {"default": "C"}}}}));
+        let s = schema(
+            json!({"items": {"properties": {"a": {"default": "A"}, "b": {"default": "B"}, "c": {"default": "C"}}}}),
+        );
         assert_eq!(
             defaulted(json!([{"a": 1}, {"b": 1}, {"c": 1}]), Some(&s)),
             json!([{"a": 1, "b": "B", "c": "C"}, {"a": "A", "b": 1, "c": "C"}, {"a": "A", "b": "B", "c": 1}])
@@ -143,27 +164,54 @@ mod tests {
     fn empty_and_null() {
         let s = schema(json!({"items": {"properties": {"a": {"default": "A"}}}}));
         assert_eq!(
-            defaulted(json!([{}, {"a": 1}, {"a": 0}, {"a": 0.0}, {"a": ""}, {"a": null}, {"a": []}, {"a": {}}]), Some(&s)),
+            defaulted(
+                json!([{}, {"a": 1}, {"a": 0}, {"a": 0.0}, {"a": ""}, {"a": null}, {"a": []}, {"a": {}}]),
+                Some(&s)
+            ),
             json!([{"a": "A"}, {"a": 1}, {"a": 0}, {"a": 0.0}, {"a": ""}, {"a": "A"}, {"a": []}, {"a": {}}])
         );
     }
 
     #[test]
     fn nulls_are_defaulted_only_where_not_nullable() {
-        let nullable_list = schema(json!({"nullable": true, "items": {"properties": {"a": {"default": "A"}}}}));
-        assert_eq!(defaulted(json!([null]), Some(&nullable_list)), json!([null]));
+        let nullable_list =
+            schema(json!({"nullable": true, "items": {"properties": {"a": {"default": "A"}}}}));
+        assert_eq!(
+            defaulted(json!([null]), Some(&nullable_list)),
+            json!([null])
+        );
         let non_nullable_list = schema(json!({"items": {"default": "A"}}));
-        assert_eq!(defaulted(json!([null]), Some(&non_nullable_list)), json!(["A"]));
-        let nullable_object = schema(json!({"properties": {"a": {"nullable": true, "default": "A"}}}));
-        assert_eq!(defaulted(json!({"a": null}), Some(&nullable_object)), json!({"a": null}));
+        assert_eq!(
+            defaulted(json!([null]), Some(&non_nullable_list)),
+            json!(["A"])
+        );
+        let nullable_object =
+            schema(json!({"properties": {"a": {"nullable": true, "default": "A"}}}));
+        assert_eq!(
+            defaulted(json!({"a": null}), Some(&nullable_object)),
+            json!({"a": null})
+        );
         let non_nullable_object = schema(json!({"properties": {"a": {"default": "A"}}}));
-        assert_eq!(defaulted(json!({"a": null}), Some(&non_nullable_object)), json!({"a": "A"}));
-        let nullable_additional = schema(json!({"additionalProperties": {"nullable": true, "default": "A"}}));
-        assert_eq!(defaulted(json!({"a": null}), Some(&nullable_additional)), json!({"a": null}));
+        assert_eq!(
+            defaulted(json!({"a": null}), Some(&non_nullable_object)),
+            json!({"a": "A"})
+        );
+        let nullable_additional =
+            schema(json!({"additionalProperties": {"nullable": true, "default": "A"}}));
+        assert_eq!(
+            defaulted(json!({"a": null}), Some(&nullable_additional)),
+            json!({"a": null})
+        );
         let non_nullable_additional = schema(json!({"additionalProperties": {"default": "A"}}));
-        assert_eq!(defaulted(json!({"a": null}), Some(&non_nullable_additional)), json!({"a": "A"}));
+        assert_eq!(
+            defaulted(json!({"a": null}), Some(&non_nullable_additional)),
+            json!({"a": "A"})
+        );
         let unknown = schema(json!({"additionalProperties": true}));
-        assert_eq!(defaulted(json!({"a": null}), Some(&unknown)), json!({"a": null}));
+        assert_eq!(
+            defaulted(json!({"a": null}), Some(&unknown)),
+            json!({"a": null})
+        );
     }
 
     // TestPruneNonNullableNullsWithoutDefaults (prunenulls_test.go).
@@ -181,6 +229,9 @@ mod tests {
         }}}));
         let mut x = json!([{"a": null}, {"b": null}, {"c": null}, {"d": null}, {"e": null}]);
         prune_non_nullable_nulls_without_defaults(&mut x, Some(&s));
-        assert_eq!(x, json!([{"a": null}, {"b": null}, {"c": null}, {}, {"e": null}]));
+        assert_eq!(
+            x,
+            json!([{"a": null}, {"b": null}, {"c": null}, {}, {"e": null}])
+        );
     }
 }

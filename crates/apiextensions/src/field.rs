@@ -134,6 +134,8 @@ pub enum BadValue {
     Json(Value),
     /// A Go `int` (counts such as `Too many: 3`).
     Int(i64),
+    /// A value already rendered (a Go struct kube prints with `%#v`, shown here as JSON).
+    Raw(String),
 }
 
 impl BadValue {
@@ -141,6 +143,7 @@ impl BadValue {
         match self {
             BadValue::Omitted => String::new(),
             BadValue::Int(i) => i.to_string(),
+            BadValue::Raw(s) => s.clone(),
             // field.Error prints nil as the string "null", quoted.
             BadValue::Json(Value::Null) => go_format::quote("null"),
             BadValue::Json(v) => go_format::sharp_v(v),
@@ -183,8 +186,18 @@ pub struct FieldError {
 pub type ErrorList = Vec<FieldError>;
 
 impl FieldError {
-    fn new(error_type: ErrorType, path: &Path, bad_value: BadValue, detail: impl Into<String>) -> Self {
-        FieldError { error_type, field: path.to_string(), bad_value, detail: detail.into() }
+    fn new(
+        error_type: ErrorType,
+        path: &Path,
+        bad_value: BadValue,
+        detail: impl Into<String>,
+    ) -> Self {
+        FieldError {
+            error_type,
+            field: path.to_string(),
+            bad_value,
+            detail: detail.into(),
+        }
     }
 
     /// `field.Required`: a value is missing.
@@ -198,7 +211,11 @@ impl FieldError {
     }
 
     /// `field.TypeInvalid`: the value has the wrong type.
-    pub fn type_invalid(path: &Path, value: impl Into<BadValue>, detail: impl Into<String>) -> Self {
+    pub fn type_invalid(
+        path: &Path,
+        value: impl Into<BadValue>,
+        detail: impl Into<String>,
+    ) -> Self {
         Self::new(ErrorType::TypeInvalid, path, value.into(), detail)
     }
 
@@ -213,7 +230,11 @@ impl FieldError {
     }
 
     /// `field.NotSupported`: the value is not one of `valid` (printed quoted, in the given order).
-    pub fn not_supported<S: AsRef<str>>(path: &Path, value: impl Into<BadValue>, valid: &[S]) -> Self {
+    pub fn not_supported<S: AsRef<str>>(
+        path: &Path,
+        value: impl Into<BadValue>,
+        valid: &[S],
+    ) -> Self {
         let detail = if valid.is_empty() {
             String::new()
         } else {
@@ -226,7 +247,10 @@ impl FieldError {
     /// `field.TooLong`: a string longer than `max` (negative: unknown).
     pub fn too_long(path: &Path, max: i64) -> Self {
         let detail = if max >= 0 {
-            format!("may not be more than {max} {}", if max == 1 { "byte" } else { "bytes" })
+            format!(
+                "may not be more than {max} {}",
+                if max == 1 { "byte" } else { "bytes" }
+            )
         } else {
             "value is too long".to_string()
         };
@@ -235,8 +259,16 @@ impl FieldError {
 
     /// `field.TooMany`: `actual` items where at most `max` are allowed (negative: unknown).
     pub fn too_many(path: &Path, actual: i64, max: i64) -> Self {
-        let detail = if max >= 0 { format!("must have at most {max} items") } else { "has too many items".to_string() };
-        let value = if actual >= 0 { BadValue::Int(actual) } else { BadValue::Omitted };
+        let detail = if max >= 0 {
+            format!("must have at most {max} items")
+        } else {
+            "has too many items".to_string()
+        };
+        let value = if actual >= 0 {
+            BadValue::Int(actual)
+        } else {
+            BadValue::Omitted
+        };
         Self::new(ErrorType::TooMany, path, value, detail)
     }
 
@@ -248,7 +280,13 @@ impl FieldError {
     /// The message without the field (kube's `ErrorBody`), used as a Status cause's `message`.
     pub fn body(&self) -> String {
         let mut s = match (self.error_type, &self.bad_value) {
-            (ErrorType::Required | ErrorType::Forbidden | ErrorType::TooLong | ErrorType::Internal, _)
+            (
+                ErrorType::Required
+                | ErrorType::Forbidden
+                | ErrorType::TooLong
+                | ErrorType::Internal,
+                _,
+            )
             | (_, BadValue::Omitted) => self.error_type.to_string(),
             (t, v) => format!("{t}: {}", v.render()),
         };
@@ -285,7 +323,12 @@ mod tests {
 
     #[test]
     fn paths_print_like_field_path() {
-        let p = Path::new("spec").child("versions").index(0).child("schema").child("properties").key("foo");
+        let p = Path::new("spec")
+            .child("versions")
+            .index(0)
+            .child("schema")
+            .child("properties")
+            .key("foo");
         assert_eq!(p.as_str(), "spec.versions[0].schema.properties[foo]");
         assert_eq!(Path::root().child("a").as_str(), "a");
     }
@@ -297,15 +340,30 @@ mod tests {
             FieldError::invalid(&p, json!(0), "must be positive").to_string(),
             "spec.replicas: Invalid value: 0: must be positive"
         );
-        assert_eq!(FieldError::required(&p, "").to_string(), "spec.replicas: Required value");
+        assert_eq!(
+            FieldError::required(&p, "").to_string(),
+            "spec.replicas: Required value"
+        );
         assert_eq!(
             FieldError::not_supported(&p, json!("x"), &["a", "b"]).to_string(),
             r#"spec.replicas: Unsupported value: "x": supported values: "a", "b""#
         );
-        assert_eq!(FieldError::invalid(&p, Value::Null, "x").to_string(), r#"spec.replicas: Invalid value: "null": x"#);
-        assert_eq!(FieldError::too_many(&p, 3, 2).to_string(), "spec.replicas: Too many: 3: must have at most 2 items");
-        assert_eq!(FieldError::too_long(&p, 5).to_string(), "spec.replicas: Too long: may not be more than 5 bytes");
-        assert_eq!(FieldError::forbidden(&p, "no").to_string(), "spec.replicas: Forbidden: no");
+        assert_eq!(
+            FieldError::invalid(&p, Value::Null, "x").to_string(),
+            r#"spec.replicas: Invalid value: "null": x"#
+        );
+        assert_eq!(
+            FieldError::too_many(&p, 3, 2).to_string(),
+            "spec.replicas: Too many: 3: must have at most 2 items"
+        );
+        assert_eq!(
+            FieldError::too_long(&p, 5).to_string(),
+            "spec.replicas: Too long: may not be more than 5 bytes"
+        );
+        assert_eq!(
+            FieldError::forbidden(&p, "no").to_string(),
+            "spec.replicas: Forbidden: no"
+        );
     }
 
     #[test]

@@ -17,7 +17,9 @@ pub(crate) fn quote(s: &str) -> String {
             '\u{8}' => out.push_str("\\b"),
             '\u{c}' => out.push_str("\\f"),
             '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
             c => out.push(c),
         }
     }
@@ -28,13 +30,21 @@ pub(crate) fn quote(s: &str) -> String {
 /// Go's `%v` of a float64: the shortest representation, with an exponent below 1e-4 and from 1e21 on.
 pub(crate) fn float(f: f64) -> String {
     if f == 0.0 {
-        return if f.is_sign_negative() { "-0".into() } else { "0".into() };
+        return if f.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
     }
     if f.is_nan() {
         return "NaN".into();
     }
     if f.is_infinite() {
-        return if f > 0.0 { "+Inf".into() } else { "-Inf".into() };
+        return if f > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        };
     }
     let exp = f.abs().log10().floor() as i32;
     if !(-4..21).contains(&exp) {
@@ -78,7 +88,10 @@ pub(crate) fn sharp_v(v: &Value) -> String {
             // Go's fmt prints map keys sorted.
             let mut keys: Vec<&String> = map.keys().collect();
             keys.sort();
-            let inner: Vec<String> = keys.iter().map(|k| format!("{}:{}", quote(k), sharp_v(&map[k.as_str()]))).collect();
+            let inner: Vec<String> = keys
+                .iter()
+                .map(|k| format!("{}:{}", quote(k), sharp_v(&map[k.as_str()])))
+                .collect();
             format!("map[string]interface {{}}{{{}}}", inner.join(", "))
         }
     }
@@ -100,8 +113,14 @@ mod tests {
 
     #[test]
     fn compound_values_print_like_go_sharp_v() {
-        assert_eq!(sharp_v(&json!({"b": 1, "a": "x"})), r#"map[string]interface {}{"a":"x", "b":1}"#);
-        assert_eq!(sharp_v(&json!([1, "a", null])), r#"[]interface {}{1, "a", interface {}(nil)}"#);
+        assert_eq!(
+            sharp_v(&json!({"b": 1, "a": "x"})),
+            r#"map[string]interface {}{"a":"x", "b":1}"#
+        );
+        assert_eq!(
+            sharp_v(&json!([1, "a", null])),
+            r#"[]interface {}{1, "a", interface {}(nil)}"#
+        );
     }
 
     #[test]

@@ -11,6 +11,7 @@
 
 #![warn(missing_docs)]
 
+pub mod crd;
 pub mod defaulting;
 pub mod field;
 mod go_format;

@@ -10,7 +10,11 @@ use crate::structural::Structural;
 
 /// Checks that every `set` list in `obj` has unique items and every `map` list unique keys, reporting the
 /// second occurrence of each duplicate as `Duplicate value` (kube's `ValidateListSetsAndMaps`).
-pub fn validate_list_sets_and_maps(path: &Path, s: Option<&Structural>, obj: &Map<String, Value>) -> ErrorList {
+pub fn validate_list_sets_and_maps(
+    path: &Path,
+    s: Option<&Structural>,
+    obj: &Map<String, Value>,
+) -> ErrorList {
     let Some(s) = s else { return Vec::new() };
     let mut errs = Vec::new();
     if let Some(additional) = s.additional_properties_schema() {
@@ -67,7 +71,9 @@ impl Key {
     fn identity(&self) -> String {
         match self {
             Key::Unspecified => "unspecified".into(),
-            Key::Value(v @ (Value::Object(_) | Value::Array(_))) => format!("json:{}", canonical_json(v)),
+            Key::Value(v @ (Value::Object(_) | Value::Array(_))) => {
+                format!("json:{}", canonical_json(v))
+            }
             Key::Value(Value::Number(n)) if n.is_f64() => format!("float:{}", go_format::number(n)),
             Key::Value(Value::Number(n)) => format!("int:{n}"),
             Key::Value(v) => format!("scalar:{v}"),
@@ -82,11 +88,20 @@ fn canonical_json(v: &Value) -> String {
             keys.sort();
             let inner: Vec<String> = keys
                 .iter()
-                .map(|k| format!("{}:{}", Value::String((*k).clone()), canonical_json(&m[k.as_str()])))
+                .map(|k| {
+                    format!(
+                        "{}:{}",
+                        Value::String((*k).clone()),
+                        canonical_json(&m[k.as_str()])
+                    )
+                })
                 .collect();
             format!("{{{}}}", inner.join(","))
         }
-        Value::Array(a) => format!("[{}]", a.iter().map(canonical_json).collect::<Vec<_>>().join(",")),
+        Value::Array(a) => format!(
+            "[{}]",
+            a.iter().map(canonical_json).collect::<Vec<_>>().join(",")
+        ),
         Value::Number(n) => go_format::number(n),
         other => other.to_string(),
     }
@@ -112,7 +127,11 @@ fn non_unique(keys: &[Key]) -> Vec<usize> {
 fn validate_list_map(path: &Path, s: &Structural, items: &[Value]) -> ErrorList {
     for (i, x) in items.iter().enumerate() {
         if !x.is_null() && !x.is_object() {
-            return vec![FieldError::invalid(&path.index(i), x.clone(), "must be an object for an array of list-type map")];
+            return vec![FieldError::invalid(
+                &path.index(i),
+                x.clone(),
+                "must be an object for an array of list-type map",
+            )];
         }
     }
     if items.len() <= 1 {
@@ -174,8 +193,13 @@ mod tests {
     fn errors(schema: Value, obj: Value) -> Vec<String> {
         let props: JSONSchemaProps = serde_json::from_value(schema).expect("test schema parses");
         let s = Structural::from_props(&props).expect("converts");
-        let Value::Object(obj) = obj else { panic!("test object is an object") };
-        validate_list_sets_and_maps(&Path::root(), Some(&s), &obj).iter().map(ToString::to_string).collect()
+        let Value::Object(obj) = obj else {
+            panic!("test object is an object")
+        };
+        validate_list_sets_and_maps(&Path::root(), Some(&s), &obj)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
     }
 
     fn list(list_type: &str, keys: &[&str], items: Value) -> Value {
@@ -190,15 +214,25 @@ mod tests {
         assert!(errors(s.clone(), json!({"field": ["a", "b"]})).is_empty());
         assert_eq!(
             errors(s, json!({"field": ["a", "b", "a", "a", "b"]})),
-            vec![r#"field[2]: Duplicate value: "a""#, r#"field[4]: Duplicate value: "b""#]
+            vec![
+                r#"field[2]: Duplicate value: "a""#,
+                r#"field[4]: Duplicate value: "b""#
+            ]
         );
     }
 
     #[test]
     fn sets_compare_numbers_by_type_and_compounds_by_content() {
-        let s = list("set", &[], json!({"x-kubernetes-preserve-unknown-fields": true}));
+        let s = list(
+            "set",
+            &[],
+            json!({"x-kubernetes-preserve-unknown-fields": true}),
+        );
         assert!(errors(s.clone(), json!({"field": [1, 1.5, "1", true, null]})).is_empty());
-        assert_eq!(errors(s.clone(), json!({"field": [null, null]})), vec![r#"field[1]: Duplicate value: "null""#]);
+        assert_eq!(
+            errors(s.clone(), json!({"field": [null, null]})),
+            vec![r#"field[1]: Duplicate value: "null""#]
+        );
         assert_eq!(
             errors(s, json!({"field": [{"a": 1, "b": 2}, {"b": 2, "a": 1}]})),
             vec![r#"field[1]: Duplicate value: map[string]interface {}{"a":1, "b":2}"#]
@@ -207,10 +241,17 @@ mod tests {
 
     #[test]
     fn maps_with_one_key() {
-        let s = list("map", &["k"], json!({"type": "object", "properties": {"k": {"type": "string"}, "v": {"type": "string"}}}));
+        let s = list(
+            "map",
+            &["k"],
+            json!({"type": "object", "properties": {"k": {"type": "string"}, "v": {"type": "string"}}}),
+        );
         assert!(errors(s.clone(), json!({"field": [{"k": "a"}, {"k": "b"}]})).is_empty());
         assert_eq!(
-            errors(s.clone(), json!({"field": [{"k": "a", "v": "1"}, {"k": "a", "v": "2"}]})),
+            errors(
+                s.clone(),
+                json!({"field": [{"k": "a", "v": "1"}, {"k": "a", "v": "2"}]})
+            ),
             vec![r#"field[1]: Duplicate value: map[string]interface {}{"k":"a"}"#]
         );
         assert_eq!(
@@ -219,7 +260,9 @@ mod tests {
         );
         assert_eq!(
             errors(s, json!({"field": [{"k": "a"}, "x"]})),
-            vec![r#"field[1]: Invalid value: "x": must be an object for an array of list-type map"#]
+            vec![
+                r#"field[1]: Invalid value: "x": must be an object for an array of list-type map"#
+            ]
         );
     }
 
@@ -233,9 +276,16 @@ mod tests {
                 "inner": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "integer"}},
             }}),
         );
-        assert!(errors(s.clone(), json!({"field": [{"k1": "a", "k2": 1}, {"k1": "a", "k2": 2}]})).is_empty());
+        assert!(errors(
+            s.clone(),
+            json!({"field": [{"k1": "a", "k2": 1}, {"k1": "a", "k2": 2}]})
+        )
+        .is_empty());
         assert_eq!(
-            errors(s, json!({"field": [{"k1": "a", "k2": 1, "inner": [1, 1]}, {"k2": 1, "k1": "a"}]})),
+            errors(
+                s,
+                json!({"field": [{"k1": "a", "k2": 1, "inner": [1, 1]}, {"k2": 1, "k1": "a"}]})
+            ),
             vec![
                 r#"field[1]: Duplicate value: map[string]interface {}{"k1":"a", "k2":1}"#,
                 "field[0].inner[1]: Duplicate value: 1",
@@ -248,6 +298,9 @@ mod tests {
         let s = json!({"type": "object", "properties": {"m": {"type": "object", "additionalProperties": {
             "type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"},
         }}}});
-        assert_eq!(errors(s, json!({"m": {"x": ["a", "a"]}})), vec![r#"m[x][1]: Duplicate value: "a""#]);
+        assert_eq!(
+            errors(s, json!({"m": {"x": ["a", "a"]}})),
+            vec![r#"m[x][1]: Duplicate value: "a""#]
+        );
     }
 }

@@ -12,7 +12,12 @@ use crate::structural::Structural;
 /// Validates every embedded resource in `x` (kube's `objectmeta.Validate`). With `is_resource_root`, `x` itself is
 /// validated as an embedded resource too; the API server validates a custom resource's own metadata itself, so it
 /// passes `false`.
-pub fn validate_embedded_resources(path: &Path, x: &Value, s: Option<&Structural>, is_resource_root: bool) -> ErrorList {
+pub fn validate_embedded_resources(
+    path: &Path,
+    x: &Value,
+    s: Option<&Structural>,
+    is_resource_root: bool,
+) -> ErrorList {
     if is_resource_root {
         let mut root = s.cloned().unwrap_or_default();
         root.extensions.x_embedded_resource = true;
@@ -50,10 +55,16 @@ fn validate(path: &Path, x: &Value, s: Option<&Structural>) -> ErrorList {
 fn validate_embedded_resource(path: &Path, x: &Map<String, Value>) -> ErrorList {
     let mut errs = Vec::new();
     if !x.contains_key("apiVersion") {
-        errs.push(FieldError::required(&path.child("apiVersion"), "must not be empty"));
+        errs.push(FieldError::required(
+            &path.child("apiVersion"),
+            "must not be empty",
+        ));
     }
     if !x.contains_key("kind") {
-        errs.push(FieldError::required(&path.child("kind"), "must not be empty"));
+        errs.push(FieldError::required(
+            &path.child("kind"),
+            "must not be empty",
+        ));
     }
     for (k, v) in x {
         match k.as_str() {
@@ -62,11 +73,13 @@ fn validate_embedded_resource(path: &Path, x: &Map<String, Value>) -> ErrorList 
                 match v.as_str() {
                     None => errs.push(FieldError::invalid(&p, v.clone(), "must be a string")),
                     Some("") => errs.push(FieldError::invalid(&p, "", "must not be empty")),
-                    Some(api_version) if api_version.matches('/').count() > 1 => errs.push(FieldError::invalid(
-                        &p,
-                        api_version,
-                        format!("unexpected GroupVersion string: {api_version}"),
-                    )),
+                    Some(api_version) if api_version.matches('/').count() > 1 => {
+                        errs.push(FieldError::invalid(
+                            &p,
+                            api_version,
+                            format!("unexpected GroupVersion string: {api_version}"),
+                        ))
+                    }
                     Some(_) => {}
                 }
             }
@@ -81,7 +94,10 @@ fn validate_embedded_resource(path: &Path, x: &Map<String, Value>) -> ErrorList 
                             errs.push(FieldError::invalid(
                                 &p,
                                 kind,
-                                format!("may have mixed case, but should otherwise match: {}", problems.join(",")),
+                                format!(
+                                    "may have mixed case, but should otherwise match: {}",
+                                    problems.join(",")
+                                ),
                             ));
                         }
                     }
@@ -98,7 +114,11 @@ fn validate_embedded_resource(path: &Path, x: &Map<String, Value>) -> ErrorList 
 /// generateName, namespace (when set), labels and annotations.
 fn validate_embedded_object_meta(path: &Path, v: &Value) -> ErrorList {
     if !v.is_object() {
-        return vec![FieldError::invalid(path, v.clone(), "invalid metadata type: must be an object")];
+        return vec![FieldError::invalid(
+            path,
+            v.clone(),
+            "invalid metadata type: must be an object",
+        )];
     }
     let meta: ObjectMeta = match serde_json::from_value(v.clone()) {
         Ok(m) => m,
@@ -107,7 +127,11 @@ fn validate_embedded_object_meta(path: &Path, v: &Value) -> ErrorList {
     let mut errs = Vec::new();
     if let Some(generate_name) = meta.generate_name.as_deref().filter(|g| !g.is_empty()) {
         for msg in path_segment_name(generate_name, true) {
-            errs.push(FieldError::invalid(&path.child("generateName"), generate_name, msg));
+            errs.push(FieldError::invalid(
+                &path.child("generateName"),
+                generate_name,
+                msg,
+            ));
         }
     }
     // kube validates an embedded object without a name as if it had one.
@@ -118,7 +142,11 @@ fn validate_embedded_object_meta(path: &Path, v: &Value) -> ErrorList {
     }
     if let Some(namespace) = meta.namespace.as_deref().filter(|n| !n.is_empty()) {
         for msg in names::is_dns1123_label(namespace) {
-            errs.push(FieldError::invalid(&path.child("namespace"), namespace, msg));
+            errs.push(FieldError::invalid(
+                &path.child("namespace"),
+                namespace,
+                msg,
+            ));
         }
     }
     for (k, val) in meta.labels.iter().flatten() {
@@ -126,19 +154,30 @@ fn validate_embedded_object_meta(path: &Path, v: &Value) -> ErrorList {
             errs.push(FieldError::invalid(&path.child("labels"), k.as_str(), msg));
         }
         for msg in names::is_valid_label_value(val) {
-            errs.push(FieldError::invalid(&path.child("labels"), val.as_str(), msg));
+            errs.push(FieldError::invalid(
+                &path.child("labels"),
+                val.as_str(),
+                msg,
+            ));
         }
     }
     let mut total = 0usize;
     for (k, val) in meta.annotations.iter().flatten() {
         for msg in names::is_qualified_name(&k.to_lowercase()) {
-            errs.push(FieldError::invalid(&path.child("annotations"), k.as_str(), msg));
+            errs.push(FieldError::invalid(
+                &path.child("annotations"),
+                k.as_str(),
+                msg,
+            ));
         }
         total += k.len() + val.len();
     }
     const TOTAL_ANNOTATION_SIZE_LIMIT: usize = 256 * 1024;
     if total > TOTAL_ANNOTATION_SIZE_LIMIT {
-        errs.push(FieldError::too_long(&path.child("annotations"), TOTAL_ANNOTATION_SIZE_LIMIT as i64));
+        errs.push(FieldError::too_long(
+            &path.child("annotations"),
+            TOTAL_ANNOTATION_SIZE_LIMIT as i64,
+        ));
     }
     errs
 }
@@ -170,8 +209,10 @@ mod tests {
         }}))
         .expect("parses");
         let s = Structural::from_props(&props).expect("converts");
-        let mut errs: Vec<String> =
-            validate_embedded_resources(&Path::root(), &x, Some(&s), false).iter().map(ToString::to_string).collect();
+        let mut errs: Vec<String> = validate_embedded_resources(&Path::root(), &x, Some(&s), false)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         errs.sort();
         errs
     }
@@ -180,7 +221,9 @@ mod tests {
     fn embedded_resources_need_api_version_and_kind() {
         assert!(errors(json!({"embedded": {"apiVersion": "v1", "kind": "Pod"}})).is_empty());
         assert_eq!(
-            errors(json!({"embedded": {}, "list": [{"apiVersion": "a/v1", "kind": "Foo"}, {"kind": "Foo"}]})),
+            errors(
+                json!({"embedded": {}, "list": [{"apiVersion": "a/v1", "kind": "Foo"}, {"kind": "Foo"}]})
+            ),
             vec![
                 "embedded.apiVersion: Required value: must not be empty",
                 "embedded.kind: Required value: must not be empty",
@@ -193,7 +236,10 @@ mod tests {
     fn api_version_and_kind_must_be_well_formed() {
         assert_eq!(
             errors(json!({"embedded": {"apiVersion": 1, "kind": ""}})),
-            vec!["embedded.apiVersion: Invalid value: 1: must be a string", r#"embedded.kind: Invalid value: "": must not be empty"#]
+            vec![
+                "embedded.apiVersion: Invalid value: 1: must be a string",
+                r#"embedded.kind: Invalid value: "": must not be empty"#
+            ]
         );
         assert_eq!(
             errors(json!({"embedded": {"apiVersion": "a/b/c", "kind": "Foo_Bar"}})),
@@ -207,16 +253,26 @@ mod tests {
     #[test]
     fn embedded_metadata_is_validated() {
         assert!(errors(json!({"embedded": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"a": "b"}}}})).is_empty());
-        let errs = errors(json!({"embedded": {"apiVersion": "v1", "kind": "Pod", "metadata": {
-            "name": "a/b", "namespace": "Not_A_Label", "labels": {"bad key!": "v"},
-        }}}));
+        let errs = errors(
+            json!({"embedded": {"apiVersion": "v1", "kind": "Pod", "metadata": {
+                "name": "a/b", "namespace": "Not_A_Label", "labels": {"bad key!": "v"},
+            }}}),
+        );
         assert_eq!(errs.len(), 3, "{errs:?}");
-        assert!(errs.contains(&r#"embedded.metadata.name: Invalid value: "a/b": may not contain '/'"#.to_string()));
-        assert!(errs.iter().any(|e| e.starts_with(r#"embedded.metadata.namespace: Invalid value: "Not_A_Label": "#)));
-        assert!(errs.iter().any(|e| e.starts_with(r#"embedded.metadata.labels: Invalid value: "bad key!": "#)));
+        assert!(errs.contains(
+            &r#"embedded.metadata.name: Invalid value: "a/b": may not contain '/'"#.to_string()
+        ));
+        assert!(errs.iter().any(
+            |e| e.starts_with(r#"embedded.metadata.namespace: Invalid value: "Not_A_Label": "#)
+        ));
+        assert!(errs
+            .iter()
+            .any(|e| e.starts_with(r#"embedded.metadata.labels: Invalid value: "bad key!": "#)));
         assert_eq!(
             errors(json!({"embedded": {"apiVersion": "v1", "kind": "Pod", "metadata": "x"}})),
-            vec![r#"embedded.metadata: Invalid value: "x": invalid metadata type: must be an object"#]
+            vec![
+                r#"embedded.metadata: Invalid value: "x": invalid metadata type: must be an object"#
+            ]
         );
     }
 }

@@ -14,7 +14,10 @@ const META_FIELDS: [&str; 3] = ["apiVersion", "kind", "metadata"];
 /// `spec.list[0].bar`), as kube's `PruneWithOptions` reports them. `is_resource_root` treats `x` as a whole
 /// object: its `apiVersion`, `kind` and `metadata` are kept.
 pub fn prune(x: &mut Value, s: Option<&Structural>, is_resource_root: bool) -> Vec<String> {
-    let mut pruner = Pruner { path: String::new(), pruned: Vec::new() };
+    let mut pruner = Pruner {
+        path: String::new(),
+        pruned: Vec::new(),
+    };
     if is_resource_root {
         let mut root = s.cloned().unwrap_or_default();
         root.extensions.x_embedded_resource = true;
@@ -153,10 +156,12 @@ mod tests {
 
     #[test]
     fn unknown_fields_are_removed_and_reported() {
-        let s = schema(json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
-            "replicas": {"type": "integer"},
-            "list": {"type": "array", "items": {"type": "object", "properties": {"a": {"type": "string"}}}},
-        }}}}));
+        let s = schema(
+            json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+                "replicas": {"type": "integer"},
+                "list": {"type": "array", "items": {"type": "object", "properties": {"a": {"type": "string"}}}},
+            }}}}),
+        );
         let mut x = json!({
             "apiVersion": "a/v1", "kind": "K", "metadata": {"name": "x", "whatever": 1},
             "spec": {"replicas": 1, "foo": 2, "list": [{"a": "x", "b": "y"}]},
@@ -168,7 +173,10 @@ mod tests {
             x,
             json!({"apiVersion": "a/v1", "kind": "K", "metadata": {"name": "x", "whatever": 1}, "spec": {"replicas": 1, "list": [{"a": "x"}]}})
         );
-        assert_eq!(unknown_field_warning(&pruned[0]), r#"unknown field "spec.foo""#);
+        assert_eq!(
+            unknown_field_warning(&pruned[0]),
+            r#"unknown field "spec.foo""#
+        );
     }
 
     #[test]
@@ -180,7 +188,10 @@ mod tests {
         }}}));
         let mut x = json!({"spec": {"free": {"deep": 1}, "known": {"a": "x", "b": "y"}}});
         assert_eq!(prune(&mut x, Some(&s), true), vec!["spec.known.b"]);
-        assert_eq!(x, json!({"spec": {"free": {"deep": 1}, "known": {"a": "x"}}}));
+        assert_eq!(
+            x,
+            json!({"spec": {"free": {"deep": 1}, "known": {"a": "x"}}})
+        );
     }
 
     #[test]
@@ -191,8 +202,14 @@ mod tests {
             "properties": {"spec": {"type": "object"}},
         }}}));
         let mut x = json!({"template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"x": 1}, "status": 1}});
-        assert_eq!(prune(&mut x, Some(&s), true), vec!["template.spec.x", "template.status"]);
-        assert_eq!(x, json!({"template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}}}));
+        assert_eq!(
+            prune(&mut x, Some(&s), true),
+            vec!["template.spec.x", "template.status"]
+        );
+        assert_eq!(
+            x,
+            json!({"template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}}})
+        );
     }
 
     #[test]
@@ -210,7 +227,10 @@ mod tests {
     fn without_a_schema_everything_but_type_and_object_meta_goes() {
         let mut x = json!({"apiVersion": "a/v1", "kind": "K", "metadata": {}, "spec": {"a": 1}});
         assert_eq!(prune(&mut x, None, true), vec!["spec"]);
-        assert_eq!(x, json!({"apiVersion": "a/v1", "kind": "K", "metadata": {}}));
+        assert_eq!(
+            x,
+            json!({"apiVersion": "a/v1", "kind": "K", "metadata": {}})
+        );
         let mut nested = json!({"a": {"b": 1}});
         assert_eq!(prune(&mut nested, None, false), vec!["a"]);
     }

@@ -6,7 +6,9 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
 };
 
-use super::{Extensions, Generic, NestedValueValidation, Structural, StructuralOrBool, ValueValidation};
+use super::{
+    Extensions, Generic, NestedValueValidation, Structural, StructuralOrBool, ValueValidation,
+};
 
 /// A schema that cannot be made structural at all. CRD validation rejects these fields first, so a
 /// validated CRD never fails conversion.
@@ -38,7 +40,9 @@ impl Structural {
         };
         match &s.items {
             Some(JSONSchemaPropsOrArray::Schemas(_)) => return Err(ConvertError::ItemsArray),
-            Some(JSONSchemaPropsOrArray::Schema(item)) => ss.items = Some(Box::new(Structural::from_props(item)?)),
+            Some(JSONSchemaPropsOrArray::Schema(item)) => {
+                ss.items = Some(Box::new(Structural::from_props(item)?))
+            }
             None => {}
         }
         for (k, v) in s.properties.iter().flatten() {
@@ -51,10 +55,14 @@ impl Structural {
 fn generic(s: &JSONSchemaProps) -> Result<Generic, ConvertError> {
     let additional_properties = match &s.additional_properties {
         None => None,
-        Some(JSONSchemaPropsOrBool::Schema(schema)) => {
-            Some(StructuralOrBool { structural: Some(Box::new(Structural::from_props(schema)?)), allows: true })
-        }
-        Some(JSONSchemaPropsOrBool::Bool(b)) => Some(StructuralOrBool { structural: None, allows: *b }),
+        Some(JSONSchemaPropsOrBool::Schema(schema)) => Some(StructuralOrBool {
+            structural: Some(Box::new(Structural::from_props(schema)?)),
+            allows: true,
+        }),
+        Some(JSONSchemaPropsOrBool::Bool(b)) => Some(StructuralOrBool {
+            structural: None,
+            allows: *b,
+        }),
     };
     Ok(Generic {
         description: s.description.clone().unwrap_or_default(),
@@ -83,9 +91,10 @@ fn extensions(s: &JSONSchemaProps) -> Result<Extensions, ConvertError> {
 }
 
 fn value_validation(s: &JSONSchemaProps) -> Result<ValueValidation, ConvertError> {
-    let nested = |list: &Option<Vec<JSONSchemaProps>>| -> Result<Vec<NestedValueValidation>, ConvertError> {
-        list.iter().flatten().map(nested_value_validation).collect()
-    };
+    let nested =
+        |list: &Option<Vec<JSONSchemaProps>>| -> Result<Vec<NestedValueValidation>, ConvertError> {
+            list.iter().flatten().map(nested_value_validation).collect()
+        };
     Ok(ValueValidation {
         format: s.format.clone().unwrap_or_default(),
         maximum: s.maximum,
@@ -124,7 +133,9 @@ fn nested_value_validation(s: &JSONSchemaProps) -> Result<NestedValueValidation,
     };
     match &s.items {
         Some(JSONSchemaPropsOrArray::Schemas(_)) => return Err(ConvertError::ItemsArray),
-        Some(JSONSchemaPropsOrArray::Schema(item)) => v.items = Some(Box::new(nested_value_validation(item)?)),
+        Some(JSONSchemaPropsOrArray::Schema(item)) => {
+            v.items = Some(Box::new(nested_value_validation(item)?))
+        }
         None => {}
     }
     for (k, p) in s.properties.iter().flatten() {
@@ -178,8 +189,19 @@ mod tests {
             "anyOf": [{"required": ["a"]}],
         })))
         .expect("converts");
-        assert_eq!(s.properties["a"].items.as_ref().map(|i| i.generic.default.clone()), Some(Some(json!("x"))));
-        assert_eq!(s.properties["m"].additional_properties_schema().map(|a| a.type_()), Some("integer"));
+        assert_eq!(
+            s.properties["a"]
+                .items
+                .as_ref()
+                .map(|i| i.generic.default.clone()),
+            Some(Some(json!("x")))
+        );
+        assert_eq!(
+            s.properties["m"]
+                .additional_properties_schema()
+                .map(|a| a.type_()),
+            Some("integer")
+        );
         assert_eq!(s.value_validation.as_ref().map(|v| v.any_of.len()), Some(1));
     }
 

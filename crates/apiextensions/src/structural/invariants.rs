@@ -33,20 +33,38 @@ fn validate_structural_invariants(s: Option<&Structural>, lvl: Level, path: &Pat
     let mut errs = Vec::new();
 
     if s.type_() == "array" && s.items.is_none() {
-        errs.push(FieldError::required(&path.child("items"), "must be specified"));
+        errs.push(FieldError::required(
+            &path.child("items"),
+            "must be specified",
+        ));
     }
-    errs.extend(validate_structural_invariants(s.items.as_deref(), Level::Item, &path.child("items")));
+    errs.extend(validate_structural_invariants(
+        s.items.as_deref(),
+        Level::Item,
+        &path.child("items"),
+    ));
 
     for (k, v) in &s.properties {
-        errs.extend(validate_structural_invariants(Some(v), Level::Field, &path.child("properties").key(k)));
+        errs.extend(validate_structural_invariants(
+            Some(v),
+            Level::Field,
+            &path.child("properties").key(k),
+        ));
     }
 
     if let Some(ap) = &s.generic.additional_properties {
         if lvl == Level::Root {
-            errs.push(FieldError::forbidden(&path.child("additionalProperties"), "must not be used at the root"));
+            errs.push(FieldError::forbidden(
+                &path.child("additionalProperties"),
+                "must not be used at the root",
+            ));
         }
         if let Some(schema) = &ap.structural {
-            errs.extend(validate_structural_invariants(Some(schema), Level::Field, &path.child("additionalProperties")));
+            errs.extend(validate_structural_invariants(
+                Some(schema),
+                Level::Field,
+                &path.child("additionalProperties"),
+            ));
         }
     }
 
@@ -55,7 +73,12 @@ fn validate_structural_invariants(s: Option<&Structural>, lvl: Level, path: &Pat
     let skip_any_of = is_int_or_string_any_of_pattern(s);
     let skip_first_all_of_any_of = is_int_or_string_all_of_pattern(s);
     if let Some(vv) = &s.value_validation {
-        errs.extend(validate_value_validation(vv, skip_any_of, skip_first_all_of_any_of, path));
+        errs.extend(validate_value_validation(
+            vv,
+            skip_any_of,
+            skip_first_all_of_any_of,
+            path,
+        ));
     }
 
     let check_metadata = lvl == Level::Root || s.extensions.x_embedded_resource;
@@ -67,7 +90,10 @@ fn validate_structural_invariants(s: Option<&Structural>, lvl: Level, path: &Pat
         } else {
             errs.push(FieldError::invalid(&path.child("type"), s.type_(), msg));
         }
-    } else if s.type_().is_empty() && !s.extensions.x_int_or_string && !s.extensions.x_preserve_unknown_fields {
+    } else if s.type_().is_empty()
+        && !s.extensions.x_int_or_string
+        && !s.extensions.x_preserve_unknown_fields
+    {
         let msg = match lvl {
             Level::Root => "must not be empty at the root",
             Level::Item => "must not be empty for specified array items",
@@ -83,7 +109,11 @@ fn validate_structural_invariants(s: Option<&Structural>, lvl: Level, path: &Pat
     }
 
     if lvl == Level::Root && !s.type_().is_empty() && s.type_() != "object" {
-        errs.push(FieldError::invalid(&path.child("type"), s.type_(), "must be object at the root"));
+        errs.push(FieldError::invalid(
+            &path.child("type"),
+            s.type_(),
+            "must be object at the root",
+        ));
     }
 
     if check_metadata {
@@ -109,7 +139,10 @@ fn validate_structural_invariants(s: Option<&Structural>, lvl: Level, path: &Pat
         ));
     }
 
-    if s.extensions.x_embedded_resource && !s.extensions.x_preserve_unknown_fields && s.properties.is_empty() {
+    if s.extensions.x_embedded_resource
+        && !s.extensions.x_preserve_unknown_fields
+        && s.properties.is_empty()
+    {
         errs.push(FieldError::required(
             &path.child("properties"),
             "must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields",
@@ -119,17 +152,28 @@ fn validate_structural_invariants(s: Option<&Structural>, lvl: Level, path: &Pat
     errs
 }
 
-fn validate_structural_metadata_invariants(s: &Structural, check_metadata: bool, lvl: Level, path: &Path) -> ErrorList {
+fn validate_structural_metadata_invariants(
+    s: &Structural,
+    check_metadata: bool,
+    lvl: Level,
+    path: &Path,
+) -> ErrorList {
     let mut errs = Vec::new();
     if check_metadata && s.type_() != "object" {
-        errs.push(FieldError::invalid(&path.child("type"), s.type_(), "must be object"));
+        errs.push(FieldError::invalid(
+            &path.child("type"),
+            s.type_(),
+            "must be object",
+        ));
     }
     if lvl == Level::Root {
         let mut m = s.clone();
         let found_name = m.properties.contains_key("name");
         let found_generate_name = m.properties.contains_key("generateName");
         let n = m.properties.len();
-        if (found_name && found_generate_name && n == 2) || ((found_name || found_generate_name) && n == 1) {
+        if (found_name && found_generate_name && n == 2)
+            || ((found_name || found_generate_name) && n == 1)
+        {
             m.properties.clear();
         }
         m.generic.type_.clear();
@@ -138,7 +182,10 @@ fn validate_structural_metadata_invariants(s: &Structural, check_metadata: bool,
         if m.value_validation.is_none() {
             m.value_validation = Some(Box::default());
         }
-        let allowed = Structural { value_validation: Some(Box::default()), ..Structural::default() };
+        let allowed = Structural {
+            value_validation: Some(Box::default()),
+            ..Structural::default()
+        };
         if m != allowed {
             errs.push(FieldError::forbidden(
                 path,
@@ -161,13 +208,17 @@ fn int_or_string_any_of() -> Vec<NestedValueValidation> {
 }
 
 fn is_int_or_string_any_of_pattern(s: &Structural) -> bool {
-    s.value_validation.as_ref().is_some_and(|v| v.any_of == int_or_string_any_of())
+    s.value_validation
+        .as_ref()
+        .is_some_and(|v| v.any_of == int_or_string_any_of())
 }
 
 fn is_int_or_string_all_of_pattern(s: &Structural) -> bool {
-    s.value_validation
-        .as_ref()
-        .is_some_and(|v| v.all_of.first().is_some_and(|first| first.value_validation.any_of == int_or_string_any_of()))
+    s.value_validation.as_ref().is_some_and(|v| {
+        v.all_of
+            .first()
+            .is_some_and(|first| first.value_validation.any_of == int_or_string_any_of())
+    })
 }
 
 fn validate_extensions(x: &Extensions, path: &Path) -> ErrorList {
@@ -189,21 +240,46 @@ fn validate_extensions(x: &Extensions, path: &Path) -> ErrorList {
     errs
 }
 
-fn validate_value_validation(v: &ValueValidation, skip_any_of: bool, skip_first_all_of_any_of: bool, path: &Path) -> ErrorList {
+fn validate_value_validation(
+    v: &ValueValidation,
+    skip_any_of: bool,
+    skip_first_all_of_any_of: bool,
+    path: &Path,
+) -> ErrorList {
     let mut errs = Vec::new();
     if !skip_any_of {
         for (i, n) in v.any_of.iter().enumerate() {
-            errs.extend(validate_nested_value_validation(Some(n), false, false, &path.child("anyOf").index(i)));
+            errs.extend(validate_nested_value_validation(
+                Some(n),
+                false,
+                false,
+                &path.child("anyOf").index(i),
+            ));
         }
     }
     for (i, n) in v.all_of.iter().enumerate() {
         let skip = skip_first_all_of_any_of && i == 0;
-        errs.extend(validate_nested_value_validation(Some(n), skip, false, &path.child("allOf").index(i)));
+        errs.extend(validate_nested_value_validation(
+            Some(n),
+            skip,
+            false,
+            &path.child("allOf").index(i),
+        ));
     }
     for (i, n) in v.one_of.iter().enumerate() {
-        errs.extend(validate_nested_value_validation(Some(n), false, false, &path.child("oneOf").index(i)));
+        errs.extend(validate_nested_value_validation(
+            Some(n),
+            false,
+            false,
+            &path.child("oneOf").index(i),
+        ));
     }
-    errs.extend(validate_nested_value_validation(v.not.as_deref(), false, false, &path.child("not")));
+    errs.extend(validate_nested_value_validation(
+        v.not.as_deref(),
+        false,
+        false,
+        &path.child("not"),
+    ));
     if !v.pattern.is_empty() {
         if let Err(e) = pattern::compile(&v.pattern) {
             errs.push(FieldError::invalid(
@@ -223,61 +299,117 @@ fn validate_nested_value_validation(
     path: &Path,
 ) -> ErrorList {
     let Some(v) = v else { return Vec::new() };
-    let mut errs = validate_value_validation(&v.value_validation, skip_any_of, skip_all_of_any_of, path);
-    errs.extend(validate_nested_value_validation(v.items.as_deref(), false, false, &path.child("items")));
+    let mut errs =
+        validate_value_validation(&v.value_validation, skip_any_of, skip_all_of_any_of, path);
+    errs.extend(validate_nested_value_validation(
+        v.items.as_deref(),
+        false,
+        false,
+        &path.child("items"),
+    ));
     for (k, p) in &v.properties {
-        errs.extend(validate_nested_value_validation(Some(p), false, false, &path.child("properties").key(k)));
+        errs.extend(validate_nested_value_validation(
+            Some(p),
+            false,
+            false,
+            &path.child("properties").key(k),
+        ));
     }
 
     let g = &v.forbidden_generics;
     if !g.type_.is_empty() {
-        errs.push(FieldError::forbidden(&path.child("type"), "must be empty to be structural"));
+        errs.push(FieldError::forbidden(
+            &path.child("type"),
+            "must be empty to be structural",
+        ));
     }
     if g.additional_properties.is_some() {
-        errs.push(FieldError::forbidden(&path.child("additionalProperties"), "must be undefined to be structural"));
+        errs.push(FieldError::forbidden(
+            &path.child("additionalProperties"),
+            "must be undefined to be structural",
+        ));
     }
     if g.default.is_some() {
-        errs.push(FieldError::forbidden(&path.child("default"), "must be undefined to be structural"));
+        errs.push(FieldError::forbidden(
+            &path.child("default"),
+            "must be undefined to be structural",
+        ));
     }
     if !g.title.is_empty() {
-        errs.push(FieldError::forbidden(&path.child("title"), "must be empty to be structural"));
+        errs.push(FieldError::forbidden(
+            &path.child("title"),
+            "must be empty to be structural",
+        ));
     }
     if !g.description.is_empty() {
-        errs.push(FieldError::forbidden(&path.child("description"), "must be empty to be structural"));
+        errs.push(FieldError::forbidden(
+            &path.child("description"),
+            "must be empty to be structural",
+        ));
     }
     if g.nullable {
-        errs.push(FieldError::forbidden(&path.child("nullable"), "must be false to be structural"));
+        errs.push(FieldError::forbidden(
+            &path.child("nullable"),
+            "must be false to be structural",
+        ));
     }
     if g.external_docs {
-        errs.push(FieldError::forbidden(&path.child("externalDocs"), "must be undefined to be structural"));
+        errs.push(FieldError::forbidden(
+            &path.child("externalDocs"),
+            "must be undefined to be structural",
+        ));
     }
 
     let x = &v.forbidden_extensions;
     if x.x_preserve_unknown_fields {
-        errs.push(FieldError::forbidden(&path.child("x-kubernetes-preserve-unknown-fields"), "must be false to be structural"));
+        errs.push(FieldError::forbidden(
+            &path.child("x-kubernetes-preserve-unknown-fields"),
+            "must be false to be structural",
+        ));
     }
     if x.x_embedded_resource {
-        errs.push(FieldError::forbidden(&path.child("x-kubernetes-embedded-resource"), "must be false to be structural"));
+        errs.push(FieldError::forbidden(
+            &path.child("x-kubernetes-embedded-resource"),
+            "must be false to be structural",
+        ));
     }
     if x.x_int_or_string {
-        errs.push(FieldError::forbidden(&path.child("x-kubernetes-int-or-string"), "must be false to be structural"));
+        errs.push(FieldError::forbidden(
+            &path.child("x-kubernetes-int-or-string"),
+            "must be false to be structural",
+        ));
     }
     if !x.x_list_map_keys.is_empty() {
-        errs.push(FieldError::forbidden(&path.child("x-kubernetes-list-map-keys"), "must be empty to be structural"));
+        errs.push(FieldError::forbidden(
+            &path.child("x-kubernetes-list-map-keys"),
+            "must be empty to be structural",
+        ));
     }
     if x.x_list_type.is_some() {
-        errs.push(FieldError::forbidden(&path.child("x-kubernetes-list-type"), "must be undefined to be structural"));
+        errs.push(FieldError::forbidden(
+            &path.child("x-kubernetes-list-type"),
+            "must be undefined to be structural",
+        ));
     }
     if x.x_map_type.is_some() {
-        errs.push(FieldError::forbidden(&path.child("x-kubernetes-map-type"), "must be undefined to be structural"));
+        errs.push(FieldError::forbidden(
+            &path.child("x-kubernetes-map-type"),
+            "must be undefined to be structural",
+        ));
     }
     if x.x_validations > 0 {
-        errs.push(FieldError::forbidden(&path.child("x-kubernetes-validations"), "must be empty to be structural"));
+        errs.push(FieldError::forbidden(
+            &path.child("x-kubernetes-validations"),
+            "must be empty to be structural",
+        ));
     }
 
     // Reasoning about metadata in a junctor could restrict metadata in ways kube does not want.
     if v.properties.contains_key("metadata") {
-        errs.push(FieldError::forbidden(&path.child("properties").key("metadata"), "must not be specified in a nested context"));
+        errs.push(FieldError::forbidden(
+            &path.child("properties").key("metadata"),
+            "must not be specified in a nested context",
+        ));
     }
     errs
 }
@@ -291,8 +423,15 @@ mod tests {
     fn check(schema: serde_json::Value) -> Vec<String> {
         let props: JSONSchemaProps = serde_json::from_value(schema).expect("test schema parses");
         let s = Structural::from_props(&props).expect("converts");
-        let root = Path::new("spec").child("versions").index(0).child("schema").child("openAPIV3Schema");
-        validate_structural(&root, &s).iter().map(ToString::to_string).collect()
+        let root = Path::new("spec")
+            .child("versions")
+            .index(0)
+            .child("schema")
+            .child("openAPIV3Schema");
+        validate_structural(&root, &s)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
     }
 
     const ROOT: &str = "spec.versions[0].schema.openAPIV3Schema";
@@ -332,11 +471,15 @@ mod tests {
     fn the_root_must_be_an_object_without_additional_properties() {
         assert_eq!(
             check(json!({"type": "string"})),
-            vec![format!(r#"{ROOT}.type: Invalid value: "string": must be object at the root"#)]
+            vec![format!(
+                r#"{ROOT}.type: Invalid value: "string": must be object at the root"#
+            )]
         );
         assert_eq!(
             check(json!({"type": "object", "additionalProperties": {"type": "string"}})),
-            vec![format!("{ROOT}.additionalProperties: Forbidden: must not be used at the root")]
+            vec![format!(
+                "{ROOT}.additionalProperties: Forbidden: must not be used at the root"
+            )]
         );
     }
 
@@ -426,12 +569,17 @@ mod tests {
         // Ported from TestValidateStructuralMetadataInvariants: the type must be object …
         for t in ["array", "number", "integer", "boolean", "string"] {
             let errs = check(json!({"type": "object", "properties": {"metadata": {"type": t}}}));
-            assert!(errs.iter().any(|e| e.contains("must be object")), "{t}: {errs:?}");
+            assert!(
+                errs.iter().any(|e| e.contains("must be object")),
+                "{t}: {errs:?}"
+            );
         }
         // … name and generateName may be restricted, nothing else of ObjectMeta …
-        assert!(check(json!({"type": "object", "properties": {"metadata": {"type": "object", "properties": {
-            "name": {"type": "string", "pattern": "^a"}, "generateName": {"type": "string"}
-        }}}}))
+        assert!(check(
+            json!({"type": "object", "properties": {"metadata": {"type": "object", "properties": {
+                "name": {"type": "string", "pattern": "^a"}, "generateName": {"type": "string"}
+            }}}})
+        )
         .is_empty());
         for field in ["namespace", "labels", "annotations", "uid", "finalizers"] {
             assert_eq!(
@@ -450,7 +598,9 @@ mod tests {
 
     #[test]
     fn invalid_patterns_are_reported() {
-        let errs = check(json!({"type": "object", "properties": {"a": {"type": "string", "pattern": "(a"}}}));
+        let errs = check(
+            json!({"type": "object", "properties": {"a": {"type": "string", "pattern": "(a"}}}),
+        );
         assert_eq!(errs.len(), 1);
         assert!(errs[0].starts_with(&format!(r#"{ROOT}.properties[a].pattern: Invalid value: "(a": must be a valid regular expression, but isn't: "#)));
     }

@@ -127,6 +127,9 @@ impl Structural {
 
     /// The schema of `additionalProperties`, when it is a schema.
     pub fn additional_properties_schema(&self) -> Option<&Structural> {
-        self.generic.additional_properties.as_ref().and_then(|a| a.structural.as_deref())
+        self.generic
+            .additional_properties
+            .as_ref()
+            .and_then(|a| a.structural.as_deref())
     }
 }

@@ -42,23 +42,51 @@ pub(crate) fn is_known(format: &str) -> bool {
 
 macro_rules! regex {
     ($name:ident, $re:expr) => {
-        static $name: LazyLock<Regex> = LazyLock::new(|| Regex::new($re).expect("format regex is valid"));
+        static $name: LazyLock<Regex> =
+            LazyLock::new(|| Regex::new($re).expect("format regex is valid"));
     };
 }
 
-regex!(HOSTNAME, r"^([a-zA-Z0-9\p{S}\p{L}]((-?[a-zA-Z0-9\p{S}\p{L}]{0,62})?)|([a-zA-Z0-9\p{S}\p{L}](([a-zA-Z0-9\-\p{S}\p{L}]{0,61}[a-zA-Z0-9\p{S}\p{L}])?)(\.)){1,}([a-zA-Z\p{L}]){2,63})$");
-regex!(UUID, r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$");
-regex!(UUID3, r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?3[0-9a-f]{3}-?[0-9a-f]{4}-?[0-9a-f]{12}$");
-regex!(UUID4, r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?4[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$");
-regex!(UUID5, r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?5[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$");
-regex!(DATE_TIME_TAIL, r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$");
+regex!(
+    HOSTNAME,
+    r"^([a-zA-Z0-9\p{S}\p{L}]((-?[a-zA-Z0-9\p{S}\p{L}]{0,62})?)|([a-zA-Z0-9\p{S}\p{L}](([a-zA-Z0-9\-\p{S}\p{L}]{0,61}[a-zA-Z0-9\p{S}\p{L}])?)(\.)){1,}([a-zA-Z\p{L}]){2,63})$"
+);
+regex!(
+    UUID,
+    r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$"
+);
+regex!(
+    UUID3,
+    r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?3[0-9a-f]{3}-?[0-9a-f]{4}-?[0-9a-f]{12}$"
+);
+regex!(
+    UUID4,
+    r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?4[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$"
+);
+regex!(
+    UUID5,
+    r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?5[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$"
+);
+regex!(
+    DATE_TIME_TAIL,
+    r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$"
+);
 regex!(HEXCOLOR, r"^#?([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$");
 regex!(SSN, r"^[0-9]{3}[- ]?[0-9]{2}[- ]?[0-9]{4}$");
 regex!(BSON_OBJECT_ID, r"^[0-9a-fA-F]{24}$");
-regex!(MAC, r"^([0-9A-Fa-f]{2}[:-]){5}([0-9A-Fa-f]{2})$|^([0-9A-Fa-f]{2}[:-]){7}([0-9A-Fa-f]{2})$|^([0-9A-Fa-f]{2}[:-]){19}([0-9A-Fa-f]{2})$|^([0-9A-Fa-f]{4}\.){2}([0-9A-Fa-f]{4})$|^([0-9A-Fa-f]{4}\.){3}([0-9A-Fa-f]{4})$|^([0-9A-Fa-f]{4}\.){9}([0-9A-Fa-f]{4})$");
-regex!(BASE64, r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{4})$");
+regex!(
+    MAC,
+    r"^([0-9A-Fa-f]{2}[:-]){5}([0-9A-Fa-f]{2})$|^([0-9A-Fa-f]{2}[:-]){7}([0-9A-Fa-f]{2})$|^([0-9A-Fa-f]{2}[:-]){19}([0-9A-Fa-f]{2})$|^([0-9A-Fa-f]{4}\.){2}([0-9A-Fa-f]{4})$|^([0-9A-Fa-f]{4}\.){3}([0-9A-Fa-f]{4})$|^([0-9A-Fa-f]{4}\.){9}([0-9A-Fa-f]{4})$"
+);
+regex!(
+    BASE64,
+    r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{4})$"
+);
 regex!(DNS1123_LABEL, r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$");
-regex!(DNS1123_SUBDOMAIN, r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$");
+regex!(
+    DNS1123_SUBDOMAIN,
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+);
 regex!(EMAIL, r"^[^\s@<>()\[\]\\,;:]+@[^\s@<>()\[\]\\,;:]+$");
 regex!(DURATION_UNITS, r"(\d+)\s*([A-Za-zµ]+)");
 regex!(URI_SCHEME, r"^[A-Za-z][A-Za-z0-9+.\-]*:");
@@ -97,7 +125,11 @@ fn is_date(s: &str) -> bool {
     if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
         return false;
     }
-    let num = |r: std::ops::Range<usize>| s.get(r).filter(|p| p.bytes().all(|c| c.is_ascii_digit())).and_then(|p| p.parse::<i16>().ok());
+    let num = |r: std::ops::Range<usize>| {
+        s.get(r)
+            .filter(|p| p.bytes().all(|c| c.is_ascii_digit()))
+            .and_then(|p| p.parse::<i16>().ok())
+    };
     match (num(0..4), num(5..7), num(8..10)) {
         (Some(y), Some(m), Some(d)) => jiff::civil::Date::new(y, m as i8, d as i8).is_ok(),
         _ => false,
@@ -114,7 +146,9 @@ fn is_date_time(s: &str) -> bool {
     if parts.len() < 2 || !is_date(parts[0]) {
         return false;
     }
-    let Some(m) = DATE_TIME_TAIL.captures(parts[1]) else { return false };
+    let Some(m) = DATE_TIME_TAIL.captures(parts[1]) else {
+        return false;
+    };
     let (h, mi, se) = (&m[1], &m[2], &m[3]);
     h <= "23" && mi <= "59" && se <= "59"
 }
@@ -130,14 +164,21 @@ fn is_go_duration(s: &str) -> bool {
     }
     let mut rest = s;
     while !rest.is_empty() {
-        let digits = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+        let digits = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
         let number = &rest[..digits];
         if number.is_empty() || number == "." || number.matches('.').count() > 1 {
             return false;
         }
         rest = &rest[digits..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
-        if !matches!(&rest[..unit_len], "ns" | "us" | "µs" | "μs" | "ms" | "s" | "m" | "h") {
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        if !matches!(
+            &rest[..unit_len],
+            "ns" | "us" | "µs" | "μs" | "ms" | "s" | "m" | "h"
+        ) {
             return false;
         }
         rest = &rest[unit_len..];
@@ -163,7 +204,10 @@ fn is_unit_duration(s: &str) -> bool {
         }
         let unit = m[2].trim().to_lowercase();
         UNITS.iter().any(|variants| {
-            variants.iter().enumerate().any(|(i, v)| (i == variants.len() - 1 && unit.starts_with(v)) || unit == *v)
+            variants
+                .iter()
+                .enumerate()
+                .any(|(i, v)| (i == variants.len() - 1 && unit.starts_with(v)) || unit == *v)
         })
     })
 }
@@ -188,8 +232,12 @@ fn parse_ip_sloppy(s: &str) -> Option<IpAddr> {
 }
 
 fn is_cidr(s: &str) -> bool {
-    let Some((ip, bits)) = s.split_once('/') else { return false };
-    let Some(ip) = parse_ip_sloppy(ip) else { return false };
+    let Some((ip, bits)) = s.split_once('/') else {
+        return false;
+    };
+    let Some(ip) = parse_ip_sloppy(ip) else {
+        return false;
+    };
     if bits.is_empty() || bits.len() > 3 || !bits.bytes().all(|c| c.is_ascii_digit()) {
         return false;
     }

@@ -28,7 +28,10 @@ enum Kind {
     Required,
     Enum(Vec<Value>),
     TooLong(i64),
-    TooMany { actual: i64, max: i64 },
+    TooMany {
+        actual: i64,
+        max: i64,
+    },
     InvalidType,
     Other,
     /// An error of the junctors (`anyOf` …), reported at the caller's root.
@@ -67,7 +70,10 @@ impl Outcome {
     }
 
     fn error(e: OpenApiError) -> Outcome {
-        Outcome { errors: vec![e], match_count: 0 }
+        Outcome {
+            errors: vec![e],
+            match_count: 0,
+        }
     }
 
     fn is_valid(&self) -> bool {
@@ -76,7 +82,12 @@ impl Outcome {
 }
 
 fn err(kind: Kind, name: &str, value: Option<Value>, message: String) -> OpenApiError {
-    OpenApiError { kind, name: name.to_string(), value, message }
+    OpenApiError {
+        kind,
+        name: name.to_string(),
+        value,
+        message,
+    }
 }
 
 /// `name in body`, or just the rest of the message at the root as kube-openapi prints it.
@@ -120,7 +131,10 @@ impl SchemaValidator {
     pub fn new(schema: &JSONSchemaProps) -> Self {
         let mut patterns = HashMap::new();
         collect_patterns(schema, &mut patterns);
-        SchemaValidator { schema: schema.clone(), patterns }
+        SchemaValidator {
+            schema: schema.clone(),
+            patterns,
+        }
     }
 
     /// Validates a whole object as kube's custom-resource handler does (`ValidateCustomResource(nil, …)`).
@@ -152,7 +166,13 @@ impl SchemaValidator {
                         None => Path::new(name),
                     }
                 };
-                let value = || BadValue::Json(e.value.clone().unwrap_or_else(|| Value::String(String::new())));
+                let value = || {
+                    BadValue::Json(
+                        e.value
+                            .clone()
+                            .unwrap_or_else(|| Value::String(String::new())),
+                    )
+                };
                 match e.kind {
                     Kind::Required => FieldError::required(&path, ""),
                     Kind::Enum(values) => {
@@ -163,7 +183,11 @@ impl SchemaValidator {
                                 other => other.to_string(),
                             })
                             .collect();
-                        FieldError::not_supported(&path, BadValue::Json(e.value.unwrap_or(Value::Null)), &values)
+                        FieldError::not_supported(
+                            &path,
+                            BadValue::Json(e.value.unwrap_or(Value::Null)),
+                            &values,
+                        )
                     }
                     Kind::TooLong(max) => FieldError::too_long(&path, max),
                     Kind::TooMany { actual, max } => FieldError::too_many(&path, actual, max),
@@ -203,7 +227,11 @@ impl SchemaValidator {
                         Kind::InvalidType,
                         path,
                         Some(data.clone()),
-                        format!("{} must be of type {format}: {}", in_body(path), go_format::quote(str_value)),
+                        format!(
+                            "{} must be of type {format}: {}",
+                            in_body(path),
+                            go_format::quote(str_value)
+                        ),
                     ));
                 }
                 result.match_count += 1;
@@ -228,7 +256,13 @@ impl SchemaValidator {
     }
 
     /// kube-openapi's `typeValidator`.
-    fn validate_type(&self, s: &JSONSchemaProps, types: &[&str], data: &Value, path: &str) -> Outcome {
+    fn validate_type(
+        &self,
+        s: &JSONSchemaProps,
+        types: &[&str],
+        data: &Value,
+        path: &str,
+    ) -> Outcome {
         let type_name = types.join(",");
         if data.is_null() {
             if !types.is_empty() && !types.contains(&"null") && s.nullable != Some(true) {
@@ -250,34 +284,54 @@ impl SchemaValidator {
         };
         let format = s.format.as_deref().unwrap_or("");
         let contains = |t: &str| types.contains(&t);
-        let is_float_int = sch == "number" && data.as_f64().is_some_and(is_json_integer) && contains("integer");
+        let is_float_int =
+            sch == "number" && data.as_f64().is_some_and(is_json_integer) && contains("integer");
         let is_int_float = sch == "integer" && contains("number");
         let is_lower_int = format == "int64" && data_format == "int32";
         let is_lower_float = format == "float64" && data_format == "float32";
         let is_string_or_slice = matches!(data, Value::String(_) | Value::Array(_));
         if !is_string_or_slice
             && !format.is_empty()
-            && !(contains(sch) || data_format == format || is_float_int || is_int_float || is_lower_int || is_lower_float)
+            && !(contains(sch)
+                || data_format == format
+                || is_float_int
+                || is_int_float
+                || is_lower_int
+                || is_lower_float)
         {
             return Outcome::error(err(
                 Kind::InvalidType,
                 path,
                 Some(Value::String(data_format.into())),
-                format!("{} must be of type {format}: {}", in_body(path), go_format::quote(data_format)),
+                format!(
+                    "{} must be of type {format}: {}",
+                    in_body(path),
+                    go_format::quote(data_format)
+                ),
             ));
         }
-        if !(contains("number") || contains("integer")) && !format.is_empty() && is_string_or_slice {
-            return Outcome { errors: Vec::new(), match_count: 1 };
+        if !contains("number") && !contains("integer") && !format.is_empty() && is_string_or_slice {
+            return Outcome {
+                errors: Vec::new(),
+                match_count: 1,
+            };
         }
         if !(contains(sch) || is_float_int || is_int_float) {
             return Outcome::error(err(
                 Kind::InvalidType,
                 path,
                 Some(Value::String(sch.into())),
-                format!("{} must be of type {type_name}: {}", in_body(path), go_format::quote(sch)),
+                format!(
+                    "{} must be of type {type_name}: {}",
+                    in_body(path),
+                    go_format::quote(sch)
+                ),
             ));
         }
-        Outcome { errors: Vec::new(), match_count: 1 }
+        Outcome {
+            errors: Vec::new(),
+            match_count: 1,
+        }
     }
 
     /// kube-openapi's `schemaPropsValidator`: `anyOf`, `oneOf`, `allOf` and `not`.
@@ -301,7 +355,9 @@ impl SchemaValidator {
                 }
             }
             if first_success.is_none() {
-                main.add(composite(format!("{quoted} must validate at least one schema (anyOf)")));
+                main.add(composite(format!(
+                    "{quoted} must validate at least one schema (anyOf)"
+                )));
             }
             if let Some(b) = best {
                 main.merge(b);
@@ -329,9 +385,14 @@ impl SchemaValidator {
                 }
             }
             if validated != 1 {
-                let additional =
-                    if validated == 0 { "Found none valid".to_string() } else { format!("Found {validated} valid alternatives") };
-                main.add(composite(format!("{quoted} must validate one and only one schema (oneOf). {additional}")));
+                let additional = if validated == 0 {
+                    "Found none valid".to_string()
+                } else {
+                    format!("Found {validated} valid alternatives")
+                };
+                main.add(composite(format!(
+                    "{quoted} must validate one and only one schema (oneOf). {additional}"
+                )));
                 if let Some(b) = best {
                     main.merge(b);
                 }
@@ -350,14 +411,22 @@ impl SchemaValidator {
                 main.merge(r);
             }
             if validated != all_of.len() {
-                let additional = if validated == 0 { ". None validated" } else { "" };
-                main.add(composite(format!("{quoted} must validate all the schemas (allOf){additional}")));
+                let additional = if validated == 0 {
+                    ". None validated"
+                } else {
+                    ""
+                };
+                main.add(composite(format!(
+                    "{quoted} must validate all the schemas (allOf){additional}"
+                )));
             }
         }
 
         if let Some(not) = &s.not {
             if self.validate_node(not, data, path).is_valid() {
-                main.add(composite(format!("{quoted} must not validate the schema (not)")));
+                main.add(composite(format!(
+                    "{quoted} must not validate the schema (not)"
+                )));
             }
         }
 
@@ -391,17 +460,24 @@ impl SchemaValidator {
         }
         if let Some(p) = s.pattern.as_deref().filter(|p| !p.is_empty()) {
             match self.patterns.get(p) {
-                Some(Ok(re)) => {
-                    if !re.is_match(data) {
-                        return Outcome::error(err(Kind::Other, path, value, format!("{} should match '{p}'", in_body(path))));
-                    }
+                Some(Ok(re)) if !re.is_match(data) => {
+                    return Outcome::error(err(
+                        Kind::Other,
+                        path,
+                        value,
+                        format!("{} should match '{p}'", in_body(path)),
+                    ));
                 }
+                Some(Ok(_)) => {}
                 Some(Err(e)) => {
                     return Outcome::error(err(
                         Kind::Other,
                         path,
                         value,
-                        format!("{} should match '{p}, but pattern is invalid: {e}'", in_body(path)),
+                        format!(
+                            "{} should match '{p}, but pattern is invalid: {e}'",
+                            in_body(path)
+                        ),
                     ));
                 }
                 None => {}
@@ -448,9 +524,17 @@ impl SchemaValidator {
             }
         }
         if s.unique_items == Some(true) {
-            let duplicate = items.iter().enumerate().any(|(i, v)| items[..i].contains(v));
+            let duplicate = items
+                .iter()
+                .enumerate()
+                .any(|(i, v)| items[..i].contains(v));
             if duplicate {
-                result.add(err(Kind::Other, path, None, format!("{} shouldn't contain duplicates", in_body(path))));
+                result.add(err(
+                    Kind::Other,
+                    path,
+                    None,
+                    format!("{} shouldn't contain duplicates", in_body(path)),
+                ));
             }
         }
         result.match_count += 1;
@@ -458,7 +542,12 @@ impl SchemaValidator {
     }
 
     /// kube-openapi's `objectValidator`.
-    fn validate_object(&self, s: &JSONSchemaProps, map: &Map<String, Value>, path: &str) -> Outcome {
+    fn validate_object(
+        &self,
+        s: &JSONSchemaProps,
+        map: &Map<String, Value>,
+        path: &str,
+    ) -> Outcome {
         let mut result = Outcome::default();
         let num_keys = map.len() as i64;
         if let Some(min) = s.min_properties {
@@ -474,7 +563,10 @@ impl SchemaValidator {
         if let Some(max) = s.max_properties {
             if num_keys > max {
                 result.add(err(
-                    Kind::TooMany { actual: num_keys, max },
+                    Kind::TooMany {
+                        actual: num_keys,
+                        max,
+                    },
                     path,
                     Some(Value::from(num_keys)),
                     format!("{} should have at most {max} properties", in_body(path)),
@@ -503,7 +595,11 @@ impl SchemaValidator {
         }
         for (name, prop) in properties.into_iter().flatten() {
             if let Some(v) = map.get(name) {
-                let child = if path.is_empty() { name.clone() } else { format!("{path}.{name}") };
+                let child = if path.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{path}.{name}")
+                };
                 result.merge(self.validate_node(prop, v, &child));
             }
         }
@@ -541,7 +637,12 @@ fn validate_number(s: &JSONSchemaProps, _types: &[&str], n: &Number, path: &str)
                         format!("factor MultipleOf declared for {path} must be positive: {f}"),
                     ));
                 } else if (i / f) * f != i {
-                    multiple.add(err(Kind::Other, path, value.clone(), format!("{body} should be a multiple of {f}")));
+                    multiple.add(err(
+                        Kind::Other,
+                        path,
+                        value.clone(),
+                        format!("{body} should be a multiple of {f}"),
+                    ));
                 }
             }
             None => {
@@ -550,16 +651,26 @@ fn validate_number(s: &JSONSchemaProps, _types: &[&str], n: &Number, path: &str)
                         Kind::Other,
                         path,
                         Number::from_f64(factor).map(Value::Number),
-                        format!("factor MultipleOf declared for {path} must be positive: {}", go_format::float(factor)),
+                        format!(
+                            "factor MultipleOf declared for {path} must be positive: {}",
+                            go_format::float(factor)
+                        ),
                     ));
                 } else {
-                    let mult = if factor < 1.0 { 1.0 / factor * as_float } else { as_float / factor };
+                    let mult = if factor < 1.0 {
+                        1.0 / factor * as_float
+                    } else {
+                        as_float / factor
+                    };
                     if !is_json_integer(mult) {
                         multiple.add(err(
                             Kind::Other,
                             path,
                             value.clone(),
-                            format!("{body} should be a multiple of {}", go_format::float(factor)),
+                            format!(
+                                "{body} should be a multiple of {}",
+                                go_format::float(factor)
+                            ),
                         ));
                     }
                 }
@@ -572,13 +683,28 @@ fn validate_number(s: &JSONSchemaProps, _types: &[&str], n: &Number, path: &str)
         let (failed, shown) = match as_int {
             Some(i) => {
                 let m = min as i64;
-                ((!exclusive && i < m) || (exclusive && i <= m), m.to_string())
+                (
+                    (!exclusive && i < m) || (exclusive && i <= m),
+                    m.to_string(),
+                )
             }
-            None => ((!exclusive && as_float < min) || (exclusive && as_float <= min), go_format::float(min)),
+            None => (
+                (!exclusive && as_float < min) || (exclusive && as_float <= min),
+                go_format::float(min),
+            ),
         };
         if failed {
-            let op = if exclusive { "greater than" } else { "greater than or equal to" };
-            minimum.add(err(Kind::Other, path, value.clone(), format!("{body} should be {op} {shown}")));
+            let op = if exclusive {
+                "greater than"
+            } else {
+                "greater than or equal to"
+            };
+            minimum.add(err(
+                Kind::Other,
+                path,
+                value.clone(),
+                format!("{body} should be {op} {shown}"),
+            ));
         }
     }
 
@@ -587,13 +713,28 @@ fn validate_number(s: &JSONSchemaProps, _types: &[&str], n: &Number, path: &str)
         let (failed, shown) = match as_int {
             Some(i) => {
                 let m = max as i64;
-                ((!exclusive && i > m) || (exclusive && i >= m), m.to_string())
+                (
+                    (!exclusive && i > m) || (exclusive && i >= m),
+                    m.to_string(),
+                )
             }
-            None => ((!exclusive && as_float > max) || (exclusive && as_float >= max), go_format::float(max)),
+            None => (
+                (!exclusive && as_float > max) || (exclusive && as_float >= max),
+                go_format::float(max),
+            ),
         };
         if failed {
-            let op = if exclusive { "less than" } else { "less than or equal to" };
-            maximum.add(err(Kind::Other, path, value.clone(), format!("{body} should be {op} {shown}")));
+            let op = if exclusive {
+                "less than"
+            } else {
+                "less than or equal to"
+            };
+            maximum.add(err(
+                Kind::Other,
+                path,
+                value.clone(),
+                format!("{body} should be {op} {shown}"),
+            ));
         }
     }
 
@@ -607,7 +748,9 @@ fn validate_number(s: &JSONSchemaProps, _types: &[&str], n: &Number, path: &str)
 
 /// kube-openapi's `basicCommonValidator`: `enum`, matched after Go's conversion of the data to each value's type.
 fn validate_enum(s: &JSONSchemaProps, data: &Value, path: &str) -> Outcome {
-    let Some(values) = s.enum_.as_ref().filter(|e| !e.is_empty()) else { return Outcome::default() };
+    let Some(values) = s.enum_.as_ref().filter(|e| !e.is_empty()) else {
+        return Outcome::default();
+    };
     let values: Vec<Value> = values.iter().map(|v| v.0.clone()).collect();
     if values.iter().any(|e| enum_matches(data, e)) {
         return Outcome::default();
@@ -632,7 +775,13 @@ fn go_v(v: &Value) -> String {
         Value::Object(m) => {
             let mut keys: Vec<&String> = m.keys().collect();
             keys.sort();
-            format!("map[{}]", keys.iter().map(|k| format!("{k}:{}", go_v(&m[k.as_str()]))).collect::<Vec<_>>().join(" "))
+            format!(
+                "map[{}]",
+                keys.iter()
+                    .map(|k| format!("{k}:{}", go_v(&m[k.as_str()])))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            )
         }
     }
 }
@@ -649,7 +798,13 @@ fn enum_matches(data: &Value, e: &Value) -> bool {
         // Go converts an integer to a string as the rune it encodes.
         (Value::Number(d), Value::String(es)) => d
             .as_i64()
-            .map(|i| u32::try_from(i).ok().and_then(char::from_u32).unwrap_or('\u{FFFD}').to_string())
+            .map(|i| {
+                u32::try_from(i)
+                    .ok()
+                    .and_then(char::from_u32)
+                    .unwrap_or('\u{FFFD}')
+                    .to_string()
+            })
             .is_some_and(|s| &s == es),
         _ => data == e,
     }
@@ -657,7 +812,8 @@ fn enum_matches(data: &Value, e: &Value) -> bool {
 
 fn collect_patterns(s: &JSONSchemaProps, out: &mut HashMap<String, Result<Regex, String>>) {
     if let Some(p) = s.pattern.as_deref().filter(|p| !p.is_empty()) {
-        out.entry(p.to_string()).or_insert_with(|| pattern::compile(p).map_err(|e| e.to_string()));
+        out.entry(p.to_string())
+            .or_insert_with(|| pattern::compile(p).map_err(|e| e.to_string()));
     }
     for sub in s.properties.iter().flat_map(|m| m.values()) {
         collect_patterns(sub, out);
@@ -672,7 +828,9 @@ fn collect_patterns(s: &JSONSchemaProps, out: &mut HashMap<String, Result<Regex,
     }
     match &s.items {
         Some(JSONSchemaPropsOrArray::Schema(i)) => collect_patterns(i, out),
-        Some(JSONSchemaPropsOrArray::Schemas(list)) => list.iter().for_each(|i| collect_patterns(i, out)),
+        Some(JSONSchemaPropsOrArray::Schemas(list)) => {
+            list.iter().for_each(|i| collect_patterns(i, out))
+        }
         None => {}
     }
     if let Some(JSONSchemaPropsOrBool::Schema(a)) = &s.additional_properties {

@@ -6,7 +6,11 @@ use serde_json::json;
 
 fn errors(schema: Value, object: Value) -> Vec<String> {
     let props: JSONSchemaProps = serde_json::from_value(schema).expect("test schema parses");
-    let mut errs: Vec<String> = SchemaValidator::new(&props).validate(&object).iter().map(ToString::to_string).collect();
+    let mut errs: Vec<String> = SchemaValidator::new(&props)
+        .validate(&object)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     errs.sort();
     errs
 }
@@ -20,14 +24,26 @@ fn assert_errors(schema: Value, object: Value, expected: &[&str]) {
 #[test]
 fn nullable_int_or_string() {
     let schema = json!({"type": "object", "properties": {"field": {"nullable": true, "x-kubernetes-int-or-string": true}}});
-    for ok in [json!({}), json!({"field": 42}), json!({"field": "foo"}), json!({"field": null})] {
+    for ok in [
+        json!({}),
+        json!({"field": 42}),
+        json!({"field": "foo"}),
+        json!({"field": null}),
+    ] {
         assert_errors(schema.clone(), ok, &[]);
     }
-    for (v, t) in [(json!(true), "boolean"), (json!(1.2), "number"), (json!({}), "object"), (json!([]), "array")] {
+    for (v, t) in [
+        (json!(true), "boolean"),
+        (json!(1.2), "number"),
+        (json!({}), "object"),
+        (json!([]), "array"),
+    ] {
         assert_errors(
             schema.clone(),
             json!({"field": v}),
-            &[&format!(r#"field: Invalid value: "{t}": field in body must be of type integer,string: "{t}""#)],
+            &[&format!(
+                r#"field: Invalid value: "{t}": field in body must be of type integer,string: "{t}""#
+            )],
         );
     }
 }
@@ -38,17 +54,31 @@ fn nullable_int_or_string_and_user_provided_any_of() {
         "nullable": true, "x-kubernetes-int-or-string": true,
         "anyOf": [{"type": "integer"}, {"type": "string"}],
     }}});
-    for ok in [json!({}), json!({"field": null}), json!({"field": 42}), json!({"field": "foo"})] {
+    for ok in [
+        json!({}),
+        json!({"field": null}),
+        json!({"field": 42}),
+        json!({"field": "foo"}),
+    ] {
         assert_errors(schema.clone(), ok, &[]);
     }
-    for (v, t) in [(json!(true), "boolean"), (json!(1.2), "number"), (json!({}), "object"), (json!([]), "array")] {
+    for (v, t) in [
+        (json!(true), "boolean"),
+        (json!(1.2), "number"),
+        (json!({}), "object"),
+        (json!([]), "array"),
+    ] {
         assert_errors(
             schema.clone(),
             json!({"field": v}),
             &[
                 r#"<nil>: Invalid value: "": "field" must validate at least one schema (anyOf)"#,
-                &format!(r#"field: Invalid value: "{t}": field in body must be of type integer,string: "{t}""#),
-                &format!(r#"field: Invalid value: "{t}": field in body must be of type integer: "{t}""#),
+                &format!(
+                    r#"field: Invalid value: "{t}": field in body must be of type integer,string: "{t}""#
+                ),
+                &format!(
+                    r#"field: Invalid value: "{t}": field in body must be of type integer: "{t}""#
+                ),
             ],
         );
     }
@@ -60,7 +90,12 @@ fn nullable_int_or_string_and_user_provided_all_of() {
         "nullable": true, "x-kubernetes-int-or-string": true,
         "allOf": [{"anyOf": [{"type": "integer"}, {"type": "string"}]}],
     }}});
-    for ok in [json!({}), json!({"field": null}), json!({"field": 42}), json!({"field": "foo"})] {
+    for ok in [
+        json!({}),
+        json!({"field": null}),
+        json!({"field": 42}),
+        json!({"field": "foo"}),
+    ] {
         assert_errors(schema.clone(), ok, &[]);
     }
     assert_errors(
@@ -90,8 +125,16 @@ fn required_field() {
     let schema = json!({"type": "object", "required": ["field"], "properties": {"field": {
         "type": "object", "required": ["nested"], "properties": {"nested": {}},
     }}});
-    assert_errors(schema.clone(), json!({"test": "a"}), &["field: Required value"]);
-    assert_errors(schema, json!({"field": {}}), &["field.nested: Required value"]);
+    assert_errors(
+        schema.clone(),
+        json!({"test": "a"}),
+        &["field: Required value"],
+    );
+    assert_errors(
+        schema,
+        json!({"field": {}}),
+        &["field.nested: Required value"],
+    );
 }
 
 #[test]
@@ -106,7 +149,10 @@ fn enum_values() {
     assert_errors(
         schema.clone(),
         json!({"field": {}}),
-        &["field.nestedint: Required value", "field.nestedstring: Required value"],
+        &[
+            "field.nestedint: Required value",
+            "field.nestedstring: Required value",
+        ],
     );
     assert_errors(
         schema.clone(),
@@ -118,7 +164,11 @@ fn enum_values() {
             r#"field.nestedstring: Unsupported value: true: supported values: "a", "b""#,
         ],
     );
-    assert_errors(schema, json!({"field": {"nestedint": 2, "nestedstring": "a"}}), &[]);
+    assert_errors(
+        schema,
+        json!({"field": {"nestedint": 2, "nestedstring": "a"}}),
+        &[],
+    );
 }
 
 #[test]
@@ -160,7 +210,9 @@ fn wrong_types_are_reported_with_the_json_type_seen() {
     assert_errors(
         json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {"replicas": {"type": "integer"}}}}}),
         json!({"spec": {"replicas": "string"}}),
-        &[r#"spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string""#],
+        &[
+            r#"spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string""#,
+        ],
     );
     // An integral float is an integer; an integer is a number.
     assert_errors(
@@ -211,7 +263,11 @@ fn bounds_lengths_and_patterns() {
             "spec.labels.k: Too long: may not be more than 3 bytes",
         ],
     );
-    assert_errors(schema, json!({"spec": {"replicas": 4, "ratio": 0.6, "name": "abc", "tags": ["x"], "labels": {"k": "v"}}}), &[]);
+    assert_errors(
+        schema,
+        json!({"spec": {"replicas": 4, "ratio": 0.6, "name": "abc", "tags": ["x"], "labels": {"k": "v"}}}),
+        &[],
+    );
 }
 
 #[test]
@@ -229,7 +285,11 @@ fn formats_are_checked_for_strings() {
             r#"u: Invalid value: "nope": u in body must be of type uuid: "nope""#,
         ],
     );
-    assert_errors(schema, json!({"t": "2024-05-06T07:08:09Z", "u": "123e4567-e89b-12d3-a456-426614174000"}), &[]);
+    assert_errors(
+        schema,
+        json!({"t": "2024-05-06T07:08:09Z", "u": "123e4567-e89b-12d3-a456-426614174000"}),
+        &[],
+    );
 }
 
 #[test]
@@ -244,7 +304,9 @@ fn one_of_and_not_report_at_the_root() {
     assert_errors(
         schema.clone(),
         json!({"spec": {"a": "x", "b": "y"}}),
-        &[r#"<nil>: Invalid value: "": "spec" must validate one and only one schema (oneOf). Found 2 valid alternatives"#],
+        &[
+            r#"<nil>: Invalid value: "": "spec" must validate one and only one schema (oneOf). Found 2 valid alternatives"#,
+        ],
     );
     assert_errors(
         schema.clone(),
@@ -267,17 +329,39 @@ fn validate_at_reports_below_the_given_path() {
     let props: JSONSchemaProps =
         serde_json::from_value(json!({"type": "object", "properties": {"a": {"type": "integer"}}, "anyOf": [{"required": ["b"]}]}))
             .expect("parses");
-    let errs: Vec<String> =
-        SchemaValidator::new(&props).validate_at(&Path::new("x"), &json!({"a": "s"})).iter().map(ToString::to_string).collect();
-    assert!(errs.contains(&r#"x.a: Invalid value: "string": a in body must be of type integer: "string""#.to_string()), "{errs:?}");
-    assert!(errs.contains(&r#"x: Invalid value: "": "" must validate at least one schema (anyOf)"#.to_string()), "{errs:?}");
-    assert!(errs.contains(&"x.b: Required value".to_string()), "{errs:?}");
+    let errs: Vec<String> = SchemaValidator::new(&props)
+        .validate_at(&Path::new("x"), &json!({"a": "s"}))
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert!(
+        errs.contains(
+            &r#"x.a: Invalid value: "string": a in body must be of type integer: "string""#
+                .to_string()
+        ),
+        "{errs:?}"
+    );
+    assert!(
+        errs.contains(
+            &r#"x: Invalid value: "": "" must validate at least one schema (anyOf)"#.to_string()
+        ),
+        "{errs:?}"
+    );
+    assert!(
+        errs.contains(&"x.b: Required value".to_string()),
+        "{errs:?}"
+    );
 }
 
 #[test]
 fn enum_matching_converts_numbers_like_go() {
-    let schema = json!({"type": "object", "properties": {"n": {"type": "number", "enum": [1.5, 2]}}});
+    let schema =
+        json!({"type": "object", "properties": {"n": {"type": "number", "enum": [1.5, 2]}}});
     assert_errors(schema.clone(), json!({"n": 1.5}), &[]);
     assert_errors(schema.clone(), json!({"n": 2}), &[]);
-    assert_errors(schema, json!({"n": 3}), &[r#"n: Unsupported value: 3: supported values: "1.5", "2""#]);
+    assert_errors(
+        schema,
+        json!({"n": 3}),
+        &[r#"n: Unsupported value: 3: supported values: "1.5", "2""#],
+    );
 }
