@@ -2,12 +2,14 @@
 //! invariants, validation of custom resources against a schema with kube's 422 causes, defaulting, pruning,
 //! list-type and embedded-resource checks.
 //!
-//! A server serving a CRD version typically:
-//! 1. converts and checks the version's schema once ([`Structural::from_props`], [`validate_structural`]);
-//! 2. per request: [`pruning::prune`] unknown fields (answering with `unknown field` warnings), applies
-//!    [`defaulting::default`], then collects errors from [`SchemaValidator::validate`],
-//!    [`listtype::validate_list_sets_and_maps`] and [`objectmeta::validate_embedded_resources`], and returns
-//!    them as a 422 `Status` whose `details.causes` are [`FieldError::cause`].
+//! A server serving CRDs:
+//! 1. on CRD create and update, applies [`crd::set_defaults`] and refuses the CRD with the errors of
+//!    [`crd::validate_custom_resource_definition`] (or `…_update`), and publishes the names
+//!    [`crd::accepted_names`] decides;
+//! 2. prepares each served version's schema once as a [`VersionSchema`];
+//! 3. per custom-resource request: [`VersionSchema::prune`] (answering `unknown field` warnings),
+//!    [`VersionSchema::default`], then [`VersionSchema::validate`], and turns the errors into a 422 `Status` whose
+//!    `details.causes` are [`FieldError::cause`].
 
 #![warn(missing_docs)]
 
@@ -20,7 +22,9 @@ pub mod objectmeta;
 pub mod pruning;
 pub mod structural;
 pub mod validation;
+mod version_schema;
 
 pub use field::{ErrorList, ErrorType, FieldError, Path};
 pub use structural::{validate_structural, Structural};
 pub use validation::SchemaValidator;
+pub use version_schema::VersionSchema;

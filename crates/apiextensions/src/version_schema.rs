@@ -1,0 +1,141 @@
+//! One served CRD version's schema, prepared once for the requests that use it.
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps;
+use serde_json::Value;
+
+use crate::defaulting;
+use crate::field::{ErrorList, Path};
+use crate::listtype::validate_list_sets_and_maps;
+use crate::objectmeta::validate_embedded_resources;
+use crate::pruning;
+use crate::structural::{ConvertError, Structural};
+use crate::validation::SchemaValidator;
+
+/// A CRD version's `openAPIV3Schema` as its structural schema and its validator, built once when the CRD is
+/// served. Immutable, so it can be shared between request handlers.
+///
+/// Per request, kube prunes unknown fields while decoding, then defaults, then validates:
+/// [`prune`](Self::prune) → [`default`](Self::default) → [`validate`](Self::validate).
+#[derive(Debug)]
+pub struct VersionSchema {
+    structural: Structural,
+    validator: SchemaValidator,
+}
+
+impl VersionSchema {
+    /// Prepares `schema`, which CRD validation has accepted (it is structural).
+    pub fn new(schema: &JSONSchemaProps) -> Result<Self, ConvertError> {
+        Ok(VersionSchema {
+            structural: Structural::from_props(schema)?,
+            validator: SchemaValidator::new(schema),
+        })
+    }
+
+    /// The structural schema.
+    pub fn structural(&self) -> &Structural {
+        &self.structural
+    }
+
+    /// Removes the fields of the object `obj` that the schema does not know, keeping `apiVersion`, `kind` and
+    /// `metadata`, and returns their paths, sorted; kube warns `unknown field "<path>"` for each
+    /// ([`pruning::unknown_field_warning`]) or, with `fieldValidation=Strict`, refuses the request.
+    pub fn prune(&self, obj: &mut Value) -> Vec<String> {
+        pruning::prune(obj, Some(&self.structural), true)
+    }
+
+    /// Drops `null`s that are neither nullable nor defaulted, then applies the schema's defaults.
+    pub fn default(&self, obj: &mut Value) {
+        defaulting::prune_non_nullable_nulls_without_defaults(obj, Some(&self.structural));
+        defaulting::default(obj, Some(&self.structural));
+    }
+
+    /// Validates the object `obj` against the schema, its list-type sets and maps and its embedded resources,
+    /// as kube's custom-resource strategy does. The object's own metadata is left to the server's ObjectMeta
+    /// validation.
+    pub fn validate(&self, obj: &Value) -> ErrorList {
+        let mut errs = self.validator.validate(obj);
+        if let Value::Object(map) = obj {
+            errs.extend(validate_list_sets_and_maps(
+                &Path::root(),
+                Some(&self.structural),
+                map,
+            ));
+        }
+        errs.extend(validate_embedded_resources(
+            &Path::root(),
+            obj,
+            Some(&self.structural),
+            false,
+        ));
+        errs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn prune_default_validate_as_a_request_does() {
+        let props: JSONSchemaProps = serde_json::from_value(json!({
+            "type": "object",
+            "properties": {
+                "spec": {
+                    "type": "object",
+                    "required": ["image"],
+                    "properties": {
+                        "replicas": {"type": "integer", "minimum": 1, "default": 1},
+                        "image": {"type": "string"},
+                        "ports": {
+                            "type": "array",
+                            "x-kubernetes-list-type": "map",
+                            "x-kubernetes-list-map-keys": ["name"],
+                            "items": {"type": "object", "required": ["name"], "properties": {
+                                "name": {"type": "string"}, "port": {"type": "integer"},
+                            }},
+                        },
+                        "template": {"type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true},
+                    },
+                },
+            },
+        }))
+        .expect("parses");
+        let schema = VersionSchema::new(&props).expect("structural");
+        let mut obj = json!({
+            "apiVersion": "example.com/v1", "kind": "App", "metadata": {"name": "a"},
+            "spec": {"image": "nginx", "colour": "blue", "replicas": null,
+                     "ports": [{"name": "http", "port": 80}, {"name": "http", "port": 81}],
+                     "template": {"kind": "Pod"}},
+        });
+        assert_eq!(schema.prune(&mut obj), vec!["spec.colour"]);
+        schema.default(&mut obj);
+        assert_eq!(obj["spec"]["replicas"], json!(1));
+        let errs: Vec<String> = schema
+            .validate(&obj)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            errs,
+            vec![
+                r#"spec.ports[1]: Duplicate value: map[string]interface {}{"name":"http"}"#,
+                "spec.template.apiVersion: Required value: must not be empty",
+            ]
+        );
+        let mut bad = json!({"apiVersion": "example.com/v1", "kind": "App", "metadata": {"name": "a"}, "spec": {"replicas": 0}});
+        schema.default(&mut bad);
+        let errs: Vec<String> = schema
+            .validate(&bad)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            errs,
+            vec![
+                "spec.replicas: Invalid value: 0: spec.replicas in body should be greater than or equal to 1",
+                "spec.image: Required value",
+            ]
+        );
+    }
+}
