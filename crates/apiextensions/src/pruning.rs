@@ -234,4 +234,202 @@ mod tests {
         let mut nested = json!({"a": {"b": 1}});
         assert_eq!(prune(&mut nested, None, false), vec!["a"]);
     }
+
+    // Cases of TestPrune (pruning/algorithm_test.go).
+    fn check(
+        json: Value,
+        schema: Option<Value>,
+        root: bool,
+        expected: Value,
+        expected_pruned: &[&str],
+    ) {
+        let s = schema.map(schema_of);
+        let mut x = json;
+        let pruned = prune(&mut x, s.as_ref(), root);
+        assert_eq!(x, expected);
+        assert_eq!(pruned, expected_pruned);
+    }
+
+    fn schema_of(v: Value) -> Structural {
+        schema(v)
+    }
+
+    #[test]
+    fn go_cases_scalars_and_arrays() {
+        check(Value::Null, None, false, Value::Null, &[]);
+        check(json!(4), Some(json!({})), false, json!(4), &[]);
+        check(
+            json!([1, 2]),
+            Some(json!({"items": {}})),
+            false,
+            json!([1, 2]),
+            &[],
+        );
+        check(
+            json!([{"a": 1}, {"b": 1}, {"a": 1, "b": 2, "c": 3}]),
+            Some(json!({"items": {"properties": {"a": {}, "c": {}}}})),
+            false,
+            json!([{"a": 1}, {}, {"a": 1, "c": 3}]),
+            &["[1].b", "[2].b"],
+        );
+        check(
+            json!([{"a": 1}, {"b": 1}, {"a": 1, "b": 2, "c": 3}]),
+            None,
+            false,
+            json!([{}, {}, {}]),
+            &["[0].a", "[1].b", "[2].a", "[2].b", "[2].c"],
+        );
+        check(
+            json!({"array": [{"a": 1}, {"b": 1}, {"a": 1, "b": 2, "c": 3}], "unspecified": {"a": 1}, "specified": {"a": 1, "b": 2, "c": 3}}),
+            Some(json!({"properties": {
+                "array": {"items": {"properties": {"a": {}, "c": {}}}},
+                "specified": {"properties": {"a": {}, "c": {}}},
+            }})),
+            false,
+            json!({"array": [{"a": 1}, {}, {"a": 1, "c": 3}], "specified": {"a": 1, "c": 3}}),
+            &["array[1].b", "array[2].b", "specified.b", "unspecified"],
+        );
+    }
+
+    #[test]
+    fn go_case_nested_preserve_unknown_fields() {
+        let input = json!({
+            "unspecified": "bar", "alpha": "abc", "beta": 42.0,
+            "unspecifiedObject": {"unspecified": "bar"},
+            "pruning": {
+                "unspecified": "bar", "unspecifiedObject": {"unspecified": "bar"},
+                "pruning": {"unspecified": "bar"}, "apiVersion": "unknown", "preserving": {"unspecified": "bar"},
+            },
+            "preserving": {
+                "unspecified": "bar", "unspecifiedObject": {"unspecified": "bar"},
+                "pruning": {"unspecified": "bar"}, "preserving": {"unspecified": "bar"},
+            },
+            "preservingAdditionalPropertiesNotInheritingXPreserveUnknownFields": {"foo": {"specified": {"unspecified": "bar"}, "unspecified": "bar"}},
+            "preservingAdditionalPropertiesKeyPruneValues": {"foo": {"specified": {"unspecified": "bar"}, "unspecified": "bar"}},
+        });
+        let additional = json!({"type": "object", "properties": {"specified": {"type": "object"}}});
+        let schema = json!({
+            "type": "object", "x-kubernetes-preserve-unknown-fields": true,
+            "properties": {
+                "alpha": {"type": "string"}, "beta": {"type": "number"},
+                "pruning": {"type": "object", "properties": {
+                    "preserving": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                    "pruning": {"type": "object"},
+                }},
+                "preserving": {"type": "object", "x-kubernetes-preserve-unknown-fields": true, "properties": {
+                    "preserving": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                    "pruning": {"type": "object"},
+                }},
+                "preservingAdditionalPropertiesNotInheritingXPreserveUnknownFields": {
+                    "type": "object", "x-kubernetes-preserve-unknown-fields": true, "additionalProperties": additional,
+                },
+                "preservingAdditionalPropertiesKeyPruneValues": {"type": "object", "additionalProperties": additional},
+            },
+        });
+        check(
+            input,
+            Some(schema),
+            false,
+            json!({
+                "unspecified": "bar", "alpha": "abc", "beta": 42.0,
+                "unspecifiedObject": {"unspecified": "bar"},
+                "pruning": {"pruning": {}, "preserving": {"unspecified": "bar"}},
+                "preserving": {
+                    "unspecified": "bar", "unspecifiedObject": {"unspecified": "bar"},
+                    "pruning": {}, "preserving": {"unspecified": "bar"},
+                },
+                "preservingAdditionalPropertiesNotInheritingXPreserveUnknownFields": {"foo": {"specified": {}}},
+                "preservingAdditionalPropertiesKeyPruneValues": {"foo": {"specified": {}}},
+            }),
+            &[
+                "preserving.pruning.unspecified",
+                "preservingAdditionalPropertiesKeyPruneValues.foo.specified.unspecified",
+                "preservingAdditionalPropertiesKeyPruneValues.foo.unspecified",
+                "preservingAdditionalPropertiesNotInheritingXPreserveUnknownFields.foo.specified.unspecified",
+                "preservingAdditionalPropertiesNotInheritingXPreserveUnknownFields.foo.unspecified",
+                "pruning.apiVersion",
+                "pruning.pruning.unspecified",
+                "pruning.unspecified",
+                "pruning.unspecifiedObject",
+            ],
+        );
+    }
+
+    #[test]
+    fn go_cases_additional_properties_with_schema_and_bool() {
+        check(
+            json!({"a": 1, "b": 1, "c": {"a": 1, "b": 2, "c": {"a": 1}}}),
+            Some(
+                json!({"properties": {"a": {}, "c": {"additionalProperties": {"type": "integer"}}}}),
+            ),
+            false,
+            json!({"a": 1, "c": {"a": 1, "b": 2, "c": {}}}),
+            &["b", "c.c.a"],
+        );
+        check(
+            json!({"a": 1, "b": 1, "c": {"a": 1, "b": 2, "c": {"a": 1, "apiVersion": "unknown"}}}),
+            Some(json!({"properties": {"a": {}, "c": {"additionalProperties": false}}})),
+            false,
+            json!({"a": 1, "c": {"a": 1, "b": 2, "c": {}}}),
+            &["b", "c.c.a", "c.c.apiVersion"],
+        );
+    }
+
+    #[test]
+    fn go_cases_embedded_resources_with_and_without_root() {
+        let embedded = |extra: Value| {
+            let mut v = json!({
+                "apiVersion": "foo/v1", "kind": "Foo", "unspecified": "bar",
+                "metadata": {"name": "instance", "unspecified": "bar"},
+                "spec": {"unspecified": "bar"},
+            });
+            if let (Some(m), Value::Object(e)) = (v.as_object_mut(), extra) {
+                m.extend(e);
+            }
+            v
+        };
+        let mut nested = embedded(json!({}));
+        nested["spec"]["embedded"] = embedded(json!({}));
+        let mut input = json!({
+            "apiVersion": "foo/v1", "kind": "Foo",
+            "metadata": {"name": "instance", "unspecified": "bar"},
+            "unspecified": "bar",
+            "pruned": embedded(json!({})),
+            "preserving": embedded(json!({})),
+        });
+        input["nested"] = nested;
+        let schema = json!({"type": "object", "properties": {
+            "pruned": {"type": "object", "x-kubernetes-embedded-resource": true, "properties": {"spec": {"type": "object"}}},
+            "preserving": {"type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true},
+            "nested": {"type": "object", "x-kubernetes-embedded-resource": true, "properties": {"spec": {"type": "object", "properties": {
+                "embedded": {"type": "object", "x-kubernetes-embedded-resource": true, "properties": {"spec": {"type": "object"}}},
+            }}}},
+        }});
+        let kept = json!({"apiVersion": "foo/v1", "kind": "Foo", "metadata": {"name": "instance", "unspecified": "bar"}, "spec": {}});
+        let mut nested_kept = kept.clone();
+        nested_kept["spec"] = json!({"embedded": kept.clone()});
+        let expected_pruned = [
+            "nested.spec.embedded.spec.unspecified",
+            "nested.spec.embedded.unspecified",
+            "nested.spec.unspecified",
+            "nested.unspecified",
+            "pruned.spec.unspecified",
+            "pruned.unspecified",
+            "unspecified",
+        ];
+        let body =
+            json!({"pruned": kept, "preserving": embedded(json!({})), "nested": nested_kept});
+        check(
+            input.clone(),
+            Some(schema.clone()),
+            false,
+            body.clone(),
+            &expected_pruned,
+        );
+        let mut with_meta = body;
+        with_meta["apiVersion"] = json!("foo/v1");
+        with_meta["kind"] = json!("Foo");
+        with_meta["metadata"] = json!({"name": "instance", "unspecified": "bar"});
+        check(input, Some(schema), true, with_meta, &expected_pruned);
+    }
 }
