@@ -187,6 +187,7 @@ fn validate_list_map(path: &Path, s: &Structural, items: &[Value]) -> ErrorList 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::field::ErrorType;
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps;
     use serde_json::json;
 
@@ -302,5 +303,233 @@ mod tests {
             errors(s, json!({"m": {"x": ["a", "a"]}})),
             vec![r#"m[x][1]: Duplicate value: "a""#]
         );
+    }
+
+    // TestValidateListSetsAndMaps (listtype/validation_test.go): compares error types and paths.
+    fn matches(schema: Value, obj: Value) -> Vec<(ErrorType, String)> {
+        let props: JSONSchemaProps = serde_json::from_value(schema).expect("test schema parses");
+        let s = Structural::from_props(&props).expect("converts");
+        let Value::Object(obj) = obj else {
+            panic!("test object is an object")
+        };
+        let mut out: Vec<(ErrorType, String)> =
+            validate_list_sets_and_maps(&Path::new("root"), Some(&s), &obj)
+                .into_iter()
+                .map(|e| (e.error_type, e.field))
+                .collect();
+        out.sort_by(|a, b| a.1.cmp(&b.1));
+        out
+    }
+
+    fn dups(paths: &[&str]) -> Vec<(ErrorType, String)> {
+        let mut v: Vec<(ErrorType, String)> = paths
+            .iter()
+            .map(|p| (ErrorType::Duplicate, p.to_string()))
+            .collect();
+        v.sort_by(|a, b| a.1.cmp(&b.1));
+        v
+    }
+
+    fn array(list_type: Option<&str>, keys: &[&str], items: Option<Value>) -> Value {
+        let mut v = json!({"type": "array"});
+        if let Some(lt) = list_type {
+            v["x-kubernetes-list-type"] = json!(lt);
+        }
+        if !keys.is_empty() {
+            v["x-kubernetes-list-map-keys"] = json!(keys);
+        }
+        if let Some(i) = items {
+            v["items"] = i;
+        }
+        v
+    }
+
+    #[test]
+    fn go_simple_cases() {
+        assert!(validate_list_sets_and_maps(&Path::new("root"), None, &Map::new()).is_empty());
+        let obj = json!({"array": ["a", "b", "a"]});
+        let props = |p: Value| json!({"type": "object", "properties": {"array": p}});
+        assert!(matches(props(array(None, &[], None)), obj.clone()).is_empty());
+        assert!(matches(
+            props(array(Some("set"), &[], None)),
+            json!({"array": ["a"]})
+        )
+        .is_empty());
+        assert_eq!(
+            matches(
+                props(array(Some("set"), &[], None)),
+                json!({"array": ["a", "a"]})
+            ),
+            dups(&["root.array[1]"])
+        );
+        assert_eq!(
+            matches(
+                props(array(Some("set"), &[], None)),
+                json!({"array": ["a", "a", "b", "c", "d", "c"]})
+            ),
+            dups(&["root.array[1]", "root.array[5]"])
+        );
+        assert!(matches(
+            props(array(None, &[], Some(json!({"type": "string"})))),
+            obj.clone()
+        )
+        .is_empty());
+        assert_eq!(
+            matches(
+                props(array(Some("set"), &[], Some(json!({"type": "string"})))),
+                obj.clone()
+            ),
+            dups(&["root.array[2]"])
+        );
+        assert_eq!(
+            matches(
+                json!({"type": "object", "additionalProperties": array(Some("set"), &[], Some(json!({"type": "string"})))}),
+                obj
+            ),
+            dups(&["root[array][2]"])
+        );
+        assert_eq!(
+            matches(
+                props(array(
+                    None,
+                    &[],
+                    Some(array(Some("set"), &[], Some(json!({"type": "string"}))))
+                )),
+                json!({"array": [["a", "b", "a"], ["b", "b", "a"]]})
+            ),
+            dups(&["root.array[0][2]", "root.array[1][1]"])
+        );
+        assert_eq!(
+            matches(
+                props(array(Some("set"), &[], Some(array(Some("set"), &[], None)))),
+                json!({"array": ["a", "b", "a", ["b", "b", "a"]]})
+            ),
+            dups(&["root.array[2]", "root.array[3][1]"])
+        );
+        assert_eq!(
+            matches(
+                props(array(Some("set"), &[], Some(json!({"type": "string"})))),
+                json!({"array": [[], ["a"], ["a"]]})
+            ),
+            dups(&["root.array[2]"])
+        );
+    }
+
+    #[test]
+    fn go_set_list_with_compound_map_items() {
+        let set = |items: Value| array(Some("set"), &[], Some(items));
+        let string_map = json!({"type": "object", "additionalProperties": {"type": "string"}});
+        let schema = json!({"type": "object", "properties": {
+            "strings": set(json!({"type": "string"})),
+            "integers": set(json!({"type": "integer"})),
+            "booleans": set(json!({"type": "boolean"})),
+            "float64": set(json!({"type": "number"})),
+            "nil": set(json!({"type": "string", "nullable": true})),
+            "empty maps": set(string_map.clone()),
+            "map values": set(string_map.clone()),
+            "nil values": set(json!({"type": "object", "additionalProperties": {"type": "string", "nullable": true}})),
+            "array": set(json!({"type": "array", "items": {"type": "string"}})),
+            "nil array": set(json!({"type": "array", "items": {"type": "string", "nullable": true}})),
+            "multiple duplicates": set(string_map),
+        }});
+        let obj = json!({
+            "strings": ["a", "b", "a"],
+            "integers": [1, 2, 1],
+            "booleans": [false, true, true],
+            "float64": [1.0, 2.0, 2.0],
+            "nil": ["a", null, null],
+            "empty maps": [{"a": "b"}, {}, {}],
+            "map values": [{"a": "b"}, {"a": "c"}, {"a": "b"}],
+            "nil values": [{"a": null}, {"b": "c", "a": null}],
+            "array": [[], ["a"], ["b"], ["a"]],
+            "nil array": [[], [null], [null, null], [null], ["a"]],
+            "multiple duplicates": [{"a": "b"}, {"a": "c"}, {"a": "b"}, {"a": "c"}, {"a": "c"}],
+        });
+        assert_eq!(
+            matches(schema, obj),
+            dups(&[
+                "root.strings[2]",
+                "root.integers[2]",
+                "root.booleans[2]",
+                "root.float64[2]",
+                "root.nil[2]",
+                "root.empty maps[2]",
+                "root.map values[2]",
+                "root.array[3]",
+                "root.nil array[3]",
+                "root.multiple duplicates[2]",
+                "root.multiple duplicates[3]",
+            ])
+        );
+    }
+
+    #[test]
+    fn go_map_list_with_compound_map_items() {
+        let map = |keys: &[&str], items: Value| array(Some("map"), keys, Some(items));
+        let string_map = json!({"type": "object", "additionalProperties": {"type": "string"}});
+        let nullable_string_map =
+            json!({"type": "object", "additionalProperties": {"type": "string", "nullable": true}});
+        let nil_key_items = json!({"type": "object", "properties": {
+            "a": {"type": "array", "nullable": true, "items": {"type": "string"}}, "c": {"type": "string"},
+        }});
+        let schema = json!({"type": "object", "properties": {
+            "strings": map(&["a"], json!({"type": "string"})),
+            "integers": map(&["a"], json!({"type": "integer"})),
+            "booleans": map(&["a"], json!({"type": "boolean"})),
+            "float64": map(&["a"], json!({"type": "number"})),
+            "nil": map(&["a"], json!({"type": "string", "nullable": true})),
+            "array": map(&["a"], json!({"type": "array", "items": {"type": "string"}})),
+            "one key": map(&["a"], string_map.clone()),
+            "two keys": map(&["a", "b"], string_map.clone()),
+            "undefined key": map(&["a", "b"], string_map),
+            "compound key": map(&["a"], nullable_string_map.clone()),
+            "nil key": map(&["a"], nil_key_items.clone()),
+            "nil item": map(&["a"], nil_key_items),
+            "nil item multiple keys": map(&["a", "b"], json!({"type": "object", "properties": {
+                "a": {"type": "array", "nullable": true, "items": {"type": "string"}}, "b": {"type": "string"}, "c": {"type": "string"},
+            }})),
+            "multiple duplicates": map(&["a"], nullable_string_map),
+        }});
+        let obj = json!({
+            "strings": ["a"],
+            "integers": [1],
+            "booleans": [false],
+            "float64": [1.0],
+            "nil": [null],
+            "array": [["a"]],
+            "one key": [{"a": "0", "c": "2"}, {"a": "1", "c": "1"}, {"a": "1", "c": "2"}, {}],
+            "two keys": [{"a": "1", "b": "1", "c": "1"}, {"a": "1", "b": "2", "c": "2"}, {"a": "1", "b": "2", "c": "3"}, {}],
+            "undefined key": [{"a": "1", "b": "1", "c": "1"}, {"a": "1", "c": "2"}, {"a": "1", "c": "3"}, {}],
+            "compound key": [{"a": [], "c": "1"}, {"a": null, "c": "1"}, {"a": ["a"], "c": "1"}, {"a": ["a", 42], "c": "2"}, {"a": ["a", 42], "c": ["3"]}],
+            "nil key": [{"a": [], "c": "1"}, {"a": null, "c": "1"}, {"c": "1"}, {"a": null}],
+            "nil item": [null, {"a": "0", "c": "1"}, {"a": null}, {"c": "1"}],
+            "nil item multiple keys": [null, {"b": "0", "c": "1"}, {"a": null}, {"c": "1"}],
+            "multiple duplicates": [
+                {"a": [], "c": "1"}, {"a": null, "c": "1"}, {"a": ["a"], "c": "1"}, {"a": ["a", 42], "c": "2"},
+                {"a": ["a", 42], "c": ["3"]}, {"a": ["a"], "c": "1", "d": "1"}, {"a": ["a"], "c": "1", "d": "2"},
+            ],
+        });
+        let mut expected = dups(&[
+            "root.one key[2]",
+            "root.two keys[2]",
+            "root.undefined key[2]",
+            "root.compound key[4]",
+            "root.nil key[3]",
+            "root.nil item[3]",
+            "root.nil item multiple keys[3]",
+            "root.multiple duplicates[4]",
+            "root.multiple duplicates[5]",
+        ]);
+        for p in [
+            "root.strings[0]",
+            "root.integers[0]",
+            "root.booleans[0]",
+            "root.float64[0]",
+            "root.array[0]",
+        ] {
+            expected.push((ErrorType::Invalid, p.to_string()));
+        }
+        expected.sort_by(|a, b| a.1.cmp(&b.1));
+        assert_eq!(matches(schema, obj), expected);
     }
 }
