@@ -35,9 +35,46 @@ pub(crate) fn is_known(format: &str) -> bool {
             | "uuid3"
             | "uuid4"
             | "uuid5"
-            | "k8sshortname"
-            | "k8slongname"
     )
+}
+
+/// The formats a CRD schema may use in Kubernetes 1.33 (apiextensions `validation/formats.go`), normalized. Any
+/// other format is removed from the schema before validation (`StripUnsupportedFormatsPostProcess`), whatever the
+/// type; `k8s-short-name` and `k8s-long-name` only come with 1.34.
+const SUPPORTED_FORMATS: [&str; 24] = [
+    "bsonobjectid",
+    "uri",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "cidr",
+    "mac",
+    "uuid",
+    "uuid3",
+    "uuid4",
+    "uuid5",
+    "isbn",
+    "isbn10",
+    "isbn13",
+    "creditcard",
+    "ssn",
+    "hexcolor",
+    "rgbcolor",
+    "byte",
+    "password",
+    "date",
+    "duration",
+    "datetime",
+];
+
+/// The format kube keeps of a schema node: `format` if it is supported, else none.
+pub(crate) fn supported_format(format: &str) -> &str {
+    if SUPPORTED_FORMATS.contains(&normalize(format).as_str()) {
+        format
+    } else {
+        ""
+    }
 }
 
 macro_rules! regex {
@@ -82,11 +119,6 @@ regex!(
     BASE64,
     r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{4})$"
 );
-regex!(DNS1123_LABEL, r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$");
-regex!(
-    DNS1123_SUBDOMAIN,
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-);
 regex!(EMAIL, r"^[^\s@<>()\[\]\\,;:]+@[^\s@<>()\[\]\\,;:]+$");
 regex!(DURATION_UNITS, r"(\d+)\s*([A-Za-zµ]+)");
 regex!(URI_SCHEME, r"^[A-Za-z][A-Za-z0-9+.\-]*:");
@@ -113,8 +145,6 @@ pub(crate) fn validates(format: &str, s: &str) -> bool {
         "uuid3" => UUID3.is_match(s),
         "uuid4" => UUID4.is_match(s),
         "uuid5" => UUID5.is_match(s),
-        "k8sshortname" => s.len() <= 63 && DNS1123_LABEL.is_match(s),
-        "k8slongname" => s.len() <= 253 && DNS1123_SUBDOMAIN.is_match(s),
         _ => true,
     }
 }
@@ -292,9 +322,6 @@ mod tests {
             ("byte", "hello!", false),
             ("uri", "https://example.com/x", true),
             ("uri", "relative/path", false),
-            ("k8s-short-name", "abc-1", true),
-            ("k8s-short-name", "ABC", false),
-            ("k8s-long-name", "a.b-c", true),
         ];
         for (format, value, ok) in cases {
             assert!(is_known(format), "{format}");
@@ -302,5 +329,13 @@ mod tests {
         }
         assert!(!is_known("int32"));
         assert!(!is_known("whatever"));
+    }
+
+    #[test]
+    fn unsupported_formats_are_dropped_whatever_the_type() {
+        assert_eq!(supported_format("date-time"), "date-time");
+        assert_eq!(supported_format("int32"), "");
+        assert_eq!(supported_format("k8s-short-name"), "");
+        assert_eq!(supported_format("isbn"), "isbn");
     }
 }

@@ -203,17 +203,17 @@ impl SchemaValidator {
     fn validate_node(&self, s: &JSONSchemaProps, data: &Value, path: &str) -> Outcome {
         let mut result = Outcome::default();
         let types = types_of(s);
-        let format = s.format.as_deref().unwrap_or("");
+        let format = formats::supported_format(s.format.as_deref().unwrap_or(""));
         let type_applies = !types.is_empty() || !format.is_empty();
         if data.is_null() {
             if type_applies {
-                result.merge(self.validate_type(s, &types, data, path));
+                result.merge(self.validate_type(s, &types, format, data, path));
             }
             result.merge(validate_enum(s, data, path));
             return result;
         }
         if type_applies {
-            result.merge(self.validate_type(s, &types, data, path));
+            result.merge(self.validate_type(s, &types, format, data, path));
             result.match_count += 1;
         }
         result.merge(self.validate_junctors(s, data, path));
@@ -238,7 +238,7 @@ impl SchemaValidator {
             }
         }
         if let Value::Number(n) = data {
-            result.merge(validate_number(s, &types, n, path));
+            result.merge(validate_number(s, n, path));
             result.match_count += 1;
         }
         if let Value::Array(items) = data {
@@ -260,6 +260,7 @@ impl SchemaValidator {
         &self,
         s: &JSONSchemaProps,
         types: &[&str],
+        format: &str,
         data: &Value,
         path: &str,
     ) -> Outcome {
@@ -282,7 +283,6 @@ impl SchemaValidator {
             "number" => "float64",
             _ => "",
         };
-        let format = s.format.as_deref().unwrap_or("");
         let contains = |t: &str| types.contains(&t);
         let is_float_int =
             sch == "number" && data.as_f64().is_some_and(is_json_integer) && contains("integer");
@@ -614,8 +614,12 @@ impl SchemaValidator {
     }
 }
 
-/// kube-openapi's `numberValidator`: multipleOf, minimum, maximum, compared in the data's own type.
-fn validate_number(s: &JSONSchemaProps, _types: &[&str], n: &Number, path: &str) -> Outcome {
+/// kube-openapi's `numberValidator`: multipleOf, minimum, maximum, compared in the data's own type (an integer
+/// with the bound truncated to an integer).
+///
+/// The kube-openapi that Kubernetes 1.33 vendors gives this validator no type or format, so its range checks of
+/// values and bounds against int32/int64/float never fail; newer kube-openapi releases check them.
+fn validate_number(s: &JSONSchemaProps, n: &Number, path: &str) -> Outcome {
     let mut multiple = Outcome::default();
     let mut minimum = Outcome::default();
     let mut maximum = Outcome::default();
