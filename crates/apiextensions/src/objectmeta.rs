@@ -199,6 +199,7 @@ fn path_segment_name(name: &str, prefix: bool) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::field::ErrorType;
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps;
     use serde_json::json;
 
@@ -273,6 +274,122 @@ mod tests {
             vec![
                 r#"embedded.metadata: Invalid value: "x": invalid metadata type: must be an object"#
             ]
+        );
+    }
+
+    fn matches(errs: ErrorList) -> Vec<(ErrorType, String)> {
+        let mut v: Vec<(ErrorType, String)> =
+            errs.into_iter().map(|e| (e.error_type, e.field)).collect();
+        v.sort_by(|a, b| a.1.cmp(&b.1).then(a.0.reason().cmp(b.0.reason())));
+        v
+    }
+
+    fn expect(list: &[(ErrorType, &str)]) -> Vec<(ErrorType, String)> {
+        matches(
+            list.iter()
+                .map(|(t, p)| FieldError {
+                    error_type: *t,
+                    field: p.to_string(),
+                    bad_value: crate::field::BadValue::Omitted,
+                    detail: String::new(),
+                })
+                .collect(),
+        )
+    }
+
+    // TestValidateEmbeddedResource (objectmeta/validation_test.go).
+    #[test]
+    fn go_validate_embedded_resource() {
+        use ErrorType::{Invalid, Required};
+        let check = |obj: Value| match obj {
+            Value::Object(m) => matches(validate_embedded_resource(&Path::root(), &m)),
+            _ => panic!("test object is an object"),
+        };
+        assert_eq!(
+            check(json!({})),
+            expect(&[(Required, "apiVersion"), (Required, "kind")])
+        );
+        assert!(check(json!({"apiVersion": "foo/v1", "kind": "Foo"})).is_empty());
+        assert_eq!(
+            check(json!({"apiVersion": "foo/v1", "kind": "foo.bar-com"})),
+            expect(&[(Invalid, "kind")])
+        );
+        assert!(check(
+            json!({"apiVersion": "foo/v1", "kind": "Foo", "metadata": {"namespace": "kube-system"}})
+        )
+        .is_empty());
+        assert!(
+            check(json!({"apiVersion": "foo/v1", "kind": "Foo", "metadata": {"name": "foo"}}))
+                .is_empty()
+        );
+        assert_eq!(
+            check(json!({"apiVersion": "foo/v1", "kind": "Foo", "metadata": {
+                "name": "..", "namespace": "$$$", "labels": {"#": "#"}, "annotations": {"#": "#"},
+            }})),
+            expect(&[
+                (Invalid, "metadata.name"),
+                (Invalid, "metadata.namespace"),
+                (Invalid, "metadata.labels"),
+                (Invalid, "metadata.labels"),
+                (Invalid, "metadata.annotations"),
+            ])
+        );
+    }
+
+    // TestValidate (objectmeta/validation_test.go).
+    #[test]
+    fn go_validate_walks_properties_items_and_additional_properties() {
+        use ErrorType::Required;
+        let props: JSONSchemaProps = serde_json::from_value(json!({"properties": {
+            "embedded": {"x-kubernetes-embedded-resource": true},
+            "nested": {"x-kubernetes-embedded-resource": true, "properties": {"embedded": {"x-kubernetes-embedded-resource": true}}},
+            "items": {"items": {"x-kubernetes-embedded-resource": true}},
+            "additionalProperties": {"additionalProperties": {"x-kubernetes-embedded-resource": true}},
+        }}))
+        .expect("parses");
+        let s = Structural::from_props(&props).expect("converts");
+        let check = |obj: Value, root: bool| {
+            matches(validate_embedded_resources(
+                &Path::root(),
+                &obj,
+                Some(&s),
+                root,
+            ))
+        };
+        assert!(check(json!({}), false).is_empty());
+        assert_eq!(
+            check(json!({}), true),
+            expect(&[(Required, "apiVersion"), (Required, "kind")])
+        );
+        assert_eq!(
+            check(json!({"embedded": {}}), false),
+            expect(&[
+                (Required, "embedded.apiVersion"),
+                (Required, "embedded.kind")
+            ])
+        );
+        assert_eq!(
+            check(json!({"nested": {"embedded": {}}}), false),
+            expect(&[
+                (Required, "nested.apiVersion"),
+                (Required, "nested.kind"),
+                (Required, "nested.embedded.apiVersion"),
+                (Required, "nested.embedded.kind"),
+            ])
+        );
+        assert_eq!(
+            check(json!({"items": [{}]}), false),
+            expect(&[
+                (Required, "items[0].apiVersion"),
+                (Required, "items[0].kind")
+            ])
+        );
+        assert_eq!(
+            check(json!({"additionalProperties": {"foo": {}}}), false),
+            expect(&[
+                (Required, "additionalProperties[foo].apiVersion"),
+                (Required, "additionalProperties[foo].kind")
+            ])
         );
     }
 }

@@ -330,3 +330,137 @@ fn updates_keep_group_and_plural_and_once_established_scope_and_kind() {
         ]
     );
 }
+
+/// The error types and fields of the CRD's errors, sorted, as the Go tests compare them.
+fn matches(v: Value) -> Vec<(crate::field::ErrorType, String)> {
+    let mut errs: Vec<(crate::field::ErrorType, String)> =
+        validate_custom_resource_definition(&crd(v))
+            .into_iter()
+            .map(|e| (e.error_type, e.field))
+            .collect();
+    errs.sort_by(|a, b| a.1.cmp(&b.1));
+    errs
+}
+
+fn expect(list: &[(crate::field::ErrorType, &str)]) -> Vec<(crate::field::ErrorType, String)> {
+    let mut v: Vec<(crate::field::ErrorType, String)> =
+        list.iter().map(|(t, p)| (*t, p.to_string())).collect();
+    v.sort_by(|a, b| a.1.cmp(&b.1));
+    v
+}
+
+#[test]
+fn go_case_defaults_without_types_are_not_structural() {
+    use crate::field::ErrorType::Required;
+    assert_eq!(
+        matches(with_schema(json!({"properties": {"a": {"default": 42.0}}}))),
+        expect(&[
+            (
+                Required,
+                "spec.validation.openAPIV3Schema.properties[a].type"
+            ),
+            (Required, "spec.validation.openAPIV3Schema.type"),
+        ])
+    );
+    assert!(matches(with_schema(
+        json!({"type": "object", "properties": {"a": {"type": "number", "default": 42.0}}})
+    ))
+    .is_empty());
+}
+
+#[test]
+fn go_case_defaults_in_value_validation() {
+    use crate::field::ErrorType::Forbidden;
+    let p = "spec.validation.openAPIV3Schema.properties[a]";
+    assert_eq!(
+        matches(with_schema(json!({"type": "object", "properties": {"a": {
+            "type": "number",
+            "not": {"default": 42.0},
+            "anyOf": [{"default": 42.0}],
+            "allOf": [{"default": 42.0}],
+            "oneOf": [{"default": 42.0}],
+        }}}))),
+        expect(&[
+            (Forbidden, &format!("{p}.not.default")),
+            (Forbidden, &format!("{p}.allOf[0].default")),
+            (Forbidden, &format!("{p}.anyOf[0].default")),
+            (Forbidden, &format!("{p}.oneOf[0].default")),
+        ])
+    );
+}
+
+#[test]
+fn go_case_invalid_defaults() {
+    use crate::field::ErrorType::{Invalid, TypeInvalid};
+    let foo = json!({"foo": {"type": "string"}});
+    let embedded_meta =
+        json!({"foo": "abc", "apiVersion": "foo/v1", "kind": "v1", "metadata": {"name": "foo"}});
+    let mut embedded_preserve = embedded_meta.clone();
+    embedded_preserve["bar"] = json!(42);
+    let mut embedded_unpruned_meta = embedded_preserve.clone();
+    embedded_unpruned_meta["metadata"]["unspecified"] = json!("bar");
+    let schema = json!({"type": "object", "properties": {
+        "a": {"type": "object", "properties": foo, "default": {"foo": "abc", "bar": 42}},
+        "b": {"type": "object", "properties": foo, "default": {"foo": "abc"}},
+        "c": {"type": "object", "properties": foo, "default": {"foo": 42}},
+        "d": {"type": "object", "properties": {
+            "good": {"type": "string", "pattern": "a"}, "bad": {"type": "string", "pattern": "b"},
+        }, "default": {"good": "a", "bad": "a"}},
+        "e": {"type": "object", "x-kubernetes-preserve-unknown-fields": true, "properties": {
+            "preserveUnknownFields": {"type": "object", "default": {"foo": "abc", "bar": 42}},
+            "nestedProperties": {"type": "object", "properties": foo, "default": {"foo": "abc", "bar": 42}},
+        }},
+        "embedded-fine": {"type": "object", "x-kubernetes-embedded-resource": true, "properties": foo, "default": embedded_meta},
+        "embedded-preserve": {
+            "type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true,
+            "properties": foo, "default": embedded_preserve,
+        },
+        "embedded-preserve-unpruned-objectmeta": {
+            "type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true,
+            "properties": foo, "default": embedded_unpruned_meta,
+        },
+    }});
+    let p = "spec.validation.openAPIV3Schema";
+    assert_eq!(
+        matches(with_schema(schema)),
+        expect(&[
+            (Invalid, &format!("{p}.properties[a].default")),
+            (TypeInvalid, &format!("{p}.properties[c].default.foo")),
+            (Invalid, &format!("{p}.properties[d].default.bad")),
+            (
+                Invalid,
+                &format!("{p}.properties[e].properties[preserveUnknownFields].default")
+            ),
+            (
+                Invalid,
+                &format!("{p}.properties[e].properties[nestedProperties].default")
+            ),
+        ])
+    );
+}
+
+#[test]
+fn go_case_additional_properties_at_resource_root() {
+    use crate::field::ErrorType::{Forbidden, Required};
+    let p = "spec.validation.openAPIV3Schema";
+    assert_eq!(
+        matches(with_schema(json!({"type": "object", "properties": {
+            "embedded1": {"type": "object", "x-kubernetes-embedded-resource": true, "additionalProperties": {"type": "string"}},
+            "embedded2": {
+                "type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true,
+                "additionalProperties": {"type": "string"},
+            },
+        }}))),
+        expect(&[
+            (
+                Forbidden,
+                &format!("{p}.properties[embedded1].additionalProperties")
+            ),
+            (Required, &format!("{p}.properties[embedded1].properties")),
+            (
+                Forbidden,
+                &format!("{p}.properties[embedded2].additionalProperties")
+            ),
+        ])
+    );
+}
