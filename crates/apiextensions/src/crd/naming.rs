@@ -298,4 +298,395 @@ mod tests {
         assert_eq!(out.names_accepted.reason.as_deref(), Some("KindConflict"));
         assert_eq!(out.accepted_names.kind, "Alpha");
     }
+
+    // TestSync (controller/status/naming_controller_test.go).
+    struct Names<'a>(&'a str, &'a str, &'a str, &'a str, &'a [&'a str]);
+
+    fn names_value(n: &Names) -> serde_json::Value {
+        json!({"plural": n.0, "singular": n.1, "kind": n.2, "listKind": n.3, "shortNames": n.4})
+    }
+
+    fn go_crd(
+        name: &str,
+        spec: Option<Names>,
+        status: Option<Names>,
+        conditions: &[(&str, &str, &str, &str)],
+    ) -> CustomResourceDefinition {
+        let (plural, group) = name.split_once('.').expect("name has a group");
+        let spec_names = spec.map_or_else(
+            || json!({"plural": plural, "kind": ""}),
+            |n| names_value(&n),
+        );
+        let conditions: Vec<serde_json::Value> = conditions
+            .iter()
+            .map(|(t, s, r, m)| json!({"type": t, "status": s, "reason": r, "message": m}))
+            .collect();
+        let mut status_value = json!({"conditions": conditions});
+        if let Some(n) = status {
+            status_value["acceptedNames"] = names_value(&n);
+        }
+        serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "spec": {"group": group, "scope": "", "names": spec_names, "versions": []},
+            "status": status_value,
+        }))
+        .expect("test CRD parses")
+    }
+
+    fn flat(n: &CustomResourceDefinitionNames) -> (String, String, String, String, Vec<String>) {
+        (
+            n.plural.clone(),
+            n.singular.clone().unwrap_or_default(),
+            n.kind.clone(),
+            n.list_kind.clone().unwrap_or_default(),
+            n.short_names.clone().unwrap_or_default(),
+        )
+    }
+
+    fn flat_expected(n: Names) -> (String, String, String, String, Vec<String>) {
+        (
+            n.0.into(),
+            n.1.into(),
+            n.2.into(),
+            n.3.into(),
+            n.4.iter().map(|s| s.to_string()).collect(),
+        )
+    }
+
+    const ACCEPTED: (&str, &str, &str, &str) =
+        ("NamesAccepted", "True", "NoConflicts", "no conflicts found");
+    const NOT_ACCEPTED: (&str, &str, &str, &str) = (
+        "NamesAccepted",
+        "False",
+        "NotAccepted",
+        "not all names are accepted",
+    );
+
+    #[test]
+    fn go_sync_cases() {
+        let full = || {
+            Some(Names(
+                "alfa",
+                "delta-singular",
+                "echo-kind",
+                "foxtrot-listkind",
+                &["golf-shortname-1", "hotel-shortname-2"],
+            ))
+        };
+        let all = || {
+            Names(
+                "alfa",
+                "delta-singular",
+                "echo-kind",
+                "foxtrot-listkind",
+                &["golf-shortname-1", "hotel-shortname-2"],
+            )
+        };
+        type Case<'a> = (
+            &'a str,
+            CustomResourceDefinition,
+            Vec<CustomResourceDefinition>,
+            Names<'a>,
+            Option<(&'a str, &'a str)>,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                "first resource",
+                go_crd("alfa.bravo.com", None, None, &[]),
+                vec![],
+                Names("alfa", "", "", "", &[]),
+                None,
+            ),
+            (
+                "different groups",
+                go_crd("alfa.bravo.com", full(), None, &[]),
+                vec![go_crd("alfa.charlie.com", None, full(), &[])],
+                all(),
+                None,
+            ),
+            (
+                "conflict plural to singular",
+                go_crd("alfa.bravo.com", full(), None, &[]),
+                vec![go_crd(
+                    "india.bravo.com",
+                    None,
+                    Some(Names("india", "alfa", "", "", &[])),
+                    &[],
+                )],
+                Names(
+                    "",
+                    "delta-singular",
+                    "echo-kind",
+                    "foxtrot-listkind",
+                    &["golf-shortname-1", "hotel-shortname-2"],
+                ),
+                Some(("PluralConflict", r#""alfa" is already in use"#)),
+            ),
+            (
+                "conflict singular to shortName",
+                go_crd("alfa.bravo.com", full(), None, &[]),
+                vec![go_crd(
+                    "india.bravo.com",
+                    None,
+                    Some(Names("india", "indias", "", "", &["delta-singular"])),
+                    &[],
+                )],
+                Names(
+                    "alfa",
+                    "",
+                    "echo-kind",
+                    "foxtrot-listkind",
+                    &["golf-shortname-1", "hotel-shortname-2"],
+                ),
+                Some(("SingularConflict", r#""delta-singular" is already in use"#)),
+            ),
+            (
+                "conflict on shortName to shortName",
+                go_crd("alfa.bravo.com", full(), None, &[]),
+                vec![go_crd(
+                    "india.bravo.com",
+                    None,
+                    Some(Names("india", "indias", "", "", &["hotel-shortname-2"])),
+                    &[],
+                )],
+                Names(
+                    "alfa",
+                    "delta-singular",
+                    "echo-kind",
+                    "foxtrot-listkind",
+                    &[],
+                ),
+                Some((
+                    "ShortNamesConflict",
+                    r#""hotel-shortname-2" is already in use"#,
+                )),
+            ),
+            (
+                "conflict on kind to listkind",
+                go_crd("alfa.bravo.com", full(), None, &[]),
+                vec![go_crd(
+                    "india.bravo.com",
+                    None,
+                    Some(Names("india", "indias", "", "echo-kind", &[])),
+                    &[],
+                )],
+                Names(
+                    "alfa",
+                    "delta-singular",
+                    "",
+                    "foxtrot-listkind",
+                    &["golf-shortname-1", "hotel-shortname-2"],
+                ),
+                Some(("KindConflict", r#""echo-kind" is already in use"#)),
+            ),
+            (
+                "conflict on listkind to kind",
+                go_crd("alfa.bravo.com", full(), None, &[]),
+                vec![go_crd(
+                    "india.bravo.com",
+                    None,
+                    Some(Names("india", "indias", "foxtrot-listkind", "", &[])),
+                    &[],
+                )],
+                Names(
+                    "alfa",
+                    "delta-singular",
+                    "echo-kind",
+                    "",
+                    &["golf-shortname-1", "hotel-shortname-2"],
+                ),
+                Some((
+                    "ListKindConflict",
+                    r#""foxtrot-listkind" is already in use"#,
+                )),
+            ),
+            (
+                "no conflict on resource and kind",
+                go_crd("alfa.bravo.com", full(), None, &[]),
+                vec![go_crd(
+                    "india.bravo.com",
+                    None,
+                    Some(Names("india", "echo-kind", "", "", &[])),
+                    &[],
+                )],
+                all(),
+                None,
+            ),
+            (
+                "merge on conflicts",
+                go_crd(
+                    "alfa.bravo.com",
+                    full(),
+                    Some(Names(
+                        "zulu",
+                        "yankee-singular",
+                        "xray-kind",
+                        "whiskey-listkind",
+                        &["victor-shortname-1", "uniform-shortname-2"],
+                    )),
+                    &[],
+                ),
+                vec![go_crd(
+                    "india.bravo.com",
+                    None,
+                    Some(Names(
+                        "india",
+                        "indias",
+                        "foxtrot-listkind",
+                        "",
+                        &["delta-singular"],
+                    )),
+                    &[],
+                )],
+                Names(
+                    "alfa",
+                    "yankee-singular",
+                    "echo-kind",
+                    "whiskey-listkind",
+                    &["golf-shortname-1", "hotel-shortname-2"],
+                ),
+                Some((
+                    "ListKindConflict",
+                    r#""foxtrot-listkind" is already in use"#,
+                )),
+            ),
+            (
+                "merge on conflicts shortNames as one",
+                go_crd(
+                    "alfa.bravo.com",
+                    full(),
+                    Some(Names(
+                        "zulu",
+                        "yankee-singular",
+                        "xray-kind",
+                        "whiskey-listkind",
+                        &["victor-shortname-1", "uniform-shortname-2"],
+                    )),
+                    &[],
+                ),
+                vec![go_crd(
+                    "india.bravo.com",
+                    None,
+                    Some(Names(
+                        "india",
+                        "indias",
+                        "foxtrot-listkind",
+                        "",
+                        &["delta-singular", "golf-shortname-1"],
+                    )),
+                    &[],
+                )],
+                Names(
+                    "alfa",
+                    "yankee-singular",
+                    "echo-kind",
+                    "whiskey-listkind",
+                    &["victor-shortname-1", "uniform-shortname-2"],
+                ),
+                Some((
+                    "ListKindConflict",
+                    r#""foxtrot-listkind" is already in use"#,
+                )),
+            ),
+            (
+                "no conflicts on self",
+                go_crd("alfa.bravo.com", full(), full(), &[]),
+                vec![go_crd("alfa.bravo.com", full(), full(), &[])],
+                all(),
+                None,
+            ),
+            (
+                "no conflicts on self, remove shortname",
+                go_crd(
+                    "alfa.bravo.com",
+                    Some(Names(
+                        "alfa",
+                        "delta-singular",
+                        "echo-kind",
+                        "foxtrot-listkind",
+                        &["golf-shortname-1"],
+                    )),
+                    full(),
+                    &[],
+                ),
+                vec![go_crd("alfa.bravo.com", full(), full(), &[])],
+                Names(
+                    "alfa",
+                    "delta-singular",
+                    "echo-kind",
+                    "foxtrot-listkind",
+                    &["golf-shortname-1"],
+                ),
+                None,
+            ),
+            (
+                "installing before with true condition",
+                go_crd("alfa.bravo.com", None, None, &[ACCEPTED]),
+                vec![],
+                Names("alfa", "", "", "", &[]),
+                None,
+            ),
+            (
+                "not installing before with false condition",
+                go_crd("alfa.bravo.com", None, None, &[NOT_ACCEPTED]),
+                vec![],
+                Names("alfa", "", "", "", &[]),
+                None,
+            ),
+            (
+                "conflicting, installing before with true condition",
+                go_crd("alfa.bravo.com", full(), None, &[ACCEPTED]),
+                vec![go_crd(
+                    "india.bravo.com",
+                    None,
+                    Some(Names("india", "alfa", "", "", &[])),
+                    &[],
+                )],
+                Names(
+                    "",
+                    "delta-singular",
+                    "echo-kind",
+                    "foxtrot-listkind",
+                    &["golf-shortname-1", "hotel-shortname-2"],
+                ),
+                Some(("PluralConflict", r#""alfa" is already in use"#)),
+            ),
+        ];
+        for (name, crd, existing, expected_names, conflict) in cases {
+            let out = accepted_names(&crd, &existing);
+            assert_eq!(
+                flat(&out.accepted_names),
+                flat_expected(expected_names),
+                "{name}"
+            );
+            let c = &out.names_accepted;
+            let e = &out.established;
+            match conflict {
+                None => {
+                    assert_eq!(
+                        (c.status.as_str(), c.reason.as_deref()),
+                        ("True", Some("NoConflicts")),
+                        "{name}"
+                    );
+                    assert_eq!(
+                        (e.status.as_str(), e.reason.as_deref()),
+                        ("False", Some("Installing")),
+                        "{name}"
+                    );
+                }
+                Some((reason, message)) => {
+                    assert_eq!(
+                        (c.status.as_str(), c.reason.as_deref(), c.message.as_deref()),
+                        ("False", Some(reason), Some(message)),
+                        "{name}"
+                    );
+                    assert_eq!(
+                        (e.status.as_str(), e.reason.as_deref()),
+                        ("False", Some("NotAccepted")),
+                        "{name}"
+                    );
+                }
+            }
+        }
+    }
 }
