@@ -8,11 +8,12 @@
 //!    [`crd::accepted_names`] decides;
 //! 2. prepares each served version's schema once as a [`VersionSchema`];
 //! 3. per custom-resource request: [`VersionSchema::prune`] (answering `unknown field` warnings),
-//!    [`VersionSchema::default`], then [`VersionSchema::validate`], and turns the errors into a 422 `Status` whose
-//!    `details.causes` are [`FieldError::cause`].
+//!    [`VersionSchema::coerce`], [`VersionSchema::default`], then [`VersionSchema::validate`], and turns the errors
+//!    into a 422 `Status` whose `details.causes` are [`FieldError::cause`].
 
 #![warn(missing_docs)]
 
+pub mod coerce;
 pub mod crd;
 pub mod defaulting;
 pub mod field;

@@ -4,7 +4,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSche
 use serde_json::Value;
 
 use crate::defaulting;
-use crate::field::{ErrorList, Path};
+use crate::field::{ErrorList, FieldError, Path};
 use crate::listtype::validate_list_sets_and_maps;
 use crate::objectmeta::validate_embedded_resources;
 use crate::pruning;
@@ -14,8 +14,9 @@ use crate::validation::SchemaValidator;
 /// A CRD version's `openAPIV3Schema` as its structural schema and its validator, built once when the CRD is
 /// served. Immutable, so it can be shared between request handlers.
 ///
-/// Per request, kube prunes unknown fields while decoding, then defaults, then validates:
-/// [`prune`](Self::prune) → [`default`](Self::default) → [`validate`](Self::validate).
+/// Per request, kube prunes unknown fields and coerces embedded resources while decoding, then defaults, then
+/// validates: [`prune`](Self::prune) → [`coerce`](Self::coerce) → [`default`](Self::default) →
+/// [`validate`](Self::validate).
 #[derive(Debug)]
 pub struct VersionSchema {
     structural: Structural,
@@ -41,6 +42,23 @@ impl VersionSchema {
     /// ([`pruning::unknown_field_warning`]) or, with `fieldValidation=Strict`, refuses the request.
     pub fn prune(&self, obj: &mut Value) -> Vec<String> {
         pruning::prune(obj, Some(&self.structural), true)
+    }
+
+    /// Checks the `apiVersion` and `kind` of embedded resources and writes their metadata back as ObjectMeta
+    /// (dropping unknown metadata fields). kube refuses a request whose embedded resources do not coerce
+    /// (`drop_invalid_fields: false`) and drops the offending fields of stored objects (`true`).
+    pub fn coerce(
+        &self,
+        obj: &mut Value,
+        drop_invalid_fields: bool,
+    ) -> Result<(), Box<FieldError>> {
+        crate::coerce::coerce(
+            &Path::root(),
+            obj,
+            Some(&self.structural),
+            false,
+            drop_invalid_fields,
+        )
     }
 
     /// Drops `null`s that are neither nullable nor defaulted, then applies the schema's defaults.
@@ -109,6 +127,9 @@ mod tests {
                      "template": {"kind": "Pod"}},
         });
         assert_eq!(schema.prune(&mut obj), vec!["spec.colour"]);
+        schema
+            .coerce(&mut obj, false)
+            .expect("embedded resources coerce");
         schema.default(&mut obj);
         assert_eq!(obj["spec"]["replicas"], json!(1));
         let errs: Vec<String> = schema
