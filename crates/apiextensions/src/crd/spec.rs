@@ -464,7 +464,8 @@ pub(super) fn validate_api_approval(
         {
             None => ApprovalState::Missing,
             Some(v) if v.starts_with("unapproved") => ApprovalState::Bypassed,
-            Some(v) if is_absolute_url(v) => ApprovalState::Approved,
+            // Go's url.ParseRequestURI: an absolute URL or an absolute path.
+            Some(v) if crate::validation::formats::is_request_uri(v) => ApprovalState::Approved,
             Some(_) => ApprovalState::Invalid,
         }
     };
@@ -498,19 +499,6 @@ enum ApprovalState {
     Invalid,
     Approved,
     Bypassed,
-}
-
-fn is_absolute_url(v: &str) -> bool {
-    match v.split_once("://") {
-        Some((scheme, rest)) => {
-            !scheme.is_empty()
-                && scheme
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
-                && !rest.is_empty()
-        }
-        None => false,
-    }
 }
 
 /// `spec.preserveUnknownFields: true` is refused unless the CRD already had it; kube's

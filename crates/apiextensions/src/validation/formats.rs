@@ -276,7 +276,7 @@ fn is_cidr(s: &str) -> bool {
 }
 
 /// govalidator's `IsRequestURI` (Go's `url.ParseRequestURI`): an absolute URI or an absolute path.
-fn is_request_uri(s: &str) -> bool {
+pub(crate) fn is_request_uri(s: &str) -> bool {
     if s.is_empty() || s.chars().any(|c| c.is_control() || c == ' ') {
         return false;
     }

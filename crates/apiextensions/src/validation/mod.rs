@@ -4,7 +4,7 @@
 //! (apiextensions-apiserver `pkg/apiserver/validation/validation.go`, `kubeOpenAPIResultToFieldErrors`). This module
 //! walks the schema the same way, in the same validator order, and words every error as kube does.
 
-mod formats;
+pub(crate) mod formats;
 pub(crate) mod pattern;
 mod schema;
 
