@@ -293,7 +293,16 @@ fn protected_groups_need_api_approval() {
     );
     v["metadata"]["annotations"] =
         json!({"api-approved.kubernetes.io": "unapproved, experimental"});
-    assert!(errors(v).is_empty());
+    assert!(errors(v.clone()).is_empty());
+    v["metadata"]["annotations"] = json!({"api-approved.kubernetes.io": "https://github.com/kubernetes/kubernetes/pull/78458"});
+    assert!(errors(v.clone()).is_empty());
+    v["metadata"]["annotations"] = json!({"api-approved.kubernetes.io": "yes please"});
+    assert_eq!(
+        errors(v),
+        vec![
+            r#"metadata.annotations[api-approved.kubernetes.io]: Invalid value: "yes please": protected groups must have approval annotation "api-approved.kubernetes.io" with either a URL or a reason starting with "unapproved", see https://github.com/kubernetes/enhancements/pull/1111"#
+        ]
+    );
 }
 
 #[test]
