@@ -1,6 +1,6 @@
-//! CustomResourceDefinition schemas, as apiextensions-apiserver has them: structural schemas and their
+//! CustomResourceDefinitions as apiextensions-apiserver (Kubernetes 1.33) has them: structural schemas and their
 //! invariants, validation of custom resources against a schema with kube's 422 causes, defaulting, pruning,
-//! list-type and embedded-resource checks.
+//! list-type and embedded-resource checks, validation of CRD objects and the NamesAccepted check.
 //!
 //! A server serving CRDs:
 //! 1. on CRD create and update, applies [`crd::set_defaults`] and refuses the CRD with the errors of
