@@ -13,6 +13,7 @@ mod naming;
 mod schema;
 mod spec;
 mod subresources;
+mod webhook;
 
 pub use defaults::set_defaults;
 pub use naming::{accepted_names, NamesAccepted};

@@ -12,6 +12,7 @@ use rkcm_labels::validation as names;
 use super::names::validate_names;
 use super::schema::validate_validation;
 use super::subresources::{validate_column, validate_subresources};
+use super::webhook;
 use crate::field::{BadValue, ErrorList, FieldError, Path};
 use crate::go_format;
 
@@ -283,40 +284,11 @@ fn validate_conversion(
                     &cc_path,
                     "exactly one of url or service is required",
                 )),
-                (Some(url), None) => {
-                    let scheme = url.split_once("://").map_or("", |(s, _)| s);
-                    if scheme != "https" {
-                        errs.push(FieldError::invalid(
-                            &cc_path.child("url"),
-                            scheme,
-                            "'https' is the only allowed URL scheme",
-                        ));
-                    }
-                }
-                (None, Some(service)) => {
-                    let sp = cc_path.child("service");
-                    if service.name.is_empty() {
-                        errs.push(FieldError::required(
-                            &sp.child("name"),
-                            "service name is required",
-                        ));
-                    }
-                    if service.namespace.is_empty() {
-                        errs.push(FieldError::required(
-                            &sp.child("namespace"),
-                            "service namespace is required",
-                        ));
-                    }
-                    if let Some(port) = service.port {
-                        if !(1..=65535).contains(&port) {
-                            errs.push(FieldError::invalid(
-                                &sp.child("port"),
-                                serde_json::Value::from(port),
-                                "port is not valid: must be between 1 and 65535, inclusive",
-                            ));
-                        }
-                    }
-                }
+                (Some(url), None) => errs.extend(webhook::validate_url(&cc_path.child("url"), url)),
+                (None, Some(service)) => errs.extend(webhook::validate_service(
+                    &cc_path.child("service"),
+                    service,
+                )),
             },
         }
         let rv_path = path.child("conversionReviewVersions");
