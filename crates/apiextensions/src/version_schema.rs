@@ -16,7 +16,7 @@ use crate::validation::SchemaValidator;
 ///
 /// Per request, kube prunes unknown fields and coerces embedded resources while decoding, then defaults, then
 /// validates: [`prune`](Self::prune) → [`coerce`](Self::coerce) → [`default`](Self::default) →
-/// [`validate`](Self::validate).
+/// [`validate`](Self::validate) (or [`validate_update`](Self::validate_update)).
 #[derive(Debug)]
 pub struct VersionSchema {
     structural: Structural,
@@ -71,7 +71,19 @@ impl VersionSchema {
     /// as kube's custom-resource strategy does. The object's own metadata is left to the server's ObjectMeta
     /// validation.
     pub fn validate(&self, obj: &Value) -> ErrorList {
-        let mut errs = self.validator.validate(obj);
+        let errs = self.validator.validate(obj);
+        self.with_list_and_embedded_errors(errs, obj)
+    }
+
+    /// Validates an update of `old` to `obj` as [`validate`](Self::validate) does, except that schema errors in
+    /// parts the update left unchanged are not reported (validation ratcheting,
+    /// [`SchemaValidator::validate_update`]). List-type and embedded-resource errors are reported as on create.
+    pub fn validate_update(&self, obj: &Value, old: &Value) -> ErrorList {
+        let errs = self.validator.validate_update(obj, old);
+        self.with_list_and_embedded_errors(errs, obj)
+    }
+
+    fn with_list_and_embedded_errors(&self, mut errs: ErrorList, obj: &Value) -> ErrorList {
         if let Value::Object(map) = obj {
             errs.extend(validate_list_sets_and_maps(
                 &Path::root(),

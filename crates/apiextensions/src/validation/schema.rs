@@ -142,12 +142,23 @@ impl SchemaValidator {
     /// Field paths are relative to the object (`spec.replicas`). Errors of `anyOf`, `oneOf`, `allOf` and `not`
     /// name no field in kube, which prints the missing path as `<nil>`; so does this.
     pub fn validate(&self, value: &Value) -> ErrorList {
-        self.to_field_errors(None, self.validate_node(&self.schema, value, ""))
+        self.to_field_errors(None, self.validate_node(&self.schema, value, None, ""))
     }
 
     /// Validates `value` and reports the errors below `path` (kube's `ValidateCustomResource(path, …)`).
     pub fn validate_at(&self, path: &Path, value: &Value) -> ErrorList {
-        self.to_field_errors(Some(path), self.validate_node(&self.schema, value, ""))
+        self.to_field_errors(
+            Some(path),
+            self.validate_node(&self.schema, value, None, ""),
+        )
+    }
+
+    /// Validates an update of `old` to `value` with validation ratcheting (kube's `ValidateUpdate`,
+    /// CRDValidationRatcheting): errors found in a part of the object that the update left unchanged are not
+    /// reported. Parts are correlated with the old object by field name, by index, and by key for
+    /// `x-kubernetes-list-type: map` lists; items of `set` and `atomic` lists are never correlated.
+    pub fn validate_update(&self, value: &Value, old: &Value) -> ErrorList {
+        self.to_field_errors(None, self.validate_node(&self.schema, value, Some(old), ""))
     }
 
     /// kube's `kubeOpenAPIResultToFieldErrors`.
@@ -200,7 +211,30 @@ impl SchemaValidator {
 
     /// `SchemaValidator.Validate`: runs the type, junctor, string, format, number, array, enum and object
     /// validators that apply, in kube-openapi's order.
-    fn validate_node(&self, s: &JSONSchemaProps, data: &Value, path: &str) -> Outcome {
+    fn validate_node(
+        &self,
+        s: &JSONSchemaProps,
+        data: &Value,
+        old: Option<&Value>,
+        path: &str,
+    ) -> Outcome {
+        let mut result = self.validate_node_unratcheted(s, data, old, path);
+        // Ratcheting: errors of a value the update did not change are dropped (kube keeps them as warnings).
+        if let Some(old) = old {
+            if !result.is_valid() && ratchet_equal(old, data, Some(s)) {
+                result.errors.clear();
+            }
+        }
+        result
+    }
+
+    fn validate_node_unratcheted(
+        &self,
+        s: &JSONSchemaProps,
+        data: &Value,
+        old: Option<&Value>,
+        path: &str,
+    ) -> Outcome {
         let mut result = Outcome::default();
         let types = types_of(s);
         let format = formats::supported_format(s.format.as_deref().unwrap_or(""));
@@ -216,7 +250,7 @@ impl SchemaValidator {
             result.merge(self.validate_type(s, &types, format, data, path));
             result.match_count += 1;
         }
-        result.merge(self.validate_junctors(s, data, path));
+        result.merge(self.validate_junctors(s, data, old, path));
         result.match_count += 1;
         if let Value::String(str_value) = data {
             result.merge(self.validate_string(s, str_value, path));
@@ -242,13 +276,13 @@ impl SchemaValidator {
             result.match_count += 1;
         }
         if let Value::Array(items) = data {
-            result.merge(self.validate_array(s, items, path));
+            result.merge(self.validate_array(s, items, old, path));
             result.match_count += 1;
         }
         result.merge(validate_enum(s, data, path));
         result.match_count += 1;
         if let Value::Object(map) = data {
-            result.merge(self.validate_object(s, map, path));
+            result.merge(self.validate_object(s, map, old, path));
             result.match_count += 1;
         }
         result.match_count += 1;
@@ -335,7 +369,13 @@ impl SchemaValidator {
     }
 
     /// kube-openapi's `schemaPropsValidator`: `anyOf`, `oneOf`, `allOf` and `not`.
-    fn validate_junctors(&self, s: &JSONSchemaProps, data: &Value, path: &str) -> Outcome {
+    fn validate_junctors(
+        &self,
+        s: &JSONSchemaProps,
+        data: &Value,
+        old: Option<&Value>,
+        path: &str,
+    ) -> Outcome {
         let mut main = Outcome::default();
         let quoted = go_format::quote(path);
         let composite = |message: String| err(Kind::Composite, path, None, message);
@@ -344,7 +384,7 @@ impl SchemaValidator {
             let mut best: Option<Outcome> = None;
             let mut first_success: Option<Outcome> = None;
             for sub in any_of {
-                let r = self.validate_node(sub, data, path);
+                let r = self.validate_node(sub, data, old, path);
                 if r.is_valid() {
                     best = None;
                     first_success = Some(r);
@@ -371,7 +411,7 @@ impl SchemaValidator {
             let mut first_success: Option<Outcome> = None;
             let mut validated = 0;
             for sub in one_of {
-                let r = self.validate_node(sub, data, path);
+                let r = self.validate_node(sub, data, old, path);
                 if r.is_valid() {
                     validated += 1;
                     best = None;
@@ -404,7 +444,7 @@ impl SchemaValidator {
         if let Some(all_of) = s.all_of.as_ref().filter(|a| !a.is_empty()) {
             let mut validated = 0;
             for sub in all_of {
-                let r = self.validate_node(sub, data, path);
+                let r = self.validate_node(sub, data, old, path);
                 if r.is_valid() {
                     validated += 1;
                 }
@@ -423,7 +463,7 @@ impl SchemaValidator {
         }
 
         if let Some(not) = &s.not {
-            if self.validate_node(not, data, path).is_valid() {
+            if self.validate_node(not, data, old, path).is_valid() {
                 main.add(composite(format!(
                     "{quoted} must not validate the schema (not)"
                 )));
@@ -487,17 +527,25 @@ impl SchemaValidator {
     }
 
     /// kube-openapi's `schemaSliceValidator`.
-    fn validate_array(&self, s: &JSONSchemaProps, items: &[Value], path: &str) -> Outcome {
+    fn validate_array(
+        &self,
+        s: &JSONSchemaProps,
+        items: &[Value],
+        old: Option<&Value>,
+        path: &str,
+    ) -> Outcome {
         let mut result = Outcome::default();
         match &s.items {
             Some(JSONSchemaPropsOrArray::Schema(item)) => {
                 for (i, v) in items.iter().enumerate() {
-                    result.merge(self.validate_node(item, v, &format!("{path}[{i}]")));
+                    let old_item = old.and_then(|o| correlate_item(s, o, v, i));
+                    result.merge(self.validate_node(item, v, old_item, &format!("{path}[{i}]")));
                 }
             }
             Some(JSONSchemaPropsOrArray::Schemas(schemas)) => {
                 for (i, (sub, v)) in schemas.iter().zip(items).enumerate() {
-                    result.merge(self.validate_node(sub, v, &format!("{path}[{i}]")));
+                    let old_item = old.and_then(|o| correlate_item(s, o, v, i));
+                    result.merge(self.validate_node(sub, v, old_item, &format!("{path}[{i}]")));
                 }
             }
             None => {}
@@ -546,8 +594,10 @@ impl SchemaValidator {
         &self,
         s: &JSONSchemaProps,
         map: &Map<String, Value>,
+        old: Option<&Value>,
         path: &str,
     ) -> Outcome {
+        let old_field = |k: &str| old.and_then(|o| o.as_object()).and_then(|o| o.get(k));
         let mut result = Outcome::default();
         let num_keys = map.len() as i64;
         if let Some(min) = s.min_properties {
@@ -588,7 +638,12 @@ impl SchemaValidator {
             }
             Some(JSONSchemaPropsOrBool::Schema(additional)) => {
                 for (k, v) in map.iter().filter(|(k, _)| !is_property(k)) {
-                    result.merge(self.validate_node(additional, v, &format!("{path}.{k}")));
+                    result.merge(self.validate_node(
+                        additional,
+                        v,
+                        old_field(k),
+                        &format!("{path}.{k}"),
+                    ));
                 }
             }
             _ => {}
@@ -600,7 +655,7 @@ impl SchemaValidator {
                 } else {
                     format!("{path}.{name}")
                 };
-                result.merge(self.validate_node(prop, v, &child));
+                result.merge(self.validate_node(prop, v, old_field(name), &child));
             }
         }
         for k in s.required.iter().flatten() {
@@ -811,6 +866,98 @@ fn enum_matches(data: &Value, e: &Value) -> bool {
             })
             .is_some_and(|s| &s == es),
         _ => data == e,
+    }
+}
+
+/// The old item an array item is compared with when ratcheting: by key in `map` lists, by index in lists
+/// without a list type, none in `set` and `atomic` lists (kube's `correlateOldValueForChildAtNewIndex`).
+fn correlate_item<'a>(
+    s: &JSONSchemaProps,
+    old: &'a Value,
+    new_item: &Value,
+    index: usize,
+) -> Option<&'a Value> {
+    let old_items = old.as_array()?;
+    match s.x_kubernetes_list_type.as_deref() {
+        Some("map") => {
+            let keys = s.x_kubernetes_list_map_keys.as_deref().unwrap_or(&[]);
+            let item_schema = match &s.items {
+                Some(JSONSchemaPropsOrArray::Schema(i)) => Some(i.as_ref()),
+                _ => None,
+            };
+            let key_of = |v: &Value| -> Option<Vec<Option<Value>>> {
+                let m = v.as_object()?;
+                Some(
+                    keys.iter()
+                        .map(|k| {
+                            m.get(k).cloned().or_else(|| {
+                                // A missing key takes its default, as kube's map lists do.
+                                item_schema
+                                    .and_then(|i| i.properties.as_ref())
+                                    .and_then(|p| p.get(k))
+                                    .and_then(|p| p.default.as_ref())
+                                    .map(|d| d.0.clone())
+                            })
+                        })
+                        .collect(),
+                )
+            };
+            let wanted = key_of(new_item)?;
+            old_items
+                .iter()
+                .find(|o| key_of(o).as_ref() == Some(&wanted))
+        }
+        Some("set") | Some("atomic") => None,
+        _ => old_items.get(index),
+    }
+}
+
+/// Whether the update left `new` equal to `old` as kube's ratcheting sees it (`CachedDeepEqual`): objects compare
+/// by the fields their schema covers (a field the schema does not cover makes them unequal), lists item by item as
+/// correlated, and everything else by value.
+fn ratchet_equal(old: &Value, new: &Value, s: Option<&JSONSchemaProps>) -> bool {
+    match (old, new) {
+        (Value::Null, Value::Null) => true,
+        (Value::Null, _) | (_, Value::Null) => false,
+        (Value::Array(o), Value::Array(n)) => {
+            if o.len() != n.len() {
+                return false;
+            }
+            let Some(s) = s else { return o.is_empty() };
+            let item_schema = match &s.items {
+                Some(JSONSchemaPropsOrArray::Schema(i)) => i.as_ref(),
+                _ => return o.is_empty(),
+            };
+            n.iter().enumerate().all(|(i, item)| {
+                correlate_item(s, old, item, i)
+                    .is_some_and(|o_item| ratchet_equal(o_item, item, Some(item_schema)))
+            })
+        }
+        (Value::Object(o), Value::Object(n)) => {
+            if o.len() != n.len() {
+                return false;
+            }
+            if o.is_empty() {
+                return true;
+            }
+            let Some(s) = s else { return false };
+            o.iter().all(|(k, o_v)| {
+                let Some(n_v) = n.get(k) else { return false };
+                let sub = match s.properties.as_ref().and_then(|p| p.get(k)) {
+                    Some(p) => Some(p),
+                    None => match &s.additional_properties {
+                        Some(JSONSchemaPropsOrBool::Schema(a)) => Some(a.as_ref()),
+                        _ => None,
+                    },
+                };
+                sub.is_some_and(|sub| ratchet_equal(o_v, n_v, Some(sub)))
+            })
+        }
+        (Value::Array(_), _)
+        | (_, Value::Array(_))
+        | (Value::Object(_), _)
+        | (_, Value::Object(_)) => false,
+        (o, n) => o == n,
     }
 }
 
