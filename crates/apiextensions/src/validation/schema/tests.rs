@@ -462,3 +462,38 @@ fn ratcheting_treats_fields_outside_the_schema_as_changed() {
         vec!["spec: Invalid value: 2: spec in body should have at least 3 properties"]
     );
 }
+
+// TestScalarRatcheting, TestObjectScalarFieldsRatcheting, TestObjectObjectFieldsRatcheting (ratcheting_test.go).
+#[test]
+fn go_ratcheting_cases() {
+    let medium = json!({"type": "number", "minimum": 50, "maximum": 10000});
+    assert!(update_errors(medium.clone(), json!(1), json!(1)).is_empty());
+    assert!(!update_errors(medium.clone(), json!(2), json!(1)).is_empty());
+
+    let object = json!({"type": "object", "properties": {
+        "zero": {"type": "number", "minimum": 0, "maximum": 0},
+        "small": {"type": "number", "maximum": 50},
+        "medium": medium,
+        "large": {"type": "number", "minimum": 10000},
+    }});
+    let nested = json!({"type": "object", "properties": {"nested": object.clone()}});
+    let wrap = |v: Value| json!({"nested": v});
+    for (schema, w) in [(object, false), (nested, true)] {
+        let v = |x: Value| if w { wrap(x) } else { x };
+        assert!(update_errors(
+            schema.clone(),
+            v(json!({"small": 500})),
+            v(json!({"small": 500}))
+        )
+        .is_empty());
+        assert!(update_errors(
+            schema.clone(),
+            v(json!({"small": 501, "medium": 500})),
+            v(json!({"small": 501}))
+        )
+        .is_empty());
+        assert!(
+            !update_errors(schema, v(json!({"small": 501})), v(json!({"small": 500}))).is_empty()
+        );
+    }
+}
