@@ -6,6 +6,7 @@
 
 pub(crate) mod formats;
 pub(crate) mod pattern;
+mod ratcheting;
 mod schema;
 
 pub use schema::SchemaValidator;
