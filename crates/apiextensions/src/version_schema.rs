@@ -75,22 +75,35 @@ impl VersionSchema {
         self.with_list_and_embedded_errors(errs, obj)
     }
 
-    /// Validates an update of `old` to `obj` as [`validate`](Self::validate) does, except that schema errors in
-    /// parts the update left unchanged are not reported (validation ratcheting,
-    /// [`SchemaValidator::validate_update`]). List-type and embedded-resource errors are reported as on create.
+    /// Validates an update of `old` to `obj` as [`validate`](Self::validate) does, with kube's ratcheting: schema
+    /// errors in parts the update left unchanged are not reported ([`SchemaValidator::validate_update`]), and
+    /// list-type errors only when the old object had none. Embedded resources are validated as on create.
     pub fn validate_update(&self, obj: &Value, old: &Value) -> ErrorList {
-        let errs = self.validator.validate_update(obj, old);
-        self.with_list_and_embedded_errors(errs, obj)
+        let mut errs = self.validator.validate_update(obj, old);
+        let list_errs = self.list_errors(obj);
+        if !list_errs.is_empty() && self.list_errors(old).is_empty() {
+            errs.extend(list_errs);
+        }
+        errs.extend(validate_embedded_resources(
+            &Path::root(),
+            obj,
+            Some(&self.structural),
+            false,
+        ));
+        errs
+    }
+
+    fn list_errors(&self, obj: &Value) -> ErrorList {
+        match obj {
+            Value::Object(map) => {
+                validate_list_sets_and_maps(&Path::root(), Some(&self.structural), map)
+            }
+            _ => Vec::new(),
+        }
     }
 
     fn with_list_and_embedded_errors(&self, mut errs: ErrorList, obj: &Value) -> ErrorList {
-        if let Value::Object(map) = obj {
-            errs.extend(validate_list_sets_and_maps(
-                &Path::root(),
-                Some(&self.structural),
-                map,
-            ));
-        }
+        errs.extend(self.list_errors(obj));
         errs.extend(validate_embedded_resources(
             &Path::root(),
             obj,
@@ -168,6 +181,36 @@ mod tests {
             vec![
                 "spec.replicas: Invalid value: 0: spec.replicas in body should be greater than or equal to 1",
                 "spec.image: Required value",
+            ]
+        );
+    }
+
+    #[test]
+    fn updates_ratchet_schema_and_list_type_errors() {
+        let props: JSONSchemaProps = serde_json::from_value(json!({"type": "object", "properties": {"spec": {
+            "type": "object",
+            "properties": {
+                "n": {"type": "integer", "maximum": 3},
+                "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+            },
+        }}}))
+        .expect("parses");
+        let schema = VersionSchema::new(&props).expect("structural");
+        let old = json!({"spec": {"n": 5, "tags": ["a", "a"]}});
+        assert!(schema
+            .validate_update(&json!({"spec": {"n": 5, "tags": ["a", "a", "b"]}}), &old)
+            .is_empty());
+        let fresh = json!({"spec": {"n": 1, "tags": ["a"]}});
+        let errs: Vec<String> = schema
+            .validate_update(&json!({"spec": {"n": 4, "tags": ["a", "a"]}}), &fresh)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            errs,
+            vec![
+                "spec.n: Invalid value: 4: spec.n in body should be less than or equal to 3",
+                r#"spec.tags[1]: Duplicate value: "a""#,
             ]
         );
     }
