@@ -8,7 +8,7 @@
 //!    [`crd::accepted_names`] decides;
 //! 2. prepares each served version's schema once as a [`VersionSchema`];
 //! 3. per custom-resource request: [`VersionSchema::prune`] (answering `unknown field` warnings),
-//!    [`VersionSchema::coerce`], [`VersionSchema::default`], then [`VersionSchema::validate`] (on update
+//!    [`VersionSchema::coerce`], [`VersionSchema::apply_defaults`], then [`VersionSchema::validate`] (on update
 //!    [`VersionSchema::validate_update`], which ratchets), and turns the errors into a 422 `Status` whose
 //!    `details.causes` are [`FieldError::cause`].
 

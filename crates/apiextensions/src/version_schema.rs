@@ -15,7 +15,7 @@ use crate::validation::SchemaValidator;
 /// served. Immutable, so it can be shared between request handlers.
 ///
 /// Per request, kube prunes unknown fields and coerces embedded resources while decoding, then defaults, then
-/// validates: [`prune`](Self::prune) → [`coerce`](Self::coerce) → [`default`](Self::default) →
+/// validates: [`prune`](Self::prune) → [`coerce`](Self::coerce) → [`apply_defaults`](Self::apply_defaults) →
 /// [`validate`](Self::validate) (or [`validate_update`](Self::validate_update)).
 #[derive(Debug)]
 pub struct VersionSchema {
@@ -62,7 +62,7 @@ impl VersionSchema {
     }
 
     /// Drops `null`s that are neither nullable nor defaulted, then applies the schema's defaults.
-    pub fn default(&self, obj: &mut Value) {
+    pub fn apply_defaults(&self, obj: &mut Value) {
         defaulting::prune_non_nullable_nulls_without_defaults(obj, Some(&self.structural));
         defaulting::default(obj, Some(&self.structural));
     }
@@ -155,7 +155,7 @@ mod tests {
         schema
             .coerce(&mut obj, false)
             .expect("embedded resources coerce");
-        schema.default(&mut obj);
+        schema.apply_defaults(&mut obj);
         assert_eq!(obj["spec"]["replicas"], json!(1));
         let errs: Vec<String> = schema
             .validate(&obj)
@@ -170,7 +170,7 @@ mod tests {
             ]
         );
         let mut bad = json!({"apiVersion": "example.com/v1", "kind": "App", "metadata": {"name": "a"}, "spec": {"replicas": 0}});
-        schema.default(&mut bad);
+        schema.apply_defaults(&mut bad);
         let errs: Vec<String> = schema
             .validate(&bad)
             .iter()
