@@ -352,9 +352,12 @@ fn validate_deprecation_warning(deprecated: bool, warning: Option<&str>) -> Vec<
     if w.is_empty() {
         errs.push("must not be an empty string".into());
     }
+    // Go checks unicode.IsPrint first, which already refuses control characters and every space but U+0020.
     for (i, c) in w.char_indices() {
-        if c.is_control() {
-            errs.push(format!("must only contain printable UTF-8 characters; control character found at index {i}"));
+        if c.is_control() || (c.is_whitespace() && c != ' ') {
+            errs.push(format!(
+                "must only contain printable UTF-8 characters; non-printable character found at index {i}"
+            ));
             break;
         }
     }

@@ -473,3 +473,24 @@ fn go_case_additional_properties_at_resource_root() {
         ])
     );
 }
+
+#[test]
+fn deprecation_warnings_are_for_deprecated_versions_and_printable() {
+    let mut v = base();
+    v["spec"]["versions"][0]["deprecationWarning"] = json!("old");
+    assert_eq!(
+        errors(v.clone()),
+        vec![
+            r#"spec.versions[0].deprecationWarning: Invalid value: "old": can only be set for deprecated versions"#
+        ]
+    );
+    v["spec"]["versions"][0]["deprecated"] = json!(true);
+    assert!(errors(v.clone()).is_empty());
+    v["spec"]["versions"][0]["deprecationWarning"] = json!("a\tb");
+    assert_eq!(
+        errors(v),
+        vec![
+            r#"spec.versions[0].deprecationWarning: Invalid value: "a\tb": must only contain printable UTF-8 characters; non-printable character found at index 1"#
+        ]
+    );
+}
