@@ -8,7 +8,9 @@ use serde_json::{Map, Value};
 use crate::field::{FieldError, Path};
 use crate::structural::Structural;
 
-/// Coerces every embedded resource in `x` (and `x` itself with `is_resource_root`). With `drop_invalid_fields`
+/// Coerces every embedded resource in `x` (and `x` itself with `is_resource_root`) and returns the paths of the
+/// metadata fields ObjectMeta does not know, which were dropped, sorted (kube's `CoerceWithOptions` with
+/// `ReturnUnknownFieldPaths`; the server warns about them as about pruned fields). With `drop_invalid_fields`
 /// (kube's choice when reading from storage), wrongly typed `apiVersion`, `kind` and metadata fields are dropped;
 /// without it (for requests), the first one is returned as an error.
 pub fn coerce(
@@ -17,13 +19,17 @@ pub fn coerce(
     s: Option<&Structural>,
     is_resource_root: bool,
     drop_invalid_fields: bool,
-) -> Result<(), Box<FieldError>> {
+) -> Result<Vec<String>, Box<FieldError>> {
+    let mut unknown = Vec::new();
     if is_resource_root {
         let mut root = s.cloned().unwrap_or_default();
         root.extensions.x_embedded_resource = true;
-        return coerce_value(path, x, Some(&root), drop_invalid_fields);
+        coerce_value(path, x, Some(&root), drop_invalid_fields, &mut unknown)?;
+    } else {
+        coerce_value(path, x, s, drop_invalid_fields, &mut unknown)?;
     }
-    coerce_value(path, x, s, drop_invalid_fields)
+    unknown.sort();
+    Ok(unknown)
 }
 
 fn coerce_value(
@@ -31,25 +37,32 @@ fn coerce_value(
     x: &mut Value,
     s: Option<&Structural>,
     drop: bool,
+    unknown: &mut Vec<String>,
 ) -> Result<(), Box<FieldError>> {
     let Some(s) = s else { return Ok(()) };
     match x {
         Value::Object(map) => {
             if s.extensions.x_embedded_resource {
-                coerce_type_and_object_meta(path, map, drop)?;
+                coerce_type_and_object_meta(path, map, drop, unknown)?;
             }
             let additional = s.generic.additional_properties.is_some();
             for (k, v) in map.iter_mut() {
                 if let Some(prop) = s.properties.get(k) {
-                    coerce_value(&path.child(k), v, Some(prop), drop)?;
+                    coerce_value(&path.child(k), v, Some(prop), drop, unknown)?;
                 } else if additional {
-                    coerce_value(&path.key(k), v, s.additional_properties_schema(), drop)?;
+                    coerce_value(
+                        &path.key(k),
+                        v,
+                        s.additional_properties_schema(),
+                        drop,
+                        unknown,
+                    )?;
                 }
             }
         }
         Value::Array(items) => {
             for (i, v) in items.iter_mut().enumerate() {
-                coerce_value(&path.index(i), v, s.items.as_deref(), drop)?;
+                coerce_value(&path.index(i), v, s.items.as_deref(), drop, unknown)?;
             }
         }
         _ => {}
@@ -61,6 +74,7 @@ fn coerce_type_and_object_meta(
     path: &Path,
     map: &mut Map<String, Value>,
     drop: bool,
+    unknown: &mut Vec<String>,
 ) -> Result<(), Box<FieldError>> {
     for k in ["apiVersion", "kind"] {
         match map.get(k) {
@@ -103,8 +117,30 @@ fn coerce_type_and_object_meta(
     let canonical = serde_json::to_value(&meta).map_err(|e| {
         FieldError::invalid(&path.child("metadata"), metadata.clone(), e.to_string())
     })?;
+    unknown_fields(&path.child("metadata"), &metadata, &canonical, unknown);
     map.insert("metadata".into(), canonical);
     Ok(())
+}
+
+/// The fields of `original` that decoding dropped, as `canonical` lacks them (a `null` is not a field).
+fn unknown_fields(path: &Path, original: &Value, canonical: &Value, out: &mut Vec<String>) {
+    match (original, canonical) {
+        (Value::Object(o), Value::Object(c)) => {
+            for (k, v) in o {
+                match c.get(k) {
+                    None if !v.is_null() => out.push(path.child(k).to_string()),
+                    Some(cv) => unknown_fields(&path.child(k), v, cv, out),
+                    None => {}
+                }
+            }
+        }
+        (Value::Array(o), Value::Array(c)) => {
+            for (i, (v, cv)) in o.iter().zip(c).enumerate() {
+                unknown_fields(&path.index(i), v, cv, out);
+            }
+        }
+        _ => {}
+    }
 }
 
 #[cfg(test)]

@@ -44,14 +44,14 @@ impl VersionSchema {
         pruning::prune(obj, Some(&self.structural), true)
     }
 
-    /// Checks the `apiVersion` and `kind` of embedded resources and writes their metadata back as ObjectMeta
-    /// (dropping unknown metadata fields). kube refuses a request whose embedded resources do not coerce
+    /// Checks the `apiVersion` and `kind` of embedded resources and writes their metadata back as ObjectMeta,
+    /// returning the paths of the unknown metadata fields it dropped (warned about as `unknown field` too). kube refuses a request whose embedded resources do not coerce
     /// (`drop_invalid_fields: false`) and drops the offending fields of stored objects (`true`).
     pub fn coerce(
         &self,
         obj: &mut Value,
         drop_invalid_fields: bool,
-    ) -> Result<(), Box<FieldError>> {
+    ) -> Result<Vec<String>, Box<FieldError>> {
         crate::coerce::coerce(
             &Path::root(),
             obj,
