@@ -45,8 +45,9 @@ impl VersionSchema {
     }
 
     /// Checks the `apiVersion` and `kind` of embedded resources and writes their metadata back as ObjectMeta,
-    /// returning the paths of the unknown metadata fields it dropped (warned about as `unknown field` too). kube refuses a request whose embedded resources do not coerce
-    /// (`drop_invalid_fields: false`) and drops the offending fields of stored objects (`true`).
+    /// returning the paths of the unknown metadata fields it dropped (warned about as `unknown field` too).
+    /// kube refuses a request whose embedded resources do not coerce (`drop_invalid_fields: false`) and drops the
+    /// offending fields of stored objects (`true`).
     pub fn coerce(
         &self,
         obj: &mut Value,
