@@ -108,7 +108,10 @@ mod tests {
 
     #[test]
     fn one_conflict_reads_as_kube_prints_it() {
-        let c = Conflicts(vec![conflict("kubectl-client-side-apply", &["spec", "replicas"])]);
+        let c = Conflicts(vec![conflict(
+            "kubectl-client-side-apply",
+            &["spec", "replicas"],
+        )]);
         let msg = c.message(|m| format!("{m:?} using apps/v1"));
         assert_eq!(
             msg,

@@ -29,9 +29,7 @@ pub fn encode_element(pe: &PathElement) -> String {
 /// Parses the `FieldsV1` text of one step.
 pub fn decode_element(s: &str) -> Result<PathElement, Error> {
     let bad = |why: &str| Error::FieldsV1(format!("{why}: {s:?}"));
-    let (kind, rest) = s
-        .split_once(':')
-        .ok_or_else(|| bad("missing colon"))?;
+    let (kind, rest) = s.split_once(':').ok_or_else(|| bad("missing colon"))?;
     match kind {
         "f" => Ok(PathElement::Field(rest.to_string())),
         "v" => serde_json::from_str(rest)

@@ -232,7 +232,10 @@ mod tests {
             PathElement::key([("name", json!("c")), ("containerPort", json!(80))]),
             PathElement::field("image"),
         ]);
-        assert_eq!(p.to_string(), ".spec.containers[containerPort=80,name=\"c\"].image");
+        assert_eq!(
+            p.to_string(),
+            ".spec.containers[containerPort=80,name=\"c\"].image"
+        );
         let s = Path(vec![
             PathElement::field("finalizers"),
             PathElement::Value(json!("x")),

@@ -98,11 +98,7 @@ impl Set {
 
     /// Paths in both sets.
     pub fn intersection(&self, other: &Set) -> Set {
-        let members = self
-            .members
-            .intersection(&other.members)
-            .cloned()
-            .collect();
+        let members = self.members.intersection(&other.members).cloned().collect();
         let children = self
             .children
             .iter()

@@ -108,9 +108,7 @@ fn item_element(list_type: &ListType, item: &Value, path: &Path) -> Result<PathE
             )),
             v => Ok(PathElement::Value(v.clone())),
         },
-        ListType::Atomic => Err(err(
-            "invalid indexing of non-associative list".to_string(),
-        )),
+        ListType::Atomic => Err(err("invalid indexing of non-associative list".to_string())),
     }
 }
 
@@ -170,7 +168,8 @@ fn field_set_walk(
             let Value::Object(m) = value else {
                 return Ok(());
             };
-            let named = |k: &str| matches!(&atom, Atom::Map { fields, .. } if fields.contains_key(k));
+            let named =
+                |k: &str| matches!(&atom, Atom::Map { fields, .. } if fields.contains_key(k));
             for (k, v) in m {
                 path.0.push(PathElement::Field(k.clone()));
                 field_set_walk(schema, &atom.field_type(k), v, path, set)?;
@@ -192,7 +191,14 @@ pub fn compare(
     rhs: &Value,
 ) -> Result<Comparison, Error> {
     let mut c = Comparison::default();
-    compare_walk(schema, tr, Some(lhs), Some(rhs), &mut Path::default(), &mut c)?;
+    compare_walk(
+        schema,
+        tr,
+        Some(lhs),
+        Some(rhs),
+        &mut Path::default(),
+        &mut c,
+    )?;
     Ok(c)
 }
 
@@ -271,9 +277,14 @@ fn compare_list(
         let rs = r.get(&pe).map(Vec::as_slice).unwrap_or_default();
         path.0.push(pe);
         match (ls.len(), rs.len()) {
-            (0..=1, 0..=1) => {
-                compare_walk(schema, element, ls.first().copied(), rs.first().copied(), path, c)?
-            }
+            (0..=1, 0..=1) => compare_walk(
+                schema,
+                element,
+                ls.first().copied(),
+                rs.first().copied(),
+                path,
+                c,
+            )?,
             (2.., 2..) => {
                 if ls != rs {
                     c.modified.insert(path);
@@ -324,7 +335,8 @@ fn merge_walk(
             let mut out = Map::new();
             for k in l.keys().chain(r.keys().filter(|k| !l.contains_key(*k))) {
                 path.0.push(PathElement::Field(k.clone()));
-                if let Some(v) = merge_walk(schema, &atom.field_type(k), l.get(k), r.get(k), path)? {
+                if let Some(v) = merge_walk(schema, &atom.field_type(k), l.get(k), r.get(k), path)?
+                {
                     out.insert(k.clone(), v);
                 }
                 path.0.pop();
@@ -371,7 +383,11 @@ fn merge_list(
 ) -> Result<Option<Value>, Error> {
     let (rhs_pes, observed_rhs) = index_items(list_type, rhs, path, false)?;
     let (lhs_pes, observed_lhs) = index_items(list_type, lhs, path, true)?;
-    let lhs_items: Vec<&Value> = lhs.and_then(Value::as_array).into_iter().flatten().collect();
+    let lhs_items: Vec<&Value> = lhs
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .collect();
     let mut shared = rhs_pes
         .iter()
         .filter(|pe| observed_lhs.contains_key(*pe))
@@ -437,7 +453,12 @@ fn merge_list(
 
 /// `value` without the paths of `to_remove` (`TypedValue.RemoveItems`). A map or list left
 /// empty by the removal goes too; `None` when nothing is left.
-pub fn remove_items(schema: &Schema, tr: &TypeRef, value: &Value, to_remove: &Set) -> Option<Value> {
+pub fn remove_items(
+    schema: &Schema,
+    tr: &TypeRef,
+    value: &Value,
+    to_remove: &Set,
+) -> Option<Value> {
     let atom = schema.atom_for(tr, Some(value));
     match atom {
         Atom::Scalar | Atom::Deduced => Some(value.clone()),
@@ -475,7 +496,9 @@ pub fn remove_items(schema: &Schema, tr: &TypeRef, value: &Value, to_remove: &Se
                 }
                 match to_remove.children.get(&pe) {
                     Some(sub) => {
-                        if let Some(v) = remove_items(schema, &atom_field(schema, tr, value, k), v, sub) {
+                        if let Some(v) =
+                            remove_items(schema, &atom_field(schema, tr, value, k), v, sub)
+                        {
                             out.insert(k.clone(), v);
                         }
                     }
@@ -518,8 +541,14 @@ mod tests {
                         ListType::Map(vec!["name".into()]),
                     )),
                 ),
-                ("set", TypeRef::inline(Atom::list(TypeRef::scalar(), ListType::Set))),
-                ("atomic", TypeRef::inline(Atom::list(TypeRef::scalar(), ListType::Atomic))),
+                (
+                    "set",
+                    TypeRef::inline(Atom::list(TypeRef::scalar(), ListType::Set)),
+                ),
+                (
+                    "atomic",
+                    TypeRef::inline(Atom::list(TypeRef::scalar(), ListType::Atomic)),
+                ),
                 ("labels", TypeRef::inline(Atom::map_of(TypeRef::scalar()))),
                 ("inner", TypeRef::named("root")),
             ]),
@@ -561,11 +590,21 @@ mod tests {
         assert_eq!(paths(&c.modified), vec![".s"]);
         assert_eq!(
             paths(&c.added),
-            vec![".labels", ".labels.k", ".list[name=\"b\"]", ".list[name=\"b\"].name", ".list[name=\"b\"].value"]
+            vec![
+                ".labels",
+                ".labels.k",
+                ".list[name=\"b\"]",
+                ".list[name=\"b\"].name",
+                ".list[name=\"b\"].value"
+            ]
         );
         assert_eq!(
             paths(&c.removed),
-            vec![".list[name=\"a\"]", ".list[name=\"a\"].name", ".list[name=\"a\"].value"]
+            vec![
+                ".list[name=\"a\"]",
+                ".list[name=\"a\"].name",
+                ".list[name=\"a\"].value"
+            ]
         );
         assert!(compare(&s, &tr, &a, &a).unwrap().is_same());
     }
@@ -574,7 +613,8 @@ mod tests {
     fn merge_keeps_left_only_items_in_place_and_follows_right_order() {
         let (s, tr) = schema();
         let live = json!({"list":[{"name":"a","value":"1"},{"name":"x"},{"name":"b"}],"atomic":[1,2],"set":["p","q"]});
-        let applied = json!({"list":[{"name":"b","value":"2"},{"name":"a"}],"atomic":[3],"set":["r","p"]});
+        let applied =
+            json!({"list":[{"name":"b","value":"2"},{"name":"a"}],"atomic":[3],"set":["r","p"]});
         let out = merge(&s, &tr, &live, &applied).unwrap();
         assert_eq!(
             out,
@@ -585,8 +625,18 @@ mod tests {
     #[test]
     fn merge_refuses_duplicate_keys_in_the_applied_list() {
         let (s, tr) = schema();
-        let err = merge(&s, &tr, &json!({}), &json!({"list":[{"name":"a"},{"name":"a"}]})).unwrap_err();
-        assert!(err.to_string().contains("duplicate entries for key [name=\"a\"]"), "{err}");
+        let err = merge(
+            &s,
+            &tr,
+            &json!({}),
+            &json!({"list":[{"name":"a"},{"name":"a"}]}),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("duplicate entries for key [name=\"a\"]"),
+            "{err}"
+        );
         let err = merge(&s, &tr, &json!({}), &json!({"list":[{"value":"1"}]})).unwrap_err();
         assert!(err.to_string().contains("omits all key fields"), "{err}");
     }

@@ -63,7 +63,8 @@ impl<'s> Updater<'s> {
     }
 
     fn remove(&self, v: &Value, s: &Set) -> Value {
-        typed::remove_items(self.schema, &self.root, v, s).unwrap_or_else(|| Value::Object(Map::new()))
+        typed::remove_items(self.schema, &self.root, v, s)
+            .unwrap_or_else(|| Value::Object(Map::new()))
     }
 
     /// What changed, and which other managers lose which fields: those whose value changed
@@ -117,7 +118,10 @@ impl<'s> Updater<'s> {
         manager: &str,
     ) -> Result<(), UpdateError> {
         let compare = self.update(live, new, managers, manager, true)?;
-        let previous = managers.get(manager).map(|vs| vs.set.clone()).unwrap_or_default();
+        let previous = managers
+            .get(manager)
+            .map(|vs| vs.set.clone())
+            .unwrap_or_default();
         let set = previous
             .difference(&compare.removed)
             .union(&compare.modified)
