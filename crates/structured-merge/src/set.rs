@@ -128,6 +128,30 @@ impl Set {
         Set { members, children }
     }
 
+    /// Paths of this set that do not start with (or equal) a path of `prefixes`
+    /// (`RecursiveDifference`): removing `.status` removes everything under it.
+    pub fn recursive_difference(&self, prefixes: &Set) -> Set {
+        let members = self
+            .members
+            .iter()
+            .filter(|pe| !prefixes.members.contains(*pe))
+            .cloned()
+            .collect();
+        let children = self
+            .children
+            .iter()
+            .filter(|(pe, _)| !prefixes.members.contains(*pe))
+            .filter_map(|(pe, c)| {
+                let c = match prefixes.children.get(pe) {
+                    Some(p) => c.recursive_difference(p),
+                    None => c.clone(),
+                };
+                (!c.is_empty()).then(|| (pe.clone(), c))
+            })
+            .collect();
+        Set { members, children }
+    }
+
     /// Every path of the set, in order.
     pub fn paths(&self) -> Vec<Path> {
         let mut out = Vec::new();
@@ -214,6 +238,8 @@ mod tests {
         assert_eq!(a.intersection(&b).paths(), vec![p(&["a", "y"])]);
         assert_eq!(a.difference(&b).paths(), vec![p(&["a", "x"]), p(&["b"])]);
         assert!(a.difference(&a).is_empty());
+        let status = Set::from_paths([p(&["a"])]);
+        assert_eq!(a.recursive_difference(&status).paths(), vec![p(&["b"])]);
         assert_eq!(a.len(), 3);
     }
 }

@@ -46,12 +46,25 @@ pub enum UpdateError {
 pub struct Updater<'s> {
     schema: &'s Schema,
     root: TypeRef,
+    /// Fields (and everything below them) that this kind of write neither owns nor conflicts
+    /// on, because the server resets them (`IgnoredFields`, from a strategy's reset fields).
+    ignored: Set,
 }
 
 impl<'s> Updater<'s> {
     /// An updater for objects of type `root` in `schema`.
     pub fn new(schema: &'s Schema, root: TypeRef) -> Updater<'s> {
-        Updater { schema, root }
+        Updater {
+            schema,
+            root,
+            ignored: Set::new(),
+        }
+    }
+
+    /// This updater ignoring `ignored` and everything below it.
+    pub fn with_ignored(mut self, ignored: Set) -> Updater<'s> {
+        self.ignored = ignored;
+        self
     }
 
     fn field_set(&self, v: &Value) -> Result<Set, Error> {
@@ -77,7 +90,12 @@ impl<'s> Updater<'s> {
         workflow: &str,
         force: bool,
     ) -> Result<Comparison, UpdateError> {
-        let compare = typed::compare(self.schema, &self.root, old, new)?;
+        let mut compare = typed::compare(self.schema, &self.root, old, new)?;
+        if !self.ignored.is_empty() {
+            compare.removed = compare.removed.recursive_difference(&self.ignored);
+            compare.modified = compare.modified.recursive_difference(&self.ignored);
+            compare.added = compare.added.recursive_difference(&self.ignored);
+        }
         let changed = compare.modified.union(&compare.added);
         let mut conflicts = BTreeMap::new();
         for (manager, vs) in managers.iter() {
@@ -156,7 +174,7 @@ impl<'s> Updater<'s> {
     ) -> Result<Option<Value>, UpdateError> {
         let merged = typed::merge(self.schema, &self.root, live, config)?;
         let last = managers.get(manager).map(|vs| vs.set.clone());
-        let set = self.field_set(config)?;
+        let set = self.field_set(config)?.recursive_difference(&self.ignored);
         let mut proposed = managers.clone();
         proposed.insert(
             manager.to_string(),
