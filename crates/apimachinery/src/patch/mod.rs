@@ -2,7 +2,8 @@
 //!
 //! Mirrors the patch handling of `k8s.io/apiserver/pkg/endpoints/handlers/patch.go`: the server
 //! picks the algorithm from the request's `Content-Type`, applies it to the stored object's JSON
-//! and decodes the result. Server-side apply (`application/apply-patch+yaml`) is not implemented.
+//! and decodes the result. Server-side apply (`application/apply-patch+yaml`) needs the
+//! object's managers and is done by [`crate::apply::FieldManager`].
 
 mod json;
 mod merge;
@@ -104,9 +105,9 @@ pub fn apply(
             )?;
             strategic_merge(original, &patch, PatchMeta::for_definition(root))
         }
-        // TODO: server-side apply (managed fields, conflicts, field managers) is not implemented.
+        // An apply needs the managers of the object and a field manager: see `crate::apply`.
         PatchType::Apply => Err(PatchError::Unsupported(
-            "server-side apply (application/apply-patch+yaml) is not supported by this server"
+            "server-side apply patches are merged by the field manager (crate::apply), not here"
                 .to_string(),
         )),
     }
