@@ -102,9 +102,11 @@ pub(crate) async fn apply(
                 match object::meta_str(&obj, "name") {
                     None | Some("") => object::set_meta(&mut obj, "name", name.into()),
                     Some(n) if n == name => {}
-                    Some(n) => return Err(ApiError::bad_request(format!(
+                    Some(n) => {
+                        return Err(ApiError::bad_request(format!(
                         "the name of the object ({n}) does not match the name on the URL ({name})"
-                    ))),
+                    )))
+                    }
                 }
                 req.check_escalation("", &obj)?;
                 match rest::create(req.store(), req.allocators(), info, ns, obj, opts.clone()).await
