@@ -5,7 +5,9 @@
 //! granular, with named fields (structs) and/or an element type (string-keyed maps). Types are
 //! named so that recursive schemas (JSON schema props) stay finite.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::OnceLock;
 
 use serde_json::Value;
 
@@ -86,17 +88,14 @@ impl Atom {
 
     /// The type of field `name` of a map: the named field's, else the element type's, else
     /// deduced (unknown fields of a struct are kept and merged untyped).
-    pub fn field_type(&self, name: &str) -> TypeRef {
-        match self {
+    pub fn field_type(&self, name: &str) -> &TypeRef {
+        let found = match self {
             Atom::Map {
                 fields, element, ..
-            } => fields
-                .get(name)
-                .or(element.as_ref())
-                .cloned()
-                .unwrap_or_else(TypeRef::deduced),
-            _ => TypeRef::deduced(),
-        }
+            } => fields.get(name).or(element.as_ref()),
+            _ => None,
+        };
+        found.unwrap_or_else(|| deduced_ref())
     }
 }
 
@@ -131,6 +130,12 @@ impl TypeRef {
     }
 }
 
+/// The deduced type, shared so that walks need not build one per unknown field.
+fn deduced_ref() -> &'static TypeRef {
+    static DEDUCED: OnceLock<TypeRef> = OnceLock::new();
+    DEDUCED.get_or_init(TypeRef::deduced)
+}
+
 /// Named types.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Schema {
@@ -154,19 +159,19 @@ impl Schema {
     }
 
     /// The atom `tr` refers to; `None` only for a name the schema lacks.
-    pub fn resolve(&self, tr: &TypeRef) -> Option<Atom> {
+    pub fn resolve<'a>(&'a self, tr: &'a TypeRef) -> Option<&'a Atom> {
         match tr {
-            TypeRef::Named(n) => self.types.get(n).cloned(),
-            TypeRef::Inline(a) => Some((**a).clone()),
+            TypeRef::Named(n) => self.types.get(n),
+            TypeRef::Inline(a) => Some(a),
         }
     }
 
     /// The atom that describes `value` of type `tr`: deduced types and types that do not fit
     /// the value (a scalar where the schema has a map) become what the value is, so that bad
     /// input is merged as a leaf rather than refused here (validation names it later).
-    pub(crate) fn atom_for(&self, tr: &TypeRef, value: Option<&Value>) -> Atom {
-        let atom = self.resolve(tr).unwrap_or(Atom::Deduced);
-        let fits = match (&atom, value) {
+    pub(crate) fn atom_for<'a>(&'a self, tr: &'a TypeRef, value: Option<&Value>) -> Cow<'a, Atom> {
+        let atom = self.resolve(tr).unwrap_or(&Atom::Deduced);
+        let fits = match (atom, value) {
             (_, None) | (_, Some(Value::Null)) => true,
             (Atom::List { .. }, Some(v)) => v.is_array(),
             (Atom::Map { .. }, Some(v)) => v.is_object(),
@@ -174,12 +179,12 @@ impl Schema {
             (Atom::Deduced, _) => false,
         };
         if fits {
-            return atom;
+            return Cow::Borrowed(atom);
         }
-        match value {
+        Cow::Owned(match value {
             Some(Value::Object(_)) => Atom::map_of(TypeRef::deduced()),
             Some(Value::Array(_)) => Atom::list(TypeRef::deduced(), ListType::Atomic),
             _ => Atom::Scalar,
-        }
+        })
     }
 }

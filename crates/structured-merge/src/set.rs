@@ -188,17 +188,17 @@ impl Set {
         let mut members = self.members.clone();
         let mut children = BTreeMap::new();
         for (pe, child) in &self.children {
-            let child_tr = match (&atom, pe) {
+            let child_tr = match (atom, pe) {
                 (Some(Atom::Map { fields, .. }), PathElement::Field(name)) => {
                     match fields.get(name) {
                         Some(t) => {
                             members.insert(pe.clone());
                             Some(t.clone())
                         }
-                        None => atom.as_ref().and_then(|a| a.element_type()),
+                        None => atom.and_then(Atom::element_type),
                     }
                 }
-                _ => atom.as_ref().and_then(|a| a.element_type()),
+                _ => atom.and_then(Atom::element_type),
             };
             let child = match child_tr {
                 Some(t) => child.ensure_named_fields_are_members(schema, &t),

@@ -4,6 +4,7 @@
 //! Leaves are scalars, atomic lists and maps, and empty or null lists and maps (so that the
 //! empty/null distinction is kept); everything else is walked item by item.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
@@ -32,10 +33,10 @@ impl Comparison {
 }
 
 /// How a walk treats a value of some type.
-enum Shape {
+enum Shape<'a> {
     Leaf,
-    List(TypeRef, ListType),
-    Map(Atom),
+    List(Cow<'a, Atom>),
+    Map(Cow<'a, Atom>),
 }
 
 fn is_empty_container(v: Option<&Value>) -> bool {
@@ -48,7 +49,12 @@ fn is_empty_container(v: Option<&Value>) -> bool {
 }
 
 /// The shape to walk `lhs` and `rhs` (at least one present) of type `tr` with.
-fn shape(schema: &Schema, tr: &TypeRef, lhs: Option<&Value>, rhs: Option<&Value>) -> Shape {
+fn shape<'a>(
+    schema: &'a Schema,
+    tr: &'a TypeRef,
+    lhs: Option<&Value>,
+    rhs: Option<&Value>,
+) -> Shape<'a> {
     let atom = schema.atom_for(tr, rhs.or(lhs));
     if let (Some(l), Some(r)) = (lhs, rhs) {
         // Values of different kinds (a map replaced by a string) are replaced whole.
@@ -63,9 +69,9 @@ fn shape(schema: &Schema, tr: &TypeRef, lhs: Option<&Value>, rhs: Option<&Value>
         }
     }
     let empty = is_empty_container(lhs) && is_empty_container(rhs);
-    match atom {
-        Atom::List { list_type, .. } if list_type == ListType::Atomic || empty => Shape::Leaf,
-        Atom::List { element, list_type } => Shape::List(element, list_type),
+    match &*atom {
+        Atom::List { list_type, .. } if *list_type == ListType::Atomic || empty => Shape::Leaf,
+        Atom::List { .. } => Shape::List(atom),
         Atom::Map { atomic: true, .. } => Shape::Leaf,
         Atom::Map { .. } if empty => Shape::Leaf,
         Atom::Map { .. } => Shape::Map(atom),
@@ -131,7 +137,7 @@ fn field_set_walk(
         Shape::Leaf => {
             // An empty or null granular list or map only counts through its parent (below).
             let atom = schema.atom_for(tr, Some(value));
-            let granular_empty = match &atom {
+            let granular_empty = match &*atom {
                 Atom::List { list_type, .. } => *list_type != ListType::Atomic,
                 Atom::Map { atomic, .. } => !atomic,
                 _ => false,
@@ -140,7 +146,10 @@ fn field_set_walk(
                 set.insert(path);
             }
         }
-        Shape::List(element, list_type) => {
+        Shape::List(atom) => {
+            let Atom::List { element, list_type } = &*atom else {
+                return Ok(());
+            };
             let Value::Array(items) = value else {
                 return Ok(());
             };
@@ -148,7 +157,7 @@ fn field_set_walk(
             let mut duplicates = BTreeSet::new();
             let mut pes = Vec::with_capacity(items.len());
             for item in items {
-                let pe = item_element(&list_type, item, path)?;
+                let pe = item_element(list_type, item, path)?;
                 if !seen.insert(pe.clone()) && duplicates.insert(pe.clone()) {
                     set.insert(&path.child(pe.clone()));
                 }
@@ -159,7 +168,7 @@ fn field_set_walk(
                     continue;
                 }
                 path.0.push(pe);
-                field_set_walk(schema, &element, item, path, set)?;
+                field_set_walk(schema, element, item, path, set)?;
                 set.insert(path);
                 path.0.pop();
             }
@@ -169,10 +178,10 @@ fn field_set_walk(
                 return Ok(());
             };
             let named =
-                |k: &str| matches!(&atom, Atom::Map { fields, .. } if fields.contains_key(k));
+                |k: &str| matches!(&*atom, Atom::Map { fields, .. } if fields.contains_key(k));
             for (k, v) in m {
                 path.0.push(PathElement::Field(k.clone()));
-                field_set_walk(schema, &atom.field_type(k), v, path, set)?;
+                field_set_walk(schema, atom.field_type(k), v, path, set)?;
                 if v.is_null() || v.as_object().is_some_and(Map::is_empty) || !named(k) {
                     set.insert(path);
                 }
@@ -220,8 +229,10 @@ fn compare_walk(
             }
             return Ok(());
         }
-        Shape::List(element, list_type) => {
-            compare_list(schema, &element, &list_type, lhs, rhs, path, c)?;
+        Shape::List(atom) => {
+            if let Atom::List { element, list_type } = &*atom {
+                compare_list(schema, element, list_type, lhs, rhs, path, c)?;
+            }
         }
         Shape::Map(atom) => {
             let empty = Map::new();
@@ -229,7 +240,7 @@ fn compare_walk(
             let r = rhs.and_then(Value::as_object).unwrap_or(&empty);
             for k in l.keys().chain(r.keys().filter(|k| !l.contains_key(*k))) {
                 path.0.push(PathElement::Field(k.clone()));
-                compare_walk(schema, &atom.field_type(k), l.get(k), r.get(k), path, c)?;
+                compare_walk(schema, atom.field_type(k), l.get(k), r.get(k), path, c)?;
                 path.0.pop();
             }
         }
@@ -327,7 +338,12 @@ fn merge_walk(
 ) -> Result<Option<Value>, Error> {
     match shape(schema, tr, lhs, rhs) {
         Shape::Leaf => Ok(rhs.or(lhs).cloned()),
-        Shape::List(element, list_type) => merge_list(schema, &element, &list_type, lhs, rhs, path),
+        Shape::List(atom) => match &*atom {
+            Atom::List { element, list_type } => {
+                merge_list(schema, element, list_type, lhs, rhs, path)
+            }
+            _ => Ok(rhs.or(lhs).cloned()),
+        },
         Shape::Map(atom) => {
             let empty = Map::new();
             let l = lhs.and_then(Value::as_object).unwrap_or(&empty);
@@ -335,8 +351,7 @@ fn merge_walk(
             let mut out = Map::new();
             for k in l.keys().chain(r.keys().filter(|k| !l.contains_key(*k))) {
                 path.0.push(PathElement::Field(k.clone()));
-                if let Some(v) = merge_walk(schema, &atom.field_type(k), l.get(k), r.get(k), path)?
-                {
+                if let Some(v) = merge_walk(schema, atom.field_type(k), l.get(k), r.get(k), path)? {
                     out.insert(k.clone(), v);
                 }
                 path.0.pop();
@@ -460,16 +475,16 @@ pub fn remove_items(
     to_remove: &Set,
 ) -> Option<Value> {
     let atom = schema.atom_for(tr, Some(value));
-    match atom {
+    match &*atom {
         Atom::Scalar | Atom::Deduced => Some(value.clone()),
         Atom::List { element, list_type } => {
             let items = value.as_array().filter(|a| !a.is_empty())?;
-            if list_type == ListType::Atomic {
+            if *list_type == ListType::Atomic {
                 return None;
             }
             let mut out = Vec::new();
             for item in items {
-                let Ok(pe) = item_element(&list_type, item, &Path::default()) else {
+                let Ok(pe) = item_element(list_type, item, &Path::default()) else {
                     out.push(item.clone());
                     continue;
                 };
@@ -477,7 +492,7 @@ pub fn remove_items(
                     continue;
                 }
                 match to_remove.children.get(&pe) {
-                    Some(sub) => out.extend(remove_items(schema, &element, item, sub)),
+                    Some(sub) => out.extend(remove_items(schema, element, item, sub)),
                     None => out.push(item.clone()),
                 }
             }
@@ -485,7 +500,7 @@ pub fn remove_items(
         }
         Atom::Map { atomic, .. } => {
             let m = value.as_object().filter(|m| !m.is_empty())?;
-            if atomic {
+            if *atomic {
                 return None;
             }
             let mut out = Map::new();
@@ -496,9 +511,7 @@ pub fn remove_items(
                 }
                 match to_remove.children.get(&pe) {
                     Some(sub) => {
-                        if let Some(v) =
-                            remove_items(schema, &atom_field(schema, tr, value, k), v, sub)
-                        {
+                        if let Some(v) = remove_items(schema, atom.field_type(k), v, sub) {
                             out.insert(k.clone(), v);
                         }
                     }
@@ -510,10 +523,6 @@ pub fn remove_items(
             (!out.is_empty()).then_some(Value::Object(out))
         }
     }
-}
-
-fn atom_field(schema: &Schema, tr: &TypeRef, value: &Value, k: &str) -> TypeRef {
-    schema.atom_for(tr, Some(value)).field_type(k)
 }
 
 #[cfg(test)]

@@ -163,20 +163,22 @@ mod tests {
 
     fn field(atom: &Atom, name: &str) -> Atom {
         schema()
-            .resolve(&atom.field_type(name))
+            .resolve(atom.field_type(name))
             .expect("field type resolves")
+            .clone()
     }
 
     #[test]
     fn containers_are_a_map_list_keyed_by_name_and_args_atomic() {
         let spec = schema()
             .resolve(&TypeRef::named("io.k8s.api.core.v1.PodSpec"))
-            .unwrap();
+            .unwrap()
+            .clone();
         let Atom::List { element, list_type } = field(&spec, "containers") else {
             panic!("containers is a list");
         };
         assert_eq!(list_type, ListType::Map(vec!["name".into()]));
-        let container = schema().resolve(&element).unwrap();
+        let container = schema().resolve(&element).unwrap().clone();
         assert!(matches!(
             field(&container, "args"),
             Atom::List {
@@ -199,7 +201,8 @@ mod tests {
             .resolve(&TypeRef::named(
                 "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
             ))
-            .unwrap();
+            .unwrap()
+            .clone();
         assert!(matches!(
             field(&meta, "finalizers"),
             Atom::List {
