@@ -209,7 +209,7 @@ mod tests {
 
     #[test]
     fn elements_order_fields_then_keys_then_values_then_indexes() {
-        let mut v = vec![
+        let mut v = [
             PathElement::Index(0),
             PathElement::Value(json!("a")),
             PathElement::key([("name", json!("c"))]),

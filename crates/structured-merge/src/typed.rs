@@ -361,12 +361,15 @@ fn merge_walk(
     }
 }
 
+/// A list's item steps in order, and each step's item (`None` for a duplicated step).
+type IndexedItems<'v> = (Vec<PathElement>, BTreeMap<PathElement, Option<&'v Value>>);
+
 fn index_items<'v>(
     list_type: &ListType,
     items: Option<&'v Value>,
     path: &Path,
     allow_duplicates: bool,
-) -> Result<(Vec<PathElement>, BTreeMap<PathElement, Option<&'v Value>>), Error> {
+) -> Result<IndexedItems<'v>, Error> {
     let mut pes = Vec::new();
     let mut observed: BTreeMap<PathElement, Option<&Value>> = BTreeMap::new();
     for item in items.and_then(Value::as_array).into_iter().flatten() {
