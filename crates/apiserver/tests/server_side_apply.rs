@@ -295,3 +295,52 @@ async fn updates_and_patches_are_tracked_for_their_manager_and_status_apart() {
         .expect("clear");
     assert!(cleared.metadata.managed_fields.is_none());
 }
+
+#[tokio::test]
+async fn several_conflicts_are_listed_by_manager() {
+    let server = rkcm_apiserver::testing::start().await;
+    let client = server.client();
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+    deployments
+        .create(
+            &PostParams {
+                field_manager: Some("creator".into()),
+                ..PostParams::default()
+            },
+            &serde_json::from_value(deployment("m", 1, "nginx")).expect("deployment"),
+        )
+        .await
+        .expect("create");
+    let status = api_err(
+        deployments
+            .patch(
+                "m",
+                &PatchParams::apply("mgr"),
+                &Patch::Apply(deployment("m", 2, "nginx:2")),
+            )
+            .await
+            .expect_err("two fields conflict"),
+    );
+    assert_eq!(status.code, 409);
+    assert_eq!(
+        status.message,
+        "Apply failed with 2 conflicts: conflicts with \"creator\" using apps/v1:\n- .spec.replicas\n- .spec.template.spec.containers[name=\"c\"].image"
+    );
+    let fields: Vec<String> = status
+        .details
+        .expect("details")
+        .causes
+        .into_iter()
+        .map(|c| c.field)
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            ".spec.replicas",
+            ".spec.template.spec.containers[name=\"c\"].image"
+        ]
+    );
+    // Nothing was written.
+    let live = deployments.get("m").await.expect("get");
+    assert_eq!(live.spec.and_then(|s| s.replicas), Some(1));
+}
