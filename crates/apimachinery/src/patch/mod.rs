@@ -105,11 +105,12 @@ pub fn apply(
             )?;
             strategic_merge(original, &patch, PatchMeta::for_definition(root))
         }
-        // An apply needs the managers of the object and a field manager: see `crate::apply`.
-        PatchType::Apply => Err(PatchError::Unsupported(
-            "server-side apply patches are merged by the field manager (crate::apply), not here"
-                .to_string(),
-        )),
+        // An apply needs the object's managers and a field manager: the API server runs
+        // `crate::apply::FieldManager` for the kinds it applies, and only the others get here
+        // (the `/scale` view, kinds served in a version other than their storage version).
+        PatchType::Apply => Err(PatchError::Unsupported(format!(
+            "server-side apply is not supported for {api_version}, Kind={kind}"
+        ))),
     }
 }
 
