@@ -344,3 +344,58 @@ async fn several_conflicts_are_listed_by_manager() {
     let live = deployments.get("m").await.expect("get");
     assert_eq!(live.spec.and_then(|s| s.replicas), Some(1));
 }
+
+#[tokio::test]
+async fn services_and_namespaces_apply_and_keep_what_the_server_allocated() {
+    use k8s_openapi::api::core::v1::{Namespace, Service};
+    let server = rkcm_apiserver::testing::start().await;
+    let client = server.client();
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns = namespaces
+        .patch(
+            "team",
+            &PatchParams::apply("tool"),
+            &Patch::Apply(json!({"apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": "team", "labels": {"env": "dev"}}})),
+        )
+        .await
+        .expect("namespace applied");
+    assert_eq!(ns.status.and_then(|s| s.phase).as_deref(), Some("Active"));
+
+    let services: Api<Service> = Api::namespaced(client.clone(), "team");
+    let svc = |ports: Value| {
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+            "spec": {"selector": {"app": "web"}, "ports": ports}})
+    };
+    let first = services
+        .patch(
+            "web",
+            &PatchParams::apply("tool"),
+            &Patch::Apply(svc(
+                json!([{"name": "http", "port": 80}, {"name": "metrics", "port": 9090}]),
+            )),
+        )
+        .await
+        .expect("service applied");
+    let ip = first.spec.as_ref().and_then(|s| s.cluster_ip.clone());
+    assert!(ip
+        .as_deref()
+        .is_some_and(|ip| !ip.is_empty() && ip != "None"));
+    let second = services
+        .patch(
+            "web",
+            &PatchParams::apply("tool"),
+            &Patch::Apply(svc(json!([{"name": "http", "port": 80}]))),
+        )
+        .await
+        .expect("service re-applied");
+    let spec = second.spec.expect("spec");
+    assert_eq!(spec.cluster_ip, ip, "the allocated cluster IP is kept");
+    let ports: Vec<i32> = spec
+        .ports
+        .unwrap_or_default()
+        .iter()
+        .map(|p| p.port)
+        .collect();
+    assert_eq!(ports, [80], "the port no longer applied is removed");
+}
