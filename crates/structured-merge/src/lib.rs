@@ -20,7 +20,7 @@ pub use path::{Path, PathElement};
 pub use schema::{Atom, ListType, Schema, TypeRef};
 pub use set::Set;
 pub use typed::Comparison;
-pub use update::{ManagedFields, Updater, VersionedSet};
+pub use update::{ManagedFields, UpdateError, Updater, VersionedSet};
 
 /// Why a value could not be walked with its schema.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
