@@ -2,6 +2,7 @@
 //! documents, field validation, table printers, semantic equality, Go durations, resource
 //! quantities and private keys in PEM.
 
+pub mod apply;
 pub mod catalog;
 pub mod cron;
 pub mod duration;

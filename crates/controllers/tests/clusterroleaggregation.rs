@@ -1,6 +1,6 @@
 //! The cluster-role aggregation controller against the in-process API server: an aggregating
-//! ClusterRole follows the rules of the roles its selectors pick, through updates (the server has
-//! no server-side apply, so the controller's 415 fallback is what runs).
+//! ClusterRole follows the rules of the roles its selectors pick, through the controller's forced
+//! server-side apply.
 
 mod support;
 

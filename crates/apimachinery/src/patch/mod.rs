@@ -2,7 +2,8 @@
 //!
 //! Mirrors the patch handling of `k8s.io/apiserver/pkg/endpoints/handlers/patch.go`: the server
 //! picks the algorithm from the request's `Content-Type`, applies it to the stored object's JSON
-//! and decodes the result. Server-side apply (`application/apply-patch+yaml`) is not implemented.
+//! and decodes the result. Server-side apply (`application/apply-patch+yaml`) needs the
+//! object's managers and is done by [`crate::apply::FieldManager`].
 
 mod json;
 mod merge;
@@ -104,11 +105,12 @@ pub fn apply(
             )?;
             strategic_merge(original, &patch, PatchMeta::for_definition(root))
         }
-        // TODO: server-side apply (managed fields, conflicts, field managers) is not implemented.
-        PatchType::Apply => Err(PatchError::Unsupported(
-            "server-side apply (application/apply-patch+yaml) is not supported by this server"
-                .to_string(),
-        )),
+        // An apply needs the object's managers and a field manager: the API server runs
+        // `crate::apply::FieldManager` for the kinds it applies, and only the others get here
+        // (the `/scale` view, kinds served in a version other than their storage version).
+        PatchType::Apply => Err(PatchError::Unsupported(format!(
+            "server-side apply is not supported for {api_version}, Kind={kind}"
+        ))),
     }
 }
 

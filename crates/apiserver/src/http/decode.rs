@@ -87,6 +87,7 @@ pub(crate) fn write_options(params: &Params) -> ApiResult<WriteOptions> {
         dry_run: params.dry_run()?,
         server_owned: false,
         admission: None,
+        field_manager: params.non_empty("fieldManager").map(str::to_string),
     })
 }
 

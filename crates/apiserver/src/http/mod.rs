@@ -6,6 +6,7 @@ pub mod converted;
 pub mod decode;
 pub mod discovery;
 pub mod encode;
+pub mod field_manager;
 pub mod field_validation;
 pub mod filter;
 pub mod handlers;

@@ -78,6 +78,7 @@ pub async fn create(
     if is_namespace(info) {
         prepare_namespace_for_create(&mut obj, &requested_name);
     }
+    super::track_update(info, None, &mut obj, &opts, "");
     let service = is_service(info);
     if service {
         service_fields::normalize_cluster_ips(&mut obj, None);

@@ -41,4 +41,6 @@ pub use priority_classes::ensure_system_priority_classes;
 pub use request_checks::check_type;
 pub use scale::{scale_of, update_scale};
 pub use update::{update, UpdateSource, UpdateTarget, Updated};
+mod managed_fields;
+pub(crate) use managed_fields::track_update;
 pub use write::{storage_error, WriteOptions, UPDATE_ATTEMPTS};

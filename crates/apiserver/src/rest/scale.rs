@@ -123,6 +123,7 @@ pub async fn update_scale(
             .set_scale_replicas(&mut new, replicas as i32)
             .map_err(|e| ApiError::invalid(info, name, &[e]))?;
         strategy.prepare_for_update(&mut new, old);
+        super::track_update(info, Some(old), &mut new, &opts, "scale");
         keep_system_metadata(&mut new, old);
         let errors = strategy.validate_update(&new, old);
         if !errors.is_empty() {

@@ -269,6 +269,7 @@ async fn update_once(
             new = merged;
         }
     }
+    super::track_update(info, Some(old), &mut new, opts, target.subresource());
     keep_system_metadata(&mut new, old);
     let service = is_service(info) && target == UpdateTarget::Main;
     if service {

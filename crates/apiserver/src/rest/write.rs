@@ -20,6 +20,10 @@ pub struct WriteOptions {
     /// The admission of a client's request; writes the server makes itself have none and are
     /// not admitted.
     pub admission: Option<Admission>,
+    /// The manager the fields a create, update or patch changes are recorded for in
+    /// `metadata.managedFields` (`fieldManager`, else the user agent's first segment); `None`
+    /// for writes the server makes itself and for applies, whose field manager already ran.
+    pub field_manager: Option<String>,
 }
 
 /// Attempts of a read-modify-write (patch, scale, finalize) on conflicts with other writers.

@@ -5,9 +5,9 @@
 //! change to any ClusterRole queues every ClusterRole that aggregates; a sync gathers the rules of
 //! the roles each selector matches (sorted by name, the role itself left out, a rule already
 //! gathered not repeated) and writes them when they differ. kube applies them with server-side
-//! apply and falls back to an update when the server answers 415; rkcm's server has no apply yet,
-//! so there the rules are written with a merge patch, which like the forced apply has no
-//! resourceVersion precondition.
+//! apply (forced, as `clusterrole-aggregation-controller`) and falls back to an update when the
+//! server answers 415; against a server without apply the rules are written here with a merge
+//! patch, which like the forced apply has no resourceVersion precondition.
 
 use std::sync::Arc;
 

@@ -8,6 +8,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::http::body::read_body;
 use crate::http::decode::decode_object;
 use crate::http::encode::{object_response, with_warnings};
+use crate::http::field_manager::{self, OptionsKind};
 use crate::http::handlers::ResourceRequest;
 use crate::rest;
 
@@ -17,6 +18,7 @@ pub async fn create(req: &ResourceRequest<'_>, body: Body) -> ApiResult<Response
     if info.namespaced() && req.namespace.is_none() {
         return Err(ApiError::method_not_allowed("POST"));
     }
+    field_manager::validate(req.params, OptionsKind::Create)?;
     let bytes = read_body(req.headers, body).await?;
     let (obj, warnings) = decode_object(info, req.headers, &bytes, req.params)?;
     req.check_escalation("", &obj)?;

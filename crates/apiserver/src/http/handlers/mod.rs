@@ -5,6 +5,7 @@
 //! patch.go, delete.go, watch.go). [`crate::http::resource`] routes a request to its handler.
 
 pub mod access_reviews;
+mod apply;
 pub mod binding;
 pub mod component_statuses;
 pub mod create;

@@ -14,8 +14,9 @@ use crate::error::{ApiError, ApiResult};
 use crate::http::body::read_body;
 use crate::http::decode::patch_type;
 use crate::http::encode::{with_warnings, written_response};
+use crate::http::field_manager::{self, OptionsKind};
 use crate::http::field_validation::{check_fields, field_validation, remove_path, FieldCheck};
-use crate::http::handlers::ResourceRequest;
+use crate::http::handlers::{apply, ResourceRequest};
 use crate::object;
 use crate::rest::{self, UpdateSource, UpdateTarget};
 use crate::watch_cache::CachedObject;
@@ -29,6 +30,19 @@ pub async fn patch(
     target: UpdateTarget,
 ) -> ApiResult<Response> {
     let bytes = read_body(req.headers, body).await?;
+    if patch_type(req.headers)? == PatchType::Apply {
+        let applied = apply::apply(req, name, &bytes, target).await?;
+        let code = if applied.created {
+            StatusCode::CREATED
+        } else {
+            StatusCode::OK
+        };
+        return Ok(with_warnings(
+            written_response(req.info, code, &applied.object, target, req.out),
+            &applied.warnings,
+        ));
+    }
+    field_manager::validate(req.params, OptionsKind::Patch { apply: false })?;
     let (patched, warnings) = patch_object(req, name, &bytes, target).await?;
     Ok(with_warnings(
         written_response(req.info, StatusCode::OK, &patched, target, req.out),
@@ -68,7 +82,7 @@ pub(crate) fn pin_resource_version(patched: &mut Value, original: &Value, revisi
     pinned
 }
 
-/// PATCH: applies the body to the current object and updates it, retrying on conflicts with
+/// PATCH other than an apply: applies the body to the current object and updates it, retrying on conflicts with
 /// other writers unless the patch pins a resourceVersion.
 async fn patch_object(
     req: &ResourceRequest<'_>,

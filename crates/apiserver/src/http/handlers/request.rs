@@ -66,8 +66,17 @@ impl ResourceRequest<'_> {
 
     /// The options of a write (`dryRun`), with the admission the write goes through.
     pub fn write_options(&self) -> ApiResult<WriteOptions> {
+        let user_agent = self
+            .headers
+            .get(http::header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
         Ok(WriteOptions {
             admission: Some(self.admission()),
+            field_manager: Some(crate::http::field_manager::manager_or_user_agent(
+                self.params,
+                user_agent,
+            )),
             ..write_options(self.params)?
         })
     }

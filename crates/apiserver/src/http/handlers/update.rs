@@ -8,6 +8,7 @@ use crate::error::ApiResult;
 use crate::http::body::read_body;
 use crate::http::decode::decode_object;
 use crate::http::encode::{with_warnings, written_response};
+use crate::http::field_manager::{self, OptionsKind};
 use crate::http::handlers::ResourceRequest;
 use crate::rest::{self, UpdateSource, UpdateTarget};
 
@@ -21,6 +22,7 @@ pub async fn update(
     target: UpdateTarget,
 ) -> ApiResult<Response> {
     let info = req.info;
+    field_manager::validate(req.params, OptionsKind::Update)?;
     let bytes = read_body(req.headers, body).await?;
     let (obj, warnings) = decode_object(info, req.headers, &bytes, req.params)?;
     if target == UpdateTarget::Main {

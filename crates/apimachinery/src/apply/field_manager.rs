@@ -1,0 +1,705 @@
+//! The field manager of a write: who owns which fields after a create, update, patch or apply.
+//!
+//! Mirrors kube's default field manager (`managedfields/internal/fieldmanager.go` and the
+//! managers it stacks): the last-applied annotation upgrade and sync for `kubectl`
+//! (`lastappliedmanager.go`, `lastappliedupdater.go`), no tracking of updates to objects that
+//! have none yet and `before-first-apply` on their first apply (`skipnonapplied.go`), at most
+//! ten update managers with older ones merged into `ancient-changes` (`capmanagers.go`), the
+//! `current-operation` swap that bumps an entry's time only when it took fields
+//! (`managedfieldsupdater.go`), and never owning type or identity metadata (`stripmeta.go`).
+
+use rkcm_structured_merge::update::UpdateError;
+use rkcm_structured_merge::{ManagedFields, Path, Set, TypeRef, Updater, VersionedSet};
+use serde_json::{json, Map, Value};
+
+use super::managed_fields::{self, describe_manager, Managed, ManagerId};
+use super::schema;
+
+/// The annotation client-side `kubectl apply` keeps its last configuration in.
+pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Update managers kept before the oldest are merged (`DefaultMaxUpdateManagers`).
+pub const MAX_UPDATE_MANAGERS: usize = 10;
+
+/// The manager the oldest update entries are merged into.
+pub const ANCIENT_CHANGES: &str = "ancient-changes";
+
+/// The manager that owns an untracked object's fields at its first apply.
+pub const BEFORE_FIRST_APPLY: &str = "before-first-apply";
+
+const CURRENT_OPERATION: &str = "current-operation";
+
+/// Why an apply was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ApplyError {
+    /// The patch is not acceptable (400 BadRequest).
+    #[error("{0}")]
+    BadRequest(String),
+    /// Other managers own fields the apply changes (409 Conflict).
+    #[error("{message}")]
+    Conflicts {
+        /// `Apply failed with N conflict(s): ...`.
+        message: String,
+        /// Each conflict: its message (`conflict with "m" using apps/v1`) and field path.
+        causes: Vec<(String, String)>,
+    },
+}
+
+/// Tracks ownership for writes of one kind in one API version, to the object or a subresource.
+#[derive(Clone, Debug)]
+pub struct FieldManager {
+    api_version: String,
+    kind: String,
+    subresource: String,
+    root: TypeRef,
+}
+
+fn strip_set() -> Set {
+    let mut s = Set::from_paths([Path::fields(["apiVersion"]), Path::fields(["kind"])]);
+    s.insert(&Path::fields(["metadata"]));
+    for f in [
+        "name",
+        "namespace",
+        "creationTimestamp",
+        "selfLink",
+        "uid",
+        "clusterName",
+        "generation",
+        "managedFields",
+        "resourceVersion",
+    ] {
+        s.insert(&Path::fields(["metadata", f]));
+    }
+    s
+}
+
+fn without_managed_fields(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("managedFields");
+    }
+    v
+}
+
+fn managed_entries(v: &Value) -> Option<&Vec<Value>> {
+    v.pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+}
+
+/// Removes map entries whose value is null, as decoding into the Go types drops them.
+fn drop_nulls(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.retain(|_, v| !v.is_null());
+            m.values_mut().for_each(drop_nulls);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_nulls),
+        _ => {}
+    }
+}
+
+fn rfc3339(now: jiff::Timestamp) -> Value {
+    json!(now.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+}
+
+impl FieldManager {
+    /// The field manager of writes of `api_version`/`kind` to `subresource` (empty for the
+    /// object). Kinds without a schema are merged untyped (maps granular, lists atomic).
+    pub fn new(api_version: &str, kind: &str, subresource: &str) -> FieldManager {
+        FieldManager {
+            api_version: api_version.to_string(),
+            kind: kind.to_string(),
+            subresource: subresource.to_string(),
+            root: schema::root_type(api_version, kind).unwrap_or_else(TypeRef::deduced),
+        }
+    }
+
+    /// The fields the server resets on this kind of write, never owned by it: status on the
+    /// object, everything but status on `/status`.
+    fn updater(&self) -> Updater<'static> {
+        let ignored = match self.subresource.as_str() {
+            "" => Set::from_paths([Path::fields(["status"])]),
+            "status" => Set::from_paths([Path::fields(["spec"])]),
+            _ => Set::new(),
+        };
+        Updater::new(schema::schema(), self.root.clone()).with_ignored(ignored)
+    }
+
+    /// Records a create (`live` is `None`), update or non-apply patch by `manager` into `new`'s
+    /// `metadata.managedFields` (`FieldManager.UpdateNoErrors`). `new` is the object about to
+    /// be stored; a `managedFields` it carries replaces the stored one (an empty list clears
+    /// it), except on subresources.
+    pub fn update(
+        &self,
+        live: Option<&Value>,
+        new: &mut Value,
+        manager: &str,
+        now: jiff::Timestamp,
+    ) {
+        let from_live = || {
+            live.and_then(managed_entries)
+                .and_then(|e| managed_fields::decode(e).ok())
+                .unwrap_or_default()
+        };
+        let requested = managed_entries(new);
+        let reset = requested.is_some_and(|e| {
+            e.is_empty() || (e.len() == 1 && e[0].as_object().is_some_and(Map::is_empty))
+        });
+        let mut managed = if !self.subresource.is_empty() {
+            from_live()
+        } else if reset {
+            Managed::default()
+        } else {
+            match requested.map(|e| managed_fields::decode(e)) {
+                Some(Ok(m)) if !m.fields.is_empty() => m,
+                _ => from_live(),
+            }
+        };
+        *new = without_managed_fields(new);
+        // An object nobody tracks yet stays untracked until its first apply.
+        if managed.fields.is_empty() && live.is_some() {
+            return;
+        }
+        let live = live
+            .map(without_managed_fields)
+            .unwrap_or_else(|| json!({}));
+        if self
+            .track_update(&live, new, &mut managed, manager, now)
+            .is_err()
+        {
+            // As kube: never keep managed fields that could not be computed.
+            return;
+        }
+        self.store(new, &managed);
+    }
+
+    fn track_update(
+        &self,
+        live: &Value,
+        new: &Value,
+        managed: &mut Managed,
+        manager: &str,
+        now: jiff::Timestamp,
+    ) -> Result<(), UpdateError> {
+        let id = ManagerId::update(manager, &self.api_version, &self.subresource).encode();
+        self.updater().update_managers(
+            live,
+            new,
+            &self.api_version,
+            &mut managed.fields,
+            CURRENT_OPERATION,
+        )?;
+        strip(&mut managed.fields, CURRENT_OPERATION);
+        if let Some(vs) = managed.fields.remove(CURRENT_OPERATION) {
+            let set = match managed.fields.get(&id) {
+                Some(previous) => vs.set.union(&previous.set),
+                None => vs.set,
+            };
+            managed.fields.insert(
+                id.clone(),
+                VersionedSet {
+                    set,
+                    api_version: self.api_version.clone(),
+                    applied: false,
+                },
+            );
+            managed.times.insert(id, rfc3339(now));
+        }
+        cap_update_managers(managed);
+        Ok(())
+    }
+
+    fn store(&self, obj: &mut Value, managed: &Managed) {
+        let entries = managed_fields::encode(managed);
+        let Some(meta) = obj.as_object_mut().map(|o| {
+            o.entry("metadata")
+                .or_insert_with(|| Value::Object(Map::new()))
+        }) else {
+            return;
+        };
+        if let Some(meta) = meta.as_object_mut() {
+            if entries.is_empty() {
+                meta.remove("managedFields");
+            } else {
+                meta.insert("managedFields".into(), Value::Array(entries));
+            }
+        }
+    }
+
+    /// Applies `patch` for `manager` to `live` (`None` creates the object), `force` taking
+    /// fields other managers own (`FieldManager.Apply`). Returns the object to store, with its
+    /// `managedFields`.
+    pub fn apply(
+        &self,
+        live: Option<&Value>,
+        patch: &Value,
+        manager: &str,
+        force: bool,
+        now: jiff::Timestamp,
+    ) -> Result<Value, ApplyError> {
+        if !patch.is_object() {
+            return Err(ApplyError::BadRequest(
+                "error decoding YAML: the apply patch must be an object".to_string(),
+            ));
+        }
+        let patch_version = patch
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if patch_version != self.api_version {
+            return Err(ApplyError::BadRequest(format!(
+                "Incorrect version specified in apply patch. Specified patch version: {patch_version}, expected: {}",
+                self.api_version
+            )));
+        }
+        if patch
+            .pointer("/metadata/managedFields")
+            .is_some_and(|m| !m.is_null())
+        {
+            return Err(ApplyError::BadRequest(
+                "metadata.managedFields must be nil".to_string(),
+            ));
+        }
+        let mut managed = match live.and_then(managed_entries) {
+            Some(e) => managed_fields::decode(e).map_err(|e| {
+                ApplyError::BadRequest(format!("failed to decode managed fields: {e}"))
+            })?,
+            None => Managed::default(),
+        };
+        let live = match live {
+            Some(l) => without_managed_fields(l),
+            None => json!({"apiVersion": self.api_version, "kind": self.kind}),
+        };
+        if managed.fields.is_empty() {
+            // Whatever was written before tracking belongs to `before-first-apply`.
+            let _ = self.track_update(&json!({}), &live, &mut managed, BEFORE_FIRST_APPLY, now);
+        }
+        let mut result = self.apply_once(&live, patch, &managed, manager, force, now);
+        if manager == "kubectl" {
+            if let Err(UpdateError::Conflicts(conflicts)) = &result {
+                // Fields client-side apply set as last applied are taken over without conflict.
+                if let Some(allowed) = self.allowed_from_last_applied(&live) {
+                    let remaining: Vec<_> = conflicts
+                        .0
+                        .iter()
+                        .filter(|c| !allowed.has(&c.path))
+                        .cloned()
+                        .collect();
+                    result = if remaining.is_empty() {
+                        self.apply_once(&live, patch, &managed, manager, true, now)
+                    } else {
+                        Err(UpdateError::Conflicts(rkcm_structured_merge::Conflicts(
+                            remaining,
+                        )))
+                    };
+                }
+            }
+        }
+        let (mut obj, managed) = result.map_err(|e| match e {
+            UpdateError::Conflicts(c) => ApplyError::Conflicts {
+                message: c.message(describe_manager),
+                causes: c
+                    .0
+                    .iter()
+                    .map(|c| {
+                        (
+                            format!("conflict with {}", describe_manager(&c.manager)),
+                            c.path.to_string(),
+                        )
+                    })
+                    .collect(),
+            },
+            UpdateError::Invalid(e) => ApplyError::BadRequest(e.to_string()),
+        })?;
+        if manager == "kubectl" && has_last_applied(&live) {
+            set_last_applied(&mut obj, patch);
+        }
+        self.store(&mut obj, &managed);
+        Ok(obj)
+    }
+
+    fn apply_once(
+        &self,
+        live: &Value,
+        patch: &Value,
+        managed: &Managed,
+        manager: &str,
+        force: bool,
+        now: jiff::Timestamp,
+    ) -> Result<(Value, Managed), UpdateError> {
+        let mut managed = managed.clone();
+        let id = ManagerId::apply(manager, &self.subresource).encode();
+        let new = self.updater().apply(
+            live,
+            patch,
+            &self.api_version,
+            &mut managed.fields,
+            &id,
+            force,
+        )?;
+        strip(&mut managed.fields, &id);
+        let obj = match new {
+            Some(mut obj) => {
+                drop_nulls(&mut obj);
+                managed.times.insert(id, rfc3339(now));
+                obj
+            }
+            None => live.clone(),
+        };
+        Ok((obj, managed))
+    }
+
+    /// The fields of the last-applied annotation whose values the live object still has
+    /// (`allowedConflictsFromLastApplied`), if there is an annotation of this version.
+    fn allowed_from_last_applied(&self, live: &Value) -> Option<Set> {
+        let text = live
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(LAST_APPLIED_ANNOTATION))
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())?;
+        let last: Value = serde_json::from_str(text).ok()?;
+        if last.get("apiVersion").and_then(Value::as_str) != Some(self.api_version.as_str()) {
+            return None;
+        }
+        let sc = schema::schema();
+        let set = rkcm_structured_merge::typed::to_field_set(sc, &self.root, &last).ok()?;
+        let c = rkcm_structured_merge::typed::compare(sc, &self.root, &last, live).ok()?;
+        Some(
+            set.difference(&c.modified)
+                .difference(&c.added)
+                .difference(&c.removed),
+        )
+    }
+}
+
+fn strip(fields: &mut ManagedFields, manager: &str) {
+    if let Some(vs) = fields.get_mut(manager) {
+        vs.set = vs.set.difference(&strip_set());
+        if vs.set.is_empty() {
+            fields.remove(manager);
+        }
+    }
+}
+
+fn has_last_applied(obj: &Value) -> bool {
+    obj.pointer("/metadata/annotations")
+        .and_then(|a| a.get(LAST_APPLIED_ANNOTATION))
+        .and_then(Value::as_str)
+        .is_some_and(|s| !s.is_empty())
+}
+
+/// Sets the last-applied annotation to the applied configuration (without that annotation),
+/// so that a later client-side `kubectl apply` diffs against what was applied last.
+fn set_last_applied(obj: &mut Value, patch: &Value) {
+    let mut applied = patch.clone();
+    if let Some(a) = applied
+        .pointer_mut("/metadata/annotations")
+        .and_then(Value::as_object_mut)
+    {
+        a.remove(LAST_APPLIED_ANNOTATION);
+        if a.is_empty() {
+            if let Some(m) = applied.get_mut("metadata").and_then(Value::as_object_mut) {
+                m.remove("annotations");
+            }
+        }
+    }
+    let text = format!("{applied}\n");
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        let annotations = meta
+            .entry("annotations")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Some(a) = annotations.as_object_mut() {
+            a.insert(LAST_APPLIED_ANNOTATION.into(), json!(text));
+        }
+    }
+}
+
+/// Merges the oldest update entries into `ancient-changes` buckets per API version until at
+/// most [`MAX_UPDATE_MANAGERS`] update entries are left (`capUpdateManagers`).
+fn cap_update_managers(managed: &mut Managed) {
+    let mut updaters: Vec<String> = managed
+        .fields
+        .iter()
+        .filter(|(_, vs)| !vs.applied)
+        .map(|(id, _)| id.clone())
+        .collect();
+    if updaters.len() <= MAX_UPDATE_MANAGERS {
+        return;
+    }
+    let seconds = |id: &String| {
+        managed
+            .times
+            .get(id)
+            .and_then(Value::as_str)
+            .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+            .map(|t| t.as_second())
+            .unwrap_or(0)
+    };
+    updaters.sort_by(|a, b| seconds(a).cmp(&seconds(b)).then_with(|| a.cmp(b)));
+    let mut first_of_version: std::collections::BTreeMap<String, String> = Default::default();
+    let mut length = updaters.len();
+    for id in updaters {
+        if length <= MAX_UPDATE_MANAGERS {
+            break;
+        }
+        let Some(vs) = managed.fields.get(&id).cloned() else {
+            continue;
+        };
+        let time = managed.times.get(&id).cloned();
+        let version = vs.api_version.clone();
+        let bucket = ManagerId::update(ANCIENT_CHANGES, &version, "").encode();
+        match first_of_version.get(&version) {
+            Some(first) => {
+                if !managed.fields.contains_key(&bucket) {
+                    if let Some(s) = managed.fields.remove(first) {
+                        managed.fields.insert(bucket.clone(), s);
+                    }
+                }
+                if let Some(b) = managed.fields.get_mut(&bucket) {
+                    b.set = vs.set.union(&b.set);
+                }
+                managed.fields.remove(&id);
+                length -= 1;
+                match time {
+                    Some(t) => managed.times.insert(bucket, t),
+                    None => managed.times.remove(&bucket),
+                };
+            }
+            None => {
+                first_of_version.insert(version, id);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: i64) -> jiff::Timestamp {
+        jiff::Timestamp::from_second(1_800_000_000 + s).unwrap()
+    }
+
+    fn deployment(replicas: i64, image: &str) -> Value {
+        json!({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"default"},
+            "spec":{"replicas":replicas,"selector":{"matchLabels":{"app":"web"}},
+            "template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"c","image":image}]}}}})
+    }
+
+    fn managers(obj: &Value) -> Vec<(String, String)> {
+        managed_entries(obj)
+            .into_iter()
+            .flatten()
+            .map(|e| {
+                (
+                    e["manager"].as_str().unwrap_or_default().to_string(),
+                    e["operation"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn create_then_apply_conflicts_on_replicas_with_the_creator() {
+        let fm = FieldManager::new("apps/v1", "Deployment", "");
+        let mut created = deployment(1, "nginx");
+        fm.update(None, &mut created, "kubectl-client-side-apply", at(0));
+        assert_eq!(
+            managers(&created),
+            [("kubectl-client-side-apply".into(), "Update".into())]
+        );
+        let fields = &created["metadata"]["managedFields"][0]["fieldsV1"];
+        assert_eq!(fields["f:spec"]["f:replicas"], json!({}));
+        assert!(fields
+            .get("f:metadata")
+            .is_none_or(|m| m.get("f:name").is_none()));
+
+        let err = fm
+            .apply(Some(&created), &deployment(3, "nginx"), "mgr", false, at(1))
+            .unwrap_err();
+        assert_eq!(
+            err,
+            ApplyError::Conflicts {
+                message: "Apply failed with 1 conflict: conflict with \"kubectl-client-side-apply\" using apps/v1: .spec.replicas".into(),
+                causes: vec![(
+                    "conflict with \"kubectl-client-side-apply\" using apps/v1".into(),
+                    ".spec.replicas".into()
+                )],
+            }
+        );
+        let forced = fm
+            .apply(Some(&created), &deployment(3, "nginx"), "mgr", true, at(1))
+            .unwrap();
+        assert_eq!(forced["spec"]["replicas"], 3);
+        assert_eq!(
+            managers(&forced),
+            [
+                ("mgr".into(), "Apply".into()),
+                ("kubectl-client-side-apply".into(), "Update".into())
+            ]
+        );
+        let csa = &forced["metadata"]["managedFields"][1]["fieldsV1"]["f:spec"];
+        assert!(csa.get("f:replicas").is_none(), "{csa}");
+    }
+
+    #[test]
+    fn apply_creates_and_reapplying_the_same_config_changes_nothing() {
+        let fm = FieldManager::new("apps/v1", "Deployment", "");
+        let created = fm
+            .apply(None, &deployment(2, "nginx"), "kubectl", false, at(0))
+            .unwrap();
+        assert_eq!(created["spec"]["replicas"], 2);
+        let entry = &created["metadata"]["managedFields"][0];
+        assert_eq!(entry["manager"], "kubectl");
+        assert_eq!(entry["operation"], "Apply");
+        assert_eq!(entry["apiVersion"], "apps/v1");
+        assert_eq!(entry["fieldsType"], "FieldsV1");
+        assert_eq!(entry["time"], "2027-01-15T08:00:00Z");
+        assert_eq!(
+            entry["fieldsV1"]["f:spec"]["f:template"]["f:spec"]["f:containers"]
+                ["k:{\"name\":\"c\"}"],
+            json!({".":{},"f:image":{},"f:name":{}})
+        );
+        let again = fm
+            .apply(
+                Some(&created),
+                &deployment(2, "nginx"),
+                "kubectl",
+                false,
+                at(5),
+            )
+            .unwrap();
+        assert_eq!(again, created, "a no-op apply keeps the entry's time");
+    }
+
+    #[test]
+    fn applying_less_removes_what_the_applier_no_longer_applies() {
+        let fm = FieldManager::new("v1", "ConfigMap", "");
+        let cm = |data: Value| json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"data":data});
+        let a = fm
+            .apply(None, &cm(json!({"a":"1","b":"2"})), "m", false, at(0))
+            .unwrap();
+        let b = fm
+            .apply(Some(&a), &cm(json!({"a":"1"})), "m", false, at(1))
+            .unwrap();
+        assert_eq!(b["data"], json!({"a":"1"}));
+    }
+
+    #[test]
+    fn updates_of_untracked_objects_stay_untracked_until_the_first_apply() {
+        let fm = FieldManager::new("apps/v1", "Deployment", "");
+        let live = deployment(1, "nginx");
+        let mut new = deployment(2, "nginx");
+        fm.update(Some(&live), &mut new, "ctl", at(0));
+        assert!(new["metadata"].get("managedFields").is_none());
+        // Everything written before belongs to before-first-apply: changing it conflicts.
+        let err = fm.apply(Some(&new), &deployment(2, "nginx:2"), "mgr", false, at(1));
+        assert!(matches!(err, Err(ApplyError::Conflicts { .. })), "{err:?}");
+        let applied = fm
+            .apply(Some(&new), &deployment(2, "nginx"), "mgr", false, at(1))
+            .unwrap();
+        assert_eq!(
+            managers(&applied),
+            [
+                ("mgr".into(), "Apply".into()),
+                ("before-first-apply".into(), "Update".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn status_updates_are_tracked_per_subresource_and_do_not_take_spec() {
+        let fm = FieldManager::new("apps/v1", "Deployment", "");
+        let created = fm
+            .apply(None, &deployment(2, "nginx"), "kubectl", false, at(0))
+            .unwrap();
+        let status = FieldManager::new("apps/v1", "Deployment", "status");
+        let mut new = created.clone();
+        new["status"] = json!({"replicas": 2});
+        status.update(Some(&created), &mut new, "kube-controller-manager", at(1));
+        let entries = managed_entries(&new).unwrap();
+        assert_eq!(entries.len(), 2);
+        assert_eq!(entries[1]["subresource"], "status");
+        assert_eq!(
+            entries[1]["fieldsV1"],
+            json!({"f:status":{".":{},"f:replicas":{}}})
+        );
+    }
+
+    #[test]
+    fn update_managers_beyond_ten_merge_into_ancient_changes() {
+        let fm = FieldManager::new("v1", "ConfigMap", "");
+        let mut obj =
+            json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"data":{"x":"y"}});
+        fm.update(None, &mut obj, "creator", at(0));
+        for i in 0..12 {
+            let mut new = obj.clone();
+            new["data"] = json!({});
+            new["data"][format!("k{i}")] = json!("v");
+            if let Some(d) = obj.get("data").and_then(Value::as_object) {
+                for (k, v) in d {
+                    new["data"][k] = v.clone();
+                }
+            }
+            fm.update(Some(&obj.clone()), &mut new, &format!("m{i}"), at(i + 1));
+            obj = new;
+        }
+        let names: Vec<String> = managers(&obj).into_iter().map(|(m, _)| m).collect();
+        assert_eq!(names.len(), MAX_UPDATE_MANAGERS, "{names:?}");
+        assert!(names.contains(&ANCIENT_CHANGES.to_string()), "{names:?}");
+        assert!(names.contains(&"m11".to_string()));
+    }
+
+    #[test]
+    fn kubectl_takes_over_fields_of_its_client_side_apply_without_conflict() {
+        let fm = FieldManager::new("apps/v1", "Deployment", "");
+        let mut live = deployment(1, "nginx");
+        let last = format!("{}\n", deployment(1, "nginx"));
+        live["metadata"]["annotations"] = json!({LAST_APPLIED_ANNOTATION: last});
+        fm.update(None, &mut live, "kubectl-client-side-apply", at(0));
+        let out = fm
+            .apply(
+                Some(&live),
+                &deployment(2, "nginx"),
+                "kubectl",
+                false,
+                at(1),
+            )
+            .unwrap();
+        assert_eq!(out["spec"]["replicas"], 2);
+        let annotation = out["metadata"]["annotations"][LAST_APPLIED_ANNOTATION]
+            .as_str()
+            .unwrap();
+        let synced: Value = serde_json::from_str(annotation).unwrap();
+        assert_eq!(synced["spec"]["replicas"], 2);
+        // Another manager gets the conflict.
+        let err = fm.apply(Some(&live), &deployment(2, "nginx"), "other", false, at(1));
+        assert!(matches!(err, Err(ApplyError::Conflicts { .. })));
+    }
+
+    #[test]
+    fn bad_patches_are_refused_with_kubes_messages() {
+        let fm = FieldManager::new("apps/v1", "Deployment", "");
+        let mut p = deployment(1, "x");
+        p["apiVersion"] = json!("apps/v1beta1");
+        assert_eq!(
+            fm.apply(None, &p, "m", false, at(0)).unwrap_err().to_string(),
+            "Incorrect version specified in apply patch. Specified patch version: apps/v1beta1, expected: apps/v1"
+        );
+        let mut p = deployment(1, "x");
+        p["metadata"]["managedFields"] = json!([]);
+        assert_eq!(
+            fm.apply(None, &p, "m", false, at(0))
+                .unwrap_err()
+                .to_string(),
+            "metadata.managedFields must be nil"
+        );
+        let mut p = deployment(1, "x");
+        p["spec"]["template"]["spec"]["containers"] = json!([{"name":"a"},{"name":"a"}]);
+        assert!(fm
+            .apply(None, &p, "m", false, at(0))
+            .unwrap_err()
+            .to_string()
+            .contains("duplicate entries"));
+    }
+}

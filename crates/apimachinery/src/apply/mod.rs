@@ -1,0 +1,12 @@
+//! Server-side apply: the field manager of writes, `metadata.managedFields` and the
+//! structured-merge schema of the served kinds.
+//!
+//! The merge engine is `rkcm-structured-merge`; this module is kube's
+//! `k8s.io/apimachinery/pkg/util/managedfields` around it.
+
+pub mod field_manager;
+pub mod managed_fields;
+pub mod schema;
+
+pub use field_manager::{ApplyError, FieldManager, LAST_APPLIED_ANNOTATION};
+pub use managed_fields::{ManagerId, Operation};
