@@ -9,14 +9,13 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use crate::object;
+use crate::registry::{self, Strategy};
 use crate::storage::{KeyValue, StorageEvent};
 
 /// Events kept per resource for watches that resume from a resourceVersion.
@@ -24,34 +23,7 @@ pub const DEFAULT_RING_CAPACITY: usize = 10_000;
 /// Events buffered per resource for live watchers before a slow one must catch up from the ring.
 const BROADCAST_CAPACITY: usize = 4096;
 
-/// A decoded stored object with its resourceVersion set.
-#[derive(Debug)]
-pub struct CachedObject {
-    /// The object, `metadata.resourceVersion` included.
-    pub value: Value,
-    /// Revision of the write that produced it.
-    pub revision: i64,
-    json: OnceLock<Bytes>,
-}
-
-impl CachedObject {
-    /// Wraps `value`, setting its resourceVersion to `revision`.
-    pub fn new(mut value: Value, revision: i64) -> Self {
-        object::set_resource_version(&mut value, revision);
-        Self {
-            value,
-            revision,
-            json: OnceLock::new(),
-        }
-    }
-
-    /// The object serialized as JSON, computed once.
-    pub fn json(&self) -> &Bytes {
-        self.json.get_or_init(|| {
-            Bytes::from(serde_json::to_vec(&self.value).unwrap_or_else(|_| b"{}".to_vec()))
-        })
-    }
-}
+pub use crate::cached_object::CachedObject;
 
 /// Watch event type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,6 +92,23 @@ struct ResourceState {
 
 struct ResourceCache {
     state: Mutex<ResourceState>,
+    /// The kind's strategy, whose selectable fields are kept with each object (`None` for
+    /// resources outside the catalog: their fields are computed on demand).
+    strategy: Option<&'static dyn Strategy>,
+}
+
+impl ResourceCache {
+    /// `value` at `revision` as this resource keeps it.
+    fn object(&self, value: Value, revision: i64) -> CachedObject {
+        match self.strategy {
+            Some(s) => {
+                CachedObject::with_fields(value, revision, s.selectable_fields(), &|v, f| {
+                    s.field_value(v, f)
+                })
+            }
+            None => CachedObject::new(value, revision),
+        }
+    }
 }
 
 /// Why a watch could not start or continue.
@@ -233,11 +222,8 @@ impl WatchCache {
             match serde_json::from_slice::<Value>(&kv.value) {
                 Ok(value) => {
                     let res = cache.resource(resource_prefix(&kv.key));
-                    let mut st = res.state.lock();
-                    st.objects.insert(
-                        kv.key.clone(),
-                        Arc::new(CachedObject::new(value, kv.mod_revision)),
-                    );
+                    let obj = Arc::new(res.object(value, kv.mod_revision));
+                    res.state.lock().objects.insert(kv.key, obj);
                 }
                 Err(e) => {
                     tracing::error!(key = %kv.key, error = %e, "skipping undecodable stored object")
@@ -262,8 +248,14 @@ impl WatchCache {
                     last_revision: self.start_revision,
                     tx,
                 }),
+                strategy: registry::by_storage_prefix(prefix),
             })
         }))
+    }
+
+    /// `value` at `revision` as the cache keeps objects stored under `key`.
+    pub fn object(&self, key: &str, value: Value, revision: i64) -> CachedObject {
+        self.resource(resource_prefix(key)).object(value, revision)
     }
 
     /// The revision of the last write applied.
@@ -286,12 +278,13 @@ impl WatchCache {
             },
             (_, None) => None,
         };
+        // Encode outside the lock: readers of this resource do not wait for it.
+        let obj = decoded.map(|value| Arc::new(res.object(value, ev.revision)));
         {
             let mut st = res.state.lock();
             let prev = st.objects.get(&ev.key).cloned();
-            let event = match decoded {
-                Some(value) => {
-                    let obj = Arc::new(CachedObject::new(value, ev.revision));
+            let event = match obj {
+                Some(obj) => {
                     st.objects.insert(ev.key.clone(), Arc::clone(&obj));
                     WatchEvent {
                         kind: if prev.is_some() {
@@ -313,7 +306,7 @@ impl WatchCache {
                     WatchEvent {
                         kind: EventType::Deleted,
                         key: ev.key.clone(),
-                        object: Arc::new(CachedObject::new(prev.value.clone(), ev.revision)),
+                        object: Arc::new(prev.at_revision(ev.revision)),
                         prev: Some(prev),
                     }
                 }
@@ -437,6 +430,7 @@ impl WatchCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
     use serde_json::json;
 
     fn put(cache: &WatchCache, key: &str, rev: i64, name: &str) {
@@ -466,9 +460,9 @@ mod tests {
         assert!(more);
         assert_eq!(rev, 3);
         let (items, _, more) = cache.list("/core/pods/a/", Some("/core/pods/a/p1"), 1, &|_| true);
-        assert_eq!(items[0].value["metadata"]["name"], "p3");
+        assert_eq!(items[0].name(), "p3");
         assert!(!more);
-        assert_eq!(items[0].value["metadata"]["resourceVersion"], "3");
+        assert_eq!(items[0].value()["metadata"]["resourceVersion"], "3");
     }
 
     #[tokio::test]
@@ -498,7 +492,7 @@ mod tests {
         match sub.next(3).await {
             Next::Events(evs) => {
                 assert_eq!(evs[0].kind, EventType::Deleted);
-                assert_eq!(evs[0].object.value["metadata"]["resourceVersion"], "4");
+                assert_eq!(evs[0].object.value()["metadata"]["resourceVersion"], "4");
             }
             _ => panic!("expected an event"),
         }

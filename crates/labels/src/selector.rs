@@ -153,7 +153,13 @@ impl Requirement {
     /// Whether `labels` satisfy this requirement. `notin` and `!=` match when the key is absent; `gt`/`lt`
     /// never match a value that is not an integer.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        let value = labels.get(&self.key);
+        self.matches_lookup(|key| labels.get(key).map(String::as_str))
+    }
+
+    /// Like [`Requirement::matches`], for labels held in another shape: `lookup(key)` is the
+    /// value of label `key` (apimachinery's `labels.Labels` interface, `Get` and `Has`).
+    pub fn matches_lookup<'a>(&self, lookup: impl Fn(&str) -> Option<&'a str>) -> bool {
+        let value = lookup(&self.key);
         match self.operator {
             Operator::In | Operator::Equals | Operator::DoubleEquals => {
                 value.is_some_and(|v| self.has_value(v))
@@ -348,6 +354,17 @@ impl Selector {
         match &self.inner {
             Inner::Nothing => false,
             Inner::Requirements(requirements) => requirements.iter().all(|r| r.matches(labels)),
+        }
+    }
+
+    /// Like [`Selector::matches`], for labels held in another shape: `lookup(key)` is the value
+    /// of label `key`.
+    pub fn matches_lookup<'a>(&self, lookup: impl Fn(&str) -> Option<&'a str> + Copy) -> bool {
+        match &self.inner {
+            Inner::Nothing => false,
+            Inner::Requirements(requirements) => {
+                requirements.iter().all(|r| r.matches_lookup(lookup))
+            }
         }
     }
 

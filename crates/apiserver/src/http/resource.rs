@@ -261,7 +261,7 @@ fn service_proxy(
     }
     let ready = rkcm_apimachinery::catalog::by_kind("v1", "Endpoints")
         .and_then(|endpoints| state.store.get(&crate::rest::key(endpoints, ns, service)))
-        .map(|e| ready_endpoints(&e.value))
+        .map(|e| ready_endpoints(&e.value()))
         .unwrap_or_default();
     let message = match ready.as_slice() {
         [] => format!("no endpoints available for service {service:?}"),

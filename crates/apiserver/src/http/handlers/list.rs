@@ -11,7 +11,6 @@ use crate::http::filter::Filter;
 use crate::http::handlers::ResourceRequest;
 use crate::http::negotiate::Output;
 use crate::http::table;
-use crate::object;
 use crate::rest;
 use crate::watch_cache::CachedObject;
 
@@ -64,7 +63,7 @@ pub fn list(req: &ResourceRequest<'_>) -> ApiResult<Response> {
         }
         None => (None, None),
     };
-    let keep = |o: &CachedObject| filter.matches(&o.value);
+    let keep = |o: &CachedObject| filter.matches(o);
     let (items, revision, more) = state
         .store
         .cache()
@@ -75,11 +74,7 @@ pub fn list(req: &ResourceRequest<'_>) -> ApiResult<Response> {
     meta.insert("resourceVersion".into(), json!(revision.to_string()));
     if more {
         if let Some(last) = items.last() {
-            let key = rest::key(
-                info,
-                Some(object::namespace(&last.value)),
-                object::name(&last.value),
-            );
+            let key = rest::key(info, Some(last.namespace()), last.name());
             meta.insert("continue".into(), json!(encode_continue(revision, &key)));
         }
     }
@@ -105,7 +100,8 @@ pub fn list(req: &ResourceRequest<'_>) -> ApiResult<Response> {
             Ok(json_response(StatusCode::OK, buf))
         }
         Output::Table(include) => {
-            let objs: Vec<&Value> = items.iter().map(|o| &o.value).collect();
+            let decoded: Vec<Value> = items.iter().map(|o| o.value()).collect();
+            let objs: Vec<&Value> = decoded.iter().collect();
             Ok(json_value(
                 StatusCode::OK,
                 &table::table(info, &objs, include, Value::Object(meta)),
@@ -116,7 +112,7 @@ pub fn list(req: &ResourceRequest<'_>) -> ApiResult<Response> {
                 "kind": "PartialObjectMetadataList",
                 "apiVersion": "meta.k8s.io/v1",
                 "metadata": Value::Object(meta),
-                "items": items.iter().map(|o| table::partial_metadata(&o.value)).collect::<Vec<_>>(),
+                "items": items.iter().map(|o| table::partial_metadata(&o.value())).collect::<Vec<_>>(),
             });
             Ok(json_value(StatusCode::OK, &list))
         }

@@ -44,21 +44,16 @@ impl Encoder {
         match self.out {
             Output::Object => buf.extend_from_slice(obj.json()),
             Output::Table(include) => {
-                let rv = obj
-                    .value
-                    .pointer("/metadata/resourceVersion")
-                    .cloned()
-                    .unwrap_or(Value::Null);
                 let t = table::table(
                     self.info,
-                    &[&obj.value],
+                    &[&obj.value()],
                     include,
-                    json!({"resourceVersion": rv}),
+                    json!({"resourceVersion": obj.revision.to_string()}),
                 );
                 buf.extend_from_slice(t.to_string().as_bytes());
             }
             Output::Metadata => {
-                buf.extend_from_slice(table::partial_metadata(&obj.value).to_string().as_bytes())
+                buf.extend_from_slice(table::partial_metadata(&obj.value()).to_string().as_bytes())
             }
         }
         buf.extend_from_slice(b"}\n");
@@ -99,11 +94,11 @@ fn transform(
     if filter.is_everything() {
         return Some((ev.kind.as_str(), Arc::clone(&ev.object)));
     }
-    let prev = ev.prev.as_ref().is_some_and(|p| filter.matches(&p.value));
+    let prev = ev.prev.as_ref().is_some_and(|p| filter.matches(p));
     match ev.kind {
         EventType::Deleted => prev.then(|| ("DELETED", Arc::clone(&ev.object))),
         EventType::Added | EventType::Modified => {
-            let cur = filter.matches(&ev.object.value);
+            let cur = filter.matches(&ev.object);
             match (prev, cur) {
                 (true, true) => Some(("MODIFIED", Arc::clone(&ev.object))),
                 (false, true) => Some(("ADDED", Arc::clone(&ev.object))),
@@ -177,7 +172,7 @@ pub fn serve(
         match start {
             WatchStart::Current(objs) => {
                 if synthetic {
-                    for o in objs.iter().filter(|o| filter.matches(&o.value)) {
+                    for o in objs.iter().filter(|o| filter.matches(o)) {
                         cache_state.metrics.watch_event(info);
                         if tx.send(enc.line("ADDED", o)).await.is_err() {
                             return;
