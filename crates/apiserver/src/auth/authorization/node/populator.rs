@@ -116,7 +116,7 @@ impl GraphPopulator {
                         apply(graph, feed.source, &event);
                     }
                 }
-                Some(Next::Expired(_)) | Some(Next::Closed) => {
+                Some(Next::Expired(_)) | Some(Next::TooSlow) | Some(Next::Closed) => {
                     tracing::debug!(source = ?feed.source, "node authorizer graph rebuilt");
                     feed.subscription = None;
                     forget_all(graph, feed.source);
