@@ -155,3 +155,38 @@ async fn a_list_at_a_revision_never_reached_times_out_with_kubes_status() {
     assert_eq!(details.causes[0].reason, "ResourceVersionTooLarge");
     assert_eq!(details.causes[0].message, "Too large resource version");
 }
+
+#[tokio::test]
+async fn a_streaming_list_from_a_revision_never_reached_ends_with_kubes_status() {
+    use futures::StreamExt;
+    use kube::api::{WatchEvent, WatchParams};
+
+    let (_server, api) = server_with_window(100).await;
+    let rv: i64 = create(&api, "a").await.parse().expect("numeric");
+    let future = (rv + 1000).to_string();
+    let params = WatchParams {
+        send_initial_events: true,
+        bookmarks: true,
+        ..WatchParams::default()
+    };
+    let stream = api
+        .watch(&params, &future)
+        .await
+        .expect("the watch is accepted");
+    let mut stream = Box::pin(stream);
+    let first = tokio::time::timeout(std::time::Duration::from_secs(10), stream.next())
+        .await
+        .expect("an event within 10 s")
+        .expect("an event")
+        .expect("a decodable event");
+    match first {
+        WatchEvent::Error(s) => {
+            assert_eq!((s.code, s.reason.as_str()), (504, "Timeout"));
+            assert_eq!(
+                s.message,
+                format!("Timeout: Too large resource version: {future}, current: {rv}")
+            );
+        }
+        other => panic!("expected an ERROR event, got {other:?}"),
+    }
+}
