@@ -150,6 +150,23 @@ impl CachedObject {
         }
     }
 
+    /// The object with only its `metadata` decoded (the rest is skipped, not built), for
+    /// PartialObjectMetadata answers.
+    pub fn metadata_only(&self) -> Value {
+        #[derive(serde::Deserialize)]
+        struct MetadataOnly {
+            #[serde(default)]
+            metadata: Value,
+        }
+        match serde_json::from_slice::<MetadataOnly>(&self.json) {
+            Ok(m) => serde_json::json!({ "metadata": m.metadata }),
+            Err(e) => {
+                tracing::error!(error = %e, "cached object is not JSON");
+                Value::Null
+            }
+        }
+    }
+
     /// `metadata.namespace` (empty if unset).
     pub fn namespace(&self) -> &str {
         self.attrs.piece(NAMESPACE)
@@ -207,6 +224,7 @@ mod tests {
             obj.at_revision(9).value()["metadata"]["resourceVersion"],
             "9"
         );
+        assert_eq!(obj.metadata_only(), json!({"metadata": v["metadata"]}));
     }
 
     #[test]

@@ -83,7 +83,7 @@ pub(crate) fn object_response(
                 ),
             )
         }
-        Output::Metadata => json_value(code, &table::partial_metadata(&obj.value())),
+        Output::Metadata => json_value(code, &table::partial_metadata(&obj.metadata_only())),
     }
 }
 

@@ -175,7 +175,7 @@ pub async fn list(req: &ResourceRequest<'_>) -> ApiResult<Response> {
                 "kind": "PartialObjectMetadataList",
                 "apiVersion": "meta.k8s.io/v1",
                 "metadata": Value::Object(meta),
-                "items": items.iter().map(|o| table::partial_metadata(&o.value())).collect::<Vec<_>>(),
+                "items": items.iter().map(|o| table::partial_metadata(&o.metadata_only())).collect::<Vec<_>>(),
             });
             Ok(json_value(StatusCode::OK, &list))
         }

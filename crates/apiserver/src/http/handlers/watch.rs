@@ -55,9 +55,11 @@ impl Encoder {
                 );
                 buf.extend_from_slice(t.to_string().as_bytes());
             }
-            Output::Metadata => {
-                buf.extend_from_slice(table::partial_metadata(&obj.value()).to_string().as_bytes())
-            }
+            Output::Metadata => buf.extend_from_slice(
+                table::partial_metadata(&obj.metadata_only())
+                    .to_string()
+                    .as_bytes(),
+            ),
         }
         buf.extend_from_slice(b"}\n");
         Bytes::from(buf)
