@@ -967,4 +967,32 @@ mod tests {
         };
         assert!(Selector::from_label_selector(&bad_value).is_err());
     }
+
+    #[test]
+    fn matching_through_a_lookup_agrees_with_matching_a_map() {
+        let selector = Selector::parse("app=web,tier notin (db),!gone,n>2").expect("parses");
+        let cases: [&[(&str, &str)]; 4] = [
+            &[("app", "web"), ("n", "3")],
+            &[("app", "web"), ("n", "3"), ("tier", "db")],
+            &[("app", "web"), ("n", "3"), ("gone", "")],
+            &[("app", "api"), ("n", "1")],
+        ];
+        for labels in cases {
+            let map: BTreeMap<String, String> = labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            let lookup = |key: &str| labels.iter().find(|(k, _)| *k == key).map(|(_, v)| *v);
+            assert_eq!(
+                selector.matches_lookup(lookup),
+                selector.matches(&map),
+                "{labels:?}"
+            );
+        }
+        assert!(selector.matches_lookup(|key| match key {
+            "app" => Some("web"),
+            "n" => Some("3"),
+            _ => None,
+        }));
+    }
 }
