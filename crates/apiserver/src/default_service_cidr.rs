@@ -43,7 +43,7 @@ pub async fn ensure(
             Err(e) => return Err(e),
         };
     // Creates drop status; the controller then writes it, as kube's does through `/status`.
-    let mut ready = created.value.clone();
+    let mut ready = created.value();
     if let Some(m) = ready.as_object_mut() {
         m.insert(
             "status".into(),

@@ -45,6 +45,8 @@ pub struct Details {
     pub causes: Vec<Cause>,
     /// `details.retryAfterSeconds`.
     pub retry_after: Option<u32>,
+    /// `metadata.continue` of the Status: the token to go on with after an expired one.
+    pub list_continue: Option<String>,
 }
 
 /// Result of API handlers.
@@ -168,6 +170,24 @@ impl ApiError {
         Self::new(410, "Expired", message)
     }
 
+    /// 504 Timeout with cause `ResourceVersionTooLarge`: a read at a revision the cache did not
+    /// reach in time (`storage.NewTooLargeResourceVersionError`); the client retries after 1 s
+    /// (`resourceVersionTooHighRetrySeconds`).
+    pub fn too_large_resource_version(requested: i64, current: i64) -> Self {
+        let mut e = Self::new(
+            504,
+            "Timeout",
+            format!("Timeout: Too large resource version: {requested}, current: {current}"),
+        );
+        e.details.causes.push(Cause {
+            reason: "ResourceVersionTooLarge".into(),
+            message: "Too large resource version".into(),
+            field: String::new(),
+        });
+        e.details.retry_after = Some(1);
+        e
+    }
+
     /// 413 RequestEntityTooLarge.
     pub fn too_large() -> Self {
         Self::new(
@@ -261,6 +281,9 @@ impl ApiError {
         }
         if !details.is_empty() {
             status["details"] = Value::Object(details);
+        }
+        if let Some(token) = &self.details.list_continue {
+            status["metadata"] = json!({"continue": token});
         }
         status
     }

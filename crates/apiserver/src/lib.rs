@@ -16,6 +16,7 @@ pub mod admission;
 pub mod allocators;
 pub mod apiservices;
 pub mod auth;
+pub mod cached_object;
 pub mod component_status;
 pub mod config;
 pub mod default_service_cidr;

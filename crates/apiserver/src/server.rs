@@ -118,11 +118,15 @@ impl ApiServer {
                 .0
         };
         let (ip_addresses, service_cidrs) = (listed("IPAddress"), listed("ServiceCIDR"));
-        services.repair_with(
-            stored.iter().map(|s| &s.value),
-            ip_addresses.iter().map(|s| &s.value),
-            service_cidrs.iter().map(|s| &s.value),
+        let decoded = |objs: &[std::sync::Arc<crate::watch_cache::CachedObject>]| {
+            objs.iter().map(|o| o.value()).collect::<Vec<_>>()
+        };
+        let (stored, ip_addresses, service_cidrs) = (
+            decoded(&stored),
+            decoded(&ip_addresses),
+            decoded(&service_cidrs),
         );
+        services.repair_with(stored.iter(), ip_addresses.iter(), service_cidrs.iter());
         rest::ensure_system_namespaces(&store, &services)
             .await
             .map_err(Error::Seed)?;

@@ -66,7 +66,7 @@ impl Store {
         }
         let value = serde_json::from_slice(bytes)
             .map_err(|e| storage::Error::Backend(format!("decode: {e}")))?;
-        Ok(Arc::new(CachedObject::new(value, revision)))
+        Ok(Arc::new(self.cache.object(key, value, revision)))
     }
 
     /// Creates `obj` under `key`; returns it with its resourceVersion.

@@ -3,55 +3,37 @@
 //!
 //! Mirrors the apiserver cacher (`staging/src/k8s.io/apiserver/pkg/storage/cacher`): it is fed the
 //! storage backend's committed writes in revision order, serves lists and gets without touching
-//! the backend, and lets a watch start at any revision still held in the ring. Writers never wait
-//! for watchers: events go to a `tokio::sync::broadcast` channel, and a watcher that falls behind
-//! catches up from the ring or, if the ring has moved past it, gets 410 Expired.
+//! the backend, and lets a watch start at any revision still held in the ring (the event window).
+//! The window also answers lists at an exact past revision (`resourceVersionMatch=Exact`, continue
+//! tokens): the state at a revision is the current state with the window's later changes undone.
+//! A revision older than the window gets 410 Expired; one newer than the cache is waited for up
+//! to 3 s (`blockTimeout` in `watch_cache.go`), then gets 504 `ResourceVersionTooLarge`.
+//!
+//! Writers never wait for watchers: events go to a bounded `tokio::sync::broadcast` channel. A
+//! watcher that falls a whole channel behind is closed, as the cacher closes an unresponsive
+//! `cacheWatcher` (`cache_watcher.go` `add`); its client watches again from its last
+//! resourceVersion, out of the ring.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+use std::time::Duration;
 
-use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use crate::object;
+use crate::registry::{self, Strategy};
 use crate::storage::{KeyValue, StorageEvent};
 
 /// Events kept per resource for watches that resume from a resourceVersion.
 pub const DEFAULT_RING_CAPACITY: usize = 10_000;
-/// Events buffered per resource for live watchers before a slow one must catch up from the ring.
+/// Events buffered per resource for live watchers; a watcher that falls further behind is closed.
 const BROADCAST_CAPACITY: usize = 4096;
+/// How long a read at a revision the cache has not reached waits for it (`blockTimeout`).
+pub const FRESHNESS_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// A decoded stored object with its resourceVersion set.
-#[derive(Debug)]
-pub struct CachedObject {
-    /// The object, `metadata.resourceVersion` included.
-    pub value: Value,
-    /// Revision of the write that produced it.
-    pub revision: i64,
-    json: OnceLock<Bytes>,
-}
-
-impl CachedObject {
-    /// Wraps `value`, setting its resourceVersion to `revision`.
-    pub fn new(mut value: Value, revision: i64) -> Self {
-        object::set_resource_version(&mut value, revision);
-        Self {
-            value,
-            revision,
-            json: OnceLock::new(),
-        }
-    }
-
-    /// The object serialized as JSON, computed once.
-    pub fn json(&self) -> &Bytes {
-        self.json.get_or_init(|| {
-            Bytes::from(serde_json::to_vec(&self.value).unwrap_or_else(|_| b"{}".to_vec()))
-        })
-    }
-}
+pub use crate::cached_object::CachedObject;
 
 /// Watch event type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,6 +102,23 @@ struct ResourceState {
 
 struct ResourceCache {
     state: Mutex<ResourceState>,
+    /// The kind's strategy, whose selectable fields are kept with each object (`None` for
+    /// resources outside the catalog: their fields are computed on demand).
+    strategy: Option<&'static dyn Strategy>,
+}
+
+impl ResourceCache {
+    /// `value` at `revision` as this resource keeps it.
+    fn object(&self, value: Value, revision: i64) -> CachedObject {
+        match self.strategy {
+            Some(s) => {
+                CachedObject::with_fields(value, revision, s.selectable_fields(), &|v, f| {
+                    s.field_value(v, f)
+                })
+            }
+            None => CachedObject::new(value, revision),
+        }
+    }
 }
 
 /// Why a watch could not start or continue.
@@ -134,6 +133,30 @@ pub enum WatchError {
         oldest: i64,
     },
 }
+
+/// Why a read at a given revision cannot be answered.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RevisionError {
+    /// The revision is older than the event window: its state is gone.
+    #[error("revision {requested} is older than the event window ({oldest})")]
+    Expired {
+        /// Revision asked for.
+        requested: i64,
+        /// Oldest revision whose state the window can rebuild.
+        oldest: i64,
+    },
+    /// The cache did not reach the revision within [`FRESHNESS_TIMEOUT`].
+    #[error("Too large resource version: {requested}, current: {current}")]
+    TooLarge {
+        /// Revision asked for.
+        requested: i64,
+        /// Revision of the cache.
+        current: i64,
+    },
+}
+
+/// One page of a list: the objects, the revision they were read at, and whether more follow.
+pub type Page = (Vec<Arc<CachedObject>>, i64, bool);
 
 /// Where a new watcher starts.
 pub enum WatchStart {
@@ -159,6 +182,9 @@ pub enum Next {
     Events(Vec<Arc<WatchEvent>>),
     /// The watcher fell behind the ring; the watch must end with 410.
     Expired(WatchError),
+    /// The watcher fell a whole broadcast channel behind; the watch is closed (its client
+    /// resumes from its last resourceVersion).
+    TooSlow,
     /// The cache is gone (server shutting down).
     Closed,
 }
@@ -171,7 +197,8 @@ impl Subscription {
     }
 
     /// The events already published after `last_revision`, without waiting; `None` when there
-    /// are none yet.
+    /// are none yet. For in-process consumers that drain on demand: one that fell behind the
+    /// broadcast catches up from the ring instead of being closed.
     pub fn try_next(&mut self, last_revision: i64) -> Option<Next> {
         match self.rx.try_recv() {
             Ok(ev) => Some(Next::Events(vec![ev])),
@@ -181,12 +208,14 @@ impl Subscription {
         }
     }
 
-    /// Waits for the next events after `last_revision`.
-    pub async fn next(&mut self, last_revision: i64) -> Next {
+    /// Waits for the next event. A watcher that fell a whole broadcast channel behind gets
+    /// [`Next::TooSlow`]: the cacher closes a watcher that does not keep up rather than
+    /// buffering for it.
+    pub async fn next(&mut self) -> Next {
         match self.rx.recv().await {
             Ok(ev) => Next::Events(vec![ev]),
             Err(broadcast::error::RecvError::Closed) => Next::Closed,
-            Err(broadcast::error::RecvError::Lagged(_)) => self.catch_up(last_revision),
+            Err(broadcast::error::RecvError::Lagged(_)) => Next::TooSlow,
         }
     }
 
@@ -212,10 +241,75 @@ impl Subscription {
     }
 }
 
+/// The objects of `objects` under `prefix`, after `start_after`, in key order.
+fn range<'a>(
+    objects: &'a BTreeMap<String, Arc<CachedObject>>,
+    prefix: &'a str,
+    start_after: Option<&str>,
+) -> impl Iterator<Item = (&'a str, &'a Arc<CachedObject>)> + 'a {
+    use std::ops::Bound;
+    let start = match start_after {
+        Some(after) => (Bound::Excluded(after), Bound::Unbounded),
+        None => (Bound::Included(prefix), Bound::Unbounded),
+    };
+    objects
+        .range::<str, _>(start)
+        .map(|(k, o)| (k.as_str(), o))
+        .skip_while(move |(k, _)| !k.starts_with(prefix) && *k < prefix)
+        .take_while(move |(k, _)| k.starts_with(prefix))
+}
+
+/// `current` with the keys of `undone` replaced by their earlier state, in key order.
+fn merge<'a>(
+    current: impl Iterator<Item = (&'a str, &'a Arc<CachedObject>)>,
+    undone: BTreeMap<&'a str, Option<&'a Arc<CachedObject>>>,
+) -> impl Iterator<Item = (&'a str, Option<&'a Arc<CachedObject>>)> {
+    let mut current = current.peekable();
+    let mut undone = undone.into_iter().peekable();
+    std::iter::from_fn(move || {
+        let next = match (current.peek(), undone.peek()) {
+            (None, None) => return None,
+            (Some(_), None) => current.next().map(|(k, o)| (k, Some(o))),
+            (None, Some(_)) => undone.next(),
+            (Some((ck, _)), Some((uk, _))) => match ck.cmp(uk) {
+                std::cmp::Ordering::Less => current.next().map(|(k, o)| (k, Some(o))),
+                std::cmp::Ordering::Greater => undone.next(),
+                std::cmp::Ordering::Equal => {
+                    current.next();
+                    undone.next()
+                }
+            },
+        };
+        next
+    })
+}
+
+/// The objects of `entries` (skipping absent ones) that `keep` accepts, at most `limit`
+/// (0 = all), and whether more accepted ones follow.
+fn page<'a>(
+    entries: impl Iterator<Item = (&'a str, Option<&'a Arc<CachedObject>>)>,
+    keep: &dyn Fn(&CachedObject) -> bool,
+    limit: usize,
+) -> (Vec<Arc<CachedObject>>, bool) {
+    let mut out = Vec::new();
+    for obj in entries.filter_map(|(_, o)| o) {
+        if !keep(obj) {
+            continue;
+        }
+        if limit > 0 && out.len() == limit {
+            return (out, true);
+        }
+        out.push(Arc::clone(obj));
+    }
+    (out, false)
+}
+
 /// The cache of all resources.
 pub struct WatchCache {
     resources: RwLock<HashMap<String, Arc<ResourceCache>>>,
     revision: AtomicI64,
+    /// Publishes `revision` to reads waiting for the cache to reach one.
+    fresh: tokio::sync::watch::Sender<i64>,
     start_revision: i64,
     ring_capacity: usize,
 }
@@ -226,6 +320,7 @@ impl WatchCache {
         let cache = Self {
             resources: RwLock::new(HashMap::new()),
             revision: AtomicI64::new(revision),
+            fresh: tokio::sync::watch::Sender::new(revision),
             start_revision: revision,
             ring_capacity: ring_capacity.max(1),
         };
@@ -233,11 +328,8 @@ impl WatchCache {
             match serde_json::from_slice::<Value>(&kv.value) {
                 Ok(value) => {
                     let res = cache.resource(resource_prefix(&kv.key));
-                    let mut st = res.state.lock();
-                    st.objects.insert(
-                        kv.key.clone(),
-                        Arc::new(CachedObject::new(value, kv.mod_revision)),
-                    );
+                    let obj = Arc::new(res.object(value, kv.mod_revision));
+                    res.state.lock().objects.insert(kv.key, obj);
                 }
                 Err(e) => {
                     tracing::error!(key = %kv.key, error = %e, "skipping undecodable stored object")
@@ -262,13 +354,41 @@ impl WatchCache {
                     last_revision: self.start_revision,
                     tx,
                 }),
+                strategy: registry::by_storage_prefix(prefix),
             })
         }))
+    }
+
+    /// `value` at `revision` as the cache keeps objects stored under `key`.
+    pub fn object(&self, key: &str, value: Value, revision: i64) -> CachedObject {
+        self.resource(resource_prefix(key)).object(value, revision)
     }
 
     /// The revision of the last write applied.
     pub fn revision(&self) -> i64 {
         self.revision.load(Ordering::Acquire)
+    }
+
+    fn advance(&self, revision: i64) {
+        self.revision.store(revision, Ordering::Release);
+        self.fresh.send_replace(revision);
+    }
+
+    /// Waits until the cache has applied `revision`, at most [`FRESHNESS_TIMEOUT`]
+    /// (`waitUntilFreshAndBlock`); [`RevisionError::TooLarge`] after that.
+    pub async fn wait_until_fresh(&self, revision: i64) -> Result<(), RevisionError> {
+        let mut rx = self.fresh.subscribe();
+        let wait = tokio::time::timeout(FRESHNESS_TIMEOUT, rx.wait_for(|r| *r >= revision));
+        // Not reached: timed out, or the cache is gone (shutting down).
+        let reached = matches!(wait.await, Ok(Ok(_)));
+        if reached {
+            Ok(())
+        } else {
+            Err(RevisionError::TooLarge {
+                requested: revision,
+                current: self.revision(),
+            })
+        }
     }
 
     /// Applies one committed write (called by the storage sink, in revision order).
@@ -280,18 +400,19 @@ impl WatchCache {
                 Ok(v) => Some(v),
                 Err(e) => {
                     tracing::error!(key = %ev.key, error = %e, "stored object is not JSON");
-                    self.revision.store(ev.revision, Ordering::Release);
+                    self.advance(ev.revision);
                     return;
                 }
             },
             (_, None) => None,
         };
+        // Encode outside the lock: readers of this resource do not wait for it.
+        let obj = decoded.map(|value| Arc::new(res.object(value, ev.revision)));
         {
             let mut st = res.state.lock();
             let prev = st.objects.get(&ev.key).cloned();
-            let event = match decoded {
-                Some(value) => {
-                    let obj = Arc::new(CachedObject::new(value, ev.revision));
+            let event = match obj {
+                Some(obj) => {
                     st.objects.insert(ev.key.clone(), Arc::clone(&obj));
                     WatchEvent {
                         kind: if prev.is_some() {
@@ -307,13 +428,13 @@ impl WatchCache {
                 None => {
                     st.objects.remove(&ev.key);
                     let Some(prev) = prev else {
-                        self.revision.store(ev.revision, Ordering::Release);
+                        self.advance(ev.revision);
                         return;
                     };
                     WatchEvent {
                         kind: EventType::Deleted,
                         key: ev.key.clone(),
-                        object: Arc::new(CachedObject::new(prev.value.clone(), ev.revision)),
+                        object: Arc::new(prev.at_revision(ev.revision)),
                         prev: Some(prev),
                     }
                 }
@@ -329,7 +450,7 @@ impl WatchCache {
             // No receivers is fine: nobody watches this resource right now.
             let _ = st.tx.send(event);
         }
-        self.revision.store(ev.revision, Ordering::Release);
+        self.advance(ev.revision);
     }
 
     /// The object under `key`.
@@ -357,38 +478,53 @@ impl WatchCache {
         start_after: Option<&str>,
         limit: usize,
         keep: &dyn Fn(&CachedObject) -> bool,
-    ) -> (Vec<Arc<CachedObject>>, i64, bool) {
+    ) -> Page {
         let res = self.resource(resource_prefix(prefix));
         let st = res.state.lock();
         let revision = self.revision().max(st.last_revision);
-        let range = match start_after {
-            Some(after) => st
-                .objects
-                .range::<str, _>((std::ops::Bound::Excluded(after), std::ops::Bound::Unbounded)),
-            None => st.objects.range::<str, _>((
-                std::ops::Bound::Included(prefix),
-                std::ops::Bound::Unbounded,
-            )),
-        };
-        let mut out = Vec::new();
-        let mut more = false;
-        for (k, obj) in range {
-            if !k.starts_with(prefix) {
-                if k.as_str() > prefix {
-                    break;
-                }
-                continue;
-            }
-            if !keep(obj) {
-                continue;
-            }
-            if limit > 0 && out.len() == limit {
-                more = true;
-                break;
-            }
-            out.push(Arc::clone(obj));
+        let current = range(&st.objects, prefix, start_after).map(|(k, o)| (k, Some(o)));
+        let (items, more) = page(current, keep, limit);
+        (items, revision, more)
+    }
+
+    /// Like [`WatchCache::list`], as the objects were at exactly `revision`: the current state
+    /// with the changes after `revision` undone from the event window
+    /// ([`RevisionError::Expired`] when the window no longer holds them all). A revision the
+    /// cache has not reached is the current state; callers wait for it first
+    /// ([`WatchCache::wait_until_fresh`]).
+    pub fn list_at(
+        &self,
+        revision: i64,
+        prefix: &str,
+        start_after: Option<&str>,
+        limit: usize,
+        keep: &dyn Fn(&CachedObject) -> bool,
+    ) -> Result<Page, RevisionError> {
+        let res = self.resource(resource_prefix(prefix));
+        let st = res.state.lock();
+        if revision >= self.revision().max(st.last_revision) {
+            drop(st);
+            let (items, _, more) = self.list(prefix, start_after, limit, keep);
+            return Ok((items, revision, more));
         }
-        (out, revision, more)
+        if revision < st.oldest {
+            return Err(RevisionError::Expired {
+                requested: revision,
+                oldest: st.oldest,
+            });
+        }
+        // The state of each key changed after `revision` is the state before its first later
+        // change (`None`: it did not exist).
+        let mut undone: BTreeMap<&str, Option<&Arc<CachedObject>>> = BTreeMap::new();
+        for ev in st.ring.iter().rev().take_while(|e| e.revision() > revision) {
+            let after_start = start_after.is_none_or(|s| ev.key.as_str() > s);
+            if ev.key.starts_with(prefix) && after_start {
+                undone.insert(ev.key.as_str(), ev.prev.as_ref());
+            }
+        }
+        let current = range(&st.objects, prefix, start_after);
+        let (items, more) = page(merge(current, undone), keep, limit);
+        Ok((items, revision, more))
     }
 
     /// Starts a watch on the resource of `prefix` at `from` (`None`: current state first).
@@ -437,6 +573,7 @@ impl WatchCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
     use serde_json::json;
 
     fn put(cache: &WatchCache, key: &str, rev: i64, name: &str) {
@@ -466,9 +603,9 @@ mod tests {
         assert!(more);
         assert_eq!(rev, 3);
         let (items, _, more) = cache.list("/core/pods/a/", Some("/core/pods/a/p1"), 1, &|_| true);
-        assert_eq!(items[0].value["metadata"]["name"], "p3");
+        assert_eq!(items[0].name(), "p3");
         assert!(!more);
-        assert_eq!(items[0].value["metadata"]["resourceVersion"], "3");
+        assert_eq!(items[0].value()["metadata"]["resourceVersion"], "3");
     }
 
     #[tokio::test]
@@ -495,17 +632,17 @@ mod tests {
             value: None,
             decoded: None,
         });
-        match sub.next(3).await {
+        match sub.next().await {
             Next::Events(evs) => {
                 assert_eq!(evs[0].kind, EventType::Deleted);
-                assert_eq!(evs[0].object.value["metadata"]["resourceVersion"], "4");
+                assert_eq!(evs[0].object.value()["metadata"]["resourceVersion"], "4");
             }
             _ => panic!("expected an event"),
         }
     }
 
-    #[tokio::test]
-    async fn a_watcher_that_falls_behind_catches_up_from_the_ring() {
+    #[test]
+    fn a_drained_subscription_that_falls_behind_catches_up_from_the_ring() {
         let cache = WatchCache::new(Vec::new(), 0, 10_000);
         let mut sub = cache.watch("/core/pods/", Some(0)).expect("watch");
         let total = BROADCAST_CAPACITY as i64 + 100;
@@ -513,8 +650,8 @@ mod tests {
             put(&cache, &format!("/core/pods/a/p{rev}"), rev, "p");
         }
         let mut last = 0;
-        while last < total {
-            match sub.next(last).await {
+        while let Some(next) = sub.try_next(last) {
+            match next {
                 Next::Events(evs) => {
                     for e in evs {
                         assert_eq!(e.revision(), last + 1, "no gap, no duplicate");
@@ -524,15 +661,146 @@ mod tests {
                 _ => panic!("expected events"),
             }
         }
+        assert_eq!(last, total);
     }
 
-    #[tokio::test]
-    async fn a_watcher_behind_the_ring_expires() {
+    #[test]
+    fn a_drained_subscription_behind_the_ring_expires() {
         let cache = WatchCache::new(Vec::new(), 0, 10);
         let mut sub = cache.watch("/core/pods/", Some(0)).expect("watch");
         for rev in 1..=(BROADCAST_CAPACITY as i64 + 100) {
             put(&cache, &format!("/core/pods/a/p{rev}"), rev, "p");
         }
-        assert!(matches!(sub.next(0).await, Next::Expired(_)));
+        assert!(matches!(sub.try_next(0), Some(Next::Expired(_))));
+    }
+
+    #[tokio::test]
+    async fn a_watcher_that_falls_a_whole_channel_behind_is_closed() {
+        let cache = WatchCache::new(Vec::new(), 0, 10_000);
+        let mut sub = cache.watch("/core/pods/", Some(0)).expect("watch");
+        put(&cache, "/core/pods/a/p0", 1, "p");
+        assert!(matches!(sub.next().await, Next::Events(_)), "keeping up");
+        for rev in 2..=(BROADCAST_CAPACITY as i64 + 2) {
+            put(&cache, &format!("/core/pods/a/p{rev}"), rev, "p");
+        }
+        assert!(matches!(sub.next().await, Next::TooSlow));
+    }
+
+    fn names(page: &[Arc<CachedObject>]) -> Vec<(String, i64)> {
+        page.iter()
+            .map(|o| (o.name().to_string(), o.revision))
+            .collect()
+    }
+
+    fn delete(cache: &WatchCache, key: &str, rev: i64) {
+        cache.apply(StorageEvent {
+            key: key.into(),
+            revision: rev,
+            value: None,
+            decoded: None,
+        });
+    }
+
+    #[test]
+    fn a_list_at_a_revision_in_the_window_undoes_the_later_changes() {
+        let cache = WatchCache::new(Vec::new(), 0, 100);
+        put(&cache, "/core/pods/a/p1", 1, "p1");
+        put(&cache, "/core/pods/a/p2", 2, "p2");
+        put(&cache, "/core/nodes/n1", 3, "n1");
+        // After revision 3: p1 modified, p2 deleted, p3 added.
+        put(&cache, "/core/pods/a/p1", 4, "p1");
+        delete(&cache, "/core/pods/a/p2", 5);
+        put(&cache, "/core/pods/a/p3", 6, "p3");
+        let all = |_: &CachedObject| true;
+        let (items, rev, more) = cache
+            .list_at(3, "/core/pods/", None, 0, &all)
+            .expect("in window");
+        assert_eq!(names(&items), [("p1".into(), 1), ("p2".into(), 2)]);
+        assert_eq!((rev, more), (3, false));
+        let (items, _, _) = cache
+            .list_at(5, "/core/pods/", None, 0, &all)
+            .expect("in window");
+        assert_eq!(names(&items), [("p1".into(), 4)]);
+        // Pages of the same revision.
+        let (items, _, more) = cache
+            .list_at(3, "/core/pods/", None, 1, &all)
+            .expect("page 1");
+        assert_eq!((names(&items), more), (vec![("p1".into(), 1)], true));
+        let (items, _, more) = cache
+            .list_at(3, "/core/pods/", Some("/core/pods/a/p1"), 1, &all)
+            .expect("page 2");
+        assert_eq!((names(&items), more), (vec![("p2".into(), 2)], false));
+        // The current revision, or a later one, is the current state.
+        let (items, rev, _) = cache
+            .list_at(9, "/core/pods/", None, 0, &all)
+            .expect("current");
+        assert_eq!((names(&items).len(), rev), (2, 9));
+    }
+
+    #[test]
+    fn a_list_at_a_revision_older_than_the_window_expires() {
+        let cache = WatchCache::new(Vec::new(), 0, 2);
+        for rev in 1..=4 {
+            put(&cache, &format!("/core/pods/a/p{rev}"), rev, "p");
+        }
+        let all = |_: &CachedObject| true;
+        assert_eq!(
+            cache.list_at(1, "/core/pods/", None, 0, &all).err(),
+            Some(RevisionError::Expired {
+                requested: 1,
+                oldest: 2
+            })
+        );
+        assert!(cache.list_at(2, "/core/pods/", None, 0, &all).is_ok());
+    }
+
+    #[test]
+    fn the_window_starts_at_the_revision_the_cache_was_loaded_at() {
+        let loaded = KeyValue {
+            key: "/core/pods/a/p1".into(),
+            value: Bytes::from_static(br#"{"metadata":{"name":"p1"}}"#),
+            mod_revision: 3,
+        };
+        let cache = WatchCache::new(vec![loaded], 7, 10);
+        let all = |_: &CachedObject| true;
+        assert!(matches!(
+            cache.list_at(6, "/core/pods/", None, 0, &all),
+            Err(RevisionError::Expired { oldest: 7, .. })
+        ));
+        let (items, _, _) = cache
+            .list_at(7, "/core/pods/", None, 0, &all)
+            .expect("load revision");
+        assert_eq!(names(&items), [("p1".into(), 3)]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_revision_the_cache_does_not_reach_in_3s_is_too_large() {
+        let cache = WatchCache::new(Vec::new(), 5, 10);
+        let started = tokio::time::Instant::now();
+        assert_eq!(
+            cache.wait_until_fresh(8).await,
+            Err(RevisionError::TooLarge {
+                requested: 8,
+                current: 5
+            })
+        );
+        assert_eq!(started.elapsed(), FRESHNESS_TIMEOUT);
+        assert_eq!(cache.wait_until_fresh(5).await, Ok(()));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_read_at_a_future_revision_waits_for_it() {
+        let cache = Arc::new(WatchCache::new(Vec::new(), 5, 10));
+        let waiting = {
+            let cache = Arc::clone(&cache);
+            tokio::spawn(async move { cache.wait_until_fresh(6).await })
+        };
+        tokio::task::yield_now().await;
+        put(&cache, "/core/pods/a/p1", 6, "p1");
+        let waited = tokio::time::timeout(Duration::from_secs(1), waiting)
+            .await
+            .expect("the write should wake the reader")
+            .expect("task");
+        assert_eq!(waited, Ok(()));
     }
 }

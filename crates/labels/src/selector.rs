@@ -153,7 +153,13 @@ impl Requirement {
     /// Whether `labels` satisfy this requirement. `notin` and `!=` match when the key is absent; `gt`/`lt`
     /// never match a value that is not an integer.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        let value = labels.get(&self.key);
+        self.matches_lookup(|key| labels.get(key).map(String::as_str))
+    }
+
+    /// Like [`Requirement::matches`], for labels held in another shape: `lookup(key)` is the
+    /// value of label `key` (apimachinery's `labels.Labels` interface, `Get` and `Has`).
+    pub fn matches_lookup<'a>(&self, lookup: impl Fn(&str) -> Option<&'a str>) -> bool {
+        let value = lookup(&self.key);
         match self.operator {
             Operator::In | Operator::Equals | Operator::DoubleEquals => {
                 value.is_some_and(|v| self.has_value(v))
@@ -348,6 +354,17 @@ impl Selector {
         match &self.inner {
             Inner::Nothing => false,
             Inner::Requirements(requirements) => requirements.iter().all(|r| r.matches(labels)),
+        }
+    }
+
+    /// Like [`Selector::matches`], for labels held in another shape: `lookup(key)` is the value
+    /// of label `key`.
+    pub fn matches_lookup<'a>(&self, lookup: impl Fn(&str) -> Option<&'a str> + Copy) -> bool {
+        match &self.inner {
+            Inner::Nothing => false,
+            Inner::Requirements(requirements) => {
+                requirements.iter().all(|r| r.matches_lookup(lookup))
+            }
         }
     }
 
@@ -949,5 +966,33 @@ mod tests {
             ..Default::default()
         };
         assert!(Selector::from_label_selector(&bad_value).is_err());
+    }
+
+    #[test]
+    fn matching_through_a_lookup_agrees_with_matching_a_map() {
+        let selector = Selector::parse("app=web,tier notin (db),!gone,n>2").expect("parses");
+        let cases: [&[(&str, &str)]; 4] = [
+            &[("app", "web"), ("n", "3")],
+            &[("app", "web"), ("n", "3"), ("tier", "db")],
+            &[("app", "web"), ("n", "3"), ("gone", "")],
+            &[("app", "api"), ("n", "1")],
+        ];
+        for labels in cases {
+            let map: BTreeMap<String, String> = labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            let lookup = |key: &str| labels.iter().find(|(k, _)| *k == key).map(|(_, v)| *v);
+            assert_eq!(
+                selector.matches_lookup(lookup),
+                selector.matches(&map),
+                "{labels:?}"
+            );
+        }
+        assert!(selector.matches_lookup(|key| match key {
+            "app" => Some("web"),
+            "n" => Some("3"),
+            _ => None,
+        }));
     }
 }

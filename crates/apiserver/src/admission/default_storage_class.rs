@@ -97,7 +97,7 @@ impl Plugin for DefaultStorageClass {
             .store
             .cache()
             .list(&rest::prefix(info, None), None, 0, &|_| true);
-        let classes: Vec<Value> = stored.iter().map(|c| c.value.clone()).collect();
+        let classes: Vec<Value> = stored.iter().map(|c| c.value()).collect();
         let Some(name) = default_class(&classes).map(|c| crate::object::name(c).to_string()) else {
             return Ok(());
         };

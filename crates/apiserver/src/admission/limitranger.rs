@@ -48,7 +48,7 @@ impl LimitRanger {
             self.store
                 .cache()
                 .list(&rest::prefix(info, Some(namespace)), None, 0, &|_| true);
-        stored.iter().map(|c| c.value.clone()).collect()
+        stored.iter().map(|c| c.value()).collect()
     }
 
     /// The LimitRanges that apply to the request, or none when the plugin leaves it alone

@@ -73,7 +73,7 @@ impl Plugin for NamespaceLifecycle {
         let Some(ns) = self.store.get(&rest::key(info, None, &attrs.namespace)) else {
             return Err(ApiError::not_found(info, &attrs.namespace));
         };
-        if attrs.operation == Operation::Create && terminating(&ns.value) {
+        if attrs.operation == Operation::Create && terminating(&ns.value()) {
             let mut err = forbidden(
                 attrs,
                 &format!(

@@ -76,7 +76,7 @@ impl Plugin for NodeRestriction {
         let lookup = |namespace: &str, name: &str| {
             let info = rkcm_apimachinery::catalog::by_kind("v1", "Pod")?;
             let key = crate::rest::key(info, Some(namespace), name);
-            self.store.get(&key).map(|o| o.value.clone())
+            self.store.get(&key).map(|o| o.value())
         };
         match check(attrs, &lookup) {
             Ok(()) => Ok(()),

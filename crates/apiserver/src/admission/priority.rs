@@ -39,13 +39,13 @@ impl Priority {
             self.store
                 .cache()
                 .list(&rest::prefix(priority_classes(), None), None, 0, &|_| true);
-        stored.iter().map(|c| c.value.clone()).collect()
+        stored.iter().map(|c| c.value()).collect()
     }
 
     fn class(&self, name: &str) -> Option<Value> {
         self.store
             .get(&rest::key(priority_classes(), None, name))
-            .map(|c| c.value.clone())
+            .map(|c| c.value())
     }
 }
 

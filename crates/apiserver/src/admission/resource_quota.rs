@@ -235,14 +235,14 @@ impl ResourceQuotaAdmission {
         );
         let mut out = Vec::new();
         for cached in stored {
-            let q: ResourceQuota = serde_json::from_value(cached.value.clone())
+            let q: ResourceQuota = serde_json::from_value(cached.value())
                 .map_err(|e| ApiError::internal("decoding a resource quota", e))?;
             if only
                 .is_some_and(|only| !only.contains(q.metadata.name.as_deref().unwrap_or_default()))
             {
                 continue;
             }
-            out.push((q, cached.value.clone(), cached.revision));
+            out.push((q, cached.value(), cached.revision));
         }
         Ok(out)
     }

@@ -70,7 +70,7 @@ impl ServiceAccount {
                 tokio::time::sleep(interval).await;
             }
             if let Some(sa) = self.store.get(&key) {
-                return Ok(sa.value.clone());
+                return Ok(sa.value());
             }
         }
         // kube names the resource in the singular here.

@@ -57,13 +57,14 @@ pub async fn ensure(
         .iter()
         .map(|d| object::name(d).to_string())
         .collect();
-    names.extend(stored.iter().map(|s| object::name(&s.value).to_string()));
+    names.extend(stored.iter().map(|s| s.name().to_string()));
     names.sort();
     names.dedup();
     for name in &names {
         let current = store.get(&rest::key(info, None, name));
         let want = desired.iter().find(|d| object::name(d) == name);
-        match autoregister::check(current.as_ref().map(|c| &c.value), want) {
+        let current = current.map(|c| c.value());
+        match autoregister::check(current.as_ref(), want) {
             Action::Keep => {}
             Action::Create(obj) => {
                 match rest::create(store, allocators, info, None, obj, WriteOptions::default())
@@ -114,13 +115,13 @@ pub async fn ensure(
         let Some(current) = store.get(&key) else {
             continue;
         };
-        if !autoregister::is_local(&current.value) {
+        if !autoregister::is_local(&current.value()) {
             continue;
         }
-        let Some(status) = autoregister::local_status(&current.value, &now) else {
+        let Some(status) = autoregister::local_status(&current.value(), &now) else {
             continue;
         };
-        let mut available = current.value.clone();
+        let mut available = current.value();
         available["status"] = status;
         store
             .update(&key, available, current.revision)

@@ -13,7 +13,7 @@ impl ObjectLookup for Store {
     fn get(&self, plural: &str, namespace: &str, name: &str) -> Option<Value> {
         let info = catalog::by_plural("", "v1", plural)?;
         let ns = info.namespaced().then_some(namespace);
-        Store::get(self, &crate::rest::key(info, ns, name)).map(|o| o.value.clone())
+        Store::get(self, &crate::rest::key(info, ns, name)).map(|o| o.value())
     }
 
     /// Writes the label through the store (a new resourceVersion, a watch event), off the
@@ -59,13 +59,13 @@ async fn label(
         let Some(current) = Store::get(store, &storage_key) else {
             return Err(format!("secrets \"{name}\" not found"));
         };
-        let found = object::uid(&current.value);
+        let found = current.uid();
         if found != uid {
             return Err(format!(
                 "Precondition failed: UID in precondition: {uid}, UID in object meta: {found}"
             ));
         }
-        let mut updated = current.value.clone();
+        let mut updated = current.value();
         let Some(meta) = object::metadata_mut(&mut updated) else {
             return Err("the stored secret has no metadata".into());
         };

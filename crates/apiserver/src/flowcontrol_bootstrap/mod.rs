@@ -71,7 +71,7 @@ async fn ensure_one(
         }
         return Ok(());
     };
-    let Some(revised) = ensure::revise_if_needed(strategy, &current.value, boot) else {
+    let Some(revised) = ensure::revise_if_needed(strategy, &current.value(), boot) else {
         return Ok(());
     };
     // The stored resourceVersion stays: a concurrent writer wins and is looked at next start.
@@ -115,10 +115,10 @@ async fn remove_unwanted(
         .cache()
         .list(&rest::prefix(info, None), None, 0, &|_| true);
     for obj in stored {
-        if !ensure::is_unwanted(&obj.value, wanted) {
+        if !ensure::is_unwanted(&obj.value(), wanted) {
             continue;
         }
-        let name = object::name(&obj.value);
+        let name = obj.name();
         match rest::delete(
             store,
             allocators,

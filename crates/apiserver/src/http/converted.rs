@@ -247,7 +247,7 @@ async fn patch(
             path.namespace.as_deref(),
             name,
         )?;
-        let original = (conversion.from_storage)(&current.value);
+        let original = (conversion.from_storage)(&current.value());
         let mut patched = apply_patch(
             patch_type,
             &original,

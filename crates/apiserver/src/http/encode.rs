@@ -69,20 +69,21 @@ pub(crate) fn object_response(
     obj: &Arc<CachedObject>,
     out: Output,
 ) -> Response {
-    let value = &obj.value;
     match out {
         Output::Object => json_response(code, obj.json().clone()),
         Output::Table(include) => {
-            let rv = value
-                .pointer("/metadata/resourceVersion")
-                .cloned()
-                .unwrap_or(Value::Null);
+            let rv = obj.revision.to_string();
             json_value(
                 code,
-                &table::table(info, &[value], include, json!({"resourceVersion": rv})),
+                &table::table(
+                    info,
+                    &[&obj.value()],
+                    include,
+                    json!({"resourceVersion": rv}),
+                ),
             )
         }
-        Output::Metadata => json_value(code, &table::partial_metadata(value)),
+        Output::Metadata => json_value(code, &table::partial_metadata(&obj.metadata_only())),
     }
 }
 

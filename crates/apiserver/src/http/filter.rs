@@ -1,14 +1,14 @@
 //! Label and field selection of the objects a list, a watch or a deletecollection addresses.
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use rkcm_apimachinery::catalog::ResourceInfo;
 use rkcm_labels::{FieldSelector, Selector};
 
 use crate::error::{ApiError, ApiResult};
 use crate::http::params::Params;
-use crate::object;
 use crate::registry::{self, Strategy};
+use crate::watch_cache::CachedObject;
 
 /// Label and field selectors of a list or watch.
 pub struct Filter {
@@ -71,18 +71,45 @@ impl Filter {
         self.labels.is_none() && self.fields.is_none()
     }
 
-    /// Whether `obj` is selected.
-    pub fn matches(&self, obj: &Value) -> bool {
+    /// Whether the decoded object `obj` is selected (for objects the cache does not hold).
+    pub fn matches_value(&self, obj: &serde_json::Value) -> bool {
         if let Some(l) = &self.labels {
-            if !l.matches(&object::labels(obj)) {
+            if !l.matches(&crate::object::labels(obj)) {
                 return false;
             }
         }
         if let Some(f) = &self.fields {
             let value = |field: &str| match field {
-                "metadata.name" => Some(object::name(obj).to_string()),
-                "metadata.namespace" => Some(object::namespace(obj).to_string()),
+                "metadata.name" => Some(crate::object::name(obj).to_string()),
+                "metadata.namespace" => Some(crate::object::namespace(obj).to_string()),
                 other => self.strategy.field_value(obj, other),
+            };
+            if !f.matches(value) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Whether `obj` is selected. Labels, name, namespace and the fields the cache keeps are
+    /// read without decoding; another field decodes the object once.
+    pub fn matches(&self, obj: &CachedObject) -> bool {
+        if let Some(l) = &self.labels {
+            if !l.matches_lookup(|k| obj.label(k)) {
+                return false;
+            }
+        }
+        if let Some(f) = &self.fields {
+            let decoded = std::cell::OnceCell::new();
+            let value = |field: &str| match field {
+                "metadata.name" => Some(obj.name().to_string()),
+                "metadata.namespace" => Some(obj.namespace().to_string()),
+                other => match obj.field(other) {
+                    Some(v) => Some(v.to_string()),
+                    None => self
+                        .strategy
+                        .field_value(decoded.get_or_init(|| obj.value()), other),
+                },
             };
             if !f.matches(value) {
                 return false;

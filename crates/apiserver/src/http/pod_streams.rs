@@ -90,7 +90,7 @@ pub fn serve(
         validate_log_options(info, name, params)?;
     }
     let pod = rest::get(store, info, namespace, name)?;
-    let pod = &pod.value;
+    let pod = &pod.value();
     if stream.names_a_container() {
         validate_container(pod, name, params.non_empty("container"))?;
     }

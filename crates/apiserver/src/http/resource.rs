@@ -135,11 +135,11 @@ pub(crate) async fn dispatch(
         (None, None) => match *method {
             Method::GET if path.watch || params.flag("watch") => {
                 require_verb(info, "watch", method)?;
-                watch::serve(state, info, ns, None, &params, out)
+                watch::serve(state, info, ns, None, &params, out).await
             }
             Method::GET => {
                 require_verb(info, "list", method)?;
-                list::list(&req)
+                list::list(&req).await
             }
             Method::POST if info.group == "authentication.k8s.io" => {
                 require_verb(info, "create", method)?;
@@ -162,7 +162,7 @@ pub(crate) async fn dispatch(
         (Some(name), None) => match *method {
             Method::GET if path.watch => {
                 require_verb(info, "watch", method)?;
-                watch::serve(state, info, ns, Some(name), &params, out)
+                watch::serve(state, info, ns, Some(name), &params, out).await
             }
             Method::GET => {
                 require_verb(info, "get", method)?;
@@ -261,7 +261,7 @@ fn service_proxy(
     }
     let ready = rkcm_apimachinery::catalog::by_kind("v1", "Endpoints")
         .and_then(|endpoints| state.store.get(&crate::rest::key(endpoints, ns, service)))
-        .map(|e| ready_endpoints(&e.value))
+        .map(|e| ready_endpoints(&e.value()))
         .unwrap_or_default();
     let message = match ready.as_slice() {
         [] => format!("no endpoints available for service {service:?}"),

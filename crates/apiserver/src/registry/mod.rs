@@ -357,6 +357,13 @@ pub trait Strategy: Send + Sync + 'static {
     /// that the object does not set yields `Some("")`.
     fn field_value(&self, obj: &Value, field: &str) -> Option<String>;
 
+    /// The kind's own field-selector fields whose values the watch cache keeps with each object
+    /// (kube's cacher indexes pods by `spec.nodeName` the same way), so that selecting on them
+    /// decodes nothing. A supported field left out still selects, by decoding the object.
+    fn selectable_fields(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// How to delete `obj` given the `gracePeriodSeconds` of the request.
     fn graceful_delete(&self, obj: &Value, requested_grace: Option<i64>) -> GracefulDelete;
 
@@ -548,6 +555,17 @@ fn catalog_table() -> &'static Table {
             .map(|info| (info, build(info)))
             .collect()
     })
+}
+
+/// The strategy of the catalog resource stored under `prefix` (`/<group or core>/<plural>/`).
+pub fn by_storage_prefix(prefix: &str) -> Option<&'static dyn Strategy> {
+    let mut parts = prefix.trim_matches('/').split('/');
+    let (group, plural) = (parts.next()?, parts.next()?);
+    let group = if group == "core" { "" } else { group };
+    catalog_table()
+        .iter()
+        .find(|(i, _)| i.group == group && i.plural == plural)
+        .map(|(_, s)| s.as_ref())
 }
 
 /// The strategy of `info`. Every catalog entry has one; an entry that is not in the catalog

@@ -404,6 +404,11 @@ impl Strategy for PodStrategy {
         errs
     }
 
+    fn selectable_fields(&self) -> &'static [&'static str] {
+        // Kubelets watch their pods by spec.nodeName; controllers select on status.phase.
+        &["spec.nodeName", "status.phase"]
+    }
+
     fn field_value(&self, obj: &Value, field: &str) -> Option<String> {
         let s = |path: &[&str]| Some(get_str(obj, path).unwrap_or("").to_string());
         match field {

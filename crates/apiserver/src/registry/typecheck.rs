@@ -104,6 +104,10 @@ impl Strategy for TypeChecked {
         self.inner.field_value(obj, field)
     }
 
+    fn selectable_fields(&self) -> &'static [&'static str] {
+        self.inner.selectable_fields()
+    }
+
     fn graceful_delete(&self, obj: &Value, requested_grace: Option<i64>) -> GracefulDelete {
         self.inner.graceful_delete(obj, requested_grace)
     }

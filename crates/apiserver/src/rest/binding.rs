@@ -38,7 +38,7 @@ pub async fn bind(
         let current = store
             .get(&key)
             .ok_or_else(|| ApiError::not_found(pods, name))?;
-        let old = &current.value;
+        let old = &current.value();
         if object::is_deleting(old) {
             return Err(ApiError::conflict_with(
                 pods,

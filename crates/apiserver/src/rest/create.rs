@@ -181,7 +181,7 @@ pub async fn create(
                     a.commit();
                 }
                 if super::ip_addresses::is_ip_address(info) {
-                    super::ip_addresses::observe(allocators, &stored.value, true);
+                    super::ip_addresses::observe(allocators, &stored.value(), true);
                 }
                 return Ok(stored);
             }

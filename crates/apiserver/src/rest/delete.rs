@@ -152,7 +152,7 @@ pub async fn delete(
         let current = store
             .get(&key)
             .ok_or_else(|| ApiError::not_found(info, name))?;
-        let old = &current.value;
+        let old = &current.value();
         if let Some(uid) = &opts.precondition_uid {
             if uid != object::uid(old) {
                 return Err(ApiError::conflict_with(
@@ -285,7 +285,7 @@ pub async fn delete(
             return Ok(Deleted::Pending(next));
         }
         match store.update(&key, next, current.revision).await {
-            Ok(stored) => return Ok(Deleted::Pending(stored.value.clone())),
+            Ok(stored) => return Ok(Deleted::Pending(stored.value())),
             Err(storage::Error::Conflict { .. }) => continue,
             Err(e) => return Err(storage_error(info, name, e)),
         }

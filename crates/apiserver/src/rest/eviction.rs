@@ -126,7 +126,7 @@ pub async fn evict(
         let current = store
             .get(&key(pods, Some(namespace), name))
             .ok_or_else(|| ApiError::not_found(pods, name))?;
-        let p: Pod = decode("pod", &current.value)?;
+        let p: Pod = decode("pod", &current.value())?;
         if !can_ignore_pdb(&p) {
             break p;
         }
@@ -195,7 +195,7 @@ fn list_budgets(
         .list(&prefix(pdbs, Some(namespace)), None, 0, &|_| true);
     items
         .iter()
-        .map(|o| decode("PodDisruptionBudget", &o.value))
+        .map(|o| decode("PodDisruptionBudget", &o.value()))
         .collect()
 }
 
@@ -214,7 +214,7 @@ async fn decrement(
         let current = store
             .get(&key(pdbs, Some(namespace), budget))
             .ok_or_else(|| ApiError::not_found(pdbs, budget))?;
-        let mut pdb: PodDisruptionBudget = decode("PodDisruptionBudget", &current.value)?;
+        let mut pdb: PodDisruptionBudget = decode("PodDisruptionBudget", &current.value())?;
         check_and_decrement(&mut pdb, pod, jiff::Timestamp::now(), dry_run)?;
         if dry_run {
             return Ok(());
@@ -301,7 +301,7 @@ async fn add_disruption_target_condition(
         let current = store
             .get(&key(pods, Some(namespace), name))
             .ok_or_else(|| ApiError::not_found(pods, name))?;
-        let mut pod: Pod = decode("pod", &current.value)?;
+        let mut pod: Pod = decode("pod", &current.value())?;
         let uid = pod.metadata.uid.clone().unwrap_or_default();
         if let Some(want) = opts.precondition_uid.as_deref().filter(|u| !u.is_empty()) {
             if want != uid {

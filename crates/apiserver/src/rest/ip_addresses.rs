@@ -47,7 +47,8 @@ pub fn refresh_ranges(store: &Store, allocators: &ServiceAllocators) {
     let (cidrs, _, _) = store
         .cache()
         .list(&prefix(info("ServiceCIDR"), None), None, 0, &|_| true);
-    let ranges = ready_ranges(cidrs.iter().map(|c| &c.value));
+    let cidrs: Vec<Value> = cidrs.iter().map(|c| c.value()).collect();
+    let ranges = ready_ranges(cidrs.iter());
     allocators.set_cluster_ip_ranges(&ranges);
 }
 
@@ -102,7 +103,7 @@ pub async fn delete(store: &Store, ip: Ipv4Addr, namespace: &str, name: &str) {
     let Some(current) = store.get(&k) else {
         return;
     };
-    if !refers_to(&current.value, namespace, name) {
+    if !refers_to(&current.value(), namespace, name) {
         return;
     }
     if let Err(e) = store.delete(&k, Some(current.revision)).await {
@@ -152,7 +153,7 @@ pub const REPAIR_INTERVAL: std::time::Duration = std::time::Duration::from_secs(
 
 fn stored(store: &Store, info: &ResourceInfo) -> Vec<Value> {
     let (objs, _, _) = store.cache().list(&prefix(info, None), None, 0, &|_| true);
-    objs.iter().map(|o| o.value.clone()).collect()
+    objs.iter().map(|o| o.value()).collect()
 }
 
 /// One pass of the IPAddress repair ([`ip_repair::plan`]) over the stored Services,

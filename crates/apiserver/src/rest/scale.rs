@@ -106,7 +106,7 @@ pub async fn update_scale(
             .get(&key)
             .ok_or_else(|| ApiError::not_found(info, name))?;
         if source == UpdateSource::Put {
-            check_uid_precondition(info, name, scale, &current.value)?;
+            check_uid_precondition(info, name, scale, &current.value())?;
         }
         match object::resource_version(scale) {
             Ok(Some(rv)) if rv != current.revision => return Err(ApiError::conflict(info, name)),
@@ -117,7 +117,7 @@ pub async fn update_scale(
                 )))
             }
         }
-        let old = &current.value;
+        let old = &current.value();
         let mut new = old.clone();
         strategy
             .set_scale_replicas(&mut new, replicas as i32)
@@ -135,7 +135,7 @@ pub async fn update_scale(
             return scale_of(info, &out);
         }
         match store.update(&key, new, current.revision).await {
-            Ok(stored) => return scale_of(info, &stored.value),
+            Ok(stored) => return scale_of(info, &stored.value()),
             Err(storage::Error::Conflict { .. }) => continue,
             Err(e) => return Err(storage_error(info, name, e)),
         }

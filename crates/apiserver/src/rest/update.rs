@@ -185,7 +185,7 @@ async fn update_once(
         }
         return Err(ApiError::not_found(info, name));
     };
-    let old = &current.value;
+    let old = &current.value();
     if source == UpdateSource::Put {
         check_uid_precondition(info, name, &new, old)?;
     }
@@ -354,7 +354,7 @@ async fn update_once(
     let stored = written.map_err(|e| storage_error(info, name, e))?;
     if let Some(a) = allocation {
         a.commit();
-        super::ip_addresses::record_released(store, old, Some(&stored.value)).await;
+        super::ip_addresses::record_released(store, old, Some(&stored.value())).await;
     }
     Ok(updated(stored))
 }

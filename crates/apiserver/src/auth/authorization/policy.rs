@@ -24,9 +24,9 @@ pub trait PolicySource: Send + Sync {
 
 const GROUP_VERSION: &str = "rbac.authorization.k8s.io/v1";
 
-fn decode<T: DeserializeOwned>(value: &serde_json::Value) -> Option<T> {
+fn decode<T: DeserializeOwned>(obj: &crate::watch_cache::CachedObject) -> Option<T> {
     // Stored objects passed validation; one that does not decode grants nothing.
-    serde_json::from_value(value.clone()).ok()
+    serde_json::from_slice(obj.json()).ok()
 }
 
 impl Store {
@@ -36,7 +36,7 @@ impl Store {
         };
         let prefix = crate::rest::prefix(info, namespace);
         let (items, _, _) = self.cache().list(&prefix, None, 0, &|_| true);
-        items.iter().filter_map(|o| decode(&o.value)).collect()
+        items.iter().filter_map(|o| decode(o)).collect()
     }
 
     fn rbac_get<T: DeserializeOwned>(
@@ -46,7 +46,7 @@ impl Store {
         name: &str,
     ) -> Option<T> {
         let info = catalog::by_kind(GROUP_VERSION, kind)?;
-        decode(&self.get(&crate::rest::key(info, namespace, name))?.value)
+        decode(self.get(&crate::rest::key(info, namespace, name))?.as_ref())
     }
 }
 

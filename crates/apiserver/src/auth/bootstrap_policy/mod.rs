@@ -92,9 +92,9 @@ pub async fn ensure(store: &Store, allocators: &ServiceAllocators) -> ApiResult<
                 continue;
             };
             let reconciled = if is_role {
-                reconcile_role(&existing.value, expected)
+                reconcile_role(&existing.value(), expected)
             } else {
-                reconcile_binding(&existing.value, expected)
+                reconcile_binding(&existing.value(), expected)
             };
             match reconciled {
                 Reconciled::Unchanged => {}

@@ -23,7 +23,7 @@ pub async fn list(req: &ResourceRequest<'_>) -> ApiResult<Response> {
         .statuses(req.store())
         .await
         .into_iter()
-        .filter(|s| filter.matches(s))
+        .filter(|s| filter.matches_value(s))
         .collect();
     let body = match req.out {
         Output::Object => json!({

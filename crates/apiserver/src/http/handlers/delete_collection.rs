@@ -10,7 +10,6 @@ use crate::http::body::read_body;
 use crate::http::encode::json_value;
 use crate::http::filter::Filter;
 use crate::http::handlers::ResourceRequest;
-use crate::object;
 use crate::rest::{self, Deleted};
 use crate::watch_cache::CachedObject;
 
@@ -21,12 +20,12 @@ pub async fn delete_collection(req: &ResourceRequest<'_>, body: Body) -> ApiResu
     let filter = Filter::from_params(info, req.params, None)?;
     let opts = req.delete_options(&body)?;
     let prefix = rest::prefix(info, ns);
-    let keep = |o: &CachedObject| filter.matches(&o.value);
+    let keep = |o: &CachedObject| filter.matches(o);
     let (items, revision, _) = state.store.cache().list(&prefix, None, 0, &keep);
     let mut deleted = Vec::with_capacity(items.len());
     for item in items {
-        let name = object::name(&item.value).to_string();
-        let item_ns = object::namespace(&item.value).to_string();
+        let name = item.name().to_string();
+        let item_ns = item.namespace().to_string();
         let item_ns = (!item_ns.is_empty()).then_some(item_ns);
         match rest::delete(
             &state.store,

@@ -99,7 +99,8 @@ async fn patch_object(
     let mut checked: Option<FieldCheck> = None;
     for _ in 0..rest::UPDATE_ATTEMPTS {
         let current = rest::get(req.store(), info, ns, name)?;
-        let mut patched = apply_patch(patch_type, &current.value, bytes, &api_version, info.kind)?;
+        let mut patched =
+            apply_patch(patch_type, &current.value(), bytes, &api_version, info.kind)?;
         if !patched.is_object() {
             return Err(ApiError::bad_request(
                 "the patched object is not a JSON object",
@@ -116,7 +117,7 @@ async fn patch_object(
         if target == UpdateTarget::Main {
             req.check_escalation(name, &patched)?;
         }
-        let pinned = pin_resource_version(&mut patched, &current.value, current.revision);
+        let pinned = pin_resource_version(&mut patched, &current.value(), current.revision);
         let updated = rest::update(
             req.store(),
             req.allocators(),

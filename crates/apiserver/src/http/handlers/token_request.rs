@@ -116,7 +116,7 @@ fn core_object(req: &ResourceRequest<'_>, plural: &str, ns: &str, name: &str) ->
     let namespace = info.namespaced().then_some(ns);
     req.store()
         .get(&crate::rest::key(info, namespace, name))
-        .map(|o| o.value.clone())
+        .map(|o| o.value())
         .ok_or_else(|| ApiError::not_found(info, name))
 }
 

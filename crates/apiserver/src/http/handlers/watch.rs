@@ -4,7 +4,8 @@
 //! `cacheWatcher`: synthetic ADDED events for the current state when no resourceVersion is given
 //! (or "0"), exact resume otherwise, an ERROR event with 410 Expired when the requested revision
 //! is older than the cache holds, selector transitions turned into ADDED/DELETED, bookmarks when
-//! `allowWatchBookmarks=true`, and the `sendInitialEvents` streaming list.
+//! `allowWatchBookmarks=true`, and the `sendInitialEvents` streaming list. A watcher that does not
+//! keep up is closed, as the cacher closes an unresponsive `cacheWatcher`.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -25,7 +26,9 @@ use crate::http::negotiate::Output;
 use crate::http::params::Params;
 use crate::http::{table, SharedState};
 use crate::rest;
-use crate::watch_cache::{CachedObject, EventType, Next, WatchError, WatchEvent, WatchStart};
+use crate::watch_cache::{
+    CachedObject, EventType, Next, RevisionError, WatchError, WatchEvent, WatchStart,
+};
 
 /// Encoded lines buffered per watcher before the writer waits for the client.
 const LINES_BUFFERED: usize = 64;
@@ -44,22 +47,19 @@ impl Encoder {
         match self.out {
             Output::Object => buf.extend_from_slice(obj.json()),
             Output::Table(include) => {
-                let rv = obj
-                    .value
-                    .pointer("/metadata/resourceVersion")
-                    .cloned()
-                    .unwrap_or(Value::Null);
                 let t = table::table(
                     self.info,
-                    &[&obj.value],
+                    &[&obj.value()],
                     include,
-                    json!({"resourceVersion": rv}),
+                    json!({"resourceVersion": obj.revision.to_string()}),
                 );
                 buf.extend_from_slice(t.to_string().as_bytes());
             }
-            Output::Metadata => {
-                buf.extend_from_slice(table::partial_metadata(&obj.value).to_string().as_bytes())
-            }
+            Output::Metadata => buf.extend_from_slice(
+                table::partial_metadata(&obj.metadata_only())
+                    .to_string()
+                    .as_bytes(),
+            ),
         }
         buf.extend_from_slice(b"}\n");
         Bytes::from(buf)
@@ -99,11 +99,11 @@ fn transform(
     if filter.is_everything() {
         return Some((ev.kind.as_str(), Arc::clone(&ev.object)));
     }
-    let prev = ev.prev.as_ref().is_some_and(|p| filter.matches(&p.value));
+    let prev = ev.prev.as_ref().is_some_and(|p| filter.matches(p));
     match ev.kind {
         EventType::Deleted => prev.then(|| ("DELETED", Arc::clone(&ev.object))),
         EventType::Added | EventType::Modified => {
-            let cur = filter.matches(&ev.object.value);
+            let cur = filter.matches(&ev.object);
             match (prev, cur) {
                 (true, true) => Some(("MODIFIED", Arc::clone(&ev.object))),
                 (false, true) => Some(("ADDED", Arc::clone(&ev.object))),
@@ -119,7 +119,7 @@ fn expired(e: &WatchError) -> ApiError {
 }
 
 /// Serves a watch on `info` in `ns` (all namespaces when `None`), optionally on one object.
-pub fn serve(
+pub async fn serve(
     state: &SharedState,
     info: &'static ResourceInfo,
     ns: Option<&str>,
@@ -137,7 +137,8 @@ pub fn serve(
         .int("timeoutSeconds")?
         .filter(|t| *t > 0)
         .map(|t| Duration::from_secs(t as u64));
-    let from = match params.non_empty("resourceVersion") {
+    let requested_rv = params.non_empty("resourceVersion");
+    let from = match requested_rv {
         None | Some("0") => None,
         Some(s) => Some(
             s.parse::<i64>()
@@ -158,17 +159,37 @@ pub fn serve(
         (Some(false), None) => (Some(state.store.cache().revision()), false),
         (_, from) => (from, from.is_none()),
     };
+    // A streaming list from a revision the cache has not reached waits for it, then fails with
+    // an ERROR event (`waitUntilWatchCacheFreshAndForceAllEvents`; past validation, the cacher
+    // reports errors in the stream, not as the response's status).
+    let mut stale = None;
+    if let (Some(true), Some(Ok(rv))) = (send_initial, requested_rv.map(|s| s.parse::<i64>())) {
+        if rv > state.store.cache().revision() {
+            if let Err(RevisionError::TooLarge { requested, current }) =
+                state.store.cache().wait_until_fresh(rv).await
+            {
+                stale = Some(ApiError::too_large_resource_version(requested, current));
+            }
+        }
+    }
     let enc = Encoder { info, out };
     let (tx, rx) = mpsc::channel::<Bytes>(LINES_BUFFERED);
-    let sub = state.store.cache().watch(&prefix, from);
+    let sub = match stale {
+        None => Ok(state.store.cache().watch(&prefix, from)),
+        Some(e) => Err(e),
+    };
     let shutdown = state.shutdown.clone();
     let bookmark_interval = state.bookmark_interval;
     let cache_state = Arc::clone(state);
     tokio::spawn(async move {
         let mut sub = match sub {
-            Ok(sub) => sub,
-            Err(e) => {
+            Ok(Ok(sub)) => sub,
+            Ok(Err(e)) => {
                 let _ = tx.send(Encoder::error(&expired(&e))).await;
+                return;
+            }
+            Err(e) => {
+                let _ = tx.send(Encoder::error(&e)).await;
                 return;
             }
         };
@@ -177,7 +198,7 @@ pub fn serve(
         match start {
             WatchStart::Current(objs) => {
                 if synthetic {
-                    for o in objs.iter().filter(|o| filter.matches(&o.value)) {
+                    for o in objs.iter().filter(|o| filter.matches(o)) {
                         cache_state.metrics.watch_event(info);
                         if tx.send(enc.line("ADDED", o)).await.is_err() {
                             return;
@@ -210,7 +231,7 @@ pub fn serve(
         );
         loop {
             let line = tokio::select! {
-                next = sub.next(last) => match next {
+                next = sub.next() => match next {
                     Next::Events(events) => {
                         let mut lines = Vec::new();
                         for ev in events {
@@ -225,6 +246,10 @@ pub fn serve(
                         lines
                     }
                     Next::Expired(e) => vec![Encoder::error(&expired(&e))],
+                    Next::TooSlow => {
+                        tracing::info!(resource = info.plural, revision = last, "closing a watcher that does not keep up");
+                        return;
+                    }
                     Next::Closed => return,
                 },
                 _ = ticker.tick(), if bookmarks => {

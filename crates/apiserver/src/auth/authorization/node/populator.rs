@@ -116,7 +116,7 @@ impl GraphPopulator {
                         apply(graph, feed.source, &event);
                     }
                 }
-                Some(Next::Expired(_)) | Some(Next::Closed) => {
+                Some(Next::Expired(_)) | Some(Next::TooSlow) | Some(Next::Closed) => {
                     tracing::debug!(source = ?feed.source, "node authorizer graph rebuilt");
                     feed.subscription = None;
                     forget_all(graph, feed.source);
@@ -133,7 +133,7 @@ impl GraphPopulator {
         feed.revision = subscription.revision;
         if let WatchStart::Current(objects) = &subscription.start {
             for obj in objects {
-                add(graph, feed.source, &obj.value);
+                add(graph, feed.source, &obj.value());
             }
         }
         feed.subscription = Some(subscription);
@@ -170,7 +170,7 @@ fn add(graph: &mut Graph, source: Source, value: &Value) {
 }
 
 fn apply(graph: &mut Graph, source: Source, event: &WatchEvent) {
-    let value = &event.object.value;
+    let value = &event.object.value();
     match event.kind {
         EventType::Added | EventType::Modified => add(graph, source, value),
         EventType::Deleted => {
