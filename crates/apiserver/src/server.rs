@@ -20,7 +20,7 @@ use crate::http::{self, AppState};
 pub use crate::kubeconfig::kubeconfig_yaml;
 use crate::resource_metrics::MetricsSource;
 use crate::rest;
-use crate::storage::{self, memory::MemoryBackend, redb::RedbBackend, Backend};
+use crate::storage::{self, etcd::EtcdBackend, memory::MemoryBackend, redb::RedbBackend, Backend};
 use crate::store::Store;
 use crate::tls::{self, TlsMaterial};
 
@@ -80,7 +80,7 @@ pub struct ApiServer {
 }
 
 impl ApiServer {
-    /// Opens the store (redb in `data_dir`, or memory), rebuilds the allocated cluster IPs and
+    /// Opens the store (etcd when configured, else redb in `data_dir`, or memory), rebuilds the allocated cluster IPs and
     /// node ports from the stored Services, prepares certificates and the admin token, and
     /// creates the system namespaces and the `kubernetes` Service.
     pub async fn new(config: Config) -> Result<Self, Error> {
@@ -91,9 +91,10 @@ impl ApiServer {
                 source: e,
             })?;
         }
-        let backend: Arc<dyn Backend> = match dir {
-            Some(d) => Arc::new(RedbBackend::open(&d.join("rkcm.redb"))?),
-            None => Arc::new(MemoryBackend::new()),
+        let backend: Arc<dyn Backend> = match (&config.etcd, dir) {
+            (Some(etcd), _) => Arc::new(EtcdBackend::connect(etcd.clone()).await?),
+            (None, Some(d)) => Arc::new(RedbBackend::open(&d.join("rkcm.redb"))?),
+            (None, None) => Arc::new(MemoryBackend::new()),
         };
         let store = Store::new(backend, config.watch_cache_capacity).await?;
         let admission = Arc::new(Chain::new(&PluginContext {
