@@ -39,9 +39,14 @@ impl Recorder {
     pub async fn attach(backend: &dyn Backend) -> (Self, i64) {
         let (_, revision) = backend.load().await.expect("load");
         let rec = Self::default();
-        let events = Arc::clone(&rec.events);
-        backend.set_sink(Arc::new(move |ev| events.lock().push(ev)));
+        let sink = rec.clone();
+        backend.set_sink(Arc::new(move |ev| sink.push(ev)));
         (rec, revision)
+    }
+
+    /// Records `ev` (the sink [`attach`](Self::attach) installs).
+    pub fn push(&self, ev: StorageEvent) {
+        self.events.lock().push(ev);
     }
 
     /// The revisions received, in order.

@@ -117,22 +117,38 @@ fn read(path: &PathBuf, what: &str) -> Result<Vec<u8>> {
         .map_err(|e| Error::Backend(format!("reading {what} {}: {e}", path.display())))
 }
 
+/// `err` and its causes, `: `-separated ("tcp connect error: Connection refused (os error 111)").
+fn chain(err: &dyn std::error::Error) -> String {
+    let mut out = err.to_string();
+    let mut source = err.source();
+    while let Some(e) = source {
+        let s = e.to_string();
+        if !out.contains(&s) {
+            out.push_str(": ");
+            out.push_str(&s);
+        }
+        source = e.source();
+    }
+    out
+}
+
 /// Maps an etcd client error: an unreachable cluster is [`Error::Unavailable`].
 fn etcd_error(servers: &[String], err: etcd_client::Error) -> Error {
     use etcd_client::Error as E;
     let servers = servers.join(",");
     match err {
-        E::GRpcStatus(status) => match status.code() {
-            tonic::Code::Unavailable | tonic::Code::Cancelled | tonic::Code::Unknown => {
-                Error::Unavailable(format!("etcd at {servers}: {}", status.message()))
+        E::GRpcStatus(status) => {
+            let message = format!("etcd at {servers}: {}", chain(&status));
+            match status.code() {
+                tonic::Code::Unavailable | tonic::Code::Cancelled | tonic::Code::Unknown => {
+                    Error::Unavailable(message)
+                }
+                tonic::Code::DeadlineExceeded => Error::Timeout(message),
+                _ => Error::Backend(message),
             }
-            tonic::Code::DeadlineExceeded => {
-                Error::Timeout(format!("etcd at {servers}: {}", status.message()))
-            }
-            _ => Error::Backend(format!("etcd at {servers}: {}", status.message())),
-        },
-        E::TransportError(e) => Error::Unavailable(format!("etcd at {servers}: {e}")),
-        E::IoError(e) => Error::Unavailable(format!("etcd at {servers}: {e}")),
+        }
+        E::TransportError(e) => Error::Unavailable(format!("etcd at {servers}: {}", chain(&e))),
+        E::IoError(e) => Error::Unavailable(format!("etcd at {servers}: {}", chain(&e))),
         other => Error::Backend(format!("etcd at {servers}: {other}")),
     }
 }
