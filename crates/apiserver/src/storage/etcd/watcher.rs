@@ -47,17 +47,10 @@ pub(super) async fn run(
         let mut established = false;
         let outcome = tokio::select! {
             _ = stop.cancelled() => return,
-            r = watch_once(&client, &prefix, &shared, &mut last, &mut established) => r,
+            r = watch_once(&client, &prefix, &shared, &mut last, &mut established, &mut down_since) => r,
         };
         if established {
             backoff = MIN_BACKOFF;
-            if let Some(since) = down_since.take() {
-                tracing::info!(
-                    revision = last,
-                    after = ?since.elapsed(),
-                    "the etcd watch is back"
-                );
-            }
         }
         match outcome {
             Ok(()) => tracing::debug!(revision = last, "the etcd watch stream ended"),
@@ -108,6 +101,7 @@ async fn watch_once(
     shared: &Shared,
     last: &mut i64,
     established: &mut bool,
+    down_since: &mut Option<tokio::time::Instant>,
 ) -> Result<(), Stop> {
     let mut watch = client.watch_client().max_decoding_message_size(MAX_MESSAGE);
     // No `prev_kv`: the watch cache keeps every object's previous state itself, so etcd need
@@ -128,6 +122,13 @@ async fn watch_once(
         }
         if resp.created() {
             *established = true;
+            if let Some(since) = down_since.take() {
+                tracing::info!(
+                    revision = *last,
+                    after = ?since.elapsed(),
+                    "the etcd watch is back"
+                );
+            }
         }
         for ev in resp.events() {
             let Some(kv) = ev.kv() else { continue };
