@@ -433,12 +433,15 @@ async fn load(
 impl Backend for EtcdBackend {
     async fn load(&self) -> Result<(Vec<KeyValue>, i64)> {
         let (items, revision) = self.range_all().await?;
-        *self.loaded.lock() = revision;
-        *self.shared.known.lock() = items
-            .iter()
-            .map(|kv| (kv.key.clone(), kv.mod_revision))
-            .collect();
-        self.shared.applied.send_replace(revision);
+        // Once the watch runs, it alone tells what the sink holds; a later load only reads.
+        if self.shared.sink.lock().is_none() {
+            *self.loaded.lock() = revision;
+            *self.shared.known.lock() = items
+                .iter()
+                .map(|kv| (kv.key.clone(), kv.mod_revision))
+                .collect();
+            self.shared.applied.send_replace(revision);
+        }
         Ok((items, revision))
     }
 
@@ -469,7 +472,10 @@ impl Backend for EtcdBackend {
     }
 
     fn set_sink(&self, sink: EventSink) {
-        *self.shared.sink.lock() = Some(sink);
+        if self.shared.sink.lock().replace(sink).is_some() {
+            // The watch and the compactor already run; they use the new sink from now on.
+            return;
+        }
         let from = *self.loaded.lock();
         tokio::spawn(watcher::run(
             self.client.clone(),
