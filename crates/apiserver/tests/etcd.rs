@@ -186,12 +186,25 @@ async fn etcd_away_fails_writes_with_503_or_504_in_time_and_servers_converge_whe
         .get("before")
         .await
         .expect("cached read while etcd is away");
+    assert!(!ready(&a).await, "/readyz fails while etcd is away");
 
     etcd.restart();
     create_eventually(&cms_a, "after-a").await;
     create_eventually(&cms_b, "after-b").await;
     eventually_has(&cms_b, "after-a", "after-a").await;
     eventually_has(&cms_a, "after-b", "after-b").await;
+    assert!(ready(&a).await, "/readyz passes when etcd is back");
+}
+
+/// Whether the server's `/readyz` answers 200.
+async fn ready(server: &testing::TestServer) -> bool {
+    let mut config = server.kube_config();
+    config.default_retry = false;
+    let client = kube::Client::try_from(config).expect("client");
+    let req = http::Request::get("/readyz")
+        .body(Vec::new())
+        .expect("request");
+    client.request_text(req).await.is_ok()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
