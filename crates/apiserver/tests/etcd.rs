@@ -335,3 +335,51 @@ async fn the_compactor_trims_history_as_kube_apiserver() {
         .expect("get compact_rev_key");
     assert!(key.kvs().first().is_some_and(|kv| kv.version() >= 2));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_over_tls_with_a_client_certificate() {
+    let Some(etcd) = EtcdProcess::tls_or_skip() else {
+        return;
+    };
+    let tls = etcd.client_tls().expect("TLS files").clone();
+    let config = EtcdConfig {
+        ca_file: Some(tls.ca_file),
+        cert_file: Some(tls.cert_file),
+        key_file: Some(tls.key_file),
+        ..etcd_config(&etcd)
+    };
+    assert!(config.servers[0].starts_with("https://"));
+    let backend = EtcdBackend::connect(config).await.expect("connect");
+    // etcd may still be starting behind its open port.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let rec = loop {
+        match backend.load().await {
+            Ok(_) => break Recorder::attach(&backend).await.0,
+            Err(e) => assert!(
+                tokio::time::Instant::now() < deadline,
+                "etcd over TLS did not answer within 20s: {e}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let (rev, _) = backend
+        .write(
+            WriteOp::Create {
+                key: "/tls/a".into(),
+                value: bytes::Bytes::from_static(b"v"),
+            },
+            None,
+        )
+        .await
+        .expect("create over TLS");
+    rec.wait_for("/tls/a", rev).await;
+
+    // Without the client certificate etcd refuses the connection.
+    let anonymous = EtcdBackend::connect(EtcdConfig {
+        ca_file: etcd.client_tls().map(|t| t.ca_file.clone()),
+        ..etcd_config(&etcd)
+    })
+    .await
+    .expect("connect");
+    assert!(anonymous.get("/tls/a").await.is_err());
+}

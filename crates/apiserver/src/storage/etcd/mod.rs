@@ -165,7 +165,8 @@ impl EtcdBackend {
             .with_timeout(config.request_timeout)
             .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5))
             .with_keep_alive_while_idle(true);
-        if config.ca_file.is_some() || config.cert_file.is_some() {
+        let https = config.servers.iter().any(|s| s.starts_with("https://"));
+        if https || config.ca_file.is_some() || config.cert_file.is_some() {
             let mut tls = TlsOptions::new();
             if let Some(ca) = &config.ca_file {
                 tls = tls.ca_certificate(Certificate::from_pem(read(ca, "--etcd-cafile")?));

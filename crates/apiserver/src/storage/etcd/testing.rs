@@ -40,11 +40,13 @@ struct Member {
     peer_port: u16,
     data_dir: PathBuf,
     child: Option<Child>,
+    tls: bool,
 }
 
 impl Member {
     fn client_url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.client_port)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", self.client_port)
     }
 
     fn peer_url(&self) -> String {
@@ -52,11 +54,63 @@ impl Member {
     }
 }
 
+/// Files of a TLS-serving test etcd: its CA, and a client certificate and key it accepts.
+#[derive(Clone, Debug)]
+pub struct ClientTls {
+    /// CA that signed the server's and the client's certificates (`--etcd-cafile`).
+    pub ca_file: PathBuf,
+    /// Client certificate (`--etcd-certfile`).
+    pub cert_file: PathBuf,
+    /// Client key (`--etcd-keyfile`).
+    pub key_file: PathBuf,
+    server_cert: PathBuf,
+    server_key: PathBuf,
+}
+
 /// A running etcd cluster of one or more members (a real quorum with three).
 pub struct EtcdProcess {
     binary: PathBuf,
     members: Vec<Member>,
+    tls: Option<ClientTls>,
     _dir: tempfile::TempDir,
+}
+
+/// Writes a CA, a serving certificate for 127.0.0.1 and a client certificate into `dir`.
+fn write_tls(dir: &Path) -> ClientTls {
+    use rcgen::{
+        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    };
+    let ca_key = KeyPair::generate().expect("CA key");
+    let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+    ca.distinguished_name
+        .push(DnType::CommonName, "rkcm-test-etcd-ca");
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_cert = ca.self_signed(&ca_key).expect("CA certificate");
+    let issuer = Issuer::new(ca, ca_key);
+    let leaf = |name: &str, usage: ExtendedKeyUsagePurpose| {
+        let key = KeyPair::generate().expect("key");
+        let mut params =
+            CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
+                .expect("params");
+        params.distinguished_name.push(DnType::CommonName, name);
+        params.extended_key_usages = vec![usage];
+        let cert = params.signed_by(&key, &issuer).expect("certificate");
+        (cert.pem(), key.serialize_pem())
+    };
+    let (server_pem, server_key_pem) = leaf("etcd", ExtendedKeyUsagePurpose::ServerAuth);
+    let (client_pem, client_key_pem) = leaf("rkcm-apiserver", ExtendedKeyUsagePurpose::ClientAuth);
+    let write = |name: &str, pem: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, pem).expect("write TLS file");
+        path
+    };
+    ClientTls {
+        ca_file: write("ca.crt", &ca_cert.pem()),
+        cert_file: write("client.crt", &client_pem),
+        key_file: write("client.key", &client_key_pem),
+        server_cert: write("server.crt", &server_pem),
+        server_key: write("server.key", &server_key_pem),
+    }
 }
 
 impl EtcdProcess {
@@ -70,6 +124,21 @@ impl EtcdProcess {
 
     /// Starts an etcd cluster of `size` members, as [`start_or_skip`](Self::start_or_skip).
     pub fn cluster_or_skip(size: usize) -> Option<Self> {
+        Self::start(size, false)
+    }
+
+    /// Starts a one-member etcd serving clients over TLS that requires client certificates
+    /// (`--client-cert-auth`); [`client_tls`](Self::client_tls) has the files to reach it.
+    pub fn tls_or_skip() -> Option<Self> {
+        Self::start(1, true)
+    }
+
+    /// The client's TLS files, when the cluster serves TLS.
+    pub fn client_tls(&self) -> Option<&ClientTls> {
+        self.tls.as_ref()
+    }
+
+    fn start(size: usize, tls: bool) -> Option<Self> {
         let Some(binary) = etcd_binary() else {
             if std::env::var_os("CI").is_some() {
                 panic!(
@@ -88,11 +157,14 @@ impl EtcdProcess {
                 peer_port: free_port(),
                 data_dir: dir.path().join(format!("m{i}")),
                 child: None,
+                tls,
             })
             .collect();
+        let tls = tls.then(|| write_tls(dir.path()));
         let mut etcd = Self {
             binary,
             members,
+            tls,
             _dir: dir,
         };
         for i in 0..size {
@@ -117,7 +189,18 @@ impl EtcdProcess {
         let m = &mut self.members[i];
         std::fs::create_dir_all(&m.data_dir).expect("etcd data dir");
         let log = std::fs::File::create(m.data_dir.with_extension("log")).expect("etcd log file");
-        let child = Command::new(&self.binary)
+        let mut command = Command::new(&self.binary);
+        if let Some(tls) = &self.tls {
+            command
+                .arg("--cert-file")
+                .arg(&tls.server_cert)
+                .arg("--key-file")
+                .arg(&tls.server_key)
+                .arg("--trusted-ca-file")
+                .arg(&tls.ca_file)
+                .arg("--client-cert-auth");
+        }
+        let child = command
             .arg("--name")
             .arg(&m.name)
             .arg("--data-dir")
@@ -150,8 +233,12 @@ impl EtcdProcess {
                 continue;
             }
             let port = self.members[i].client_port;
+            let tls = self.members[i].tls;
             loop {
-                if healthy(port) {
+                // Over TLS an open port is enough here; clients retry until etcd serves.
+                if (tls && std::net::TcpStream::connect(("127.0.0.1", port)).is_ok())
+                    || healthy(port)
+                {
                     break;
                 }
                 if let Some(child) = self.members[i].child.as_mut() {
