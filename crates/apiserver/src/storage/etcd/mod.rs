@@ -117,13 +117,14 @@ fn read(path: &PathBuf, what: &str) -> Result<Vec<u8>> {
         .map_err(|e| Error::Backend(format!("reading {what} {}: {e}", path.display())))
 }
 
-/// `err` and its causes, `: `-separated ("tcp connect error: Connection refused (os error 111)").
-fn chain(err: &dyn std::error::Error) -> String {
-    let mut out = err.to_string();
-    let mut source = err.source();
+/// `message` followed by the causes from `source` that add something, `: `-separated
+/// ("tcp connect error: Connection refused (os error 111)").
+fn with_causes(message: String, mut source: Option<&(dyn std::error::Error + 'static)>) -> String {
+    let mut out = message;
     while let Some(e) = source {
         let s = e.to_string();
-        if !out.contains(&s) {
+        // tonic wraps causes in "transport error", which says nothing more.
+        if !out.contains(&s) && s != "transport error" {
             out.push_str(": ");
             out.push_str(&s);
         }
@@ -138,7 +139,11 @@ fn etcd_error(servers: &[String], err: etcd_client::Error) -> Error {
     let servers = servers.join(",");
     match err {
         E::GRpcStatus(status) => {
-            let message = format!("etcd at {servers}: {}", chain(&status));
+            let cause = with_causes(
+                status.message().to_string(),
+                std::error::Error::source(&status),
+            );
+            let message = format!("etcd at {servers}: {cause}");
             match status.code() {
                 tonic::Code::Unavailable | tonic::Code::Cancelled | tonic::Code::Unknown => {
                     Error::Unavailable(message)
@@ -147,8 +152,14 @@ fn etcd_error(servers: &[String], err: etcd_client::Error) -> Error {
                 _ => Error::Backend(message),
             }
         }
-        E::TransportError(e) => Error::Unavailable(format!("etcd at {servers}: {}", chain(&e))),
-        E::IoError(e) => Error::Unavailable(format!("etcd at {servers}: {}", chain(&e))),
+        E::TransportError(e) => Error::Unavailable(format!(
+            "etcd at {servers}: {}",
+            with_causes(e.to_string(), std::error::Error::source(&e))
+        )),
+        E::IoError(e) => Error::Unavailable(format!(
+            "etcd at {servers}: {}",
+            with_causes(e.to_string(), std::error::Error::source(&e))
+        )),
         other => Error::Backend(format!("etcd at {servers}: {other}")),
     }
 }

@@ -73,11 +73,11 @@ pub(super) async fn run(
                 tracing::warn!(revision = last, reason, "etcd canceled the watch")
             }
             Err(Stop::Failed(e)) => {
+                let e = super::etcd_error(&config.servers, e);
                 if down_since.is_none() {
                     down_since = Some(tokio::time::Instant::now());
                     tracing::warn!(
                         revision = last,
-                        servers = config.servers.join(","),
                         error = %e,
                         "the etcd watch failed; retrying"
                     );
