@@ -208,7 +208,14 @@ pub async fn the_sink_sees_every_write_in_order_before_it_resolves(h: &dyn Harne
     let mut revisions = Vec::new();
     for i in 0..20 {
         let key = format!("/s/{i}");
-        let (rev, _) = b.write(create(&key, "v"), None).await.expect("create");
+        // Half the writes come with their value already decoded, as the store passes it.
+        let json = serde_json::json!({ "i": i });
+        let decoded = (i % 2 == 0).then(|| json.clone());
+        let bytes = json.to_string();
+        let (rev, _) = b
+            .write(create(&key, &bytes), decoded)
+            .await
+            .expect("create");
         let seen = rec.events();
         let ev = seen
             .iter()
@@ -216,7 +223,15 @@ pub async fn the_sink_sees_every_write_in_order_before_it_resolves(h: &dyn Harne
             .expect("the sink saw the write before it resolved");
         assert_eq!(
             (ev.key.as_str(), ev.value.as_deref()),
-            (&*key, Some(&b"v"[..]))
+            (&*key, Some(bytes.as_bytes()))
+        );
+        if let Some(d) = &ev.decoded {
+            assert_eq!(d, &json, "a decoded value equals the stored bytes");
+        }
+        assert_eq!(
+            ev.decoded.is_some(),
+            i % 2 == 0,
+            "the writer's decoded value reaches the sink, and only it"
         );
         revisions.push(rev);
     }

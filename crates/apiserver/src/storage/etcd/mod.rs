@@ -93,6 +93,20 @@ struct Shared {
     /// Every key the sink holds, with its mod revision: what a relist after a compacted watch
     /// compares against (keys and numbers only, not values).
     known: Mutex<HashMap<String, i64>>,
+    /// Values this server is writing, already decoded by the writer: the watch hands the decoded
+    /// value to the sink with the event whose bytes match, which saves the cache a parse.
+    pending: Mutex<HashMap<String, (Bytes, serde_json::Value)>>,
+}
+
+impl Shared {
+    /// The writer's decoded value for a put of `value` under `key`, if this server wrote it.
+    fn take_decoded(&self, key: &str, value: &Bytes) -> Option<serde_json::Value> {
+        let mut pending = self.pending.lock();
+        match pending.get(key) {
+            Some((bytes, _)) if bytes == value => pending.remove(key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
 }
 
 /// A [`Backend`] on an etcd v3 cluster.
@@ -210,6 +224,7 @@ impl EtcdBackend {
                 sink: Mutex::new(None),
                 applied,
                 known: Mutex::new(HashMap::new()),
+                pending: Mutex::new(HashMap::new()),
             }),
             loaded: Mutex::new(0),
             stop: CancellationToken::new(),
@@ -468,15 +483,35 @@ impl Backend for EtcdBackend {
     async fn write(
         &self,
         op: WriteOp,
-        // The sink is fed by the watch, which decodes the value itself.
-        _decoded: Option<serde_json::Value>,
+        decoded: Option<serde_json::Value>,
     ) -> Result<(i64, Option<KeyValue>)> {
-        let (revision, prev) = self.txn(&op).await?;
         // Without a sink nothing reads through this backend, so there is nothing to wait for.
-        if self.shared.sink.lock().is_some() {
-            self.wait_applied(revision).await?;
+        let has_sink = self.shared.sink.lock().is_some();
+        let written = match (&op, decoded) {
+            (WriteOp::Create { key, value } | WriteOp::Update { key, value, .. }, Some(v))
+                if has_sink =>
+            {
+                self.shared
+                    .pending
+                    .lock()
+                    .insert(key.clone(), (value.clone(), v));
+                Some((key.as_str(), value))
+            }
+            _ => None,
+        };
+        let result = async {
+            let (revision, prev) = self.txn(&op).await?;
+            if has_sink {
+                self.wait_applied(revision).await?;
+            }
+            Ok((revision, prev))
         }
-        Ok((revision, prev))
+        .await;
+        // Normally the watch took it; after a failure it must not linger.
+        if let Some((key, value)) = written {
+            self.shared.take_decoded(key, value);
+        }
+        result
     }
 
     fn current_revision(&self) -> i64 {

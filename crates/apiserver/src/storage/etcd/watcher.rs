@@ -154,9 +154,13 @@ async fn watch_once(
     Ok(())
 }
 
-/// Passes one event to the sink, then lets writers waiting for its revision go.
-pub(super) fn deliver(shared: &Shared, ev: StorageEvent) {
+/// Passes one event to the sink (with the writer's decoded value when this server wrote it),
+/// then lets writers waiting for its revision go.
+pub(super) fn deliver(shared: &Shared, mut ev: StorageEvent) {
     let revision = ev.revision;
+    if let Some(value) = &ev.value {
+        ev.decoded = shared.take_decoded(&ev.key, value);
+    }
     {
         let mut known = shared.known.lock();
         if ev.value.is_some() {
