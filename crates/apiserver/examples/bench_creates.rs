@@ -1,7 +1,11 @@
 //! Benchmark: pod creates/s with concurrent clients (p50/p99 latency), then watch fan-out.
 //!
-//! `cargo run --release -p rkcm-apiserver --example bench_creates -- [--memory] [--creates N]
-//!  [--clients C] [--watchers W] [--watch-events E]`
+//! `cargo run --release -p rkcm-apiserver --example bench_creates -- [--memory | --etcd]
+//!  [--creates N] [--clients C] [--watchers W] [--watch-events E]`
+//!
+//! `--etcd` (built with `--features etcd`) starts a one-member etcd (`/usr/bin/etcd`, or
+//! `$ETCD_BIN`) with its data in a
+//! temporary directory and stores objects there instead of in redb.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -14,6 +18,7 @@ use serde_json::json;
 
 struct Args {
     memory: bool,
+    etcd: bool,
     creates: usize,
     clients: usize,
     watchers: usize,
@@ -23,6 +28,7 @@ struct Args {
 fn parse_args() -> Args {
     let mut a = Args {
         memory: false,
+        etcd: false,
         creates: 20_000,
         clients: 100,
         watchers: 100,
@@ -37,6 +43,7 @@ fn parse_args() -> Args {
         };
         match arg.as_str() {
             "--memory" => a.memory = true,
+            "--etcd" => a.etcd = true,
             "--creates" => a.creates = num("--creates"),
             "--clients" => a.clients = num("--clients"),
             "--watchers" => a.watchers = num("--watchers"),
@@ -111,8 +118,28 @@ async fn create_load(
 async fn main() -> anyhow::Result<()> {
     let args = parse_args();
     let dir = tempfile::tempdir()?;
+    #[cfg(feature = "etcd")]
+    let etcd = if args.etcd {
+        Some(
+            rkcm_apiserver::storage::etcd::testing::EtcdProcess::start_or_skip()
+                .ok_or_else(|| anyhow::anyhow!("--etcd needs an etcd binary"))?,
+        )
+    } else {
+        None
+    };
+    #[cfg(not(feature = "etcd"))]
+    if args.etcd {
+        anyhow::bail!("--etcd needs the etcd feature: --features etcd");
+    }
+    #[cfg(feature = "etcd")]
+    let etcd_config = etcd
+        .as_ref()
+        .map(|e| rkcm_apiserver::storage::EtcdConfig::new(e.endpoints()));
+    #[cfg(not(feature = "etcd"))]
+    let etcd_config = None;
     let config = rkcm_apiserver::Config {
         data_dir: (!args.memory).then(|| dir.path().to_path_buf()),
+        etcd: etcd_config,
         ..rkcm_apiserver::testing::config()
     };
     let server = rkcm_apiserver::testing::start_with(config).await;
@@ -121,6 +148,8 @@ async fn main() -> anyhow::Result<()> {
         "store: {}, clients: {}, cores: {}",
         if args.memory {
             "memory"
+        } else if args.etcd {
+            "etcd (one member, fsync per raft batch)"
         } else {
             "redb (fsync per group commit)"
         },

@@ -15,6 +15,9 @@ pub struct Config {
     /// Where objects, certificates and the admin token live; `None` keeps everything in memory
     /// (tests).
     pub data_dir: Option<PathBuf>,
+    /// Keep objects in etcd (`--etcd-servers` and the other `--etcd-*` flags) instead of the
+    /// data dir's embedded store; certificates and the token stay in the data dir.
+    pub etcd: Option<crate::storage::EtcdConfig>,
     /// Address the server is meant to listen on (the caller binds the listener; this is used for
     /// the certificate's names and the kubeconfig).
     pub bind: SocketAddr,
@@ -60,6 +63,7 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             data_dir: None,
+            etcd: None,
             bind: SocketAddr::from(([127, 0, 0, 1], 6443)),
             tls: true,
             admin_token: None,

@@ -188,6 +188,17 @@ impl ApiError {
         e
     }
 
+    /// 503 ServiceUnavailable: the storage cannot be reached (kube answers the same when etcd is
+    /// down and its client fails fast).
+    pub fn service_unavailable(message: impl Into<String>) -> Self {
+        Self::new(503, "ServiceUnavailable", message)
+    }
+
+    /// 504 Timeout: the storage did not answer within the request's time.
+    pub fn timeout(message: impl Into<String>) -> Self {
+        Self::new(504, "Timeout", message)
+    }
+
     /// 413 RequestEntityTooLarge.
     pub fn too_large() -> Self {
         Self::new(

@@ -27,6 +27,9 @@ use crate::tls::{self, TlsMaterial};
 /// Errors starting or running the server.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// `--etcd-servers` was given to a build without the `etcd` feature.
+    #[error("this build has no etcd support (--etcd-servers): build rkcm with `--features etcd`, which needs protoc (Debian's protobuf-compiler)")]
+    NoEtcd,
     /// The store could not be opened or loaded.
     #[error("opening the store")]
     Storage(#[from] storage::Error),
@@ -80,7 +83,7 @@ pub struct ApiServer {
 }
 
 impl ApiServer {
-    /// Opens the store (redb in `data_dir`, or memory), rebuilds the allocated cluster IPs and
+    /// Opens the store (etcd when configured, else redb in `data_dir`, or memory), rebuilds the allocated cluster IPs and
     /// node ports from the stored Services, prepares certificates and the admin token, and
     /// creates the system namespaces and the `kubernetes` Service.
     pub async fn new(config: Config) -> Result<Self, Error> {
@@ -91,9 +94,13 @@ impl ApiServer {
                 source: e,
             })?;
         }
-        let backend: Arc<dyn Backend> = match dir {
-            Some(d) => Arc::new(RedbBackend::open(&d.join("rkcm.redb"))?),
-            None => Arc::new(MemoryBackend::new()),
+        let backend: Arc<dyn Backend> = match (&config.etcd, dir) {
+            #[cfg(feature = "etcd")]
+            (Some(etcd), _) => Arc::new(storage::etcd::EtcdBackend::connect(etcd.clone()).await?),
+            #[cfg(not(feature = "etcd"))]
+            (Some(_), _) => return Err(Error::NoEtcd),
+            (None, Some(d)) => Arc::new(RedbBackend::open(&d.join("rkcm.redb"))?),
+            (None, None) => Arc::new(MemoryBackend::new()),
         };
         let store = Store::new(backend, config.watch_cache_capacity).await?;
         let admission = Arc::new(Chain::new(&PluginContext {

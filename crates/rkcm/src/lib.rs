@@ -4,6 +4,7 @@ pub mod admission_args;
 pub mod bench;
 pub mod cli;
 pub mod client_identity;
+pub mod etcd_args;
 pub mod identities;
 pub mod logging;
 pub mod manager;

@@ -28,6 +28,10 @@ pub struct UpArgs {
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
 
+    /// Where the API server keeps objects: etcd, or the data dir's embedded store.
+    #[command(flatten)]
+    pub etcd: crate::etcd_args::EtcdArgs,
+
     /// Port the API server listens on (0 picks a free one).
     #[arg(long, default_value_t = 6443)]
     pub port: u16,
@@ -183,8 +187,17 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     let addr = listener.local_addr().context("reading the bound address")?;
     // The simulated nodes' resource usage, served as metrics.k8s.io in place of metrics-server.
     let usage = rkcm_nodesim::UsageSnapshots::new();
+    let etcd = args.etcd.config();
+    if let Some(etcd) = &etcd {
+        eprintln!(
+            "rkcm: objects are kept in etcd at {} under {}",
+            etcd.servers.join(","),
+            etcd.prefix
+        );
+    }
     let server = ApiServer::new(ApiConfig {
         data_dir: Some(data_dir.clone()),
+        etcd,
         bind: addr,
         service_cluster_ip_range: args.service_cluster_ip_range,
         service_node_port_range: args.service_node_port_range,

@@ -89,7 +89,7 @@ pub fn router(state: SharedState) -> Router {
         .route("/version/", get(discovery::version))
         .route("/healthz", get(health))
         .route("/livez", get(health))
-        .route("/readyz", get(health))
+        .route("/readyz", get(readyz))
         .route("/api", get(discovery::api))
         .route("/api/", get(discovery::api))
         .route("/api/v1", get(discovery::core_v1))
@@ -126,6 +126,33 @@ pub fn router(state: SharedState) -> Router {
 
 async fn health() -> &'static str {
     "ok"
+}
+
+/// kube-apiserver's `--etcd-readycheck-timeout` default.
+const STORAGE_READY_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// `/readyz`: ready while the store answers a read, as kube-apiserver's `etcd` readiness check
+/// (so a load balancer in front of several API servers skips one that lost its etcd).
+async fn readyz(State(state): State<SharedState>) -> Response {
+    match tokio::time::timeout(STORAGE_READY_TIMEOUT, state.store.check_health()).await {
+        Ok(Ok(())) => "ok".into_response(),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "readyz: the storage check failed");
+            not_ready()
+        }
+        Err(_) => {
+            tracing::warn!("readyz: the storage did not answer within 2s");
+            not_ready()
+        }
+    }
+}
+
+fn not_ready() -> Response {
+    (
+        http::StatusCode::INTERNAL_SERVER_ERROR,
+        "[-]etcd failed: reason withheld\nreadyz check failed\n",
+    )
+        .into_response()
 }
 
 /// `/.well-known/openid-configuration`.

@@ -36,5 +36,7 @@ pub fn storage_error(info: &ResourceInfo, name: &str, err: storage::Error) -> Ap
         storage::Error::NotFound(_) => ApiError::not_found(info, name),
         storage::Error::Conflict { .. } => ApiError::conflict(info, name),
         storage::Error::Backend(e) => ApiError::internal("storage write failed", e),
+        err @ storage::Error::Unavailable(_) => ApiError::service_unavailable(err.to_string()),
+        err @ storage::Error::Timeout(_) => ApiError::timeout(err.to_string()),
     }
 }

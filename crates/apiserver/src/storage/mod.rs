@@ -6,6 +6,13 @@
 //! `resourceVersion`. Backends report every committed write, in revision order, to an [`EventSink`]
 //! before acknowledging it, so a cache fed by the sink reflects each write its writer has seen.
 
+pub mod conformance;
+#[cfg(feature = "etcd")]
+pub mod etcd;
+mod etcd_config;
+pub use etcd_config::{
+    EtcdConfig, DEFAULT_COMPACTION_INTERVAL, DEFAULT_PREFIX, DEFAULT_REQUEST_TIMEOUT,
+};
 pub mod memory;
 pub mod redb;
 
@@ -35,6 +42,12 @@ pub enum Error {
     /// The backend failed (disk, database); the write may not have happened.
     #[error("storage backend failed: {0}")]
     Backend(String),
+    /// The backend cannot be reached (etcd down or partitioned); the write may not have happened.
+    #[error("storage is unavailable: {0}")]
+    Unavailable(String),
+    /// The backend did not answer in time; the write may or may not have happened.
+    #[error("storage did not answer in time: {0}")]
+    Timeout(String),
 }
 
 /// Result of storage calls.

@@ -127,13 +127,14 @@ pub(crate) async fn apply(
             }
             Err(e) => return Err(e),
         };
+        let live = current.value();
         let mut applied = fm
-            .apply(Some(&current.value), &patch, manager, force, now)
+            .apply(Some(&live), &patch, manager, force, now)
             .map_err(apply_error)?;
         if target == UpdateTarget::Main {
             req.check_escalation(name, &applied)?;
         }
-        let pinned = pin_resource_version(&mut applied, &current.value, current.revision);
+        let pinned = pin_resource_version(&mut applied, &live, current.revision);
         let updated = rest::update(
             req.store(),
             req.allocators(),

@@ -1,0 +1,97 @@
+//! The storage conformance list (`storage::conformance`) run against every backend: in memory,
+//! redb, and etcd (a throwaway `etcd` process per test; with the `etcd` feature).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rkcm_apiserver::storage::conformance::Harness;
+#[cfg(feature = "etcd")]
+use rkcm_apiserver::storage::etcd::testing::EtcdProcess;
+#[cfg(feature = "etcd")]
+use rkcm_apiserver::storage::etcd::{EtcdBackend, EtcdConfig};
+use rkcm_apiserver::storage::memory::MemoryBackend;
+use rkcm_apiserver::storage::redb::RedbBackend;
+use rkcm_apiserver::storage::Backend;
+
+struct Memory;
+
+#[async_trait::async_trait]
+impl Harness for Memory {
+    async fn open(&self) -> Arc<dyn Backend> {
+        Arc::new(MemoryBackend::new())
+    }
+    fn durable(&self) -> bool {
+        false
+    }
+    fn shared(&self) -> bool {
+        false
+    }
+}
+
+struct Redb {
+    dir: tempfile::TempDir,
+}
+
+#[async_trait::async_trait]
+impl Harness for Redb {
+    async fn open(&self) -> Arc<dyn Backend> {
+        let path = self.dir.path().join("db.redb");
+        // A dropped backend's writer thread holds the file until it sees its channel close.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            match RedbBackend::open(&path) {
+                Ok(b) => return Arc::new(b),
+                Err(e) if tokio::time::Instant::now() < deadline => {
+                    let _ = e;
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                Err(e) => panic!("reopen {}: {e}", path.display()),
+            }
+        }
+    }
+    fn durable(&self) -> bool {
+        true
+    }
+    fn shared(&self) -> bool {
+        false
+    }
+}
+
+#[cfg(feature = "etcd")]
+struct Etcd {
+    etcd: EtcdProcess,
+}
+
+#[cfg(feature = "etcd")]
+#[async_trait::async_trait]
+impl Harness for Etcd {
+    async fn open(&self) -> Arc<dyn Backend> {
+        let mut config = EtcdConfig::new(self.etcd.endpoints());
+        config.request_timeout = Duration::from_secs(10);
+        Arc::new(EtcdBackend::connect(config).await.expect("connect to etcd"))
+    }
+    fn durable(&self) -> bool {
+        true
+    }
+    fn shared(&self) -> bool {
+        true
+    }
+}
+
+mod memory {
+    rkcm_apiserver::storage_conformance_tests!(Some(super::Memory));
+}
+
+mod redb {
+    rkcm_apiserver::storage_conformance_tests!(Some(super::Redb {
+        dir: tempfile::tempdir().expect("tempdir"),
+    }));
+}
+
+#[cfg(feature = "etcd")]
+mod etcd {
+    rkcm_apiserver::storage_conformance_tests!(
+        rkcm_apiserver::storage::etcd::testing::EtcdProcess::start_or_skip()
+            .map(|etcd| super::Etcd { etcd })
+    );
+}
