@@ -4,6 +4,7 @@
 
 pub mod catalog;
 pub mod cron;
+pub mod custom_resources;
 pub mod duration;
 pub mod keyutil;
 pub mod openapi;
