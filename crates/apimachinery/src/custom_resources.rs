@@ -159,11 +159,17 @@ pub fn all() -> Vec<&'static ResourceInfo> {
 
 /// Whether `info` is an entry of this overlay (served now or in the past).
 pub fn is_custom(info: &ResourceInfo) -> bool {
+    interned_entry(info).is_some()
+}
+
+/// The overlay's entry at the address of `info`, if `info` is one (served now or in the past).
+pub fn interned_entry(info: &ResourceInfo) -> Option<&'static ResourceInfo> {
     interned()
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .iter()
-        .any(|r| std::ptr::eq(*r, info))
+        .find(|r| std::ptr::eq(**r, info))
+        .copied()
 }
 
 pub(crate) fn by_plural(group: &str, version: &str, plural: &str) -> Option<&'static ResourceInfo> {

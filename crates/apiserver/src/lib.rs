@@ -18,6 +18,7 @@ pub mod apiservices;
 pub mod auth;
 pub mod component_status;
 pub mod config;
+pub mod crd;
 pub mod default_service_cidr;
 pub mod error;
 pub mod flowcontrol_bootstrap;

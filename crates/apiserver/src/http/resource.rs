@@ -87,11 +87,6 @@ pub(crate) async fn dispatch(
         }
         return binding::bind_collection(state, ns, headers, &params, body).await;
     }
-    if crate::http::no_crds::is_crd_list(method, uri.path()) {
-        return Ok(crate::http::no_crds::empty_list(
-            state.store.cache().revision(),
-        ));
-    }
     let path = path::parse(uri.path()).ok_or_else(ApiError::no_route)?;
     if let Some(conversion) = crate::http::converted::conversion(path.info) {
         return Box::pin(crate::http::converted::serve(
