@@ -289,6 +289,15 @@ async fn a_crd_is_established_and_its_custom_resources_are_served() {
     let beta = json(&server, "GET", &format!("/apis/{group}/v1beta1/namespaces/default/widgets"), None).await;
     assert_eq!(beta.status, 200, "{}", beta.body);
     assert_eq!(names(&beta).len(), 2);
+    let beta_item = json(&server, "GET", &format!("/apis/{group}/v1beta1/namespaces/default/widgets/w1"), None).await;
+    assert_eq!(beta_item.body["apiVersion"], format!("{group}/v1beta1"), "None conversion rewrites apiVersion");
+    let beta_created = json(&server, "POST", &format!("/apis/{group}/v1beta1/namespaces/default/widgets"), Some(json!({
+        "apiVersion": format!("{group}/v1beta1"), "kind": "Widget", "metadata": {"name": "w5"}, "spec": {"size": 1}
+    }))).await;
+    assert_eq!(beta_created.status, 201, "{}", beta_created.body);
+    assert_eq!(beta_created.body["apiVersion"], format!("{group}/v1beta1"));
+    let stored = json(&server, "GET", &format!("{widgets}/w5"), None).await;
+    assert_eq!(stored.body["apiVersion"], format!("{group}/v1"));
 
     // Deleting the CRD deletes its objects, then the CRD, and the kind leaves discovery.
     let deleted = json(&server, "DELETE", &format!("{CRDS}/{name}"), None).await;

@@ -44,6 +44,24 @@ pub struct ServedVersion {
     pub scale: Option<ScalePaths>,
     /// `deprecationWarning` (or kube's default message) when the version is deprecated.
     pub deprecation_warning: Option<String>,
+    /// The catalog entry of the CRD's storage version, when it is served.
+    pub storage: Option<&'static ResourceInfo>,
+}
+
+/// The conversion of a custom resource served in a version other than its storage version:
+/// kube's `None` strategy, which changes only `apiVersion`.
+pub fn conversion(info: &'static ResourceInfo) -> Option<crate::http::converted::Conversion> {
+    let served = lookup(info)?;
+    let storage = served.storage?;
+    if std::ptr::eq(storage, info) {
+        return None;
+    }
+    Some(crate::http::converted::Conversion {
+        served: info,
+        storage,
+        to_storage: Value::clone,
+        from_storage: Value::clone,
+    })
 }
 
 static SERVED: RwLock<Vec<(u64, Arc<ServedVersion>)>> = RwLock::new(Vec::new());
@@ -91,7 +109,7 @@ pub fn versions_of(crd: &CustomResourceDefinition) -> Vec<ServedVersion> {
     let mut versions: Vec<&CustomResourceDefinitionVersion> =
         crd.spec.versions.iter().filter(|v| v.served).collect();
     versions.sort_by(|a, b| compare_kube_aware(&a.name, &b.name));
-    versions
+    let mut out: Vec<ServedVersion> = versions
         .into_iter()
         .map(|v| {
             let subresources = v.subresources.as_ref();
@@ -142,9 +160,21 @@ pub fn versions_of(crd: &CustomResourceDefinition) -> Vec<ServedVersion> {
                     label_selector: s.label_selector_path.clone(),
                 }),
                 deprecation_warning,
+                storage: None,
             }
         })
-        .collect()
+        .collect();
+    let storage = crd
+        .spec
+        .versions
+        .iter()
+        .find(|v| v.storage)
+        .and_then(|s| out.iter().find(|v| v.info.version == s.name))
+        .map(|v| v.info);
+    for v in &mut out {
+        v.storage = storage;
+    }
+    out
 }
 
 /// kube's `version.CompareKubeAwareVersionStrings` as an ordering (higher priority first):
