@@ -1,7 +1,7 @@
 //! End to end: a CustomResourceDefinition driven with kubectl on `rkcm up` — established, listed
 //! by `api-resources`, explained, its objects created with printer columns, validated (422 with
 //! the field path), pruned of unknown fields, written through `/status` and `/scale`, found
-//! through the garbage collector's and namespace controller's discovery, and deleted with the
+//! by the garbage collector and the namespace controller through discovery, and deleted with the
 //! CRD.
 
 mod common;
@@ -124,6 +124,19 @@ fn a_crd_and_its_objects_with_kubectl() {
     cluster.kubectl(&["delete", "ct", "extra"]);
     cluster.eventually("the garbage collector deletes the dependent", MINUTE, || {
         let out = cluster.kubectl_output(&["get", "ct", "dependent"]);
+        (!out.status.success()).then_some(())
+    });
+
+    // The namespace controller finds them through discovery too: deleting a namespace deletes
+    // its custom resources, then the namespace.
+    cluster.kubectl(&["create", "namespace", "team-a"]);
+    let mut in_team = crontab("hourly", json!({"cronSpec": "0 * * * *"}));
+    in_team["metadata"]["namespace"] = json!("team-a");
+    let in_team = write(dir.path(), "team.json", &in_team);
+    cluster.kubectl(&["apply", "-f", &in_team]);
+    cluster.kubectl(&["delete", "namespace", "team-a", "--wait=false"]);
+    cluster.eventually("the namespace and its CronTab are gone", MINUTE, || {
+        let out = cluster.kubectl_output(&["get", "namespace", "team-a"]);
         (!out.status.success()).then_some(())
     });
 
