@@ -55,7 +55,15 @@ async fn call(
 }
 
 async fn json(server: &TestServer, method: &str, path: &str, body: Option<Value>) -> Answer {
-    call(server, method, path, "application/json", "application/json", body).await
+    call(
+        server,
+        method,
+        path,
+        "application/json",
+        "application/json",
+        body,
+    )
+    .await
 }
 
 async fn merge(server: &TestServer, path: &str, body: Value) -> Answer {
@@ -123,12 +131,10 @@ fn widgets_crd(group: &str) -> Value {
 
 async fn established(server: &TestServer, name: &str) -> bool {
     let a = json(server, "GET", &format!("{CRDS}/{name}"), None).await;
-    a.body["status"]["conditions"]
-        .as_array()
-        .is_some_and(|c| {
-            c.iter()
-                .any(|c| c["type"] == "Established" && c["status"] == "True")
-        })
+    a.body["status"]["conditions"].as_array().is_some_and(|c| {
+        c.iter()
+            .any(|c| c["type"] == "Established" && c["status"] == "True")
+    })
 }
 
 #[tokio::test]
@@ -143,113 +149,251 @@ async fn a_crd_is_established_and_its_custom_resources_are_served() {
     eventually("the CRD is established", || established(&server, &name)).await;
     let crd = json(&server, "GET", &format!("{CRDS}/{name}"), None).await;
     assert_eq!(crd.body["status"]["acceptedNames"]["kind"], "Widget");
-    assert_eq!(crd.body["status"]["acceptedNames"]["shortNames"], json!(["wd"]));
+    assert_eq!(
+        crd.body["status"]["acceptedNames"]["shortNames"],
+        json!(["wd"])
+    );
 
     // CRD table: the default columns.
-    let table = call(&server, "GET", CRDS, "application/json",
-        "application/json;as=Table;v=v1;g=meta.k8s.io", None).await;
-    let cols: Vec<&str> = table.body["columnDefinitions"].as_array().expect("columns")
-        .iter().filter_map(|c| c["name"].as_str()).collect();
+    let table = call(
+        &server,
+        "GET",
+        CRDS,
+        "application/json",
+        "application/json;as=Table;v=v1;g=meta.k8s.io",
+        None,
+    )
+    .await;
+    let cols: Vec<&str> = table.body["columnDefinitions"]
+        .as_array()
+        .expect("columns")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
     assert_eq!(cols, ["Name", "Created At"]);
 
     // Discovery, legacy and aggregated.
     let apis = json(&server, "GET", "/apis", None).await;
-    let group_entry = apis.body["groups"].as_array().expect("groups").iter()
-        .find(|g| g["name"] == group).cloned().expect("group listed");
+    let group_entry = apis.body["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .find(|g| g["name"] == group)
+        .cloned()
+        .expect("group listed");
     assert_eq!(group_entry["preferredVersion"]["version"], "v1");
     let v1 = json(&server, "GET", &format!("/apis/{group}/v1"), None).await;
     let resources = v1.body["resources"].as_array().expect("resources");
-    let widgets = resources.iter().find(|r| r["name"] == "widgets").expect("widgets");
+    let widgets = resources
+        .iter()
+        .find(|r| r["name"] == "widgets")
+        .expect("widgets");
     assert_eq!(widgets["shortNames"], json!(["wd"]));
     assert_eq!(widgets["categories"], json!(["all"]));
     assert_eq!(widgets["namespaced"], true);
-    assert!(resources.iter().any(|r| r["name"] == "widgets/scale" && r["kind"] == "Scale"));
+    assert!(resources
+        .iter()
+        .any(|r| r["name"] == "widgets/scale" && r["kind"] == "Scale"));
     assert!(resources.iter().any(|r| r["name"] == "widgets/status"));
-    let aggregated = call(&server, "GET", "/apis", "application/json",
-        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList", None).await;
-    assert!(aggregated.body["items"].as_array().expect("items").iter()
+    let aggregated = call(
+        &server,
+        "GET",
+        "/apis",
+        "application/json",
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+        None,
+    )
+    .await;
+    assert!(aggregated.body["items"]
+        .as_array()
+        .expect("items")
+        .iter()
         .any(|g| g["metadata"]["name"] == group));
 
     // OpenAPI v3: the index lists the group version, whose document has the kind.
     let index = json(&server, "GET", "/openapi/v3", None).await;
     let url = index.body["paths"][format!("apis/{group}/v1")]["serverRelativeURL"]
-        .as_str().expect("listed in the index").to_string();
+        .as_str()
+        .expect("listed in the index")
+        .to_string();
     let doc = json(&server, "GET", &url, None).await;
     assert_eq!(doc.status, 200);
     let schema = &doc.body["components"]["schemas"]["com.example.serve.v1.Widget"];
-    assert_eq!(schema["x-kubernetes-group-version-kind"][0]["kind"], "Widget");
-    assert!(doc.body["components"]["schemas"]["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"].is_object());
-    let patch_params = doc.body["paths"][format!("/apis/{group}/v1/namespaces/{{namespace}}/widgets/{{name}}")]["patch"]["parameters"]
-        .as_array().expect("patch operation").clone();
+    assert_eq!(
+        schema["x-kubernetes-group-version-kind"][0]["kind"],
+        "Widget"
+    );
+    assert!(
+        doc.body["components"]["schemas"]["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"]
+            .is_object()
+    );
+    let patch_params = doc.body["paths"]
+        [format!("/apis/{group}/v1/namespaces/{{namespace}}/widgets/{{name}}")]["patch"]
+        ["parameters"]
+        .as_array()
+        .expect("patch operation")
+        .clone();
     assert!(patch_params.iter().any(|p| p["name"] == "fieldValidation"));
 
     // Create: unknown fields pruned with a warning, defaults applied.
     let widgets = "/apis/serve.example.com/v1/namespaces/default/widgets";
-    let w = json(&server, "POST", widgets, Some(json!({
-        "apiVersion": format!("{group}/v1"), "kind": "Widget",
-        "metadata": {"name": "w1", "labels": {"tier": "front"}},
-        "spec": {"size": 2, "extra": true, "replicas": 1},
-        "status": {"replicas": 9}
-    }))).await;
+    let w = json(
+        &server,
+        "POST",
+        widgets,
+        Some(json!({
+            "apiVersion": format!("{group}/v1"), "kind": "Widget",
+            "metadata": {"name": "w1", "labels": {"tier": "front"}},
+            "spec": {"size": 2, "extra": true, "replicas": 1},
+            "status": {"replicas": 9}
+        })),
+    )
+    .await;
     assert_eq!(w.status, 201, "{}", w.body);
-    assert!(w.warnings.iter().any(|x| x.contains("unknown field") && x.contains("spec.extra")), "{:?}", w.warnings);
-    assert_eq!(w.body["spec"], json!({"size": 2, "color": "blue", "replicas": 1}));
+    assert!(
+        w.warnings
+            .iter()
+            .any(|x| x.contains("unknown field") && x.contains("spec.extra")),
+        "{:?}",
+        w.warnings
+    );
+    assert_eq!(
+        w.body["spec"],
+        json!({"size": 2, "color": "blue", "replicas": 1})
+    );
     assert_eq!(w.body["metadata"]["generation"], 1);
-    assert_eq!(w.body["status"], json!({}), "status is set through /status only");
+    assert_eq!(
+        w.body["status"],
+        json!({}),
+        "status is set through /status only"
+    );
 
     // Strict field validation refuses unknown fields.
-    let strict = json(&server, "POST", &format!("{widgets}?fieldValidation=Strict"), Some(json!({
-        "apiVersion": format!("{group}/v1"), "kind": "Widget",
-        "metadata": {"name": "w2"}, "spec": {"size": 2, "extra": true}
-    }))).await;
+    let strict = json(
+        &server,
+        "POST",
+        &format!("{widgets}?fieldValidation=Strict"),
+        Some(json!({
+            "apiVersion": format!("{group}/v1"), "kind": "Widget",
+            "metadata": {"name": "w2"}, "spec": {"size": 2, "extra": true}
+        })),
+    )
+    .await;
     assert_eq!(strict.status, 400, "{}", strict.body);
-    assert!(strict.body["message"].as_str().unwrap_or("").contains("unknown field \"spec.extra\""));
+    assert!(strict.body["message"]
+        .as_str()
+        .unwrap_or("")
+        .contains("unknown field \"spec.extra\""));
 
     // Invalid objects: 422 naming the field.
-    let invalid = json(&server, "POST", widgets, Some(json!({
-        "apiVersion": format!("{group}/v1"), "kind": "Widget",
-        "metadata": {"name": "w3"}, "spec": {"size": 0}
-    }))).await;
+    let invalid = json(
+        &server,
+        "POST",
+        widgets,
+        Some(json!({
+            "apiVersion": format!("{group}/v1"), "kind": "Widget",
+            "metadata": {"name": "w3"}, "spec": {"size": 0}
+        })),
+    )
+    .await;
     assert_eq!(invalid.status, 422, "{}", invalid.body);
     assert_eq!(invalid.body["reason"], "Invalid");
     assert_eq!(invalid.body["details"]["causes"][0]["field"], "spec.size");
-    let wrong_type = json(&server, "POST", widgets, Some(json!({
-        "apiVersion": format!("{group}/v1"), "kind": "Widget",
-        "metadata": {"name": "w3"}, "spec": {"size": "big"}
-    }))).await;
+    let wrong_type = json(
+        &server,
+        "POST",
+        widgets,
+        Some(json!({
+            "apiVersion": format!("{group}/v1"), "kind": "Widget",
+            "metadata": {"name": "w3"}, "spec": {"size": "big"}
+        })),
+    )
+    .await;
     assert_eq!(wrong_type.status, 422, "{}", wrong_type.body);
-    assert_eq!(wrong_type.body["details"]["causes"][0]["reason"], "FieldValueTypeInvalid");
+    assert_eq!(
+        wrong_type.body["details"]["causes"][0]["reason"],
+        "FieldValueTypeInvalid"
+    );
 
     // A second object in another color, and the v1beta1 version (no schema of its own).
-    let other = json(&server, "POST", widgets, Some(json!({
-        "apiVersion": format!("{group}/v1"), "kind": "Widget",
-        "metadata": {"name": "w4"}, "spec": {"size": 5, "color": "red"}
-    }))).await;
+    let other = json(
+        &server,
+        "POST",
+        widgets,
+        Some(json!({
+            "apiVersion": format!("{group}/v1"), "kind": "Widget",
+            "metadata": {"name": "w4"}, "spec": {"size": 5, "color": "red"}
+        })),
+    )
+    .await;
     assert_eq!(other.status, 201, "{}", other.body);
 
     // Selectors: labels, metadata.name, selectable fields; unknown fields refused.
     let names = |a: &Answer| -> Vec<String> {
-        a.body["items"].as_array().map(|i| i.iter()
-            .filter_map(|o| o["metadata"]["name"].as_str().map(str::to_string)).collect())
+        a.body["items"]
+            .as_array()
+            .map(|i| {
+                i.iter()
+                    .filter_map(|o| o["metadata"]["name"].as_str().map(str::to_string))
+                    .collect()
+            })
             .unwrap_or_default()
     };
-    let by_color = json(&server, "GET", &format!("{widgets}?fieldSelector=spec.color%3Dred"), None).await;
+    let by_color = json(
+        &server,
+        "GET",
+        &format!("{widgets}?fieldSelector=spec.color%3Dred"),
+        None,
+    )
+    .await;
     assert_eq!(names(&by_color), ["w4"], "{}", by_color.body);
-    let by_name = json(&server, "GET", &format!("{widgets}?fieldSelector=metadata.name%3Dw1"), None).await;
+    let by_name = json(
+        &server,
+        "GET",
+        &format!("{widgets}?fieldSelector=metadata.name%3Dw1"),
+        None,
+    )
+    .await;
     assert_eq!(names(&by_name), ["w1"]);
-    let by_label = json(&server, "GET", &format!("{widgets}?labelSelector=tier%3Dfront"), None).await;
+    let by_label = json(
+        &server,
+        "GET",
+        &format!("{widgets}?labelSelector=tier%3Dfront"),
+        None,
+    )
+    .await;
     assert_eq!(names(&by_label), ["w1"]);
-    let bad_field = json(&server, "GET", &format!("{widgets}?fieldSelector=spec.size%3D2"), None).await;
+    let bad_field = json(
+        &server,
+        "GET",
+        &format!("{widgets}?fieldSelector=spec.size%3D2"),
+        None,
+    )
+    .await;
     assert_eq!(bad_field.status, 400, "{}", bad_field.body);
 
     // Table with the printer columns.
-    let table = call(&server, "GET", widgets, "application/json",
-        "application/json;as=Table;v=v1;g=meta.k8s.io", None).await;
-    let cols: Vec<&str> = table.body["columnDefinitions"].as_array().expect("columns")
-        .iter().filter_map(|c| c["name"].as_str()).collect();
+    let table = call(
+        &server,
+        "GET",
+        widgets,
+        "application/json",
+        "application/json;as=Table;v=v1;g=meta.k8s.io",
+        None,
+    )
+    .await;
+    let cols: Vec<&str> = table.body["columnDefinitions"]
+        .as_array()
+        .expect("columns")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
     assert_eq!(cols, ["Name", "Size", "Age"]);
     assert_eq!(table.body["rows"][0]["cells"][1], 2);
-    assert_eq!(table.body["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+    assert_eq!(
+        table.body["rows"][0]["object"]["kind"],
+        "PartialObjectMetadata"
+    );
 
     // Patches: merge and JSON patch apply; strategic merge is refused as kube refuses it.
     let item = format!("{widgets}/w1");
@@ -257,19 +401,37 @@ async fn a_crd_is_established_and_its_custom_resources_are_served() {
     assert_eq!(merged.status, 200, "{}", merged.body);
     assert_eq!(merged.body["spec"]["size"], 3);
     assert_eq!(merged.body["metadata"]["generation"], 2);
-    let json_patch = call(&server, "PATCH", &item, "application/json-patch+json", "application/json",
-        Some(json!([{"op": "replace", "path": "/spec/color", "value": "green"}]))).await;
+    let json_patch = call(
+        &server,
+        "PATCH",
+        &item,
+        "application/json-patch+json",
+        "application/json",
+        Some(json!([{"op": "replace", "path": "/spec/color", "value": "green"}])),
+    )
+    .await;
     assert_eq!(json_patch.status, 200, "{}", json_patch.body);
     assert_eq!(json_patch.body["spec"]["color"], "green");
-    let smp = call(&server, "PATCH", &item, "application/strategic-merge-patch+json", "application/json",
-        Some(json!({"spec": {"size": 4}}))).await;
+    let smp = call(
+        &server,
+        "PATCH",
+        &item,
+        "application/strategic-merge-patch+json",
+        "application/json",
+        Some(json!({"spec": {"size": 4}})),
+    )
+    .await;
     assert_eq!(smp.status, 415, "{}", smp.body);
     let bad_update = merge(&server, &item, json!({"spec": {"size": -1}})).await;
     assert_eq!(bad_update.status, 422, "{}", bad_update.body);
 
     // Status subresource: status writes through /status; the spec is kept.
-    let status = merge(&server, &format!("{item}/status"),
-        json!({"spec": {"size": 100}, "status": {"replicas": 1, "selector": "tier=front"}})).await;
+    let status = merge(
+        &server,
+        &format!("{item}/status"),
+        json!({"spec": {"size": 100}, "status": {"replicas": 1, "selector": "tier=front"}}),
+    )
+    .await;
     assert_eq!(status.status, 200, "{}", status.body);
     assert_eq!(status.body["status"]["replicas"], 1);
     assert_eq!(status.body["spec"]["size"], 3);
@@ -280,17 +442,38 @@ async fn a_crd_is_established_and_its_custom_resources_are_served() {
     assert_eq!(scale.body["kind"], "Scale");
     assert_eq!(scale.body["spec"]["replicas"], 1);
     assert_eq!(scale.body["status"]["selector"], "tier=front");
-    let scaled = merge(&server, &format!("{item}/scale"), json!({"spec": {"replicas": 4}})).await;
+    let scaled = merge(
+        &server,
+        &format!("{item}/scale"),
+        json!({"spec": {"replicas": 4}}),
+    )
+    .await;
     assert_eq!(scaled.status, 200, "{}", scaled.body);
     let after = json(&server, "GET", &item, None).await;
     assert_eq!(after.body["spec"]["replicas"], 4);
 
     // Another served version of the same objects.
-    let beta = json(&server, "GET", &format!("/apis/{group}/v1beta1/namespaces/default/widgets"), None).await;
+    let beta = json(
+        &server,
+        "GET",
+        &format!("/apis/{group}/v1beta1/namespaces/default/widgets"),
+        None,
+    )
+    .await;
     assert_eq!(beta.status, 200, "{}", beta.body);
     assert_eq!(names(&beta).len(), 2);
-    let beta_item = json(&server, "GET", &format!("/apis/{group}/v1beta1/namespaces/default/widgets/w1"), None).await;
-    assert_eq!(beta_item.body["apiVersion"], format!("{group}/v1beta1"), "None conversion rewrites apiVersion");
+    let beta_item = json(
+        &server,
+        "GET",
+        &format!("/apis/{group}/v1beta1/namespaces/default/widgets/w1"),
+        None,
+    )
+    .await;
+    assert_eq!(
+        beta_item.body["apiVersion"],
+        format!("{group}/v1beta1"),
+        "None conversion rewrites apiVersion"
+    );
     let beta_created = json(&server, "POST", &format!("/apis/{group}/v1beta1/namespaces/default/widgets"), Some(json!({
         "apiVersion": format!("{group}/v1beta1"), "kind": "Widget", "metadata": {"name": "w5"}, "spec": {"size": 1}
     }))).await;
@@ -303,17 +486,32 @@ async fn a_crd_is_established_and_its_custom_resources_are_served() {
     let deleted = json(&server, "DELETE", &format!("{CRDS}/{name}"), None).await;
     assert_eq!(deleted.status, 200, "{}", deleted.body);
     eventually("the CRD and its objects are gone", || async {
-        json(&server, "GET", &format!("{CRDS}/{name}"), None).await.status == 404
-    }).await;
+        json(&server, "GET", &format!("{CRDS}/{name}"), None)
+            .await
+            .status
+            == 404
+    })
+    .await;
     let gone = json(&server, "GET", &format!("/apis/{group}/v1"), None).await;
     assert_eq!(gone.status, 404);
     let listed = json(&server, "GET", "/apis", None).await;
-    assert!(!listed.body["groups"].as_array().expect("groups").iter().any(|g| g["name"] == group));
+    assert!(!listed.body["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .any(|g| g["name"] == group));
     let recreated = json(&server, "POST", CRDS, Some(widgets_crd(group))).await;
     assert_eq!(recreated.status, 201);
-    eventually("the CRD is established again", || established(&server, &name)).await;
+    eventually("the CRD is established again", || {
+        established(&server, &name)
+    })
+    .await;
     let empty = json(&server, "GET", widgets, None).await;
-    assert_eq!(names(&empty), Vec::<String>::new(), "the old objects were deleted");
+    assert_eq!(
+        names(&empty),
+        Vec::<String>::new(),
+        "the old objects were deleted"
+    );
     server.stop().await;
 }
 
@@ -325,8 +523,12 @@ async fn invalid_crds_are_refused_with_kubes_causes_and_name_conflicts_are_repor
     bad["spec"]["versions"][0]["storage"] = json!(false);
     let refused = json(&server, "POST", CRDS, Some(bad)).await;
     assert_eq!(refused.status, 422, "{}", refused.body);
-    let fields: Vec<&str> = refused.body["details"]["causes"].as_array().expect("causes")
-        .iter().filter_map(|c| c["field"].as_str()).collect();
+    let fields: Vec<&str> = refused.body["details"]["causes"]
+        .as_array()
+        .expect("causes")
+        .iter()
+        .filter_map(|c| c["field"].as_str())
+        .collect();
     assert!(fields.contains(&"metadata.name"), "{fields:?}");
     assert!(fields.contains(&"spec.versions"), "{fields:?}");
 
@@ -335,29 +537,45 @@ async fn invalid_crds_are_refused_with_kubes_causes_and_name_conflicts_are_repor
     let first = json(&server, "POST", CRDS, Some(widgets_crd(group))).await;
     assert_eq!(first.status, 201);
     let first_name = format!("widgets.{group}");
-    eventually("the first CRD is established", || established(&server, &first_name)).await;
+    eventually("the first CRD is established", || {
+        established(&server, &first_name)
+    })
+    .await;
     let mut second = widgets_crd(group);
     second["metadata"]["name"] = json!(format!("gizmos.{group}"));
     second["spec"]["scope"] = json!("Cluster");
-    second["spec"]["names"] = json!({"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo", "shortNames": ["wd"]});
+    second["spec"]["names"] =
+        json!({"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo", "shortNames": ["wd"]});
     let second = json(&server, "POST", CRDS, Some(second)).await;
     assert_eq!(second.status, 201, "{}", second.body);
     eventually("the conflict is reported", || async {
         let a = json(&server, "GET", &format!("{CRDS}/gizmos.{group}"), None).await;
-        a.body["status"]["conditions"].as_array().is_some_and(|c| c.iter().any(|c| {
-            c["type"] == "NamesAccepted" && c["status"] == "False" && c["reason"] == "ShortNamesConflict"
-        }))
-    }).await;
+        a.body["status"]["conditions"].as_array().is_some_and(|c| {
+            c.iter().any(|c| {
+                c["type"] == "NamesAccepted"
+                    && c["status"] == "False"
+                    && c["reason"] == "ShortNamesConflict"
+            })
+        })
+    })
+    .await;
     assert!(!established(&server, &format!("gizmos.{group}")).await);
     let not_served = json(&server, "GET", &format!("/apis/{group}/v1/gizmos"), None).await;
     assert_eq!(not_served.status, 404);
 
     // Fixing the names establishes it; cluster-scoped objects are served.
-    let fixed = merge(&server, &format!("{CRDS}/gizmos.{group}"),
-        json!({"spec": {"names": {"shortNames": ["gz"]}}})).await;
+    let fixed = merge(
+        &server,
+        &format!("{CRDS}/gizmos.{group}"),
+        json!({"spec": {"names": {"shortNames": ["gz"]}}}),
+    )
+    .await;
     assert_eq!(fixed.status, 200, "{}", fixed.body);
     let second_name = format!("gizmos.{group}");
-    eventually("the second CRD is established", || established(&server, &second_name)).await;
+    eventually("the second CRD is established", || {
+        established(&server, &second_name)
+    })
+    .await;
     let g = json(&server, "POST", &format!("/apis/{group}/v1/gizmos"), Some(json!({
         "apiVersion": format!("{group}/v1"), "kind": "Gizmo", "metadata": {"name": "g1"}, "spec": {"size": 1}
     }))).await;

@@ -60,58 +60,122 @@ fn a_crd_and_its_objects_with_kubectl() {
     let crd_file = write(dir.path(), "crd.json", &crd);
     cluster.kubectl(&["apply", "-f", &crd_file]);
     cluster.kubectl(&[
-        "wait", "--for", "condition=established", "--timeout=60s",
+        "wait",
+        "--for",
+        "condition=established",
+        "--timeout=60s",
         "crd/crontabs.stable.example.com",
     ]);
     let crds = cluster.kubectl(&["get", "crd"]);
-    assert!(crds.lines().next().unwrap_or("").starts_with("NAME"), "{crds}");
+    assert!(
+        crds.lines().next().unwrap_or("").starts_with("NAME"),
+        "{crds}"
+    );
     assert!(crds.contains("CREATED AT"), "{crds}");
     assert!(crds.contains("crontabs.stable.example.com"), "{crds}");
 
     let resources = cluster.kubectl(&["api-resources", "--api-group=stable.example.com"]);
-    let line = resources.lines().find(|l| l.starts_with("crontabs")).unwrap_or_else(|| panic!("{resources}"));
+    let line = resources
+        .lines()
+        .find(|l| l.starts_with("crontabs"))
+        .unwrap_or_else(|| panic!("{resources}"));
     let words: Vec<&str> = line.split_whitespace().collect();
-    assert_eq!(words, ["crontabs", "ct", "stable.example.com/v1", "true", "CronTab"]);
+    assert_eq!(
+        words,
+        ["crontabs", "ct", "stable.example.com/v1", "true", "CronTab"]
+    );
 
     let explained = cluster.kubectl(&["explain", "crontabs.spec"]);
     assert!(explained.contains("cronSpec"), "{explained}");
-    assert!(explained.contains("When to run, in cron format."), "{explained}");
+    assert!(
+        explained.contains("When to run, in cron format."),
+        "{explained}"
+    );
 
     // Created with kubectl's default (strict) validation; printer columns in `get`.
-    let ct = write(dir.path(), "ct.json", &crontab("nightly", json!({"cronSpec": "0 3 * * *", "image": "backup"})));
+    let ct = write(
+        dir.path(),
+        "ct.json",
+        &crontab(
+            "nightly",
+            json!({"cronSpec": "0 3 * * *", "image": "backup"}),
+        ),
+    );
     cluster.kubectl(&["apply", "-f", &ct]);
     let table = cluster.kubectl(&["get", "ct"]);
-    let header: Vec<&str> = table.lines().next().unwrap_or("").split_whitespace().collect();
+    let header: Vec<&str> = table
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
     assert_eq!(header, ["NAME", "SPEC", "REPLICAS", "AGE"], "{table}");
-    assert!(table.contains("nightly") && table.contains("0 3 * * *"), "{table}");
-    assert_eq!(cluster.jsonpath(&["get", "ct", "nightly"], "{.spec.replicas}"), "1", "defaulted");
+    assert!(
+        table.contains("nightly") && table.contains("0 3 * * *"),
+        "{table}"
+    );
+    assert_eq!(
+        cluster.jsonpath(&["get", "ct", "nightly"], "{.spec.replicas}"),
+        "1",
+        "defaulted"
+    );
 
     // Invalid: 422 naming the field.
-    let bad = write(dir.path(), "bad.json", &crontab("bad", json!({"replicas": -1})));
+    let bad = write(
+        dir.path(),
+        "bad.json",
+        &crontab("bad", json!({"replicas": -1})),
+    );
     let out = cluster.kubectl_output(&["apply", "-f", &bad]);
     assert!(!out.status.success());
     let err = stderr(&out);
-    assert!(err.contains("is invalid") && err.contains("spec.replicas"), "{err}");
+    assert!(
+        err.contains("is invalid") && err.contains("spec.replicas"),
+        "{err}"
+    );
 
     // Unknown fields: refused by strict validation, pruned with a warning otherwise.
-    let unknown = write(dir.path(), "unknown.json", &crontab("extra", json!({"cronSpec": "* * * * *", "colour": "red"})));
+    let unknown = write(
+        dir.path(),
+        "unknown.json",
+        &crontab("extra", json!({"cronSpec": "* * * * *", "colour": "red"})),
+    );
     let out = cluster.kubectl_output(&["apply", "-f", &unknown]);
     assert!(!out.status.success());
-    assert!(stderr(&out).contains("unknown field \"spec.colour\""), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("unknown field \"spec.colour\""),
+        "{}",
+        stderr(&out)
+    );
     let out = cluster.kubectl_output(&["apply", "--validate=warn", "-f", &unknown]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(stderr(&out).contains("unknown field \"spec.colour\""), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("unknown field \"spec.colour\""),
+        "{}",
+        stderr(&out)
+    );
     let spec = cluster.jsonpath(&["get", "crontab", "extra"], "{.spec}");
     assert!(!spec.contains("colour"), "{spec}");
 
     // Status subresource, then scale.
     cluster.kubectl(&[
-        "patch", "ct", "nightly", "--subresource=status", "--type=merge",
-        "-p", r#"{"status":{"replicas":1,"labelSelector":"app=backup"}}"#,
+        "patch",
+        "ct",
+        "nightly",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"replicas":1,"labelSelector":"app=backup"}}"#,
     ]);
-    assert_eq!(cluster.jsonpath(&["get", "ct", "nightly"], "{.status.replicas}"), "1");
+    assert_eq!(
+        cluster.jsonpath(&["get", "ct", "nightly"], "{.status.replicas}"),
+        "1"
+    );
     cluster.kubectl(&["scale", "crontab/nightly", "--replicas=3"]);
-    assert_eq!(cluster.jsonpath(&["get", "ct", "nightly"], "{.spec.replicas}"), "3");
+    assert_eq!(
+        cluster.jsonpath(&["get", "ct", "nightly"], "{.spec.replicas}"),
+        "3"
+    );
 
     // The garbage collector finds custom resources through discovery: an object owned by a
     // deleted owner goes.
@@ -122,10 +186,14 @@ fn a_crd_and_its_objects_with_kubectl() {
     let dependent = write(dir.path(), "dependent.json", &dependent);
     cluster.kubectl(&["apply", "-f", &dependent]);
     cluster.kubectl(&["delete", "ct", "extra"]);
-    cluster.eventually("the garbage collector deletes the dependent", MINUTE, || {
-        let out = cluster.kubectl_output(&["get", "ct", "dependent"]);
-        (!out.status.success()).then_some(())
-    });
+    cluster.eventually(
+        "the garbage collector deletes the dependent",
+        MINUTE,
+        || {
+            let out = cluster.kubectl_output(&["get", "ct", "dependent"]);
+            (!out.status.success()).then_some(())
+        },
+    );
 
     // The namespace controller finds them through discovery too: deleting a namespace deletes
     // its custom resources, then the namespace.
@@ -141,14 +209,22 @@ fn a_crd_and_its_objects_with_kubectl() {
     });
 
     // Deleting the CRD deletes its objects and the kind leaves discovery.
-    cluster.kubectl(&["delete", "crd", "crontabs.stable.example.com", "--timeout=60s"]);
+    cluster.kubectl(&[
+        "delete",
+        "crd",
+        "crontabs.stable.example.com",
+        "--timeout=60s",
+    ]);
     cluster.eventually("the kind leaves discovery", MINUTE, || {
         let out = cluster.kubectl_output(&["api-resources", "--api-group=stable.example.com"]);
         (!String::from_utf8_lossy(&out.stdout).contains("crontabs")).then_some(())
     });
     cluster.kubectl(&["apply", "-f", &crd_file]);
     cluster.kubectl(&[
-        "wait", "--for", "condition=established", "--timeout=60s",
+        "wait",
+        "--for",
+        "condition=established",
+        "--timeout=60s",
         "crd/crontabs.stable.example.com",
     ]);
     let left = cluster.kubectl(&["get", "crontabs", "-A", "-o", "name"]);

@@ -5,9 +5,9 @@ use std::collections::BTreeSet;
 use serde_json::{json, Map, Value};
 
 use super::definitions::{self, REF_PREFIX};
-use crate::catalog::ResourceInfo;
 use super::operations::{self, GroupVersion, Method, Operation, Param, PathItem};
 use super::{PATCH_CONTENT_TYPES, RESPONSE_CONTENT_TYPES};
+use crate::catalog::ResourceInfo;
 
 /// The v3 document of one group version.
 pub(crate) fn document(gv: &GroupVersion) -> Value {

@@ -146,10 +146,17 @@ async fn reconcile(store: &Store, owner: u64) -> bool {
 
 /// `value` (the CRD `crd`) with the names and conditions the naming and establishing
 /// controllers give it among `all`.
-fn with_names(value: &Value, crd: &CustomResourceDefinition, all: &[CustomResourceDefinition]) -> Value {
+fn with_names(
+    value: &Value,
+    crd: &CustomResourceDefinition,
+    all: &[CustomResourceDefinition],
+) -> Value {
     let result = accepted_names(crd, all);
     let mut next = value.clone();
-    if let (Some(m), Ok(names)) = (next.as_object_mut(), serde_json::to_value(&result.accepted_names)) {
+    if let (Some(m), Ok(names)) = (
+        next.as_object_mut(),
+        serde_json::to_value(&result.accepted_names),
+    ) {
         let status = m.entry("status").or_insert_with(|| json!({}));
         if !status.is_object() {
             *status = json!({});
@@ -251,7 +258,10 @@ async fn delete_objects(store: &Store, info: &'static ResourceInfo) -> usize {
     let mut remaining = 0;
     for o in objs {
         let v = &o.value;
-        let name = v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+        let name = v
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
         let ns = v.pointer("/metadata/namespace").and_then(Value::as_str);
         let key = keys::key(info, ns, name);
         if object::finalizers(v).is_empty() {

@@ -199,9 +199,7 @@ pub fn compare_kube_aware(a: &str, b: &str) -> std::cmp::Ordering {
         Some((major, level, rest.parse().ok()?))
     }
     match (parse(a), parse(b)) {
-        (Some((ma, la, na)), Some((mb, lb, nb))) => {
-            lb.cmp(&la).then(mb.cmp(&ma)).then(nb.cmp(&na))
-        }
+        (Some((ma, la, na)), Some((mb, lb, nb))) => lb.cmp(&la).then(mb.cmp(&ma)).then(nb.cmp(&na)),
         (Some(_), None) => std::cmp::Ordering::Less,
         (None, Some(_)) => std::cmp::Ordering::Greater,
         (None, None) => a.cmp(b),
@@ -214,7 +212,9 @@ mod tests {
 
     #[test]
     fn versions_sort_as_kube_orders_them() {
-        let mut v = vec!["v1alpha1", "foo", "v1", "v2beta1", "v2", "v1beta2", "v1beta1"];
+        let mut v = vec![
+            "v1alpha1", "foo", "v1", "v2beta1", "v2", "v1beta2", "v1beta1",
+        ];
         v.sort_by(|a, b| compare_kube_aware(a, b));
         assert_eq!(
             v,

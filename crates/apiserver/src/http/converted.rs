@@ -121,7 +121,8 @@ impl Conversion {
 /// `obj` with the `apiVersion` of `info` when it carries one of the same kind (custom resources
 /// with the `None` conversion strategy change nothing else).
 fn with_api_version(mut obj: Value, info: &ResourceInfo) -> Value {
-    if obj.get("kind").and_then(Value::as_str) == Some(info.kind) && obj.get("apiVersion").is_some() {
+    if obj.get("kind").and_then(Value::as_str) == Some(info.kind) && obj.get("apiVersion").is_some()
+    {
         obj["apiVersion"] = json!(info.api_version());
     }
     obj

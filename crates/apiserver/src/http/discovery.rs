@@ -70,8 +70,7 @@ fn verbs(v: &[&str]) -> Value {
 /// Legacy `APIResourceList` entries of one group version (resources and their subresources).
 fn api_resources(group: &str, version: &str) -> Vec<Value> {
     let mut out = Vec::new();
-    for r in served_resources().filter(|r| r.group == group && r.version == version)
-    {
+    for r in served_resources().filter(|r| r.group == group && r.version == version) {
         let mut entry = json!({
             "name": r.plural,
             "singularName": r.singular,
@@ -252,7 +251,11 @@ fn served_groups() -> Vec<(&'static str, Vec<&'static str>)> {
     let mut groups = catalog::groups();
     for (g, vs) in rkcm_apimachinery::custom_resources::groups() {
         match groups.iter_mut().find(|(name, _)| *name == g) {
-            Some((_, versions)) => versions.extend(vs.into_iter().filter(|v| !versions.contains(v)).collect::<Vec<_>>()),
+            Some((_, versions)) => versions.extend(
+                vs.into_iter()
+                    .filter(|v| !versions.contains(v))
+                    .collect::<Vec<_>>(),
+            ),
             None => groups.push((g, vs)),
         }
     }

@@ -181,9 +181,6 @@ mod tests {
         obj["metadata"]["name"] = json!("wrong.stable.example.com");
         s.default(&mut obj);
         let errs = s.validate_create(&obj);
-        assert!(
-            errs.iter().any(|e| e.field == "metadata.name"),
-            "{errs:?}"
-        );
+        assert!(errs.iter().any(|e| e.field == "metadata.name"), "{errs:?}");
     }
 }
