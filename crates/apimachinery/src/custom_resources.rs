@@ -110,7 +110,7 @@ pub fn intern(resource: &CustomResource) -> &'static ResourceInfo {
             && r.subresources == subresources.as_slice()
     };
     if let Some(found) = all.iter().find(same) {
-        return *found;
+        return found;
     }
     let info: &'static ResourceInfo = Box::leak(Box::new(ResourceInfo {
         group,

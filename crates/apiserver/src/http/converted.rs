@@ -58,12 +58,12 @@ pub fn conversion(info: &'static ResourceInfo) -> Option<Conversion> {
 
 impl Conversion {
     /// `obj` (in the served version) in the storage version, its `apiVersion` included.
-    fn to_storage_version(&self, obj: &Value) -> Value {
+    fn into_storage_version(self, obj: &Value) -> Value {
         with_api_version((self.to_storage)(obj), self.storage)
     }
 
     /// `obj` (in the storage version) in the served version, its `apiVersion` included.
-    fn from_storage_version(&self, obj: &Value) -> Value {
+    fn into_served_version(self, obj: &Value) -> Value {
         with_api_version((self.from_storage)(obj), self.served)
     }
 
@@ -71,13 +71,13 @@ impl Conversion {
     pub fn answer(&self, mut value: Value) -> Value {
         let kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
         if kind == self.storage.kind {
-            return self.from_storage_version(&value);
+            return self.into_served_version(&value);
         }
         if kind == format!("{}List", self.storage.kind) {
             value["apiVersion"] = json!(self.served.api_version());
             if let Some(items) = value.get_mut("items").and_then(Value::as_array_mut) {
                 for item in items.iter_mut() {
-                    let mut converted = self.from_storage_version(item);
+                    let mut converted = self.into_served_version(item);
                     // List items carry no type meta when stored ones do not.
                     if item.get("apiVersion").is_none() {
                         if let Some(m) = converted.as_object_mut() {
@@ -100,7 +100,7 @@ impl Conversion {
                 if is_bookmark {
                     obj["apiVersion"] = json!(self.served.api_version());
                 } else {
-                    *obj = self.from_storage_version(obj);
+                    *obj = self.into_served_version(obj);
                 }
             }
         }
@@ -155,7 +155,7 @@ pub async fn serve(
                 ));
             }
             let (obj, warnings) = checked(&conversion, obj, &bytes, &params)?;
-            let body = to_json_body(&conversion.to_storage_version(&obj))?;
+            let body = to_json_body(&conversion.into_storage_version(&obj))?;
             inner_headers.insert(
                 header::CONTENT_TYPE,
                 HeaderValue::from_static("application/json"),
@@ -268,7 +268,7 @@ async fn patch(
             path.namespace.as_deref(),
             name,
         )?;
-        let original = conversion.from_storage_version(&current.value);
+        let original = conversion.into_served_version(&current.value);
         let mut patched = apply_patch(
             patch_type,
             &original,
@@ -289,7 +289,7 @@ async fn patch(
         )?;
         patched = checked_obj;
         let pinned = pin_resource_version(&mut patched, &original, current.revision);
-        let body = to_json_body(&conversion.to_storage_version(&patched))?;
+        let body = to_json_body(&conversion.into_storage_version(&patched))?;
         let resp = crate::http::resource::dispatch(
             state,
             &Method::PUT,
