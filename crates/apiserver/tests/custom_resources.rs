@@ -235,6 +235,32 @@ async fn a_crd_is_established_and_its_custom_resources_are_served() {
         .clone();
     assert!(patch_params.iter().any(|p| p["name"] == "fieldValidation"));
 
+    // OpenAPI v2: the same definition and a PATCH operation taking fieldValidation.
+    let v2 = json(&server, "GET", "/openapi/v2", None).await;
+    assert_eq!(
+        v2.body["definitions"]["com.example.serve.v1.Widget"]["x-kubernetes-group-version-kind"][0]
+            ["kind"],
+        "Widget"
+    );
+    let v2_patch = &v2.body["paths"]
+        [format!("/apis/{group}/v1/namespaces/{{namespace}}/widgets/{{name}}")]["patch"];
+    assert!(
+        v2_patch["parameters"]
+            .as_array()
+            .expect("v2 patch operation")
+            .iter()
+            .any(|p| p["name"] == "fieldValidation" && p["type"] == "string"),
+        "{v2_patch}"
+    );
+    assert!(
+        v2_patch["parameters"]
+            .as_array()
+            .expect("v2 patch operation")
+            .iter()
+            .any(|p| p["in"] == "body"),
+        "{v2_patch}"
+    );
+
     // Create: unknown fields pruned with a warning, defaults applied.
     let widgets = "/apis/serve.example.com/v1/namespaces/default/widgets";
     let w = json(
@@ -494,6 +520,10 @@ async fn a_crd_is_established_and_its_custom_resources_are_served() {
     .await;
     let gone = json(&server, "GET", &format!("/apis/{group}/v1"), None).await;
     assert_eq!(gone.status, 404);
+    let index = json(&server, "GET", "/openapi/v3", None).await;
+    assert!(index.body["paths"]
+        .get(format!("apis/{group}/v1"))
+        .is_none());
     let listed = json(&server, "GET", "/apis", None).await;
     assert!(!listed.body["groups"]
         .as_array()

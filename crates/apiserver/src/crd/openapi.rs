@@ -1,7 +1,8 @@
 //! OpenAPI v3 documents of the served custom resources, as kube's CRD OpenAPI builder
 //! (`pkg/controller/openapi/builder`) publishes them: one document per group version, listed
 //! in the `/openapi/v3` index next to the built-in ones, so that `kubectl explain` and
-//! kubectl's field-validation check see a kind as soon as its CRD is established.
+//! kubectl's field-validation check see a kind as soon as its CRD is established. The same
+//! paths and definitions are added to the `/openapi/v2` JSON document ([`v2`]).
 
 use serde_json::{json, Map, Value};
 
@@ -110,6 +111,140 @@ pub fn v3_index(builtin: &[u8]) -> Vec<u8> {
         paths.extend(added);
     }
     serde_json::to_vec(&index).unwrap_or_else(|_| builtin.to_vec())
+}
+
+/// `v` with every `#/components/schemas/` reference pointing at `#/definitions/` instead.
+fn v2_refs(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            if let Some(Value::String(r)) = m.get_mut("$ref") {
+                if let Some(name) = r.strip_prefix("#/components/schemas/") {
+                    *r = format!("#/definitions/{name}");
+                }
+            }
+            m.values_mut().for_each(v2_refs);
+        }
+        Value::Array(a) => a.iter_mut().for_each(v2_refs),
+        _ => {}
+    }
+}
+
+/// A v3 parameter as swagger 2.0 writes it (`type` beside `in`, not in a `schema`).
+fn v2_parameter(p: &Value) -> Value {
+    let mut out = p.clone();
+    if let Some(m) = out.as_object_mut() {
+        if let Some(Value::Object(schema)) = m.remove("schema") {
+            m.extend(schema);
+        }
+    }
+    out
+}
+
+/// A v3 operation as swagger 2.0 writes it: a `body` parameter for the request body,
+/// `consumes`/`produces`, and responses with a `schema`.
+fn v2_operation(op: &Value) -> Value {
+    let mut out = op.clone();
+    let Some(m) = out.as_object_mut() else {
+        return out;
+    };
+    let mut params: Vec<Value> = m
+        .get("parameters")
+        .and_then(Value::as_array)
+        .map(|p| p.iter().map(v2_parameter).collect())
+        .unwrap_or_default();
+    if let Some(body) = m.remove("requestBody") {
+        let content = body.get("content").and_then(Value::as_object);
+        let consumes: Vec<&String> = content.map(|c| c.keys().collect()).unwrap_or_default();
+        m.insert("consumes".into(), json!(consumes));
+        let schema = content
+            .and_then(|c| c.values().next())
+            .and_then(|c| c.get("schema"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        params.insert(
+            0,
+            json!({"name": "body", "in": "body", "required": true, "schema": schema}),
+        );
+    }
+    m.insert("parameters".into(), Value::Array(params));
+    if let Some(Value::Object(responses)) = m.get_mut("responses") {
+        for r in responses.values_mut() {
+            let Some(r) = r.as_object_mut() else {
+                continue;
+            };
+            if let Some(Value::Object(content)) = r.remove("content") {
+                if let Some(schema) = content.values().next().and_then(|c| c.get("schema")) {
+                    r.insert("schema".into(), schema.clone());
+                }
+            }
+        }
+    }
+    m.insert(
+        "produces".into(),
+        json!(["application/json", "application/yaml"]),
+    );
+    m.insert("schemes".into(), json!(["https"]));
+    out
+}
+
+/// The `/openapi/v2` document `builtin` with the custom resources' paths and definitions
+/// added; `None` while no custom resource is served (the built-in document is served as is).
+pub fn v2(builtin: &[u8]) -> Option<Vec<u8>> {
+    let mut gvs: Vec<(String, String)> = Vec::new();
+    for v in served::all() {
+        let gv = (v.info.group.to_string(), v.info.version.to_string());
+        if !gvs.contains(&gv) {
+            gvs.push(gv);
+        }
+    }
+    if gvs.is_empty() {
+        return None;
+    }
+    let mut doc: Value = serde_json::from_slice(builtin).ok()?;
+    for (g, v) in gvs {
+        let Some(v3) = v3_document(&format!("apis/{g}/{v}"))
+            .and_then(|d| serde_json::from_slice::<Value>(&d).ok())
+        else {
+            continue;
+        };
+        let mut v3 = v3;
+        v2_refs(&mut v3);
+        if let (Some(defs), Some(schemas)) = (
+            doc.get_mut("definitions").and_then(Value::as_object_mut),
+            v3.pointer("/components/schemas").and_then(Value::as_object),
+        ) {
+            for (name, schema) in schemas {
+                defs.entry(name.clone()).or_insert_with(|| schema.clone());
+            }
+        }
+        if let (Some(paths), Some(new)) = (
+            doc.get_mut("paths").and_then(Value::as_object_mut),
+            v3.get("paths").and_then(Value::as_object),
+        ) {
+            for (path, item) in new {
+                let Some(item) = item.as_object() else {
+                    continue;
+                };
+                let converted: Map<String, Value> = item
+                    .iter()
+                    .map(|(k, op)| {
+                        let op = if k == "parameters" {
+                            Value::Array(
+                                op.as_array()
+                                    .map(|p| p.iter().map(v2_parameter).collect())
+                                    .unwrap_or_default(),
+                            )
+                        } else {
+                            v2_operation(op)
+                        };
+                        (k.clone(), op)
+                    })
+                    .collect();
+                paths.insert(path.clone(), Value::Object(converted));
+            }
+        }
+    }
+    serde_json::to_vec(&doc).ok()
 }
 
 #[cfg(test)]

@@ -360,13 +360,20 @@ pub async fn openapi_v2(headers: HeaderMap) -> Response {
         .collect::<Vec<_>>()
         .join(",");
     if accept.trim().is_empty() {
-        return openapi_json(openapi::v2(), None);
+        return match crate::crd::openapi::v2(openapi::v2()) {
+            Some(doc) => json_document(doc),
+            None => openapi_json(openapi::v2(), None),
+        };
     }
     // The first acceptable media type wins, as kube-openapi's negotiation does.
     for m in accept.split(',') {
         let mime = m.split(';').next().unwrap_or("").trim();
         if matches!(mime, "application/json" | "*/*" | "application/*") {
-            return openapi_json(openapi::v2(), None);
+            return match crate::crd::openapi::v2(openapi::v2()) {
+                // With custom resources, the document changes with the CRDs.
+                Some(doc) => json_document(doc),
+                None => openapi_json(openapi::v2(), None),
+            };
         }
         if OPENAPI_V2_PROTOBUF.contains(&mime) {
             return Response::builder()
@@ -386,11 +393,16 @@ pub async fn openapi_v2(headers: HeaderMap) -> Response {
 
 /// `GET /openapi/v3`.
 pub async fn openapi_v3_index() -> Response {
-    let index = crate::crd::openapi::v3_index(openapi::v3_index());
+    json_document(crate::crd::openapi::v3_index(openapi::v3_index()))
+}
+
+/// A JSON OpenAPI document built for this request (it changes with the CRDs, so it carries no
+/// ETag).
+fn json_document(doc: Vec<u8>) -> Response {
     Response::builder()
         .status(StatusCode::OK)
         .header(http::header::CONTENT_TYPE, "application/json")
-        .body(axum::body::Body::from(index))
+        .body(axum::body::Body::from(doc))
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
@@ -399,11 +411,7 @@ pub async fn openapi_v3_document(Path(path): Path<String>) -> Response {
     match openapi::v3_document(&path) {
         Some(doc) => openapi_json(doc, openapi::v3_hash(&path)),
         None => match crate::crd::openapi::v3_document(&path) {
-            Some(doc) => Response::builder()
-                .status(StatusCode::OK)
-                .header(http::header::CONTENT_TYPE, "application/json")
-                .body(axum::body::Body::from(doc))
-                .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response()),
+            Some(doc) => json_document(doc),
             None => ApiError::no_route().into_response(),
         },
     }
