@@ -105,35 +105,25 @@ fn name_of(crd: &CustomResourceDefinition) -> &str {
 
 /// One pass over every CRD; returns whether a CRD waits for its objects to go.
 async fn reconcile(store: &Store, owner: u64) -> bool {
-    let mut crds = list_crds(store);
+    let crds = list_crds(store);
     let mut all: Vec<CustomResourceDefinition> = crds.iter().map(|(_, c)| c.clone()).collect();
-    let mut pending = false;
-    for i in 0..crds.len() {
-        let (cached, crd) = &mut crds[i];
-        let key = keys::key(crd_info(), None, name_of(crd));
+    // Names first, each CRD seeing the names the ones before it were given in this pass.
+    let mut writes: Vec<(usize, Value)> = Vec::new();
+    for (i, (cached, crd)) in crds.iter().enumerate() {
         if crd.metadata.deletion_timestamp.is_some() {
-            if object::finalizers(&cached.value)
-                .iter()
-                .any(|f| f == CLEANUP_FINALIZER)
-            {
-                pending |= !finalize(store, &key, cached, crd).await;
-            }
             continue;
         }
         let next = with_names(&cached.value, crd, &all);
         if next == cached.value {
             continue;
         }
-        match store.update(&key, next, cached.revision).await {
-            Ok(stored) => {
-                if let Ok(updated) = serde_json::from_value(stored.value.clone()) {
-                    all[i] = updated;
-                }
-            }
-            // Changed meanwhile: the change's event brings another pass.
-            Err(e) => tracing::debug!(crd = %key, error = %e, "status update skipped"),
+        if let Ok(updated) = serde_json::from_value(next.clone()) {
+            all[i] = updated;
         }
+        writes.push((i, next));
     }
+    // Served before the status says Established, so that a client that waited for the
+    // condition finds the resource.
     let mut versions: Vec<Arc<ServedVersion>> = Vec::new();
     for crd in &all {
         if served::condition_true(crd, "Established") {
@@ -141,6 +131,25 @@ async fn reconcile(store: &Store, owner: u64) -> bool {
         }
     }
     served::set(owner, versions);
+    for (i, next) in writes {
+        let (cached, crd) = &crds[i];
+        let key = keys::key(crd_info(), None, name_of(crd));
+        if let Err(e) = store.update(&key, next, cached.revision).await {
+            // Changed meanwhile: the change's event brings another pass.
+            tracing::debug!(crd = %key, error = %e, "status update skipped");
+        }
+    }
+    let mut pending = false;
+    for (cached, crd) in &crds {
+        let deleting = crd.metadata.deletion_timestamp.is_some()
+            && object::finalizers(&cached.value)
+                .iter()
+                .any(|f| f == CLEANUP_FINALIZER);
+        if deleting {
+            let key = keys::key(crd_info(), None, name_of(crd));
+            pending |= !finalize(store, &key, cached, crd).await;
+        }
+    }
     pending
 }
 
