@@ -311,6 +311,37 @@ async fn a_crd_is_established_and_its_custom_resources_are_served() {
         .unwrap_or("")
         .contains("unknown field \"spec.extra\""));
 
+    // Duplicate keys are refused under Strict too.
+    let duplicate = call(
+        &server,
+        "POST",
+        &format!("{widgets}?fieldValidation=Strict"),
+        "application/json",
+        "application/json",
+        None,
+    )
+    .await;
+    assert_eq!(duplicate.status, 400, "an empty body is refused");
+    let req = http::Request::post(format!("{widgets}?fieldValidation=Strict"))
+        .header("Content-Type", "application/json")
+        .body(format!(r#"{{"apiVersion":"{group}/v1","kind":"Widget","metadata":{{"name":"w2"}},"spec":{{"size":2,"size":3}}}}"#).into_bytes())
+        .expect("request");
+    let resp = server
+        .client()
+        .send(req.map(kube::client::Body::from))
+        .await
+        .expect("sent");
+    assert_eq!(resp.status().as_u16(), 400);
+    let body = http_body_util::BodyExt::collect(resp.into_body())
+        .await
+        .expect("body")
+        .to_bytes();
+    assert!(
+        String::from_utf8_lossy(&body).contains(r#"duplicate field \"spec.size\""#),
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
+
     // Invalid objects: 422 naming the field.
     let invalid = json(
         &server,

@@ -34,7 +34,13 @@ pub(crate) struct FieldCheck {
 pub(crate) fn check_fields(info: &ResourceInfo, body: &[u8], mode: &str) -> ApiResult<FieldCheck> {
     let problems = match crate::crd::served::lookup(info) {
         // Custom resources: the fields pruning would drop (kube's unknown fields for them).
-        Some(custom) => custom_resource_problems(&custom, body)?,
+        Some(custom) => {
+            // Without a built-in schema for the kind, the walk reports duplicate keys only.
+            let mut problems = validation::check_fields(&info.api_version(), info.kind, body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))?;
+            problems.extend(custom_resource_problems(&custom, body)?);
+            problems
+        }
         None => validation::check_fields(&info.api_version(), info.kind, body)
             .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))?,
     };
@@ -62,7 +68,7 @@ pub(crate) fn check_fields(info: &ResourceInfo, body: &[u8], mode: &str) -> ApiR
 }
 
 /// The unknown fields of a custom resource body: what its schema's pruning removes, and the
-/// unknown metadata fields of embedded resources.
+/// unknown metadata fields of embedded resources (duplicate keys are found by the caller).
 fn custom_resource_problems(
     custom: &crate::crd::served::ServedVersion,
     body: &[u8],
