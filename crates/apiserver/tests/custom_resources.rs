@@ -121,7 +121,7 @@ fn widgets_crd(group: &str) -> Value {
                      {"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
                      {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}],
                  "selectableFields": [{"jsonPath": ".spec.color"}]},
-                {"name": "v1beta1", "served": true, "storage": false,
+                {"name": "v1beta1", "served": true, "storage": false, "deprecated": true,
                  "schema": {"openAPIV3Schema": {"type": "object",
                      "x-kubernetes-preserve-unknown-fields": true}}}
             ]
@@ -519,6 +519,13 @@ async fn a_crd_is_established_and_its_custom_resources_are_served() {
     .await;
     assert_eq!(beta.status, 200, "{}", beta.body);
     assert_eq!(names(&beta).len(), 2);
+    assert!(
+        beta.warnings
+            .iter()
+            .any(|w| w.contains(&format!("{group}/v1beta1 Widget is deprecated"))),
+        "{:?}",
+        beta.warnings
+    );
     let beta_item = json(
         &server,
         "GET",

@@ -26,6 +26,10 @@ use crate::rest::UpdateTarget;
 pub async fn handle(State(state): State<SharedState>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let user = parts.extensions.get::<UserInfo>();
+    // kube warns on every request to a deprecated version of a custom resource.
+    let deprecation = path::parse(parts.uri.path())
+        .and_then(|p| crate::crd::served::lookup(p.info))
+        .and_then(|v| v.deprecation_warning.clone());
     let served = dispatch(
         &state,
         &parts.method,
@@ -34,9 +38,13 @@ pub async fn handle(State(state): State<SharedState>, req: Request) -> Response 
         body,
         user,
     );
-    match crate::auth::request_user::scope(user.cloned(), served).await {
+    let resp = match crate::auth::request_user::scope(user.cloned(), served).await {
         Ok(resp) => resp,
         Err(e) => e.into_response(),
+    };
+    match deprecation {
+        Some(warning) => crate::http::encode::with_warnings(resp, &[warning]),
+        None => resp,
     }
 }
 
