@@ -55,7 +55,7 @@ pub fn of(info: &'static ResourceInfo) -> &'static dyn Strategy {
     }
     // One per distinct catalog entry, which is itself interned: bounded by the CRD shapes seen.
     let s: &'static CustomResourceStrategy = Box::leak(Box::new(CustomResourceStrategy {
-        base: GenericStrategy::new(info).tracking_generation(),
+        base: GenericStrategy::new(info),
         info,
     }));
     built.push(s);
@@ -103,6 +103,7 @@ impl Strategy for CustomResourceStrategy {
         // Without a status subresource the status is the client's to set.
         let status = obj.get("status").cloned();
         self.base.prepare_for_create(obj);
+        crate::object::set_meta(obj, "generation", Value::from(1));
         if !self.base.has_status() {
             if let (Some(m), Some(status)) = (obj.as_object_mut(), status) {
                 m.insert("status".into(), status);
@@ -110,8 +111,34 @@ impl Strategy for CustomResourceStrategy {
         }
     }
 
+    /// kube's custom-resource strategy bumps the generation when anything but `metadata` (and
+    /// `status`, with the status subresource) changes.
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
         self.base.prepare_for_update(new, old);
+        let skipped: &[&str] = if self.base.has_status() {
+            &["metadata", "status"]
+        } else {
+            &["metadata"]
+        };
+        let content = |v: &Value| -> Value {
+            let mut v = v.clone();
+            if let Some(m) = v.as_object_mut() {
+                for k in skipped {
+                    m.remove(*k);
+                }
+            }
+            v
+        };
+        let old_generation = old
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        let generation = if content(new) == content(old) {
+            old_generation
+        } else {
+            old_generation + 1
+        };
+        crate::object::set_meta(new, "generation", Value::from(generation));
     }
 
     fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
