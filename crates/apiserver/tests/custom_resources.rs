@@ -492,7 +492,10 @@ async fn a_crd_is_established_and_its_custom_resources_are_served() {
     assert_eq!(status.status, 200, "{}", status.body);
     assert_eq!(status.body["status"]["replicas"], 1);
     assert_eq!(status.body["spec"]["size"], 3);
-    assert_eq!(status.body["metadata"]["generation"], 3, "status writes keep the generation");
+    assert_eq!(
+        status.body["metadata"]["generation"], 3,
+        "status writes keep the generation"
+    );
 
     // Scale subresource.
     let scale = json(&server, "GET", &format!("{item}/scale"), None).await;

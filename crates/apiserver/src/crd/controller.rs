@@ -293,3 +293,65 @@ async fn delete_objects(store: &Store, info: &'static ResourceInfo) -> usize {
     }
     remaining
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn crd(plural: &str, short: &str) -> Value {
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": format!("{plural}.example.com")},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": plural, "singular": plural.trim_end_matches('s'),
+                          "kind": plural.trim_end_matches('s').to_uppercase(),
+                          "listKind": format!("{}List", plural.trim_end_matches('s').to_uppercase()),
+                          "shortNames": [short]},
+                "versions": [{"name": "v1", "served": true, "storage": true}]}
+        })
+    }
+
+    fn typed(v: &Value) -> CustomResourceDefinition {
+        serde_json::from_value(v.clone()).expect("a CRD")
+    }
+
+    fn condition<'a>(v: &'a Value, type_: &str) -> &'a Value {
+        v["status"]["conditions"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["type"] == type_))
+            .unwrap_or(&Value::Null)
+    }
+
+    #[test]
+    fn free_names_are_accepted_and_the_crd_established() {
+        let foos = crd("foos", "fo");
+        let next = with_names(&foos, &typed(&foos), &[typed(&foos)]);
+        assert_eq!(next["status"]["acceptedNames"]["plural"], "foos");
+        assert_eq!(next["status"]["acceptedNames"]["shortNames"], json!(["fo"]));
+        assert_eq!(condition(&next, "NamesAccepted")["status"], "True");
+        assert_eq!(condition(&next, "Established")["status"], "True");
+        assert_eq!(
+            condition(&next, "Established")["reason"],
+            "InitialNamesAccepted"
+        );
+        // A second pass changes nothing, transition times included.
+        let again = with_names(&next, &typed(&next), &[typed(&next)]);
+        assert_eq!(again, next);
+    }
+
+    #[test]
+    fn a_short_name_taken_in_the_group_is_a_conflict_and_nothing_is_established() {
+        let foos = crd("foos", "x");
+        let foos = with_names(&foos, &typed(&foos), &[typed(&foos)]);
+        let bars = crd("bars", "x");
+        let all = [typed(&foos), typed(&bars)];
+        let next = with_names(&bars, &typed(&bars), &all);
+        assert_eq!(condition(&next, "NamesAccepted")["status"], "False");
+        assert_eq!(
+            condition(&next, "NamesAccepted")["reason"],
+            "ShortNamesConflict"
+        );
+        assert_eq!(condition(&next, "Established")["status"], "False");
+        assert!(!served::condition_true(&typed(&next), "Established"));
+    }
+}
