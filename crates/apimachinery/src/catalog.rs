@@ -617,6 +617,21 @@ static RESOURCES: &[ResourceInfo] = &[
         "validatingwebhookconfiguration",
     )
     .with_categories(API_EXTENSIONS),
+    // apiextensions.k8s.io; the custom resources themselves are in [`crate::custom_resources`].
+    cluster(
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        "customresourcedefinition",
+    )
+    .with_short_names(&["crd"])
+    .with_categories(API_EXTENSIONS)
+    .with_subresources(&[status(
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+    )]),
     // scheduling.k8s.io
     cluster(
         "scheduling.k8s.io",
@@ -672,11 +687,13 @@ pub fn all() -> &'static [ResourceInfo] {
     RESOURCES
 }
 
-/// The resource served at `/{group}/{version}/{plural}`.
+/// The resource served at `/{group}/{version}/{plural}`: a built-in one, or a custom resource
+/// of [`crate::custom_resources`].
 pub fn by_plural(group: &str, version: &str, plural: &str) -> Option<&'static ResourceInfo> {
     RESOURCES
         .iter()
         .find(|r| r.group == group && r.version == version && r.plural == plural)
+        .or_else(|| crate::custom_resources::by_plural(group, version, plural))
 }
 
 /// The resource whose objects have `apiVersion` and `kind`.
@@ -685,6 +702,7 @@ pub fn by_kind(api_version: &str, kind: &str) -> Option<&'static ResourceInfo> {
     RESOURCES
         .iter()
         .find(|r| r.group == group && r.version == version && r.kind == kind)
+        .or_else(|| crate::custom_resources::by_kind(group, version, kind))
 }
 
 /// The served groups with their versions, in discovery order (core group excluded).
@@ -742,6 +760,7 @@ mod tests {
                 "rbac.authorization.k8s.io",
                 "storage.k8s.io",
                 "admissionregistration.k8s.io",
+                "apiextensions.k8s.io",
                 "scheduling.k8s.io",
                 "coordination.k8s.io",
                 "node.k8s.io",

@@ -5,6 +5,7 @@
 pub mod apply;
 pub mod catalog;
 pub mod cron;
+pub mod custom_resources;
 pub mod duration;
 pub mod keyutil;
 pub mod openapi;

@@ -19,6 +19,7 @@ pub mod auth;
 pub mod cached_object;
 pub mod component_status;
 pub mod config;
+pub mod crd;
 pub mod default_service_cidr;
 pub mod error;
 pub mod flowcontrol_bootstrap;

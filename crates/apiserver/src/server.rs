@@ -336,6 +336,12 @@ impl ApiServer {
                 .map(|c| Arc::new(c.to_vec()))
         });
         let mut conns = JoinSet::new();
+        // The CRDs' status and the custom resources served, for as long as the server runs.
+        let crds = tokio::spawn(crate::crd::controller::run(
+            self.store.clone(),
+            rkcm_apimachinery::custom_resources::new_owner(),
+            shutdown.clone(),
+        ));
         let repair = tokio::spawn(rest::ip_addresses::repair_loop(
             self.store.clone(),
             Arc::clone(&self.services),
@@ -411,6 +417,7 @@ impl ApiServer {
         }
         conns.shutdown().await;
         let _ = repair.await;
+        let _ = crds.await;
         Ok(())
     }
 }

@@ -1,6 +1,6 @@
 //! `componentstatuses` (probes registered by the components running with the server, the
-//! store for `etcd-0`, kube's deprecation warning) and the empty list of CRDs kubectl's
-//! validation asks for.
+//! store for `etcd-0`, kube's deprecation warning) and the list of CRDs kubectl's validation
+//! asks for.
 
 use std::sync::Arc;
 
@@ -89,7 +89,7 @@ async fn component_statuses_report_what_runs_with_the_server() {
 }
 
 #[tokio::test]
-async fn the_list_of_crds_is_empty_and_nothing_else_of_apiextensions_is_served() {
+async fn the_list_of_crds_starts_empty_and_the_crd_api_is_served() {
     let server = testing::start().await;
     let client = server.client();
     let (code, _, list) = get(
@@ -106,8 +106,16 @@ async fn the_list_of_crds_is_empty_and_nothing_else_of_apiextensions_is_served()
     )
     .await;
     assert_eq!(code, 404);
-    let (code, _, _) = get(&client, "/apis/apiextensions.k8s.io/v1").await;
-    assert_eq!(code, 404);
+    let (code, _, discovery) = get(&client, "/apis/apiextensions.k8s.io/v1").await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        discovery["resources"][0]["name"],
+        "customresourcedefinitions"
+    );
+    assert_eq!(
+        discovery["resources"][0]["shortNames"],
+        serde_json::json!(["crd"])
+    );
     let req = http::Request::post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")
         .header("content-type", "application/json")
         .body(b"{}".to_vec())
@@ -116,6 +124,10 @@ async fn the_list_of_crds_is_empty_and_nothing_else_of_apiextensions_is_served()
         .send(req.map(kube::client::Body::from))
         .await
         .expect("send");
-    assert_eq!(resp.status().as_u16(), 404);
+    assert_eq!(
+        resp.status().as_u16(),
+        422,
+        "a CRD without a name is invalid"
+    );
     server.stop().await;
 }

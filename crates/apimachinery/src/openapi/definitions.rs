@@ -416,6 +416,13 @@ fn generate() -> Generated {
         list = true
     );
     kind!(
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+        k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+        list = true
+    );
+    kind!(
         "scheduling.k8s.io",
         "v1",
         "PriorityClass",

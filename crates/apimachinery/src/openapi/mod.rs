@@ -123,6 +123,23 @@ pub fn v3_hash(path: &str) -> Option<&'static str> {
     v3_entry(path).map(|(_, hash, _)| hash.as_str())
 }
 
+/// The v3 document of a group version of custom resources (`/openapi/v3/apis/<group>/<version>`):
+/// for each resource, its paths and the definition `definition` named `name`
+/// (`com.example.stable.v1.CronTab`, from the CRD's schema), plus a list definition and the
+/// built-in definitions they refer to.
+pub fn custom_resource_v3_document(
+    group: &str,
+    version: &str,
+    resources: &[(&'static crate::catalog::ResourceInfo, String, Value)],
+) -> Vec<u8> {
+    to_bytes(&v3::custom_document(group, version, resources))
+}
+
+/// The content hash of a document, as the `/openapi/v3` index puts it in URLs.
+pub fn hash(bytes: &[u8]) -> String {
+    content_hash(bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

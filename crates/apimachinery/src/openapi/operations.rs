@@ -212,6 +212,23 @@ pub(crate) fn paths(group: &str, version: &str) -> Vec<PathItem> {
 }
 
 fn resource_paths(r: &'static ResourceInfo, out: &mut Vec<PathItem>) {
+    let def = definition_of(&r.api_version(), r.kind);
+    let list_def = definitions::kinds()
+        .iter()
+        .find(|k| k.definition == def)
+        .and_then(|k| k.list_definition.clone())
+        .unwrap_or_else(|| STATUS.to_string());
+    resource_paths_with(r, def, list_def, out);
+}
+
+/// The paths of `r` whose objects and lists are the definitions `def` and `list_def` (custom
+/// resources name their own).
+pub(crate) fn resource_paths_with(
+    r: &'static ResourceInfo,
+    def: String,
+    list_def: String,
+    out: &mut Vec<PathItem>,
+) {
     let prefix = if r.group.is_empty() {
         format!("/api/{}", r.version)
     } else {
@@ -221,12 +238,6 @@ fn resource_paths(r: &'static ResourceInfo, out: &mut Vec<PathItem>) {
     let ns = if r.namespaced() { "Namespaced" } else { "" };
     let kind = r.kind;
     let gvk = (r.group, r.version, r.kind);
-    let def = definition_of(&r.api_version(), kind);
-    let list_def = definitions::kinds()
-        .iter()
-        .find(|k| k.definition == def)
-        .and_then(|k| k.list_definition.clone())
-        .unwrap_or_else(|| STATUS.to_string());
     let collection = if r.namespaced() {
         format!("{prefix}/namespaces/{{namespace}}/{}", r.plural)
     } else {

@@ -7,6 +7,7 @@ use serde_json::{json, Map, Value};
 use super::definitions::{self, REF_PREFIX};
 use super::operations::{self, GroupVersion, Method, Operation, Param, PathItem};
 use super::{PATCH_CONTENT_TYPES, RESPONSE_CONTENT_TYPES};
+use crate::catalog::ResourceInfo;
 
 /// The v3 document of one group version.
 pub(crate) fn document(gv: &GroupVersion) -> Value {
@@ -23,6 +24,70 @@ pub(crate) fn document(gv: &GroupVersion) -> Value {
         "paths": paths,
         "components": {
             "schemas": closure(roots, REF_PREFIX),
+            "securitySchemes": {
+                "BearerToken": {
+                    "type": "apiKey",
+                    "description": "Bearer Token authentication",
+                    "name": "authorization",
+                    "in": "header"
+                }
+            }
+        },
+        "security": [{"BearerToken": []}]
+    })
+}
+
+/// The v3 document of a group version of custom resources: each resource's paths, its object
+/// and list definitions from `schemas` (`(resource, definition name, definition)`), and the
+/// built-in definitions they refer to.
+pub(crate) fn custom_document(
+    group: &str,
+    version: &str,
+    resources: &[(&'static ResourceInfo, String, Value)],
+) -> Value {
+    let tag = operations::gv_tag(group, version);
+    let mut roots = BTreeSet::new();
+    let mut paths = Map::new();
+    let mut own = Map::new();
+    for (info, def, schema) in resources {
+        let list_def = format!("{def}List");
+        let mut items = Vec::new();
+        operations::resource_paths_with(info, def.clone(), list_def.clone(), &mut items);
+        for item in &items {
+            paths.insert(item.path.clone(), path_item(item, &tag, &mut roots));
+        }
+        let mut refs = Vec::new();
+        collect_refs(schema, REF_PREFIX, &mut refs);
+        roots.extend(refs);
+        own.insert(def.clone(), schema.clone());
+        own.insert(
+            list_def.clone(),
+            json!({
+                "description": format!("{}List is a list of {}", info.kind, info.kind),
+                "type": "object",
+                "required": ["items"],
+                "properties": {
+                    "apiVersion": {"type": "string"},
+                    "items": {"type": "array", "items": {"$ref": format!("{REF_PREFIX}{def}")}},
+                    "kind": {"type": "string"},
+                    "metadata": {"$ref": format!("{REF_PREFIX}io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta")},
+                },
+                "x-kubernetes-group-version-kind": [{"group": info.group, "kind": format!("{}List", info.kind), "version": info.version}],
+            }),
+        );
+        roots.insert("io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta".to_string());
+    }
+    let mut schemas = closure(
+        roots.into_iter().filter(|r| !own.contains_key(r)).collect(),
+        REF_PREFIX,
+    );
+    schemas.extend(own);
+    json!({
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes CRD Swagger", "version": "v0.1.0"},
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
             "securitySchemes": {
                 "BearerToken": {
                     "type": "apiKey",

@@ -51,22 +51,33 @@ pub fn conversion(info: &'static ResourceInfo) -> Option<Conversion> {
             to_storage: hpa_conversion::v1_to_v2,
             from_storage: hpa_conversion::v2_to_v1,
         }),
-        _ => None,
+        // Custom resources served in a version other than the CRD's storage version.
+        _ => crate::crd::served::conversion(info),
     }
 }
 
 impl Conversion {
+    /// `obj` (in the served version) in the storage version, its `apiVersion` included.
+    fn into_storage_version(self, obj: &Value) -> Value {
+        with_api_version((self.to_storage)(obj), self.storage)
+    }
+
+    /// `obj` (in the storage version) in the served version, its `apiVersion` included.
+    fn into_served_version(self, obj: &Value) -> Value {
+        with_api_version((self.from_storage)(obj), self.served)
+    }
+
     /// `value` (an object, a list of them, or anything else) in the served version.
     pub fn answer(&self, mut value: Value) -> Value {
         let kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
         if kind == self.storage.kind {
-            return (self.from_storage)(&value);
+            return self.into_served_version(&value);
         }
         if kind == format!("{}List", self.storage.kind) {
             value["apiVersion"] = json!(self.served.api_version());
             if let Some(items) = value.get_mut("items").and_then(Value::as_array_mut) {
                 for item in items.iter_mut() {
-                    let mut converted = (self.from_storage)(item);
+                    let mut converted = self.into_served_version(item);
                     // List items carry no type meta when stored ones do not.
                     if item.get("apiVersion").is_none() {
                         if let Some(m) = converted.as_object_mut() {
@@ -89,7 +100,7 @@ impl Conversion {
                 if is_bookmark {
                     obj["apiVersion"] = json!(self.served.api_version());
                 } else {
-                    *obj = (self.from_storage)(obj);
+                    *obj = self.into_served_version(obj);
                 }
             }
         }
@@ -105,6 +116,16 @@ impl Conversion {
             None => path.to_string(),
         }
     }
+}
+
+/// `obj` with the `apiVersion` of `info` when it carries one of the same kind (custom resources
+/// with the `None` conversion strategy change nothing else).
+fn with_api_version(mut obj: Value, info: &ResourceInfo) -> Value {
+    if obj.get("kind").and_then(Value::as_str) == Some(info.kind) && obj.get("apiVersion").is_some()
+    {
+        obj["apiVersion"] = json!(info.api_version());
+    }
+    obj
 }
 
 /// Serves a request on a converted resource by serving its storage version.
@@ -134,7 +155,7 @@ pub async fn serve(
                 ));
             }
             let (obj, warnings) = checked(&conversion, obj, &bytes, &params)?;
-            let body = to_json_body(&(conversion.to_storage)(&obj))?;
+            let body = to_json_body(&conversion.into_storage_version(&obj))?;
             inner_headers.insert(
                 header::CONTENT_TYPE,
                 HeaderValue::from_static("application/json"),
@@ -247,7 +268,7 @@ async fn patch(
             path.namespace.as_deref(),
             name,
         )?;
-        let original = (conversion.from_storage)(&current.value());
+        let original = conversion.into_served_version(&current.value());
         let mut patched = apply_patch(
             patch_type,
             &original,
@@ -268,7 +289,7 @@ async fn patch(
         )?;
         patched = checked_obj;
         let pinned = pin_resource_version(&mut patched, &original, current.revision);
-        let body = to_json_body(&(conversion.to_storage)(&patched))?;
+        let body = to_json_body(&conversion.into_storage_version(&patched))?;
         let resp = crate::http::resource::dispatch(
             state,
             &Method::PUT,

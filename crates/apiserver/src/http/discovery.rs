@@ -70,10 +70,7 @@ fn verbs(v: &[&str]) -> Value {
 /// Legacy `APIResourceList` entries of one group version (resources and their subresources).
 fn api_resources(group: &str, version: &str) -> Vec<Value> {
     let mut out = Vec::new();
-    for r in catalog::all()
-        .iter()
-        .filter(|r| r.group == group && r.version == version)
-    {
+    for r in served_resources().filter(|r| r.group == group && r.version == version) {
         let mut entry = json!({
             "name": r.plural,
             "singularName": r.singular,
@@ -158,8 +155,7 @@ fn aggregated_group(group: &str, versions: &[&str]) -> Value {
         .map(|v| {
             json!({
                 "version": v,
-                "resources": catalog::all()
-                    .iter()
+                "resources": served_resources()
                     .filter(|r| r.group == group && r.version == *v)
                     .map(aggregated_resource)
                     .collect::<Vec<_>>(),
@@ -242,9 +238,33 @@ fn extra_groups(state: &SharedState) -> Vec<(&'static str, Vec<&'static str>)> {
     }
 }
 
+/// The built-in resources, then the custom resources of established CRDs.
+fn served_resources() -> impl Iterator<Item = &'static ResourceInfo> {
+    catalog::all()
+        .iter()
+        .chain(rkcm_apimachinery::custom_resources::all())
+}
+
+/// The built-in groups, then the groups of custom resources (kube lists CRD groups after the
+/// built-in ones, as their APIServices have lower priority).
+fn served_groups() -> Vec<(&'static str, Vec<&'static str>)> {
+    let mut groups = catalog::groups();
+    for (g, vs) in rkcm_apimachinery::custom_resources::groups() {
+        match groups.iter_mut().find(|(name, _)| *name == g) {
+            Some((_, versions)) => versions.extend(
+                vs.into_iter()
+                    .filter(|v| !versions.contains(v))
+                    .collect::<Vec<_>>(),
+            ),
+            None => groups.push((g, vs)),
+        }
+    }
+    groups
+}
+
 /// `GET /apis`.
 pub async fn apis(State(state): State<SharedState>, headers: HeaderMap) -> Response {
-    let groups = catalog::groups();
+    let groups = served_groups();
     let extra = extra_groups(&state);
     if let Some(v) = aggregated_version(&headers) {
         let mut items: Vec<Value> = groups
@@ -266,7 +286,7 @@ pub async fn apis(State(state): State<SharedState>, headers: HeaderMap) -> Respo
 
 /// `GET /apis/{group}`.
 pub async fn group(State(state): State<SharedState>, Path(group): Path<String>) -> Response {
-    let mut groups = catalog::groups();
+    let mut groups = served_groups();
     groups.extend(extra_groups(&state));
     match groups.into_iter().find(|(g, _)| *g == group) {
         Some((g, vs)) => {
@@ -301,7 +321,7 @@ pub async fn group_version(
             }),
         );
     }
-    let served = catalog::groups()
+    let served = served_groups()
         .into_iter()
         .any(|(g, vs)| g == group && vs.contains(&version.as_str()));
     if !served {
@@ -340,13 +360,20 @@ pub async fn openapi_v2(headers: HeaderMap) -> Response {
         .collect::<Vec<_>>()
         .join(",");
     if accept.trim().is_empty() {
-        return openapi_json(openapi::v2(), None);
+        return match crate::crd::openapi::v2(openapi::v2()) {
+            Some(doc) => json_document(doc),
+            None => openapi_json(openapi::v2(), None),
+        };
     }
     // The first acceptable media type wins, as kube-openapi's negotiation does.
     for m in accept.split(',') {
         let mime = m.split(';').next().unwrap_or("").trim();
         if matches!(mime, "application/json" | "*/*" | "application/*") {
-            return openapi_json(openapi::v2(), None);
+            return match crate::crd::openapi::v2(openapi::v2()) {
+                // With custom resources, the document changes with the CRDs.
+                Some(doc) => json_document(doc),
+                None => openapi_json(openapi::v2(), None),
+            };
         }
         if OPENAPI_V2_PROTOBUF.contains(&mime) {
             return Response::builder()
@@ -366,14 +393,27 @@ pub async fn openapi_v2(headers: HeaderMap) -> Response {
 
 /// `GET /openapi/v3`.
 pub async fn openapi_v3_index() -> Response {
-    openapi_json(openapi::v3_index(), None)
+    json_document(crate::crd::openapi::v3_index(openapi::v3_index()))
+}
+
+/// A JSON OpenAPI document built for this request (it changes with the CRDs, so it carries no
+/// ETag).
+fn json_document(doc: Vec<u8>) -> Response {
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(axum::body::Body::from(doc))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
 /// `GET /openapi/v3/{path}` (`api/v1`, `apis/apps/v1`).
 pub async fn openapi_v3_document(Path(path): Path<String>) -> Response {
     match openapi::v3_document(&path) {
         Some(doc) => openapi_json(doc, openapi::v3_hash(&path)),
-        None => ApiError::no_route().into_response(),
+        None => match crate::crd::openapi::v3_document(&path) {
+            Some(doc) => json_document(doc),
+            None => ApiError::no_route().into_response(),
+        },
     }
 }
 

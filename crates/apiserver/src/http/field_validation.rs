@@ -32,8 +32,18 @@ pub(crate) struct FieldCheck {
 
 /// Checks `body` (an object of `info`) for unknown and duplicate fields according to `mode`.
 pub(crate) fn check_fields(info: &ResourceInfo, body: &[u8], mode: &str) -> ApiResult<FieldCheck> {
-    let problems = validation::check_fields(&info.api_version(), info.kind, body)
-        .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))?;
+    let problems = match crate::crd::served::lookup(info) {
+        // Custom resources: the fields pruning would drop (kube's unknown fields for them).
+        Some(custom) => {
+            // Without a built-in schema for the kind, the walk reports duplicate keys only.
+            let mut problems = validation::check_fields(&info.api_version(), info.kind, body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))?;
+            problems.extend(custom_resource_problems(&custom, body)?);
+            problems
+        }
+        None => validation::check_fields(&info.api_version(), info.kind, body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))?,
+    };
     if problems.is_empty() {
         return Ok(FieldCheck::default());
     }
@@ -55,6 +65,27 @@ pub(crate) fn check_fields(info: &ResourceInfo, body: &[u8], mode: &str) -> ApiR
         Vec::new()
     };
     Ok(FieldCheck { warnings, unknown })
+}
+
+/// The unknown fields of a custom resource body: what its schema's pruning removes, and the
+/// unknown metadata fields of embedded resources (duplicate keys are found by the caller).
+fn custom_resource_problems(
+    custom: &crate::crd::served::ServedVersion,
+    body: &[u8],
+) -> ApiResult<Vec<validation::FieldProblem>> {
+    let Some(schema) = custom.schema.as_ref() else {
+        return Ok(Vec::new());
+    };
+    let mut obj: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))?;
+    let mut unknown = schema.prune(&mut obj);
+    if let Ok(dropped) = schema.coerce(&mut obj, true) {
+        unknown.extend(dropped);
+    }
+    Ok(unknown
+        .into_iter()
+        .map(validation::FieldProblem::Unknown)
+        .collect())
 }
 
 /// Removes the field at `path` (`spec.template.spec.containers[0].imagee`) from `obj`.

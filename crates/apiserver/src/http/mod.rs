@@ -13,7 +13,6 @@ pub mod handlers;
 pub mod impersonate;
 pub mod inflight;
 pub mod negotiate;
-pub mod no_crds;
 pub mod params;
 pub mod path;
 pub mod pod_streams;

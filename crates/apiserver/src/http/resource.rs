@@ -26,6 +26,10 @@ use crate::rest::UpdateTarget;
 pub async fn handle(State(state): State<SharedState>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let user = parts.extensions.get::<UserInfo>();
+    // kube warns on every request to a deprecated version of a custom resource.
+    let deprecation = path::parse(parts.uri.path())
+        .and_then(|p| crate::crd::served::lookup(p.info))
+        .and_then(|v| v.deprecation_warning.clone());
     let served = dispatch(
         &state,
         &parts.method,
@@ -34,9 +38,13 @@ pub async fn handle(State(state): State<SharedState>, req: Request) -> Response 
         body,
         user,
     );
-    match crate::auth::request_user::scope(user.cloned(), served).await {
+    let resp = match crate::auth::request_user::scope(user.cloned(), served).await {
         Ok(resp) => resp,
         Err(e) => e.into_response(),
+    };
+    match deprecation {
+        Some(warning) => crate::http::encode::with_warnings(resp, &[warning]),
+        None => resp,
     }
 }
 
@@ -86,11 +94,6 @@ pub(crate) async fn dispatch(
             return Err(ApiError::method_not_allowed(method.as_str()));
         }
         return binding::bind_collection(state, ns, headers, &params, body).await;
-    }
-    if crate::http::no_crds::is_crd_list(method, uri.path()) {
-        return Ok(crate::http::no_crds::empty_list(
-            state.store.cache().revision(),
-        ));
     }
     let path = path::parse(uri.path()).ok_or_else(ApiError::no_route)?;
     if let Some(conversion) = crate::http::converted::conversion(path.info) {

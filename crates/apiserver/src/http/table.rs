@@ -12,6 +12,28 @@ pub fn partial_metadata(obj: &Value) -> Value {
     printers::partial_object_metadata(obj)
 }
 
+/// The columns and rows of a table of custom resources (their `additionalPrinterColumns`).
+fn custom_resource_table(
+    custom: &crate::crd::served::ServedVersion,
+    objects: &[&Value],
+    include: IncludeObject,
+) -> (Vec<Value>, Vec<Value>) {
+    let (columns, cells) =
+        crate::crd::printers::table(&custom.columns, objects, jiff::Timestamp::now());
+    let rows = cells
+        .into_iter()
+        .zip(objects)
+        .map(|(cells, obj)| {
+            let mut row = json!({"cells": cells});
+            if include == IncludeObject::Metadata {
+                row["object"] = partial_metadata(obj);
+            }
+            row
+        })
+        .collect();
+    (columns, rows)
+}
+
 /// A Table of `objects` with the kind's kubectl columns; `list_meta` becomes its `metadata`
 /// (resourceVersion, continue).
 pub fn table(
@@ -23,12 +45,15 @@ pub fn table(
     // Some kinds list in their own order (FlowSchemas by matching precedence).
     let mut objects = objects.to_vec();
     printers::sort_for_table(info, &mut objects);
-    let (columns, mut rows) = printers::table(
-        info,
-        &objects,
-        jiff::Timestamp::now(),
-        include == IncludeObject::Metadata,
-    );
+    let (columns, mut rows) = match crate::crd::served::lookup(info) {
+        Some(custom) => custom_resource_table(&custom, &objects, include),
+        None => printers::table(
+            info,
+            &objects,
+            jiff::Timestamp::now(),
+            include == IncludeObject::Metadata,
+        ),
+    };
     if include == IncludeObject::Object {
         for (row, obj) in rows.iter_mut().zip(&objects) {
             row["object"] = (*obj).clone();

@@ -36,6 +36,7 @@ mod conditions;
 mod configmaps;
 mod controllerrevisions;
 mod cronjobs;
+mod customresourcedefinitions;
 mod daemonsets;
 mod deployments;
 mod endpoints;
@@ -112,6 +113,11 @@ pub enum FieldErrorKind {
     NotFound,
     /// A list has more items than allowed (`field.TooMany`).
     TooMany,
+    /// A value has the wrong type (`field.TypeInvalid`), reported by schema validation of
+    /// custom resources.
+    TypeInvalid,
+    /// The server failed to check the value (`field.InternalError`).
+    Internal,
 }
 
 impl FieldErrorKind {
@@ -126,6 +132,8 @@ impl FieldErrorKind {
             FieldErrorKind::TooLong => "FieldValueTooLong",
             FieldErrorKind::NotFound => "FieldValueNotFound",
             FieldErrorKind::TooMany => "FieldValueTooMany",
+            FieldErrorKind::TypeInvalid => "FieldValueTypeInvalid",
+            FieldErrorKind::Internal => "InternalError",
         }
     }
 
@@ -140,6 +148,8 @@ impl FieldErrorKind {
             FieldErrorKind::TooLong => "Too long",
             FieldErrorKind::NotFound => "Not found",
             FieldErrorKind::TooMany => "Too many",
+            FieldErrorKind::TypeInvalid => "Invalid value",
+            FieldErrorKind::Internal => "Internal error",
         }
     }
 }
@@ -533,6 +543,12 @@ fn build(info: &'static ResourceInfo) -> Box<dyn Strategy> {
                 Box::new(priorityclasses::strategy(info)),
                 decode_check::<scheduling::v1::PriorityClass>,
             ),
+            ("apiextensions.k8s.io", "CustomResourceDefinition") => (
+                Box::new(customresourcedefinitions::CustomResourceDefinitionStrategy::new(info)),
+                decode_check::<
+                    k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+                >,
+            ),
             ("certificates.k8s.io", "CertificateSigningRequest") => (
                 Box::new(certificatesigningrequests::strategy(info)),
                 decode_check::<certificates::v1::CertificateSigningRequest>,
@@ -579,6 +595,9 @@ pub fn strategy(info: &ResourceInfo) -> &'static dyn Strategy {
         .or_else(|| table.iter().find(|(i, _)| *i == info))
     {
         return s.as_ref();
+    }
+    if let Some(custom) = rkcm_apimachinery::custom_resources::interned_entry(info) {
+        return crate::crd::strategy::of(custom);
     }
     static EXTRA: Mutex<Vec<&'static GenericStrategy>> = Mutex::new(Vec::new());
     let mut extra = EXTRA.lock();

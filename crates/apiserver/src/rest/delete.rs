@@ -202,6 +202,7 @@ pub async fn delete(
         {
             finalizers.retain(|x| x != ORPHAN_FINALIZER && x != FOREGROUND_FINALIZER);
         }
+        crate::crd::cleanup::mark_terminating(info, &mut next, &mut finalizers);
         let now = jiff::Timestamp::now();
         let namespace_pending = is_namespace
             && next
