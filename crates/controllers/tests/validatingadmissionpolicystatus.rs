@@ -29,7 +29,10 @@ fn policy(name: &str, expressions: &[&str]) -> ValidatingAdmissionPolicy {
     .expect("a policy")
 }
 
-/// The warnings once the status reports `generation`.
+/// The warnings once the status reports `generation`. The controller applies its status
+/// (server-side apply, as kube's): a `typeChecking` without warnings is an empty struct in its
+/// apply, which structured merge drops once the warnings it owned are gone, so an absent
+/// `typeChecking` at the observed generation means no warnings, as on kube.
 async fn warnings_at(
     api: &Api<ValidatingAdmissionPolicy>,
     name: &str,
@@ -38,12 +41,12 @@ async fn warnings_at(
     eventually(&format!("type checking of {name}"), || async {
         let p = api.get(name).await?;
         let status = p.status.unwrap_or_default();
-        if status.observed_generation == Some(generation) {
-            if let Some(tc) = status.type_checking {
-                return Ok(Some(tc.expression_warnings.unwrap_or_default()));
-            }
-        }
-        Ok(None)
+        Ok((status.observed_generation == Some(generation)).then(|| {
+            status
+                .type_checking
+                .and_then(|tc| tc.expression_warnings)
+                .unwrap_or_default()
+        }))
     })
     .await
 }
