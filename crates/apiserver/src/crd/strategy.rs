@@ -100,12 +100,15 @@ impl Strategy for CustomResourceStrategy {
     }
 
     fn prepare_for_create(&self, obj: &mut Value) {
-        // Without a status subresource the status is the client's to set.
+        // kube's customResourceStrategy: with the status subresource a create drops the status
+        // (a custom resource is unstructured: no empty struct is written in its place, as the
+        // base strategy of typed kinds does); without it the status is the client's to set.
         let status = obj.get("status").cloned();
         self.base.prepare_for_create(obj);
         crate::object::set_meta(obj, "generation", Value::from(1));
-        if !self.base.has_status() {
-            if let (Some(m), Some(status)) = (obj.as_object_mut(), status) {
+        if let Some(m) = obj.as_object_mut() {
+            m.remove("status");
+            if let (false, Some(status)) = (self.base.has_status(), status) {
                 m.insert("status".into(), status);
             }
         }
