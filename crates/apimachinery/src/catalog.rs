@@ -707,8 +707,15 @@ pub fn by_kind(api_version: &str, kind: &str) -> Option<&'static ResourceInfo> {
 
 /// The served groups with their versions, in discovery order (core group excluded).
 pub fn groups() -> Vec<(&'static str, Vec<&'static str>)> {
+    group_versions(RESOURCES.iter().filter(|r| !r.group.is_empty()))
+}
+
+/// The groups of `resources` with their versions, each in order of first appearance.
+pub fn group_versions<'a>(
+    resources: impl IntoIterator<Item = &'a ResourceInfo>,
+) -> Vec<(&'static str, Vec<&'static str>)> {
     let mut out: Vec<(&'static str, Vec<&'static str>)> = Vec::new();
-    for r in RESOURCES.iter().filter(|r| !r.group.is_empty()) {
+    for r in resources {
         match out.iter_mut().find(|(g, _)| *g == r.group) {
             Some((_, versions)) if !versions.contains(&r.version) => versions.push(r.version),
             Some(_) => {}

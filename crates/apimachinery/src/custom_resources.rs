@@ -190,15 +190,7 @@ pub(crate) fn by_kind(group: &str, version: &str, kind: &str) -> Option<&'static
 
 /// The served groups of custom resources with their versions, in registration order.
 pub fn groups() -> Vec<(&'static str, Vec<&'static str>)> {
-    let mut out: Vec<(&'static str, Vec<&'static str>)> = Vec::new();
-    for r in all() {
-        match out.iter_mut().find(|(g, _)| *g == r.group) {
-            Some((_, versions)) if !versions.contains(&r.version) => versions.push(r.version),
-            Some(_) => {}
-            None => out.push((r.group, vec![r.version])),
-        }
-    }
-    out
+    crate::catalog::group_versions(all())
 }
 
 #[cfg(test)]
