@@ -27,7 +27,7 @@ use super::served::{self, ServedVersion};
 use crate::object;
 use crate::rest as keys;
 use crate::store::Store;
-use crate::watch_cache::{CachedObject, Next};
+use crate::watch_cache::Next;
 
 /// How often a CRD waiting for its objects to go is looked at again.
 const CLEANUP_RECHECK: Duration = Duration::from_millis(500);
@@ -84,13 +84,26 @@ pub async fn run(store: Store, owner: u64, shutdown: CancellationToken) {
     served::set(owner, Vec::new());
 }
 
-fn list_crds(store: &Store) -> Vec<(Arc<CachedObject>, CustomResourceDefinition)> {
+/// A CRD as read from the cache, decoded once per pass.
+struct Listed {
+    value: Value,
+    revision: i64,
+}
+
+fn list_crds(store: &Store) -> Vec<(Listed, CustomResourceDefinition)> {
     let prefix = keys::prefix(crd_info(), None);
     let (objs, _, _) = store.cache().list(&prefix, None, 0, &|_| true);
     objs.into_iter()
         .filter_map(|o| {
-            let crd = serde_json::from_value(o.value()).ok()?;
-            Some((o, crd))
+            let value = o.value();
+            let crd = serde_json::from_value(value.clone()).ok()?;
+            Some((
+                Listed {
+                    value,
+                    revision: o.revision,
+                },
+                crd,
+            ))
         })
         .collect()
 }
@@ -109,8 +122,8 @@ async fn reconcile(store: &Store, owner: u64) -> bool {
         if crd.metadata.deletion_timestamp.is_some() {
             continue;
         }
-        let next = with_names(&cached.value(), crd, &all);
-        if next == cached.value() {
+        let next = with_names(&cached.value, crd, &all);
+        if next == cached.value {
             continue;
         }
         if let Ok(updated) = serde_json::from_value(next.clone()) {
@@ -138,7 +151,7 @@ async fn reconcile(store: &Store, owner: u64) -> bool {
     let mut pending = false;
     for (cached, crd) in &crds {
         let deleting = crd.metadata.deletion_timestamp.is_some()
-            && object::finalizers(&cached.value())
+            && object::finalizers(&cached.value)
                 .iter()
                 .any(|f| f == CLEANUP_FINALIZER);
         if deleting {
@@ -206,7 +219,7 @@ fn with_names(
 async fn finalize(
     store: &Store,
     key: &str,
-    cached: &Arc<CachedObject>,
+    cached: &Listed,
     crd: &CustomResourceDefinition,
 ) -> bool {
     let name = name_of(crd);
@@ -215,7 +228,7 @@ async fn finalize(
         // Never served: no object can exist.
         None => 0,
     };
-    let mut next = cached.value();
+    let mut next = cached.value.clone();
     if remaining > 0 {
         set_condition(
             &mut next,
@@ -224,12 +237,12 @@ async fn finalize(
             "InstanceDeletionInProgress",
             "CustomResource deletion is in progress",
         );
-        if next != cached.value() {
+        if next != cached.value {
             let _ = store.update(key, next, cached.revision).await;
         }
         return false;
     }
-    let finalizers: Vec<String> = object::finalizers(&cached.value())
+    let finalizers: Vec<String> = object::finalizers(&cached.value)
         .into_iter()
         .filter(|f| f != CLEANUP_FINALIZER)
         .collect();

@@ -7,7 +7,7 @@
 
 use std::sync::Mutex;
 
-use rkcm_apiextensions::ErrorList;
+use rkcm_apiextensions::{ErrorList, ErrorType};
 use rkcm_apimachinery::catalog::ResourceInfo;
 use serde_json::Value;
 
@@ -19,17 +19,17 @@ use crate::registry::{FieldError, FieldErrorKind, GenericStrategy, GracefulDelet
 pub fn field_errors(errs: ErrorList) -> Vec<FieldError> {
     errs.into_iter()
         .map(|e| {
-            let kind = match e.error_type.reason() {
-                "FieldValueRequired" => FieldErrorKind::Required,
-                "FieldValueNotSupported" => FieldErrorKind::NotSupported,
-                "FieldValueDuplicate" => FieldErrorKind::Duplicate,
-                "FieldValueForbidden" => FieldErrorKind::Forbidden,
-                "FieldValueTooLong" => FieldErrorKind::TooLong,
-                "FieldValueNotFound" => FieldErrorKind::NotFound,
-                "FieldValueTooMany" => FieldErrorKind::TooMany,
-                "FieldValueTypeInvalid" => FieldErrorKind::TypeInvalid,
-                "InternalError" => FieldErrorKind::Internal,
-                _ => FieldErrorKind::Invalid,
+            let kind = match e.error_type {
+                ErrorType::Required => FieldErrorKind::Required,
+                ErrorType::NotSupported => FieldErrorKind::NotSupported,
+                ErrorType::Duplicate => FieldErrorKind::Duplicate,
+                ErrorType::Forbidden => FieldErrorKind::Forbidden,
+                ErrorType::TooLong => FieldErrorKind::TooLong,
+                ErrorType::NotFound => FieldErrorKind::NotFound,
+                ErrorType::TooMany => FieldErrorKind::TooMany,
+                ErrorType::TypeInvalid => FieldErrorKind::TypeInvalid,
+                ErrorType::Internal => FieldErrorKind::Internal,
+                ErrorType::Invalid => FieldErrorKind::Invalid,
             };
             FieldError {
                 message: e.body(),
