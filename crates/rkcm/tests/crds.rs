@@ -177,6 +177,12 @@ fn a_crd_and_its_objects_with_kubectl() {
         "3"
     );
 
+    // kubectl 1.27 reads the OpenAPI v2 document in its protobuf form: the custom resource is
+    // in it (explained from v2, strict validation, client-side apply and its three-way patch).
+    if let Some(k127) = common::older_kubectl("1.27") {
+        kubectl_127_round(&cluster, &k127, dir.path());
+    }
+
     // The garbage collector finds custom resources through discovery: an object owned by a
     // deleted owner goes.
     let owner_uid = cluster.jsonpath(&["get", "ct", "extra"], "{.metadata.uid}");
@@ -229,4 +235,90 @@ fn a_crd_and_its_objects_with_kubectl() {
     ]);
     let left = cluster.kubectl(&["get", "crontabs", "-A", "-o", "name"]);
     assert_eq!(left.trim(), "", "objects of the deleted CRD are gone");
+}
+
+/// Runs kubectl 1.27, with a cache of its own, against `cluster`; returns its output.
+fn old_kubectl(
+    cluster: &Cluster,
+    kubectl: &Path,
+    cache: &Path,
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> std::process::Output {
+    std::process::Command::new(kubectl)
+        .env("KUBECONFIG", &cluster.kubeconfig)
+        .envs(env.iter().copied())
+        .arg("--cache-dir")
+        .arg(cache)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("kubectl 1.27 runs")
+}
+
+fn kubectl_127_round(cluster: &Cluster, kubectl: &Path, dir: &Path) {
+    let cache = tempfile::tempdir().expect("cache dir");
+    let ok = |env: &[(&str, &str)], args: &[&str]| {
+        let out = old_kubectl(cluster, kubectl, cache.path(), env, args);
+        assert!(
+            out.status.success(),
+            "kubectl 1.27 {} failed: {}",
+            args.join(" "),
+            stderr(&out)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+
+    // `explain` from the v2 document (kubectl 1.27 reads v3 unless told otherwise).
+    let explained = ok(
+        &[("KUBECTL_EXPLAIN_OPENAPIV3", "false")],
+        &["explain", "crontabs.spec"],
+    );
+    assert!(
+        explained.contains("cronSpec") && explained.contains("When to run, in cron format."),
+        "{explained}"
+    );
+
+    // Strict validation refuses an unknown field, naming it.
+    let unknown = write(
+        dir,
+        "legacy-unknown.json",
+        &crontab("legacy", json!({"cronSpec": "* * * * *", "colour": "blue"})),
+    );
+    let out = old_kubectl(
+        cluster,
+        kubectl,
+        cache.path(),
+        &[],
+        &["create", "-f", &unknown],
+    );
+    assert!(!out.status.success(), "an unknown field is refused");
+    assert!(stderr(&out).contains("colour"), "{}", stderr(&out));
+
+    // Client-side apply, then a change applied as kubectl's three-way patch.
+    let first = write(
+        dir,
+        "legacy.json",
+        &crontab("legacy", json!({"cronSpec": "* * * * *", "image": "old"})),
+    );
+    ok(&[], &["apply", "-f", &first]);
+    let second = write(
+        dir,
+        "legacy.json",
+        &crontab("legacy", json!({"cronSpec": "*/5 * * * *", "replicas": 2})),
+    );
+    ok(&[], &["apply", "-f", &second]);
+    let spec = cluster.jsonpath(&["get", "ct", "legacy"], "{.spec}");
+    let spec: serde_json::Value = serde_json::from_str(&spec).expect("spec is JSON");
+    assert_eq!(
+        spec,
+        json!({"cronSpec": "*/5 * * * *", "replicas": 2}),
+        "the field dropped from the manifest is removed"
+    );
+    let table = ok(&[], &["get", "ct", "legacy"]);
+    assert!(
+        table.lines().next().unwrap_or("").contains("SPEC"),
+        "{table}"
+    );
+    ok(&[], &["delete", "ct", "legacy"]);
 }

@@ -99,6 +99,13 @@ pub fn v2_protobuf() -> &'static [u8] {
     &documents().v2_protobuf
 }
 
+/// The gnostic protobuf encoding of a swagger 2.0 JSON document built at run time (the built-in
+/// document extended with custom resources); `None` when `json` is not JSON.
+pub fn v2_protobuf_of(json: &[u8]) -> Option<Vec<u8>> {
+    let doc: Value = serde_json::from_slice(json).ok()?;
+    Some(v2_protobuf::document(&doc))
+}
+
 /// The index served at `/openapi/v3`: `{"paths":{"apis/apps/v1":{"serverRelativeURL":...}}}`.
 pub fn v3_index() -> &'static [u8] {
     &documents().v3_index
@@ -143,6 +150,52 @@ pub fn hash(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// kubectl's client-side `apply` sends a strategic merge patch when the PATCH operation of
+    /// the kind consumes one; custom resources refuse it, so their operations must not list it.
+    #[test]
+    fn custom_resource_patches_consume_no_strategic_merge_patch() {
+        let info = crate::custom_resources::intern(&crate::custom_resources::CustomResource {
+            group: "stable.example.com".into(),
+            version: "v1".into(),
+            kind: "CronTab".into(),
+            plural: "crontabs".into(),
+            singular: "crontab".into(),
+            namespaced: true,
+            ..Default::default()
+        });
+        let doc = parse(&custom_resource_v3_document(
+            "stable.example.com",
+            "v1",
+            &[(
+                info,
+                "com.example.stable.v1.CronTab".into(),
+                json!({"type": "object"}),
+            )],
+        ));
+        let mut patches = 0;
+        for item in doc["paths"].as_object().expect("paths").values() {
+            if let Some(content) = item.pointer("/patch/requestBody/content") {
+                patches += 1;
+                let types: Vec<&String> = content.as_object().expect("content").keys().collect();
+                assert_eq!(
+                    types,
+                    [
+                        "application/json-patch+json",
+                        "application/merge-patch+json",
+                        "application/apply-patch+yaml"
+                    ]
+                );
+            }
+        }
+        assert!(patches > 0, "the object's path has a PATCH operation");
+        // Built-in kinds keep strategic merge patch.
+        let apps = parse(v3_document("apis/apps/v1").expect("apps/v1"));
+        let deployment = &apps["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"];
+        assert!(deployment
+            .pointer("/patch/requestBody/content/application~1strategic-merge-patch+json")
+            .is_some());
+    }
 
     fn parse(bytes: &[u8]) -> Value {
         serde_json::from_slice(bytes).expect("valid JSON")

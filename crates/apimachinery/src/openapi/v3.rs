@@ -16,7 +16,10 @@ pub(crate) fn document(gv: &GroupVersion) -> Value {
     let mut roots = BTreeSet::new();
     let mut paths = Map::new();
     for item in &items {
-        paths.insert(item.path.clone(), path_item(item, &tag, &mut roots));
+        paths.insert(
+            item.path.clone(),
+            path_item(item, &tag, PATCH_CONTENT_TYPES, &mut roots),
+        );
     }
     json!({
         "openapi": "3.0.0",
@@ -37,6 +40,15 @@ pub(crate) fn document(gv: &GroupVersion) -> Value {
     })
 }
 
+/// Content types a custom resource's PATCH operations consume: no strategic merge patch, which
+/// custom resources refuse with 415 (kube's CRD OpenAPI builder lists these; kubectl's
+/// client-side `apply` reads them to choose a JSON merge patch).
+const CUSTOM_RESOURCE_PATCH_CONTENT_TYPES: &[&str] = &[
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/apply-patch+yaml",
+];
+
 /// The v3 document of a group version of custom resources: each resource's paths, its object
 /// and list definitions from `schemas` (`(resource, definition name, definition)`), and the
 /// built-in definitions they refer to.
@@ -54,7 +66,10 @@ pub(crate) fn custom_document(
         let mut items = Vec::new();
         operations::resource_paths_with(info, def.clone(), list_def.clone(), &mut items);
         for item in &items {
-            paths.insert(item.path.clone(), path_item(item, &tag, &mut roots));
+            paths.insert(
+                item.path.clone(),
+                path_item(item, &tag, CUSTOM_RESOURCE_PATCH_CONTENT_TYPES, &mut roots),
+            );
         }
         let mut refs = Vec::new();
         collect_refs(schema, REF_PREFIX, &mut refs);
@@ -162,10 +177,18 @@ fn path_params(item: &PathItem) -> Vec<Value> {
     params
 }
 
-fn path_item(item: &PathItem, tag: &str, roots: &mut BTreeSet<String>) -> Value {
+fn path_item(
+    item: &PathItem,
+    tag: &str,
+    patch_types: &[&str],
+    roots: &mut BTreeSet<String>,
+) -> Value {
     let mut out = Map::new();
     for op in &item.operations {
-        out.insert(op.method.key().to_string(), operation(op, tag, roots));
+        out.insert(
+            op.method.key().to_string(),
+            operation(op, tag, patch_types, roots),
+        );
     }
     out.insert("parameters".into(), Value::Array(path_params(item)));
     Value::Object(out)
@@ -181,7 +204,12 @@ fn content(types: &[&str], definition: &str) -> Value {
     )
 }
 
-fn operation(op: &Operation, tag: &str, roots: &mut BTreeSet<String>) -> Value {
+fn operation(
+    op: &Operation,
+    tag: &str,
+    patch_types: &[&str],
+    roots: &mut BTreeSet<String>,
+) -> Value {
     let mut out = Map::new();
     out.insert("tags".into(), json!([tag]));
     out.insert("description".into(), op.description.clone().into());
@@ -193,7 +221,7 @@ fn operation(op: &Operation, tag: &str, roots: &mut BTreeSet<String>) -> Value {
     if let Some(body) = &op.body {
         roots.insert(body.clone());
         let types: &[&str] = if op.method == Method::Patch {
-            PATCH_CONTENT_TYPES
+            patch_types
         } else {
             &["*/*"]
         };

@@ -376,10 +376,17 @@ pub async fn openapi_v2(headers: HeaderMap) -> Response {
             };
         }
         if OPENAPI_V2_PROTOBUF.contains(&mime) {
+            // With custom resources, the document is built and encoded for this request.
+            let body = match crate::crd::openapi::v2(openapi::v2())
+                .and_then(|doc| openapi::v2_protobuf_of(&doc))
+            {
+                Some(doc) => axum::body::Body::from(doc),
+                None => axum::body::Body::from(openapi::v2_protobuf()),
+            };
             return Response::builder()
                 .status(StatusCode::OK)
                 .header(http::header::CONTENT_TYPE, OPENAPI_V2_PROTOBUF[1])
-                .body(axum::body::Body::from(openapi::v2_protobuf()))
+                .body(body)
                 .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response());
         }
     }
