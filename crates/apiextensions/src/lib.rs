@@ -14,6 +14,7 @@
 
 #![warn(missing_docs)]
 
+pub mod cel;
 pub mod coerce;
 pub mod crd;
 pub mod defaulting;

@@ -391,8 +391,8 @@ fn operand_root_offset(e: &Expr) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::super::issues::display;
-    use super::super::parser::parse;
+    use crate::issues::display;
+    use crate::parser::parse;
     use super::*;
 
     fn deployment() -> Type {

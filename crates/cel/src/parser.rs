@@ -736,7 +736,7 @@ mod tests {
     fn deep_nesting_and_long_chains_hit_the_recursion_limit() {
         // As the type checker does, on a thread with a stack sized for the deepest expression.
         std::thread::Builder::new()
-            .stack_size(super::super::STACK_SIZE)
+            .stack_size(crate::STACK_SIZE)
             .spawn(deep_nesting_cases)
             .expect("thread")
             .join()

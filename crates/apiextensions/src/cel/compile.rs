@@ -1,0 +1,123 @@
+//! Compiling a schema node's `x-kubernetes-validations`, as kube's `schema/cel/compilation.go`:
+//! each rule is parsed and type-checked with `self` (and `oldSelf`) of the node's type
+//! (rkcm-cel gives cel-go's messages), must be a `bool`, and is then compiled for evaluation;
+//! a `messageExpression` must be a `string`.
+
+use std::sync::Arc;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::ValidationRule;
+use rkcm_cel::Type;
+
+use super::library;
+
+/// `self`, the value a rule validates.
+pub const SCOPED_VAR_NAME: &str = "self";
+/// `oldSelf`, its value before an update.
+pub const OLD_SCOPED_VAR_NAME: &str = "oldSelf";
+
+/// Why a rule or message expression does not compile; kube's `apiservercel.Error`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompileError {
+    /// The error is a missing value (`Required`) rather than an invalid one.
+    pub required: bool,
+    /// What is wrong (`compilation failed: ERROR: <input>:1:6: ...`).
+    pub detail: String,
+}
+
+impl CompileError {
+    fn invalid(detail: impl Into<String>) -> Self {
+        CompileError {
+            required: false,
+            detail: detail.into(),
+        }
+    }
+}
+
+/// One compiled rule; kube's `CompilationResult`.
+#[derive(Clone)]
+pub struct CompiledRule {
+    /// The rule as written.
+    pub rule: ValidationRule,
+    /// The program (`None` for an empty rule or one that does not compile).
+    pub program: Option<Arc<cel::Program>>,
+    /// Why the rule does not compile.
+    pub error: Option<CompileError>,
+    /// The compiled `messageExpression`.
+    pub message_program: Option<Arc<cel::Program>>,
+    /// Why the `messageExpression` does not compile.
+    pub message_error: Option<CompileError>,
+    /// Whether the rule reads `oldSelf` (a transition rule).
+    pub uses_old_self: bool,
+}
+
+/// Compiles `rules`, `self` and `oldSelf` being of type `self_type`.
+pub fn compile_rules(rules: &[ValidationRule], self_type: &Type) -> Vec<CompiledRule> {
+    let mut env = rkcm_cel::Env::new();
+    env.declare(SCOPED_VAR_NAME, self_type.clone());
+    env.declare(OLD_SCOPED_VAR_NAME, self_type.clone());
+    rules.iter().map(|r| compile_rule(r, &env)).collect()
+}
+
+fn compile_rule(rule: &ValidationRule, env: &rkcm_cel::Env) -> CompiledRule {
+    let mut out = CompiledRule {
+        rule: rule.clone(),
+        program: None,
+        error: None,
+        message_program: None,
+        message_error: None,
+        uses_old_self: false,
+    };
+    if rule.rule.trim().is_empty() {
+        return out;
+    }
+    match compile_expression(&rule.rule, env, "compilation failed: ") {
+        Err(e) => {
+            out.error = Some(e);
+            return out;
+        }
+        Ok((t, program)) => {
+            if !matches!(t, Type::Bool | Type::Dyn) {
+                out.error = Some(CompileError::invalid("cel expression must evaluate to a bool"));
+                return out;
+            }
+            out.uses_old_self = program.references().has_variable(OLD_SCOPED_VAR_NAME);
+            out.program = Some(Arc::new(program));
+        }
+    }
+    if let Some(me) = rule.message_expression.as_deref().filter(|m| !m.is_empty()) {
+        match compile_expression(me, env, "messageExpression compilation failed: ") {
+            Err(e) => out.message_error = Some(e),
+            Ok((t, _)) if !matches!(t, Type::String | Type::Dyn) => {
+                out.message_error = Some(CompileError::invalid(
+                    "messageExpression must evaluate to a string",
+                ))
+            }
+            Ok((_, program)) => out.message_program = Some(Arc::new(program)),
+        }
+    }
+    out
+}
+
+/// Parses and checks `src` (cel-go's messages, after `prefix`), then compiles it for evaluation.
+fn compile_expression(
+    src: &str,
+    env: &rkcm_cel::Env,
+    prefix: &str,
+) -> Result<(Type, cel::Program), CompileError> {
+    rkcm_cel::run_deep(|| {
+        let (t, issues) = match rkcm_cel::parse(src) {
+            Err(issue) => (Type::Error, vec![issue]),
+            Ok(expr) => rkcm_cel::check(env, &expr),
+        };
+        if !issues.is_empty() {
+            return Err(CompileError::invalid(format!(
+                "{prefix}{}",
+                rkcm_cel::display(src, &issues)
+            )));
+        }
+        let program = library::env()
+            .compile(src)
+            .map_err(|e| CompileError::invalid(format!("{prefix}{e}")))?;
+        Ok((t, program))
+    })
+}
