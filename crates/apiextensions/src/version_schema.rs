@@ -4,7 +4,8 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSche
 use serde_json::Value;
 
 use crate::defaulting;
-use crate::field::{ErrorList, FieldError, Path};
+use crate::cel;
+use crate::field::{ErrorList, ErrorType, FieldError, Path};
 use crate::listtype::validate_list_sets_and_maps;
 use crate::objectmeta::validate_embedded_resources;
 use crate::pruning;
@@ -21,13 +22,23 @@ use crate::validation::SchemaValidator;
 pub struct VersionSchema {
     structural: Structural,
     validator: SchemaValidator,
+    /// The compiled `x-kubernetes-validations` rules, when the schema has any.
+    rules: Option<cel::Validator>,
+}
+
+impl std::fmt::Debug for cel::Validator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("cel::Validator")
+    }
 }
 
 impl VersionSchema {
     /// Prepares `schema`, which CRD validation has accepted (it is structural).
     pub fn new(schema: &JSONSchemaProps) -> Result<Self, ConvertError> {
+        let structural = Structural::from_props(schema)?;
         Ok(VersionSchema {
-            structural: Structural::from_props(schema)?,
+            rules: cel::Validator::new(&structural, true),
+            structural,
             validator: SchemaValidator::new(schema),
         })
     }
@@ -73,7 +84,8 @@ impl VersionSchema {
     /// validation.
     pub fn validate(&self, obj: &Value) -> ErrorList {
         let errs = self.validator.validate(obj);
-        self.with_list_and_embedded_errors(errs, obj)
+        let errs = self.with_list_and_embedded_errors(errs, obj);
+        self.with_rule_errors(errs, obj, None)
     }
 
     /// Validates an update of `old` to `obj` as [`validate`](Self::validate) does, with kube's ratcheting: schema
@@ -91,6 +103,29 @@ impl VersionSchema {
             Some(&self.structural),
             false,
         ));
+        self.with_rule_errors(errs, obj, Some(old))
+    }
+
+    /// Adds the errors of the `x-kubernetes-validations` rules, as kube's strategy does: not
+    /// evaluated when the object has values of the wrong type or unsupported values (the rules
+    /// could not read them), saying so instead. Errors an update leaves as they were are
+    /// ratcheted (dropped; kube returns them as warnings).
+    fn with_rule_errors(&self, mut errs: ErrorList, obj: &Value, old: Option<&Value>) -> ErrorList {
+        let Some(rules) = &self.rules else {
+            return errs;
+        };
+        let blocking = errs
+            .iter()
+            .any(|e| matches!(e.error_type, ErrorType::NotSupported | ErrorType::TypeInvalid));
+        if blocking {
+            errs.push(FieldError::invalid(
+                &Path::new("<nil>"),
+                Value::Null,
+                "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+            ));
+        } else {
+            errs.extend(rules.validate(&Path::root(), obj, old).errors);
+        }
         errs
     }
 

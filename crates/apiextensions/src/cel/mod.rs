@@ -6,6 +6,7 @@
 //! with kube's libraries declared in [`library`].
 
 mod compile;
+mod schema_rules;
 mod decl;
 pub mod field_path;
 pub mod library;
@@ -14,6 +15,10 @@ mod validator;
 mod values;
 
 pub use compile::{compile_rules, CompileError, CompiledRule};
+pub use schema_rules::validate_schema_rules;
 pub use decl::decl_type;
 pub use validator::{Outcome, Validator};
 pub use values::to_value;
+
+#[cfg(test)]
+mod tests;
