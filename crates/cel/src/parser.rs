@@ -306,7 +306,9 @@ impl Parser {
                     false
                 };
                 let name = match self.peek().kind.clone() {
-                    TokenKind::Ident(name) => {
+                    // The literals are keywords of the grammar, not identifiers: `self.true`
+                    // does not parse (a field so named is selected as `self.__true__`).
+                    TokenKind::Ident(name) if !matches!(name.as_str(), "true" | "false" | "null") => {
                         self.bump();
                         name
                     }

@@ -1,5 +1,6 @@
-//! Ported from kube's `schema/cel/validation_test.go`, `compilation_test.go` and the
-//! `apiserver/pkg/cel/library/*_test.go` cases this library implements.
+//! Ported from kube's `schema/cel/validation_test.go` (TestValidationExpressions and the
+//! transition, ratcheting and message cases), `compilation_test.go` and the
+//! `apiserver/pkg/cel/library/*_test.go` cases of the functions implemented here.
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps;
 use serde_json::{json, Value};
@@ -13,40 +14,749 @@ fn structural(schema: Value) -> Structural {
     Structural::from_props(&props).expect("structural")
 }
 
-/// The errors of `obj` against a schema whose root has `rules`, as `field: message` lines.
-fn errors_of(schema: Value, obj: Value, old: Option<Value>) -> Vec<String> {
+/// The errors (`field: message`) of `obj` (an update of `old`) under `schema`.
+fn errors_of(schema: Value, obj: &Value, old: Option<&Value>) -> Vec<String> {
     let s = structural(schema);
     let v = Validator::new(&s, false).expect("the schema has rules");
-    v.validate(&Path::root(), &obj, old.as_ref())
+    v.validate(&Path::root(), obj, old)
         .errors
         .iter()
         .map(ToString::to_string)
         .collect()
 }
 
-/// A schema of `type_` whose root holds `rules`.
+/// `schema` with `rules` at its root.
 fn with_rules(mut schema: Value, rules: &[&str]) -> Value {
     schema["x-kubernetes-validations"] = rules.iter().map(|r| json!({"rule": r})).collect();
     schema
 }
 
-/// Asserts every rule passes on `obj`.
-fn passes(schema: Value, obj: Value, rules: &[&str]) {
-    for rule in rules {
-        let errs = errors_of(with_rules(schema.clone(), &[rule]), obj.clone(), None);
-        assert!(errs.is_empty(), "{rule}: {errs:?}");
+/// An object schema with properties `val1`, `val2`, … of the given schemas.
+fn schemas(types: &[Value]) -> Value {
+    let props: serde_json::Map<String, Value> = types
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (format!("val{}", i + 1), t.clone()))
+        .collect();
+    json!({"type": "object", "properties": props})
+}
+
+/// An object with fields `val1`, `val2`, … of the given values.
+fn objs(values: &[Value]) -> Value {
+    Value::Object(
+        values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (format!("val{}", i + 1), v.clone()))
+            .collect(),
+    )
+}
+
+/// Every rule in `valid` passes on `obj`; every rule of `errors` fails with an error containing
+/// its message.
+fn check(schema: Value, obj: Value, valid: &[&str], errors: &[(&str, &str)]) {
+    for rule in valid {
+        let errs = errors_of(with_rules(schema.clone(), &[rule]), &obj, None);
+        assert!(errs.is_empty(), "{rule} should pass: {errs:?}");
+    }
+    for (rule, want) in errors {
+        let errs = errors_of(with_rules(schema.clone(), &[rule]), &obj, None);
+        assert!(
+            errs.iter().any(|e| e.contains(want)),
+            "{rule} should fail with {want:?}: {errs:?}"
+        );
     }
 }
 
-/// Asserts the rule fails with `expected` (a substring of the one error).
-fn fails(schema: Value, obj: Value, rule: &str, expected: &str) {
-    let errs = errors_of(with_rules(schema, &[rule]), obj, None);
-    assert_eq!(errs.len(), 1, "{rule}: {errs:?}");
-    assert!(errs[0].contains(expected), "{rule}: {errs:?} lacks {expected:?}");
+fn string() -> Value {
+    json!({"type": "string"})
+}
+fn integer() -> Value {
+    json!({"type": "integer"})
+}
+fn number() -> Value {
+    json!({"type": "number"})
+}
+fn boolean() -> Value {
+    json!({"type": "boolean"})
+}
+fn format(f: &str) -> Value {
+    json!({"type": "string", "format": f})
+}
+fn list_of(items: Value) -> Value {
+    json!({"type": "array", "items": items})
+}
+fn map_of(values: Value) -> Value {
+    json!({"type": "object", "additionalProperties": values})
+}
+fn object(props: Value) -> Value {
+    json!({"type": "object", "properties": props})
+}
+
+/// `a == a`, `a == b`, `a == literal` and their negations, as kube's
+/// `ValsEqualThemselvesAndDataLiteral`.
+fn vals_equal(a: &str, b: &str, literal: &str) -> String {
+    format!("{a} == {a} && {b} == {b} && {a} == {b} && {a} == {literal} && {literal} == {a} && {b} == {literal} && {literal} == {b} && !({a} != {b}) && !({a} != {literal})")
 }
 
 #[test]
-fn smoke() {
-    passes(json!({"type": "object", "properties": {"a": {"type": "integer"}}}), json!({"a": 1}), &["self.a == 1", "has(self.a)", "self.a + 1 == 2"]);
-    fails(json!({"type": "object", "properties": {"a": {"type": "integer"}}}), json!({"a": 2}), "self.a == 1", "<nil>: Invalid value: \"object\": failed rule: self.a == 1");
+fn integers() {
+    let max = i64::MAX.to_string();
+    let v1 = vals_equal("self.val1", "self.val2", &max);
+    let v3 = vals_equal("self.val3", "self.val4", &i32::MAX.to_string());
+    check(
+        schemas(&[integer(), integer(), integer(), integer()]),
+        objs(&[json!(i64::MAX), json!(i64::MAX), json!(i32::MAX), json!(i32::MAX)]),
+        &[&v1, &v3, "type(self.val1) == int", &format!("self.val3 + 1 == {} + 1", i32::MAX)],
+        &[
+            ("self.val1 + 1 == 0", "integer overflow"),
+            ("1 / 0 == 1 / 0", "division by zero"),
+        ],
+    );
+}
+
+#[test]
+fn numbers() {
+    check(
+        schemas(&[number(), number(), number()]),
+        objs(&[json!(1.5), json!(1.5), json!(1)]),
+        &[
+            &vals_equal("self.val1", "self.val2", "1.5"),
+            "type(self.val1) == double",
+            // An integer in a `number` field is a double.
+            "type(self.val3) == double",
+            "self.val3 == 1.0",
+        ],
+        &[],
+    );
+}
+
+#[test]
+fn numeric_comparisons() {
+    check(
+        schemas(&[integer(), integer(), integer(), number(), number()]),
+        objs(&[json!(5), json!(10), json!(15), json!(10.0), json!(10)]),
+        &[
+            "double(self.val1) < self.val4",
+            "double(self.val2) == self.val4",
+            "double(self.val3) > self.val4",
+            "self.val1 < int(self.val4)",
+            "self.val2 == int(self.val4)",
+            "double(self.val2) == self.val5",
+            "self.val3 > int(self.val5)",
+            "double(5) < 10.0",
+            "10 == int(10.0)",
+        ],
+        &[],
+    );
+}
+
+#[test]
+fn unicode_strings() {
+    check(
+        schemas(&[string(), string()]),
+        objs(&[json!("Rook takes 👑"), json!("Rook takes 👑")]),
+        &[
+            &vals_equal("self.val1", "self.val2", "'Rook takes 👑'"),
+            "self.val1.startsWith('Rook')",
+            "!self.val1.startsWith('knight')",
+            "self.val1.contains('takes')",
+            "self.val1.endsWith('👑')",
+            "self.val1.matches('^[^0-9]*$')",
+            "!self.val1.matches('^[0-9]*$')",
+            "type(self.val1) == string",
+            "size(self.val1) == 12",
+            "self.val1.charAt(3) == 'k'",
+            "self.val1.indexOf('o') == 1",
+            "self.val1.indexOf('o', 2) == 2",
+            "self.val1.replace(' ', 'x') == 'Rookxtakesx👑'",
+            "self.val1.replace(' ', 'x', 1) == 'Rookxtakes 👑'",
+            "self.val1.split(' ') == ['Rook', 'takes', '👑']",
+            "self.val1.split(' ', 2) == ['Rook', 'takes 👑']",
+            "self.val1.substring(5) == 'takes 👑'",
+            "self.val1.substring(0, 4) == 'Rook'",
+            "self.val1.substring(4, 10).trim() == 'takes'",
+            "self.val1.upperAscii() == 'ROOK TAKES 👑'",
+            "self.val1.lowerAscii() == 'rook takes 👑'",
+        ],
+        &[],
+    );
+}
+
+#[test]
+fn bytes_booleans_and_escaped_strings() {
+    check(
+        schemas(&[format("byte"), format("byte"), boolean(), boolean(), string()]),
+        objs(&[json!("QUI="), json!("QUI="), json!(true), json!(false), json!("l1\nl2")]),
+        &[
+            "self.val1 == self.val2",
+            "self.val1 == b'AB'",
+            "self.val1 == bytes('AB')",
+            "self.val1 == b'\\x41\\x42'",
+            "type(self.val1) == bytes",
+            "size(self.val1) == 2",
+            "self.val3 != self.val4",
+            "type(self.val3) == bool",
+            "self.val5 == '''l1\nl2'''",
+            "self.val5 == 'l1\\nl2'",
+        ],
+        &[],
+    );
+}
+
+#[test]
+fn durations_dates_and_timestamps() {
+    check(
+        schemas(&[format("duration"), format("date"), format("date-time")]),
+        objs(&[
+            json!("1h2m3s4ms"),
+            json!("1997-07-16"),
+            json!("2011-08-18T19:03:37.010000000+01:00"),
+        ]),
+        &[
+            "self.val1 == duration('1h2m3s4ms')",
+            "self.val1 == duration('1h2m') + duration('3s4ms')",
+            "self.val1.getHours() == 1",
+            "self.val1.getMinutes() == 62",
+            "self.val1.getSeconds() == 3723",
+            "self.val1.getMilliseconds() == 3723004",
+            "self.val2 == timestamp('1997-07-16T00:00:00.000Z')",
+            "self.val2.getDate() == 16",
+            "self.val2.getMonth() == 06",
+            "self.val2.getFullYear() == 1997",
+            "self.val3 == timestamp('2011-08-18T19:03:37.010+01:00')",
+            "self.val3 == timestamp('2011-08-18T00:00:00.000+01:00') + duration('19h3m37s10ms')",
+            "self.val3.getHours('UTC') == 18",
+        ],
+        &[],
+    );
+}
+
+#[test]
+fn enums_and_conversions() {
+    check(
+        schemas(&[string(), integer(), number(), number(), boolean(), string()]),
+        objs(&[json!("Pending"), json!(10), json!(10.0), json!(10.49), json!(true), json!("10")]),
+        &[
+            "self.val1 == 'Pending'",
+            "self.val1 in ['Pending', 'Available']",
+            "int(self.val3) == self.val2",
+            "int(self.val4) == self.val2",
+            "int(self.val6) == self.val2",
+            "double(self.val2) == self.val3",
+            "string(self.val2) == self.val6",
+            "string(self.val5) == 'true'",
+        ],
+        &[],
+    );
+}
+
+#[test]
+fn lists_and_maps() {
+    check(
+        schemas(&[list_of(integer()), list_of(integer()), map_of(string()), map_of(string())]),
+        objs(&[json!([1, 2, 3]), json!([1, 2, 3]), json!({"k1": "a", "k2": "b"}), json!({"k2": "b", "k1": "a"})]),
+        &[
+            &vals_equal("self.val1", "self.val2", "[1, 2, 3]"),
+            "1 in self.val1",
+            "self.val2[0] in self.val1",
+            "!(0 in self.val1)",
+            "self.val1 + self.val2 == [1, 2, 3, 1, 2, 3]",
+            "self.val1 + [4, 5] == [1, 2, 3, 4, 5]",
+            "self.val3 == self.val4",
+            "'k1' in self.val3",
+            "!('k3' in self.val3)",
+            "self.val3 == {'k1': 'a', 'k2': 'b'}",
+        ],
+        &[("self.val1[100] == 0", "index out of bounds: 100")],
+    );
+}
+
+#[test]
+fn object_access() {
+    check(
+        object(json!({
+            "a": object(json!({"b": integer(), "c": integer(), "d": {"type": "integer", "nullable": true}})),
+            "a1": object(json!({"b1": object(json!({"c1": integer()})), "d2": object(json!({"e2": integer()}))})),
+        })),
+        json!({"a": {"b": 1, "d": null}, "a1": {"b1": {"c1": 4}}, "a3": {}}),
+        &[
+            "has(self.a.b)",
+            "!has(self.a.c)",
+            "!has(self.a.d)",
+            "has(self.a1.b1.c1)",
+            "!(has(self.a1.d2) && has(self.a1.d2.e2))",
+            "!has(self.a1.d2)",
+        ],
+        &[
+            ("has(self.a.z)", "undefined field 'z'"),
+            ("has(self.a1.d2.e2)", "no such key: d2"),
+        ],
+    );
+}
+
+#[test]
+fn map_access() {
+    check(
+        object(json!({"val": map_of(integer())})),
+        json!({"val": {"b": 1, "d": 2}}),
+        &[
+            "!('a' in self.val)",
+            "'b' in self.val",
+            "!has(self.val.a)",
+            "has(self.val.b)",
+            "self.val.all(k, self.val[k] > 0)",
+            "self.val.exists(k, self.val[k] > 1)",
+            "self.val.exists_one(k, self.val[k] == 2)",
+            "!self.val.exists(k, self.val[k] > 2)",
+            "size(self.val) == 2",
+            "self.val.map(k, self.val[k]).exists(v, v == 1)",
+            "size(self.val.filter(k, self.val[k] > 1)) == 1",
+        ],
+        &[("self.val['c'] == 1", "no such key: c")],
+    );
+}
+
+#[test]
+fn list_map_and_list_access() {
+    let item = object(json!({"k": string(), "v": string(), "v2": string()}));
+    check(
+        object(json!({
+            "listMap": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["k"], "items": item},
+            "array": list_of(integer()),
+        })),
+        json!({
+            "listMap": [{"k": "a1", "v": "b1"}, {"k": "a2", "v": "b2"}, {"k": "a3", "v": "b3", "v2": "z"}],
+            "array": [1, 1, 2, 2, 3, 3, 4, 5],
+        }),
+        &[
+            "has(self.listMap[0].v)",
+            "self.listMap.all(m, m.k.startsWith('a'))",
+            "self.listMap.all(m, !has(m.v2) || m.v2 == 'z')",
+            "self.listMap.exists(m, m.k.endsWith('1'))",
+            "self.listMap.exists_one(m, m.k == 'a3')",
+            "!self.listMap.all(m, m.k.endsWith('1'))",
+            "size(self.listMap.filter(m, m.k == 'a1')) == 1",
+            "self.listMap.map(m, m.v).exists(v, v == 'b1')",
+            "self.listMap.exists(m, has(m.v2) && m.v2 == 'z')",
+            "self.listMap.filter(m, has(m.v2) && m.v2 == 'z').size() == 1",
+            "2 in self.array",
+            "self.array.all(e, e > 0)",
+            "self.array.exists_one(e, e > 4)",
+            "!self.array.exists_one(e, e == 2)",
+            "size(self.array.filter(e, e%2 == 0)) == 3",
+            "self.array.map(e, e * 20).filter(e, e > 50).exists(e, e == 60)",
+        ],
+        &[
+            ("self.listMap.filter(m, m.v2 == 'z').size() == 1", "no such key: v2"),
+            ("self.listMap.map(m, m.v2).size() == 1", "no such key: v2"),
+        ],
+    );
+}
+
+#[test]
+fn type_and_object_meta_at_resource_roots() {
+    let schema = with_rules(
+        object(json!({"spec": object(json!({"field1": string()}))})),
+        &[
+            "self.kind == 'Pod' && self.apiVersion == 'v1' && self.metadata.name == 'foo' && self.metadata.generateName == 'pickItForMe' && self.spec.field1 == 'a'",
+        ],
+    );
+    let s = structural(schema);
+    let v = Validator::new(&s, true).expect("rules");
+    let obj = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "foo", "generateName": "pickItForMe", "namespace": "xyz"},
+        "spec": {"field1": "a"},
+    });
+    assert!(v.validate(&Path::root(), &obj, None).errors.is_empty());
+    // Only name and generateName of the metadata are declared.
+    let s = structural(with_rules(object(json!({})), &["has(self.metadata.namespace)"]));
+    let errs: Vec<String> = Validator::new(&s, true)
+        .expect("rules")
+        .validate(&Path::root(), &obj, None)
+        .errors
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert!(errs[0].contains("undefined field 'namespace'"), "{errs:?}");
+}
+
+#[test]
+fn embedded_objects() {
+    let embedded = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "foo", "generateName": "pickItForMe", "namespace": "xyz"},
+        "spec": {"field1": "a"},
+    });
+    check(
+        object(json!({"embedded": {"type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true}})),
+        json!({"embedded": embedded}),
+        &[
+            "self.embedded.kind == 'Pod'",
+            "self.embedded.apiVersion == 'v1'",
+            "self.embedded.metadata.name == 'foo'",
+            "self.embedded.metadata.generateName == 'pickItForMe'",
+            "has(self.embedded)",
+        ],
+        &[
+            ("has(self.embedded.metadata.namespace)", "undefined field 'namespace'"),
+            ("has(self.embedded.spec)", "undefined field 'spec'"),
+        ],
+    );
+}
+
+#[test]
+fn int_or_string() {
+    let schema = object(json!({"something": {"x-kubernetes-int-or-string": true}}));
+    let rules = [
+        "self.something == 1 || self.something == '25%'",
+        "self.something == '25%' || self.something == 1",
+        "type(self.something) == int ? self.something == 1 : self.something == '25%'",
+        "self.something != ['anything']",
+    ];
+    check(schema.clone(), json!({"something": "25%"}), &rules, &[]);
+    check(schema.clone(), json!({"something": 1}), &rules, &[]);
+    check(
+        schema,
+        json!({"something": "25%"}),
+        &["self.something == '25%'", "self.something != 1", "type(self.something) == string && self.something == '25%'"],
+        &[],
+    );
+    check(
+        object(json!({"min": {"x-kubernetes-int-or-string": true}, "current": integer(), "available": integer()})),
+        json!({"min": "50%", "current": 5, "available": 10}),
+        &[
+            r"type(self.min) == string && self.min.matches(r'(\d+(\.\d+)?%)')",
+            "type(self.min) == int ? self.current <= self.min : double(self.current) / double(self.available) >= double(self.min.replace('%', '')) / 100.0",
+        ],
+        &[],
+    );
+}
+
+#[test]
+fn preserve_unknown_fields() {
+    check(
+        object(json!({
+            "withUnknown": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+            "withUnknownList": list_of(json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})),
+            "anyvalList": list_of(json!({"x-kubernetes-preserve-unknown-fields": true})),
+            "anyvalField1": {"x-kubernetes-preserve-unknown-fields": true},
+            "known": {"type": "object", "x-kubernetes-preserve-unknown-fields": true, "properties": {"known": integer()}},
+        })),
+        json!({
+            "withUnknown": {"field1": "a", "field2": "b"},
+            "withUnknownList": [{"field1": "a", "field2": "b"}, {"field1": "x", "field2": "y"}, {"field1": "x", "field2": "y"}, {}, {}],
+            "anyvalList": ["a", 2],
+            "anyvalField1": 1,
+            "known": {"known": 1, "unknown": "a"},
+        }),
+        &[
+            "has(self.withUnknown)",
+            "self.withUnknownList.size() == 5",
+            // Unknown fields count in equality.
+            "self.withUnknownList[0] != self.withUnknownList[1]",
+            "self.withUnknownList[1] == self.withUnknownList[2]",
+            "self.withUnknownList[3] == self.withUnknownList[4]",
+            "self.known.known == 1",
+        ],
+        &[
+            ("has(self.withUnknown.field1)", "undefined field 'field1'"),
+            ("has(self.anyvalList)", "undefined field 'anyvalList'"),
+            ("has(self.anyvalField1)", "undefined field 'anyvalField1'"),
+            ("has(self.known.unknown)", "undefined field 'unknown'"),
+        ],
+    );
+}
+
+#[test]
+fn field_nullability() {
+    check(
+        object(json!({
+            "unsetPlainStr": string(),
+            "unsetNullableStr": {"type": "string", "nullable": true},
+            "setPlainStr": string(),
+            "setToNullNullableStr": {"type": "string", "nullable": true},
+        })),
+        json!({"setPlainStr": "v1", "setToNullNullableStr": null}),
+        &[
+            "!has(self.unsetPlainStr)",
+            "!has(self.unsetNullableStr)",
+            "has(self.setPlainStr) && self.setPlainStr == 'v1'",
+            "!has(self.setToNullNullableStr)",
+        ],
+        &[
+            ("self.unsetPlainStr == null", "no matching overload for '_==_' applied to '(string, null)"),
+            ("self.setPlainStr != null", "no matching overload for '_!=_' applied to '(string, null)"),
+        ],
+    );
+    check(
+        object(json!({"m": map_of(json!({"type": "string", "nullable": true})), "l": list_of(json!({"type": "string", "nullable": true}))})),
+        json!({"m": {"a": null, "b": "not-nil"}, "l": [null, "not-nil"]}),
+        &["self.m.size() == 2", "'a' in self.m", "type(self.m['a']) == null_type", "type(self.l[0]) == null_type"],
+        &[],
+    );
+}
+
+#[test]
+fn escaping() {
+    let names = [
+        ("true", "__true__"),
+        ("in", "__in__"),
+        ("namespace", "__namespace__"),
+        ("int", "int"),
+        ("self", "self"),
+        ("all", "all"),
+        ("_true", "_true"),
+        ("dot.dot", "dot__dot__dot"),
+        ("dash-dash", "dash__dash__dash"),
+        ("slash/slash", "slash__slash__slash"),
+        ("underscore_underscore", "underscore_underscore"),
+        ("doubleunderscore__doubleunderscore", "doubleunderscore__underscores__doubleunderscore"),
+    ];
+    let props: serde_json::Map<String, Value> = names.iter().map(|(n, _)| (n.to_string(), integer())).collect();
+    let obj: serde_json::Map<String, Value> = names.iter().enumerate().map(|(i, (n, _))| (n.to_string(), json!(i))).collect();
+    let valid: Vec<String> = names.iter().enumerate().map(|(i, (_, e))| format!("self.{e} == {i}")).collect();
+    let valid: Vec<&str> = valid.iter().map(String::as_str).collect();
+    check(
+        json!({"type": "object", "properties": props}),
+        Value::Object(obj),
+        &valid,
+        &[
+            ("self.true == 1", "Syntax error"),
+            ("self == 201", "found no matching overload for '_==_'"),
+            ("self.__illegal__ == 301", "undefined field '__illegal__'"),
+        ],
+    );
+    check(
+        object(json!({"m": map_of(integer())})),
+        json!({"m": {"@": 1, "9": 2, "int": 3, "./-": 4, "👑": 5}}),
+        &["self.m['@'] == 1", "self.m['9'] == 2", "self.m['int'] == 3", "self.m['./-'] == 4", "self.m['👑'] == 5"],
+        &[],
+    );
+}
+
+/// kube's TestValidationExpressions "messages", "reason" and "fieldPath" cases: the error
+/// names the node (`<nil>` at the root) and prints the schema type as the value.
+#[test]
+fn failures_name_the_node_with_messages_reasons_and_field_paths() {
+    let schema = json!({
+        "type": "object",
+        "properties": {"spec": {
+            "type": "object",
+            "properties": {"replicas": integer(), "name": string(), "m": map_of(string())},
+            "x-kubernetes-validations": [
+                {"rule": "self.replicas < 10"},
+                {"rule": "self.replicas < 5", "message": "too many replicas  "},
+                {"rule": "self.replicas < 4", "messageExpression": "'replicas ' + string(self.replicas) + ' too many'"},
+                {"rule": "self.replicas < 3", "reason": "FieldValueForbidden", "fieldPath": ".replicas", "message": "no"},
+                {"rule": "self.replicas < 2", "reason": "FieldValueRequired", "fieldPath": ".m['a.b']", "message": "needed"},
+                {"rule": "self.replicas < 1", "messageExpression": "'  '"},
+            ],
+        }},
+        "x-kubernetes-validations": [{"rule": "self.spec.name != 'bad'", "message": "bad name"}],
+    });
+    let errs = errors_of(schema, &json!({"spec": {"replicas": 10, "name": "bad"}}), None);
+    assert_eq!(
+        errs,
+        vec![
+            r#"<nil>: Invalid value: "object": bad name"#,
+            r#"spec: Invalid value: "object": failed rule: self.replicas < 10"#,
+            r#"spec: Invalid value: "object": too many replicas"#,
+            r#"spec: Invalid value: "object": replicas 10 too many"#,
+            "spec.replicas: Forbidden: no",
+            "spec.m[a.b]: Required value: needed",
+            // An empty messageExpression result falls back to the rule.
+            r#"spec: Invalid value: "object": failed rule: self.replicas < 1"#,
+        ]
+    );
+}
+
+#[test]
+fn rules_on_scalars_lists_and_map_values_run_per_element() {
+    let schema = object(json!({
+        "names": list_of(json!({"type": "string", "x-kubernetes-validations": [{"rule": "self.startsWith('s')"}]})),
+        "limits": map_of(json!({"type": "integer", "x-kubernetes-validations": [{"rule": "self >= 0", "message": "must be positive"}]})),
+    }));
+    let errs = errors_of(
+        schema,
+        &json!({"names": ["sa", "b", "sc", "d"], "limits": {"cpu": -1, "mem": 2}}),
+        None,
+    );
+    assert_eq!(
+        errs,
+        vec![
+            r#"names[1]: Invalid value: "string": failed rule: self.startsWith('s')"#,
+            r#"names[3]: Invalid value: "string": failed rule: self.startsWith('s')"#,
+            r#"limits[cpu]: Invalid value: "integer": must be positive"#,
+        ]
+    );
+}
+
+#[test]
+fn transition_rules_run_on_updates_only() {
+    let schema = object(json!({"spec": {
+        "type": "object",
+        "properties": {"name": string(), "count": integer()},
+        "x-kubernetes-validations": [
+            {"rule": "self.name == oldSelf.name", "message": "name is immutable"},
+            {"rule": "!has(oldSelf.count) || self.count >= oldSelf.count", "message": "count may not decrease"},
+        ],
+    }}));
+    let old = json!({"spec": {"name": "a", "count": 2}});
+    // Creates never run transition rules.
+    assert!(errors_of(schema.clone(), &json!({"spec": {"name": "b", "count": 1}}), None).is_empty());
+    assert!(errors_of(schema.clone(), &json!({"spec": {"name": "a", "count": 3}}), Some(&old)).is_empty());
+    assert_eq!(
+        errors_of(schema, &json!({"spec": {"name": "b", "count": 1}}), Some(&old)),
+        vec![
+            r#"spec: Invalid value: "object": name is immutable"#,
+            r#"spec: Invalid value: "object": count may not decrease"#,
+        ]
+    );
+}
+
+#[test]
+fn optional_old_self_runs_on_creates_with_an_absent_old_self() {
+    let schema = object(json!({"spec": {
+        "type": "object",
+        "properties": {"name": string()},
+        "x-kubernetes-validations": [
+            {"rule": "oldSelf.hasValue() ? self.name == oldSelf.value().name : self.name.startsWith('n')", "optionalOldSelf": true, "message": "bad"},
+        ],
+    }}));
+    assert!(errors_of(schema.clone(), &json!({"spec": {"name": "new"}}), None).is_empty());
+    assert_eq!(
+        errors_of(schema.clone(), &json!({"spec": {"name": "old"}}), None),
+        vec![r#"spec: Invalid value: "object": bad"#]
+    );
+    assert_eq!(
+        errors_of(schema, &json!({"spec": {"name": "n2"}}), Some(&json!({"spec": {"name": "n1"}}))),
+        vec![r#"spec: Invalid value: "object": bad"#]
+    );
+}
+
+#[test]
+fn transition_rules_in_map_lists_correlate_items_by_key() {
+    let schema = object(json!({"items": {
+        "type": "array",
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["k"],
+        "items": {
+            "type": "object",
+            "properties": {"k": string(), "v": string()},
+            "x-kubernetes-validations": [{"rule": "self.v == oldSelf.v", "message": "v is immutable"}],
+        },
+    }}));
+    let old = json!({"items": [{"k": "a", "v": "1"}, {"k": "b", "v": "2"}]});
+    // Reordered and added items: only `b` changed its value.
+    let errs = errors_of(
+        schema,
+        &json!({"items": [{"k": "c", "v": "9"}, {"k": "b", "v": "3"}, {"k": "a", "v": "1"}]}),
+        Some(&old),
+    );
+    assert_eq!(errs, vec![r#"items[1]: Invalid value: "object": v is immutable"#]);
+}
+
+#[test]
+fn unchanged_values_are_ratcheted_on_update() {
+    let schema = object(json!({
+        "a": {"type": "string", "x-kubernetes-validations": [{"rule": "self.size() < 3"}]},
+        "b": {"type": "string", "x-kubernetes-validations": [{"rule": "self.size() < 3"}]},
+    }));
+    let old = json!({"a": "long", "b": "ok"});
+    let s = structural(schema);
+    let v = Validator::new(&s, false).expect("rules");
+    let out = v.validate(&Path::root(), &json!({"a": "long", "b": "longer"}), Some(&old));
+    let errs: Vec<String> = out.errors.iter().map(ToString::to_string).collect();
+    assert_eq!(errs, vec![r#"b: Invalid value: "string": failed rule: self.size() < 3"#]);
+    assert_eq!(out.warnings, vec![r#"a: Invalid value: "string": failed rule: self.size() < 3"#]);
+}
+
+#[test]
+fn runtime_errors_name_the_rule() {
+    check(
+        object(json!({"m": map_of(integer())})),
+        json!({"m": {"a": 1}}),
+        &[],
+        &[
+            ("self.m['x'] == 1", "<nil>: Invalid value: \"object\": no such key: x evaluating rule: self.m['x'] == 1"),
+        ],
+    );
+}
+
+// ---- compilation (compilation_test.go) ----
+
+fn compile_errors(schema: Value) -> Vec<String> {
+    let s = structural(schema);
+    validate_schema_rules(&s, &Path::new("spec.validation.openAPIV3Schema"))
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+#[test]
+fn rules_that_do_not_compile_are_invalid() {
+    let errs = compile_errors(json!({
+        "type": "object",
+        "properties": {"spec": {
+            "type": "object",
+            "properties": {"a": integer()},
+            "x-kubernetes-validations": [
+                {"rule": "self.a == "},
+                {"rule": "self.b == 1"},
+                {"rule": "42"},
+                {"rule": "self.a > 0", "messageExpression": "42"},
+                {"rule": "self.a > 0", "messageExpression": "\"abc"},
+                {"rule": "self.a > 0", "optionalOldSelf": true},
+                {"rule": "self.a > 0", "fieldPath": ".b"},
+            ],
+        }},
+    }));
+    let at = |i: usize, f: &str| format!("spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[{i}].{f}");
+    assert_eq!(errs.len(), 7, "{errs:#?}");
+    assert!(errs[0].starts_with(&format!(
+        "{}: Invalid value: apiextensions.ValidationRule{{Rule:\"self.a == \", Message:\"\", MessageExpression:\"\", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}}: compilation failed: ERROR: <input>:1:",
+        at(0, "rule")
+    )), "{}", errs[0]);
+    assert!(errs[1].starts_with(&at(1, "rule")) && errs[1].contains("compilation failed: ERROR: <input>:1:5: undefined field 'b'"), "{}", errs[1]);
+    assert!(errs[2].starts_with(&at(2, "rule")) && errs[2].ends_with("cel expression must evaluate to a bool"), "{}", errs[2]);
+    assert!(errs[3].starts_with(&at(3, "messageExpression")) && errs[3].ends_with("messageExpression must evaluate to a string"), "{}", errs[3]);
+    assert!(errs[4].starts_with(&at(4, "messageExpression")) && errs[4].contains("messageExpression compilation failed: ERROR: <input>:1:"), "{}", errs[4]);
+    assert_eq!(errs[5], format!("{}: Invalid value: true: may not be set if oldSelf is not used in rule", at(5, "optionalOldSelf")));
+    assert_eq!(errs[6], format!("{}: Invalid value: \".b\": fieldPath must be a valid path", at(6, "fieldPath")));
+}
+
+#[test]
+fn transition_rules_need_correlatable_nodes() {
+    let errs = compile_errors(json!({
+        "type": "object",
+        "properties": {
+            "set": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string", "x-kubernetes-validations": [{"rule": "self == oldSelf"}]}},
+            "map": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["k"], "items": {
+                "type": "object", "properties": {"k": string()}, "x-kubernetes-validations": [{"rule": "self == oldSelf"}]}},
+        },
+    }));
+    assert_eq!(
+        errs,
+        vec![r#"spec.validation.openAPIV3Schema.properties[set].items.x-kubernetes-validations[0].rule: Invalid value: "self == oldSelf": oldSelf cannot be used on the uncorrelatable portion of the schema within spec.validation.openAPIV3Schema.properties[set].items"#]
+    );
+}
+
+#[test]
+fn valid_rules_compile() {
+    assert!(compile_errors(json!({
+        "type": "object",
+        "properties": {"spec": {
+            "type": "object",
+            "properties": {"a": integer(), "s": string(), "l": list_of(string())},
+            "x-kubernetes-validations": [
+                {"rule": "self.a > 0 && self.s.startsWith('x') && self.l.all(e, e != '')"},
+                {"rule": "self.s == oldSelf.s", "message": "immutable"},
+                {"rule": "self.a > 0", "messageExpression": "'a is ' + string(self.a)"},
+                {"rule": "self.l.isSorted() && url('https://x').getHost() == 'x'"},
+            ],
+        }},
+    }))
+    .is_empty());
 }

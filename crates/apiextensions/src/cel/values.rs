@@ -49,6 +49,10 @@ pub fn to_value(v: &Json, s: Option<&Structural>, resource_root: bool) -> Value 
             match s {
                 Some(s) if ap.is_none() && (!s.properties.is_empty() || embedded) => {
                     for (name, value) in fields {
+                        // A field set to null is absent to rules (`has()` is false).
+                        if value.is_null() {
+                            continue;
+                        }
                         let prop = s.properties.get(name);
                         let meta = embedded && matches!(name.as_str(), "apiVersion" | "kind" | "metadata");
                         if prop.is_none() && !meta {
@@ -60,7 +64,7 @@ pub fn to_value(v: &Json, s: Option<&Structural>, resource_root: bool) -> Value 
                         let Some(escaped) = rkcm_cel::escape(name) else {
                             continue;
                         };
-                        let value = match (name.as_str(), embedded && prop.is_none()) {
+                        let value = match (name.as_str(), embedded) {
                             ("metadata", true) => object_meta(value),
                             _ => to_value(value, prop, prop.is_some_and(|p| p.extensions.x_embedded_resource)),
                         };
