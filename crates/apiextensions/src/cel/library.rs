@@ -178,7 +178,7 @@ fn extreme<'b, 'v>(args: Vec<CowVal<'b, 'v>>, name: &str, want: std::cmp::Orderi
     let v = values(&args)?;
     let list = list_arg(&v[0])?;
     let Some(mut best) = list.first() else {
-        return Err(fail(name, format!("{name}(list) argument must not be empty")));
+        return Err(fail(name, format!("{name} called on empty list")));
     };
     for item in &list[1..] {
         if compare(name, item, best)? == want {

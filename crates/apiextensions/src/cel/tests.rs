@@ -760,3 +760,202 @@ fn valid_rules_compile() {
     }))
     .is_empty());
 }
+
+// ---- kube's libraries (apiserver/pkg/cel/library/*_test.go) ----
+
+/// Evaluates a closed expression in the rules' environment.
+fn eval(expr: &str) -> Result<cel::Value, String> {
+    let program = library::env().compile(expr).map_err(|e| e.to_string())?;
+    let ctx = cel::Context::with_env(library::env());
+    program
+        .execute(&ctx)
+        .map_err(|e| library::execution_error_message(&e))
+}
+
+/// Every expression evaluates to true.
+fn all_true(exprs: &[&str]) {
+    for e in exprs {
+        assert_eq!(eval(e), Ok(cel::Value::Bool(true)), "{e}");
+    }
+}
+
+/// Every expression fails at run time with an error containing the message.
+fn all_fail(cases: &[(&str, &str)]) {
+    for (e, want) in cases {
+        match eval(e) {
+            Err(got) => assert!(got.contains(want), "{e}: {got:?} lacks {want:?}"),
+            Ok(v) => panic!("{e} evaluated to {v:?}"),
+        }
+    }
+}
+
+#[test]
+fn lists_library() {
+    all_true(&[
+        "[1, 2, 3].isSorted()",
+        "['a', 'b', 'b', 'c'].isSorted()",
+        "![2.0, 1.0].isSorted()",
+        "[1].isSorted()",
+        "[].isSorted()",
+        "[1, 3].sum() == 4",
+        "[1.0, 3.0].sum() == 4.0",
+        "[duration('1m'), duration('1s')].sum() == duration('1m1s')",
+        "[].sum() == 0",
+        "[1, 3].min() == 1",
+        "[1, 3].max() == 3",
+        "[1].min() == 1",
+        "['b', 'a', 'c'].max() == 'c'",
+        "[1, 2, 2, 3].indexOf(2) == 1",
+        "['a', 'b', 'b', 'c'].lastIndexOf('b') == 2",
+        "[1.0].indexOf(1.1) == -1",
+        "[].indexOf('string') == -1",
+    ]);
+    all_fail(&[("[].min()", "min called on empty list"), ("[].max()", "max called on empty list")]);
+}
+
+#[test]
+fn regex_library() {
+    all_true(&[
+        "'abc 123'.find('[0-9]+') == '123'",
+        "'abc'.find('[0-9]+') == ''",
+        "'123 abc 456'.findAll('[0-9]+') == ['123', '456']",
+        "'123 abc 456'.findAll('[0-9]+', 1) == ['123']",
+        "'123 abc 456'.findAll('xyz') == []",
+    ]);
+    all_fail(&[("'abc'.find(')')", "Illegal regex")]);
+}
+
+#[test]
+fn url_library() {
+    all_true(&[
+        "url('https://example.com/path?k1=a&k2=b&k2=c').getScheme() == 'https'",
+        "url('https://example.com:80/').getHost() == 'example.com:80'",
+        "url('https://example.com:80/').getHostname() == 'example.com'",
+        "url('https://example.com:80/').getPort() == '80'",
+        "url('https://example.com/').getPort() == ''",
+        "url('https://[::1]:80/').getHost() == '[::1]:80'",
+        "url('https://[::1]:80/').getHostname() == '::1'",
+        "url('https://example.com/path/to').getEscapedPath() == '/path/to'",
+        "url('https://example.com/path?k1=a&k2=b&k2=c').getQuery() == {'k1': ['a'], 'k2': ['b', 'c']}",
+        "url('/absolute-path').getScheme() == ''",
+        "isURL('https://example.com')",
+        "isURL('/absolute-path')",
+        "!isURL('relative-path')",
+        "!isURL('')",
+        "!isURL('https://example.com:port/')",
+    ]);
+    all_fail(&[("url('relative')", "URL parse error during conversion from string")]);
+}
+
+#[test]
+fn quantity_library() {
+    all_true(&[
+        "isQuantity('20')",
+        "isQuantity('20M')",
+        "isQuantity('20Mi')",
+        "!isQuantity('20Mo')",
+        "!isQuantity('10Mm')",
+        "quantity('200M') == quantity('200M')",
+        "quantity('200M') == quantity('0.2G') && quantity('0.2G') == quantity('200M')",
+        "quantity('2M') == quantity('0.002G') && quantity('2000k') == quantity('2M')",
+        "quantity('200M') != quantity('0.3G')",
+        "quantity('50M').isLessThan(quantity('50Mi'))",
+        "!quantity('100M').isLessThan(quantity('50M'))",
+        "quantity('50Mi').isGreaterThan(quantity('50M'))",
+        "!quantity('50M').isGreaterThan(quantity('100M'))",
+        "quantity('200M').compareTo(quantity('0.2G')) == 0",
+        "quantity('50M').compareTo(quantity('50Mi')) == -1",
+        "quantity('50Mi').compareTo(quantity('50M')) == 1",
+        "quantity('50k').add(quantity('20')) == quantity('50.02k')",
+        "!quantity('50k').add(20).isLessThan(quantity('50020'))",
+        "quantity('50k').sub(quantity('20')) == quantity('49.98k')",
+        "quantity('50k').sub(20) == quantity('49980')",
+        "quantity('50k').add(20).sub(quantity('100k')).asInteger() == -49980",
+        "quantity('50k').add(20).sub(quantity('100k')).sub(-50000).asInteger() == 20",
+        "quantity('50k').asInteger() == 50000",
+        "quantity('50').isInteger()",
+        "!quantity('1.5').isInteger()",
+        "quantity('50.703k').asApproximateFloat() == 50703.0",
+        "quantity('-1').sign() == -1",
+    ]);
+    all_fail(&[
+        ("quantity('10Mo')", "quantities must match the regular expression"),
+        ("quantity('10Mm')", "unable to parse quantity's suffix"),
+        ("quantity('1.5').asInteger()", "cannot convert value to integer"),
+    ]);
+}
+
+#[test]
+fn ip_library() {
+    all_true(&[
+        "isIP('192.168.0.1')",
+        "!isIP('192.168.0.1.0')",
+        "ip.isCanonical('127.0.0.1')",
+        "ip('192.168.0.1').family() == 4",
+        "ip('0.0.0.0').isUnspecified()",
+        "!ip('127.0.0.1').isUnspecified()",
+        "ip('127.0.0.1').isLoopback()",
+        "!ip('1.2.3.4').isLoopback()",
+        "ip('224.0.0.1').isLinkLocalMulticast()",
+        "!ip('224.0.1.1').isLinkLocalMulticast()",
+        "ip('169.254.169.254').isLinkLocalUnicast()",
+        "!ip('192.168.0.1').isLinkLocalUnicast()",
+        "ip('192.168.0.1').isGlobalUnicast()",
+        "!ip('255.255.255.255').isGlobalUnicast()",
+        "isIP('2001:db8::68')",
+        "!isIP('2001:db8:::68')",
+        "ip.isCanonical('2001:db8::68')",
+        "!ip.isCanonical('2001:DB8::68')",
+        "ip('2001:db8::68').family() == 6",
+        "ip('::').isUnspecified()",
+        "ip('::1').isLoopback()",
+        "ip('ff02::1').isLinkLocalMulticast()",
+        "!ip('fd00::1').isLinkLocalMulticast()",
+        "ip('fe80::1').isLinkLocalUnicast()",
+        "!ip('fd80::1').isLinkLocalUnicast()",
+        "ip('2001:db8::abcd').isGlobalUnicast()",
+        "!ip('ff00::1').isGlobalUnicast()",
+        "string(ip('192.168.0.1')) == '192.168.0.1'",
+        "ip('192.168.0.1') == ip('192.168.0.1')",
+        "!isIP('::ffff:1.2.3.4')",
+        "!isIP('fe80::1%eth0')",
+    ]);
+    all_fail(&[
+        ("ip('192.168.0.1.0')", "IP Address \"192.168.0.1.0\" parse error during conversion from string"),
+        ("ip('::ffff:1.2.3.4')", "IPv4-mapped IPv6 address is not allowed"),
+        ("ip('fe80::1%eth0')", "IP address with zone value is not allowed"),
+    ]);
+}
+
+#[test]
+fn cidr_library() {
+    all_true(&[
+        "isCIDR('192.168.0.0/24')",
+        "!isCIDR('192.168.0.0/33')",
+        "!isCIDR('192.168.0.0')",
+        "cidr('192.168.0.0/24').containsIP(ip('192.168.0.1'))",
+        "!cidr('192.168.0.0/24').containsIP(ip('192.168.1.1'))",
+        "cidr('192.168.0.0/24').containsIP('192.168.0.1')",
+        "cidr('192.168.0.0/24').containsCIDR(cidr('192.168.0.0/25'))",
+        "!cidr('192.168.0.0/24').containsCIDR('192.168.0.0/23')",
+        "cidr('192.168.0.1/24').ip() == ip('192.168.0.1')",
+        "cidr('192.168.0.1/24').masked() == cidr('192.168.0.0/24')",
+        "cidr('192.168.0.0/24').prefixLength() == 24",
+        "cidr('2001:db8::/32').containsIP(ip('2001:db8::1'))",
+        "!cidr('2001:db8::/32').containsIP(ip('192.168.0.1'))",
+        "string(cidr('192.168.0.0/24')) == '192.168.0.0/24'",
+    ]);
+}
+
+#[test]
+fn format_library() {
+    all_true(&[
+        "!format.named('dns1123Label').value().validate('my-name').hasValue()",
+        "format.named('dns1123Label').value().validate('My_Name').hasValue()",
+        "!format.named('dns1123Subdomain').value().validate('a.b.c').hasValue()",
+        "!format.named('labelValue').value().validate('v1.2').hasValue()",
+        "!format.named('uuid').value().validate('123e4567-e89b-12d3-a456-426614174000').hasValue()",
+        "format.named('uuid').value().validate('nope').hasValue()",
+        "!format.named('unknown').hasValue()",
+    ]);
+}
