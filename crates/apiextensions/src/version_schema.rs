@@ -26,12 +26,6 @@ pub struct VersionSchema {
     rules: Option<cel::Validator>,
 }
 
-impl std::fmt::Debug for cel::Validator {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("cel::Validator")
-    }
-}
-
 impl VersionSchema {
     /// Prepares `schema`, which CRD validation has accepted (it is structural).
     pub fn new(schema: &JSONSchemaProps) -> Result<Self, ConvertError> {

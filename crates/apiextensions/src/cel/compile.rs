@@ -15,11 +15,10 @@ pub const SCOPED_VAR_NAME: &str = "self";
 /// `oldSelf`, its value before an update.
 pub const OLD_SCOPED_VAR_NAME: &str = "oldSelf";
 
-/// Why a rule or message expression does not compile; kube's `apiservercel.Error`.
+/// Why a rule or message expression does not compile (kube's `apiservercel.Error` of type
+/// `Invalid`: an empty rule, kube's only `Required` one, is reported by the CRD's form checks).
 #[derive(Clone, Debug, PartialEq)]
 pub struct CompileError {
-    /// The error is a missing value (`Required`) rather than an invalid one.
-    pub required: bool,
     /// What is wrong (`compilation failed: ERROR: <input>:1:6: ...`).
     pub detail: String,
 }
@@ -27,7 +26,6 @@ pub struct CompileError {
 impl CompileError {
     fn invalid(detail: impl Into<String>) -> Self {
         CompileError {
-            required: false,
             detail: detail.into(),
         }
     }

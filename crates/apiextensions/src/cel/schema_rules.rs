@@ -82,11 +82,11 @@ fn check_node(
             }
         }
         if let Some(e) = &c.error {
-            errs.push(if e.required {
-                FieldError::required(&rp.child("rule"), e.detail.clone())
-            } else {
-                FieldError::invalid(&rp.child("rule"), rule_value(rule), e.detail.clone())
-            });
+            errs.push(FieldError::invalid(
+                &rp.child("rule"),
+                rule_value(rule),
+                e.detail.clone(),
+            ));
         }
         if let Some(e) = &c.message_error {
             errs.push(FieldError::invalid(

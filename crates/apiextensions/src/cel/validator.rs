@@ -40,6 +40,12 @@ struct Node {
     additional_properties: Option<Box<Node>>,
 }
 
+impl std::fmt::Debug for Validator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("cel::Validator")
+    }
+}
+
 /// What evaluating the rules found: errors refuse the request, warnings (errors the update did
 /// not introduce, ratcheted) are only reported.
 #[derive(Debug, Default)]
@@ -112,19 +118,12 @@ impl Ratchet {
     }
 }
 
+/// Whether `s` or a schema below it has rules.
 fn has_rules(s: &Structural) -> bool {
-    !s.x_validations_empty()
-}
-
-impl Structural {
-    fn x_validations_empty(&self) -> bool {
-        self.extensions.x_validations.is_empty()
-            && self.items.as_deref().is_none_or(|i| i.x_validations_empty())
-            && self
-                .additional_properties_schema()
-                .is_none_or(|a| a.x_validations_empty())
-            && self.properties.values().all(|p| p.x_validations_empty())
-    }
+    !s.extensions.x_validations.is_empty()
+        || s.items.as_deref().is_some_and(has_rules)
+        || s.additional_properties_schema().is_some_and(has_rules)
+        || s.properties.values().any(has_rules)
 }
 
 fn node(s: &Structural, resource_root: bool) -> Option<Node> {
@@ -192,7 +191,7 @@ impl Node {
                 let Some(item_node) = &self.items else { return };
                 for (i, item) in items.iter().enumerate() {
                     let old_item = self.correlate_item(old, item);
-                    let r = ratchet.child(item, old_item, self.list_type.as_deref() != Some("set") && self.list_type.as_deref() != Some("atomic"));
+                    let r = ratchet.child(item, old_item, self.list_type.as_deref() == Some("map"));
                     item_node.validate(&path.index(i), item, old_item, r, budget, out);
                     if spent(budget) {
                         return;
