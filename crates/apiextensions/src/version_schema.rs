@@ -3,8 +3,8 @@
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps;
 use serde_json::Value;
 
-use crate::defaulting;
 use crate::cel;
+use crate::defaulting;
 use crate::field::{ErrorList, ErrorType, FieldError, Path};
 use crate::listtype::validate_list_sets_and_maps;
 use crate::objectmeta::validate_embedded_resources;
@@ -108,9 +108,12 @@ impl VersionSchema {
         let Some(rules) = &self.rules else {
             return errs;
         };
-        let blocking = errs
-            .iter()
-            .any(|e| matches!(e.error_type, ErrorType::NotSupported | ErrorType::TypeInvalid));
+        let blocking = errs.iter().any(|e| {
+            matches!(
+                e.error_type,
+                ErrorType::NotSupported | ErrorType::TypeInvalid
+            )
+        });
         if blocking {
             errs.push(FieldError::invalid(
                 &Path::new("<nil>"),

@@ -391,9 +391,9 @@ fn operand_root_offset(e: &Expr) -> usize {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
     use crate::issues::display;
     use crate::parser::parse;
-    use super::*;
 
     fn deployment() -> Type {
         let spec = Type::object(

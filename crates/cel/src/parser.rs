@@ -308,7 +308,9 @@ impl Parser {
                 let name = match self.peek().kind.clone() {
                     // The literals are keywords of the grammar, not identifiers: `self.true`
                     // does not parse (a field so named is selected as `self.__true__`).
-                    TokenKind::Ident(name) if !matches!(name.as_str(), "true" | "false" | "null") => {
+                    TokenKind::Ident(name)
+                        if !matches!(name.as_str(), "true" | "false" | "null") =>
+                    {
                         self.bump();
                         name
                     }

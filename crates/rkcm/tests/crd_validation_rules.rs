@@ -61,7 +61,11 @@ fn validation_rules_with_kubectl() {
     let dir = tempfile::tempdir().expect("temp dir");
 
     // A rule that does not compile: the CRD is invalid and not created.
-    let broken = write(dir.path(), "broken.json", &crd(json!([{"rule": "self.replicas <= "}])));
+    let broken = write(
+        dir.path(),
+        "broken.json",
+        &crd(json!([{"rule": "self.replicas <= "}])),
+    );
     let out = cluster.kubectl_output(&["create", "-f", &broken]);
     assert!(!out.status.success());
     let err = stderr(&out);
@@ -74,20 +78,36 @@ fn validation_rules_with_kubectl() {
     assert!(!out.status.success(), "the invalid CRD was stored");
 
     // An undefined field is a type error.
-    let undefined = write(dir.path(), "undefined.json", &crd(json!([{"rule": "self.replica > 0"}])));
+    let undefined = write(
+        dir.path(),
+        "undefined.json",
+        &crd(json!([{"rule": "self.replica > 0"}])),
+    );
     let err = stderr(&cluster.kubectl_output(&["create", "-f", &undefined]));
     assert!(err.contains("undefined field 'replica'"), "{err}");
 
     let good = write(
         dir.path(),
         "crd.json",
-        &crd(json!([{"rule": "self.replicas <= self.maxReplicas", "message": "replicas must not exceed maxReplicas"}])),
+        &crd(
+            json!([{"rule": "self.replicas <= self.maxReplicas", "message": "replicas must not exceed maxReplicas"}]),
+        ),
     );
     cluster.kubectl(&["create", "-f", &good]);
-    cluster.kubectl(&["wait", "--for", "condition=established", "--timeout=60s", "crd/widgets.example.com"]);
+    cluster.kubectl(&[
+        "wait",
+        "--for",
+        "condition=established",
+        "--timeout=60s",
+        "crd/widgets.example.com",
+    ]);
 
     // A custom resource breaking a rule: 422 with kube's message, not stored.
-    let bad = write(dir.path(), "bad.json", &widget("w1", json!({"replicas": 5, "maxReplicas": 3, "name": "a"})));
+    let bad = write(
+        dir.path(),
+        "bad.json",
+        &widget("w1", json!({"replicas": 5, "maxReplicas": 3, "name": "a"})),
+    );
     let out = cluster.kubectl_output(&["create", "-f", &bad]);
     assert!(!out.status.success());
     let err = stderr(&out);
@@ -99,10 +119,19 @@ fn validation_rules_with_kubectl() {
     assert!(!out.status.success(), "the invalid widget was stored");
 
     // A valid one is stored; changing the immutable name is refused by the transition rule.
-    let ok = write(dir.path(), "ok.json", &widget("w1", json!({"replicas": 1, "maxReplicas": 3, "name": "a"})));
+    let ok = write(
+        dir.path(),
+        "ok.json",
+        &widget("w1", json!({"replicas": 1, "maxReplicas": 3, "name": "a"})),
+    );
     cluster.kubectl(&["create", "-f", &ok]);
     let out = cluster.kubectl_output(&[
-        "patch", "widget", "w1", "--type=merge", "-p", r#"{"spec":{"name":"b"}}"#,
+        "patch",
+        "widget",
+        "w1",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"name":"b"}}"#,
     ]);
     assert!(!out.status.success());
     let err = stderr(&out);
@@ -110,20 +139,51 @@ fn validation_rules_with_kubectl() {
         err.contains(r#"spec.name: Invalid value: "string": name is immutable"#),
         "{err}"
     );
-    assert_eq!(cluster.jsonpath(&["get", "widget", "w1"], "{.spec.name}"), "a");
+    assert_eq!(
+        cluster.jsonpath(&["get", "widget", "w1"], "{.spec.name}"),
+        "a"
+    );
     // Other changes pass the transition rule.
-    cluster.kubectl(&["patch", "widget", "w1", "--type=merge", "-p", r#"{"spec":{"replicas":2}}"#]);
-    assert_eq!(cluster.jsonpath(&["get", "widget", "w1"], "{.spec.replicas}"), "2");
+    cluster.kubectl(&[
+        "patch",
+        "widget",
+        "w1",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"replicas":2}}"#,
+    ]);
+    assert_eq!(
+        cluster.jsonpath(&["get", "widget", "w1"], "{.spec.replicas}"),
+        "2"
+    );
 
     // `/status` writes are validated by the status rules.
     cluster.kubectl(&[
-        "patch", "widget", "w1", "--subresource=status", "--type=merge", "-p", r#"{"status":{"phase":"Ready"}}"#,
+        "patch",
+        "widget",
+        "w1",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"phase":"Ready"}}"#,
     ]);
     let out = cluster.kubectl_output(&[
-        "patch", "widget", "w1", "--subresource=status", "--type=merge", "-p", r#"{"status":{"phase":"Gone"}}"#,
+        "patch",
+        "widget",
+        "w1",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"phase":"Gone"}}"#,
     ]);
     assert!(!out.status.success());
     let err = stderr(&out);
-    assert!(err.contains(r#"status: Invalid value: "object": unknown phase Gone"#), "{err}");
-    assert_eq!(cluster.jsonpath(&["get", "widget", "w1"], "{.status.phase}"), "Ready");
+    assert!(
+        err.contains(r#"status: Invalid value: "object": unknown phase Gone"#),
+        "{err}"
+    );
+    assert_eq!(
+        cluster.jsonpath(&["get", "widget", "w1"], "{.status.phase}"),
+        "Ready"
+    );
 }

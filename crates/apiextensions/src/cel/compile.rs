@@ -75,7 +75,9 @@ fn compile_rule(rule: &ValidationRule, env: &rkcm_cel::Env) -> CompiledRule {
         }
         Ok((t, program)) => {
             if !matches!(t, Type::Bool | Type::Dyn) {
-                out.error = Some(CompileError::invalid("cel expression must evaluate to a bool"));
+                out.error = Some(CompileError::invalid(
+                    "cel expression must evaluate to a bool",
+                ));
                 return out;
             }
             out.uses_old_self = program.references().has_variable(OLD_SCOPED_VAR_NAME);

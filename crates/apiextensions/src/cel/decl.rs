@@ -23,14 +23,21 @@ fn decl(s: &Structural, resource_root: bool) -> Option<Type> {
     }
     let embedded = resource_root || s.extensions.x_embedded_resource;
     Some(match s.type_() {
-        "array" => Type::list(decl(s.items.as_deref()?, s.items.as_deref()?.extensions.x_embedded_resource)?),
+        "array" => Type::list(decl(
+            s.items.as_deref()?,
+            s.items.as_deref()?.extensions.x_embedded_resource,
+        )?),
         "object" if !embedded && s.additional_properties_schema().is_some() => {
             let ap = s.additional_properties_schema()?;
             Type::map(Type::String, decl(ap, ap.extensions.x_embedded_resource)?)
         }
         "object" => object_type(s, embedded),
         "" if embedded => object_type(s, embedded),
-        "string" => match s.value_validation.as_deref().map_or("", |v| v.format.as_str()) {
+        "string" => match s
+            .value_validation
+            .as_deref()
+            .map_or("", |v| v.format.as_str())
+        {
             "byte" => Type::Bytes,
             "duration" => Type::Duration,
             "date" | "date-time" => Type::Timestamp,
@@ -57,7 +64,10 @@ fn object_type(s: &Structural, embedded: bool) -> Type {
         if embedded && name == "metadata" {
             continue;
         }
-        let (Some(escaped), Some(t)) = (escape(name), decl(prop, prop.extensions.x_embedded_resource)) else {
+        let (Some(escaped), Some(t)) = (
+            escape(name),
+            decl(prop, prop.extensions.x_embedded_resource),
+        ) else {
             continue;
         };
         fields.insert(escaped, t);

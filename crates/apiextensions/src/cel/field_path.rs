@@ -29,7 +29,10 @@ pub fn valid_field_path(json_path: &str, schema: &Structural) -> Result<Path, St
                 name
             }
             "." => {
-                let name = tokens.get(i + 1).ok_or("unexpected end of JSON path")?.clone();
+                let name = tokens
+                    .get(i + 1)
+                    .ok_or("unexpected end of JSON path")?
+                    .clone();
                 i += 2;
                 name
             }
@@ -43,7 +46,10 @@ pub fn valid_field_path(json_path: &str, schema: &Structural) -> Result<Path, St
             path = path.child(&name);
         } else if let Some(ap) = s.generic.additional_properties.as_ref() {
             path = path.key(&name);
-            s = ap.structural.as_deref().ok_or("does not refer to a valid field")?;
+            s = ap
+                .structural
+                .as_deref()
+                .ok_or("does not refer to a valid field")?;
         } else {
             return Err("does not refer to a valid field".to_string());
         }

@@ -35,64 +35,246 @@ fn declare(env: &mut Env) -> Result<(), cel::DeclarationError> {
     env.add_member_overload("sum", "list_sum", LIST_TYPE, vec![], sum)?;
     env.add_member_overload("min", "list_min", LIST_TYPE, vec![], min)?;
     env.add_member_overload("max", "list_max", LIST_TYPE, vec![], max)?;
-    env.add_member_overload("indexOf", "list_index_of", LIST_TYPE, vec![DYN_TYPE], index_of)?;
-    env.add_member_overload("lastIndexOf", "list_last_index_of", LIST_TYPE, vec![DYN_TYPE], last_index_of)?;
+    env.add_member_overload(
+        "indexOf",
+        "list_index_of",
+        LIST_TYPE,
+        vec![DYN_TYPE],
+        index_of,
+    )?;
+    env.add_member_overload(
+        "lastIndexOf",
+        "list_last_index_of",
+        LIST_TYPE,
+        vec![DYN_TYPE],
+        last_index_of,
+    )?;
     // regex
-    env.add_member_overload("find", "string_find_string", STRING_TYPE, vec![STRING_TYPE], find)?;
-    env.add_member_overload("findAll", "string_find_all_string", STRING_TYPE, vec![STRING_TYPE], find_all)?;
-    env.add_member_overload("findAll", "string_find_all_string_int", STRING_TYPE, vec![STRING_TYPE, INT_TYPE], find_all)?;
+    env.add_member_overload(
+        "find",
+        "string_find_string",
+        STRING_TYPE,
+        vec![STRING_TYPE],
+        find,
+    )?;
+    env.add_member_overload(
+        "findAll",
+        "string_find_all_string",
+        STRING_TYPE,
+        vec![STRING_TYPE],
+        find_all,
+    )?;
+    env.add_member_overload(
+        "findAll",
+        "string_find_all_string_int",
+        STRING_TYPE,
+        vec![STRING_TYPE, INT_TYPE],
+        find_all,
+    )?;
     // urls
     let url = || Type::new_opaque_type(types::URL_TYPE);
     env.add_overload("url", "string_to_url", vec![STRING_TYPE], to_url)?;
     env.add_overload("isURL", "is_url_string", vec![STRING_TYPE], is_url)?;
     env.add_member_overload("getScheme", "url_get_scheme", url(), vec![], url_get_scheme)?;
     env.add_member_overload("getHost", "url_get_host", url(), vec![], url_get_host)?;
-    env.add_member_overload("getHostname", "url_get_hostname", url(), vec![], url_get_hostname)?;
+    env.add_member_overload(
+        "getHostname",
+        "url_get_hostname",
+        url(),
+        vec![],
+        url_get_hostname,
+    )?;
     env.add_member_overload("getPort", "url_get_port", url(), vec![], url_get_port)?;
-    env.add_member_overload("getEscapedPath", "url_get_escaped_path", url(), vec![], url_get_escaped_path)?;
+    env.add_member_overload(
+        "getEscapedPath",
+        "url_get_escaped_path",
+        url(),
+        vec![],
+        url_get_escaped_path,
+    )?;
     env.add_member_overload("getQuery", "url_get_query", url(), vec![], url_get_query)?;
     // quantities
     let quantity = || Type::new_opaque_type(types::QUANTITY_TYPE);
-    env.add_overload("quantity", "string_to_quantity", vec![STRING_TYPE], to_quantity)?;
-    env.add_overload("isQuantity", "is_quantity_string", vec![STRING_TYPE], is_quantity)?;
+    env.add_overload(
+        "quantity",
+        "string_to_quantity",
+        vec![STRING_TYPE],
+        to_quantity,
+    )?;
+    env.add_overload(
+        "isQuantity",
+        "is_quantity_string",
+        vec![STRING_TYPE],
+        is_quantity,
+    )?;
     env.add_member_overload("sign", "quantity_sign", quantity(), vec![], quantity_sign)?;
-    env.add_member_overload("isInteger", "quantity_is_integer", quantity(), vec![], quantity_is_integer)?;
-    env.add_member_overload("asInteger", "quantity_as_integer", quantity(), vec![], quantity_as_integer)?;
-    env.add_member_overload("asApproximateFloat", "quantity_as_float", quantity(), vec![], quantity_as_float)?;
-    env.add_member_overload("isGreaterThan", "quantity_is_greater_than", quantity(), vec![quantity()], quantity_is_greater_than)?;
-    env.add_member_overload("isLessThan", "quantity_is_less_than", quantity(), vec![quantity()], quantity_is_less_than)?;
-    env.add_member_overload("compareTo", "quantity_compare_to", quantity(), vec![quantity()], quantity_compare_to)?;
-    env.add_member_overload("add", "quantity_add", quantity(), vec![quantity()], quantity_add)?;
-    env.add_member_overload("add", "quantity_add_int", quantity(), vec![INT_TYPE], quantity_add)?;
-    env.add_member_overload("sub", "quantity_sub", quantity(), vec![quantity()], quantity_sub)?;
-    env.add_member_overload("sub", "quantity_sub_int", quantity(), vec![INT_TYPE], quantity_sub)?;
+    env.add_member_overload(
+        "isInteger",
+        "quantity_is_integer",
+        quantity(),
+        vec![],
+        quantity_is_integer,
+    )?;
+    env.add_member_overload(
+        "asInteger",
+        "quantity_as_integer",
+        quantity(),
+        vec![],
+        quantity_as_integer,
+    )?;
+    env.add_member_overload(
+        "asApproximateFloat",
+        "quantity_as_float",
+        quantity(),
+        vec![],
+        quantity_as_float,
+    )?;
+    env.add_member_overload(
+        "isGreaterThan",
+        "quantity_is_greater_than",
+        quantity(),
+        vec![quantity()],
+        quantity_is_greater_than,
+    )?;
+    env.add_member_overload(
+        "isLessThan",
+        "quantity_is_less_than",
+        quantity(),
+        vec![quantity()],
+        quantity_is_less_than,
+    )?;
+    env.add_member_overload(
+        "compareTo",
+        "quantity_compare_to",
+        quantity(),
+        vec![quantity()],
+        quantity_compare_to,
+    )?;
+    env.add_member_overload(
+        "add",
+        "quantity_add",
+        quantity(),
+        vec![quantity()],
+        quantity_add,
+    )?;
+    env.add_member_overload(
+        "add",
+        "quantity_add_int",
+        quantity(),
+        vec![INT_TYPE],
+        quantity_add,
+    )?;
+    env.add_member_overload(
+        "sub",
+        "quantity_sub",
+        quantity(),
+        vec![quantity()],
+        quantity_sub,
+    )?;
+    env.add_member_overload(
+        "sub",
+        "quantity_sub_int",
+        quantity(),
+        vec![INT_TYPE],
+        quantity_sub,
+    )?;
     // IP addresses and CIDRs
     let ip = || Type::new_opaque_type(types::IP_TYPE);
     let cidr = || Type::new_opaque_type(types::CIDR_TYPE);
     env.add_overload("ip", "string_to_ip", vec![STRING_TYPE], to_ip)?;
     env.add_overload("isIP", "is_ip", vec![STRING_TYPE], is_ip)?;
-    env.add_overload("ip.isCanonical", "ip_is_canonical", vec![STRING_TYPE], ip_is_canonical)?;
+    env.add_overload(
+        "ip.isCanonical",
+        "ip_is_canonical",
+        vec![STRING_TYPE],
+        ip_is_canonical,
+    )?;
     env.add_overload("string", "ip_to_string", vec![ip()], net_to_string)?;
     env.add_overload("string", "cidr_to_string", vec![cidr()], net_to_string)?;
     env.add_member_overload("family", "ip_family", ip(), vec![], ip_family)?;
-    env.add_member_overload("isUnspecified", "ip_is_unspecified", ip(), vec![], ip_is_unspecified)?;
+    env.add_member_overload(
+        "isUnspecified",
+        "ip_is_unspecified",
+        ip(),
+        vec![],
+        ip_is_unspecified,
+    )?;
     env.add_member_overload("isLoopback", "ip_is_loopback", ip(), vec![], ip_is_loopback)?;
-    env.add_member_overload("isLinkLocalMulticast", "ip_is_link_local_multicast", ip(), vec![], ip_is_link_local_multicast)?;
-    env.add_member_overload("isLinkLocalUnicast", "ip_is_link_local_unicast", ip(), vec![], ip_is_link_local_unicast)?;
-    env.add_member_overload("isGlobalUnicast", "ip_is_global_unicast", ip(), vec![], ip_is_global_unicast)?;
+    env.add_member_overload(
+        "isLinkLocalMulticast",
+        "ip_is_link_local_multicast",
+        ip(),
+        vec![],
+        ip_is_link_local_multicast,
+    )?;
+    env.add_member_overload(
+        "isLinkLocalUnicast",
+        "ip_is_link_local_unicast",
+        ip(),
+        vec![],
+        ip_is_link_local_unicast,
+    )?;
+    env.add_member_overload(
+        "isGlobalUnicast",
+        "ip_is_global_unicast",
+        ip(),
+        vec![],
+        ip_is_global_unicast,
+    )?;
     env.add_overload("cidr", "string_to_cidr", vec![STRING_TYPE], to_cidr)?;
     env.add_overload("isCIDR", "is_cidr", vec![STRING_TYPE], is_cidr)?;
-    env.add_member_overload("containsIP", "cidr_contains_ip_ip", cidr(), vec![ip()], cidr_contains_ip)?;
-    env.add_member_overload("containsIP", "cidr_contains_ip_string", cidr(), vec![STRING_TYPE], cidr_contains_ip)?;
-    env.add_member_overload("containsCIDR", "cidr_contains_cidr_cidr", cidr(), vec![cidr()], cidr_contains_cidr)?;
-    env.add_member_overload("containsCIDR", "cidr_contains_cidr_string", cidr(), vec![STRING_TYPE], cidr_contains_cidr)?;
+    env.add_member_overload(
+        "containsIP",
+        "cidr_contains_ip_ip",
+        cidr(),
+        vec![ip()],
+        cidr_contains_ip,
+    )?;
+    env.add_member_overload(
+        "containsIP",
+        "cidr_contains_ip_string",
+        cidr(),
+        vec![STRING_TYPE],
+        cidr_contains_ip,
+    )?;
+    env.add_member_overload(
+        "containsCIDR",
+        "cidr_contains_cidr_cidr",
+        cidr(),
+        vec![cidr()],
+        cidr_contains_cidr,
+    )?;
+    env.add_member_overload(
+        "containsCIDR",
+        "cidr_contains_cidr_string",
+        cidr(),
+        vec![STRING_TYPE],
+        cidr_contains_cidr,
+    )?;
     env.add_member_overload("ip", "cidr_ip", cidr(), vec![], cidr_ip)?;
     env.add_member_overload("masked", "cidr_masked", cidr(), vec![], cidr_masked)?;
-    env.add_member_overload("prefixLength", "cidr_prefix_length", cidr(), vec![], cidr_prefix_length)?;
+    env.add_member_overload(
+        "prefixLength",
+        "cidr_prefix_length",
+        cidr(),
+        vec![],
+        cidr_prefix_length,
+    )?;
     // named formats
     let format = || Type::new_opaque_type(types::FORMAT_TYPE);
-    env.add_overload("format.named", "format_named", vec![STRING_TYPE], format_named)?;
-    env.add_member_overload("validate", "format_validate", format(), vec![STRING_TYPE], format_validate)?;
+    env.add_overload(
+        "format.named",
+        "format_named",
+        vec![STRING_TYPE],
+        format_named,
+    )?;
+    env.add_member_overload(
+        "validate",
+        "format_validate",
+        format(),
+        vec![STRING_TYPE],
+        format_validate,
+    )?;
     Ok(())
 }
 
@@ -126,8 +308,10 @@ fn string_arg<'a>(v: &'a Value, function: &str) -> Result<&'a str, ExecutionErro
 fn compare(function: &str, a: &Value, b: &Value) -> Result<std::cmp::Ordering, ExecutionError> {
     let comparable = matches!(
         (a, b),
-        (Value::Int(_) | Value::UInt(_) | Value::Float(_), Value::Int(_) | Value::UInt(_) | Value::Float(_))
-            | (Value::String(_), Value::String(_))
+        (
+            Value::Int(_) | Value::UInt(_) | Value::Float(_),
+            Value::Int(_) | Value::UInt(_) | Value::Float(_)
+        ) | (Value::String(_), Value::String(_))
             | (Value::Bool(_), Value::Bool(_))
             | (Value::Bytes(_), Value::Bytes(_))
             | (Value::Duration(_), Value::Duration(_))
@@ -135,7 +319,10 @@ fn compare(function: &str, a: &Value, b: &Value) -> Result<std::cmp::Ordering, E
     );
     match a.partial_cmp(b) {
         Some(o) if comparable => Ok(o),
-        _ => Err(fail(function, format!("no such overload: {}.{function}()", a.type_of()))),
+        _ => Err(fail(
+            function,
+            format!("no such overload: {}.{function}()", a.type_of()),
+        )),
     }
 }
 
@@ -161,15 +348,32 @@ fn sum<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> R<'b, 'v> {
     let mut acc = first.clone();
     for item in &list[1..] {
         acc = match (&acc, item) {
-            (Value::Int(a), Value::Int(b)) => Value::Int(a.checked_add(*b).ok_or_else(|| fail("sum", "integer overflow"))?),
-            (Value::UInt(a), Value::UInt(b)) => Value::UInt(a.checked_add(*b).ok_or_else(|| fail("sum", "unsigned integer overflow"))?),
+            (Value::Int(a), Value::Int(b)) => Value::Int(
+                a.checked_add(*b)
+                    .ok_or_else(|| fail("sum", "integer overflow"))?,
+            ),
+            (Value::UInt(a), Value::UInt(b)) => Value::UInt(
+                a.checked_add(*b)
+                    .ok_or_else(|| fail("sum", "unsigned integer overflow"))?,
+            ),
             (Value::Float(a), Value::Float(b)) => Value::Float(a + b),
             (Value::Duration(a), Value::Duration(b)) => Value::Duration(*a + *b),
-            _ => return Err(fail("sum", format!("no such overload: {}.sum()", item.type_of()))),
+            _ => {
+                return Err(fail(
+                    "sum",
+                    format!("no such overload: {}.sum()", item.type_of()),
+                ))
+            }
         };
     }
-    if !matches!(acc, Value::Int(_) | Value::UInt(_) | Value::Float(_) | Value::Duration(_)) {
-        return Err(fail("sum", format!("no such overload: {}.sum()", acc.type_of())));
+    if !matches!(
+        acc,
+        Value::Int(_) | Value::UInt(_) | Value::Float(_) | Value::Duration(_)
+    ) {
+        return Err(fail(
+            "sum",
+            format!("no such overload: {}.sum()", acc.type_of()),
+        ));
     }
     out(acc)
 }
@@ -201,14 +405,20 @@ fn max<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> R<'b, 'v> {
 fn index_of<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> R<'b, 'v> {
     let v = values(&args)?;
     let list = list_arg(&v[0])?;
-    let i = list.iter().position(|x| x == &v[1]).map_or(-1, |i| i as i64);
+    let i = list
+        .iter()
+        .position(|x| x == &v[1])
+        .map_or(-1, |i| i as i64);
     out(Value::Int(i))
 }
 
 fn last_index_of<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> R<'b, 'v> {
     let v = values(&args)?;
     let list = list_arg(&v[0])?;
-    let i = list.iter().rposition(|x| x == &v[1]).map_or(-1, |i| i as i64);
+    let i = list
+        .iter()
+        .rposition(|x| x == &v[1])
+        .map_or(-1, |i| i as i64);
     out(Value::Int(i))
 }
 
@@ -222,7 +432,9 @@ fn find<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> R<'b, 'v> {
     let v = values(&args)?;
     let re = regex_arg("find", string_arg(&v[1], "find")?)?;
     let s = string_arg(&v[0], "find")?;
-    out(Value::String(Arc::new(re.find(s).map_or("", |m| m.as_str()).to_string())))
+    out(Value::String(Arc::new(
+        re.find(s).map_or("", |m| m.as_str()).to_string(),
+    )))
 }
 
 fn find_all<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> R<'b, 'v> {
@@ -246,7 +458,12 @@ fn find_all<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> R<'b, 'v> {
 fn to_url<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> R<'b, 'v> {
     let v = values(&args)?;
     let s = string_arg(&v[0], "url")?;
-    let u = Url::parse(s).map_err(|e| fail("url", format!("URL parse error during conversion from string: {e}")))?;
+    let u = Url::parse(s).map_err(|e| {
+        fail(
+            "url",
+            format!("URL parse error during conversion from string: {e}"),
+        )
+    })?;
     out(Value::Opaque(Arc::new(u)))
 }
 
@@ -257,11 +474,12 @@ fn is_url<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> R<'b, 'v> {
 
 fn opaque<'a, T: 'static>(v: &'a Value, function: &str) -> Result<&'a T, ExecutionError> {
     match v {
-        Value::Opaque(o) => o.downcast_ref::<T>().ok_or_else(|| fail(function, "unexpected receiver type")),
+        Value::Opaque(o) => o
+            .downcast_ref::<T>()
+            .ok_or_else(|| fail(function, "unexpected receiver type")),
         _ => Err(fail(function, "unexpected receiver type")),
     }
 }
-
 
 // ---- quantities (library/quantity.go) ----
 
@@ -273,10 +491,10 @@ fn to_quantity<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> R<'b, 'v> {
 
 fn is_quantity<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> R<'b, 'v> {
     let v = values(&args)?;
-    out(Value::Bool(Quantity::parse(string_arg(&v[0], "isQuantity")?).is_ok()))
+    out(Value::Bool(
+        Quantity::parse(string_arg(&v[0], "isQuantity")?).is_ok(),
+    ))
 }
-
-
 
 // ---- IPs and CIDRs (library/ip.go, library/cidr.go) ----
 
@@ -311,7 +529,6 @@ fn net_to_string<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> R<'b, 'v> {
     out(Value::String(Arc::new(s)))
 }
 
-
 fn to_cidr<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> R<'b, 'v> {
     let v = values(&args)?;
     let c = Cidr::parse(string_arg(&v[0], "cidr")?).map_err(|e| fail("cidr", e))?;
@@ -320,10 +537,10 @@ fn to_cidr<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> R<'b, 'v> {
 
 fn is_cidr<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> R<'b, 'v> {
     let v = values(&args)?;
-    out(Value::Bool(Cidr::parse(string_arg(&v[0], "isCIDR")?).is_ok()))
+    out(Value::Bool(
+        Cidr::parse(string_arg(&v[0], "isCIDR")?).is_ok(),
+    ))
 }
-
-
 
 // ---- named formats (library/format.go) ----
 
@@ -337,7 +554,6 @@ fn format_named<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> R<'b, 'v> {
     out(Value::Opaque(Arc::new(opt)))
 }
 
-
 fn format_validate<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> R<'b, 'v> {
     let v = values(&args)?;
     let f = opaque::<Format>(&v[0], "validate")?;
@@ -346,14 +562,18 @@ fn format_validate<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> R<'b, 'v> {
         OptionalValue::none()
     } else {
         OptionalValue::of(Value::List(Arc::new(
-            errs.into_iter().map(|e| Value::String(Arc::new(e))).collect(),
+            errs.into_iter()
+                .map(|e| Value::String(Arc::new(e)))
+                .collect(),
         )))
     };
     out(Value::Opaque(Arc::new(opt)))
 }
 
 /// Runs an evaluation, turning a panic of the interpreter into an error.
-pub fn run_guarded(f: impl FnOnce() -> Result<Value, ExecutionError>) -> Result<Value, ExecutionError> {
+pub fn run_guarded(
+    f: impl FnOnce() -> Result<Value, ExecutionError>,
+) -> Result<Value, ExecutionError> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
         .unwrap_or_else(|_| Err(ExecutionError::function_error("eval", "internal error")))
 }
@@ -366,7 +586,9 @@ pub fn execution_error_message(e: &ExecutionError) -> String {
         ExecutionError::RemainderByZero(_) => "modulus by zero".to_string(),
         ExecutionError::Overflow(..) => "integer overflow".to_string(),
         ExecutionError::IndexOutOfBounds(i) => format!("index out of bounds: {}", display_value(i)),
-        ExecutionError::NoSuchOverload(_) | ExecutionError::UnsupportedBinaryOperator(..) | ExecutionError::ValuesNotComparable(..) => {
+        ExecutionError::NoSuchOverload(_)
+        | ExecutionError::UnsupportedBinaryOperator(..)
+        | ExecutionError::ValuesNotComparable(..) => {
             format!("no such overload: {e}")
         }
         ExecutionError::FunctionError { message, .. } => message.clone(),
@@ -386,7 +608,12 @@ fn display_value(v: &Value) -> String {
 
 fn map_of(entries: Vec<(String, Value)>) -> Value {
     Value::Map(Map {
-        map: Arc::new(entries.into_iter().map(|(k, v)| (Key::String(Arc::new(k)), v)).collect()),
+        map: Arc::new(
+            entries
+                .into_iter()
+                .map(|(k, v)| (Key::String(Arc::new(k)), v))
+                .collect(),
+        ),
     })
 }
 
@@ -416,40 +643,62 @@ fn string_value(s: impl Into<String>) -> Value {
     Value::String(Arc::new(s.into()))
 }
 
-receiver_fn!(url_get_scheme, "getScheme", Url, |u| Ok(string_value(u.scheme.clone())));
-receiver_fn!(url_get_host, "getHost", Url, |u| Ok(string_value(u.host.clone())));
-receiver_fn!(url_get_hostname, "getHostname", Url, |u| Ok(string_value(u.hostname())));
+receiver_fn!(url_get_scheme, "getScheme", Url, |u| Ok(string_value(
+    u.scheme.clone()
+)));
+receiver_fn!(url_get_host, "getHost", Url, |u| Ok(string_value(
+    u.host.clone()
+)));
+receiver_fn!(url_get_hostname, "getHostname", Url, |u| Ok(string_value(
+    u.hostname()
+)));
 receiver_fn!(url_get_port, "getPort", Url, |u| Ok(string_value(u.port())));
-receiver_fn!(url_get_escaped_path, "getEscapedPath", Url, |u| Ok(string_value(u.path.clone())));
+receiver_fn!(url_get_escaped_path, "getEscapedPath", Url, |u| Ok(
+    string_value(u.path.clone())
+));
 receiver_fn!(url_get_query, "getQuery", Url, |u| Ok(map_of(
     u.query()
         .into_iter()
-        .map(|(k, vs)| (k, Value::List(Arc::new(vs.into_iter().map(string_value).collect()))))
+        .map(|(k, vs)| (
+            k,
+            Value::List(Arc::new(vs.into_iter().map(string_value).collect()))
+        ))
         .collect()
 )));
 
-receiver_fn!(quantity_sign, "sign", Quantity, |q| Ok(Value::Int(q.0.sign() as i64)));
-receiver_fn!(quantity_is_integer, "isInteger", Quantity, |q| Ok(Value::Bool(q.as_integer().is_some())));
+receiver_fn!(quantity_sign, "sign", Quantity, |q| Ok(Value::Int(
+    q.0.sign() as i64
+)));
+receiver_fn!(quantity_is_integer, "isInteger", Quantity, |q| Ok(
+    Value::Bool(q.as_integer().is_some())
+));
 receiver_fn!(quantity_as_integer, "asInteger", Quantity, |q| q
     .as_integer()
     .map(Value::Int)
     .ok_or_else(|| fail("asInteger", "cannot convert value to integer")));
-receiver_fn!(quantity_as_float, "asApproximateFloat", Quantity, |q| Ok(Value::Float(q.0.as_approximate_f64())));
-receiver_fn!(quantity_is_greater_than, "isGreaterThan", Quantity, |q, o| Ok(Value::Bool(
-    q.0 > opaque::<Quantity>(o, "isGreaterThan")?.0
-)));
-receiver_fn!(quantity_is_less_than, "isLessThan", Quantity, |q, o| Ok(Value::Bool(
-    q.0 < opaque::<Quantity>(o, "isLessThan")?.0
-)));
-receiver_fn!(quantity_compare_to, "compareTo", Quantity, |q, o| Ok(Value::Int(
-    match q.0.cmp(&opaque::<Quantity>(o, "compareTo")?.0) {
+receiver_fn!(quantity_as_float, "asApproximateFloat", Quantity, |q| Ok(
+    Value::Float(q.0.as_approximate_f64())
+));
+receiver_fn!(
+    quantity_is_greater_than,
+    "isGreaterThan",
+    Quantity,
+    |q, o| Ok(Value::Bool(q.0 > opaque::<Quantity>(o, "isGreaterThan")?.0))
+);
+receiver_fn!(quantity_is_less_than, "isLessThan", Quantity, |q, o| Ok(
+    Value::Bool(q.0 < opaque::<Quantity>(o, "isLessThan")?.0)
+));
+receiver_fn!(quantity_compare_to, "compareTo", Quantity, |q, o| Ok(
+    Value::Int(match q.0.cmp(&opaque::<Quantity>(o, "compareTo")?.0) {
         std::cmp::Ordering::Less => -1,
         std::cmp::Ordering::Equal => 0,
         std::cmp::Ordering::Greater => 1,
-    }
-)));
-receiver_fn!(quantity_add, "add", Quantity, |q, o| q.add(quantity_operand(o, "add")?, false));
-receiver_fn!(quantity_sub, "sub", Quantity, |q, o| q.add(quantity_operand(o, "sub")?, true));
+    })
+));
+receiver_fn!(quantity_add, "add", Quantity, |q, o| q
+    .add(quantity_operand(o, "add")?, false));
+receiver_fn!(quantity_sub, "sub", Quantity, |q, o| q
+    .add(quantity_operand(o, "sub")?, true));
 
 fn quantity_operand(v: &Value, function: &str) -> Result<Quantity, ExecutionError> {
     match v {
@@ -458,12 +707,27 @@ fn quantity_operand(v: &Value, function: &str) -> Result<Quantity, ExecutionErro
     }
 }
 
-receiver_fn!(ip_family, "family", Ip, |ip| Ok(Value::Int(if ip.0.is_ipv4() { 4 } else { 6 })));
-receiver_fn!(ip_is_unspecified, "isUnspecified", Ip, |ip| Ok(Value::Bool(ip.0.is_unspecified())));
-receiver_fn!(ip_is_loopback, "isLoopback", Ip, |ip| Ok(Value::Bool(ip.0.is_loopback())));
-receiver_fn!(ip_is_link_local_multicast, "isLinkLocalMulticast", Ip, |ip| Ok(Value::Bool(ip.is_link_local_multicast())));
-receiver_fn!(ip_is_link_local_unicast, "isLinkLocalUnicast", Ip, |ip| Ok(Value::Bool(ip.is_link_local_unicast())));
-receiver_fn!(ip_is_global_unicast, "isGlobalUnicast", Ip, |ip| Ok(Value::Bool(ip.is_global_unicast())));
+receiver_fn!(ip_family, "family", Ip, |ip| Ok(Value::Int(
+    if ip.0.is_ipv4() { 4 } else { 6 }
+)));
+receiver_fn!(ip_is_unspecified, "isUnspecified", Ip, |ip| Ok(
+    Value::Bool(ip.0.is_unspecified())
+));
+receiver_fn!(ip_is_loopback, "isLoopback", Ip, |ip| Ok(Value::Bool(
+    ip.0.is_loopback()
+)));
+receiver_fn!(
+    ip_is_link_local_multicast,
+    "isLinkLocalMulticast",
+    Ip,
+    |ip| Ok(Value::Bool(ip.is_link_local_multicast()))
+);
+receiver_fn!(ip_is_link_local_unicast, "isLinkLocalUnicast", Ip, |ip| Ok(
+    Value::Bool(ip.is_link_local_unicast())
+));
+receiver_fn!(ip_is_global_unicast, "isGlobalUnicast", Ip, |ip| Ok(
+    Value::Bool(ip.is_global_unicast())
+));
 
 receiver_fn!(cidr_contains_ip, "containsIP", Cidr, |c, o| {
     let ip = match o {
@@ -479,6 +743,12 @@ receiver_fn!(cidr_contains_cidr, "containsCIDR", Cidr, |c, o| {
     };
     Ok(Value::Bool(c.contains_cidr(&other)))
 });
-receiver_fn!(cidr_ip, "ip", Cidr, |c| Ok(Value::Opaque(Arc::new(Ip(c.addr)))));
-receiver_fn!(cidr_masked, "masked", Cidr, |c| Ok(Value::Opaque(Arc::new(c.masked()))));
-receiver_fn!(cidr_prefix_length, "prefixLength", Cidr, |c| Ok(Value::Int(c.prefix as i64)));
+receiver_fn!(cidr_ip, "ip", Cidr, |c| Ok(Value::Opaque(Arc::new(Ip(
+    c.addr
+)))));
+receiver_fn!(cidr_masked, "masked", Cidr, |c| Ok(Value::Opaque(
+    Arc::new(c.masked())
+)));
+receiver_fn!(cidr_prefix_length, "prefixLength", Cidr, |c| Ok(
+    Value::Int(c.prefix as i64)
+));

@@ -6,17 +6,17 @@
 //! with kube's libraries declared in [`library`].
 
 mod compile;
-mod schema_rules;
 mod decl;
 pub mod field_path;
 pub mod library;
+mod schema_rules;
 mod types;
 mod validator;
 mod values;
 
 pub use compile::{compile_rules, CompileError, CompiledRule};
-pub use schema_rules::validate_schema_rules;
 pub use decl::decl_type;
+pub use schema_rules::validate_schema_rules;
 pub use validator::{Outcome, Validator};
 pub use values::to_value;
 

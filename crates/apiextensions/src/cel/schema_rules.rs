@@ -39,7 +39,13 @@ fn walk(
             None if !correlatable => Some(items_path.clone()),
             None => None,
         };
-        walk(items, &items_path, items.extensions.x_embedded_resource, unc.as_ref(), errs);
+        walk(
+            items,
+            &items_path,
+            items.extensions.x_embedded_resource,
+            unc.as_ref(),
+            errs,
+        );
     }
     for (name, prop) in &s.properties {
         walk(

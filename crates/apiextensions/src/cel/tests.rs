@@ -106,8 +106,18 @@ fn integers() {
     let v3 = vals_equal("self.val3", "self.val4", &i32::MAX.to_string());
     check(
         schemas(&[integer(), integer(), integer(), integer()]),
-        objs(&[json!(i64::MAX), json!(i64::MAX), json!(i32::MAX), json!(i32::MAX)]),
-        &[&v1, &v3, "type(self.val1) == int", &format!("self.val3 + 1 == {} + 1", i32::MAX)],
+        objs(&[
+            json!(i64::MAX),
+            json!(i64::MAX),
+            json!(i32::MAX),
+            json!(i32::MAX),
+        ]),
+        &[
+            &v1,
+            &v3,
+            "type(self.val1) == int",
+            &format!("self.val3 + 1 == {} + 1", i32::MAX),
+        ],
         &[
             ("self.val1 + 1 == 0", "integer overflow"),
             ("1 / 0 == 1 / 0", "division by zero"),
@@ -186,8 +196,20 @@ fn unicode_strings() {
 #[test]
 fn bytes_booleans_and_escaped_strings() {
     check(
-        schemas(&[format("byte"), format("byte"), boolean(), boolean(), string()]),
-        objs(&[json!("QUI="), json!("QUI="), json!(true), json!(false), json!("l1\nl2")]),
+        schemas(&[
+            format("byte"),
+            format("byte"),
+            boolean(),
+            boolean(),
+            string(),
+        ]),
+        objs(&[
+            json!("QUI="),
+            json!("QUI="),
+            json!(true),
+            json!(false),
+            json!("l1\nl2"),
+        ]),
         &[
             "self.val1 == self.val2",
             "self.val1 == b'AB'",
@@ -236,7 +258,14 @@ fn durations_dates_and_timestamps() {
 fn enums_and_conversions() {
     check(
         schemas(&[string(), integer(), number(), number(), boolean(), string()]),
-        objs(&[json!("Pending"), json!(10), json!(10.0), json!(10.49), json!(true), json!("10")]),
+        objs(&[
+            json!("Pending"),
+            json!(10),
+            json!(10.0),
+            json!(10.49),
+            json!(true),
+            json!("10"),
+        ]),
         &[
             "self.val1 == 'Pending'",
             "self.val1 in ['Pending', 'Available']",
@@ -254,8 +283,18 @@ fn enums_and_conversions() {
 #[test]
 fn lists_and_maps() {
     check(
-        schemas(&[list_of(integer()), list_of(integer()), map_of(string()), map_of(string())]),
-        objs(&[json!([1, 2, 3]), json!([1, 2, 3]), json!({"k1": "a", "k2": "b"}), json!({"k2": "b", "k1": "a"})]),
+        schemas(&[
+            list_of(integer()),
+            list_of(integer()),
+            map_of(string()),
+            map_of(string()),
+        ]),
+        objs(&[
+            json!([1, 2, 3]),
+            json!([1, 2, 3]),
+            json!({"k1": "a", "k2": "b"}),
+            json!({"k2": "b", "k1": "a"}),
+        ]),
         &[
             &vals_equal("self.val1", "self.val2", "[1, 2, 3]"),
             "1 in self.val1",
@@ -348,7 +387,10 @@ fn list_map_and_list_access() {
             "self.array.map(e, e * 20).filter(e, e > 50).exists(e, e == 60)",
         ],
         &[
-            ("self.listMap.filter(m, m.v2 == 'z').size() == 1", "no such key: v2"),
+            (
+                "self.listMap.filter(m, m.v2 == 'z').size() == 1",
+                "no such key: v2",
+            ),
             ("self.listMap.map(m, m.v2).size() == 1", "no such key: v2"),
         ],
     );
@@ -371,7 +413,10 @@ fn type_and_object_meta_at_resource_roots() {
     });
     assert!(v.validate(&Path::root(), &obj, None).errors.is_empty());
     // Only name and generateName of the metadata are declared.
-    let s = structural(with_rules(object(json!({})), &["has(self.metadata.namespace)"]));
+    let s = structural(with_rules(
+        object(json!({})),
+        &["has(self.metadata.namespace)"],
+    ));
     let errs: Vec<String> = Validator::new(&s, true)
         .expect("rules")
         .validate(&Path::root(), &obj, None)
@@ -390,7 +435,9 @@ fn embedded_objects() {
         "spec": {"field1": "a"},
     });
     check(
-        object(json!({"embedded": {"type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true}})),
+        object(
+            json!({"embedded": {"type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true}}),
+        ),
         json!({"embedded": embedded}),
         &[
             "self.embedded.kind == 'Pod'",
@@ -400,7 +447,10 @@ fn embedded_objects() {
             "has(self.embedded)",
         ],
         &[
-            ("has(self.embedded.metadata.namespace)", "undefined field 'namespace'"),
+            (
+                "has(self.embedded.metadata.namespace)",
+                "undefined field 'namespace'",
+            ),
             ("has(self.embedded.spec)", "undefined field 'spec'"),
         ],
     );
@@ -420,7 +470,11 @@ fn int_or_string() {
     check(
         schema,
         json!({"something": "25%"}),
-        &["self.something == '25%'", "self.something != 1", "type(self.something) == string && self.something == '25%'"],
+        &[
+            "self.something == '25%'",
+            "self.something != 1",
+            "type(self.something) == string && self.something == '25%'",
+        ],
         &[],
     );
     check(
@@ -486,14 +540,27 @@ fn field_nullability() {
             "!has(self.setToNullNullableStr)",
         ],
         &[
-            ("self.unsetPlainStr == null", "no matching overload for '_==_' applied to '(string, null)"),
-            ("self.setPlainStr != null", "no matching overload for '_!=_' applied to '(string, null)"),
+            (
+                "self.unsetPlainStr == null",
+                "no matching overload for '_==_' applied to '(string, null)",
+            ),
+            (
+                "self.setPlainStr != null",
+                "no matching overload for '_!=_' applied to '(string, null)",
+            ),
         ],
     );
     check(
-        object(json!({"m": map_of(json!({"type": "string", "nullable": true})), "l": list_of(json!({"type": "string", "nullable": true}))})),
+        object(
+            json!({"m": map_of(json!({"type": "string", "nullable": true})), "l": list_of(json!({"type": "string", "nullable": true}))}),
+        ),
         json!({"m": {"a": null, "b": "not-nil"}, "l": [null, "not-nil"]}),
-        &["self.m.size() == 2", "'a' in self.m", "type(self.m['a']) == null_type", "type(self.l[0]) == null_type"],
+        &[
+            "self.m.size() == 2",
+            "'a' in self.m",
+            "type(self.m['a']) == null_type",
+            "type(self.l[0]) == null_type",
+        ],
         &[],
     );
 }
@@ -512,11 +579,25 @@ fn escaping() {
         ("dash-dash", "dash__dash__dash"),
         ("slash/slash", "slash__slash__slash"),
         ("underscore_underscore", "underscore_underscore"),
-        ("doubleunderscore__doubleunderscore", "doubleunderscore__underscores__doubleunderscore"),
+        (
+            "doubleunderscore__doubleunderscore",
+            "doubleunderscore__underscores__doubleunderscore",
+        ),
     ];
-    let props: serde_json::Map<String, Value> = names.iter().map(|(n, _)| (n.to_string(), integer())).collect();
-    let obj: serde_json::Map<String, Value> = names.iter().enumerate().map(|(i, (n, _))| (n.to_string(), json!(i))).collect();
-    let valid: Vec<String> = names.iter().enumerate().map(|(i, (_, e))| format!("self.{e} == {i}")).collect();
+    let props: serde_json::Map<String, Value> = names
+        .iter()
+        .map(|(n, _)| (n.to_string(), integer()))
+        .collect();
+    let obj: serde_json::Map<String, Value> = names
+        .iter()
+        .enumerate()
+        .map(|(i, (n, _))| (n.to_string(), json!(i)))
+        .collect();
+    let valid: Vec<String> = names
+        .iter()
+        .enumerate()
+        .map(|(i, (_, e))| format!("self.{e} == {i}"))
+        .collect();
     let valid: Vec<&str> = valid.iter().map(String::as_str).collect();
     check(
         json!({"type": "object", "properties": props}),
@@ -531,7 +612,13 @@ fn escaping() {
     check(
         object(json!({"m": map_of(integer())})),
         json!({"m": {"@": 1, "9": 2, "int": 3, "./-": 4, "👑": 5}}),
-        &["self.m['@'] == 1", "self.m['9'] == 2", "self.m['int'] == 3", "self.m['./-'] == 4", "self.m['👑'] == 5"],
+        &[
+            "self.m['@'] == 1",
+            "self.m['9'] == 2",
+            "self.m['int'] == 3",
+            "self.m['./-'] == 4",
+            "self.m['👑'] == 5",
+        ],
         &[],
     );
 }
@@ -556,7 +643,11 @@ fn failures_name_the_node_with_messages_reasons_and_field_paths() {
         }},
         "x-kubernetes-validations": [{"rule": "self.spec.name != 'bad'", "message": "bad name"}],
     });
-    let errs = errors_of(schema, &json!({"spec": {"replicas": 10, "name": "bad"}}), None);
+    let errs = errors_of(
+        schema,
+        &json!({"spec": {"replicas": 10, "name": "bad"}}),
+        None,
+    );
     assert_eq!(
         errs,
         vec![
@@ -605,10 +696,24 @@ fn transition_rules_run_on_updates_only() {
     }}));
     let old = json!({"spec": {"name": "a", "count": 2}});
     // Creates never run transition rules.
-    assert!(errors_of(schema.clone(), &json!({"spec": {"name": "b", "count": 1}}), None).is_empty());
-    assert!(errors_of(schema.clone(), &json!({"spec": {"name": "a", "count": 3}}), Some(&old)).is_empty());
+    assert!(errors_of(
+        schema.clone(),
+        &json!({"spec": {"name": "b", "count": 1}}),
+        None
+    )
+    .is_empty());
+    assert!(errors_of(
+        schema.clone(),
+        &json!({"spec": {"name": "a", "count": 3}}),
+        Some(&old)
+    )
+    .is_empty());
     assert_eq!(
-        errors_of(schema, &json!({"spec": {"name": "b", "count": 1}}), Some(&old)),
+        errors_of(
+            schema,
+            &json!({"spec": {"name": "b", "count": 1}}),
+            Some(&old)
+        ),
         vec![
             r#"spec: Invalid value: "object": name is immutable"#,
             r#"spec: Invalid value: "object": count may not decrease"#,
@@ -631,7 +736,11 @@ fn optional_old_self_runs_on_creates_with_an_absent_old_self() {
         vec![r#"spec: Invalid value: "object": bad"#]
     );
     assert_eq!(
-        errors_of(schema, &json!({"spec": {"name": "n2"}}), Some(&json!({"spec": {"name": "n1"}}))),
+        errors_of(
+            schema,
+            &json!({"spec": {"name": "n2"}}),
+            Some(&json!({"spec": {"name": "n1"}}))
+        ),
         vec![r#"spec: Invalid value: "object": bad"#]
     );
 }
@@ -655,7 +764,10 @@ fn transition_rules_in_map_lists_correlate_items_by_key() {
         &json!({"items": [{"k": "c", "v": "9"}, {"k": "b", "v": "3"}, {"k": "a", "v": "1"}]}),
         Some(&old),
     );
-    assert_eq!(errs, vec![r#"items[1]: Invalid value: "object": v is immutable"#]);
+    assert_eq!(
+        errs,
+        vec![r#"items[1]: Invalid value: "object": v is immutable"#]
+    );
 }
 
 #[test]
@@ -667,10 +779,20 @@ fn unchanged_values_are_ratcheted_on_update() {
     let old = json!({"a": "long", "b": "ok"});
     let s = structural(schema);
     let v = Validator::new(&s, false).expect("rules");
-    let out = v.validate(&Path::root(), &json!({"a": "long", "b": "longer"}), Some(&old));
+    let out = v.validate(
+        &Path::root(),
+        &json!({"a": "long", "b": "longer"}),
+        Some(&old),
+    );
     let errs: Vec<String> = out.errors.iter().map(ToString::to_string).collect();
-    assert_eq!(errs, vec![r#"b: Invalid value: "string": failed rule: self.size() < 3"#]);
-    assert_eq!(out.warnings, vec![r#"a: Invalid value: "string": failed rule: self.size() < 3"#]);
+    assert_eq!(
+        errs,
+        vec![r#"b: Invalid value: "string": failed rule: self.size() < 3"#]
+    );
+    assert_eq!(
+        out.warnings,
+        vec![r#"a: Invalid value: "string": failed rule: self.size() < 3"#]
+    );
 }
 
 #[test]
@@ -679,9 +801,10 @@ fn runtime_errors_name_the_rule() {
         object(json!({"m": map_of(integer())})),
         json!({"m": {"a": 1}}),
         &[],
-        &[
-            ("self.m['x'] == 1", "<nil>: Invalid value: \"object\": no such key: x evaluating rule: self.m['x'] == 1"),
-        ],
+        &[(
+            "self.m['x'] == 1",
+            "<nil>: Invalid value: \"object\": no such key: x evaluating rule: self.m['x'] == 1",
+        )],
     );
 }
 
@@ -713,18 +836,54 @@ fn rules_that_do_not_compile_are_invalid() {
             ],
         }},
     }));
-    let at = |i: usize, f: &str| format!("spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[{i}].{f}");
+    let at = |i: usize, f: &str| {
+        format!(
+            "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[{i}].{f}"
+        )
+    };
     assert_eq!(errs.len(), 7, "{errs:#?}");
     assert!(errs[0].starts_with(&format!(
         "{}: Invalid value: apiextensions.ValidationRule{{Rule:\"self.a == \", Message:\"\", MessageExpression:\"\", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}}: compilation failed: ERROR: <input>:1:",
         at(0, "rule")
     )), "{}", errs[0]);
-    assert!(errs[1].starts_with(&at(1, "rule")) && errs[1].contains("compilation failed: ERROR: <input>:1:5: undefined field 'b'"), "{}", errs[1]);
-    assert!(errs[2].starts_with(&at(2, "rule")) && errs[2].ends_with("cel expression must evaluate to a bool"), "{}", errs[2]);
-    assert!(errs[3].starts_with(&at(3, "messageExpression")) && errs[3].ends_with("messageExpression must evaluate to a string"), "{}", errs[3]);
-    assert!(errs[4].starts_with(&at(4, "messageExpression")) && errs[4].contains("messageExpression compilation failed: ERROR: <input>:1:"), "{}", errs[4]);
-    assert_eq!(errs[5], format!("{}: Invalid value: true: may not be set if oldSelf is not used in rule", at(5, "optionalOldSelf")));
-    assert_eq!(errs[6], format!("{}: Invalid value: \".b\": fieldPath must be a valid path", at(6, "fieldPath")));
+    assert!(
+        errs[1].starts_with(&at(1, "rule"))
+            && errs[1].contains("compilation failed: ERROR: <input>:1:5: undefined field 'b'"),
+        "{}",
+        errs[1]
+    );
+    assert!(
+        errs[2].starts_with(&at(2, "rule"))
+            && errs[2].ends_with("cel expression must evaluate to a bool"),
+        "{}",
+        errs[2]
+    );
+    assert!(
+        errs[3].starts_with(&at(3, "messageExpression"))
+            && errs[3].ends_with("messageExpression must evaluate to a string"),
+        "{}",
+        errs[3]
+    );
+    assert!(
+        errs[4].starts_with(&at(4, "messageExpression"))
+            && errs[4].contains("messageExpression compilation failed: ERROR: <input>:1:"),
+        "{}",
+        errs[4]
+    );
+    assert_eq!(
+        errs[5],
+        format!(
+            "{}: Invalid value: true: may not be set if oldSelf is not used in rule",
+            at(5, "optionalOldSelf")
+        )
+    );
+    assert_eq!(
+        errs[6],
+        format!(
+            "{}: Invalid value: \".b\": fieldPath must be a valid path",
+            at(6, "fieldPath")
+        )
+    );
 }
 
 #[test]
@@ -739,7 +898,9 @@ fn transition_rules_need_correlatable_nodes() {
     }));
     assert_eq!(
         errs,
-        vec![r#"spec.validation.openAPIV3Schema.properties[set].items.x-kubernetes-validations[0].rule: Invalid value: "self == oldSelf": oldSelf cannot be used on the uncorrelatable portion of the schema within spec.validation.openAPIV3Schema.properties[set].items"#]
+        vec![
+            r#"spec.validation.openAPIV3Schema.properties[set].items.x-kubernetes-validations[0].rule: Invalid value: "self == oldSelf": oldSelf cannot be used on the uncorrelatable portion of the schema within spec.validation.openAPIV3Schema.properties[set].items"#
+        ]
     );
 }
 
@@ -810,7 +971,10 @@ fn lists_library() {
         "[1.0].indexOf(1.1) == -1",
         "[].indexOf('string') == -1",
     ]);
-    all_fail(&[("[].min()", "min called on empty list"), ("[].max()", "max called on empty list")]);
+    all_fail(&[
+        ("[].min()", "min called on empty list"),
+        ("[].max()", "max called on empty list"),
+    ]);
 }
 
 #[test]
@@ -844,7 +1008,10 @@ fn url_library() {
         "!isURL('')",
         "!isURL('https://example.com:port/')",
     ]);
-    all_fail(&[("url('relative')", "URL parse error during conversion from string")]);
+    all_fail(&[(
+        "url('relative')",
+        "URL parse error during conversion from string",
+    )]);
 }
 
 #[test]
@@ -879,9 +1046,15 @@ fn quantity_library() {
         "quantity('-1').sign() == -1",
     ]);
     all_fail(&[
-        ("quantity('10Mo')", "quantities must match the regular expression"),
+        (
+            "quantity('10Mo')",
+            "quantities must match the regular expression",
+        ),
         ("quantity('10Mm')", "unable to parse quantity's suffix"),
-        ("quantity('1.5').asInteger()", "cannot convert value to integer"),
+        (
+            "quantity('1.5').asInteger()",
+            "cannot convert value to integer",
+        ),
     ]);
 }
 
@@ -921,9 +1094,18 @@ fn ip_library() {
         "!isIP('fe80::1%eth0')",
     ]);
     all_fail(&[
-        ("ip('192.168.0.1.0')", "IP Address \"192.168.0.1.0\" parse error during conversion from string"),
-        ("ip('::ffff:1.2.3.4')", "IPv4-mapped IPv6 address is not allowed"),
-        ("ip('fe80::1%eth0')", "IP address with zone value is not allowed"),
+        (
+            "ip('192.168.0.1.0')",
+            "IP Address \"192.168.0.1.0\" parse error during conversion from string",
+        ),
+        (
+            "ip('::ffff:1.2.3.4')",
+            "IPv4-mapped IPv6 address is not allowed",
+        ),
+        (
+            "ip('fe80::1%eth0')",
+            "IP address with zone value is not allowed",
+        ),
     ]);
 }
 

@@ -99,7 +99,9 @@ impl Url {
     /// The host without port or IPv6 brackets (`url.URL.Hostname`).
     pub fn hostname(&self) -> String {
         let (host, _) = split_host_port(&self.host);
-        host.trim_start_matches('[').trim_end_matches(']').to_string()
+        host.trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string()
     }
 
     /// The port, or empty (`url.URL.Port`).
@@ -142,7 +144,8 @@ fn validate_host(host: &str) -> Result<(), String> {
     if h.starts_with('[') && !h.ends_with(']') {
         return Err("missing ']' in host".to_string());
     }
-    if !port.chars().all(|c| c.is_ascii_digit()) || (port.is_empty() && host.ends_with(':') && false) {
+    // Go's `validOptionalPort`: nothing, or `:` and digits.
+    if !port.chars().all(|c| c.is_ascii_digit()) {
         return Err(format!("invalid port {:?} after host", format!(":{port}")));
     }
     Ok(())
@@ -289,10 +292,16 @@ impl Opaque for Cidr {
 impl Cidr {
     /// Parses a CIDR as kube's `cidr()`.
     pub fn parse(s: &str) -> Result<Cidr, String> {
-        let err = || format!("network address parse error during conversion from string: netip.ParsePrefix({s:?}): bad prefix");
+        let err = || {
+            format!("network address parse error during conversion from string: netip.ParsePrefix({s:?}): bad prefix")
+        };
         let (a, p) = s.split_once('/').ok_or_else(err)?;
         let addr = Ip::parse(a)?.0;
-        if p.is_empty() || p.len() > 3 || !p.chars().all(|c| c.is_ascii_digit()) || (p.len() > 1 && p.starts_with('0')) {
+        if p.is_empty()
+            || p.len() > 3
+            || !p.chars().all(|c| c.is_ascii_digit())
+            || (p.len() > 1 && p.starts_with('0'))
+        {
             return Err(err());
         }
         let prefix: u8 = p.parse().map_err(|_| err())?;
@@ -306,11 +315,19 @@ impl Cidr {
     fn mask(addr: IpAddr, prefix: u8) -> IpAddr {
         match addr {
             IpAddr::V4(a) => {
-                let m = if prefix == 0 { 0 } else { u32::MAX << (32 - prefix) };
+                let m = if prefix == 0 {
+                    0
+                } else {
+                    u32::MAX << (32 - prefix)
+                };
                 IpAddr::V4((u32::from(a) & m).into())
             }
             IpAddr::V6(a) => {
-                let m = if prefix == 0 { 0 } else { u128::MAX << (128 - prefix) };
+                let m = if prefix == 0 {
+                    0
+                } else {
+                    u128::MAX << (128 - prefix)
+                };
                 IpAddr::V6((u128::from(a) & m).into())
             }
         }
@@ -378,7 +395,13 @@ impl Format {
     /// The errors of `s` against the format (empty: valid).
     pub fn validate(&self, s: &str) -> Vec<String> {
         use rkcm_labels::validation as v;
-        let check = |ok: bool, msg: &str| if ok { Vec::new() } else { vec![msg.to_string()] };
+        let check = |ok: bool, msg: &str| {
+            if ok {
+                Vec::new()
+            } else {
+                vec![msg.to_string()]
+            }
+        };
         match self.0 {
             "dns1123Label" => v::is_dns1123_label(s),
             "dns1123Subdomain" => v::is_dns1123_subdomain(s),
@@ -389,7 +412,10 @@ impl Format {
             "dns1035LabelPrefix" => v::name_is_dns1035_label(s, true),
             "labelValue" => v::is_valid_label_value(s),
             "uri" => check(formats::is_request_uri(s), "invalid URI"),
-            "uuid" => check(formats::validates("uuid", s), "does not match the UUID format"),
+            "uuid" => check(
+                formats::validates("uuid", s),
+                "does not match the UUID format",
+            ),
             "byte" => check(formats::validates("byte", s), "invalid base64"),
             "date" => check(formats::validates("date", s), "invalid date"),
             _ => check(formats::validates("date-time", s), "invalid datetime"),

@@ -199,7 +199,9 @@ impl Node {
                 }
             }
             Json::Object(fields) => {
-                let old_fields = old.and_then(Json::as_object).filter(|_| self.map_correlatable);
+                let old_fields = old
+                    .and_then(Json::as_object)
+                    .filter(|_| self.map_correlatable);
                 for (k, v) in fields {
                     let old_v = old_fields.and_then(|o| o.get(k));
                     let r = ratchet.child(v, old_v, true);
@@ -233,7 +235,9 @@ impl Node {
             )
         };
         let wanted = key(item)?;
-        old?.as_array()?.iter().find(|o| key(o).as_ref() == Some(&wanted))
+        old?.as_array()?
+            .iter()
+            .find(|o| key(o).as_ref() == Some(&wanted))
     }
 
     fn validate_expressions(
@@ -395,7 +399,9 @@ fn cost_of(v: &Json) -> i64 {
 }
 
 /// kube's `ruleMessageOrDefault`.
-fn rule_message_or_default(rule: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::ValidationRule) -> String {
+fn rule_message_or_default(
+    rule: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::ValidationRule,
+) -> String {
     match rule.message.as_deref().filter(|m| !m.is_empty()) {
         Some(m) => m.trim().to_string(),
         None => format!("failed rule: {}", rule_error_string(rule)),
@@ -403,7 +409,9 @@ fn rule_message_or_default(rule: &k8s_openapi::apiextensions_apiserver::pkg::api
 }
 
 /// kube's `ruleErrorString`.
-fn rule_error_string(rule: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::ValidationRule) -> String {
+fn rule_error_string(
+    rule: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::ValidationRule,
+) -> String {
     match rule.message.as_deref().filter(|m| !m.is_empty()) {
         Some(m) => m.trim().to_string(),
         None => rule.rule.trim().to_string(),

@@ -39,7 +39,13 @@ pub fn to_value(v: &Json, s: Option<&Structural>, resource_root: bool) -> Value 
             Value::List(Arc::new(
                 items
                     .iter()
-                    .map(|i| to_value(i, item_schema, item_schema.is_some_and(|s| s.extensions.x_embedded_resource)))
+                    .map(|i| {
+                        to_value(
+                            i,
+                            item_schema,
+                            item_schema.is_some_and(|s| s.extensions.x_embedded_resource),
+                        )
+                    })
                     .collect(),
             ))
         }
@@ -54,10 +60,14 @@ pub fn to_value(v: &Json, s: Option<&Structural>, resource_root: bool) -> Value 
                             continue;
                         }
                         let prop = s.properties.get(name);
-                        let meta = embedded && matches!(name.as_str(), "apiVersion" | "kind" | "metadata");
+                        let meta =
+                            embedded && matches!(name.as_str(), "apiVersion" | "kind" | "metadata");
                         if prop.is_none() && !meta {
                             if s.extensions.x_preserve_unknown_fields {
-                                map.insert(Key::String(Arc::new(name.clone())), to_value(value, None, false));
+                                map.insert(
+                                    Key::String(Arc::new(name.clone())),
+                                    to_value(value, None, false),
+                                );
                             }
                             continue;
                         }
@@ -66,14 +76,22 @@ pub fn to_value(v: &Json, s: Option<&Structural>, resource_root: bool) -> Value 
                         };
                         let value = match (name.as_str(), embedded) {
                             ("metadata", true) => object_meta(value),
-                            _ => to_value(value, prop, prop.is_some_and(|p| p.extensions.x_embedded_resource)),
+                            _ => to_value(
+                                value,
+                                prop,
+                                prop.is_some_and(|p| p.extensions.x_embedded_resource),
+                            ),
                         };
                         map.insert(Key::String(Arc::new(escaped)), value);
                     }
                 }
                 _ => {
                     for (name, value) in fields {
-                        let value = to_value(value, ap, ap.is_some_and(|p| p.extensions.x_embedded_resource));
+                        let value = to_value(
+                            value,
+                            ap,
+                            ap.is_some_and(|p| p.extensions.x_embedded_resource),
+                        );
                         map.insert(Key::String(Arc::new(name.clone())), value);
                     }
                 }
@@ -88,7 +106,10 @@ fn object_meta(v: &Json) -> Value {
     let mut map: HashMap<Key, Value> = HashMap::new();
     for field in ["name", "generateName"] {
         if let Some(Json::String(s)) = v.get(field) {
-            map.insert(Key::String(Arc::new(field.to_string())), Value::String(Arc::new(s.clone())));
+            map.insert(
+                Key::String(Arc::new(field.to_string())),
+                Value::String(Arc::new(s.clone())),
+            );
         }
     }
     Value::Map(Map { map: Arc::new(map) })
@@ -107,11 +128,15 @@ fn string_value(st: &str, s: Option<&Structural>) -> Value {
         "duration" => rkcm_apimachinery::duration::Duration::parse(st)
             .ok()
             .map(|d| Value::Duration(chrono::Duration::nanoseconds(d.as_nanos()))),
-        "date" => chrono::NaiveDate::parse_from_str(st, "%Y-%m-%d").ok().and_then(|d| {
-            d.and_hms_opt(0, 0, 0)
-                .map(|t| Value::Timestamp(t.and_utc().fixed_offset()))
-        }),
-        "date-time" => chrono::DateTime::parse_from_rfc3339(st).ok().map(Value::Timestamp),
+        "date" => chrono::NaiveDate::parse_from_str(st, "%Y-%m-%d")
+            .ok()
+            .and_then(|d| {
+                d.and_hms_opt(0, 0, 0)
+                    .map(|t| Value::Timestamp(t.and_utc().fixed_offset()))
+            }),
+        "date-time" => chrono::DateTime::parse_from_rfc3339(st)
+            .ok()
+            .map(Value::Timestamp),
         _ => None,
     };
     parsed.unwrap_or_else(|| Value::String(Arc::new(st.to_string())))

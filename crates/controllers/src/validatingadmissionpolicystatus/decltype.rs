@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::cel::Type;
 pub use super::cel::escape;
+use super::cel::Type;
 
 /// Deepest schema nesting followed; deeper (recursive) schemas are `dyn`.
 const MAX_DEPTH: usize = 48;
