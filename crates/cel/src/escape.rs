@@ -1,34 +1,13 @@
 //! Field names as CEL code spells them: apiserver's `cel.Escape`.
 
-/// Words CEL reserves, escaped as `__word__` in field names (`apiservercel.Escape`).
-const RESERVED: &[&str] = &[
-    "true",
-    "false",
-    "null",
-    "in",
-    "as",
-    "break",
-    "const",
-    "continue",
-    "else",
-    "for",
-    "function",
-    "if",
-    "import",
-    "let",
-    "loop",
-    "package",
-    "namespace",
-    "return",
-    "var",
-    "void",
-    "while",
-];
+/// The keywords of the grammar that are not identifiers: besides the reserved words
+/// ([`crate::parser::RESERVED`]), a field so named is escaped as `__word__`.
+const KEYWORDS: &[&str] = &["true", "false", "null", "in"];
 
 /// A property name as CEL code spells it (`x-y` is `x__dash__y`), or `None` when it cannot be
 /// spelled (kube leaves such properties out of the type).
 pub fn escape(name: &str) -> Option<String> {
-    if RESERVED.contains(&name) {
+    if KEYWORDS.contains(&name) || crate::parser::RESERVED.contains(&name) {
         return Some(format!("__{name}__"));
     }
     let first = name.chars().next()?;
@@ -55,4 +34,23 @@ pub fn escape(name: &str) -> Option<String> {
         i += 1;
     }
     Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escape;
+
+    #[test]
+    fn names_that_cel_cannot_spell_are_escaped_or_left_out() {
+        assert_eq!(
+            escape("a.b/c-d").as_deref(),
+            Some("a__dot__b__slash__c__dash__d")
+        );
+        assert_eq!(escape("a__b").as_deref(), Some("a__underscores__b"));
+        assert_eq!(escape("1abc"), None);
+        assert_eq!(escape("a b"), None);
+        assert_eq!(escape("in").as_deref(), Some("__in__"));
+        assert_eq!(escape("namespace").as_deref(), Some("__namespace__"));
+        assert_eq!(escape("int").as_deref(), Some("int"));
+    }
 }

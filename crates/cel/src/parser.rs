@@ -7,7 +7,7 @@ use super::issues::Issue;
 use super::lexer::{tokenize, Token, TokenKind};
 
 /// Words CEL reserves; using one as an identifier is an error (`reserved identifier: if`).
-const RESERVED: &[&str] = &[
+pub(crate) const RESERVED: &[&str] = &[
     "as",
     "break",
     "const",

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-pub use super::cel::escape;
+use super::cel::escape;
 use super::cel::Type;
 
 /// Deepest schema nesting followed; deeper (recursive) schemas are `dyn`.
@@ -269,16 +269,5 @@ mod tests {
             props.fields.get("properties"),
             Some(&Type::map(Type::String, Type::Dyn))
         );
-    }
-
-    #[test]
-    fn names_that_cel_cannot_spell_are_escaped_or_left_out() {
-        assert_eq!(
-            escape("a.b/c-d").as_deref(),
-            Some("a__dot__b__slash__c__dash__d")
-        );
-        assert_eq!(escape("a__b").as_deref(), Some("a__underscores__b"));
-        assert_eq!(escape("1abc"), None);
-        assert_eq!(escape("a b"), None);
     }
 }
