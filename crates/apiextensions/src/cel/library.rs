@@ -4,6 +4,7 @@
 
 use std::sync::{Arc, LazyLock};
 
+use cel::common::functions::Function;
 use cel::common::types::{Type, DYN_TYPE, INT_TYPE, LIST_TYPE, STRING_TYPE};
 use cel::common::value::{CowVal, Val};
 use cel::objects::{Key, Map, OptionalValue};
@@ -275,6 +276,22 @@ fn declare(env: &mut Env) -> Result<(), cel::DeclarationError> {
         vec![STRING_TYPE],
         format_validate,
     )?;
+    for (name, f) in FORMAT_FUNCTIONS {
+        env.add_overload(
+            &format!("format.{name}"),
+            &format!("format_{name}"),
+            vec![],
+            *f,
+        )?;
+    }
+    // sets (cel-go's ext.Sets)
+    for (name, f) in [
+        ("sets.contains", sets_contains as Function),
+        ("sets.intersects", sets_intersects),
+        ("sets.equivalent", sets_equivalent),
+    ] {
+        env.add_overload(name, name, vec![LIST_TYPE, LIST_TYPE], f)?;
+    }
     Ok(())
 }
 
@@ -752,3 +769,56 @@ receiver_fn!(cidr_masked, "masked", Cidr, |c| Ok(Value::Opaque(
 receiver_fn!(cidr_prefix_length, "prefixLength", Cidr, |c| Ok(
     Value::Int(c.prefix as i64)
 ));
+
+/// `format.<name>()`: the named format, as `format.named('<name>').value()`.
+macro_rules! format_functions {
+    ($($fn_name:ident => $name:literal),* $(,)?) => {
+        $(
+            fn $fn_name<'b, 'v>(_args: Vec<CowVal<'b, 'v>>) -> R<'b, 'v> {
+                let f = Format::named($name).ok_or_else(|| fail("format", "unknown format"))?;
+                out(Value::Opaque(Arc::new(f)))
+            }
+        )*
+        const FORMAT_FUNCTIONS: &[(&str, Function)] = &[$(($name, $fn_name)),*];
+    };
+}
+
+format_functions! {
+    format_dns1123_label => "dns1123Label",
+    format_dns1123_subdomain => "dns1123Subdomain",
+    format_dns1035_label => "dns1035Label",
+    format_qualified_name => "qualifiedName",
+    format_dns1123_label_prefix => "dns1123LabelPrefix",
+    format_dns1123_subdomain_prefix => "dns1123SubdomainPrefix",
+    format_dns1035_label_prefix => "dns1035LabelPrefix",
+    format_label_value => "labelValue",
+    format_uri => "uri",
+    format_uuid => "uuid",
+    format_byte => "byte",
+    format_date => "date",
+    format_datetime => "datetime",
+}
+
+// ---- sets (cel-go's ext/sets.go) ----
+
+fn two_lists(args: &[CowVal<'_, '_>]) -> Result<(Vec<Value>, Vec<Value>), ExecutionError> {
+    let v = values(args)?;
+    Ok((list_arg(&v[0])?.to_vec(), list_arg(&v[1])?.to_vec()))
+}
+
+fn sets_contains<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> R<'b, 'v> {
+    let (a, b) = two_lists(&args)?;
+    out(Value::Bool(b.iter().all(|x| a.contains(x))))
+}
+
+fn sets_intersects<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> R<'b, 'v> {
+    let (a, b) = two_lists(&args)?;
+    out(Value::Bool(b.iter().any(|x| a.contains(x))))
+}
+
+fn sets_equivalent<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> R<'b, 'v> {
+    let (a, b) = two_lists(&args)?;
+    out(Value::Bool(
+        b.iter().all(|x| a.contains(x)) && a.iter().all(|x| b.contains(x)),
+    ))
+}

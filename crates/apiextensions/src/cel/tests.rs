@@ -1139,5 +1139,23 @@ fn format_library() {
         "!format.named('uuid').value().validate('123e4567-e89b-12d3-a456-426614174000').hasValue()",
         "format.named('uuid').value().validate('nope').hasValue()",
         "!format.named('unknown').hasValue()",
+        "!format.dns1123Label().validate('my-name').hasValue()",
+        "format.dns1035Label().validate('1abc').hasValue()",
+        "!format.qualifiedName().validate('example.com/name').hasValue()",
+    ]);
+}
+
+#[test]
+fn sets_library() {
+    all_true(&[
+        "sets.contains([], [])",
+        "sets.contains([1, 2, 3], [2, 3])",
+        "!sets.contains([1, 2], [2, 3])",
+        "sets.contains([1, 2.0, 3u], [1.0, 2u, 3])",
+        "sets.equivalent([1, 2, 3], [3, 2, 1, 1])",
+        "!sets.equivalent([1, 2], [1, 2, 3])",
+        "sets.intersects([1, 2], [2, 3])",
+        "!sets.intersects([1], [2])",
+        "!sets.intersects([], [])",
     ]);
 }
