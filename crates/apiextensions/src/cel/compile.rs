@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::ValidationRule;
+use rkcm_cel::ast::{Expr, ExprKind};
 use rkcm_cel::Type;
 
 use super::library;
@@ -46,6 +47,10 @@ pub struct CompiledRule {
     pub message_error: Option<CompileError>,
     /// Whether the rule reads `oldSelf` (a transition rule).
     pub uses_old_self: bool,
+    /// The shape of the rule, for its cost.
+    pub shape: Shape,
+    /// The shape of the `messageExpression`.
+    pub message_shape: Shape,
 }
 
 /// Compiles `rules`, `self` and `oldSelf` being of type `self_type`.
@@ -64,6 +69,8 @@ fn compile_rule(rule: &ValidationRule, env: &rkcm_cel::Env) -> CompiledRule {
         message_program: None,
         message_error: None,
         uses_old_self: false,
+        shape: Shape::default(),
+        message_shape: Shape::default(),
     };
     if rule.rule.trim().is_empty() {
         return out;
@@ -73,7 +80,8 @@ fn compile_rule(rule: &ValidationRule, env: &rkcm_cel::Env) -> CompiledRule {
             out.error = Some(e);
             return out;
         }
-        Ok((t, program)) => {
+        Ok((t, program, shape)) => {
+            out.shape = shape;
             if !matches!(t, Type::Bool | Type::Dyn) {
                 out.error = Some(CompileError::invalid(
                     "cel expression must evaluate to a bool",
@@ -87,12 +95,15 @@ fn compile_rule(rule: &ValidationRule, env: &rkcm_cel::Env) -> CompiledRule {
     if let Some(me) = rule.message_expression.as_deref().filter(|m| !m.is_empty()) {
         match compile_expression(me, env, "messageExpression compilation failed: ") {
             Err(e) => out.message_error = Some(e),
-            Ok((t, _)) if !matches!(t, Type::String | Type::Dyn) => {
+            Ok((t, _, _)) if !matches!(t, Type::String | Type::Dyn) => {
                 out.message_error = Some(CompileError::invalid(
                     "messageExpression must evaluate to a string",
                 ))
             }
-            Ok((_, program)) => out.message_program = Some(Arc::new(program)),
+            Ok((_, program, shape)) => {
+                out.message_shape = shape;
+                out.message_program = Some(Arc::new(program));
+            }
         }
     }
     out
@@ -103,11 +114,14 @@ fn compile_expression(
     src: &str,
     env: &rkcm_cel::Env,
     prefix: &str,
-) -> Result<(Type, cel::Program), CompileError> {
+) -> Result<(Type, cel::Program, Shape), CompileError> {
     rkcm_cel::run_deep(|| {
-        let (t, issues) = match rkcm_cel::parse(src) {
-            Err(issue) => (Type::Error, vec![issue]),
-            Ok(expr) => rkcm_cel::check(env, &expr),
+        let (t, issues, shape) = match rkcm_cel::parse(src) {
+            Err(issue) => (Type::Error, vec![issue], Shape::default()),
+            Ok(expr) => {
+                let (t, issues) = rkcm_cel::check(env, &expr);
+                (t, issues, Shape::of(&expr))
+            }
         };
         if !issues.is_empty() {
             return Err(CompileError::invalid(format!(
@@ -118,6 +132,64 @@ fn compile_expression(
         let program = library::env()
             .compile(src)
             .map_err(|e| CompileError::invalid(format!("{prefix}{e}")))?;
-        Ok((t, program))
+        Ok((t, program, shape))
     })
+}
+
+/// What the cost of evaluating an expression is estimated from: its number of nodes and its
+/// deepest nesting of comprehensions (each level may visit every element of a collection).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Shape {
+    /// Nodes of the expression.
+    pub nodes: u64,
+    /// Deepest nesting of comprehension macros (`all`, `exists`, `map`, …).
+    pub depth: u32,
+}
+
+impl Shape {
+    fn of(e: &Expr) -> Shape {
+        let children: Vec<&Expr> = match &e.kind {
+            ExprKind::Literal(_) | ExprKind::Ident(_) => Vec::new(),
+            ExprKind::Select { operand, .. } => vec![operand],
+            ExprKind::OptionalSelect { operand, index } => vec![operand, index],
+            ExprKind::Call { target, args, .. } => {
+                target.iter().map(AsRef::as_ref).chain(args).collect()
+            }
+            ExprKind::List(items) => items.iter().collect(),
+            ExprKind::Map(entries) => entries.iter().flat_map(|(k, v)| [k, v]).collect(),
+            ExprKind::Struct { fields, .. } => fields.iter().map(|(_, v)| v).collect(),
+            ExprKind::Comprehension {
+                range,
+                predicate,
+                transform,
+                ..
+            } => {
+                let range = Shape::of(range);
+                let body: Vec<Shape> = predicate
+                    .iter()
+                    .chain(transform)
+                    .map(|b| Shape::of(b))
+                    .collect();
+                return Shape {
+                    nodes: 1 + range.nodes + body.iter().map(|b| b.nodes).sum::<u64>(),
+                    depth: range
+                        .depth
+                        .max(1 + body.iter().map(|b| b.depth).max().unwrap_or(0)),
+                };
+            }
+        };
+        children
+            .into_iter()
+            .map(Shape::of)
+            .fold(Shape { nodes: 1, depth: 0 }, |acc, c| Shape {
+                nodes: acc.nodes + c.nodes,
+                depth: acc.depth.max(c.depth),
+            })
+    }
+
+    /// The estimated cost of one evaluation on values whose largest collection has `breadth`
+    /// elements: the nodes, times the breadth once per level of comprehension.
+    pub fn cost(&self, breadth: u64) -> u64 {
+        (0..self.depth).fold(self.nodes, |c, _| c.saturating_mul(breadth.max(1)))
+    }
 }

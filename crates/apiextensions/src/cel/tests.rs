@@ -1159,3 +1159,49 @@ fn sets_library() {
         "!sets.intersects([], [])",
     ]);
 }
+
+// ---- costs ----
+
+#[test]
+fn a_rule_whose_cost_exceeds_the_per_call_limit_stops_validation() {
+    let schema = object(json!({"l": list_of(integer()), "n": integer()}));
+    let rules = [
+        "self.l.all(x, self.l.all(y, x == y || x != y))",
+        "self.n > 100",
+    ];
+    let mut l: Vec<Value> = (0..300).map(|i| json!(i)).collect();
+    let errs = errors_of(
+        with_rules(schema.clone(), &rules),
+        &json!({"l": l, "n": 1}),
+        None,
+    );
+    assert_eq!(
+        errs,
+        vec!["<nil>: Invalid value: \"object\": 'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: self.l.all(x, self.l.all(y, x == y || x != y))"]
+    );
+    // Shorter lists are evaluated.
+    l.truncate(20);
+    let errs = errors_of(with_rules(schema, &rules), &json!({"l": l, "n": 1}), None);
+    assert_eq!(
+        errs,
+        vec!["<nil>: Invalid value: \"object\": failed rule: self.n > 100"]
+    );
+}
+
+#[test]
+fn costs_grow_with_comprehension_depth() {
+    let shape = |src: &str| {
+        let s = structural(with_rules(object(json!({"l": list_of(integer())})), &[src]));
+        compile_rules(&s.extensions.x_validations, &decl_type(&s, false))[0].shape
+    };
+    let flat = shape("self.l.size() > 1");
+    assert_eq!(flat.depth, 0);
+    assert_eq!(flat.cost(1000), flat.nodes);
+    let one = shape("self.l.all(x, x > 0)");
+    assert_eq!(one.depth, 1);
+    assert_eq!(one.cost(1000), one.nodes * 1000);
+    let two = shape("self.l.all(x, self.l.exists(y, y == x))");
+    assert_eq!(two.depth, 2);
+    assert_eq!(two.cost(1000), two.nodes * 1_000_000);
+    assert_eq!(two.cost(u64::MAX), u64::MAX);
+}

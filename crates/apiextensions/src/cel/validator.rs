@@ -80,9 +80,17 @@ impl Validator {
     }
 }
 
-/// kube's `RuntimeCELCostBudget`, counted here in rule evaluations weighted by the size of the
-/// value evaluated (the `cel` crate does not track costs).
+/// kube's `RuntimeCELCostBudget`: the cost all the rules of one request may take. The `cel`
+/// crate does not track costs, so each evaluation is charged an estimate made before it runs
+/// ([`super::compile::Shape::cost`]): the rule's size, times the longest collection of the
+/// values once per level of comprehension.
 const RUNTIME_BUDGET: i64 = 10_000_000;
+
+/// kube's `PerCallLimit`: the cost one evaluation may take.
+const PER_CALL_LIMIT: u64 = 1_000_000;
+
+const OUT_OF_BUDGET: &str =
+    "validation failed due to running out of cost budget, no further validation rules will be run";
 
 /// Whether errors at a node are ratcheted: kube's `ratchetingOptions`.
 #[derive(Clone, Copy)]
@@ -263,11 +271,13 @@ impl Node {
             out.errors.push(FieldError::invalid(
                 &shown_path,
                 type_value(),
-                "validation failed due to running out of cost budget, no further validation rules will be run",
+                OUT_OF_BUDGET,
             ));
             *budget = -1;
             return;
         }
+        // The largest collection a rule here may iterate over, for the rules' costs.
+        let breadth = breadth(obj).max(old.map_or(0, breadth));
         let self_value = to_value(obj, Some(schema), self.resource_root);
         let old_value = old.map(|o| to_value(o, Some(schema), self.resource_root));
         let env = library::env();
@@ -299,12 +309,24 @@ impl Node {
             } else if let Some(v) = &old_value {
                 ctx.add_variable_from_value(OLD_SCOPED_VAR_NAME, v.clone());
             }
-            *budget -= cost_of(obj);
-            if spent(budget) {
+            let cost = compiled.shape.cost(breadth);
+            if cost > PER_CALL_LIMIT {
                 out.errors.push(FieldError::invalid(
                     &shown_path,
                     type_value(),
-                    "validation failed due to running out of cost budget, no further validation rules will be run",
+                    format!(
+                        "'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {}",
+                        rule_error_string(rule)
+                    ),
+                ));
+                *budget = -1;
+                return;
+            }
+            if !charge(budget, cost) {
+                out.errors.push(FieldError::invalid(
+                    &shown_path,
+                    type_value(),
+                    OUT_OF_BUDGET,
                 ));
                 return;
             }
@@ -345,21 +367,39 @@ impl Node {
                 },
                 None => shown_path.clone(),
             };
-            let detail = compiled
-                .message_program
-                .as_ref()
-                .and_then(|mp| {
-                    let r = library::run_guarded(|| mp.execute(&ctx));
-                    match r {
-                        Ok(Value::String(s)) => {
-                            let t = s.trim();
-                            (!t.is_empty() && !t.contains('\n') && t.len() <= MAX_MESSAGE_BYTES)
-                                .then(|| t.to_string())
-                        }
-                        _ => None,
+            let mut detail = None;
+            if let Some(mp) = &compiled.message_program {
+                let cost = compiled.message_shape.cost(breadth);
+                if cost > PER_CALL_LIMIT {
+                    out.errors.push(FieldError::invalid(
+                        &field_path,
+                        type_value(),
+                        format!(
+                            "no further validation rules will be run due to call cost exceeds limit for messageExpression: {}",
+                            crate::go_format::quote(rule.message_expression.as_deref().unwrap_or(""))
+                        ),
+                    ));
+                    *budget = -1;
+                    return;
+                }
+                if !charge(budget, cost) {
+                    out.errors.push(FieldError::invalid(
+                        &field_path,
+                        type_value(),
+                        "messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run",
+                    ));
+                    return;
+                }
+                // A message that fails to evaluate, is empty, too long or has line breaks
+                // falls back to the rule's message, as kube's.
+                if let Ok(Value::String(s)) = library::run_guarded(|| mp.execute(&ctx)) {
+                    let t = s.trim();
+                    if !t.is_empty() && !t.contains('\n') && t.len() <= MAX_MESSAGE_BYTES {
+                        detail = Some(t.to_string());
                     }
-                })
-                .unwrap_or_else(|| rule_message_or_default(rule));
+                }
+            }
+            let detail = detail.unwrap_or_else(|| rule_message_or_default(rule));
             let err = match rule.reason.as_deref() {
                 Some("FieldValueForbidden") => FieldError::forbidden(&field_path, detail),
                 Some("FieldValueRequired") => FieldError::required(&field_path, detail),
@@ -389,12 +429,30 @@ fn join_paths(path: &Path, rel: &Path) -> Path {
     }
 }
 
-/// A rough runtime cost of evaluating a rule on `v`: its size in values (a rule may visit each).
-fn cost_of(v: &Json) -> i64 {
+/// The length of the longest list or map in `v`: what one level of comprehension in a rule
+/// may iterate over.
+fn breadth(v: &Json) -> u64 {
     match v {
-        Json::Array(items) => 1 + items.iter().map(cost_of).sum::<i64>(),
-        Json::Object(fields) => 1 + fields.values().map(cost_of).sum::<i64>(),
-        _ => 1,
+        Json::Array(items) => items.iter().map(breadth).fold(items.len() as u64, u64::max),
+        Json::Object(fields) => fields
+            .values()
+            .map(breadth)
+            .fold(fields.len() as u64, u64::max),
+        _ => 0,
+    }
+}
+
+/// Takes `cost` from the budget; false (and the budget spent) when it does not cover it.
+fn charge(budget: &mut i64, cost: u64) -> bool {
+    match i64::try_from(cost) {
+        Ok(c) if c <= *budget => {
+            *budget -= c;
+            true
+        }
+        _ => {
+            *budget = -1;
+            false
+        }
     }
 }
 
