@@ -793,6 +793,16 @@ fn unchanged_values_are_ratcheted_on_update() {
         out.warnings,
         vec![r#"a: Invalid value: "string": failed rule: self.size() < 3"#]
     );
+
+    // A rule at the root ratchets when the object is unchanged, not otherwise.
+    let s = structural(with_rules(object(json!({"n": integer()})), &["self.n < 3"]));
+    let v = Validator::new(&s, false).expect("rules");
+    let old = json!({"n": 5});
+    let same = v.validate(&Path::root(), &old, Some(&old));
+    assert!(same.errors.is_empty());
+    assert_eq!(same.warnings.len(), 1);
+    let changed = v.validate(&Path::root(), &json!({"n": 6}), Some(&old));
+    assert_eq!(changed.errors.len(), 1);
 }
 
 #[test]

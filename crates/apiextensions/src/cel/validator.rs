@@ -72,7 +72,7 @@ impl Validator {
             path,
             obj,
             old,
-            Ratchet::root(old.is_some()),
+            Ratchet::root(obj, old),
             &mut budget,
             &mut out,
         );
@@ -102,10 +102,11 @@ struct Ratchet {
 }
 
 impl Ratchet {
-    fn root(update: bool) -> Self {
+    /// The options at the root: an update ratchets when the whole object is unchanged.
+    fn root(obj: &Json, old: Option<&Json>) -> Self {
         Ratchet {
-            update,
-            unchanged: false,
+            update: old.is_some(),
+            unchanged: old == Some(obj),
         }
     }
 
