@@ -101,8 +101,9 @@ impl VersionSchema {
     }
 
     /// Adds the errors of the `x-kubernetes-validations` rules, as kube's strategy does: not
-    /// evaluated when the object has values of the wrong type or unsupported values (the rules
-    /// could not read them), saying so instead. Errors an update leaves as they were are
+    /// evaluated when the object has values of the wrong type, unsupported or too long values,
+    /// too many items or required fields missing (kube's `hasBlockingErr`: the object does not
+    /// have the shape the rules were written for), saying so instead. Errors an update leaves as they were are
     /// ratcheted (dropped; kube returns them as warnings).
     fn with_rule_errors(&self, mut errs: ErrorList, obj: &Value, old: Option<&Value>) -> ErrorList {
         let Some(rules) = &self.rules else {
@@ -111,7 +112,11 @@ impl VersionSchema {
         let blocking = errs.iter().any(|e| {
             matches!(
                 e.error_type,
-                ErrorType::NotSupported | ErrorType::TypeInvalid
+                ErrorType::NotSupported
+                    | ErrorType::Required
+                    | ErrorType::TooLong
+                    | ErrorType::TooMany
+                    | ErrorType::TypeInvalid
             )
         });
         if blocking {
@@ -216,6 +221,40 @@ mod tests {
                 "spec.image: Required value",
             ]
         );
+    }
+
+    #[test]
+    fn rules_run_after_the_schema_unless_the_object_has_blocking_errors() {
+        let props: JSONSchemaProps = serde_json::from_value(json!({"type": "object", "properties": {"spec": {
+            "type": "object",
+            "required": ["n"],
+            "properties": {"n": {"type": "integer", "maximum": 10}, "s": {"type": "string"}},
+            "x-kubernetes-validations": [{"rule": "self.n < 5", "message": "n must be below 5"}],
+        }}}))
+        .expect("parses");
+        let schema = VersionSchema::new(&props).expect("structural");
+        let errs = |obj: serde_json::Value| -> Vec<String> {
+            schema
+                .validate(&obj)
+                .iter()
+                .map(ToString::to_string)
+                .collect()
+        };
+        assert_eq!(
+            errs(json!({"spec": {"n": 11}})),
+            vec![
+                "spec.n: Invalid value: 11: spec.n in body should be less than or equal to 10",
+                r#"spec: Invalid value: "object": n must be below 5"#,
+            ]
+        );
+        assert_eq!(
+            errs(json!({"spec": {"s": "x"}})),
+            vec![
+                "spec.n: Required value",
+                r#"<nil>: Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"#,
+            ]
+        );
+        assert!(errs(json!({"spec": {"n": 1}})).is_empty());
     }
 
     #[test]
