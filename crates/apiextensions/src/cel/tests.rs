@@ -1215,3 +1215,92 @@ fn costs_grow_with_comprehension_depth() {
     assert_eq!(two.cost(1000), two.nodes * 1_000_000);
     assert_eq!(two.cost(u64::MAX), u64::MAX);
 }
+
+/// Rules as CRDs in the wild write them compile and hold on a matching object: the checker must
+/// not refuse what kube accepts.
+#[test]
+fn common_rules_compile_and_hold() {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "apiVersion": string(), "kind": string(), "metadata": {"type": "object"},
+            "spec": object(json!({
+                "replicas": integer(), "minReplicas": integer(), "n": integer(), "ratio": number(),
+                "name": string(), "s": string(), "csv": string(), "enabled": boolean(),
+                "l": list_of(integer()), "names": list_of(string()),
+                "items": list_of(object(json!({"name": string(), "port": integer()}))),
+                "m": map_of(string()),
+                "obj": object(json!({"a": object(json!({"b": string()}))})),
+                "opt": string(),
+                "q": {"x-kubernetes-int-or-string": true},
+                "u": string(), "ip": string(), "cidr": string(),
+                "b": format("byte"), "ts": format("date-time"), "dur": format("duration"),
+                "timeout": string(),
+            })),
+        },
+    });
+    let obj = json!({
+        "apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "abc", "namespace": "ns"},
+        "spec": {
+            "replicas": 3, "minReplicas": 1, "n": 4, "ratio": 1.5,
+            "name": "abc", "s": "a-z", "csv": "a,b", "enabled": true,
+            "l": [1, 2, 3], "names": ["a", "b"],
+            "items": [{"name": "a", "port": 80}, {"name": "b", "port": 443}],
+            "m": {"k": "v"},
+            "obj": {"a": {"b": "c"}},
+            "q": "1Gi",
+            "u": "https://example.com/x", "ip": "10.0.0.1", "cidr": "10.0.0.0/8",
+            "b": "QUI=", "ts": "2024-01-01T00:00:00Z", "dur": "30m",
+            "timeout": "5s",
+        },
+    });
+    let rules = [
+        "self.metadata.name.startsWith('a') && self.kind == 'Widget'",
+        "self.spec.minReplicas <= self.spec.replicas",
+        "has(self.spec.n) ? self.spec.n > 0 : true",
+        "!has(self.spec.opt) || self.spec.opt.size() > 0",
+        "self.spec.?opt.orValue('') == ''",
+        "self.spec.s.matches('^[a-z-]+$')",
+        "duration(self.spec.timeout) > duration('1s')",
+        "self.spec.l.exists_one(x, x == 2)",
+        "type(self.spec.name) == string",
+        "self.spec.name.size() <= 10 && size(self.spec.l) == 3 && self.spec.m.size() == 1",
+        "int(self.spec.ratio) == 1 && string(self.spec.n) == '4'",
+        "self.spec.name.lowerAscii() == self.spec.name",
+        "self.spec.items.map(i, i.name).isSorted()",
+        "self.spec.name in ['abc', 'def']",
+        "size(self.spec.l) == size(self.spec.l.filter(x, x > 0))",
+        "self.spec.csv.split(',').all(p, p != '')",
+        "quantity(self.spec.q).isLessThan(quantity('2Gi'))",
+        "url(self.spec.u).getScheme() == 'https'",
+        "isIP(self.spec.ip) && cidr(self.spec.cidr).containsIP(self.spec.ip)",
+        "self.spec.m.exists(k, self.spec.m[k] == 'v') && 'k' in self.spec.m",
+        "self.spec.l[0] == 1",
+        "self.spec.enabled == true && self.spec.enabled",
+        "self.spec.n % 2 == 0 && double(self.spec.n) / 2.0 > 1.0",
+        "self.spec.obj.a.b == 'c'",
+        "self.spec.s.startsWith('a') && self.spec.s.endsWith('z') && self.spec.s.contains('-')",
+        "self.spec.names.all(x, x.matches('[a-z]+'))",
+        "size(self.spec.b) == 2",
+        "self.spec.ts > timestamp('2020-01-01T00:00:00Z')",
+        "self.spec.dur < duration('1h')",
+        "[1, 2, 3, 4].exists(x, x == self.spec.n)",
+        "self.spec.items.all(i, i.port > 0 && i.port < 65536)",
+        "self.spec.items.exists(i, i.name == 'a') ? self.spec.replicas > 0 : false",
+        "!(self.spec.name == '') && self.spec.replicas >= 0",
+    ];
+    let compiled = structural(with_rules(schema, &rules));
+    let errs: Vec<String> = validate_schema_rules(&compiled, &Path::new("openAPIV3Schema"))
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert!(errs.is_empty(), "{errs:#?}");
+    let v = Validator::new(&compiled, true).expect("rules");
+    let errs: Vec<String> = v
+        .validate(&Path::root(), &obj, None)
+        .errors
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert!(errs.is_empty(), "{errs:#?}");
+}
