@@ -5,12 +5,12 @@
 use std::sync::{Arc, LazyLock};
 
 use cel::common::functions::Function;
-use cel::common::types::{Type, DYN_TYPE, INT_TYPE, LIST_TYPE, STRING_TYPE};
+use cel::common::types::{Type, BOOL_TYPE, DYN_TYPE, INT_TYPE, LIST_TYPE, STRING_TYPE};
 use cel::common::value::{CowVal, Val};
 use cel::objects::{Key, Map, OptionalValue};
 use cel::{Env, ExecutionError, Value};
 
-use super::types::{self, Cidr, Format, Ip, Quantity, Url};
+use super::types::{self, Cidr, Format, Ip, Quantity, Semver, Url};
 
 /// The shared environment rules compile and run in.
 pub fn env() -> Arc<Env> {
@@ -284,6 +284,46 @@ fn declare(env: &mut Env) -> Result<(), cel::DeclarationError> {
             *f,
         )?;
     }
+    // semantic versions
+    let semver = || Type::new_opaque_type(types::SEMVER_TYPE);
+    env.add_overload("semver", "string_to_semver", vec![STRING_TYPE], to_semver)?;
+    env.add_overload(
+        "semver",
+        "string_bool_to_semver",
+        vec![STRING_TYPE, BOOL_TYPE],
+        to_semver,
+    )?;
+    env.add_overload("isSemver", "is_semver_string", vec![STRING_TYPE], is_semver)?;
+    env.add_overload(
+        "isSemver",
+        "is_semver_string_bool",
+        vec![STRING_TYPE, BOOL_TYPE],
+        is_semver,
+    )?;
+    env.add_member_overload("major", "semver_major", semver(), vec![], semver_major)?;
+    env.add_member_overload("minor", "semver_minor", semver(), vec![], semver_minor)?;
+    env.add_member_overload("patch", "semver_patch", semver(), vec![], semver_patch)?;
+    env.add_member_overload(
+        "isGreaterThan",
+        "semver_is_greater_than",
+        semver(),
+        vec![semver()],
+        semver_is_greater_than,
+    )?;
+    env.add_member_overload(
+        "isLessThan",
+        "semver_is_less_than",
+        semver(),
+        vec![semver()],
+        semver_is_less_than,
+    )?;
+    env.add_member_overload(
+        "compareTo",
+        "semver_compare_to",
+        semver(),
+        vec![semver()],
+        semver_compare_to,
+    )?;
     // sets (cel-go's ext.Sets)
     for (name, f) in [
         ("sets.contains", sets_contains as Function),
@@ -822,3 +862,52 @@ fn sets_equivalent<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> R<'b, 'v> {
         b.iter().all(|x| a.contains(x)) && a.iter().all(|x| b.contains(x)),
     ))
 }
+
+// ---- semantic versions (library/semverlib.go) ----
+
+/// `semver(s)` and `semver(s, normalize)` parse as kube's.
+fn parse_semver(v: &[Value], function: &str) -> Result<Semver, ExecutionError> {
+    let s = string_arg(&v[0], function)?;
+    let normalize = matches!(v.get(1), Some(Value::Bool(true)));
+    let parsed = if normalize {
+        Semver::parse_normalized(s)
+    } else {
+        Semver::parse(s)
+    };
+    parsed.map_err(|e| fail(function, e))
+}
+
+fn to_semver<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> R<'b, 'v> {
+    let v = values(&args)?;
+    out(Value::Opaque(Arc::new(parse_semver(&v, "semver")?)))
+}
+
+fn is_semver<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> R<'b, 'v> {
+    let v = values(&args)?;
+    out(Value::Bool(parse_semver(&v, "isSemver").is_ok()))
+}
+
+fn as_int(n: u64) -> Value {
+    Value::Int(i64::try_from(n).unwrap_or(i64::MAX))
+}
+
+fn ordering(o: std::cmp::Ordering) -> i64 {
+    match o {
+        std::cmp::Ordering::Less => -1,
+        std::cmp::Ordering::Equal => 0,
+        std::cmp::Ordering::Greater => 1,
+    }
+}
+
+receiver_fn!(semver_major, "major", Semver, |v| Ok(as_int(v.numbers().0)));
+receiver_fn!(semver_minor, "minor", Semver, |v| Ok(as_int(v.numbers().1)));
+receiver_fn!(semver_patch, "patch", Semver, |v| Ok(as_int(v.numbers().2)));
+receiver_fn!(semver_is_greater_than, "isGreaterThan", Semver, |v, o| Ok(
+    Value::Bool(v > opaque::<Semver>(o, "isGreaterThan")?)
+));
+receiver_fn!(semver_is_less_than, "isLessThan", Semver, |v, o| Ok(
+    Value::Bool(v < opaque::<Semver>(o, "isLessThan")?)
+));
+receiver_fn!(semver_compare_to, "compareTo", Semver, |v, o| Ok(
+    Value::Int(ordering(v.cmp(opaque::<Semver>(o, "compareTo")?)))
+));

@@ -1304,3 +1304,38 @@ fn common_rules_compile_and_hold() {
         .collect();
     assert!(errs.is_empty(), "{errs:#?}");
 }
+
+#[test]
+fn semver_library() {
+    all_true(&[
+        "isSemver('1.2.3')",
+        "isSemver('1.2.3-alpha.1+build.5')",
+        "!isSemver('v1.2.3')",
+        "!isSemver('1.2')",
+        "!isSemver('01.2.3')",
+        "isSemver('v1.2', true)",
+        "isSemver('01.02.003', true)",
+        "!isSemver('1.2-beta', true)",
+        "semver('1.2.3').major() == 1 && semver('1.2.3').minor() == 2 && semver('1.2.3').patch() == 3",
+        "semver('v01.2', true) == semver('1.2.0')",
+        "semver('1.2.3').compareTo(semver('1.2.3')) == 0",
+        "semver('1.2.3').compareTo(semver('2.0.0')) == -1",
+        "semver('1.2.3').compareTo(semver('0.1.2')) == 1",
+        "semver('1.2.3').isGreaterThan(semver('1.2.3-rc.1'))",
+        "semver('1.0.0-alpha').isLessThan(semver('1.0.0-alpha.1'))",
+        "semver('1.0.0-alpha.1').isLessThan(semver('1.0.0-alpha.beta'))",
+        "semver('1.0.0-beta.2').isLessThan(semver('1.0.0-beta.11'))",
+        "semver('1.0.0+a').compareTo(semver('1.0.0+b')) == 0",
+    ]);
+    all_fail(&[
+        ("semver('1.2')", "No Major.Minor.Patch elements found"),
+        (
+            "semver('1.02.3')",
+            "Minor number must not contain leading zeroes \"02\"",
+        ),
+        (
+            "semver('1.2.x')",
+            "Invalid character(s) found in patch number \"x\"",
+        ),
+    ]);
+}

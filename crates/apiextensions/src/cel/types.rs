@@ -422,3 +422,176 @@ impl Format {
         }
     }
 }
+
+/// The semver type.
+pub const SEMVER_TYPE: &str = "kubernetes.Semver";
+
+/// A semantic version as blang/semver v4 (kube's `semver()`) reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Semver {
+    major: u64,
+    minor: u64,
+    patch: u64,
+    pre: Vec<PreRelease>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum PreRelease {
+    Num(u64),
+    Str(String),
+}
+
+impl Opaque for Semver {
+    fn runtime_type_name(&self) -> &str {
+        SEMVER_TYPE
+    }
+}
+
+fn only(s: &str, f: impl Fn(char) -> bool) -> bool {
+    s.chars().all(f)
+}
+
+fn leading_zero(s: &str) -> bool {
+    s.len() > 1 && s.starts_with('0')
+}
+
+fn version_number(s: &str, what: &str) -> Result<u64, String> {
+    if s.is_empty() || !only(s, |c| c.is_ascii_digit()) {
+        return Err(format!(
+            "Invalid character(s) found in {} number {s:?}",
+            what.to_lowercase()
+        ));
+    }
+    if leading_zero(s) {
+        return Err(format!(
+            "{what} number must not contain leading zeroes {s:?}"
+        ));
+    }
+    s.parse().map_err(|e| format!("{e}"))
+}
+
+impl Semver {
+    /// `semver.Parse`: `MAJOR.MINOR.PATCH[-PRERELEASE][+BUILD]`, strictly.
+    pub fn parse(s: &str) -> Result<Semver, String> {
+        if s.is_empty() {
+            return Err("Version string empty".to_string());
+        }
+        let parts: Vec<&str> = s.splitn(3, '.').collect();
+        let [major, minor, rest] = parts[..] else {
+            return Err("No Major.Minor.Patch elements found".to_string());
+        };
+        let major = version_number(major, "Major")?;
+        let minor = version_number(minor, "Minor")?;
+        let mut patch = rest;
+        if let Some((p, build)) = patch.split_once('+') {
+            for b in build.split('.') {
+                if b.is_empty() {
+                    return Err("Build meta data is empty".to_string());
+                }
+                if !only(b, |c| c.is_ascii_alphanumeric() || c == '-') {
+                    return Err(format!(
+                        "Invalid character(s) found in build meta data {b:?}"
+                    ));
+                }
+            }
+            patch = p;
+        }
+        let mut pre = Vec::new();
+        if let Some((p, prerelease)) = patch.split_once('-') {
+            for id in prerelease.split('.') {
+                if id.is_empty() {
+                    return Err("Prerelease is empty".to_string());
+                }
+                if only(id, |c| c.is_ascii_digit()) {
+                    if leading_zero(id) {
+                        return Err(format!(
+                            "Numeric PreRelease version must not contain leading zeroes {id:?}"
+                        ));
+                    }
+                    pre.push(PreRelease::Num(id.parse().map_err(|e| format!("{e}"))?));
+                } else if only(id, |c| c.is_ascii_alphanumeric() || c == '-') {
+                    pre.push(PreRelease::Str(id.to_string()));
+                } else {
+                    return Err(format!("Invalid character(s) found in prerelease {id:?}"));
+                }
+            }
+            patch = p;
+        }
+        let patch = version_number(patch, "Patch")?;
+        Ok(Semver {
+            major,
+            minor,
+            patch,
+            pre,
+        })
+    }
+
+    /// kube's `normalizeAndParse`: no `v` prefix, leading zeros dropped, missing minor and
+    /// patch numbers taken as 0.
+    pub fn parse_normalized(s: &str) -> Result<Semver, String> {
+        let s = s.strip_prefix('v').unwrap_or(s);
+        let mut parts: Vec<String> = s
+            .splitn(3, '.')
+            .map(|p| {
+                if p.len() > 1 {
+                    let t = p.trim_start_matches('0');
+                    if t.is_empty() || !t.starts_with(|c: char| c.is_ascii_digit()) {
+                        return format!("0{t}");
+                    }
+                    return t.to_string();
+                }
+                p.to_string()
+            })
+            .collect();
+        if parts.len() < 3 {
+            if parts.last().is_some_and(|p| p.contains(['+', '-'])) {
+                return Err("short version cannot contain PreRelease/Build meta data".to_string());
+            }
+            parts.resize(3, "0".to_string());
+        }
+        Semver::parse(&parts.join("."))
+    }
+
+    /// The major, minor and patch numbers.
+    pub fn numbers(&self) -> (u64, u64, u64) {
+        (self.major, self.minor, self.patch)
+    }
+}
+
+impl Ord for PreRelease {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        match (self, other) {
+            (PreRelease::Num(a), PreRelease::Num(b)) => a.cmp(b),
+            (PreRelease::Num(_), PreRelease::Str(_)) => std::cmp::Ordering::Less,
+            (PreRelease::Str(_), PreRelease::Num(_)) => std::cmp::Ordering::Greater,
+            (PreRelease::Str(a), PreRelease::Str(b)) => a.cmp(b),
+        }
+    }
+}
+
+impl PartialOrd for PreRelease {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Semver {
+    /// Precedence: numbers, then a version without pre-release above one with, then the
+    /// pre-release identifiers in turn (build metadata is ignored).
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.numbers().cmp(&other.numbers()).then_with(|| {
+            match (self.pre.is_empty(), other.pre.is_empty()) {
+                (true, true) => std::cmp::Ordering::Equal,
+                (true, false) => std::cmp::Ordering::Greater,
+                (false, true) => std::cmp::Ordering::Less,
+                (false, false) => self.pre.cmp(&other.pre),
+            }
+        })
+    }
+}
+
+impl PartialOrd for Semver {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
