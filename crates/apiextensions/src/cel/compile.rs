@@ -129,9 +129,14 @@ fn compile_expression(
                 rkcm_cel::display(src, &issues)
             )));
         }
-        let program = library::env()
-            .compile(src)
-            .map_err(|e| CompileError::invalid(format!("{prefix}{e}")))?;
+        // The evaluator's own parser runs on text rkcm-cel accepted; a panic in it is an
+        // error of this expression, not of the server.
+        let compiled = std::panic::catch_unwind(|| library::env().compile(src)).map_err(|_| {
+            CompileError::invalid(format!(
+                "{prefix}the expression could not be compiled for evaluation"
+            ))
+        })?;
+        let program = compiled.map_err(|e| CompileError::invalid(format!("{prefix}{e}")))?;
         Ok((t, program, shape))
     })
 }
