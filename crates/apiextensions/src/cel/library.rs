@@ -481,8 +481,30 @@ fn last_index_of<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> R<'b, 'v> {
 
 // ---- regex (library/regex.go) ----
 
+/// The compiled `pattern`: rules run once per list item, so the last patterns compiled are kept
+/// per thread (kube compiles constant patterns once, with the program).
 fn regex_arg(function: &str, pattern: &str) -> Result<regex::Regex, ExecutionError> {
-    regex::Regex::new(pattern).map_err(|e| fail(function, format!("Illegal regex: {e}")))
+    const KEPT: usize = 32;
+    thread_local! {
+        static COMPILED: std::cell::RefCell<Vec<(String, regex::Regex)>> =
+            const { std::cell::RefCell::new(Vec::new()) };
+    }
+    if let Some(re) = COMPILED.with_borrow(|c| {
+        c.iter()
+            .find(|(p, _)| p == pattern)
+            .map(|(_, re)| re.clone())
+    }) {
+        return Ok(re);
+    }
+    let re =
+        regex::Regex::new(pattern).map_err(|e| fail(function, format!("Illegal regex: {e}")))?;
+    COMPILED.with_borrow_mut(|c| {
+        if c.len() == KEPT {
+            c.remove(0);
+        }
+        c.push((pattern.to_string(), re.clone()));
+    });
+    Ok(re)
 }
 
 fn find<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> R<'b, 'v> {
