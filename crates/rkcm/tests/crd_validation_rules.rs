@@ -20,6 +20,18 @@ fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// Runs kubectl, asserting that it fails with `expected` in its error output.
+fn refused(cluster: &Cluster, args: &[&str], expected: &str) {
+    let out = cluster.kubectl_output(args);
+    assert!(
+        !out.status.success(),
+        "kubectl {} succeeded",
+        args.join(" ")
+    );
+    let err = stderr(&out);
+    assert!(err.contains(expected), "{err}");
+}
+
 fn crd(spec_rules: Value) -> Value {
     json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -83,8 +95,11 @@ fn validation_rules_with_kubectl() {
         "undefined.json",
         &crd(json!([{"rule": "self.replica > 0"}])),
     );
-    let err = stderr(&cluster.kubectl_output(&["create", "-f", &undefined]));
-    assert!(err.contains("undefined field 'replica'"), "{err}");
+    refused(
+        &cluster,
+        &["create", "-f", &undefined],
+        "undefined field 'replica'",
+    );
 
     let good = write(
         dir.path(),
@@ -108,12 +123,10 @@ fn validation_rules_with_kubectl() {
         "bad.json",
         &widget("w1", json!({"replicas": 5, "maxReplicas": 3, "name": "a"})),
     );
-    let out = cluster.kubectl_output(&["create", "-f", &bad]);
-    assert!(!out.status.success());
-    let err = stderr(&out);
-    assert!(
-        err.contains(r#"The Widget "w1" is invalid: spec: Invalid value: "object": replicas must not exceed maxReplicas"#),
-        "{err}"
+    refused(
+        &cluster,
+        &["create", "-f", &bad],
+        r#"The Widget "w1" is invalid: spec: Invalid value: "object": replicas must not exceed maxReplicas"#,
     );
     let out = cluster.kubectl_output(&["get", "widget", "w1"]);
     assert!(!out.status.success(), "the invalid widget was stored");
@@ -125,62 +138,40 @@ fn validation_rules_with_kubectl() {
         &widget("w1", json!({"replicas": 1, "maxReplicas": 3, "name": "a"})),
     );
     cluster.kubectl(&["create", "-f", &ok]);
-    let out = cluster.kubectl_output(&[
-        "patch",
-        "widget",
-        "w1",
-        "--type=merge",
-        "-p",
-        r#"{"spec":{"name":"b"}}"#,
-    ]);
-    assert!(!out.status.success());
-    let err = stderr(&out);
-    assert!(
-        err.contains(r#"spec.name: Invalid value: "string": name is immutable"#),
-        "{err}"
+    let patch = |body: &'static str| ["patch", "widget", "w1", "--type=merge", "-p", body];
+    refused(
+        &cluster,
+        &patch(r#"{"spec":{"name":"b"}}"#),
+        r#"spec.name: Invalid value: "string": name is immutable"#,
     );
     assert_eq!(
         cluster.jsonpath(&["get", "widget", "w1"], "{.spec.name}"),
         "a"
     );
     // Other changes pass the transition rule.
-    cluster.kubectl(&[
-        "patch",
-        "widget",
-        "w1",
-        "--type=merge",
-        "-p",
-        r#"{"spec":{"replicas":2}}"#,
-    ]);
+    cluster.kubectl(&patch(r#"{"spec":{"replicas":2}}"#));
     assert_eq!(
         cluster.jsonpath(&["get", "widget", "w1"], "{.spec.replicas}"),
         "2"
     );
 
     // `/status` writes are validated by the status rules.
-    cluster.kubectl(&[
-        "patch",
-        "widget",
-        "w1",
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        r#"{"status":{"phase":"Ready"}}"#,
-    ]);
-    let out = cluster.kubectl_output(&[
-        "patch",
-        "widget",
-        "w1",
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        r#"{"status":{"phase":"Gone"}}"#,
-    ]);
-    assert!(!out.status.success());
-    let err = stderr(&out);
-    assert!(
-        err.contains(r#"status: Invalid value: "object": unknown phase Gone"#),
-        "{err}"
+    let status = |body: &'static str| {
+        [
+            "patch",
+            "widget",
+            "w1",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            body,
+        ]
+    };
+    cluster.kubectl(&status(r#"{"status":{"phase":"Ready"}}"#));
+    refused(
+        &cluster,
+        &status(r#"{"status":{"phase":"Gone"}}"#),
+        r#"status: Invalid value: "object": unknown phase Gone"#,
     );
     assert_eq!(
         cluster.jsonpath(&["get", "widget", "w1"], "{.status.phase}"),
