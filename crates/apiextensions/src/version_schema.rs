@@ -3,8 +3,9 @@
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps;
 use serde_json::Value;
 
+use crate::cel;
 use crate::defaulting;
-use crate::field::{ErrorList, FieldError, Path};
+use crate::field::{ErrorList, ErrorType, FieldError, Path};
 use crate::listtype::validate_list_sets_and_maps;
 use crate::objectmeta::validate_embedded_resources;
 use crate::pruning;
@@ -21,13 +22,17 @@ use crate::validation::SchemaValidator;
 pub struct VersionSchema {
     structural: Structural,
     validator: SchemaValidator,
+    /// The compiled `x-kubernetes-validations` rules, when the schema has any.
+    rules: Option<cel::Validator>,
 }
 
 impl VersionSchema {
     /// Prepares `schema`, which CRD validation has accepted (it is structural).
     pub fn new(schema: &JSONSchemaProps) -> Result<Self, ConvertError> {
+        let structural = Structural::from_props(schema)?;
         Ok(VersionSchema {
-            structural: Structural::from_props(schema)?,
+            rules: cel::Validator::new(&structural, true),
+            structural,
             validator: SchemaValidator::new(schema),
         })
     }
@@ -73,7 +78,8 @@ impl VersionSchema {
     /// validation.
     pub fn validate(&self, obj: &Value) -> ErrorList {
         let errs = self.validator.validate(obj);
-        self.with_list_and_embedded_errors(errs, obj)
+        let errs = self.with_list_and_embedded_errors(errs, obj);
+        self.with_rule_errors(errs, obj, None)
     }
 
     /// Validates an update of `old` to `obj` as [`validate`](Self::validate) does, with kube's ratcheting: schema
@@ -91,6 +97,37 @@ impl VersionSchema {
             Some(&self.structural),
             false,
         ));
+        self.with_rule_errors(errs, obj, Some(old))
+    }
+
+    /// Adds the errors of the `x-kubernetes-validations` rules, as kube's strategy does: not
+    /// evaluated when the object has values of the wrong type, unsupported or too long values,
+    /// too many items or required fields missing (kube's `hasBlockingErr`: the object does not
+    /// have the shape the rules were written for), saying so instead. Errors an update leaves as they were are
+    /// ratcheted (dropped; kube returns them as warnings).
+    fn with_rule_errors(&self, mut errs: ErrorList, obj: &Value, old: Option<&Value>) -> ErrorList {
+        let Some(rules) = &self.rules else {
+            return errs;
+        };
+        let blocking = errs.iter().any(|e| {
+            matches!(
+                e.error_type,
+                ErrorType::NotSupported
+                    | ErrorType::Required
+                    | ErrorType::TooLong
+                    | ErrorType::TooMany
+                    | ErrorType::TypeInvalid
+            )
+        });
+        if blocking {
+            errs.push(FieldError::invalid(
+                &Path::new("<nil>"),
+                Value::Null,
+                "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+            ));
+        } else {
+            errs.extend(rules.validate(&Path::root(), obj, old).errors);
+        }
         errs
     }
 
@@ -184,6 +221,40 @@ mod tests {
                 "spec.image: Required value",
             ]
         );
+    }
+
+    #[test]
+    fn rules_run_after_the_schema_unless_the_object_has_blocking_errors() {
+        let props: JSONSchemaProps = serde_json::from_value(json!({"type": "object", "properties": {"spec": {
+            "type": "object",
+            "required": ["n"],
+            "properties": {"n": {"type": "integer", "maximum": 10}, "s": {"type": "string"}},
+            "x-kubernetes-validations": [{"rule": "self.n < 5", "message": "n must be below 5"}],
+        }}}))
+        .expect("parses");
+        let schema = VersionSchema::new(&props).expect("structural");
+        let errs = |obj: serde_json::Value| -> Vec<String> {
+            schema
+                .validate(&obj)
+                .iter()
+                .map(ToString::to_string)
+                .collect()
+        };
+        assert_eq!(
+            errs(json!({"spec": {"n": 11}})),
+            vec![
+                "spec.n: Invalid value: 11: spec.n in body should be less than or equal to 10",
+                r#"spec: Invalid value: "object": n must be below 5"#,
+            ]
+        );
+        assert_eq!(
+            errs(json!({"spec": {"s": "x"}})),
+            vec![
+                "spec.n: Required value",
+                r#"<nil>: Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"#,
+            ]
+        );
+        assert!(errs(json!({"spec": {"n": 1}})).is_empty());
     }
 
     #[test]

@@ -38,8 +38,8 @@ pub(super) fn validate_validation(
 
 /// Validates a CRD version's `openAPIV3Schema` found at `path.openAPIV3Schema`, as kube does on CRD create: allowed
 /// keywords and extensions, the status subresource's root restrictions (with `status_enabled`), the structural
-/// invariants, and defaults that validate against their schema and contain no unknown fields. CEL rules in
-/// `x-kubernetes-validations` are checked for form only, not compiled.
+/// invariants, defaults that validate against their schema and contain no unknown fields, and the CEL rules
+/// of `x-kubernetes-validations`, which must compile ([`crate::cel::validate_schema_rules`]).
 pub fn validate_schema(schema: &JSONSchemaProps, status_enabled: bool, path: &Path) -> ErrorList {
     let mut errs = Vec::new();
     let schema_path = path.child("openAPIV3Schema");
@@ -55,6 +55,9 @@ pub fn validate_schema(schema: &JSONSchemaProps, status_enabled: bool, path: &Pa
     }
 
     let mut structural_init_errs = Vec::new();
+    // The rules compile only against a structural schema; kube reports their errors after
+    // the schema's.
+    let mut cel_errs = Vec::new();
     match Structural::from_props(schema) {
         Err(e) => structural_init_errs.push(FieldError::invalid(&schema_path, "", e.to_string())),
         Ok(ss) => {
@@ -65,6 +68,7 @@ pub fn validate_schema(schema: &JSONSchemaProps, status_enabled: bool, path: &Pa
                 let mut root = ss.clone();
                 root.extensions.x_embedded_resource = true;
                 errs.extend(validate_defaults(&schema_path, schema, &root, false));
+                cel_errs = crate::cel::validate_schema_rules(&ss, &schema_path);
             }
         }
     }
@@ -84,6 +88,7 @@ pub fn validate_schema(schema: &JSONSchemaProps, status_enabled: bool, path: &Pa
         // These overlap with the keyword checks above, so kube only reports them when nothing else is wrong.
         errs.extend(structural_init_errs);
     }
+    errs.extend(cel_errs);
     errs
 }
 

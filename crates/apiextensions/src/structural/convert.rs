@@ -86,7 +86,7 @@ fn extensions(s: &JSONSchemaProps) -> Result<Extensions, ConvertError> {
         x_list_map_keys: s.x_kubernetes_list_map_keys.clone().unwrap_or_default(),
         x_list_type: s.x_kubernetes_list_type.clone(),
         x_map_type: s.x_kubernetes_map_type.clone(),
-        x_validations: s.x_kubernetes_validations.as_ref().map_or(0, Vec::len),
+        x_validations: s.x_kubernetes_validations.clone().unwrap_or_default(),
     })
 }
 

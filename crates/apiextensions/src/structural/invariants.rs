@@ -397,7 +397,7 @@ fn validate_nested_value_validation(
             "must be undefined to be structural",
         ));
     }
-    if x.x_validations > 0 {
+    if !x.x_validations.is_empty() {
         errs.push(FieldError::forbidden(
             &path.child("x-kubernetes-validations"),
             "must be empty to be structural",

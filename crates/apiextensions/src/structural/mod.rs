@@ -10,6 +10,7 @@ mod invariants;
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::ValidationRule;
 use serde_json::Value;
 
 pub use convert::ConvertError;
@@ -73,8 +74,8 @@ pub struct Extensions {
     pub x_list_type: Option<String>,
     /// `x-kubernetes-map-type`: granular or atomic.
     pub x_map_type: Option<String>,
-    /// How many `x-kubernetes-validations` rules are given (the rules themselves are CEL, not evaluated here).
-    pub x_validations: usize,
+    /// The `x-kubernetes-validations` CEL rules (compiled and evaluated by [`crate::cel`]).
+    pub x_validations: Vec<ValidationRule>,
 }
 
 /// Value validations; kube's `schema.ValueValidation`.

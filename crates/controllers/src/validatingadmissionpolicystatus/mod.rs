@@ -3,10 +3,10 @@
 //! matches, and `status.typeChecking.expressionWarnings` and `status.observedGeneration` written.
 //!
 //! Mirrors `pkg/controller/validatingadmissionpolicystatus/controller.go`; the checker is
-//! [`typechecking`] over rkcm's own CEL parser and checker ([`cel`]), with the kinds resolved
+//! [`typechecking`] over rkcm's own CEL parser and checker (`rkcm-cel`), with the kinds resolved
 //! through discovery and their schemas read from the server's OpenAPI v3 ([`resolver`]).
 
-pub mod cel;
+pub use rkcm_cel as cel;
 pub mod decltype;
 pub mod resolver;
 pub mod typechecking;

@@ -265,20 +265,7 @@ pub fn check_expression(ctx: &Context, variables: &[(String, String)], expressio
 /// `messageExpression`, in order. Runs on a thread of its own with a stack of
 /// [`cel::STACK_SIZE`], since deeply nested expressions recurse deeply.
 pub fn check(policy: &ValidatingAdmissionPolicy, ctx: &Context) -> Vec<ExpressionWarning> {
-    std::thread::scope(|s| {
-        let worker = std::thread::Builder::new()
-            .name("cel-typecheck".into())
-            .stack_size(cel::STACK_SIZE)
-            .spawn_scoped(s, || check_on_this_thread(policy, ctx));
-        match worker {
-            Ok(handle) => match handle.join() {
-                Ok(warnings) => warnings,
-                Err(panic) => std::panic::resume_unwind(panic),
-            },
-            // No thread to be had: check here, as deep expressions are rare.
-            Err(_) => check_on_this_thread(policy, ctx),
-        }
-    })
+    cel::run_deep(|| check_on_this_thread(policy, ctx))
 }
 
 fn check_on_this_thread(

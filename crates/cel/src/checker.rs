@@ -391,9 +391,9 @@ fn operand_root_offset(e: &Expr) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::super::issues::display;
-    use super::super::parser::parse;
     use super::*;
+    use crate::issues::display;
+    use crate::parser::parse;
 
     fn deployment() -> Type {
         let spec = Type::object(
@@ -492,7 +492,7 @@ mod tests {
         assert!(issues("object.spec.replicas == 'x'")
             .contains("found no matching overload for '_==_' applied to '(int, string)'"));
         assert!(issues("object.spec.replicas == null")
-            .contains("found no matching overload for '_==_' applied to '(int, null_type)'"));
+            .contains("found no matching overload for '_==_' applied to '(int, null)'"));
         assert!(issues("object.metadata.name.contains(1)")
             .contains("found no matching overload for 'contains' applied to 'string.(int)'"));
         assert!(issues("size(object.spec.replicas) > 0")

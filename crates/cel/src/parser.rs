@@ -7,7 +7,7 @@ use super::issues::Issue;
 use super::lexer::{tokenize, Token, TokenKind};
 
 /// Words CEL reserves; using one as an identifier is an error (`reserved identifier: if`).
-const RESERVED: &[&str] = &[
+pub(crate) const RESERVED: &[&str] = &[
     "as",
     "break",
     "const",
@@ -306,7 +306,11 @@ impl Parser {
                     false
                 };
                 let name = match self.peek().kind.clone() {
-                    TokenKind::Ident(name) => {
+                    // The literals are keywords of the grammar, not identifiers: `self.true`
+                    // does not parse (a field so named is selected as `self.__true__`).
+                    TokenKind::Ident(name)
+                        if !matches!(name.as_str(), "true" | "false" | "null") =>
+                    {
                         self.bump();
                         name
                     }
@@ -736,7 +740,7 @@ mod tests {
     fn deep_nesting_and_long_chains_hit_the_recursion_limit() {
         // As the type checker does, on a thread with a stack sized for the deepest expression.
         std::thread::Builder::new()
-            .stack_size(super::super::STACK_SIZE)
+            .stack_size(crate::STACK_SIZE)
             .spawn(deep_nesting_cases)
             .expect("thread")
             .join()

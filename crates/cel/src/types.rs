@@ -91,7 +91,9 @@ impl fmt::Display for Type {
         match self {
             Type::Dyn => f.write_str("dyn"),
             Type::Error => f.write_str("*error*"),
-            Type::Null => f.write_str("null_type"),
+            // cel-go's checker prints the null type as `null` in its messages (kube's CRD
+            // validation tests expect `applied to '(string, null)'`).
+            Type::Null => f.write_str("null"),
             Type::Bool => f.write_str("bool"),
             Type::Int => f.write_str("int"),
             Type::Uint => f.write_str("uint"),
@@ -196,7 +198,7 @@ mod tests {
             "map(string, list(int))"
         );
         assert_eq!(Type::Timestamp.to_string(), "google.protobuf.Timestamp");
-        assert_eq!(Type::Null.to_string(), "null_type");
+        assert_eq!(Type::Null.to_string(), "null");
     }
 
     #[test]
