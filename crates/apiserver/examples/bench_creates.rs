@@ -3,7 +3,7 @@
 //! `cargo run --release -p rkcm-apiserver --example bench_creates -- [--memory | --etcd]
 //!  [--creates N] [--clients C] [--watchers W] [--watch-events E]`
 //!
-//! `--etcd` (built with `--features etcd`) starts a one-member etcd (`/usr/bin/etcd`, or
+//! `--etcd` starts a one-member etcd (`/usr/bin/etcd`, or
 //! `$ETCD_BIN`) with its data in a
 //! temporary directory and stores objects there instead of in redb.
 
@@ -118,7 +118,6 @@ async fn create_load(
 async fn main() -> anyhow::Result<()> {
     let args = parse_args();
     let dir = tempfile::tempdir()?;
-    #[cfg(feature = "etcd")]
     let etcd = if args.etcd {
         Some(
             rkcm_apiserver::storage::etcd::testing::EtcdProcess::start_or_skip()
@@ -127,16 +126,9 @@ async fn main() -> anyhow::Result<()> {
     } else {
         None
     };
-    #[cfg(not(feature = "etcd"))]
-    if args.etcd {
-        anyhow::bail!("--etcd needs the etcd feature: --features etcd");
-    }
-    #[cfg(feature = "etcd")]
     let etcd_config = etcd
         .as_ref()
         .map(|e| rkcm_apiserver::storage::EtcdConfig::new(e.endpoints()));
-    #[cfg(not(feature = "etcd"))]
-    let etcd_config = None;
     let config = rkcm_apiserver::Config {
         data_dir: (!args.memory).then(|| dir.path().to_path_buf()),
         etcd: etcd_config,

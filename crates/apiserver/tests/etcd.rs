@@ -267,10 +267,7 @@ async fn a_watch_from_a_compacted_revision_relists() {
         .await
         .expect("delete");
     let (added, _) = writer.write(create("/c/new"), None).await.expect("create");
-    let mut client = etcd_client::Client::connect(etcd.endpoints(), None)
-        .await
-        .expect("etcd client");
-    client.compact(added, None).await.expect("compact");
+    etcd.compact(added).await.expect("compact");
 
     let rec = Recorder::default();
     let events = rec.clone();
@@ -312,20 +309,11 @@ async fn the_compactor_trims_history_as_kube_apiserver() {
         )
         .await
         .expect("create");
-    let mut client = etcd_client::Client::connect(etcd.endpoints(), None)
-        .await
-        .expect("etcd client");
     // The first round only records the revision; a later one compacts to it.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     loop {
-        let old = client
-            .get(
-                "/registry/h/a",
-                Some(etcd_client::GetOptions::new().with_revision(first)),
-            )
-            .await;
-        if let Err(etcd_client::Error::GRpcStatus(s)) = &old {
-            assert!(s.message().contains("compacted"), "{s:?}");
+        if let Err(e) = etcd.get("/registry/h/a", first).await {
+            assert!(e.contains("compacted"), "{e}");
             break;
         }
         assert!(
@@ -334,11 +322,11 @@ async fn the_compactor_trims_history_as_kube_apiserver() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let key = client
-        .get("compact_rev_key", None)
+    let key = etcd
+        .get("compact_rev_key", 0)
         .await
         .expect("get compact_rev_key");
-    assert!(key.kvs().first().is_some_and(|kv| kv.version() >= 2));
+    assert!(key.is_some_and(|(_, version)| version >= 2));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
