@@ -376,3 +376,78 @@ async fn etcd_over_tls_with_a_client_certificate() {
     .expect("connect");
     assert!(anonymous.get("/tls/a").await.is_err());
 }
+
+/// Two API servers on one etcd allocate cluster IPs from one small range at the same time: every
+/// Service gets its own address (each server's allocator is in memory, but the IPAddress
+/// objects in etcd decide, as kube's IPAddress allocator), and asking for a taken address gets
+/// kube's 422.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_api_servers_never_hand_out_one_cluster_ip_twice() {
+    use k8s_openapi::api::core::v1::Service;
+    let Some(etcd) = EtcdProcess::start_or_skip() else {
+        return;
+    };
+    // A /27: 30 usable addresses, the first the `kubernetes` Service's.
+    let range: rkcm_apiserver::allocators::Ipv4Cidr = "10.96.0.0/27".parse().expect("cidr");
+    let config = || rkcm_apiserver::Config {
+        service_cluster_ip_range: range,
+        ..server_config(&etcd)
+    };
+    let a = testing::start_with(config()).await;
+    let b = testing::start_with(config()).await;
+    let service = |name: String| -> Service {
+        serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "spec": {"ports": [{"port": 80}]},
+        }))
+        .expect("service")
+    };
+    let per_server = 14;
+    let create_all = |client: kube::Client, tag: &'static str| {
+        let service = &service;
+        async move {
+            let api: Api<Service> = Api::namespaced(client, "default");
+            let mut ips = Vec::new();
+            for i in 0..per_server {
+                let svc = api
+                    .create(&PostParams::default(), &service(format!("{tag}-{i}")))
+                    .await
+                    .unwrap_or_else(|e| panic!("create {tag}-{i}: {e}"));
+                ips.push(svc.spec.and_then(|s| s.cluster_ip).expect("a cluster IP"));
+            }
+            ips
+        }
+    };
+    let (from_a, from_b) = tokio::join!(create_all(a.client(), "a"), create_all(b.client(), "b"));
+    let mut all: Vec<String> = from_a.into_iter().chain(from_b).collect();
+    all.sort();
+    let before = all.len();
+    all.dedup();
+    assert_eq!(
+        all.len(),
+        before,
+        "a cluster IP was handed out twice: {all:?}"
+    );
+
+    // An address the other server handed out is refused with kube's message.
+    let taken = all[0].clone();
+    let mut wanted = service("wants-taken".into());
+    wanted.spec.as_mut().expect("spec").cluster_ip = Some(taken.clone());
+    let api_b: Api<Service> = Api::namespaced(b.client(), "default");
+    let api_a: Api<Service> = Api::namespaced(a.client(), "default");
+    for api in [&api_a, &api_b] {
+        match api.create(&PostParams::default(), &wanted).await {
+            Err(kube::Error::Api(e)) => {
+                assert_eq!(e.code, 422, "{e:?}");
+                assert!(
+                    e.message.contains(&format!(
+                        "failed to allocate IP {taken}: provided IP is already allocated"
+                    )),
+                    "{}",
+                    e.message
+                );
+            }
+            other => panic!("a taken cluster IP was given again: {other:?}"),
+        }
+    }
+}

@@ -361,15 +361,23 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     tasks.spawn(async move {
         let mut config = Some(manager_config);
         loop {
-            let Some(term) = config.take().map(Ok).or_else(|| Some(make_manager_config())) else {
+            let Some(term) = config
+                .take()
+                .map(Ok)
+                .or_else(|| Some(make_manager_config()))
+            else {
                 break;
             };
             // The manager cancels the token it is given when it stops: a child token keeps
             // `up` running when only a leadership term ended.
             let result = match term {
                 Ok(term) => {
-                    manager::run(term, Arc::clone(&manager_health), manager_shutdown.child_token())
-                        .await
+                    manager::run(
+                        term,
+                        Arc::clone(&manager_health),
+                        manager_shutdown.child_token(),
+                    )
+                    .await
                 }
                 Err(err) => Err(err),
             };

@@ -132,6 +132,9 @@ pub async fn create(
             return Err(ApiError::invalid(info, &name, &errors));
         }
         let key = key(info, namespace, &name);
+        // The Service before allocation, to allocate again when another API server took an
+        // address meanwhile.
+        let unallocated = service.then(|| candidate.clone());
         let allocation = if service {
             super::ip_addresses::refresh_ranges(store, allocators);
             Some(
@@ -167,10 +170,22 @@ pub async fn create(
                 store.cache().revision(),
             )));
         }
-        let taken = allocation.as_ref().map(|_| candidate.clone());
-        if let Some(svc) = &taken {
-            super::ip_addresses::record_taken(store, None, svc).await;
-        }
+        let (allocation, taken) = match (allocation, &unallocated) {
+            (Some(allocation), Some(before)) => {
+                let allocation = super::services::record_cluster_ips(
+                    store,
+                    allocators,
+                    info,
+                    before,
+                    None,
+                    &mut candidate,
+                    allocation,
+                )
+                .await?;
+                (Some(allocation), Some(candidate.clone()))
+            }
+            (allocation, _) => (allocation, None),
+        };
         let created = store.create(&key, candidate).await;
         if let (Err(_), Some(svc)) = (&created, &taken) {
             super::ip_addresses::record_released(store, svc, None).await;

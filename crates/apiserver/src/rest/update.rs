@@ -309,6 +309,9 @@ async fn update_once(
     if same_content(&new, old) {
         return Ok(updated(current));
     }
+    // The Service before allocation, to allocate again when another API server took an
+    // address meanwhile.
+    let unallocated = service.then(|| new.clone());
     let allocation = if service {
         super::ip_addresses::refresh_ranges(store, allocators);
         Some(
@@ -343,10 +346,22 @@ async fn update_once(
             .unwrap_or(current.revision);
         return Ok(updated(Arc::new(CachedObject::new(last, rev))));
     }
-    let taken = allocation.as_ref().map(|_| new.clone());
-    if let Some(svc) = &taken {
-        super::ip_addresses::record_taken(store, Some(old), svc).await;
-    }
+    let (allocation, taken) = match (allocation, &unallocated) {
+        (Some(allocation), Some(before)) => {
+            let allocation = super::services::record_cluster_ips(
+                store,
+                allocators,
+                info,
+                before,
+                Some(old),
+                &mut new,
+                allocation,
+            )
+            .await?;
+            (Some(allocation), Some(new.clone()))
+        }
+        (allocation, _) => (allocation, None),
+    };
     let written = store.update(&key, new, current.revision).await;
     if let (Err(_), Some(svc)) = (&written, &taken) {
         super::ip_addresses::record_released(store, svc, Some(old)).await;
