@@ -28,6 +28,7 @@ pub(super) struct Client {
     kv: KvClient<Channel>,
     watch: WatchClient<Channel>,
     servers: String,
+    endpoints: usize,
 }
 
 fn read(path: &Path, what: &str) -> Result<Vec<u8>> {
@@ -87,6 +88,7 @@ impl Client {
             kv: KvClient::new(channel.clone()).max_decoding_message_size(MAX_MESSAGE),
             watch: WatchClient::new(channel).max_decoding_message_size(MAX_MESSAGE),
             servers: config.servers.join(","),
+            endpoints: config.servers.len(),
         })
     }
 
@@ -105,6 +107,11 @@ impl Client {
             tonic::Code::DeadlineExceeded => Error::Timeout(message),
             _ => Error::Backend(message),
         }
+    }
+
+    /// How many servers the client balances over.
+    pub(super) fn endpoints(&self) -> usize {
+        self.endpoints
     }
 
     /// The `--etcd-servers` as given, comma-separated (for messages).
@@ -171,6 +178,24 @@ impl Client {
         let requests = futures::stream::iter([create]).chain(futures::stream::pending());
         Ok(self.watch.clone().watch(requests).await?.into_inner())
     }
+}
+
+/// Whether a failed call never reached etcd: the connection to the member it was sent to was
+/// refused, so sending it again cannot apply it twice.
+pub(super) fn not_sent(status: &tonic::Status) -> bool {
+    if status.code() != tonic::Code::Unavailable {
+        return false;
+    }
+    let mut source = std::error::Error::source(status);
+    while let Some(e) = source {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            if io.kind() == std::io::ErrorKind::ConnectionRefused {
+                return true;
+            }
+        }
+        source = e.source();
+    }
+    false
 }
 
 /// `message` followed by the causes from `source` that add something, `: `-separated

@@ -76,14 +76,30 @@ impl Drop for EtcdBackend {
     }
 }
 
-/// Runs one etcd call with the request timeout; `what` names it in the timeout's message.
-async fn call<T>(
+/// Runs one etcd call with the request timeout; `what` names it in the timeout's message. A
+/// call that never reached etcd (a member refused the connection: it is down, and the channel
+/// has not noticed yet) is sent again, to another member when one answers, as etcd's client
+/// fails over between endpoints.
+async fn call<T, Fut>(
     client: &Client,
     timeout: std::time::Duration,
     what: &str,
-    fut: impl Future<Output = std::result::Result<T, tonic::Status>>,
-) -> Result<T> {
-    match tokio::time::timeout(timeout, fut).await {
+    mut op: impl FnMut() -> Fut,
+) -> Result<T>
+where
+    Fut: Future<Output = std::result::Result<T, tonic::Status>>,
+{
+    let attempts = client.endpoints() * 3;
+    let calls = async {
+        let mut attempt = 1;
+        loop {
+            match op().await {
+                Err(status) if attempt < attempts && client::not_sent(&status) => attempt += 1,
+                other => return other,
+            }
+        }
+    };
+    match tokio::time::timeout(timeout, calls).await {
         Ok(r) => r.map_err(|e| client.error(e)),
         Err(_) => Err(Error::Timeout(format!(
             "etcd at {} did not answer {what} within {timeout:?}",
@@ -183,12 +199,9 @@ impl EtcdBackend {
             success: vec![then],
             failure: vec![client::get(&key)],
         };
-        let resp = call(
-            &self.client,
-            self.config.request_timeout,
-            "a write",
-            self.client.txn(txn),
-        )
+        let resp = call(&self.client, self.config.request_timeout, "a write", || {
+            self.client.txn(txn.clone())
+        })
         .await?;
         let revision = resp
             .header
@@ -260,12 +273,9 @@ async fn load(
     let mut revision = revision;
     let mut items = Vec::new();
     loop {
-        let resp = call(
-            client,
-            config.request_timeout,
-            "a range read",
-            client.range(from.clone(), end.clone(), revision, LOAD_PAGE),
-        )
+        let resp = call(client, config.request_timeout, "a range read", || {
+            client.range(from.clone(), end.clone(), revision, LOAD_PAGE)
+        })
         .await?;
         if revision == 0 {
             revision = resp.header.map(|h| h.revision).unwrap_or_default();
@@ -299,12 +309,9 @@ impl Backend for EtcdBackend {
     }
 
     async fn get(&self, key: &str) -> Result<Option<KeyValue>> {
-        let resp = call(
-            &self.client,
-            self.config.request_timeout,
-            "a read",
-            self.client.range(self.etcd_key(key), Bytes::new(), 0, 0),
-        )
+        let resp = call(&self.client, self.config.request_timeout, "a read", || {
+            self.client.range(self.etcd_key(key), Bytes::new(), 0, 0)
+        })
         .await?;
         Ok(resp.kvs.first().and_then(|kv| self.kv_of(kv)))
     }
