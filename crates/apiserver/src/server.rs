@@ -167,6 +167,9 @@ impl ApiServer {
         // Services stored without their IPAddresses (and leaked ones) are repaired before
         // anything is served, then every few minutes (`serve`).
         rest::ip_addresses::repair(&store, &services, jiff::Timestamp::now()).await;
+        // The node ports are recorded in the store's snapshot, shared by the API servers of one
+        // etcd, and this server holds what the others allocated.
+        rest::node_ports::repair(&store, &services).await;
         let token = match &config.admin_token {
             Some(t) => t.clone(),
             None => tls::load_or_generate_token(dir)?,

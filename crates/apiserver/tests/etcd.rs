@@ -451,3 +451,106 @@ async fn two_api_servers_never_hand_out_one_cluster_ip_twice() {
         }
     }
 }
+
+/// Two API servers on one etcd allocate node ports from one small range at the same time: every
+/// port goes to one Service only (the store's node port snapshot, changed by guaranteed updates,
+/// decides, as kube's), and asking for a port the other server handed out gets kube's 422 at
+/// the port's field path.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_api_servers_never_hand_out_one_node_port_twice() {
+    use k8s_openapi::api::core::v1::Service;
+    let Some(etcd) = EtcdProcess::start_or_skip() else {
+        return;
+    };
+    let range: rkcm_apiserver::allocators::PortRange = "30000-30031".parse().expect("range");
+    let config = || rkcm_apiserver::Config {
+        service_node_port_range: range,
+        ..server_config(&etcd)
+    };
+    let a = testing::start_with(config()).await;
+    let b = testing::start_with(config()).await;
+    let service = |name: String, node_port: Option<i32>| -> Service {
+        serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "spec": {"type": "NodePort", "ports": [{"port": 80, "nodePort": node_port}]},
+        }))
+        .expect("service")
+    };
+    let per_server = 14;
+    let create_all = |client: kube::Client, tag: &'static str| {
+        let service = &service;
+        async move {
+            let api: Api<Service> = Api::namespaced(client, "default");
+            let mut ports = Vec::new();
+            for i in 0..per_server {
+                let svc = api
+                    .create(&PostParams::default(), &service(format!("{tag}-{i}"), None))
+                    .await
+                    .unwrap_or_else(|e| panic!("create {tag}-{i}: {e}"));
+                let spec = svc.spec.expect("spec");
+                ports.extend(spec.ports.into_iter().flatten().filter_map(|p| p.node_port));
+            }
+            ports
+        }
+    };
+    let (from_a, from_b) = tokio::join!(create_all(a.client(), "a"), create_all(b.client(), "b"));
+    let mut all: Vec<i32> = from_a.into_iter().chain(from_b).collect();
+    assert_eq!(all.len(), 2 * per_server);
+    all.sort();
+    all.dedup();
+    assert_eq!(
+        all.len(),
+        2 * per_server,
+        "a node port was handed out twice: {all:?}"
+    );
+
+    // A port handed out through a is refused through b, with kube's message and field path.
+    let api_b: Api<Service> = Api::namespaced(b.client(), "default");
+    match api_b
+        .create(
+            &PostParams::default(),
+            &service("wants-taken".into(), Some(all[0])),
+        )
+        .await
+    {
+        Err(kube::Error::Api(e)) => {
+            assert_eq!(e.code, 422, "{e:?}");
+            assert!(
+                e.message.contains(&format!(
+                    "spec.ports[0].nodePort: Invalid value: {}: provided port is already allocated",
+                    all[0]
+                )),
+                "{}",
+                e.message
+            );
+        }
+        other => panic!("a taken node port was given again: {other:?}"),
+    }
+    // A deleted Service's ports are free again, for either server.
+    let api_a: Api<Service> = Api::namespaced(a.client(), "default");
+    let owner = api_a
+        .list(&ListParams::default())
+        .await
+        .expect("list")
+        .items
+        .into_iter()
+        .find(|s| {
+            s.spec
+                .iter()
+                .flat_map(|spec| spec.ports.iter().flatten())
+                .any(|p| p.node_port == Some(all[0]))
+        })
+        .and_then(|s| s.metadata.name)
+        .expect("the port's Service");
+    api_a
+        .delete(&owner, &Default::default())
+        .await
+        .expect("delete");
+    api_b
+        .create(
+            &PostParams::default(),
+            &service("reuses".into(), Some(all[0])),
+        )
+        .await
+        .expect("a released node port is free again");
+}

@@ -137,6 +137,7 @@ pub async fn create(
         let unallocated = service.then(|| candidate.clone());
         let allocation = if service {
             super::ip_addresses::refresh_ranges(store, allocators);
+            super::node_ports::refresh(store, allocators);
             Some(
                 allocators
                     .allocate_create(&mut candidate, opts.dry_run)
@@ -172,7 +173,7 @@ pub async fn create(
         }
         let (allocation, taken) = match (allocation, &unallocated) {
             (Some(allocation), Some(before)) => {
-                let allocation = super::services::record_cluster_ips(
+                let allocation = super::services::record_allocations(
                     store,
                     allocators,
                     info,
@@ -188,7 +189,7 @@ pub async fn create(
         };
         let created = store.create(&key, candidate).await;
         if let (Err(_), Some(svc)) = (&created, &taken) {
-            super::ip_addresses::record_released(store, svc, None).await;
+            super::services::record_released(store, allocators, svc, None).await;
         }
         match created {
             Ok(stored) => {

@@ -314,6 +314,7 @@ async fn update_once(
     let unallocated = service.then(|| new.clone());
     let allocation = if service {
         super::ip_addresses::refresh_ranges(store, allocators);
+        super::node_ports::refresh(store, allocators);
         Some(
             allocators
                 .allocate_update(&mut new, old, opts.dry_run)
@@ -335,7 +336,7 @@ async fn update_once(
             // stored object held goes back.
             drop(a);
             allocators.release(&last);
-            super::ip_addresses::record_released(store, &last, None).await;
+            super::services::record_released(store, allocators, &last, None).await;
         }
         if super::ip_addresses::is_ip_address(info) {
             super::ip_addresses::observe(allocators, &last, false);
@@ -348,7 +349,7 @@ async fn update_once(
     }
     let (allocation, taken) = match (allocation, &unallocated) {
         (Some(allocation), Some(before)) => {
-            let allocation = super::services::record_cluster_ips(
+            let allocation = super::services::record_allocations(
                 store,
                 allocators,
                 info,
@@ -364,12 +365,12 @@ async fn update_once(
     };
     let written = store.update(&key, new, current.revision).await;
     if let (Err(_), Some(svc)) = (&written, &taken) {
-        super::ip_addresses::record_released(store, svc, Some(old)).await;
+        super::services::record_released(store, allocators, svc, Some(old)).await;
     }
     let stored = written.map_err(|e| storage_error(info, name, e))?;
     if let Some(a) = allocation {
         a.commit();
-        super::ip_addresses::record_released(store, old, Some(&stored.value())).await;
+        super::services::record_released(store, allocators, old, Some(&stored.value())).await;
     }
     Ok(updated(stored))
 }
