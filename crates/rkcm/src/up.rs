@@ -459,11 +459,9 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
                     };
                     let run_sim = run_sim.clone();
                     elector
-                        .run(
-                            sim_shutdown.clone(),
-                            move |leading| run_sim(leading),
-                            || tracing::info!("simulated nodes stopped leading"),
-                        )
+                        .run(sim_shutdown.clone(), run_sim, || {
+                            tracing::info!("simulated nodes stopped leading")
+                        })
                         .await;
                 }
             } else {
