@@ -377,6 +377,37 @@ async fn etcd_over_tls_with_a_client_certificate() {
     assert!(anonymous.get("/tls/a").await.is_err());
 }
 
+/// Creates `per_server` Services of `spec` through each of `a` and `b` at the same time.
+async fn create_through_both(
+    a: &testing::TestServer,
+    b: &testing::TestServer,
+    per_server: usize,
+    spec: serde_json::Value,
+) -> Vec<k8s_openapi::api::core::v1::Service> {
+    use k8s_openapi::api::core::v1::Service;
+    let create_all = |client: kube::Client, tag: &'static str| {
+        let spec = spec.clone();
+        async move {
+            let api: Api<Service> = Api::namespaced(client, "default");
+            let mut created = Vec::new();
+            for i in 0..per_server {
+                let svc: Service = serde_json::from_value(
+                    json!({"metadata": {"name": format!("{tag}-{i}")}, "spec": spec}),
+                )
+                .expect("service");
+                created.push(
+                    api.create(&PostParams::default(), &svc)
+                        .await
+                        .unwrap_or_else(|e| panic!("create {tag}-{i}: {e}")),
+                );
+            }
+            created
+        }
+    };
+    let (from_a, from_b) = tokio::join!(create_all(a.client(), "a"), create_all(b.client(), "b"));
+    from_a.into_iter().chain(from_b).collect()
+}
+
 /// Two API servers on one etcd allocate cluster IPs from one small range at the same time: every
 /// Service gets its own address (each server's allocator is in memory, but the IPAddress
 /// objects in etcd decide, as kube's IPAddress allocator), and asking for a taken address gets
@@ -402,24 +433,11 @@ async fn two_api_servers_never_hand_out_one_cluster_ip_twice() {
         }))
         .expect("service")
     };
-    let per_server = 14;
-    let create_all = |client: kube::Client, tag: &'static str| {
-        let service = &service;
-        async move {
-            let api: Api<Service> = Api::namespaced(client, "default");
-            let mut ips = Vec::new();
-            for i in 0..per_server {
-                let svc = api
-                    .create(&PostParams::default(), &service(format!("{tag}-{i}")))
-                    .await
-                    .unwrap_or_else(|e| panic!("create {tag}-{i}: {e}"));
-                ips.push(svc.spec.and_then(|s| s.cluster_ip).expect("a cluster IP"));
-            }
-            ips
-        }
-    };
-    let (from_a, from_b) = tokio::join!(create_all(a.client(), "a"), create_all(b.client(), "b"));
-    let mut all: Vec<String> = from_a.into_iter().chain(from_b).collect();
+    let created = create_through_both(&a, &b, 14, json!({"ports": [{"port": 80}]})).await;
+    let mut all: Vec<String> = created
+        .into_iter()
+        .map(|svc| svc.spec.and_then(|s| s.cluster_ip).expect("a cluster IP"))
+        .collect();
     all.sort();
     let before = all.len();
     all.dedup();
@@ -477,24 +495,22 @@ async fn two_api_servers_never_hand_out_one_node_port_twice() {
         .expect("service")
     };
     let per_server = 14;
-    let create_all = |client: kube::Client, tag: &'static str| {
-        let service = &service;
-        async move {
-            let api: Api<Service> = Api::namespaced(client, "default");
-            let mut ports = Vec::new();
-            for i in 0..per_server {
-                let svc = api
-                    .create(&PostParams::default(), &service(format!("{tag}-{i}"), None))
-                    .await
-                    .unwrap_or_else(|e| panic!("create {tag}-{i}: {e}"));
-                let spec = svc.spec.expect("spec");
-                ports.extend(spec.ports.into_iter().flatten().filter_map(|p| p.node_port));
-            }
-            ports
-        }
-    };
-    let (from_a, from_b) = tokio::join!(create_all(a.client(), "a"), create_all(b.client(), "b"));
-    let mut all: Vec<i32> = from_a.into_iter().chain(from_b).collect();
+    let created = create_through_both(
+        &a,
+        &b,
+        per_server,
+        json!({"type": "NodePort", "ports": [{"port": 80}]}),
+    )
+    .await;
+    let mut all: Vec<i32> = created
+        .into_iter()
+        .flat_map(|svc| {
+            svc.spec
+                .into_iter()
+                .flat_map(|s| s.ports.into_iter().flatten())
+        })
+        .filter_map(|p| p.node_port)
+        .collect();
     assert_eq!(all.len(), 2 * per_server);
     all.sort();
     all.dedup();
