@@ -27,9 +27,6 @@ use crate::tls::{self, TlsMaterial};
 /// Errors starting or running the server.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// `--etcd-servers` was given to a build without the `etcd` feature.
-    #[error("this build has no etcd support (--etcd-servers): build rkcm with `--features etcd`, which needs protoc (Debian's protobuf-compiler)")]
-    NoEtcd,
     /// The store could not be opened or loaded.
     #[error("opening the store")]
     Storage(#[from] storage::Error),
@@ -95,10 +92,7 @@ impl ApiServer {
             })?;
         }
         let backend: Arc<dyn Backend> = match (&config.etcd, dir) {
-            #[cfg(feature = "etcd")]
             (Some(etcd), _) => Arc::new(storage::etcd::EtcdBackend::connect(etcd.clone()).await?),
-            #[cfg(not(feature = "etcd"))]
-            (Some(_), _) => return Err(Error::NoEtcd),
             (None, Some(d)) => Arc::new(RedbBackend::open(&d.join("rkcm.redb"))?),
             (None, None) => Arc::new(MemoryBackend::new()),
         };
@@ -173,6 +167,9 @@ impl ApiServer {
         // Services stored without their IPAddresses (and leaked ones) are repaired before
         // anything is served, then every few minutes (`serve`).
         rest::ip_addresses::repair(&store, &services, jiff::Timestamp::now()).await;
+        // The node ports are recorded in the store's snapshot, shared by the API servers of one
+        // etcd, and this server holds what the others allocated.
+        rest::node_ports::repair(&store, &services).await;
         let token = match &config.admin_token {
             Some(t) => t.clone(),
             None => tls::load_or_generate_token(dir)?,

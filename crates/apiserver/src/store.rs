@@ -45,6 +45,18 @@ impl Store {
         self.cache.get(key)
     }
 
+    /// The object under `key` as the backend holds it now, with its revision: what a guaranteed
+    /// update reads after a conflict, when the cache may not have caught up with another API
+    /// server's write yet.
+    pub async fn read_through(&self, key: &str) -> storage::Result<Option<(Value, i64)>> {
+        let Some(kv) = self.backend.get(key).await? else {
+            return Ok(None);
+        };
+        let value = serde_json::from_slice(&kv.value)
+            .map_err(|e| storage::Error::Backend(format!("decode {key}: {e}")))?;
+        Ok(Some((value, kv.mod_revision)))
+    }
+
     fn encode(obj: &mut Value) -> storage::Result<Bytes> {
         // The revision is the resourceVersion; it is not part of the stored bytes.
         object::remove_meta(obj, "resourceVersion");

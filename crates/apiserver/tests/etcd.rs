@@ -267,10 +267,7 @@ async fn a_watch_from_a_compacted_revision_relists() {
         .await
         .expect("delete");
     let (added, _) = writer.write(create("/c/new"), None).await.expect("create");
-    let mut client = etcd_client::Client::connect(etcd.endpoints(), None)
-        .await
-        .expect("etcd client");
-    client.compact(added, None).await.expect("compact");
+    etcd.compact(added).await.expect("compact");
 
     let rec = Recorder::default();
     let events = rec.clone();
@@ -312,20 +309,11 @@ async fn the_compactor_trims_history_as_kube_apiserver() {
         )
         .await
         .expect("create");
-    let mut client = etcd_client::Client::connect(etcd.endpoints(), None)
-        .await
-        .expect("etcd client");
     // The first round only records the revision; a later one compacts to it.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     loop {
-        let old = client
-            .get(
-                "/registry/h/a",
-                Some(etcd_client::GetOptions::new().with_revision(first)),
-            )
-            .await;
-        if let Err(etcd_client::Error::GRpcStatus(s)) = &old {
-            assert!(s.message().contains("compacted"), "{s:?}");
+        if let Err(e) = etcd.get("/registry/h/a", first).await {
+            assert!(e.contains("compacted"), "{e}");
             break;
         }
         assert!(
@@ -334,11 +322,11 @@ async fn the_compactor_trims_history_as_kube_apiserver() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let key = client
-        .get("compact_rev_key", None)
+    let key = etcd
+        .get("compact_rev_key", 0)
         .await
         .expect("get compact_rev_key");
-    assert!(key.kvs().first().is_some_and(|kv| kv.version() >= 2));
+    assert!(key.is_some_and(|(_, version)| version >= 2));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -387,4 +375,198 @@ async fn etcd_over_tls_with_a_client_certificate() {
     .await
     .expect("connect");
     assert!(anonymous.get("/tls/a").await.is_err());
+}
+
+/// Creates `per_server` Services of `spec` through each of `a` and `b` at the same time.
+async fn create_through_both(
+    a: &testing::TestServer,
+    b: &testing::TestServer,
+    per_server: usize,
+    spec: serde_json::Value,
+) -> Vec<k8s_openapi::api::core::v1::Service> {
+    use k8s_openapi::api::core::v1::Service;
+    let create_all = |client: kube::Client, tag: &'static str| {
+        let spec = spec.clone();
+        async move {
+            let api: Api<Service> = Api::namespaced(client, "default");
+            let mut created = Vec::new();
+            for i in 0..per_server {
+                let svc: Service = serde_json::from_value(
+                    json!({"metadata": {"name": format!("{tag}-{i}")}, "spec": spec}),
+                )
+                .expect("service");
+                created.push(
+                    api.create(&PostParams::default(), &svc)
+                        .await
+                        .unwrap_or_else(|e| panic!("create {tag}-{i}: {e}")),
+                );
+            }
+            created
+        }
+    };
+    let (from_a, from_b) = tokio::join!(create_all(a.client(), "a"), create_all(b.client(), "b"));
+    from_a.into_iter().chain(from_b).collect()
+}
+
+/// Two API servers on one etcd allocate cluster IPs from one small range at the same time: every
+/// Service gets its own address (each server's allocator is in memory, but the IPAddress
+/// objects in etcd decide, as kube's IPAddress allocator), and asking for a taken address gets
+/// kube's 422.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_api_servers_never_hand_out_one_cluster_ip_twice() {
+    use k8s_openapi::api::core::v1::Service;
+    let Some(etcd) = EtcdProcess::start_or_skip() else {
+        return;
+    };
+    // A /27: 30 usable addresses, the first the `kubernetes` Service's.
+    let range: rkcm_apiserver::allocators::Ipv4Cidr = "10.96.0.0/27".parse().expect("cidr");
+    let config = || rkcm_apiserver::Config {
+        service_cluster_ip_range: range,
+        ..server_config(&etcd)
+    };
+    let a = testing::start_with(config()).await;
+    let b = testing::start_with(config()).await;
+    let service = |name: String| -> Service {
+        serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "spec": {"ports": [{"port": 80}]},
+        }))
+        .expect("service")
+    };
+    let created = create_through_both(&a, &b, 14, json!({"ports": [{"port": 80}]})).await;
+    let mut all: Vec<String> = created
+        .into_iter()
+        .map(|svc| svc.spec.and_then(|s| s.cluster_ip).expect("a cluster IP"))
+        .collect();
+    all.sort();
+    let before = all.len();
+    all.dedup();
+    assert_eq!(
+        all.len(),
+        before,
+        "a cluster IP was handed out twice: {all:?}"
+    );
+
+    // An address the other server handed out is refused with kube's message.
+    let taken = all[0].clone();
+    let mut wanted = service("wants-taken".into());
+    wanted.spec.as_mut().expect("spec").cluster_ip = Some(taken.clone());
+    let api_b: Api<Service> = Api::namespaced(b.client(), "default");
+    let api_a: Api<Service> = Api::namespaced(a.client(), "default");
+    for api in [&api_a, &api_b] {
+        match api.create(&PostParams::default(), &wanted).await {
+            Err(kube::Error::Api(e)) => {
+                assert_eq!(e.code, 422, "{e:?}");
+                assert!(
+                    e.message.contains(&format!(
+                        "failed to allocate IP {taken}: provided IP is already allocated"
+                    )),
+                    "{}",
+                    e.message
+                );
+            }
+            other => panic!("a taken cluster IP was given again: {other:?}"),
+        }
+    }
+}
+
+/// Two API servers on one etcd allocate node ports from one small range at the same time: every
+/// port goes to one Service only (the store's node port snapshot, changed by guaranteed updates,
+/// decides, as kube's), and asking for a port the other server handed out gets kube's 422 at
+/// the port's field path.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_api_servers_never_hand_out_one_node_port_twice() {
+    use k8s_openapi::api::core::v1::Service;
+    let Some(etcd) = EtcdProcess::start_or_skip() else {
+        return;
+    };
+    let range: rkcm_apiserver::allocators::PortRange = "30000-30031".parse().expect("range");
+    let config = || rkcm_apiserver::Config {
+        service_node_port_range: range,
+        ..server_config(&etcd)
+    };
+    let a = testing::start_with(config()).await;
+    let b = testing::start_with(config()).await;
+    let service = |name: String, node_port: Option<i32>| -> Service {
+        serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "spec": {"type": "NodePort", "ports": [{"port": 80, "nodePort": node_port}]},
+        }))
+        .expect("service")
+    };
+    let per_server = 14;
+    let created = create_through_both(
+        &a,
+        &b,
+        per_server,
+        json!({"type": "NodePort", "ports": [{"port": 80}]}),
+    )
+    .await;
+    let mut all: Vec<i32> = created
+        .into_iter()
+        .flat_map(|svc| {
+            svc.spec
+                .into_iter()
+                .flat_map(|s| s.ports.into_iter().flatten())
+        })
+        .filter_map(|p| p.node_port)
+        .collect();
+    assert_eq!(all.len(), 2 * per_server);
+    all.sort();
+    all.dedup();
+    assert_eq!(
+        all.len(),
+        2 * per_server,
+        "a node port was handed out twice: {all:?}"
+    );
+
+    // A port handed out through a is refused through b, with kube's message and field path.
+    let api_b: Api<Service> = Api::namespaced(b.client(), "default");
+    match api_b
+        .create(
+            &PostParams::default(),
+            &service("wants-taken".into(), Some(all[0])),
+        )
+        .await
+    {
+        Err(kube::Error::Api(e)) => {
+            assert_eq!(e.code, 422, "{e:?}");
+            assert!(
+                e.message.contains(&format!(
+                    "spec.ports[0].nodePort: Invalid value: {}: provided port is already allocated",
+                    all[0]
+                )),
+                "{}",
+                e.message
+            );
+        }
+        other => panic!("a taken node port was given again: {other:?}"),
+    }
+    // A deleted Service's ports are free again, for either server.
+    let api_a: Api<Service> = Api::namespaced(a.client(), "default");
+    let owner = api_a
+        .list(&ListParams::default())
+        .await
+        .expect("list")
+        .items
+        .into_iter()
+        .find(|s| {
+            s.spec
+                .iter()
+                .flat_map(|spec| spec.ports.iter().flatten())
+                .any(|p| p.node_port == Some(all[0]))
+        })
+        .and_then(|s| s.metadata.name)
+        .expect("the port's Service");
+    api_a
+        .delete(&owner, &Default::default())
+        .await
+        .expect("delete");
+    api_b
+        .create(
+            &PostParams::default(),
+            &service("reuses".into(), Some(all[0])),
+        )
+        .await
+        .expect("a released node port is free again");
 }

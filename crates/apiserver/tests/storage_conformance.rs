@@ -1,13 +1,11 @@
 //! The storage conformance list (`storage::conformance`) run against every backend: in memory,
-//! redb, and etcd (a throwaway `etcd` process per test; with the `etcd` feature).
+//! redb, and etcd (a throwaway `etcd` process per test).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use rkcm_apiserver::storage::conformance::Harness;
-#[cfg(feature = "etcd")]
 use rkcm_apiserver::storage::etcd::testing::EtcdProcess;
-#[cfg(feature = "etcd")]
 use rkcm_apiserver::storage::etcd::{EtcdBackend, EtcdConfig};
 use rkcm_apiserver::storage::memory::MemoryBackend;
 use rkcm_apiserver::storage::redb::RedbBackend;
@@ -57,12 +55,10 @@ impl Harness for Redb {
     }
 }
 
-#[cfg(feature = "etcd")]
 struct Etcd {
     etcd: EtcdProcess,
 }
 
-#[cfg(feature = "etcd")]
 #[async_trait::async_trait]
 impl Harness for Etcd {
     async fn open(&self) -> Arc<dyn Backend> {
@@ -88,7 +84,6 @@ mod redb {
     }));
 }
 
-#[cfg(feature = "etcd")]
 mod etcd {
     rkcm_apiserver::storage_conformance_tests!(
         rkcm_apiserver::storage::etcd::testing::EtcdProcess::start_or_skip()

@@ -291,38 +291,55 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
                 && !registry::declined_by_init(c, &feature_gates)
         })
         .count();
-    let mut manager_config = ManagerConfig {
-        kube_config: manager_identity(&kube_config, &data_dir)?,
-        controllers,
-        options: ControllerOptions {
-            nodes: node_options,
-            clock: Arc::new(SystemClock),
-            // As kube-controller-manager's --service-account-private-key-file: the key the API
-            // server verifies service-account tokens with.
-            service_account_token_generator: Some(manager::legacy_tokens::generator_from_file(
-                &data_dir.join(rkcm_apiserver::auth::signing_key::KEY_FILE),
-            )?),
-            // As kube-controller-manager's --cluster-signing-cert-file/-key-file: the cluster
-            // CA the API server trusts for client certificates.
-            csr_signing: rkcm_controllers::certificates::signer::config::SigningConfig {
-                cluster_signing: rkcm_controllers::certificates::signer::config::SignerFiles::new(
-                    data_dir.join("ca.crt"),
-                    data_dir.join("ca.key"),
-                ),
-                ..Default::default()
-            },
-            feature_gates,
-            ..ControllerOptions::default()
-        },
-        qps: args.kube_api_qps,
-        burst: args.kube_api_burst,
-        min_resync_period: std::time::Duration::from_secs(12 * 3600),
-        use_service_account_credentials: args.use_service_account_credentials,
-        leader_election: None,
-        serving: None,
+    // On etcd, several `up` may share one cluster: each runs its controller manager and its
+    // simulated nodes under leader election, so exactly one of each is active (kube's leases
+    // `kube-controller-manager` and `kube-scheduler` in `kube-system`, kube's timings).
+    let elect = args.etcd.config().is_some();
+    let make_manager_config = {
+        let kube_config = manager_identity(&kube_config, &data_dir)?;
+        let key_file = data_dir.join(rkcm_apiserver::auth::signing_key::KEY_FILE);
+        let data_dir = data_dir.clone();
+        let (hpa, attachdetach) = (args.hpa.clone(), args.attachdetach.clone());
+        let (qps, burst) = (args.kube_api_qps, args.kube_api_burst);
+        let use_service_account_credentials = args.use_service_account_credentials;
+        move || -> anyhow::Result<ManagerConfig> {
+            let mut config = ManagerConfig {
+                kube_config: kube_config.clone(),
+                controllers: controllers.clone(),
+                options: ControllerOptions {
+                    nodes: node_options.clone(),
+                    clock: Arc::new(SystemClock),
+                    // As kube-controller-manager's --service-account-private-key-file: the key
+                    // the API server verifies service-account tokens with.
+                    service_account_token_generator: Some(
+                        manager::legacy_tokens::generator_from_file(&key_file)?,
+                    ),
+                    // As kube-controller-manager's --cluster-signing-cert-file/-key-file: the
+                    // cluster CA the API server trusts for client certificates.
+                    csr_signing: rkcm_controllers::certificates::signer::config::SigningConfig {
+                        cluster_signing:
+                            rkcm_controllers::certificates::signer::config::SignerFiles::new(
+                                data_dir.join("ca.crt"),
+                                data_dir.join("ca.key"),
+                            ),
+                        ..Default::default()
+                    },
+                    feature_gates: feature_gates.clone(),
+                    ..ControllerOptions::default()
+                },
+                qps,
+                burst,
+                min_resync_period: std::time::Duration::from_secs(12 * 3600),
+                use_service_account_credentials,
+                leader_election: elect.then(|| leader_election(KUBE_CONTROLLER_MANAGER_LEASE)),
+                serving: None,
+            };
+            hpa.apply(&mut config.options);
+            attachdetach.apply(&mut config.options);
+            Ok(config)
+        }
     };
-    args.hpa.apply(&mut manager_config.options);
-    args.attachdetach.apply(&mut manager_config.options);
+    let manager_config = make_manager_config()?;
     let health = Arc::new(Health::default());
     let mut tasks = JoinSet::new();
     let manager_shutdown = shutdown.clone();
@@ -342,8 +359,43 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     );
     let manager_stopped = Arc::clone(&manager_running);
     tasks.spawn(async move {
-        if let Err(err) = manager::run(manager_config, manager_health, manager_shutdown).await {
-            tracing::error!(error = format!("{err:#}"), "controller manager stopped");
+        let mut config = Some(manager_config);
+        loop {
+            let Some(term) = config
+                .take()
+                .map(Ok)
+                .or_else(|| Some(make_manager_config()))
+            else {
+                break;
+            };
+            // The manager cancels the token it is given when it stops: a child token keeps
+            // `up` running when only a leadership term ended.
+            let result = match term {
+                Ok(term) => {
+                    manager::run(
+                        term,
+                        Arc::clone(&manager_health),
+                        manager_shutdown.child_token(),
+                    )
+                    .await
+                }
+                Err(err) => Err(err),
+            };
+            if manager_shutdown.is_cancelled() {
+                break;
+            }
+            match result {
+                // A lost lease: stand by for it again, as a restarted kube-controller-manager.
+                Err(err) if elect => tracing::warn!(
+                    error = format!("{err:#}"),
+                    "controller manager stopped leading; standing by for the lease again"
+                ),
+                Err(err) => {
+                    tracing::error!(error = format!("{err:#}"), "controller manager stopped");
+                    break;
+                }
+                Ok(_) => break,
+            }
         }
         manager_stopped.store(false, std::sync::atomic::Ordering::SeqCst);
     });
@@ -373,7 +425,6 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
             }
             None => rkcm_nodesim::Clients::shared(client.clone()),
         };
-        let sim = NodeSim::with_clients(clients, sim_config).with_metrics(usage);
         let sim_shutdown = shutdown.clone();
         // The simulated nodes' scheduler runs as long as they do.
         let sim_running = Arc::new(std::sync::atomic::AtomicBool::new(true));
@@ -381,9 +432,40 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
             "scheduler",
             component_probe(Arc::clone(&sim_running), || Ok("ok".to_string())),
         );
+        let run_sim = move |shutdown: Shutdown| {
+            let sim = NodeSim::with_clients(clients.clone(), sim_config.clone())
+                .with_metrics(usage.clone());
+            async move {
+                if let Err(err) = sim.run(shutdown).await {
+                    tracing::error!(error = %err, "simulated nodes stopped");
+                }
+            }
+        };
+        let elector_client = client.clone();
         tasks.spawn(async move {
-            if let Err(err) = sim.run(sim_shutdown).await {
-                tracing::error!(error = %err, "simulated nodes stopped");
+            if elect {
+                // One `up` at a time runs the nodes and their scheduler, as kube-scheduler's
+                // leader election; the others take over when its lease expires.
+                while !sim_shutdown.is_cancelled() {
+                    let elector = match rkcm_runtime::leader_election::LeaderElector::new(
+                        elector_client.clone(),
+                        leader_election(KUBE_SCHEDULER_LEASE),
+                    ) {
+                        Ok(elector) => elector,
+                        Err(err) => {
+                            tracing::error!(error = %err, "simulated nodes' leader election");
+                            break;
+                        }
+                    };
+                    let run_sim = run_sim.clone();
+                    elector
+                        .run(sim_shutdown.clone(), run_sim, || {
+                            tracing::info!("simulated nodes stopped leading")
+                        })
+                        .await;
+                }
+            } else {
+                run_sim(sim_shutdown).await;
             }
             sim_running.store(false, std::sync::atomic::Ordering::SeqCst);
         });
@@ -419,6 +501,26 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     server_stop.cancel();
     let _ = server_task.await;
     Ok(())
+}
+
+/// The lease of the controller manager `up` runs on etcd (kube-controller-manager's).
+const KUBE_CONTROLLER_MANAGER_LEASE: &str = "kube-controller-manager";
+/// The lease of the simulated nodes and their scheduler on etcd (kube-scheduler's).
+const KUBE_SCHEDULER_LEASE: &str = "kube-scheduler";
+
+/// Leader election on lease `name` in `kube-system` with kube's defaults (15s lease, 10s renew
+/// deadline, 2s retry), as kube-controller-manager and kube-scheduler run it.
+fn leader_election(name: &str) -> rkcm_runtime::leader_election::LeaderElectionConfig {
+    rkcm_runtime::leader_election::LeaderElectionConfig {
+        lease_name: name.to_string(),
+        lease_namespace: "kube-system".to_string(),
+        identity: manager::identity(),
+        lease_duration: Duration::from_secs(15),
+        renew_deadline: Duration::from_secs(10),
+        retry_period: Duration::from_secs(2),
+        release_on_cancel: true,
+        clock: Arc::new(SystemClock),
+    }
 }
 
 /// The controller manager's own identity, `system:kube-controller-manager`, as kubeadm gives it:

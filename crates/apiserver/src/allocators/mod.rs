@@ -30,7 +30,7 @@ pub use ip::{IpRange, Ipv4Cidr};
 pub use port::{PortAllocator, PortRange};
 pub use service::Failure;
 
-use service::{State, Txn};
+use service::{Item, State, Txn};
 
 /// Default `--service-cluster-ip-range` of rkcm (kubeadm's).
 pub const DEFAULT_SERVICE_CLUSTER_IP_RANGE: &str = "10.96.0.0/12";
@@ -53,6 +53,8 @@ impl ServiceAllocators {
             state: Mutex::new(State {
                 ips: ClusterIps::new(cluster_ip_range),
                 ports: PortAllocator::new(node_port_range),
+                pending_ports: Vec::new(),
+                ports_revision: 0,
             }),
         }
     }
@@ -76,6 +78,29 @@ impl ServiceAllocators {
     /// Frees `ip`: its IPAddress object is gone.
     pub fn release_ip(&self, ip: std::net::Ipv4Addr) {
         self.state.lock().ips.release(ip);
+    }
+
+    /// Marks node port `port` held: another API server on the same store allocated it.
+    pub fn hold_port(&self, port: i64) {
+        // Already held, or outside the range: nothing to do either way.
+        let _ = self.state.lock().ports.allocate(port);
+    }
+
+    /// Holds exactly the node ports of the store's snapshot at `revision` (what every API server
+    /// on the store allocated, [`crate::rest::node_ports`]) and those of writes in flight here,
+    /// as kube's allocator restores its bitmap from the snapshot when it changed.
+    pub fn restore_ports(&self, revision: i64, ports: &[i64]) {
+        let mut state = self.state.lock();
+        if revision == state.ports_revision {
+            return;
+        }
+        let mut restored = PortAllocator::new(state.ports.range());
+        for &port in ports.iter().chain(&state.pending_ports) {
+            // A port both stored and in flight is held once.
+            let _ = restored.allocate(port);
+        }
+        state.ports = restored;
+        state.ports_revision = revision;
     }
 
     /// Whether a ready ServiceCIDR contains `ip`.
@@ -115,6 +140,11 @@ impl ServiceAllocators {
                 state.release(item);
             }
             return Err(e);
+        }
+        for item in &txn.allocated {
+            if let Item::Port(port) = item {
+                state.pending_ports.push(*port);
+            }
         }
         Ok(Allocation {
             owner: Some(self),
@@ -205,11 +235,23 @@ impl Allocation<'_> {
     /// The write is stored: keep what it allocated and free what the old object held and the
     /// new one no longer needs.
     pub fn commit(mut self) {
-        self.txn.allocated.clear();
         if let Some(owner) = self.owner {
             let mut state = owner.state.lock();
+            settle(&mut state, &self.txn.allocated);
             for item in self.txn.release_on_commit.drain(..) {
                 state.release(item);
+            }
+        }
+        self.txn.allocated.clear();
+    }
+}
+
+/// The write that allocated `items` is stored or undone: its ports are no longer in flight.
+fn settle(state: &mut State, items: &[Item]) {
+    for item in items {
+        if let Item::Port(port) = item {
+            if let Some(at) = state.pending_ports.iter().position(|p| p == port) {
+                state.pending_ports.swap_remove(at);
             }
         }
     }
@@ -220,6 +262,7 @@ impl Drop for Allocation<'_> {
         if let Some(owner) = self.owner {
             if !self.txn.allocated.is_empty() {
                 let mut state = owner.state.lock();
+                settle(&mut state, &self.txn.allocated);
                 for item in self.txn.allocated.drain(..) {
                     state.release(item);
                 }

@@ -145,6 +145,42 @@ impl PortAllocator {
 }
 
 /// `calculateRangeOffset` of portallocator: `min(max(16, size/32), 128)`, 0 for tiny ranges.
+/// The `data` of kube's RangeAllocation snapshot of `ports` in `range`
+/// (`AllocationBitmap.Snapshot`): a big-endian integer whose bit `i` is the port `base + i`,
+/// without leading zero bytes.
+pub fn snapshot_data(range: PortRange, ports: impl IntoIterator<Item = i64>) -> Vec<u8> {
+    let offsets: Vec<usize> = ports
+        .into_iter()
+        .filter(|&p| range.contains(p))
+        .map(|p| (p - i64::from(range.base)) as usize)
+        .collect();
+    let Some(&highest) = offsets.iter().max() else {
+        return Vec::new();
+    };
+    let len = highest / 8 + 1;
+    let mut data = vec![0u8; len];
+    for at in offsets {
+        data[len - 1 - at / 8] |= 1 << (at % 8);
+    }
+    data
+}
+
+/// The ports a RangeAllocation snapshot's `data` holds in `range` (`AllocationBitmap.Restore`).
+pub fn snapshot_ports(range: PortRange, data: &[u8]) -> Vec<i64> {
+    let mut ports = Vec::new();
+    for (i, byte) in data.iter().rev().enumerate() {
+        for bit in 0..8 {
+            if byte & (1 << bit) != 0 {
+                let port = i64::from(range.base) + (i * 8 + bit) as i64;
+                if range.contains(port) {
+                    ports.push(port);
+                }
+            }
+        }
+    }
+    ports
+}
+
 fn range_offset(size: usize) -> usize {
     const MIN: usize = 16;
     const MAX: usize = 128;
@@ -161,6 +197,24 @@ mod tests {
 
     fn range(s: &str) -> PortRange {
         s.parse().expect("valid range")
+    }
+
+    #[test]
+    fn snapshots_are_kube_big_endian_bitmaps() {
+        let r = range("30000-32767");
+        assert!(snapshot_data(r, []).is_empty());
+        // Offsets 0 and 9: bits 0 and 9 of the integer 0x0201.
+        assert_eq!(snapshot_data(r, [30000, 30009]), vec![0x02, 0x01]);
+        let ports = [30000, 30009, 31234, 32767];
+        let mut back = snapshot_ports(r, &snapshot_data(r, ports));
+        back.sort();
+        assert_eq!(back, ports);
+        // Ports outside the range are neither written nor read.
+        assert!(snapshot_data(r, [29999, 32768]).is_empty());
+        assert_eq!(
+            snapshot_ports(range("30000-30003"), &[0xff]),
+            vec![30000, 30001, 30002, 30003]
+        );
     }
 
     #[test]

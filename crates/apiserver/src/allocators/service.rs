@@ -22,6 +22,11 @@ pub struct State {
     pub ips: ClusterIps,
     /// Node ports (health check node ports included).
     pub ports: PortAllocator,
+    /// Node ports allocated by writes not yet stored nor undone: kept when the ports are
+    /// restored from the store's snapshot.
+    pub pending_ports: Vec<i64>,
+    /// Revision of the node port snapshot the ports were last restored from.
+    pub ports_revision: i64,
 }
 
 /// One allocated value.

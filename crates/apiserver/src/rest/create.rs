@@ -132,8 +132,12 @@ pub async fn create(
             return Err(ApiError::invalid(info, &name, &errors));
         }
         let key = key(info, namespace, &name);
+        // The Service before allocation, to allocate again when another API server took an
+        // address meanwhile.
+        let unallocated = service.then(|| candidate.clone());
         let allocation = if service {
             super::ip_addresses::refresh_ranges(store, allocators);
+            super::node_ports::refresh(store, allocators);
             Some(
                 allocators
                     .allocate_create(&mut candidate, opts.dry_run)
@@ -167,13 +171,25 @@ pub async fn create(
                 store.cache().revision(),
             )));
         }
-        let taken = allocation.as_ref().map(|_| candidate.clone());
-        if let Some(svc) = &taken {
-            super::ip_addresses::record_taken(store, None, svc).await;
-        }
+        let (allocation, taken) = match (allocation, &unallocated) {
+            (Some(allocation), Some(before)) => {
+                let allocation = super::services::record_allocations(
+                    store,
+                    allocators,
+                    info,
+                    before,
+                    None,
+                    &mut candidate,
+                    allocation,
+                )
+                .await?;
+                (Some(allocation), Some(candidate.clone()))
+            }
+            (allocation, _) => (allocation, None),
+        };
         let created = store.create(&key, candidate).await;
         if let (Err(_), Some(svc)) = (&created, &taken) {
-            super::ip_addresses::record_released(store, svc, None).await;
+            super::services::record_released(store, allocators, svc, None).await;
         }
         match created {
             Ok(stored) => {

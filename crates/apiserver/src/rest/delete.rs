@@ -257,7 +257,8 @@ pub async fn delete(
                         Ok(last) => {
                             if is_service(info) {
                                 allocators.release(&last);
-                                super::ip_addresses::record_released(store, &last, None).await;
+                                super::services::record_released(store, allocators, &last, None)
+                                    .await;
                             }
                             if super::ip_addresses::is_ip_address(info) {
                                 super::ip_addresses::observe(allocators, &last, false);

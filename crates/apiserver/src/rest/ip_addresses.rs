@@ -76,9 +76,11 @@ pub fn refers_to(ip: &Value, namespace: &str, name: &str) -> bool {
         && parent["name"] == name
 }
 
-/// Creates the IPAddress of `ip` for Service `namespace/name`; one that exists is left as it is
-/// (the repair pass reports a conflict).
-pub async fn create(store: &Store, ip: Ipv4Addr, namespace: &str, name: &str) {
+/// Creates the IPAddress of `ip` for Service `namespace/name` (`createIPAddress`). One that
+/// exists and names this Service is fine; one naming something else, or not yet in this
+/// server's cache (another API server on the same etcd just created it), means the address is
+/// taken: [`Taken`]. Other storage errors are logged and left to the repair pass, as before.
+pub async fn create(store: &Store, ip: Ipv4Addr, namespace: &str, name: &str) -> Result<(), Taken> {
     let mut obj = ip_address_for(ip, namespace, name);
     object::set_meta(&mut obj, "uid", json!(uuid::Uuid::new_v4().to_string()));
     object::set_meta(
@@ -88,13 +90,24 @@ pub async fn create(store: &Store, ip: Ipv4Addr, namespace: &str, name: &str) {
     );
     let k = key(info("IPAddress"), None, &ip.to_string());
     match store.create(&k, obj).await {
-        Ok(_) => {}
-        Err(crate::storage::Error::AlreadyExists(_)) => {
-            tracing::info!(%ip, namespace, name, "IPAddress already exists");
+        Ok(_) => Ok(()),
+        Err(crate::storage::Error::AlreadyExists(_)) => match store.get(&k) {
+            Some(current) if refers_to(&current.value(), namespace, name) => Ok(()),
+            _ => {
+                tracing::info!(%ip, namespace, name, "IPAddress already exists");
+                Err(Taken(ip))
+            }
+        },
+        Err(e) => {
+            tracing::warn!(%ip, namespace, name, error = %e, "can not create IPAddress");
+            Ok(())
         }
-        Err(e) => tracing::warn!(%ip, namespace, name, error = %e, "can not create IPAddress"),
     }
 }
+
+/// An address whose IPAddress another Service (possibly through another API server) holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Taken(pub Ipv4Addr);
 
 /// Deletes the IPAddress of `ip` if it still names Service `namespace/name` (`Release`; errors
 /// are logged and ignored, as kube's).
@@ -114,11 +127,31 @@ pub async fn delete(store: &Store, ip: Ipv4Addr, namespace: &str, name: &str) {
 /// Before a Service write (`old` → `new`, `old` `None` for a create) is stored: the addresses
 /// `new` takes and `old` did not hold get their IPAddress (kube's allocator creates them as it
 /// allocates, before the Service is stored).
-pub async fn record_taken(store: &Store, old: Option<&Value>, new: &Value) {
+pub async fn record_taken(store: &Store, old: Option<&Value>, new: &Value) -> Result<(), Taken> {
     let before = old.map(cluster_ips).unwrap_or_default();
     let (ns, name) = (object::namespace(new), object::name(new));
-    for ip in cluster_ips(new).iter().filter(|ip| !before.contains(ip)) {
-        create(store, *ip, ns, name).await;
+    let mut created = Vec::new();
+    for ip in cluster_ips(new)
+        .into_iter()
+        .filter(|ip| !before.contains(ip))
+    {
+        if let Err(taken) = create(store, ip, ns, name).await {
+            // Nothing of this write is kept: the addresses created so far go back.
+            for ip in created {
+                delete(store, ip, ns, name).await;
+            }
+            return Err(taken);
+        }
+        created.push(ip);
+    }
+    Ok(())
+}
+
+/// Holds in the allocator every address a stored IPAddress names: what other API servers on the
+/// same etcd allocated (kube's allocators read them from an informer).
+pub fn hold_stored(store: &Store, allocators: &ServiceAllocators) {
+    for ip in stored(store, info("IPAddress")) {
+        observe(allocators, &ip, true);
     }
 }
 
@@ -190,7 +223,8 @@ pub async fn repair(store: &Store, allocators: &ServiceAllocators, now: jiff::Ti
                 if recreate {
                     remove(store, &ip.to_string()).await;
                 }
-                create(store, ip, &namespace, &name).await;
+                // Another server creating it meanwhile is found again by the next pass.
+                let _ = create(store, ip, &namespace, &name).await;
                 allocators.hold_ip(ip);
             }
             Fix::Remove { ip } => {

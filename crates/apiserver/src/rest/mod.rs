@@ -18,6 +18,7 @@ mod keys;
 mod kubernetes_service;
 mod names;
 mod namespaces;
+pub mod node_ports;
 mod priority_classes;
 mod request_checks;
 mod scale;

@@ -1,9 +1,20 @@
 //! What the write paths do for Services only: their cluster IPs and node ports.
 
 use rkcm_apimachinery::catalog::ResourceInfo;
+use serde_json::{json, Value};
 
-use crate::allocators::Failure;
+use crate::allocators::port::PortError;
+use crate::allocators::service::{cluster_ips, health_check_node_port, node_ports};
+use crate::allocators::{Allocation, Failure, ServiceAllocators};
 use crate::error::ApiError;
+use crate::registry::FieldError;
+use crate::store::Store;
+
+/// How many allocations a Service write tries when other API servers on the same etcd keep
+/// taking the address or port picked (kube's allocator walks the whole range; each conflict
+/// here also teaches the allocator every address and port stored so far, so more than a couple
+/// are rare).
+const ALLOCATION_ATTEMPTS: usize = 8;
 
 /// Whether `info` is core/v1 Services.
 pub fn is_service(info: &ResourceInfo) -> bool {
@@ -23,4 +34,143 @@ pub fn allocation_error(info: &ResourceInfo, name: &str, failure: Failure) -> Ap
             )
         }
     }
+}
+
+/// Every node port `svc` holds (health check node port included).
+fn all_node_ports(svc: &Value) -> Vec<i64> {
+    let mut ports = node_ports(svc);
+    ports.extend(health_check_node_port(svc));
+    ports
+}
+
+/// What another API server's allocation took from a write.
+enum Lost {
+    Ip(std::net::Ipv4Addr),
+    Port(i64),
+}
+
+/// The 422 of a requested address or port another Service holds, at kube's field path.
+fn already_allocated(info: &ResourceInfo, name: &str, before: &Value, lost: &Lost) -> ApiError {
+    let error = match lost {
+        Lost::Ip(ip) => {
+            let requested: Vec<String> = cluster_ips(before)
+                .iter()
+                .map(|ip| ip.to_string())
+                .collect();
+            FieldError::invalid(
+                "spec.clusterIPs",
+                &json!(requested),
+                &format!(
+                    "failed to allocate IP {ip}: {}",
+                    crate::allocators::ip::IpError::Allocated
+                ),
+            )
+        }
+        Lost::Port(port) => {
+            let ports = before["spec"]["ports"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            let path = ports
+                .iter()
+                .position(|p| p["nodePort"].as_i64() == Some(*port))
+                .map(|i| format!("spec.ports[{i}].nodePort"))
+                .unwrap_or_else(|| "spec.healthCheckNodePort".to_string());
+            FieldError::invalid(path, &json!(port), &PortError::Allocated.to_string())
+        }
+    };
+    ApiError::invalid(info, name, &[error])
+}
+
+/// Records what `allocation` took for `svc` (an update of `old`, or a create) before `svc` is
+/// stored, as kube's allocators do: an IPAddress object per new cluster IP, and the new node
+/// ports in the store's node port snapshot ([`super::node_ports`]). When another Service already
+/// holds one of them (another API server on the same etcd allocated it), it is held here too
+/// and: a requested address or port fails with kube's 422 "… is already allocated"; a picked one
+/// is replaced by another (`before` is the Service as it was before allocating).
+pub async fn record_allocations<'a>(
+    store: &Store,
+    allocators: &'a ServiceAllocators,
+    info: &ResourceInfo,
+    before: &Value,
+    old: Option<&Value>,
+    svc: &mut Value,
+    mut allocation: Allocation<'a>,
+) -> Result<Allocation<'a>, ApiError> {
+    let name = crate::object::name(before).to_string();
+    let old_ports = old.map(all_node_ports).unwrap_or_default();
+    for _ in 0..ALLOCATION_ATTEMPTS {
+        let lost = match super::ip_addresses::record_taken(store, old, svc).await {
+            Err(super::ip_addresses::Taken(ip)) => Lost::Ip(ip),
+            Ok(()) => {
+                let taken: Vec<i64> = all_node_ports(svc)
+                    .into_iter()
+                    .filter(|p| !old_ports.contains(p))
+                    .collect();
+                match super::node_ports::record(store, allocators, &taken, &[]).await {
+                    Ok(()) => return Ok(allocation),
+                    Err(refused) => {
+                        // Nothing of this write is kept: its IPAddresses go back.
+                        super::ip_addresses::record_released(store, svc, old).await;
+                        match refused {
+                            super::node_ports::Refused::Taken(port) => Lost::Port(port),
+                            super::node_ports::Refused::Storage(e) => {
+                                return Err(super::write::storage_error(info, &name, e))
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        drop(allocation);
+        match lost {
+            Lost::Ip(ip) => {
+                super::ip_addresses::hold_stored(store, allocators);
+                allocators.hold_ip(ip);
+                if cluster_ips(before).contains(&ip) {
+                    return Err(already_allocated(info, &name, before, &lost));
+                }
+            }
+            // Dropping the allocation freed the port the snapshot holds.
+            Lost::Port(port) => {
+                allocators.hold_port(port);
+                if all_node_ports(before).contains(&port) {
+                    return Err(already_allocated(info, &name, before, &lost));
+                }
+            }
+        }
+        *svc = before.clone();
+        allocation = match old {
+            Some(old) => allocators.allocate_update(svc, old, false),
+            None => allocators.allocate_create(svc, false),
+        }
+        .map_err(|e| allocation_error(info, &name, e))?;
+    }
+    Err(allocation_error(
+        info,
+        &name,
+        Failure::Internal(format!(
+            "failed to allocate: {ALLOCATION_ATTEMPTS} addresses or ports were taken by other \
+             API servers meanwhile"
+        )),
+    ))
+}
+
+/// After a Service write was stored (`old` → `new`, `new` `None` for a removal), or to undo
+/// [`record_allocations`] when it failed (`old` the object that was not stored, `new` the one
+/// kept): the addresses only `old` held lose their IPAddress, and its node ports leave the
+/// snapshot.
+pub async fn record_released(
+    store: &Store,
+    allocators: &ServiceAllocators,
+    old: &Value,
+    new: Option<&Value>,
+) {
+    super::ip_addresses::record_released(store, old, new).await;
+    let kept = new.map(all_node_ports).unwrap_or_default();
+    let freed: Vec<i64> = all_node_ports(old)
+        .into_iter()
+        .filter(|p| !kept.contains(p))
+        .collect();
+    super::node_ports::release(store, allocators, &freed).await;
 }

@@ -309,8 +309,12 @@ async fn update_once(
     if same_content(&new, old) {
         return Ok(updated(current));
     }
+    // The Service before allocation, to allocate again when another API server took an
+    // address meanwhile.
+    let unallocated = service.then(|| new.clone());
     let allocation = if service {
         super::ip_addresses::refresh_ranges(store, allocators);
+        super::node_ports::refresh(store, allocators);
         Some(
             allocators
                 .allocate_update(&mut new, old, opts.dry_run)
@@ -332,7 +336,7 @@ async fn update_once(
             // stored object held goes back.
             drop(a);
             allocators.release(&last);
-            super::ip_addresses::record_released(store, &last, None).await;
+            super::services::record_released(store, allocators, &last, None).await;
         }
         if super::ip_addresses::is_ip_address(info) {
             super::ip_addresses::observe(allocators, &last, false);
@@ -343,18 +347,30 @@ async fn update_once(
             .unwrap_or(current.revision);
         return Ok(updated(Arc::new(CachedObject::new(last, rev))));
     }
-    let taken = allocation.as_ref().map(|_| new.clone());
-    if let Some(svc) = &taken {
-        super::ip_addresses::record_taken(store, Some(old), svc).await;
-    }
+    let (allocation, taken) = match (allocation, &unallocated) {
+        (Some(allocation), Some(before)) => {
+            let allocation = super::services::record_allocations(
+                store,
+                allocators,
+                info,
+                before,
+                Some(old),
+                &mut new,
+                allocation,
+            )
+            .await?;
+            (Some(allocation), Some(new.clone()))
+        }
+        (allocation, _) => (allocation, None),
+    };
     let written = store.update(&key, new, current.revision).await;
     if let (Err(_), Some(svc)) = (&written, &taken) {
-        super::ip_addresses::record_released(store, svc, Some(old)).await;
+        super::services::record_released(store, allocators, svc, Some(old)).await;
     }
     let stored = written.map_err(|e| storage_error(info, name, e))?;
     if let Some(a) = allocation {
         a.commit();
-        super::ip_addresses::record_released(store, old, Some(&stored.value())).await;
+        super::services::record_released(store, allocators, old, Some(&stored.value())).await;
     }
     Ok(updated(stored))
 }

@@ -1,6 +1,4 @@
-//! How to reach etcd (kube-apiserver's `--etcd-*` flags). Always built, so that the flags parse
-//! and a build without the `etcd` feature refuses them clearly; the backend itself is
-//! `storage::etcd`, built with the feature.
+//! How to reach etcd (kube-apiserver's `--etcd-*` flags); the backend itself is `storage::etcd`.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -45,7 +43,6 @@ impl EtcdConfig {
     }
 
     /// The prefix without a trailing `/` (our keys start with one).
-    #[cfg(feature = "etcd")]
     pub(crate) fn key_prefix(&self) -> String {
         let p = self.prefix.trim_end_matches('/');
         if p.is_empty() || p.starts_with('/') {

@@ -7,7 +7,6 @@
 //! before acknowledging it, so a cache fed by the sink reflects each write its writer has seen.
 
 pub mod conformance;
-#[cfg(feature = "etcd")]
 pub mod etcd;
 mod etcd_config;
 pub use etcd_config::{

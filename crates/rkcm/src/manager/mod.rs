@@ -240,7 +240,7 @@ pub struct Report {
 }
 
 /// Holder identity for leader election: `<hostname>_<uuid>`, as kube-controller-manager.
-fn identity() -> String {
+pub(crate) fn identity() -> String {
     let host = std::env::var("HOSTNAME")
         .ok()
         .filter(|h| !h.is_empty())

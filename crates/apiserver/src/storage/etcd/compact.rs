@@ -8,8 +8,11 @@
 
 use std::time::Duration;
 
-use etcd_client::{Client, Compare, CompareOp, Txn, TxnOp, TxnOpResponse};
 use tokio_util::sync::CancellationToken;
+
+use super::api::etcdserverpb::compare::{CompareResult, TargetUnion};
+use super::api::etcdserverpb::TxnRequest;
+use super::client::{self, Client};
 
 /// The key the API servers sharing an etcd coordinate through (kube's `compactRevKey`; outside
 /// `--etcd-prefix`, as kube's).
@@ -26,7 +29,7 @@ pub(super) async fn run(client: Client, interval: Duration, stop: CancellationTo
         }
         match compact(&client, version, revision).await {
             Ok((v, r)) => (version, revision) = (v, r),
-            Err(e) => tracing::warn!(error = %e, "compacting etcd failed"),
+            Err(e) => tracing::warn!(error = %client.error(e), "compacting etcd failed"),
         }
     }
 }
@@ -36,30 +39,27 @@ async fn compact(
     client: &Client,
     expect_version: i64,
     revision: i64,
-) -> Result<(i64, i64), etcd_client::Error> {
-    let mut kv = client.kv_client();
-    let resp = kv
-        .txn(
-            Txn::new()
-                .when([Compare::version(
-                    COMPACT_REV_KEY,
-                    CompareOp::Equal,
-                    expect_version,
-                )])
-                .and_then([TxnOp::put(COMPACT_REV_KEY, revision.to_string(), None)])
-                .or_else([TxnOp::get(COMPACT_REV_KEY, None)]),
-        )
+) -> Result<(i64, i64), tonic::Status> {
+    let resp = client
+        .txn(TxnRequest {
+            compare: vec![client::compare(
+                COMPACT_REV_KEY,
+                CompareResult::Equal,
+                TargetUnion::Version(expect_version),
+            )],
+            success: vec![client::put(
+                COMPACT_REV_KEY,
+                revision.to_string().into(),
+                false,
+            )],
+            failure: vec![client::get(COMPACT_REV_KEY)],
+        })
         .await?;
-    let current = resp.header().map(|h| h.revision()).unwrap_or(revision);
-    if !resp.succeeded() {
+    let current = resp.header.map(|h| h.revision).unwrap_or(revision);
+    if !resp.succeeded {
         // Another API server compacted in this interval; adopt its version.
-        let version = resp
-            .op_responses()
-            .into_iter()
-            .find_map(|r| match r {
-                TxnOpResponse::Get(g) => g.kvs().first().map(|kv| kv.version()),
-                _ => None,
-            })
+        let version = client::txn_got(&resp.responses)
+            .map(|kv| kv.version)
             .unwrap_or(expect_version);
         return Ok((version, current));
     }
@@ -67,7 +67,7 @@ async fn compact(
         // Nothing is compacted on the first round (kube: "We don't compact on bootstrap").
         return Ok((expect_version + 1, current));
     }
-    kv.compact(revision, None).await?;
+    client.compact(revision).await?;
     tracing::info!(revision, "compacted etcd");
     Ok((expect_version + 1, current))
 }

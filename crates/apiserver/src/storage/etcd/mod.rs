@@ -10,21 +10,20 @@
 //! once the watch has passed its revision to the sink, which keeps read-your-writes. A compactor
 //! ([`compact`]) trims etcd's history every `--etcd-compaction-interval`.
 
+mod api;
+mod client;
 mod compact;
 pub mod testing;
 mod watcher;
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
+use api::etcdserverpb::compare::{CompareResult, TargetUnion};
+use api::etcdserverpb::TxnRequest;
 use bytes::Bytes;
-use etcd_client::{
-    Certificate, Client, Compare, CompareOp, ConnectOptions, DeleteOptions, GetOptions, Identity,
-    KvClient, PutOptions, TlsOptions, Txn, TxnOp, TxnOpResponse, TxnResponse,
-};
+use client::Client;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
@@ -35,8 +34,6 @@ use super::{Backend, Error, EventSink, KeyValue, Result, WriteOp};
 
 /// Objects read per range request when loading (kube lists etcd in pages too).
 const LOAD_PAGE: i64 = 500;
-/// Largest gRPC message accepted: a page of large objects (etcd's own limit is 1.5 MiB a value).
-const MAX_MESSAGE: usize = 64 * 1024 * 1024;
 
 /// State shared by the backend, its watcher and its waiters.
 struct Shared {
@@ -79,55 +76,35 @@ impl Drop for EtcdBackend {
     }
 }
 
-fn read(path: &PathBuf, what: &str) -> Result<Vec<u8>> {
-    std::fs::read(path)
-        .map_err(|e| Error::Backend(format!("reading {what} {}: {e}", path.display())))
-}
-
-/// `message` followed by the causes from `source` that add something, `: `-separated
-/// ("tcp connect error: Connection refused (os error 111)").
-fn with_causes(message: String, mut source: Option<&(dyn std::error::Error + 'static)>) -> String {
-    let mut out = message;
-    while let Some(e) = source {
-        let s = e.to_string();
-        // tonic wraps causes in "transport error", which says nothing more.
-        if !out.contains(&s) && s != "transport error" {
-            out.push_str(": ");
-            out.push_str(&s);
-        }
-        source = e.source();
-    }
-    out
-}
-
-/// Maps an etcd client error: an unreachable cluster is [`Error::Unavailable`].
-fn etcd_error(servers: &[String], err: etcd_client::Error) -> Error {
-    use etcd_client::Error as E;
-    let servers = servers.join(",");
-    match err {
-        E::GRpcStatus(status) => {
-            let cause = with_causes(
-                status.message().to_string(),
-                std::error::Error::source(&status),
-            );
-            let message = format!("etcd at {servers}: {cause}");
-            match status.code() {
-                tonic::Code::Unavailable | tonic::Code::Cancelled | tonic::Code::Unknown => {
-                    Error::Unavailable(message)
-                }
-                tonic::Code::DeadlineExceeded => Error::Timeout(message),
-                _ => Error::Backend(message),
+/// Runs one etcd call with the request timeout; `what` names it in the timeout's message. A
+/// call that never reached etcd (a member refused the connection: it is down, and the channel
+/// has not noticed yet) is sent again, to another member when one answers, as etcd's client
+/// fails over between endpoints.
+async fn call<T, Fut>(
+    client: &Client,
+    timeout: std::time::Duration,
+    what: &str,
+    mut op: impl FnMut() -> Fut,
+) -> Result<T>
+where
+    Fut: Future<Output = std::result::Result<T, tonic::Status>>,
+{
+    let attempts = client.endpoints() * 3;
+    let calls = async {
+        let mut attempt = 1;
+        loop {
+            match op().await {
+                Err(status) if attempt < attempts && client::not_sent(&status) => attempt += 1,
+                other => return other,
             }
         }
-        E::TransportError(e) => Error::Unavailable(format!(
-            "etcd at {servers}: {}",
-            with_causes(e.to_string(), std::error::Error::source(&e))
-        )),
-        E::IoError(e) => Error::Unavailable(format!(
-            "etcd at {servers}: {}",
-            with_causes(e.to_string(), std::error::Error::source(&e))
-        )),
-        other => Error::Backend(format!("etcd at {servers}: {other}")),
+    };
+    match tokio::time::timeout(timeout, calls).await {
+        Ok(r) => r.map_err(|e| client.error(e)),
+        Err(_) => Err(Error::Timeout(format!(
+            "etcd at {} did not answer {what} within {timeout:?}",
+            client.servers()
+        ))),
     }
 }
 
@@ -138,36 +115,7 @@ impl EtcdBackend {
         if config.servers.is_empty() {
             return Err(Error::Backend("no etcd servers given".into()));
         }
-        let mut options = ConnectOptions::new()
-            .with_connect_timeout(config.request_timeout.min(Duration::from_secs(5)))
-            .with_timeout(config.request_timeout)
-            .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5))
-            .with_keep_alive_while_idle(true);
-        let https = config.servers.iter().any(|s| s.starts_with("https://"));
-        if https || config.ca_file.is_some() || config.cert_file.is_some() {
-            let mut tls = TlsOptions::new();
-            if let Some(ca) = &config.ca_file {
-                tls = tls.ca_certificate(Certificate::from_pem(read(ca, "--etcd-cafile")?));
-            }
-            match (&config.cert_file, &config.key_file) {
-                (Some(cert), Some(key)) => {
-                    tls = tls.identity(Identity::from_pem(
-                        read(cert, "--etcd-certfile")?,
-                        read(key, "--etcd-keyfile")?,
-                    ));
-                }
-                (None, None) => {}
-                _ => {
-                    return Err(Error::Backend(
-                        "--etcd-certfile and --etcd-keyfile go together".into(),
-                    ))
-                }
-            }
-            options = options.with_tls(tls);
-        }
-        let client = Client::connect(&config.servers, Some(options))
-            .await
-            .map_err(|e| etcd_error(&config.servers, e))?;
+        let client = Client::new(&config)?;
         let (applied, _) = tokio::sync::watch::channel(0);
         Ok(Self {
             client,
@@ -184,30 +132,8 @@ impl EtcdBackend {
         })
     }
 
-    fn kv(&self) -> KvClient {
-        self.client
-            .kv_client()
-            .max_decoding_message_size(MAX_MESSAGE)
-    }
-
     fn etcd_key(&self, key: &str) -> String {
         format!("{}{key}", self.prefix)
-    }
-
-    /// Runs one etcd call with the request timeout.
-    async fn call<T>(
-        &self,
-        what: &str,
-        fut: impl Future<Output = Result<T, etcd_client::Error>>,
-    ) -> Result<T> {
-        match tokio::time::timeout(self.config.request_timeout, fut).await {
-            Ok(r) => r.map_err(|e| etcd_error(&self.config.servers, e)),
-            Err(_) => Err(Error::Timeout(format!(
-                "etcd at {} did not answer {what} within {:?}",
-                self.config.servers.join(","),
-                self.config.request_timeout
-            ))),
-        }
     }
 
     /// Waits until the watch has passed `revision` to the sink.
@@ -229,65 +155,60 @@ impl EtcdBackend {
         }
     }
 
-    fn kv_of(&self, kv: &etcd_client::KeyValue) -> Option<KeyValue> {
+    fn kv_of(&self, kv: &api::mvccpb::KeyValue) -> Option<KeyValue> {
         kv_from(&self.prefix, kv)
-    }
-
-    /// The key's current revision from the `else` branch of a failed transaction.
-    fn current_in_else(resp: &TxnResponse) -> Option<i64> {
-        resp.op_responses().into_iter().find_map(|r| match r {
-            TxnOpResponse::Get(g) => g.kvs().first().map(|kv| kv.mod_revision()),
-            _ => None,
-        })
     }
 
     async fn txn(&self, op: &WriteOp) -> Result<(i64, Option<KeyValue>)> {
         let key = self.etcd_key(op.key());
-        let txn = match op {
-            WriteOp::Create { value, .. } => Txn::new()
-                .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-                .and_then([TxnOp::put(key.clone(), value.to_vec(), None)])
-                .or_else([TxnOp::get(key.clone(), None)]),
+        let (when, then) = match op {
+            WriteOp::Create { value, .. } => (
+                client::compare(&key, CompareResult::Equal, TargetUnion::CreateRevision(0)),
+                client::put(&key, value.clone(), false),
+            ),
             WriteOp::Update {
                 value,
                 expected_revision,
                 ..
-            } => Txn::new()
-                .when([Compare::mod_revision(
-                    key.clone(),
-                    CompareOp::Equal,
-                    *expected_revision,
-                )])
-                .and_then([TxnOp::put(
-                    key.clone(),
-                    value.to_vec(),
-                    Some(PutOptions::new().with_prev_key()),
-                )])
-                .or_else([TxnOp::get(key.clone(), None)]),
+            } => (
+                client::compare(
+                    &key,
+                    CompareResult::Equal,
+                    TargetUnion::ModRevision(*expected_revision),
+                ),
+                client::put(&key, value.clone(), true),
+            ),
             WriteOp::Delete {
                 expected_revision, ..
-            } => {
-                let cmp = match expected_revision {
-                    Some(rev) => Compare::mod_revision(key.clone(), CompareOp::Equal, *rev),
-                    None => Compare::create_revision(key.clone(), CompareOp::Greater, 0),
-                };
-                Txn::new()
-                    .when([cmp])
-                    .and_then([TxnOp::delete(
-                        key.clone(),
-                        Some(DeleteOptions::new().with_prev_key()),
-                    )])
-                    .or_else([TxnOp::get(key.clone(), None)])
-            }
+            } => (
+                match expected_revision {
+                    Some(rev) => {
+                        client::compare(&key, CompareResult::Equal, TargetUnion::ModRevision(*rev))
+                    }
+                    None => client::compare(
+                        &key,
+                        CompareResult::Greater,
+                        TargetUnion::CreateRevision(0),
+                    ),
+                },
+                client::delete(&key),
+            ),
         };
-        let mut kv = self.kv();
-        let resp = self.call("a write", kv.txn(txn)).await?;
+        let txn = TxnRequest {
+            compare: vec![when],
+            success: vec![then],
+            failure: vec![client::get(&key)],
+        };
+        let resp = call(&self.client, self.config.request_timeout, "a write", || {
+            self.client.txn(txn.clone())
+        })
+        .await?;
         let revision = resp
-            .header()
-            .map(|h| h.revision())
+            .header
+            .map(|h| h.revision)
             .ok_or_else(|| Error::Backend("etcd answered without a header".into()))?;
-        if !resp.succeeded() {
-            let current = Self::current_in_else(&resp);
+        if !resp.succeeded {
+            let current = client::txn_got(&resp.responses).map(|kv| kv.mod_revision);
             return Err(match (op, current) {
                 (WriteOp::Create { key, .. }, _) => Error::AlreadyExists(key.clone()),
                 (_, None) => Error::NotFound(op.key().to_string()),
@@ -316,23 +237,14 @@ impl EtcdBackend {
                 },
             });
         }
-        let prev = resp.op_responses().into_iter().find_map(|r| match r {
-            TxnOpResponse::Put(p) => p.prev_key().and_then(|kv| self.kv_of(kv)),
-            TxnOpResponse::Delete(d) => d.prev_kvs().first().and_then(|kv| self.kv_of(kv)),
-            _ => None,
-        });
+        let prev = client::txn_prev(&resp.responses).and_then(|kv| self.kv_of(kv));
         Ok((revision, prev))
-    }
-
-    /// Every value under the prefix, read at one revision in pages, and that revision.
-    async fn range_all(&self) -> Result<(Vec<KeyValue>, i64)> {
-        load(&self.kv(), &self.prefix, &self.config, 0).await
     }
 }
 
 /// Our key and value of an etcd key-value under `prefix`; `None` (logged) for a foreign key.
-fn kv_from(prefix: &str, kv: &etcd_client::KeyValue) -> Option<KeyValue> {
-    let key = match kv.key_str() {
+fn kv_from(prefix: &str, kv: &api::mvccpb::KeyValue) -> Option<KeyValue> {
+    let key = match std::str::from_utf8(&kv.key) {
         Ok(k) => k,
         Err(e) => {
             tracing::error!(error = %e, "skipping an etcd key that is not UTF-8");
@@ -342,65 +254,36 @@ fn kv_from(prefix: &str, kv: &etcd_client::KeyValue) -> Option<KeyValue> {
     let key = key.strip_prefix(prefix)?;
     Some(KeyValue {
         key: key.to_string(),
-        value: Bytes::copy_from_slice(kv.value()),
-        mod_revision: kv.mod_revision(),
+        value: kv.value.clone(),
+        mod_revision: kv.mod_revision,
     })
-}
-
-/// The first key after every key that starts with `prefix` (etcd's `GetPrefixRangeEnd`).
-fn range_end(prefix: &[u8]) -> Vec<u8> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xff {
-            end.push(last + 1);
-            return end;
-        }
-    }
-    vec![0]
 }
 
 /// Reads everything under `prefix/` at `revision` (0: the current one), in pages of
 /// [`LOAD_PAGE`]; returns the values and the revision read at.
 async fn load(
-    kv: &KvClient,
+    client: &Client,
     prefix: &str,
     config: &EtcdConfig,
     revision: i64,
 ) -> Result<(Vec<KeyValue>, i64)> {
     let start = format!("{prefix}/").into_bytes();
-    let end = range_end(&start);
+    let end = Bytes::from(client::range_end(&start));
     let mut from = start;
     let mut revision = revision;
     let mut items = Vec::new();
     loop {
-        let mut options = GetOptions::new()
-            .with_range(end.clone())
-            .with_limit(LOAD_PAGE);
-        if revision > 0 {
-            options = options.with_revision(revision);
-        }
-        let mut kv = kv.clone();
-        let resp =
-            match tokio::time::timeout(config.request_timeout, kv.get(from.clone(), Some(options)))
-                .await
-            {
-                Ok(r) => r.map_err(|e| etcd_error(&config.servers, e))?,
-                Err(_) => {
-                    return Err(Error::Timeout(format!(
-                        "etcd at {} did not answer a range read within {:?}",
-                        config.servers.join(","),
-                        config.request_timeout
-                    )))
-                }
-            };
+        let resp = call(client, config.request_timeout, "a range read", || {
+            client.range(from.clone(), end.clone(), revision, LOAD_PAGE)
+        })
+        .await?;
         if revision == 0 {
-            revision = resp.header().map(|h| h.revision()).unwrap_or_default();
+            revision = resp.header.map(|h| h.revision).unwrap_or_default();
         }
-        let kvs = resp.kvs();
-        items.extend(kvs.iter().filter_map(|kv| kv_from(prefix, kv)));
-        match kvs.last() {
-            Some(last) if resp.more() => {
-                from = last.key().to_vec();
+        items.extend(resp.kvs.iter().filter_map(|kv| kv_from(prefix, kv)));
+        match resp.kvs.last() {
+            Some(last) if resp.more => {
+                from = last.key.to_vec();
                 from.push(0);
             }
             _ => break,
@@ -412,7 +295,7 @@ async fn load(
 #[async_trait::async_trait]
 impl Backend for EtcdBackend {
     async fn load(&self) -> Result<(Vec<KeyValue>, i64)> {
-        let (items, revision) = self.range_all().await?;
+        let (items, revision) = load(&self.client, &self.prefix, &self.config, 0).await?;
         // Once the watch runs, it alone tells what the sink holds; a later load only reads.
         if self.shared.sink.lock().is_none() {
             *self.loaded.lock() = revision;
@@ -426,11 +309,11 @@ impl Backend for EtcdBackend {
     }
 
     async fn get(&self, key: &str) -> Result<Option<KeyValue>> {
-        let mut kv = self.kv();
-        let resp = self
-            .call("a read", kv.get(self.etcd_key(key), None))
-            .await?;
-        Ok(resp.kvs().first().and_then(|kv| self.kv_of(kv)))
+        let resp = call(&self.client, self.config.request_timeout, "a read", || {
+            self.client.range(self.etcd_key(key), Bytes::new(), 0, 0)
+        })
+        .await?;
+        Ok(resp.kvs.first().and_then(|kv| self.kv_of(kv)))
     }
 
     async fn write(
@@ -498,13 +381,6 @@ impl Backend for EtcdBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn range_end_is_the_next_prefix() {
-        assert_eq!(range_end(b"/registry/"), b"/registry0".to_vec());
-        assert_eq!(range_end(b"a\xff"), b"b".to_vec());
-        assert_eq!(range_end(b"\xff"), vec![0]);
-    }
 
     #[test]
     fn the_prefix_loses_its_trailing_slash_and_gains_a_leading_one() {

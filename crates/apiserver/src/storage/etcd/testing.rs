@@ -284,6 +284,37 @@ impl EtcdProcess {
     }
 }
 
+impl EtcdProcess {
+    fn client(&self) -> Result<super::client::Client, String> {
+        super::client::Client::new(&super::EtcdConfig::new(self.endpoints()))
+            .map_err(|e| e.to_string())
+    }
+
+    /// Compacts the cluster's history up to `revision` (`etcdctl compact`).
+    pub async fn compact(&self, revision: i64) -> Result<(), String> {
+        let client = self.client()?;
+        client
+            .compact(revision)
+            .await
+            .map_err(|e| client.error(e).to_string())
+    }
+
+    /// The value and version of `key` at `revision` (0: the current one), as `etcdctl get
+    /// --rev`; an error carries etcd's message ("required revision has been compacted").
+    pub async fn get(
+        &self,
+        key: &str,
+        revision: i64,
+    ) -> Result<Option<(bytes::Bytes, i64)>, String> {
+        let client = self.client()?;
+        let resp = client
+            .range(key.to_string(), bytes::Bytes::new(), revision, 0)
+            .await
+            .map_err(|e| client.error(e).to_string())?;
+        Ok(resp.kvs.into_iter().next().map(|kv| (kv.value, kv.version)))
+    }
+}
+
 /// Whether etcd on `port` answers `GET /health` with `"health":"true"`.
 fn healthy(port: u16) -> bool {
     use std::io::{Read, Write};

@@ -9,10 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use etcd_client::{Client, EventType, WatchOptions};
 use tokio_util::sync::CancellationToken;
 
-use super::{kv_from, EtcdConfig, Shared, MAX_MESSAGE};
+use super::api::mvccpb::event::EventType;
+use super::client::Client;
+use super::{kv_from, EtcdConfig, Shared};
 use crate::storage::{Error, StorageEvent};
 
 /// Longest pause between two attempts to re-establish the watch.
@@ -27,7 +28,7 @@ enum Stop {
     /// etcd canceled the watch for another reason.
     Canceled(String),
     /// The connection or the stream failed.
-    Failed(etcd_client::Error),
+    Failed(tonic::Status),
 }
 
 /// Watches `prefix/` from the revision after `from` until `stop`, passing every event to the
@@ -73,7 +74,7 @@ pub(super) async fn run(
                 tracing::warn!(revision = last, reason, "etcd canceled the watch")
             }
             Err(Stop::Failed(e)) => {
-                let e = super::etcd_error(&config.servers, e);
+                let e = client.error(e);
                 if down_since.is_none() {
                     down_since = Some(tokio::time::Instant::now());
                     tracing::warn!(
@@ -103,24 +104,20 @@ async fn watch_once(
     established: &mut bool,
     down_since: &mut Option<tokio::time::Instant>,
 ) -> Result<(), Stop> {
-    let mut watch = client.watch_client().max_decoding_message_size(MAX_MESSAGE);
     // No `prev_kv`: the watch cache keeps every object's previous state itself, so etcd need
     // not send it (kube's watcher needs it only to filter and to build DELETED objects).
-    let options = WatchOptions::new()
-        .with_prefix()
-        .with_start_revision(*last + 1);
-    let mut stream = watch
-        .watch(format!("{prefix}/"), Some(options))
+    let mut stream = client
+        .watch_prefix(&format!("{prefix}/"), *last + 1)
         .await
         .map_err(Stop::Failed)?;
     while let Some(resp) = stream.message().await.map_err(Stop::Failed)? {
-        if resp.compact_revision() > 0 {
-            return Err(Stop::Compacted(resp.compact_revision()));
+        if resp.compact_revision > 0 {
+            return Err(Stop::Compacted(resp.compact_revision));
         }
-        if resp.canceled() {
-            return Err(Stop::Canceled(resp.cancel_reason().to_string()));
+        if resp.canceled {
+            return Err(Stop::Canceled(resp.cancel_reason));
         }
-        if resp.created() {
+        if resp.created {
             *established = true;
             if let Some(since) = down_since.take() {
                 tracing::info!(
@@ -130,12 +127,12 @@ async fn watch_once(
                 );
             }
         }
-        for ev in resp.events() {
-            let Some(kv) = ev.kv() else { continue };
+        for ev in &resp.events {
+            let Some(kv) = &ev.kv else { continue };
             let Some(stored) = kv_from(prefix, kv) else {
                 continue;
             };
-            let value = match ev.event_type() {
+            let value = match ev.r#type() {
                 EventType::Put => Some(stored.value),
                 EventType::Delete => None,
             };
@@ -199,8 +196,7 @@ async fn relist(
     shared: &Shared,
     last: &mut i64,
 ) -> Result<(), Error> {
-    let kv = client.kv_client().max_decoding_message_size(MAX_MESSAGE);
-    let (items, revision) = super::load(&kv, prefix, config, 0).await?;
+    let (items, revision) = super::load(client, prefix, config, 0).await?;
     let known = shared.known.lock().clone();
     let present: HashSet<&str> = items.iter().map(|kv| kv.key.as_str()).collect();
     let gone: Vec<String> = known
