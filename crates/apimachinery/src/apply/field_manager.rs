@@ -104,7 +104,8 @@ fn rfc3339(now: jiff::Timestamp) -> Value {
 
 impl FieldManager {
     /// The field manager of writes of `api_version`/`kind` to `subresource` (empty for the
-    /// object). Kinds without a schema are merged untyped (maps granular, lists atomic).
+    /// object). Kinds without a built-in schema are merged untyped (maps granular, lists
+    /// atomic) unless given their type ([`FieldManager::with_type`]).
     pub fn new(api_version: &str, kind: &str, subresource: &str) -> FieldManager {
         FieldManager {
             api_version: api_version.to_string(),
@@ -112,6 +113,12 @@ impl FieldManager {
             subresource: subresource.to_string(),
             root: schema::root_type(api_version, kind).unwrap_or_else(TypeRef::deduced),
         }
+    }
+
+    /// The same field manager with objects typed as `root` (a custom resource's type from its
+    /// CRD's schema, [`super::custom_resource_type`]) instead of the built-in schema's.
+    pub fn with_type(self, root: TypeRef) -> FieldManager {
+        FieldManager { root, ..self }
     }
 
     /// The fields the server resets on this kind of write, never owned by it: status on the

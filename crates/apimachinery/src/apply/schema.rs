@@ -118,7 +118,7 @@ fn type_ref(node: &Value) -> TypeRef {
 }
 
 /// The relationship of a list's items (see the module docs for the order of precedence).
-fn list_type(node: &Value) -> ListType {
+pub(super) fn list_type(node: &Value) -> ListType {
     match node.get("x-kubernetes-list-type").and_then(Value::as_str) {
         Some("atomic") => return ListType::Atomic,
         Some("set") => return ListType::Set,
