@@ -315,6 +315,31 @@ mod tests {
         assert_eq!(causes[0].1, ".spec.ports");
     }
 
+    #[test]
+    fn status_is_owned_with_the_object_without_a_status_subresource() {
+        let widget = |status: Value| json!({"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"status":status});
+        let schema = json!({"type":"object","properties":{"status":{"type":"object","properties":{"phase":{"type":"string"}}}}});
+        let plain = FieldManager::new("example.com/v1", "Widget", "")
+            .with_type(custom_resource_type(Some(&schema)));
+        let fm = plain.clone().without_status_subresource();
+        // Owned: applying without it removes it.
+        let obj = fm
+            .apply(None, &widget(json!({"phase":"Ready"})), "m", false, at(0))
+            .expect("created");
+        let obj = fm
+            .apply(Some(&obj), &widget(json!({})), "m", false, at(1))
+            .expect("applied");
+        assert_eq!(obj.pointer("/status/phase"), None, "{obj}");
+        // With the subresource, status written with the object is nobody's: it stays.
+        let obj = plain
+            .apply(None, &widget(json!({"phase":"Ready"})), "m", false, at(0))
+            .expect("created");
+        let obj = plain
+            .apply(Some(&obj), &widget(json!({})), "m", false, at(1))
+            .expect("applied");
+        assert_eq!(obj.pointer("/status/phase"), Some(&json!("Ready")), "{obj}");
+    }
+
     /// The schema of kube's `TestApplyCRDStructuralSchema` (`apply_crd_test.go`).
     pub(crate) fn crontab_schema() -> Value {
         json!({"type":"object","properties":{"spec":{"type":"object","x-kubernetes-preserve-unknown-fields":true,"properties":{

@@ -52,6 +52,8 @@ pub struct FieldManager {
     kind: String,
     subresource: String,
     root: TypeRef,
+    /// Whether writes to the object leave `status` alone (it is a subresource of its own).
+    status_subresource: bool,
 }
 
 fn strip_set() -> Set {
@@ -112,6 +114,17 @@ impl FieldManager {
             kind: kind.to_string(),
             subresource: subresource.to_string(),
             root: schema::root_type(api_version, kind).unwrap_or_else(TypeRef::deduced),
+            status_subresource: true,
+        }
+    }
+
+    /// The same field manager for a kind whose `status` is an ordinary field, written and owned
+    /// with the rest of the object: a custom resource whose version declares no `status`
+    /// subresource (`customResourceStrategy.GetResetFields` resets nothing then).
+    pub fn without_status_subresource(self) -> FieldManager {
+        FieldManager {
+            status_subresource: false,
+            ..self
         }
     }
 
@@ -125,7 +138,7 @@ impl FieldManager {
     /// object, everything but status on `/status`.
     fn updater(&self) -> Updater<'static> {
         let ignored = match self.subresource.as_str() {
-            "" => Set::from_paths([Path::fields(["status"])]),
+            "" if self.status_subresource => Set::from_paths([Path::fields(["status"])]),
             "status" => Set::from_paths([Path::fields(["spec"])]),
             _ => Set::new(),
         };
