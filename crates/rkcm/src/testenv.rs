@@ -82,6 +82,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Clone, Debug)]
 #[must_use = "a builder does nothing until started"]
 pub struct Builder {
+    api_server: Option<rkcm_apiserver::Config>,
     controllers: Vec<String>,
     nodes: usize,
     pod_ready_delay: Duration,
@@ -91,6 +92,7 @@ pub struct Builder {
 impl Default for Builder {
     fn default() -> Self {
         Builder {
+            api_server: None,
             controllers: Vec::new(),
             nodes: 0,
             pod_ready_delay: Duration::from_millis(100),
@@ -100,6 +102,14 @@ impl Default for Builder {
 }
 
 impl Builder {
+    /// Configures the API server (authorization modes, admission plugins, …) instead of
+    /// [`rkcm_apiserver::testing::config`]'s defaults; its `bind` is ignored (the server
+    /// listens on `127.0.0.1:0`) and, without a `data_dir`, objects are kept in memory.
+    pub fn api_server_config(mut self, config: rkcm_apiserver::Config) -> Self {
+        self.api_server = Some(config);
+        self
+    }
+
     /// Runs every controller of kube-controller-manager that rkcm implements (`true`), or none
     /// (`false`, the default).
     pub fn controllers(mut self, on: bool) -> Self {
@@ -138,7 +148,10 @@ impl Builder {
     /// everything in memory, so only a broken host makes it fail).
     pub async fn start(self) -> Result<TestEnv> {
         let controllers = registry::resolve(&self.controllers).map_err(Error::Controllers)?;
-        let server = testing::start().await;
+        let server = match self.api_server.clone() {
+            Some(config) => testing::start_with(config).await,
+            None => testing::start().await,
+        };
         let client = server.client();
         let shutdown = Shutdown::new();
         let mut tasks = JoinSet::new();
