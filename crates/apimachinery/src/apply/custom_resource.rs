@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use rkcm_structured_merge::{Atom, TypeRef};
 use serde_json::Value;
 
-use super::schema::list_type;
+use super::schema::{object, Dialect};
 
 /// The definition every custom resource's `metadata` refers to.
 const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
@@ -35,8 +35,8 @@ pub fn custom_resource_type(schema: Option<&Value>) -> TypeRef {
 
 /// An object that is a Kubernetes resource: `apiVersion`, `kind` and `metadata` are TypeMeta's
 /// and ObjectMeta's (ones the schema declares are replaced, as `SetProperty` does).
-fn resource(node: &Value) -> TypeRef {
-    let mut atom = match object(node) {
+pub(super) fn resource(node: &Value) -> TypeRef {
+    let mut atom = match object(node, Dialect::CustomResource) {
         Atom::Deduced => Atom::Map {
             fields: BTreeMap::new(),
             element: Some(TypeRef::deduced()),
@@ -50,70 +50,6 @@ fn resource(node: &Value) -> TypeRef {
         fields.insert("metadata".into(), TypeRef::named(OBJECT_META));
     }
     TypeRef::inline(atom)
-}
-
-/// The type a schema node describes.
-fn type_ref(node: &Value) -> TypeRef {
-    if flag(node, "x-kubernetes-int-or-string") {
-        return TypeRef::scalar();
-    }
-    if flag(node, "x-kubernetes-embedded-resource") {
-        return resource(node);
-    }
-    match node.get("type").and_then(Value::as_str) {
-        Some("array") => {
-            let element = node
-                .get("items")
-                .map(type_ref)
-                .unwrap_or_else(TypeRef::deduced);
-            TypeRef::inline(Atom::list(element, list_type(node)))
-        }
-        Some("object") => match object(node) {
-            Atom::Deduced => TypeRef::deduced(),
-            atom => TypeRef::inline(atom),
-        },
-        Some(_) => TypeRef::scalar(),
-        // Only `x-kubernetes-preserve-unknown-fields` (or nothing, in a schema that is not
-        // structural) stands without a type: anything goes there.
-        None if node.get("properties").is_some() => TypeRef::inline(object(node)),
-        None => TypeRef::deduced(),
-    }
-}
-
-/// An object node: a struct of its properties, a map of its `additionalProperties`, or
-/// [`Atom::Deduced`] when it declares neither (an object that may hold anything).
-fn object(node: &Value) -> Atom {
-    let fields: BTreeMap<String, TypeRef> = node
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|props| {
-            props
-                .iter()
-                .map(|(k, v)| (k.clone(), type_ref(v)))
-                .collect()
-        })
-        .unwrap_or_default();
-    let element = match node.get("additionalProperties") {
-        Some(Value::Object(schema)) if !schema.is_empty() => {
-            node.get("additionalProperties").map(type_ref)
-        }
-        Some(Value::Object(_)) | Some(Value::Bool(true)) => Some(TypeRef::deduced()),
-        _ if flag(node, "x-kubernetes-preserve-unknown-fields") => Some(TypeRef::deduced()),
-        _ => None,
-    };
-    let atomic = node.get("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic");
-    if fields.is_empty() && element.is_none() && !atomic {
-        return Atom::Deduced;
-    }
-    Atom::Map {
-        fields,
-        element,
-        atomic,
-    }
-}
-
-fn flag(node: &Value, name: &str) -> bool {
-    node.get(name) == Some(&Value::Bool(true))
 }
 
 #[cfg(test)]
