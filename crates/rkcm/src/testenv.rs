@@ -188,23 +188,16 @@ impl Builder {
             lease_duration: (renew * 4).max(Duration::from_secs(1)),
             ..rkcm_nodesim::Config::default()
         };
-        // Each kubelet as system:node:<node> and the scheduler as system:kube-scheduler, as in
-        // `rkcm up`, so that the Node authorizer and RBAC see what they would in a cluster.
-        let clients = match server.ca_pem().zip(server.ca_key_pem()) {
-            Some((ca_pem, ca_key_pem)) => {
-                let url = server.url();
-                let ca = crate::identities::ClusterCa {
-                    server_url: &url,
-                    ca_pem,
-                    ca_key_pem,
-                };
-                let names = (1..=config.nodes).map(|i| config.node_name(i));
-                crate::identities::node_sim_clients(&ca, client, names)
-                    .await
-                    .map_err(|e| Error::Nodes(e.into()))?
-            }
-            None => rkcm_nodesim::Clients::shared(client),
-        };
+        // Each kubelet and the scheduler under its own identity, as in `rkcm up`, so that the
+        // Node authorizer and RBAC see what they would in a cluster.
+        let clients = crate::up::node_sim_clients(
+            server.ca_pem().zip(server.ca_key_pem()),
+            &server.url(),
+            client,
+            &config,
+        )
+        .await
+        .map_err(|e| Error::Nodes(e.into()))?;
         let sim = rkcm_nodesim::NodeSim::with_clients(clients, config);
         let shutdown = shutdown.clone();
         tasks.spawn(async move {
