@@ -24,8 +24,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, ListParams, PostParams};
 use rkcm_apiserver::testing::{self, TestServer};
 use rkcm_controllers::registry::{self, ControllerOptions};
 use rkcm_runtime::{Shutdown, SystemClock};
@@ -37,6 +38,9 @@ use crate::serving::Health;
 
 /// How long [`TestEnv::install_crd`] waits for a CRD to be Established and served.
 pub const CRD_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long [`Builder::start`] waits for the simulated nodes to be Ready.
+const NODES_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long [`Builder::start`] waits for the controllers' caches to sync.
 const CONTROLLERS_TIMEOUT: Duration = Duration::from_secs(30);
@@ -142,7 +146,7 @@ impl Builder {
     }
 
     /// Starts the API server, then the controllers and nodes asked for; returns once the API
-    /// server answers and the controllers' caches have synced.
+    /// server answers, the controllers' caches have synced and the nodes are Ready.
     ///
     /// Panics if the API server itself cannot start (it binds `127.0.0.1:0` and keeps
     /// everything in memory, so only a broken host makes it fail).
@@ -199,13 +203,20 @@ impl Builder {
         .await
         .map_err(|e| Error::Nodes(e.into()))?;
         let sim = rkcm_nodesim::NodeSim::with_clients(clients, config);
-        let shutdown = shutdown.clone();
+        let sim_shutdown = shutdown.clone();
         tasks.spawn(async move {
-            if let Err(err) = sim.run(shutdown).await {
+            if let Err(err) = sim.run(sim_shutdown).await {
                 tracing::error!(error = %err, "simulated nodes stopped");
             }
         });
-        Ok(())
+        let nodes: Api<Node> = Api::all(server.client());
+        let what = format!("{} simulated node(s) to be Ready", self.nodes);
+        eventually(&what, NODES_TIMEOUT, || async {
+            let list = nodes.list(&ListParams::default()).await.ok()?;
+            let ready = list.items.iter().filter(|n| node_ready(n)).count();
+            (ready >= self.nodes).then_some(())
+        })
+        .await
     }
 }
 
@@ -374,6 +385,13 @@ impl Drop for TestEnv {
         // Dropping the JoinSet aborts whatever did not stop; the server stops on its own drop.
         self.shutdown.cancel();
     }
+}
+
+fn node_ready(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
 fn established(crd: &CustomResourceDefinition) -> bool {
