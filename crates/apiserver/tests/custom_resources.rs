@@ -655,3 +655,122 @@ async fn invalid_crds_are_refused_with_kubes_causes_and_name_conflicts_are_repor
     assert!(g.body["metadata"].get("namespace").is_none());
     server.stop().await;
 }
+
+async fn apply(server: &TestServer, path: &str, manager: &str, force: bool, body: &str) -> Answer {
+    let req = http::Request::builder()
+        .method("PATCH")
+        .uri(format!("{path}?fieldManager={manager}&force={force}"))
+        .header("Content-Type", "application/apply-patch+yaml")
+        .header("Accept", "application/json")
+        .body(body.as_bytes().to_vec())
+        .expect("request");
+    let resp = server
+        .client()
+        .send(req.map(kube::client::Body::from))
+        .await
+        .expect("request sent");
+    let status = resp.status().as_u16();
+    let bytes = http_body_util::BodyExt::collect(resp.into_body())
+        .await
+        .expect("body")
+        .to_bytes();
+    Answer {
+        status,
+        body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        warnings: Vec::new(),
+    }
+}
+
+/// kube's `TestApplyCRDStructuralSchema` (`test/integration/apiserver/apply/apply_crd_test.go`):
+/// the CRD's schema types the apply (finalizers a set, `ports` a map list keyed by
+/// `containerPort` and `protocol`, the rest of `spec` preserved and merged untyped).
+#[tokio::test]
+async fn apply_to_a_custom_resource_is_typed_by_its_crd_schema() {
+    let server = rkcm_apiserver::testing::start().await;
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "noxus.mygroup.example.com"},
+        "spec": {"group": "mygroup.example.com", "scope": "Cluster",
+            "names": {"plural": "noxus", "singular": "nonenglishnoxu", "kind": "WishIHadChosenNoxu"},
+            "versions": [{"name": "v1beta1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {
+                    "type": "object", "x-kubernetes-preserve-unknown-fields": true, "properties": {
+                        "cronSpec": {"type": "string"},
+                        "ports": {"type": "array", "x-kubernetes-list-type": "map",
+                            "x-kubernetes-list-map-keys": ["containerPort", "protocol"],
+                            "items": {"type": "object", "required": ["containerPort", "protocol"],
+                                "properties": {"containerPort": {"type": "integer", "format": "int32"},
+                                    "hostIP": {"type": "string"}, "hostPort": {"type": "integer", "format": "int32"},
+                                    "name": {"type": "string"}, "protocol": {"type": "string"}}}}}}}}}}]}
+    });
+    assert_eq!(json(&server, "POST", CRDS, Some(crd)).await.status, 201);
+    eventually("the CRD is established", || {
+        established(&server, "noxus.mygroup.example.com")
+    })
+    .await;
+    let path = "/apis/mygroup.example.com/v1beta1/noxus/mytest";
+    let config = "apiVersion: mygroup.example.com/v1beta1\nkind: WishIHadChosenNoxu\nmetadata:\n  name: mytest\n  finalizers:\n  - test-finalizer\nspec:\n  cronSpec: \"* * * * */5\"\n  replicas: 1\n  ports:\n  - name: x\n    containerPort: 80\n    protocol: TCP\n";
+    // Established a moment before its resources are served: retried while 404, until a deadline.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let created = loop {
+        let a = apply(&server, path, "apply_test", false, config).await;
+        if a.status != 404 || Instant::now() > deadline {
+            break a;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(created.status, 201, "{}", created.body);
+
+    // Finalizers are a set: another finalizer added by a merge patch survives a re-apply.
+    let patched = merge(
+        &server,
+        path,
+        json!({"metadata": {"finalizers": ["test-finalizer", "another-one"]}}),
+    )
+    .await;
+    assert_eq!(patched.status, 200, "{}", patched.body);
+    let again = apply(&server, path, "apply_test", false, config).await;
+    assert_eq!(again.status, 200, "{}", again.body);
+    assert_eq!(
+        again.body["metadata"]["finalizers"],
+        json!(["test-finalizer", "another-one"])
+    );
+
+    // Replicas changed by someone else: one conflict, then force.
+    assert_eq!(
+        merge(&server, path, json!({"spec": {"replicas": 5}}))
+            .await
+            .status,
+        200
+    );
+    let conflict = apply(&server, path, "apply_test", false, config).await;
+    assert_eq!(conflict.status, 409, "{}", conflict.body);
+    assert_eq!(
+        conflict.body["details"]["causes"].as_array().map(Vec::len),
+        Some(1),
+        "{}",
+        conflict.body
+    );
+    let forced = apply(&server, path, "apply_test", true, config).await;
+    assert_eq!(forced.status, 200, "{}", forced.body);
+    assert_eq!(forced.body["spec"]["replicas"], 1);
+
+    // A second applier editing the first's item conflicts on that item's field only…
+    let edit = "apiVersion: mygroup.example.com/v1beta1\nkind: WishIHadChosenNoxu\nmetadata:\n  name: mytest\nspec:\n  ports:\n  - name: \"y\"\n    containerPort: 80\n    protocol: TCP\n";
+    let conflict = apply(&server, path, "apply_test_2", false, edit).await;
+    assert_eq!(conflict.status, 409, "{}", conflict.body);
+    assert_eq!(
+        conflict.body["details"]["causes"],
+        json!([{"reason": "FieldManagerConflict", "message": "conflict with \"apply_test\"",
+            "field": ".spec.ports[containerPort=80,protocol=\"TCP\"].name"}])
+    );
+    // …and adding an item of its own merges next to it.
+    let add = edit.replace("containerPort: 80", "containerPort: 8080");
+    let added = apply(&server, path, "apply_test_2", false, &add).await;
+    assert_eq!(added.status, 200, "{}", added.body);
+    assert_eq!(
+        added.body["spec"]["ports"].as_array().map(Vec::len),
+        Some(2)
+    );
+    server.stop().await;
+}

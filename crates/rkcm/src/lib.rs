@@ -1,4 +1,5 @@
-//! The `rkcm` binary's library: command line, controller manager process and `rkcm up`.
+//! The `rkcm` binary's library: command line, controller manager process, `rkcm up`, and
+//! [`testenv`], the same control plane in-process for Rust tests.
 
 pub mod admission_args;
 pub mod bench;
@@ -10,6 +11,7 @@ pub mod logging;
 pub mod manager;
 pub mod serving;
 pub mod signals;
+pub mod testenv;
 pub mod up;
 
 use cli::{Cli, Command};

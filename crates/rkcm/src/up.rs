@@ -413,18 +413,10 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
             ..rkcm_nodesim::Config::default()
         };
         // Each kubelet as system:node:<node>, the scheduler as system:kube-scheduler.
-        let clients = match &cluster_ca {
-            Some((ca_pem, ca_key_pem)) => {
-                let ca = crate::identities::ClusterCa {
-                    server_url: &url,
-                    ca_pem,
-                    ca_key_pem,
-                };
-                let nodes = (1..=sim_config.nodes).map(|i| sim_config.node_name(i));
-                crate::identities::node_sim_clients(&ca, client.clone(), nodes).await?
-            }
-            None => rkcm_nodesim::Clients::shared(client.clone()),
-        };
+        let ca = cluster_ca
+            .as_ref()
+            .map(|(cert, key)| (cert.as_str(), key.as_str()));
+        let clients = node_sim_clients(ca, &url, client.clone(), &sim_config).await?;
         let sim_shutdown = shutdown.clone();
         // The simulated nodes' scheduler runs as long as they do.
         let sim_running = Arc::new(std::sync::atomic::AtomicBool::new(true));
@@ -521,6 +513,27 @@ fn leader_election(name: &str) -> rkcm_runtime::leader_election::LeaderElectionC
         release_on_cancel: true,
         clock: Arc::new(SystemClock),
     }
+}
+
+/// The simulated nodes' clients: each kubelet as `system:node:<node>` and the scheduler as
+/// `system:kube-scheduler`, with certificates of the cluster CA (`(cert, key)` PEM) when the
+/// server has one, else all of them sharing `client`.
+pub(crate) async fn node_sim_clients(
+    cluster_ca: Option<(&str, &str)>,
+    url: &str,
+    client: kube::Client,
+    config: &rkcm_nodesim::Config,
+) -> anyhow::Result<rkcm_nodesim::Clients> {
+    let Some((ca_pem, ca_key_pem)) = cluster_ca else {
+        return Ok(rkcm_nodesim::Clients::shared(client));
+    };
+    let ca = crate::identities::ClusterCa {
+        server_url: url,
+        ca_pem,
+        ca_key_pem,
+    };
+    let nodes = (1..=config.nodes).map(|i| config.node_name(i));
+    crate::identities::node_sim_clients(&ca, client, nodes).await
 }
 
 /// The controller manager's own identity, `system:kube-controller-manager`, as kubeadm gives it:

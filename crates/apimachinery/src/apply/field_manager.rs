@@ -52,6 +52,8 @@ pub struct FieldManager {
     kind: String,
     subresource: String,
     root: TypeRef,
+    /// Whether writes to the object leave `status` alone (it is a subresource of its own).
+    status_subresource: bool,
 }
 
 fn strip_set() -> Set {
@@ -104,21 +106,39 @@ fn rfc3339(now: jiff::Timestamp) -> Value {
 
 impl FieldManager {
     /// The field manager of writes of `api_version`/`kind` to `subresource` (empty for the
-    /// object). Kinds without a schema are merged untyped (maps granular, lists atomic).
+    /// object). Kinds without a built-in schema are merged untyped (maps granular, lists
+    /// atomic) unless given their type ([`FieldManager::with_type`]).
     pub fn new(api_version: &str, kind: &str, subresource: &str) -> FieldManager {
         FieldManager {
             api_version: api_version.to_string(),
             kind: kind.to_string(),
             subresource: subresource.to_string(),
             root: schema::root_type(api_version, kind).unwrap_or_else(TypeRef::deduced),
+            status_subresource: true,
         }
+    }
+
+    /// The same field manager for a kind whose `status` is an ordinary field, written and owned
+    /// with the rest of the object: a custom resource whose version declares no `status`
+    /// subresource (`customResourceStrategy.GetResetFields` resets nothing then).
+    pub fn without_status_subresource(self) -> FieldManager {
+        FieldManager {
+            status_subresource: false,
+            ..self
+        }
+    }
+
+    /// The same field manager with objects typed as `root` (a custom resource's type from its
+    /// CRD's schema, [`super::custom_resource_type`]) instead of the built-in schema's.
+    pub fn with_type(self, root: TypeRef) -> FieldManager {
+        FieldManager { root, ..self }
     }
 
     /// The fields the server resets on this kind of write, never owned by it: status on the
     /// object, everything but status on `/status`.
     fn updater(&self) -> Updater<'static> {
         let ignored = match self.subresource.as_str() {
-            "" => Set::from_paths([Path::fields(["status"])]),
+            "" if self.status_subresource => Set::from_paths([Path::fields(["status"])]),
             "status" => Set::from_paths([Path::fields(["spec"])]),
             _ => Set::new(),
         };

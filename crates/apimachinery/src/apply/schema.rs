@@ -5,7 +5,8 @@
 //! tags (`x-kubernetes-patch-strategy: merge` with `x-kubernetes-patch-merge-key` is a map keyed
 //! by that key, without a key a set), else it is atomic; `x-kubernetes-map-type: atomic` makes a
 //! map or struct atomic. The strategic-merge tags are those [`crate::patch::merge_keys`] puts
-//! into the definitions, so apply and strategic merge patch share one table.
+//! into the definitions, so apply and strategic merge patch share one table. The same walk, in
+//! its CRD dialect, types custom resources ([`super::custom_resource`]).
 
 use std::sync::OnceLock;
 
@@ -21,7 +22,7 @@ pub fn schema() -> &'static Schema {
     SCHEMA.get_or_init(|| {
         let mut s = Schema::new();
         for (name, def) in definitions::definitions() {
-            if let TypeRef::Inline(atom) = type_ref(def) {
+            if let TypeRef::Inline(atom) = type_ref(def, Dialect::BuiltIn) {
                 s.insert(name.clone(), *atom);
             }
         }
@@ -41,23 +42,47 @@ fn ref_name(node: &Value) -> Option<&str> {
         .or_else(|| r.strip_prefix("#/definitions/"))
 }
 
+/// Which OpenAPI a schema node comes from: the generated definitions of the built-in kinds, or
+/// a CRD version's structural `openAPIV3Schema` (see [`super::custom_resource`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Dialect {
+    /// `$ref`s to other definitions; `x-kubernetes-preserve-unknown-fields` marks free-form
+    /// JSON.
+    BuiltIn,
+    /// No references; `x-kubernetes-embedded-resource` objects are resources, and
+    /// `x-kubernetes-preserve-unknown-fields` keeps the declared properties typed.
+    CustomResource,
+}
+
+fn flag(node: &Value, name: &str) -> bool {
+    node.get(name) == Some(&Value::Bool(true))
+}
+
 /// The type a schema node describes.
-fn type_ref(node: &Value) -> TypeRef {
-    if let Some(name) = ref_name(node) {
-        return TypeRef::named(name);
+pub(super) fn type_ref(node: &Value, dialect: Dialect) -> TypeRef {
+    if dialect == Dialect::BuiltIn {
+        if let Some(name) = ref_name(node) {
+            return TypeRef::named(name);
+        }
+        if let Some([inner]) = node
+            .get("allOf")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+        {
+            return type_ref(inner, dialect);
+        }
     }
-    if let Some([inner]) = node
-        .get("allOf")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-    {
-        return type_ref(inner);
-    }
-    if node.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true)) {
+    if flag(node, "x-kubernetes-int-or-string") {
         return TypeRef::scalar();
     }
-    if node.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true)) {
-        return TypeRef::deduced();
+    match dialect {
+        Dialect::BuiltIn if flag(node, "x-kubernetes-preserve-unknown-fields") => {
+            return TypeRef::deduced()
+        }
+        Dialect::CustomResource if flag(node, "x-kubernetes-embedded-resource") => {
+            return super::custom_resource::resource(node)
+        }
+        _ => {}
     }
     let ty = match node.get("type") {
         Some(Value::String(t)) => Some(t.as_str()),
@@ -68,52 +93,57 @@ fn type_ref(node: &Value) -> TypeRef {
         Some("array") => {
             let element = node
                 .get("items")
-                .map(type_ref)
+                .map(|items| type_ref(items, dialect))
                 .unwrap_or_else(TypeRef::deduced);
             TypeRef::inline(Atom::list(element, list_type(node)))
         }
-        Some("object") => {
-            let fields = node
-                .get("properties")
-                .and_then(Value::as_object)
-                .map(|props| {
-                    props
-                        .iter()
-                        .map(|(k, v)| (k.clone(), type_ref(v)))
-                        .collect()
-                })
-                .unwrap_or_default();
-            let element = match node.get("additionalProperties") {
-                Some(Value::Object(_)) => node.get("additionalProperties").map(type_ref),
-                Some(Value::Bool(true)) => Some(TypeRef::deduced()),
-                _ => None,
-            };
-            let atomic =
-                node.get("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic");
-            let atom = Atom::Map {
-                fields,
-                element,
-                atomic,
-            };
-            match &atom {
-                // An object schema with nothing declared holds anything (RawExtension, JSON).
-                Atom::Map {
-                    fields,
-                    element: None,
-                    atomic: false,
-                } if fields.is_empty() => TypeRef::deduced(),
-                _ => TypeRef::inline(atom),
-            }
-        }
+        Some("object") => match object(node, dialect) {
+            Atom::Deduced => TypeRef::deduced(),
+            atom => TypeRef::inline(atom),
+        },
         Some(_) => TypeRef::scalar(),
-        None if node.get("properties").is_some() => {
-            let mut typed = node.clone();
-            if let Some(m) = typed.as_object_mut() {
-                m.insert("type".into(), "object".into());
-            }
-            type_ref(&typed)
-        }
+        // Only `x-kubernetes-preserve-unknown-fields` (or nothing, in a schema that is not
+        // structural) stands without a type: an object if it has properties, else anything.
+        None if node.get("properties").is_some() => match object(node, dialect) {
+            Atom::Deduced => TypeRef::deduced(),
+            atom => TypeRef::inline(atom),
+        },
         None => TypeRef::deduced(),
+    }
+}
+
+/// An object node: a struct of its properties and/or a map of its `additionalProperties`, or
+/// [`Atom::Deduced`] when it declares neither (an object that holds anything: RawExtension,
+/// JSON).
+pub(super) fn object(node: &Value, dialect: Dialect) -> Atom {
+    let fields: std::collections::BTreeMap<String, TypeRef> = node
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|props| {
+            props
+                .iter()
+                .map(|(k, v)| (k.clone(), type_ref(v, dialect)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let element = match node.get("additionalProperties") {
+        Some(schema @ Value::Object(_)) => Some(type_ref(schema, dialect)),
+        Some(Value::Bool(true)) => Some(TypeRef::deduced()),
+        _ if dialect == Dialect::CustomResource
+            && flag(node, "x-kubernetes-preserve-unknown-fields") =>
+        {
+            Some(TypeRef::deduced())
+        }
+        _ => None,
+    };
+    let atomic = node.get("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic");
+    if fields.is_empty() && element.is_none() && !atomic {
+        return Atom::Deduced;
+    }
+    Atom::Map {
+        fields,
+        element,
+        atomic,
     }
 }
 

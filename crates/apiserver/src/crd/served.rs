@@ -10,6 +10,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceColumnDefinition, CustomResourceDefinition, CustomResourceDefinitionVersion,
 };
 use rkcm_apiextensions::VersionSchema;
+use rkcm_apimachinery::apply::{custom_resource_type, TypeRef};
 use rkcm_apimachinery::catalog::ResourceInfo;
 use rkcm_apimachinery::custom_resources::{self, CustomResource};
 use serde_json::Value;
@@ -36,6 +37,9 @@ pub struct ServedVersion {
     pub schema: Option<VersionSchema>,
     /// The version's `openAPIV3Schema` as written.
     pub openapi_schema: Option<Value>,
+    /// The structured-merge type of its objects, from that schema (server-side apply and
+    /// `managedFields`).
+    pub apply_type: TypeRef,
     /// `additionalPrinterColumns`.
     pub columns: Vec<CustomResourceColumnDefinition>,
     /// `selectableFields`, as field names (`spec.color`).
@@ -142,11 +146,13 @@ pub fn versions_of(crd: &CustomResourceDefinition) -> Vec<ServedVersion> {
                     format!("{}/{} {} is deprecated", crd.spec.group, v.name, names.kind)
                 })
             });
+            let openapi_schema = props.and_then(|p| serde_json::to_value(p).ok());
             ServedVersion {
                 info,
                 crd_name: crd.metadata.name.clone().unwrap_or_default(),
                 schema,
-                openapi_schema: props.and_then(|p| serde_json::to_value(p).ok()),
+                apply_type: custom_resource_type(openapi_schema.as_ref()),
+                openapi_schema,
                 columns: v.additional_printer_columns.clone().unwrap_or_default(),
                 selectable_fields: v
                     .selectable_fields

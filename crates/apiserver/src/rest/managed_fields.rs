@@ -22,10 +22,19 @@ pub(crate) fn track_update(
     let Some(manager) = opts.field_manager.as_deref() else {
         return;
     };
-    FieldManager::new(&info.api_version(), info.kind, subresource).update(
-        live,
-        new,
-        manager,
-        jiff::Timestamp::now(),
-    );
+    field_manager(info, subresource).update(live, new, manager, jiff::Timestamp::now());
+}
+
+/// The field manager of writes of `info` to `subresource` (empty for the object): typed by the
+/// built-in schema, or for a custom resource by its served version's schema (its `status` owned
+/// with the object when the version declares no status subresource).
+pub(crate) fn field_manager(info: &ResourceInfo, subresource: &str) -> FieldManager {
+    let fm = FieldManager::new(&info.api_version(), info.kind, subresource);
+    match crate::crd::served::lookup(info) {
+        Some(served) if info.subresource("status").is_none() => fm
+            .with_type(served.apply_type.clone())
+            .without_status_subresource(),
+        Some(served) => fm.with_type(served.apply_type.clone()),
+        None => fm,
+    }
 }

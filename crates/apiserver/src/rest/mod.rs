@@ -43,5 +43,5 @@ pub use request_checks::check_type;
 pub use scale::{scale_of, update_scale};
 pub use update::{update, UpdateSource, UpdateTarget, Updated};
 mod managed_fields;
-pub(crate) use managed_fields::track_update;
+pub(crate) use managed_fields::{field_manager, track_update};
 pub use write::{storage_error, WriteOptions, UPDATE_ATTEMPTS};

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde_json::Value;
 
-use rkcm_apimachinery::apply::{ApplyError, FieldManager};
+use rkcm_apimachinery::apply::ApplyError;
 
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::http::field_manager::{self, OptionsKind};
@@ -86,7 +86,7 @@ pub(crate) async fn apply(
     for path in &checked.unknown {
         remove_path(&mut patch, path);
     }
-    let fm = FieldManager::new(&info.api_version(), info.kind, target.subresource());
+    let fm = rest::field_manager(info, target.subresource());
     let mut opts = req.write_options()?;
     // The field manager below records the apply; the update path must not record it again.
     opts.field_manager = None;
