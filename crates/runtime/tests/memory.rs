@@ -54,7 +54,10 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let p = unsafe { System.realloc(ptr, layout, new_size) };
         if !p.is_null() {
-            LIVE.fetch_add(new_size as isize - layout.size() as isize, Ordering::Relaxed);
+            LIVE.fetch_add(
+                new_size as isize - layout.size() as isize,
+                Ordering::Relaxed,
+            );
         }
         p
     }
@@ -116,11 +119,8 @@ async fn an_informer_holds_less_than_the_bound_per_cached_pod() {
         server.add_pod(stored_pod(i));
     }
     // kube-controller-manager's factory: managedFields dropped before caching.
-    let factory = InformerFactory::with_transform(
-        server.client(),
-        Duration::ZERO,
-        trim_managed_fields,
-    );
+    let factory =
+        InformerFactory::with_transform(server.client(), Duration::ZERO, trim_managed_fields);
     let informer = factory.informer::<Pod>();
     let store = informer.store();
     let shutdown = Shutdown::new();
@@ -162,7 +162,10 @@ async fn an_informer_holds_less_than_the_bound_per_cached_pod() {
     }
     println!("bytes held per cached pod: {listed} listed, {watched} watched");
     assert!(
-        store.list().iter().all(|p| p.metadata.managed_fields.is_none()),
+        store
+            .list()
+            .iter()
+            .all(|p| p.metadata.managed_fields.is_none()),
         "the transform ran"
     );
     assert!(
