@@ -150,6 +150,8 @@ fn meta_state(
 /// and orphan propagation policies.
 pub struct GarbageCollector {
     client: kube::Client,
+    /// Makes the metadata-only monitors: the shared informers' client and transform.
+    factory: InformerFactory,
     graph: Arc<Mutex<Graph>>,
     changes: mpsc::UnboundedSender<Change>,
     changes_rx: Mutex<Option<mpsc::UnboundedReceiver<Change>>>,
@@ -225,6 +227,7 @@ impl GarbageCollector {
         };
         Arc::new(Self {
             client,
+            factory: factory.clone(),
             graph: Arc::new(Mutex::new(Graph::default())),
             changes: tx,
             changes_rx: Mutex::new(Some(rx)),
@@ -348,7 +351,7 @@ impl GarbageCollector {
                 continue;
             }
             tracing::debug!(resource = %resource.api_version, kind = %resource.kind, "garbage collector: monitoring");
-            let monitor = DynamicMonitor::start(&self.client, resource, &self.changes, shutdown);
+            let monitor = DynamicMonitor::start(&self.factory, resource, &self.changes, shutdown);
             monitors.dynamic.insert(key, monitor);
         }
         Ok(())
@@ -879,14 +882,12 @@ impl DynamicMonitor {
     /// Starts watching `resource`, feeding the graph builder through `tx`, until `shutdown` or
     /// its own stop.
     fn start(
-        client: &kube::Client,
+        factory: &InformerFactory,
         resource: ApiResource,
         tx: &mpsc::UnboundedSender<Change>,
         shutdown: &Shutdown,
     ) -> Self {
-        let api: Api<PartialObjectMeta<DynamicObject>> = Api::all_with(client.clone(), &resource);
-        let name = format!("{}/{}", resource.api_version, resource.kind);
-        let informer = SharedInformer::metadata(api, std::time::Duration::ZERO, name);
+        let informer = factory.metadata_informer(&resource, std::time::Duration::ZERO);
         let (api_version, kind) = (resource.api_version.clone(), resource.kind.clone());
         let tx = tx.clone();
         informer.add_event_handler(

@@ -8,6 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{DynamicObject, PartialObjectMeta};
+use kube::discovery::ApiResource;
 use kube::{Api, Client, Resource};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
@@ -138,11 +140,7 @@ impl InformerFactory {
                 Api::all(self.inner.client.clone()),
                 self.inner.default_resync,
             );
-            if let Some(transform) = self.inner.transform.clone() {
-                informer
-                    .set_transform(move |obj: &mut K| transform(obj.meta_mut()))
-                    .expect("a new informer has not started");
-            }
+            self.set_transform(&informer);
             Arc::new(informer)
         });
         entry
@@ -150,6 +148,35 @@ impl InformerFactory {
             .downcast_ref::<SharedInformer<K>>()
             .expect("informers are keyed by their type id")
             .clone()
+    }
+
+    /// A metadata-only informer over `resource` (client-go's `metadatainformer`), listing and
+    /// watching with the factory's client and applying the factory's transform, as the typed
+    /// informers do. It is neither shared nor started by the factory: the caller starts it and
+    /// stops it through the token it gives it (the garbage collector's monitors come and go with
+    /// discovery).
+    pub fn metadata_informer(
+        &self,
+        resource: &ApiResource,
+        resync: Duration,
+    ) -> SharedInformer<PartialObjectMeta<DynamicObject>> {
+        let api = Api::all_with(self.inner.client.clone(), resource);
+        let name = format!("{}/{}", resource.api_version, resource.kind);
+        let informer = SharedInformer::metadata(api, resync, name);
+        self.set_transform(&informer);
+        informer
+    }
+
+    /// Gives a new informer the factory's transform.
+    fn set_transform<K>(&self, informer: &SharedInformer<K>)
+    where
+        K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    {
+        if let Some(transform) = self.inner.transform.clone() {
+            informer
+                .set_transform(move |obj: &mut K| transform(obj.meta_mut()))
+                .expect("a new informer has not started");
+        }
     }
 
     /// Starts every informer requested so far that is not running yet. Idempotent.

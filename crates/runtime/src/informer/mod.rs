@@ -6,6 +6,7 @@
 //! own task. The [`InformerFactory`] keeps one [`SharedInformer`] per type so that every controller
 //! shares the same cache and the same watch.
 
+mod compact;
 mod factory;
 mod processor;
 mod reflector;

@@ -1,6 +1,7 @@
 //! List-then-watch loop that mirrors one resource into a sink. Mirrors client-go `reflector.go`.
 
 use std::fmt::Debug;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
@@ -21,21 +22,24 @@ const WATCH_DEADLINE_GRACE: Duration = Duration::from_secs(30);
 
 /// Where a reflector writes what it sees.
 pub(crate) trait ReflectorSink<K>: Send + Sync {
+    /// `obj` as it will be cached (transformed, shared). The reflector calls it on each object as
+    /// soon as it is decoded, so that a list never holds a page's objects in two forms.
+    fn prepare(&self, obj: K) -> Arc<K>;
     /// A complete list: replace the content with `objects`.
-    fn replace(&self, objects: Vec<K>);
+    fn replace(&self, objects: Vec<Arc<K>>);
     /// A watch ADDED, MODIFIED or DELETED event.
     fn apply(&self, change: Change<K>);
 }
 
-/// A change seen on a watch.
+/// A change seen on a watch, with the object as [`ReflectorSink::prepare`] made it.
 #[derive(Debug)]
 pub(crate) enum Change<K> {
     /// ADDED.
-    Added(K),
+    Added(Arc<K>),
     /// MODIFIED.
-    Modified(K),
+    Modified(Arc<K>),
     /// DELETED, with the object's last state.
-    Deleted(K),
+    Deleted(Arc<K>),
 }
 
 /// Errors that end one list or watch attempt.
@@ -214,7 +218,7 @@ where
             }
             let listed = tokio::select! {
                 _ = shutdown.cancelled() => return,
-                listed = self.list(&mut relist) => listed,
+                listed = self.list(&mut relist, sink) => listed,
             };
             match listed {
                 Ok((objects, rv)) => {
@@ -282,14 +286,18 @@ where
 
     /// Lists every object at the resource version client-go's `relistResourceVersion` picks, in
     /// pages where it pages; returns them with the list's resource version.
-    async fn list(&self, relist: &mut Relist) -> Result<(Vec<K>, String), kube::Error> {
+    async fn list(
+        &self,
+        relist: &mut Relist,
+        sink: &dyn ReflectorSink<K>,
+    ) -> Result<(Vec<Arc<K>>, String), kube::Error> {
         let rv = relist.resource_version();
-        let result = match self.list_pages(&rv, relist.page_size(&rv)).await {
+        let result = match self.list_pages(&rv, relist.page_size(&rv), sink).await {
             Err(err) if is_expired(&err) || is_too_large_resource_version(&err) => {
                 // The resource version is gone or not there yet: list the latest at once.
                 relist.last_sync_unavailable = true;
                 let rv = relist.resource_version();
-                self.list_pages(&rv, relist.page_size(&rv)).await
+                self.list_pages(&rv, relist.page_size(&rv), sink).await
             }
             other => other,
         };
@@ -305,12 +313,15 @@ where
 
     /// One list at `rv` (empty: the latest), in pages of `page_size` (0: one page), as client-go's
     /// pager: continue requests carry no resource version, and an expired continue token falls
-    /// back to one full list at `rv`. Also says whether the answer came in several pages.
+    /// back to one full list at `rv`. Also says whether the answer came in several pages. Each
+    /// page's objects go through `sink`'s [`ReflectorSink::prepare`] and the page is dropped
+    /// before the next one is asked for.
     async fn list_pages(
         &self,
         rv: &str,
         page_size: u32,
-    ) -> Result<(Vec<K>, String, bool), kube::Error> {
+        sink: &dyn ReflectorSink<K>,
+    ) -> Result<(Vec<Arc<K>>, String, bool), kube::Error> {
         let at_rv = ListParams {
             resource_version: (!rv.is_empty()).then(|| rv.to_string()),
             ..ListParams::default()
@@ -327,11 +338,13 @@ where
                 Err(err) if params.continue_token.is_some() && is_expired(&err) => {
                     let list = self.list_page(&at_rv).await?;
                     let rv = list.metadata.resource_version.unwrap_or_default();
-                    return Ok((list.items, rv, paginated));
+                    drop(objects);
+                    let objects = list.items.into_iter().map(|o| sink.prepare(o)).collect();
+                    return Ok((objects, rv, paginated));
                 }
                 Err(err) => return Err(err),
             };
-            objects.extend(page.items);
+            objects.extend(page.items.into_iter().map(|o| sink.prepare(o)));
             match page.metadata.continue_.filter(|c| !c.is_empty()) {
                 Some(token) => {
                     paginated = true;
@@ -454,15 +467,15 @@ where
             let (change, new_rv) = match event {
                 WatchEvent::Added(obj) => {
                     let rv = obj.resource_version();
-                    (Change::Added(obj), rv)
+                    (Change::Added(sink.prepare(obj)), rv)
                 }
                 WatchEvent::Modified(obj) => {
                     let rv = obj.resource_version();
-                    (Change::Modified(obj), rv)
+                    (Change::Modified(sink.prepare(obj)), rv)
                 }
                 WatchEvent::Deleted(obj) => {
                     let rv = obj.resource_version();
-                    (Change::Deleted(obj), rv)
+                    (Change::Deleted(sink.prepare(obj)), rv)
                 }
                 WatchEvent::Bookmark(bookmark) => {
                     *events += 1;

@@ -250,21 +250,16 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
     }
 }
 
-impl<K> Inner<K> {
-    fn transformed(&self, mut obj: K) -> K {
+impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for Inner<K> {
+    fn prepare(&self, mut obj: K) -> Arc<K> {
         if let Some(transform) = &*self.transform.read() {
             transform(&mut obj);
         }
-        obj
+        super::compact::shrink(&mut obj);
+        Arc::new(obj)
     }
-}
 
-impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for Inner<K> {
-    fn replace(&self, objects: Vec<K>) {
-        let objects = objects
-            .into_iter()
-            .map(|o| Arc::new(self.transformed(o)))
-            .collect();
+    fn replace(&self, objects: Vec<Arc<K>>) {
         let mut processor = self.processor.lock();
         let replaced = self.store.replace(objects);
         for (new, old) in replaced.upserted {
@@ -285,8 +280,7 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for Inner<K> {
     fn apply(&self, change: Change<K>) {
         let mut processor = self.processor.lock();
         match change {
-            Change::Added(obj) | Change::Modified(obj) => {
-                let new = Arc::new(self.transformed(obj));
+            Change::Added(new) | Change::Modified(new) => {
                 let note = match self.store.insert(Arc::clone(&new)) {
                     Some(old) => Notification::Update { old, new },
                     None => Notification::Add(new),
@@ -294,12 +288,11 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for Inner<K> {
                 processor.distribute(note);
             }
             Change::Deleted(obj) => {
-                let obj = self.transformed(obj);
-                let key = ObjectKey::from_obj(&obj);
+                let key = ObjectKey::from_obj(&*obj);
                 // The DELETED event carries the final state, which is what handlers get. A delete
                 // for an object the cache never held is dropped, as client-go's DeltaFIFO does.
                 if self.store.remove(&key).is_some() {
-                    processor.distribute(Notification::Delete(Deleted::Known(Arc::new(obj))));
+                    processor.distribute(Notification::Delete(Deleted::Known(obj)));
                 }
             }
         }

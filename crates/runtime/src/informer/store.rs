@@ -18,8 +18,12 @@ pub const CONTROLLER_UID_INDEX: &str = "controllerUID";
 /// Computes the index values of an object.
 type IndexFunc<K> = Arc<dyn Fn(&K) -> Vec<String> + Send + Sync>;
 
+/// An object's key as the store holds it: allocated once per object and shared by the item map and
+/// every index entry of the object (client-go keeps one key string per object too).
+type SharedKey = Arc<ObjectKey>;
+
 /// Index value → keys of the objects that have it.
-type Index = HashMap<String, HashSet<ObjectKey>>;
+type Index = HashMap<String, HashSet<SharedKey>>;
 
 /// A thread-safe cache of objects keyed by [`ObjectKey`], with secondary indices.
 ///
@@ -36,7 +40,7 @@ pub struct Store<K> {
 }
 
 struct Inner<K> {
-    items: HashMap<ObjectKey, Arc<K>>,
+    items: HashMap<SharedKey, Arc<K>>,
     indexers: HashMap<String, IndexFunc<K>>,
     /// Invariant: one index per indexer, and each index holds exactly the values its indexer
     /// computes for the objects in `items` (no empty sets).
@@ -106,7 +110,7 @@ impl<K: Resource + Send + Sync + 'static> Store<K> {
         let mut index = Index::new();
         for (key, obj) in &inner.items {
             for value in f(obj) {
-                index.entry(value).or_default().insert(key.clone());
+                index.entry(value).or_default().insert(Arc::clone(key));
             }
         }
         inner.indices.insert(name.to_string(), index);
@@ -125,7 +129,12 @@ impl<K: Resource + Send + Sync + 'static> Store<K> {
 
     /// The keys of every cached object, in no particular order.
     pub fn list_keys(&self) -> Vec<ObjectKey> {
-        self.inner.read().items.keys().cloned().collect()
+        self.inner
+            .read()
+            .items
+            .keys()
+            .map(|k| ObjectKey::clone(k))
+            .collect()
     }
 
     /// The cached objects in `namespace`; `""` means every namespace, as client-go's `NamespaceAll`.
@@ -143,7 +152,7 @@ impl<K: Resource + Send + Sync + 'static> Store<K> {
             return Vec::new();
         };
         keys.iter()
-            .filter_map(|k| inner.items.get(k).cloned())
+            .filter_map(|k| inner.items.get(&**k).cloned())
             .collect()
     }
 
@@ -185,26 +194,27 @@ impl<K: Resource + Send + Sync + 'static> Store<K> {
     /// Returns, for each new object, the object it replaced (if any), and the objects that are gone.
     pub fn replace(&self, objects: Vec<Arc<K>>) -> Replaced<K> {
         let mut inner = self.inner.write();
-        let mut seen = HashSet::with_capacity(objects.len());
+        let mut seen: HashSet<SharedKey> = HashSet::with_capacity(objects.len());
         let mut upserted = Vec::with_capacity(objects.len());
         for obj in objects {
-            let key = ObjectKey::from_obj(&*obj);
-            seen.insert(key.clone());
-            let old = insert(&mut inner, key, Arc::clone(&obj));
-            upserted.push((obj, old));
+            let key = insert_shared(&mut inner, ObjectKey::from_obj(&*obj), &obj);
+            seen.insert(key.0);
+            upserted.push((obj, key.1));
         }
-        let gone_keys: Vec<ObjectKey> = inner
+        let gone_keys: Vec<SharedKey> = inner
             .items
             .keys()
             .filter(|k| !seen.contains(*k))
             .cloned()
             .collect();
+        drop(seen);
         let mut removed = Vec::with_capacity(gone_keys.len());
         for key in gone_keys {
             if let Some(last) = remove(&mut inner, &key) {
-                removed.push((key, last));
+                removed.push((ObjectKey::clone(&key), last));
             }
         }
+        shrink_after_removals(&mut inner);
         Replaced { upserted, removed }
     }
 }
@@ -219,19 +229,66 @@ pub struct Replaced<K> {
 }
 
 fn insert<K>(inner: &mut Inner<K>, key: ObjectKey, obj: Arc<K>) -> Option<Arc<K>> {
-    let old = inner.items.insert(key.clone(), Arc::clone(&obj));
-    update_indices(inner, &key, old.as_deref(), Some(&*obj));
-    old
+    insert_shared(inner, key, &obj).1
+}
+
+/// Adds or replaces `obj` under `key`; returns the shared key (the one already held when the
+/// object was cached before) and the object replaced.
+fn insert_shared<K>(
+    inner: &mut Inner<K>,
+    key: ObjectKey,
+    obj: &Arc<K>,
+) -> (SharedKey, Option<Arc<K>>) {
+    let (key, old) = match inner.items.get_mut(&key) {
+        Some(cached) => {
+            let old = std::mem::replace(cached, Arc::clone(obj));
+            let key = inner
+                .items
+                .get_key_value(&key)
+                .map(|(k, _)| Arc::clone(k))
+                .unwrap_or_else(|| Arc::new(key));
+            (key, Some(old))
+        }
+        None => {
+            let key = Arc::new(key);
+            inner.items.insert(Arc::clone(&key), Arc::clone(obj));
+            (key, None)
+        }
+    };
+    update_indices(inner, &key, old.as_deref(), Some(&**obj));
+    (key, old)
 }
 
 fn remove<K>(inner: &mut Inner<K>, key: &ObjectKey) -> Option<Arc<K>> {
-    let old = inner.items.remove(key)?;
-    update_indices(inner, key, Some(&*old), None);
+    let (key, old) = inner.items.remove_entry(key)?;
+    update_indices(inner, &key, Some(&*old), None);
+    shrink_after_removals(inner);
     Some(old)
 }
 
+/// Fewest slots a table is shrunk to: below that, shrinking saves nothing worth the rehash.
+const MIN_SHRINK: usize = 64;
+
+/// Whether a hash table with `capacity` slots holding `len` entries should give memory back: it
+/// holds less than a quarter of its room (hash tables never shrink on their own). Shrinking then
+/// costs O(len) once per three quarters of the entries removed, so removals stay O(1) amortized.
+fn worth_shrinking(capacity: usize, len: usize) -> bool {
+    capacity > 4 * len.max(MIN_SHRINK)
+}
+
+/// Gives memory back once the store holds far fewer objects than its tables have room for (a
+/// relist that found most objects gone, or a mass deletion).
+fn shrink_after_removals<K>(inner: &mut Inner<K>) {
+    if worth_shrinking(inner.items.capacity(), inner.items.len()) {
+        inner.items.shrink_to_fit();
+        for index in inner.indices.values_mut() {
+            index.shrink_to_fit();
+        }
+    }
+}
+
 /// Moves `key` from the index values of `old` to those of `new`.
-fn update_indices<K>(inner: &mut Inner<K>, key: &ObjectKey, old: Option<&K>, new: Option<&K>) {
+fn update_indices<K>(inner: &mut Inner<K>, key: &SharedKey, old: Option<&K>, new: Option<&K>) {
     let Inner {
         indexers, indices, ..
     } = inner;
@@ -247,14 +304,16 @@ fn update_indices<K>(inner: &mut Inner<K>, key: &ObjectKey, old: Option<&K>, new
                 continue;
             }
             if let Some(set) = index.get_mut(value) {
-                set.remove(key);
+                set.remove(&**key);
                 if set.is_empty() {
                     index.remove(value);
+                } else if worth_shrinking(set.capacity(), set.len()) {
+                    set.shrink_to_fit();
                 }
             }
         }
         for value in new_values {
-            index.entry(value).or_default().insert(key.clone());
+            index.entry(value).or_default().insert(Arc::clone(key));
         }
     }
 }
