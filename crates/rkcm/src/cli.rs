@@ -39,7 +39,8 @@ pub enum Command {
     Up(Box<UpArgs>),
     /// Run the controllers against a cluster, as kube-controller-manager does.
     ControllerManager(Box<ManagerArgs>),
-    /// Measure startup, the ReplicaSet and the Deployment controllers (figures in the README).
+    /// Measure rkcm: the scale suite (`bench all`), startup and single controllers (figures in
+    /// the README).
     #[command(subcommand)]
     Bench(BenchCommand),
 }
