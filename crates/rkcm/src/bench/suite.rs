@@ -42,7 +42,7 @@ const CURVE_POINTS: usize = 400;
 /// A preset of `rkcm bench all`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Size {
-    /// 10 Deployments × 10 replicas, 2,000 pods held, a ReplicaSet of 100: well under a minute.
+    /// 5 Deployments × 10 replicas, 1,000 pods held, a ReplicaSet of 100: a smoke test.
     Small,
     /// 1,000 Deployments × 10 replicas, 100,000 pods held, a ReplicaSet of 1,000.
     Large,
@@ -123,7 +123,7 @@ struct Plan {
 impl Plan {
     fn of(args: &SuiteArgs) -> anyhow::Result<Self> {
         let (deployments, replicas, hold_pods, burst_replicas, idle) = match args.size {
-            Size::Small => (10, 10, 2_000, 100, Duration::from_secs(2)),
+            Size::Small => (5, 10, 1_000, 100, Duration::from_secs(1)),
             Size::Large => (1_000, 10, 100_000, 1_000, Duration::from_secs(10)),
         };
         let custom = args.deployments.is_some()
@@ -601,6 +601,20 @@ async fn deployments(
                 .await
                 .context("scenario scale, down")?,
         );
+        // The scaled-down pods are deleted once they are gone, not when the Deployments no longer
+        // count them.
+        let o = Arc::clone(&observer);
+        let o2 = Arc::clone(&observer);
+        wait_for(
+            "scale down",
+            "pods",
+            total,
+            plan.timeout(),
+            move || o.pods(),
+            move || o2.pods() == total && o2.ready() == total,
+        )
+        .await
+        .context("scenario scale, down")?;
         let elapsed = started.elapsed();
         s.seconds = elapsed.as_secs_f64();
         s.objects_per_second = s.objects as f64 / s.seconds;
@@ -614,6 +628,18 @@ async fn deployments(
     }
 
     if wants(ScenarioName::Churn) {
+        // A completed rollout can leave old pods terminating: churn starts from D × R pods.
+        let o = Arc::clone(&observer);
+        let o2 = Arc::clone(&observer);
+        wait_for(
+            "churn",
+            "pods",
+            total,
+            plan.timeout(),
+            move || o.pods(),
+            move || o2.pods() == total && o2.ready() == total,
+        )
+        .await?;
         // Scale-down leaves terminating pods for a moment: churn starts from D × R pods.
         let o = Arc::clone(&observer);
         let o2 = Arc::clone(&observer);
