@@ -196,7 +196,7 @@ pub(super) fn thin<T: Copy>(samples: &[T], points: usize) -> Vec<T> {
     }
     let step = samples.len().div_ceil(points.max(1));
     let mut out: Vec<T> = samples.iter().step_by(step).copied().collect();
-    if (samples.len() - 1) % step != 0 {
+    if !(samples.len() - 1).is_multiple_of(step) {
         out.extend(samples.last().copied());
     }
     out

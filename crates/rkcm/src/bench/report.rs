@@ -219,11 +219,7 @@ pub(super) fn table(run: &Run) -> String {
             .collect::<Vec<_>>()
             .join("  ")
     };
-    let _ = writeln!(
-        out,
-        "{}",
-        line(&header.map(String::from)).trim_end().to_string()
-    );
+    let _ = writeln!(out, "{}", line(&header.map(String::from)).trim_end());
     for r in &rows {
         let _ = writeln!(out, "{}", line(r));
     }
