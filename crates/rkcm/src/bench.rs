@@ -320,25 +320,18 @@ async fn startup(args: StartupArgs) -> anyhow::Result<()> {
 
 /// `rest_client_requests_total` of this process, by HTTP method and status code.
 fn requests_by_method() -> BTreeMap<(String, String), f64> {
-    let mut out = BTreeMap::new();
-    for line in rkcm_runtime::metrics::encode_text().lines() {
-        let Some(rest) = line.strip_prefix("rest_client_requests_total{") else {
-            continue;
-        };
-        let Some((labels, value)) = rest.rsplit_once("} ") else {
-            continue;
-        };
-        let label = |name: &str| {
-            labels
-                .split(',')
-                .find_map(|kv| kv.strip_prefix(&format!("{name}=\"")))
-                .map(|m| m.trim_end_matches('"').to_string())
-                .unwrap_or_default()
-        };
-        *out.entry((label("method"), label("code"))).or_insert(0.0) +=
-            value.trim().parse::<f64>().unwrap_or(0.0);
-    }
-    out
+    metrics::parse_counter(
+        &rkcm_runtime::metrics::encode_text(),
+        "rest_client_requests_total",
+        &["method", "code"],
+    )
+    .into_iter()
+    .map(|(mut k, v)| {
+        let code = k.pop().unwrap_or_default();
+        let method = k.pop().unwrap_or_default();
+        ((method, code), v)
+    })
+    .collect()
 }
 
 /// Requests with `method` between two snapshots, whatever their status code.

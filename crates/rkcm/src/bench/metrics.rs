@@ -9,37 +9,54 @@ use anyhow::Context as _;
 /// One `apiserver_request_total` series: verb, group, resource, subresource, code.
 pub(super) type ServerSeries = (String, String, String, String, String);
 
-/// Parses `apiserver_request_total` out of Prometheus text (other metrics, comments and malformed
-/// lines are skipped; series that differ only in labels not kept here are added together).
-pub(super) fn parse_server_requests(text: &str) -> BTreeMap<ServerSeries, f64> {
+/// The series of the counter `metric` in Prometheus text, keyed by the values of `labels` (empty
+/// for a label a series lacks); series that differ only in other labels are added together.
+/// Other metrics, comments and malformed lines are skipped.
+pub(super) fn parse_counter(
+    text: &str,
+    metric: &str,
+    labels: &[&str],
+) -> BTreeMap<Vec<String>, f64> {
+    let prefix = format!("{metric}{{");
     let mut out = BTreeMap::new();
     for line in text.lines() {
-        let Some(rest) = line.strip_prefix("apiserver_request_total{") else {
+        let Some(rest) = line.strip_prefix(&prefix) else {
             continue;
         };
-        let Some((labels, value)) = rest.rsplit_once("} ") else {
+        let Some((series, value)) = rest.rsplit_once("} ") else {
             continue;
         };
         let Ok(value) = value.trim().parse::<f64>() else {
             continue;
         };
-        let label = |name: &str| {
-            labels
-                .split(',')
-                .find_map(|kv| kv.strip_prefix(&format!("{name}=\"")))
-                .map(|m| m.trim_end_matches('"').to_string())
-                .unwrap_or_default()
-        };
-        *out.entry((
-            label("verb"),
-            label("group"),
-            label("resource"),
-            label("subresource"),
-            label("code"),
-        ))
-        .or_insert(0.0) += value;
+        let key = labels
+            .iter()
+            .map(|name| {
+                series
+                    .split(',')
+                    .find_map(|kv| kv.strip_prefix(&format!("{name}=\"")))
+                    .map(|m| m.trim_end_matches('"').to_string())
+                    .unwrap_or_default()
+            })
+            .collect();
+        *out.entry(key).or_insert(0.0) += value;
     }
     out
+}
+
+/// Parses `apiserver_request_total` out of the API server's `/metrics` text.
+pub(super) fn parse_server_requests(text: &str) -> BTreeMap<ServerSeries, f64> {
+    parse_counter(
+        text,
+        "apiserver_request_total",
+        &["verb", "group", "resource", "subresource", "code"],
+    )
+    .into_iter()
+    .map(|(mut k, v)| {
+        let mut next = || std::mem::take(&mut k.remove(0));
+        ((next(), next(), next(), next(), next()), v)
+    })
+    .collect()
 }
 
 /// The API server's request counters, read from its `/metrics`.

@@ -286,6 +286,28 @@ async fn wait_for(
     Ok(())
 }
 
+/// Waits until `done` holds of what `observer` saw, the progress line showing `count` of `total`.
+async fn wait_observed(
+    observer: &Arc<Observer>,
+    label: &str,
+    unit: &'static str,
+    total: u64,
+    timeout: Duration,
+    count: fn(&Observer) -> u64,
+    done: impl Fn(&Observer) -> bool,
+) -> anyhow::Result<()> {
+    let o = Arc::clone(observer);
+    wait_for(
+        label,
+        unit,
+        total,
+        timeout,
+        move || count(&o),
+        || done(observer),
+    )
+    .await
+}
+
 /// Runs `op` on `0..n` with `concurrency` in flight, counting completions in `done`.
 async fn for_each<F, Fut>(
     n: usize,
@@ -358,16 +380,15 @@ async fn ceiling(plan: &Plan) -> anyhow::Result<Scenario> {
         }
     })
     .await?;
-    let o = Arc::clone(&observer);
-    let o2 = Arc::clone(&observer);
     drop(progress);
-    wait_for(
+    wait_observed(
+        &observer,
         "ceiling",
         "pods Ready",
         total,
         plan.timeout(),
-        move || o.ready(),
-        move || o2.ready() == total,
+        Observer::ready,
+        |o| o.ready() == total,
     )
     .await?;
     let elapsed = started.elapsed();
@@ -389,15 +410,14 @@ async fn ceiling(plan: &Plan) -> anyhow::Result<Scenario> {
     })
     .await?;
     drop(progress);
-    let o = Arc::clone(&observer);
-    let o2 = Arc::clone(&observer);
-    wait_for(
+    wait_observed(
+        &observer,
         "ceiling",
         "pods left",
         total,
         plan.timeout(),
-        move || o.pods(),
-        move || o2.pods() == 0,
+        Observer::pods,
+        |o| o.pods() == 0,
     )
     .await?;
     let delete_secs = deleting.elapsed().as_secs_f64();
@@ -603,15 +623,14 @@ async fn deployments(
         );
         // The scaled-down pods are deleted once they are gone, not when the Deployments no longer
         // count them.
-        let o = Arc::clone(&observer);
-        let o2 = Arc::clone(&observer);
-        wait_for(
+        wait_observed(
+            &observer,
             "scale down",
             "pods",
             total,
             plan.timeout(),
-            move || o.pods(),
-            move || o2.pods() == total && o2.ready() == total,
+            Observer::pods,
+            |o| o.pods() == total && o.ready() == total,
         )
         .await
         .context("scenario scale, down")?;
@@ -629,27 +648,25 @@ async fn deployments(
 
     if wants(ScenarioName::Churn) {
         // A completed rollout can leave old pods terminating: churn starts from D × R pods.
-        let o = Arc::clone(&observer);
-        let o2 = Arc::clone(&observer);
-        wait_for(
+        wait_observed(
+            &observer,
             "churn",
             "pods",
             total,
             plan.timeout(),
-            move || o.pods(),
-            move || o2.pods() == total && o2.ready() == total,
+            Observer::pods,
+            |o| o.pods() == total && o.ready() == total,
         )
         .await?;
         // Scale-down leaves terminating pods for a moment: churn starts from D × R pods.
-        let o = Arc::clone(&observer);
-        let o2 = Arc::clone(&observer);
-        wait_for(
+        wait_observed(
+            &observer,
             "churn",
             "pods",
             total,
             plan.timeout(),
-            move || o.pods(),
-            move || o2.pods() == total && o2.ready() == total,
+            Observer::pods,
+            |o| o.pods() == total && o.ready() == total,
         )
         .await?;
         let probe = Probe::start(target.pid, &target.client).await?;
@@ -679,18 +696,17 @@ async fn deployments(
         .context("scenario churn")?;
         drop(progress);
         let old: std::collections::HashSet<String> = victims.iter().cloned().collect();
-        let o = Arc::clone(&observer);
-        let o2 = Arc::clone(&observer);
-        wait_for(
+        wait_observed(
+            &observer,
             "churn",
             "pods Ready",
             total,
             plan.timeout(),
-            move || o.ready(),
-            move || {
-                o2.pods() == total
-                    && o2.ready() == total
-                    && o2.pod_names().iter().all(|n| !old.contains(n))
+            Observer::ready,
+            |o| {
+                o.pods() == total
+                    && o.ready() == total
+                    && o.pod_names().iter().all(|n| !old.contains(n))
             },
         )
         .await
@@ -719,15 +735,14 @@ async fn deployments(
         }
     })
     .await?;
-    let o = Arc::clone(&observer);
-    let o2 = Arc::clone(&observer);
-    wait_for(
+    wait_observed(
+        &observer,
         "teardown",
         "pods left",
         total,
         plan.timeout(),
-        move || o.pods(),
-        move || o2.pods() == 0,
+        Observer::pods,
+        |o| o.pods() == 0,
     )
     .await
     .context("deleting every Deployment")?;
@@ -766,15 +781,14 @@ async fn burst_and_hold(
         let started = Instant::now();
         api.create(&PostParams::default(), &rs).await?;
         let n = replicas as u64;
-        let o = Arc::clone(&observer);
-        let o2 = Arc::clone(&observer);
-        wait_for(
+        wait_observed(
+            &observer,
             "burst",
             "pods",
             n,
             plan.timeout(),
-            move || o.pods(),
-            move || o2.pods() >= n,
+            Observer::pods,
+            |o| o.pods() >= n,
         )
         .await
         .context("scenario burst")?;
@@ -783,15 +797,14 @@ async fn burst_and_hold(
         probe.finish(&target.client, &mut s).await?;
         out.push(s);
         api.delete("burst", &DeleteParams::background()).await?;
-        let o = Arc::clone(&observer);
-        let o2 = Arc::clone(&observer);
-        wait_for(
+        wait_observed(
+            &observer,
             "burst",
             "pods left",
             n,
             plan.timeout(),
-            move || o.pods(),
-            move || o2.pods() == 0,
+            Observer::pods,
+            |o| o.pods() == 0,
         )
         .await
         .context("deleting the burst ReplicaSet")?;
@@ -926,10 +939,10 @@ mod tests {
         let small = plan(&[]).expect("small");
         assert_eq!(
             (small.size, small.deployments, small.replicas),
-            ("small", 10, 10)
+            ("small", 5, 10)
         );
-        assert_eq!((small.hold_pods, small.burst_replicas), (2_000, 100));
-        assert_eq!(small.nodes, 3, "200 pods at 99 a node");
+        assert_eq!((small.hold_pods, small.burst_replicas), (1_000, 100));
+        assert_eq!(small.nodes, 2, "100 pods at 99 a node");
         let large = plan(&["--size", "large"]).expect("large");
         assert_eq!(large.pods(), 10_000);
         assert_eq!(large.hold_pods, 100_000);
