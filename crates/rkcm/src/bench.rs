@@ -372,6 +372,23 @@ fn breakdown(
         .join(", ")
 }
 
+/// A workload (Deployment, ReplicaSet) `name` of `replicas` pods, selected by the label
+/// `key: name`.
+fn workload<K: serde::de::DeserializeOwned>(
+    name: &str,
+    replicas: i32,
+    key: &str,
+) -> anyhow::Result<K> {
+    Ok(serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {key: name}},
+            "template": pod_template(json!({key: name})),
+        }
+    }))?)
+}
+
 fn pod_template(labels: serde_json::Value) -> serde_json::Value {
     json!({
         "metadata": {"labels": labels},
@@ -483,15 +500,7 @@ async fn replicasets(args: ReplicaSetArgs) -> anyhow::Result<()> {
             let rss_api = rss_api.clone();
             let replicas = args.replicas;
             async move {
-                let name = format!("rs-{i}");
-                let rs: ReplicaSet = serde_json::from_value(json!({
-                    "metadata": {"name": name},
-                    "spec": {
-                        "replicas": replicas,
-                        "selector": {"matchLabels": {"rs": name}},
-                        "template": pod_template(json!({"rs": name})),
-                    }
-                }))?;
+                let rs: ReplicaSet = workload(&format!("rs-{i}"), replicas, "rs")?;
                 rss_api.create(&PostParams::default(), &rs).await?;
                 anyhow::Ok(())
             }
@@ -599,15 +608,7 @@ async fn deployments(args: DeploymentArgs) -> anyhow::Result<()> {
     );
     let deploys: Api<Deployment> = Api::namespaced(plain.clone(), ns);
     for i in 0..args.count {
-        let name = format!("web-{i}");
-        let d: Deployment = serde_json::from_value(json!({
-            "metadata": {"name": name},
-            "spec": {
-                "replicas": args.replicas,
-                "selector": {"matchLabels": {"app": name}},
-                "template": pod_template(json!({"app": name})),
-            }
-        }))?;
+        let d: Deployment = workload(&format!("web-{i}"), args.replicas, "app")?;
         deploys.create(&PostParams::default(), &d).await?;
     }
     let complete = |deploys: Api<Deployment>, count: usize, replicas: i32| async move {

@@ -31,7 +31,7 @@ use serde_json::json;
 
 use super::observe::{Observer, Probe, Progress};
 use super::report::{self, Latency, Run, Scenario};
-use super::{pod_template, svg, Cluster};
+use super::{pod_template, svg, workload, Cluster};
 
 const NAMESPACE: &str = "bench";
 /// Pods a simulated node runs at most (kubelet's `--max-pods` default).
@@ -544,15 +544,7 @@ async fn deployments(
     let latencies = change_and_wait("density", plan, &observer, |i| {
         let api = api.clone();
         async move {
-            let name = deployment_name(i);
-            let d: Deployment = serde_json::from_value(json!({
-                "metadata": {"name": name},
-                "spec": {
-                    "replicas": replicas,
-                    "selector": {"matchLabels": {"app": name}},
-                    "template": pod_template(json!({"app": name})),
-                }
-            }))?;
+            let d: Deployment = workload(&deployment_name(i), replicas, "app")?;
             Ok(api.create(&PostParams::default(), &d).await?)
         }
     })
@@ -648,17 +640,6 @@ async fn deployments(
 
     if wants(ScenarioName::Churn) {
         // A completed rollout can leave old pods terminating: churn starts from D × R pods.
-        wait_observed(
-            &observer,
-            "churn",
-            "pods",
-            total,
-            plan.timeout(),
-            Observer::pods,
-            |o| o.pods() == total && o.ready() == total,
-        )
-        .await?;
-        // Scale-down leaves terminating pods for a moment: churn starts from D × R pods.
         wait_observed(
             &observer,
             "churn",
@@ -768,14 +749,7 @@ async fn burst_and_hold(
     if wants(ScenarioName::Burst) {
         let observer = Arc::new(Observer::start(target.client.clone(), NAMESPACE).await?);
         let replicas = plan.burst_replicas;
-        let rs: ReplicaSet = serde_json::from_value(json!({
-            "metadata": {"name": "burst"},
-            "spec": {
-                "replicas": replicas,
-                "selector": {"matchLabels": {"app": "burst"}},
-                "template": pod_template(json!({"app": "burst"})),
-            }
-        }))?;
+        let rs: ReplicaSet = workload("burst", replicas, "app")?;
         let api: Api<ReplicaSet> = Api::namespaced(target.client.clone(), NAMESPACE);
         let probe = Probe::start(target.pid, &target.client).await?;
         let started = Instant::now();
