@@ -29,6 +29,8 @@ mod report;
 mod suite;
 mod svg;
 
+pub use suite::Size;
+
 use crate::manager::{self, ManagerConfig};
 use crate::serving::Health;
 use metrics::{server_delta, server_requests};

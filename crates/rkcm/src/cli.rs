@@ -126,6 +126,28 @@ mod tests {
     }
 
     #[test]
+    fn bench_all_takes_a_size_and_output_files() {
+        let cli = Cli::try_parse_from([
+            "rkcm",
+            "bench",
+            "all",
+            "--size=large",
+            "--scenarios=density,hold",
+            "--json=run.json",
+            "--svg=run.svg",
+        ])
+        .expect("parses");
+        let Command::Bench(crate::bench::BenchCommand::All(args)) = cli.command else {
+            panic!("expected bench all")
+        };
+        assert_eq!(args.size, crate::bench::Size::Large);
+        assert_eq!(args.scenarios.len(), 2);
+        assert_eq!(args.json.as_deref(), Some(std::path::Path::new("run.json")));
+        assert_eq!(args.svg.as_deref(), Some(std::path::Path::new("run.svg")));
+        assert!(Cli::try_parse_from(["rkcm", "bench", "all", "--size=huge"]).is_err());
+    }
+
+    #[test]
     fn bad_durations_are_refused_with_the_flag_named() {
         let err = Cli::try_parse_from([
             "rkcm",
