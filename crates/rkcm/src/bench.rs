@@ -23,13 +23,24 @@ use rkcm_runtime::{process, Shutdown, SystemClock};
 use serde_json::json;
 
 mod jobs;
+mod metrics;
+mod observe;
+mod report;
+mod suite;
+mod svg;
+
+pub use suite::Size;
 
 use crate::manager::{self, ManagerConfig};
 use crate::serving::Health;
+use metrics::{server_delta, server_requests};
 
 /// `rkcm bench` scenarios.
 #[derive(Debug, Clone, Subcommand)]
 pub enum BenchCommand {
+    /// The scale suite in one run: ceiling, density, rollout, scale, churn, burst and hold against
+    /// whole `rkcm up` children, as a table, JSON (`--json`) and an SVG plot (`--svg`).
+    All(suite::SuiteArgs),
     /// Time from `rkcm up` start to the API answering, and idle RSS with 3 nodes.
     Startup(StartupArgs),
     /// ReplicaSet controller: N ReplicaSets × R replicas against the embedded API server, compared
@@ -153,6 +164,7 @@ pub struct JobArgs {
 /// Runs one scenario and prints its report.
 pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
     match command {
+        BenchCommand::All(args) => suite::run(args).await,
         BenchCommand::Startup(args) => startup(args).await,
         BenchCommand::Replicasets(args) => replicasets(args).await,
         BenchCommand::Deployments(args) => deployments(args).await,
@@ -214,8 +226,8 @@ impl Cluster {
         kube_config_from(&self.kubeconfig).await
     }
 
-    fn rss_kib(&self) -> Option<u64> {
-        proc_status_kib(&format!("/proc/{}/status", self.child.id()), "VmRSS:")
+    fn rss_kib(&self) -> u64 {
+        process::rss_kib_of(self.child.id())
     }
 }
 
@@ -229,15 +241,6 @@ impl Drop for Cluster {
 async fn kube_config_from(path: &Path) -> anyhow::Result<kube::Config> {
     let kubeconfig = kube::config::Kubeconfig::read_from(path)?;
     Ok(kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?)
-}
-
-fn proc_status_kib(path: &str, field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string(path).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -290,7 +293,7 @@ async fn startup(args: StartupArgs) -> anyhow::Result<()> {
         let ready_at = started.elapsed();
         anyhow::ensure!(ready, "rkcm up exited early");
         tokio::time::sleep(Duration::from_secs(args.idle_seconds)).await;
-        let kib = proc_status_kib(&format!("/proc/{}/status", child.id()), "VmRSS:").unwrap_or(0);
+        let kib = process::rss_kib_of(child.id());
         let _ = child.kill();
         let _ = child.wait();
         answer_ms.push(answered.as_secs_f64() * 1000.0);
@@ -319,25 +322,18 @@ async fn startup(args: StartupArgs) -> anyhow::Result<()> {
 
 /// `rest_client_requests_total` of this process, by HTTP method and status code.
 fn requests_by_method() -> BTreeMap<(String, String), f64> {
-    let mut out = BTreeMap::new();
-    for line in rkcm_runtime::metrics::encode_text().lines() {
-        let Some(rest) = line.strip_prefix("rest_client_requests_total{") else {
-            continue;
-        };
-        let Some((labels, value)) = rest.rsplit_once("} ") else {
-            continue;
-        };
-        let label = |name: &str| {
-            labels
-                .split(',')
-                .find_map(|kv| kv.strip_prefix(&format!("{name}=\"")))
-                .map(|m| m.trim_end_matches('"').to_string())
-                .unwrap_or_default()
-        };
-        *out.entry((label("method"), label("code"))).or_insert(0.0) +=
-            value.trim().parse::<f64>().unwrap_or(0.0);
-    }
-    out
+    metrics::parse_counter(
+        &rkcm_runtime::metrics::encode_text(),
+        "rest_client_requests_total",
+        &["method", "code"],
+    )
+    .into_iter()
+    .map(|(mut k, v)| {
+        let code = k.pop().unwrap_or_default();
+        let method = k.pop().unwrap_or_default();
+        ((method, code), v)
+    })
+    .collect()
 }
 
 /// Requests with `method` between two snapshots, whatever their status code.
@@ -378,60 +374,21 @@ fn breakdown(
         .join(", ")
 }
 
-/// One `apiserver_request_total` series of the cluster: verb, group, resource, subresource, code.
-type ServerSeries = (String, String, String, String, String);
-
-/// Parses `apiserver_request_total` out of the API server's `/metrics` text.
-fn parse_server_requests(text: &str) -> BTreeMap<ServerSeries, f64> {
-    let mut out = BTreeMap::new();
-    for line in text.lines() {
-        let Some(rest) = line.strip_prefix("apiserver_request_total{") else {
-            continue;
-        };
-        let Some((labels, value)) = rest.rsplit_once("} ") else {
-            continue;
-        };
-        let label = |name: &str| {
-            labels
-                .split(',')
-                .find_map(|kv| kv.strip_prefix(&format!("{name}=\"")))
-                .map(|m| m.trim_end_matches('"').to_string())
-                .unwrap_or_default()
-        };
-        *out.entry((
-            label("verb"),
-            label("group"),
-            label("resource"),
-            label("subresource"),
-            label("code"),
-        ))
-        .or_insert(0.0) += value.trim().parse::<f64>().unwrap_or(0.0);
-    }
-    out
-}
-
-/// The API server's request counters, read from its `/metrics`.
-async fn server_requests(client: &kube::Client) -> anyhow::Result<BTreeMap<ServerSeries, f64>> {
-    let text = client
-        .request_text(http::Request::get("/metrics").body(Vec::new())?)
-        .await
-        .context("reading the API server's /metrics")?;
-    Ok(parse_server_requests(&text))
-}
-
-/// Requests the server answered between two snapshots with `verb` on core/v1 `resource`
-/// (no subresource), whatever their status code.
-fn server_delta(
-    after: &BTreeMap<ServerSeries, f64>,
-    before: &BTreeMap<ServerSeries, f64>,
-    verb: &str,
-    resource: &str,
-) -> f64 {
-    after
-        .iter()
-        .filter(|((v, g, r, s, _), _)| v == verb && g.is_empty() && r == resource && s.is_empty())
-        .map(|(k, n)| n - before.get(k).copied().unwrap_or(0.0))
-        .sum()
+/// A workload (Deployment, ReplicaSet) `name` of `replicas` pods, selected by the label
+/// `key: name`.
+fn workload<K: serde::de::DeserializeOwned>(
+    name: &str,
+    replicas: i32,
+    key: &str,
+) -> anyhow::Result<K> {
+    Ok(serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {key: name}},
+            "template": pod_template(json!({key: name})),
+        }
+    }))?)
 }
 
 fn pod_template(labels: serde_json::Value) -> serde_json::Value {
@@ -545,15 +502,7 @@ async fn replicasets(args: ReplicaSetArgs) -> anyhow::Result<()> {
             let rss_api = rss_api.clone();
             let replicas = args.replicas;
             async move {
-                let name = format!("rs-{i}");
-                let rs: ReplicaSet = serde_json::from_value(json!({
-                    "metadata": {"name": name},
-                    "spec": {
-                        "replicas": replicas,
-                        "selector": {"matchLabels": {"rs": name}},
-                        "template": pod_template(json!({"rs": name})),
-                    }
-                }))?;
+                let rs: ReplicaSet = workload(&format!("rs-{i}"), replicas, "rs")?;
                 rss_api.create(&PostParams::default(), &rs).await?;
                 anyhow::Ok(())
             }
@@ -633,7 +582,7 @@ async fn replicasets(args: ReplicaSetArgs) -> anyhow::Result<()> {
     );
     println!(
         "  API server RSS at the end:      {:.1} MiB",
-        cluster.rss_kib().unwrap_or(0) as f64 / 1024.0
+        cluster.rss_kib() as f64 / 1024.0
     );
     Ok(())
 }
@@ -661,15 +610,7 @@ async fn deployments(args: DeploymentArgs) -> anyhow::Result<()> {
     );
     let deploys: Api<Deployment> = Api::namespaced(plain.clone(), ns);
     for i in 0..args.count {
-        let name = format!("web-{i}");
-        let d: Deployment = serde_json::from_value(json!({
-            "metadata": {"name": name},
-            "spec": {
-                "replicas": args.replicas,
-                "selector": {"matchLabels": {"app": name}},
-                "template": pod_template(json!({"app": name})),
-            }
-        }))?;
+        let d: Deployment = workload(&format!("web-{i}"), args.replicas, "app")?;
         deploys.create(&PostParams::default(), &d).await?;
     }
     let complete = |deploys: Api<Deployment>, count: usize, replicas: i32| async move {
@@ -852,29 +793,4 @@ async fn statefulsets(args: StatefulSetArgs) -> anyhow::Result<()> {
     );
     drop(cluster);
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn server_counters_are_read_by_verb_and_resource() {
-        let before = parse_server_requests(
-            "# TYPE apiserver_request_total counter\n\
-             apiserver_request_total{code=\"201\",group=\"\",resource=\"events\",subresource=\"\",verb=\"POST\",version=\"v1\"} 3\n",
-        );
-        let after = parse_server_requests(
-            "apiserver_request_total{code=\"201\",group=\"\",resource=\"events\",subresource=\"\",verb=\"POST\",version=\"v1\"} 10\n\
-             apiserver_request_total{code=\"409\",group=\"\",resource=\"events\",subresource=\"\",verb=\"POST\",version=\"v1\"} 2\n\
-             apiserver_request_total{code=\"200\",group=\"\",resource=\"events\",subresource=\"\",verb=\"PATCH\",version=\"v1\"} 4\n\
-             apiserver_request_total{code=\"201\",group=\"\",resource=\"pods\",subresource=\"\",verb=\"POST\",version=\"v1\"} 7\n\
-             apiserver_request_total{code=\"200\",group=\"\",resource=\"pods\",subresource=\"status\",verb=\"PATCH\",version=\"v1\"} 5\n\
-             apiserver_request_total{code=\"201\",group=\"events.k8s.io\",resource=\"events\",subresource=\"\",verb=\"POST\",version=\"v1\"} 9\n",
-        );
-        assert_eq!(server_delta(&after, &before, "POST", "events"), 9.0);
-        assert_eq!(server_delta(&after, &before, "PATCH", "events"), 4.0);
-        assert_eq!(server_delta(&after, &before, "POST", "pods"), 7.0);
-        assert_eq!(server_delta(&after, &before, "PATCH", "pods"), 0.0);
-    }
 }

@@ -39,7 +39,8 @@ pub enum Command {
     Up(Box<UpArgs>),
     /// Run the controllers against a cluster, as kube-controller-manager does.
     ControllerManager(Box<ManagerArgs>),
-    /// Measure startup, the ReplicaSet and the Deployment controllers (figures in the README).
+    /// Measure rkcm: the scale suite (`bench all`), startup and single controllers (figures in
+    /// the README).
     #[command(subcommand)]
     Bench(BenchCommand),
 }
@@ -122,6 +123,28 @@ mod tests {
         assert_eq!(up.bind_address.to_string(), "127.0.0.1");
         assert_eq!(up.service_cluster_ip_range.to_string(), "10.96.0.0/12");
         assert_eq!(up.service_node_port_range.to_string(), "30000-32767");
+    }
+
+    #[test]
+    fn bench_all_takes_a_size_and_output_files() {
+        let cli = Cli::try_parse_from([
+            "rkcm",
+            "bench",
+            "all",
+            "--size=large",
+            "--scenarios=density,hold",
+            "--json=run.json",
+            "--svg=run.svg",
+        ])
+        .expect("parses");
+        let Command::Bench(crate::bench::BenchCommand::All(args)) = cli.command else {
+            panic!("expected bench all")
+        };
+        assert_eq!(args.size, crate::bench::Size::Large);
+        assert_eq!(args.scenarios.len(), 2);
+        assert_eq!(args.json.as_deref(), Some(std::path::Path::new("run.json")));
+        assert_eq!(args.svg.as_deref(), Some(std::path::Path::new("run.svg")));
+        assert!(Cli::try_parse_from(["rkcm", "bench", "all", "--size=huge"]).is_err());
     }
 
     #[test]

@@ -14,9 +14,8 @@ use rkcm_controllers::registry::{self, ControllerOptions};
 use rkcm_runtime::{process, Shutdown, SystemClock};
 use serde_json::json;
 
-use super::{server_requests, spawn_controllers, Cluster, JobArgs, ServerSeries};
-
-const WRITE_VERBS: [&str; 4] = ["POST", "PUT", "PATCH", "DELETE"];
+use super::metrics::{requests_between, server_requests, ServerSeries};
+use super::{spawn_controllers, Cluster, JobArgs};
 
 /// Writes the server answered between two snapshots, by `(verb, resource, subresource)`.
 fn writes(
@@ -24,14 +23,10 @@ fn writes(
     before: &BTreeMap<ServerSeries, f64>,
 ) -> BTreeMap<(String, String, String), f64> {
     let mut out = BTreeMap::new();
-    for (k @ (verb, _, resource, subresource, _), n) in after {
-        if !WRITE_VERBS.contains(&verb.as_str()) {
-            continue;
-        }
-        let d = n - before.get(k).copied().unwrap_or(0.0);
-        if d > 0.0 {
-            *out.entry((verb.clone(), resource.clone(), subresource.clone()))
-                .or_insert(0.0) += d;
+    for (request, n) in requests_between(after, before) {
+        if request.is_write() {
+            *out.entry((request.verb, request.resource, request.subresource))
+                .or_insert(0.0) += n;
         }
     }
     out
@@ -54,7 +49,7 @@ fn controller_writes(w: &BTreeMap<(String, String, String), f64>) -> f64 {
         .sum()
 }
 
-fn node_ready(node: &Node) -> bool {
+pub(super) fn node_ready(node: &Node) -> bool {
     node.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
@@ -223,7 +218,7 @@ pub(super) async fn run(args: JobArgs) -> anyhow::Result<()> {
     );
     println!(
         "  API server RSS at the end:      {:.1} MiB",
-        cluster.rss_kib().unwrap_or(0) as f64 / 1024.0
+        cluster.rss_kib() as f64 / 1024.0
     );
     drop(cluster);
     Ok(())
