@@ -5,7 +5,10 @@
 //!   `CleanVerb`/`CanonicalVerb` names), dry run, group, version, resource, subresource, scope
 //!   (`CleanScope`), component and, for the counter, response code;
 //! - `apiserver_watch_events_total` by group, version and resource;
-//! - `apiserver_storage_objects` by resource, counted when scraped.
+//! - `apiserver_storage_objects` by resource, counted when scraped;
+//! - `etcd_request_duration_seconds`, `etcd_requests_total` and `etcd_request_errors_total` by
+//!   operation, group and resource: the store's writes and read-throughs, on either backend
+//!   (`staging/src/k8s.io/apiserver/pkg/storage/etcd3/metrics/metrics.go`).
 //!
 //! A [`tower::Layer`] under the router records each resource request and answers
 //! `GET /metrics` in the Prometheus text format. It sits inside the authentication layer, so
@@ -171,11 +174,108 @@ struct Series {
     watch_events: BTreeMap<WatchLabels, u64>,
 }
 
+/// Labels of the storage request series: operation (`create`, `update`, `delete`, `get`), group
+/// (empty for the core group) and resource.
+type StorageRequestLabels = (&'static str, String, String);
+
+/// One storage request series: its latencies, and how many of its requests failed.
+#[derive(Clone, Debug, Default)]
+struct StorageRequestSeries {
+    latency: Histogram,
+    errors: u64,
+}
+
+/// The store's requests to its backend, as kube-apiserver's `etcd_request_duration_seconds`,
+/// `etcd_requests_total` and `etcd_request_errors_total` count its requests to etcd (the names
+/// are kube's for either backend); cloned handles share them.
+#[derive(Clone, Debug, Default)]
+pub struct StorageRequestMetrics {
+    series: Arc<Mutex<BTreeMap<StorageRequestLabels, StorageRequestSeries>>>,
+}
+
+impl StorageRequestMetrics {
+    /// Records one request of `operation` on the object under storage `key`
+    /// (`/{group or core}/{resource}/…`), how long it took and whether it failed.
+    pub fn record(
+        &self,
+        operation: &'static str,
+        key: &str,
+        elapsed: std::time::Duration,
+        failed: bool,
+    ) {
+        let (group, resource) = group_resource_of_key(key);
+        let mut series = self.series.lock();
+        let entry = series
+            .entry((operation, group.to_string(), resource.to_string()))
+            .or_default();
+        entry.latency.observe(elapsed.as_secs_f64());
+        if failed {
+            entry.errors += 1;
+        }
+    }
+
+    /// The three metrics in the Prometheus text format, appended to `out`.
+    fn encode(&self, out: &mut String) {
+        let series = self.series.lock();
+        out.push_str(
+            "# HELP etcd_request_duration_seconds [ALPHA] Etcd request latency in seconds for each operation and object type.\n\
+             # TYPE etcd_request_duration_seconds histogram\n",
+        );
+        for ((op, group, resource), s) in series.iter() {
+            let labels = format!("group=\"{group}\",operation=\"{op}\",resource=\"{resource}\"");
+            for (n, bound) in s.latency.buckets.iter().zip(DURATION_BUCKETS) {
+                let _ = writeln!(
+                    out,
+                    "etcd_request_duration_seconds_bucket{{{labels},le=\"{bound}\"}} {n}"
+                );
+            }
+            let _ = writeln!(
+                out,
+                "etcd_request_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {}\n\
+                 etcd_request_duration_seconds_sum{{{labels}}} {}\n\
+                 etcd_request_duration_seconds_count{{{labels}}} {}",
+                s.latency.count, s.latency.sum, s.latency.count
+            );
+        }
+        out.push_str(
+            "# HELP etcd_requests_total [ALPHA] Etcd request counts for each operation and object type.\n\
+             # TYPE etcd_requests_total counter\n",
+        );
+        for ((op, group, resource), s) in series.iter() {
+            let _ = writeln!(
+                out,
+                "etcd_requests_total{{group=\"{group}\",operation=\"{op}\",resource=\"{resource}\"}} {}",
+                s.latency.count
+            );
+        }
+        out.push_str(
+            "# HELP etcd_request_errors_total [ALPHA] Etcd failed request counts for each operation and object type.\n\
+             # TYPE etcd_request_errors_total counter\n",
+        );
+        for ((op, group, resource), s) in series.iter().filter(|(_, s)| s.errors > 0) {
+            let _ = writeln!(
+                out,
+                "etcd_request_errors_total{{group=\"{group}\",operation=\"{op}\",resource=\"{resource}\"}} {}",
+                s.errors
+            );
+        }
+    }
+}
+
+/// The group (empty for `core`) and resource of a storage key `/{group}/{resource}/…`.
+fn group_resource_of_key(key: &str) -> (&str, &str) {
+    let mut segments = key.trim_start_matches('/').split('/');
+    let group = segments.next().unwrap_or_default();
+    let resource = segments.next().unwrap_or_default();
+    (if group == "core" { "" } else { group }, resource)
+}
+
 /// The metrics of one server; cloned handles share them.
 #[derive(Clone, Default)]
 pub struct RequestMetrics {
     series: Arc<Mutex<Series>>,
     storage: Option<StorageCounts>,
+    storage_requests: Option<StorageRequestMetrics>,
 }
 
 impl std::fmt::Debug for RequestMetrics {
@@ -196,6 +296,12 @@ impl RequestMetrics {
             storage: Some(counts),
             ..Self::default()
         }
+    }
+
+    /// These metrics, also reporting the store's requests to its backend from `requests`.
+    pub fn with_storage_requests(mut self, requests: StorageRequestMetrics) -> Self {
+        self.storage_requests = Some(requests);
+        self
     }
 
     /// Counts one answered request.
@@ -289,6 +395,9 @@ impl RequestMetrics {
                 );
             }
         }
+        if let Some(requests) = &self.storage_requests {
+            requests.encode(&mut out);
+        }
         out
     }
 }
@@ -380,6 +489,32 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn storage_requests_by_operation_group_and_resource() {
+        let requests = StorageRequestMetrics::default();
+        let ms = std::time::Duration::from_millis;
+        requests.record("create", "/core/pods/default/a", ms(3), false);
+        requests.record("create", "/core/pods/default/b", ms(30), false);
+        requests.record("update", "/apps/deployments/default/d", ms(1), true);
+        let text = RequestMetrics::new()
+            .with_storage_requests(requests)
+            .encode();
+        for line in [
+            "etcd_request_duration_seconds_bucket{group=\"\",operation=\"create\",resource=\"pods\",le=\"0.005\"} 1\n",
+            "etcd_request_duration_seconds_bucket{group=\"\",operation=\"create\",resource=\"pods\",le=\"0.05\"} 2\n",
+            "etcd_request_duration_seconds_count{group=\"\",operation=\"create\",resource=\"pods\"} 2\n",
+            "etcd_requests_total{group=\"\",operation=\"create\",resource=\"pods\"} 2\n",
+            "etcd_requests_total{group=\"apps\",operation=\"update\",resource=\"deployments\"} 1\n",
+            "etcd_request_errors_total{group=\"apps\",operation=\"update\",resource=\"deployments\"} 1\n",
+        ] {
+            assert!(text.contains(line), "{line} missing from:\n{text}");
+        }
+        assert!(
+            !text.contains("etcd_request_errors_total{group=\"\",operation=\"create\""),
+            "no error series for requests that never failed"
+        );
+    }
 
     fn verb(
         method: Method,
@@ -617,6 +752,11 @@ mod served {
         );
         assert!(
             text.contains("apiserver_storage_objects{resource=\"deployments.apps\"} 0\n"),
+            "{text}"
+        );
+        // The store's request to its backend for the namespace created.
+        assert!(
+            text.contains("etcd_request_duration_seconds_count{group=\"\",operation=\"create\",resource=\"namespaces\"}"),
             "{text}"
         );
 

@@ -300,7 +300,8 @@ impl ApiServer {
             shutdown,
             metrics: crate::metrics::RequestMetrics::with_storage_counts(storage_counts(
                 self.store.clone(),
-            )),
+            ))
+            .with_storage_requests(self.store.request_metrics().clone()),
             inflight: Arc::new(http::inflight::InFlightLimits::new(
                 self.config.max_requests_inflight,
                 self.config.max_mutating_requests_inflight,

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde_json::Value;
 
+use crate::metrics::StorageRequestMetrics;
 use crate::object;
 use crate::storage::{self, Backend, WriteOp};
 use crate::watch_cache::{CachedObject, WatchCache};
@@ -18,6 +19,7 @@ use crate::watch_cache::{CachedObject, WatchCache};
 pub struct Store {
     backend: Arc<dyn Backend>,
     cache: Arc<WatchCache>,
+    requests: StorageRequestMetrics,
 }
 
 impl Store {
@@ -27,7 +29,30 @@ impl Store {
         let cache = Arc::new(WatchCache::new(items, revision, ring_capacity));
         let sink_cache = Arc::clone(&cache);
         backend.set_sink(Arc::new(move |ev| sink_cache.apply(ev)));
-        Ok(Self { backend, cache })
+        Ok(Self {
+            backend,
+            cache,
+            requests: StorageRequestMetrics::default(),
+        })
+    }
+
+    /// The requests this store made to its backend (`etcd_request_duration_seconds`).
+    pub fn request_metrics(&self) -> &StorageRequestMetrics {
+        &self.requests
+    }
+
+    /// Runs one backend request of `operation` on `key`, recording it.
+    async fn timed<T>(
+        &self,
+        operation: &'static str,
+        key: &str,
+        request: impl std::future::Future<Output = storage::Result<T>>,
+    ) -> storage::Result<T> {
+        let started = std::time::Instant::now();
+        let result = request.await;
+        self.requests
+            .record(operation, key, started.elapsed(), result.is_err());
+        result
     }
 
     /// The watch cache (reads, watches).
@@ -49,7 +74,7 @@ impl Store {
     /// update reads after a conflict, when the cache may not have caught up with another API
     /// server's write yet.
     pub async fn read_through(&self, key: &str) -> storage::Result<Option<(Value, i64)>> {
-        let Some(kv) = self.backend.get(key).await? else {
+        let Some(kv) = self.timed("get", key, self.backend.get(key)).await? else {
             return Ok(None);
         };
         let value = serde_json::from_slice(&kv.value)
@@ -84,16 +109,14 @@ impl Store {
     /// Creates `obj` under `key`; returns it with its resourceVersion.
     pub async fn create(&self, key: &str, mut obj: Value) -> storage::Result<Arc<CachedObject>> {
         let value = Self::encode(&mut obj)?;
-        let (rev, _) = self
-            .backend
-            .write(
-                WriteOp::Create {
-                    key: key.to_string(),
-                    value: value.clone(),
-                },
-                Some(obj),
-            )
-            .await?;
+        let write = self.backend.write(
+            WriteOp::Create {
+                key: key.to_string(),
+                value: value.clone(),
+            },
+            Some(obj),
+        );
+        let (rev, _) = self.timed("create", key, write).await?;
         self.written(key, rev, &value)
     }
 
@@ -105,17 +128,15 @@ impl Store {
         expected_revision: i64,
     ) -> storage::Result<Arc<CachedObject>> {
         let value = Self::encode(&mut obj)?;
-        let (rev, _) = self
-            .backend
-            .write(
-                WriteOp::Update {
-                    key: key.to_string(),
-                    value: value.clone(),
-                    expected_revision,
-                },
-                Some(obj),
-            )
-            .await?;
+        let write = self.backend.write(
+            WriteOp::Update {
+                key: key.to_string(),
+                value: value.clone(),
+                expected_revision,
+            },
+            Some(obj),
+        );
+        let (rev, _) = self.timed("update", key, write).await?;
         self.written(key, rev, &value)
     }
 
@@ -126,16 +147,14 @@ impl Store {
         key: &str,
         expected_revision: Option<i64>,
     ) -> storage::Result<Value> {
-        let (rev, prev) = self
-            .backend
-            .write(
-                WriteOp::Delete {
-                    key: key.to_string(),
-                    expected_revision,
-                },
-                None,
-            )
-            .await?;
+        let write = self.backend.write(
+            WriteOp::Delete {
+                key: key.to_string(),
+                expected_revision,
+            },
+            None,
+        );
+        let (rev, prev) = self.timed("delete", key, write).await?;
         let mut last = prev
             .and_then(|kv| serde_json::from_slice::<Value>(&kv.value).ok())
             .unwrap_or(Value::Null);
