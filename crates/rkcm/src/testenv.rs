@@ -181,17 +181,12 @@ impl Builder {
         shutdown: &Shutdown,
         tasks: &mut JoinSet<()>,
     ) -> Result<()> {
-        let grace =
-            rkcm_controllers::node_options::NodeOptions::default().node_monitor_grace_period;
-        let renew = crate::up::lease_renew_interval(grace);
-        let config = rkcm_nodesim::Config {
-            nodes: self.nodes,
-            pod_ready_delay: self.pod_ready_delay,
-            termination_grace_cap: Some(self.pod_termination_max),
-            lease_renew_interval: renew,
-            lease_duration: (renew * 4).max(Duration::from_secs(1)),
-            ..rkcm_nodesim::Config::default()
-        };
+        let config = crate::up::node_sim_config(
+            self.nodes,
+            self.pod_ready_delay,
+            self.pod_termination_max,
+            rkcm_controllers::node_options::NodeOptions::default().node_monitor_grace_period,
+        );
         // Each kubelet and the scheduler under its own identity, as in `rkcm up`, so that the
         // Node authorizer and RBAC see what they would in a cluster.
         let clients = crate::up::node_sim_clients(

@@ -156,6 +156,27 @@ pub fn lease_renew_interval(grace: Duration) -> Duration {
     (grace / 5).clamp(Duration::from_millis(100), Duration::from_secs(10))
 }
 
+/// The simulated nodes of `rkcm up` (and of the in-process test environment): `nodes` kubelets
+/// making pods ready after `pod_ready_delay`, capping grace periods at `termination_cap`, with
+/// leases renewed at [`lease_renew_interval`] of the node lifecycle controller's `grace` and
+/// lasting four renewals.
+pub(crate) fn node_sim_config(
+    nodes: usize,
+    pod_ready_delay: Duration,
+    termination_cap: Duration,
+    grace: Duration,
+) -> rkcm_nodesim::Config {
+    let renew = lease_renew_interval(grace);
+    rkcm_nodesim::Config {
+        nodes,
+        pod_ready_delay,
+        termination_grace_cap: Some(termination_cap),
+        lease_renew_interval: renew,
+        lease_duration: (renew * 4).max(Duration::from_secs(1)),
+        ..rkcm_nodesim::Config::default()
+    }
+}
+
 /// The default data directory: `$XDG_STATE_HOME/rkcm`, else `~/.local/state/rkcm`.
 pub fn default_data_dir() -> PathBuf {
     if let Some(state) = std::env::var_os("XDG_STATE_HOME").filter(|s| !s.is_empty()) {
@@ -281,7 +302,7 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         DEFAULT_CLUSTER_CIDR,
         &args.service_cluster_ip_range.to_string(),
     )?;
-    let renew = lease_renew_interval(node_options.node_monitor_grace_period);
+    let node_monitor_grace = node_options.node_monitor_grace_period;
     // What will run: implemented, and not skipped for a feature gate turned off.
     let controller_count = controllers
         .iter()
@@ -404,13 +425,13 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     // stay Pending untouched (useful to measure controllers alone).
     if args.nodes > 0 {
         let sim_config = rkcm_nodesim::Config {
-            nodes: args.nodes,
-            pod_ready_delay: args.pod_ready_delay,
-            termination_grace_cap: Some(args.pod_termination_max),
-            lease_renew_interval: renew,
-            lease_duration: (renew * 4).max(Duration::from_secs(1)),
             metric_resolution: args.metric_resolution,
-            ..rkcm_nodesim::Config::default()
+            ..node_sim_config(
+                args.nodes,
+                args.pod_ready_delay,
+                args.pod_termination_max,
+                node_monitor_grace,
+            )
         };
         // Each kubelet as system:node:<node>, the scheduler as system:kube-scheduler.
         let ca = cluster_ca
