@@ -96,7 +96,12 @@ impl ApiServer {
             (None, Some(d)) => Arc::new(RedbBackend::open(&d.join("rkcm.redb"))?),
             (None, None) => Arc::new(MemoryBackend::new()),
         };
-        let store = Store::new(backend, config.watch_cache_capacity).await?;
+        let store = Store::with_fields(
+            backend,
+            config.watch_cache_capacity,
+            Some(crate::registry::selectable_fields()),
+        )
+        .await?;
         let admission = Arc::new(Chain::new(&PluginContext {
             store: store.clone(),
             config: config.admission.clone(),

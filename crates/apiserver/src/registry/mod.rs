@@ -586,6 +586,29 @@ pub fn by_storage_prefix(prefix: &str) -> Option<&'static dyn Strategy> {
 
 /// The strategy of `info`. Every catalog entry has one; an entry that is not in the catalog
 /// gets the generic strategy (built once per distinct entry).
+/// A strategy's selectable fields, as the watch cache keeps them.
+struct StrategyFields(&'static dyn Strategy);
+
+impl rkcm_storage::watch_cache::SelectableFields for StrategyFields {
+    fn selectable_fields(&self) -> &'static [&'static str] {
+        self.0.selectable_fields()
+    }
+
+    fn field_value(&self, obj: &Value, field: &str) -> Option<String> {
+        self.0.field_value(obj, field)
+    }
+}
+
+/// The selectable fields of the catalog's kinds by storage prefix, for the watch cache.
+pub fn selectable_fields() -> rkcm_storage::watch_cache::FieldsLookup {
+    std::sync::Arc::new(|prefix| {
+        by_storage_prefix(prefix).map(|s| {
+            std::sync::Arc::new(StrategyFields(s))
+                as std::sync::Arc<dyn rkcm_storage::watch_cache::SelectableFields>
+        })
+    })
+}
+
 pub fn strategy(info: &ResourceInfo) -> &'static dyn Strategy {
     let table = catalog_table();
     // Callers pass catalog entries, so comparing addresses almost always suffices.

@@ -29,42 +29,40 @@ fn decode<T: DeserializeOwned>(obj: &crate::watch_cache::CachedObject) -> Option
     serde_json::from_slice(obj.json()).ok()
 }
 
-impl Store {
-    fn rbac_list<T: DeserializeOwned>(&self, kind: &str, namespace: Option<&str>) -> Vec<T> {
+fn rbac_list<T: DeserializeOwned>(store: &Store, kind: &str, namespace: Option<&str>) -> Vec<T> {
         let Some(info) = catalog::by_kind(GROUP_VERSION, kind) else {
             return Vec::new();
         };
         let prefix = crate::rest::prefix(info, namespace);
-        let (items, _, _) = self.cache().list(&prefix, None, 0, &|_| true);
+        let (items, _, _) = store.cache().list(&prefix, None, 0, &|_| true);
         items.iter().filter_map(|o| decode(o)).collect()
-    }
+}
 
-    fn rbac_get<T: DeserializeOwned>(
-        &self,
-        kind: &str,
-        namespace: Option<&str>,
-        name: &str,
-    ) -> Option<T> {
-        let info = catalog::by_kind(GROUP_VERSION, kind)?;
-        decode(self.get(&crate::rest::key(info, namespace, name))?.as_ref())
-    }
+fn rbac_get<T: DeserializeOwned>(
+    store: &Store,
+    kind: &str,
+    namespace: Option<&str>,
+    name: &str,
+) -> Option<T> {
+    let info = catalog::by_kind(GROUP_VERSION, kind)?;
+    decode(store.get(&crate::rest::key(info, namespace, name))?.as_ref())
 }
 
 impl PolicySource for Store {
     fn cluster_role_bindings(&self) -> Vec<ClusterRoleBinding> {
-        self.rbac_list("ClusterRoleBinding", None)
+        rbac_list(self, "ClusterRoleBinding", None)
     }
 
     fn role_bindings(&self, namespace: &str) -> Vec<RoleBinding> {
-        self.rbac_list("RoleBinding", Some(namespace))
+        rbac_list(self, "RoleBinding", Some(namespace))
     }
 
     fn cluster_role(&self, name: &str) -> Option<ClusterRole> {
-        self.rbac_get("ClusterRole", None, name)
+        rbac_get(self, "ClusterRole", None, name)
     }
 
     fn role(&self, namespace: &str, name: &str) -> Option<Role> {
-        self.rbac_get("Role", Some(namespace), name)
+        rbac_get(self, "Role", Some(namespace), name)
     }
 }
 

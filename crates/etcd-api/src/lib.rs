@@ -1,6 +1,6 @@
 //! etcd's v3 gRPC API: the KV and Watch services, generated from the vendored `.proto` files in
-//! `crates/apiserver/proto` by `scripts/gen-etcd-api.sh` (committed, so building needs no
-//! `protoc`).
+//! `crates/etcd-api/proto` by `scripts/gen-etcd-api.sh` (committed, so building needs no
+//! `protoc`). Generated code: do not edit.
 
 #![allow(missing_docs, clippy::all, clippy::pedantic)]
 

@@ -9,15 +9,15 @@ use bytes::Bytes;
 use futures::StreamExt;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 
-use super::api::etcdserverpb::{
+use rkcm_etcd_api::etcdserverpb::{
     compare, kv_client::KvClient, request_op, response_op, watch_client::WatchClient,
     watch_request, CompactionRequest, Compare, DeleteRangeRequest, PutRequest, RangeRequest,
     RangeResponse, RequestOp, ResponseOp, TxnRequest, TxnResponse, WatchCreateRequest,
     WatchRequest, WatchResponse,
 };
-use super::api::mvccpb::KeyValue;
+use rkcm_etcd_api::mvccpb::KeyValue;
 use super::EtcdConfig;
-use crate::storage::{Error, Result};
+use crate::{Error, Result};
 
 /// Largest gRPC message accepted: a page of large objects (etcd's own limit is 1.5 MiB a value).
 const MAX_MESSAGE: usize = 64 * 1024 * 1024;

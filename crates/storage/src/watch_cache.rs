@@ -23,8 +23,7 @@ use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use crate::registry::{self, Strategy};
-use crate::storage::{KeyValue, StorageEvent};
+use crate::{KeyValue, StorageEvent};
 
 /// Events kept per resource for watches that resume from a resourceVersion.
 pub const DEFAULT_RING_CAPACITY: usize = 10_000;
@@ -102,15 +101,15 @@ struct ResourceState {
 
 struct ResourceCache {
     state: Mutex<ResourceState>,
-    /// The kind's strategy, whose selectable fields are kept with each object (`None` for
-    /// resources outside the catalog: their fields are computed on demand).
-    strategy: Option<&'static dyn Strategy>,
+    /// The kind's selectable fields, kept with each object (`None` for resources whose kind
+    /// declares none: their fields are computed on demand).
+    fields: Option<Arc<dyn SelectableFields>>,
 }
 
 impl ResourceCache {
     /// `value` at `revision` as this resource keeps it.
     fn object(&self, value: Value, revision: i64) -> CachedObject {
-        match self.strategy {
+        match &self.fields {
             Some(s) => {
                 CachedObject::with_fields(value, revision, s.selectable_fields(), &|v, f| {
                     s.field_value(v, f)
@@ -304,8 +303,23 @@ fn page<'a>(
     (out, false)
 }
 
+/// A kind's selectable fields, as kube's cacher takes them from the strategy's `GetAttrs`: the
+/// cache keeps their values with each object so that field selectors decode nothing.
+pub trait SelectableFields: Send + Sync {
+    /// The fields a field selector may name (besides `metadata.name` and
+    /// `metadata.namespace`).
+    fn selectable_fields(&self) -> &'static [&'static str];
+
+    /// The value of `field` in `obj`, as a field selector compares it.
+    fn field_value(&self, obj: &Value, field: &str) -> Option<String>;
+}
+
+/// The selectable fields of the resource stored under a prefix (`/apps/deployments`).
+pub type FieldsLookup = Arc<dyn Fn(&str) -> Option<Arc<dyn SelectableFields>> + Send + Sync>;
+
 /// The cache of all resources.
 pub struct WatchCache {
+    fields: Option<FieldsLookup>,
     resources: RwLock<HashMap<String, Arc<ResourceCache>>>,
     revision: AtomicI64,
     /// Publishes `revision` to reads waiting for the cache to reach one.
@@ -317,7 +331,19 @@ pub struct WatchCache {
 impl WatchCache {
     /// A cache holding `items`, all read at `revision`.
     pub fn new(items: Vec<KeyValue>, revision: i64, ring_capacity: usize) -> Self {
+        Self::with_fields(items, revision, ring_capacity, None)
+    }
+
+    /// A cache holding `items`, all read at `revision`, that keeps the selectable fields `fields`
+    /// gives for each resource.
+    pub fn with_fields(
+        items: Vec<KeyValue>,
+        revision: i64,
+        ring_capacity: usize,
+        fields: Option<FieldsLookup>,
+    ) -> Self {
         let cache = Self {
+            fields,
             resources: RwLock::new(HashMap::new()),
             revision: AtomicI64::new(revision),
             fresh: tokio::sync::watch::Sender::new(revision),
@@ -354,7 +380,7 @@ impl WatchCache {
                     last_revision: self.start_revision,
                     tx,
                 }),
-                strategy: registry::by_storage_prefix(prefix),
+                fields: self.fields.as_ref().and_then(|lookup| lookup(prefix)),
             })
         }))
     }

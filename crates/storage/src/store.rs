@@ -11,8 +11,9 @@ use serde_json::Value;
 
 use crate::metrics::StorageRequestMetrics;
 use crate::object;
-use crate::storage::{self, Backend, WriteOp};
-use crate::watch_cache::{CachedObject, WatchCache};
+use crate as storage;
+use crate::{Backend, WriteOp};
+use crate::watch_cache::{CachedObject, FieldsLookup, WatchCache};
 
 /// Storage backend + watch cache.
 #[derive(Clone)]
@@ -25,8 +26,23 @@ pub struct Store {
 impl Store {
     /// Loads everything from `backend` into a new cache and connects the two.
     pub async fn new(backend: Arc<dyn Backend>, ring_capacity: usize) -> storage::Result<Self> {
+        Self::with_fields(backend, ring_capacity, None).await
+    }
+
+    /// As [`Store::new`], with a cache that keeps each kind's selectable fields (see
+    /// [`WatchCache::with_fields`]).
+    pub async fn with_fields(
+        backend: Arc<dyn Backend>,
+        ring_capacity: usize,
+        fields: Option<FieldsLookup>,
+    ) -> storage::Result<Self> {
         let (items, revision) = backend.load().await?;
-        let cache = Arc::new(WatchCache::new(items, revision, ring_capacity));
+        let cache = Arc::new(WatchCache::with_fields(
+            items,
+            revision,
+            ring_capacity,
+            fields,
+        ));
         let sink_cache = Arc::clone(&cache);
         backend.set_sink(Arc::new(move |ev| sink_cache.apply(ev)));
         Ok(Self {

@@ -6,6 +6,7 @@
 //! `resourceVersion`. Backends report every committed write, in revision order, to an [`EventSink`]
 //! before acknowledging it, so a cache fed by the sink reflects each write its writer has seen.
 
+pub mod cached_object;
 pub mod conformance;
 pub mod etcd;
 mod etcd_config;
@@ -13,7 +14,11 @@ pub use etcd_config::{
     EtcdConfig, DEFAULT_COMPACTION_INTERVAL, DEFAULT_PREFIX, DEFAULT_REQUEST_TIMEOUT,
 };
 pub mod memory;
+pub mod metrics;
+pub mod object;
 pub mod redb;
+pub mod store;
+pub mod watch_cache;
 
 use std::sync::Arc;
 

@@ -10,7 +10,7 @@
 //! once the watch has passed its revision to the sink, which keeps read-your-writes. A compactor
 //! ([`compact`]) trims etcd's history every `--etcd-compaction-interval`.
 
-mod api;
+use rkcm_etcd_api as api;
 mod client;
 mod compact;
 pub mod testing;

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::api::etcdserverpb::compare::{CompareResult, TargetUnion};
-use super::api::etcdserverpb::TxnRequest;
+use rkcm_etcd_api::etcdserverpb::compare::{CompareResult, TargetUnion};
+use rkcm_etcd_api::etcdserverpb::TxnRequest;
 use super::client::{self, Client};
 
 /// The key the API servers sharing an etcd coordinate through (kube's `compactRevKey`; outside

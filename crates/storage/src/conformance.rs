@@ -408,7 +408,7 @@ macro_rules! storage_conformance_tests {
                 let Some(harness) = $harness else { return };
                 tokio::time::timeout(
                     std::time::Duration::from_secs(120),
-                    $crate::storage::conformance::$name(&harness),
+                    $crate::conformance::$name(&harness),
                 )
                 .await
                 .expect("the backend likely hangs");
