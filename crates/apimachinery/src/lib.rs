@@ -7,6 +7,7 @@ pub mod catalog;
 pub mod cron;
 pub mod custom_resources;
 pub mod duration;
+pub mod field;
 pub mod keyutil;
 pub mod openapi;
 pub mod patch;

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use rkcm_apimachinery::catalog::ResourceInfo;
 
-use crate::registry::{invalid_message, FieldError};
+use rkcm_apimachinery::field::{invalid_message, FieldError};
 
 /// One cause of an error, as `details.causes[]`.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -25,7 +25,6 @@ pub mod flowcontrol_bootstrap;
 pub mod http;
 pub mod kubeconfig;
 pub mod metrics;
-pub mod protobuf;
 pub mod registry;
 pub mod resource_metrics;
 pub mod rest;
@@ -34,6 +33,7 @@ pub mod testing;
 pub mod tls;
 
 pub use rkcm_storage::{cached_object, object, store, watch_cache};
+pub use rkcm_protobuf as protobuf;
 pub use rkcm_storage as storage;
 pub use rkcm_storage::storage_conformance_tests;
 

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Generates src/protobuf/schema.rs: the protobuf field tables of the served kinds.
+"""Generates crates/protobuf/src/schema.rs: the protobuf field tables of the served kinds.
 
 Reads the prost sources of the `k8s-pb` crate (generated from Kubernetes' generated.proto files)
 and writes, for every message reachable from the served kinds, its fields: tag, name, wire kind,
 repeated-ness and message type. Usage:
 
-    python3 tools/gen_protobuf_schema.py ~/.cargo/registry/src/*/k8s-pb-0.9.0/src > src/protobuf/schema.rs
+    python3 crates/protobuf/tools/gen_protobuf_schema.py ~/.cargo/registry/src/*/k8s-pb-0.9.0/src > crates/protobuf/src/schema.rs
 """
 import os
 import re
