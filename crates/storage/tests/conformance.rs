@@ -4,12 +4,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rkcm_apiserver::storage::conformance::Harness;
-use rkcm_apiserver::storage::etcd::testing::EtcdProcess;
-use rkcm_apiserver::storage::etcd::{EtcdBackend, EtcdConfig};
-use rkcm_apiserver::storage::memory::MemoryBackend;
-use rkcm_apiserver::storage::redb::RedbBackend;
-use rkcm_apiserver::storage::Backend;
+use rkcm_storage::conformance::Harness;
+use rkcm_storage::etcd::testing::EtcdProcess;
+use rkcm_storage::etcd::{EtcdBackend, EtcdConfig};
+use rkcm_storage::memory::MemoryBackend;
+use rkcm_storage::redb::RedbBackend;
+use rkcm_storage::Backend;
 
 struct Memory;
 
@@ -75,18 +75,18 @@ impl Harness for Etcd {
 }
 
 mod memory {
-    rkcm_apiserver::storage_conformance_tests!(Some(super::Memory));
+    rkcm_storage::storage_conformance_tests!(Some(super::Memory));
 }
 
 mod redb {
-    rkcm_apiserver::storage_conformance_tests!(Some(super::Redb {
+    rkcm_storage::storage_conformance_tests!(Some(super::Redb {
         dir: tempfile::tempdir().expect("tempdir"),
     }));
 }
 
 mod etcd {
-    rkcm_apiserver::storage_conformance_tests!(
-        rkcm_apiserver::storage::etcd::testing::EtcdProcess::start_or_skip()
+    rkcm_storage::storage_conformance_tests!(
+        rkcm_storage::etcd::testing::EtcdProcess::start_or_skip()
             .map(|etcd| super::Etcd { etcd })
     );
 }
