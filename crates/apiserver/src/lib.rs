@@ -20,20 +20,17 @@ pub mod component_status;
 pub mod config;
 pub mod crd;
 pub mod default_service_cidr;
-pub mod error;
 pub mod flowcontrol_bootstrap;
 pub mod http;
-pub mod kubeconfig;
-pub mod metrics;
 pub mod registry;
 pub mod resource_metrics;
 pub mod rest;
 pub mod server;
 pub mod testing;
-pub mod tls;
 
 pub use rkcm_storage::{cached_object, object, store, watch_cache};
 pub use rkcm_protobuf as protobuf;
+pub use rkcm_server::{error, kubeconfig, metrics, tls};
 pub use rkcm_storage as storage;
 pub use rkcm_storage::storage_conformance_tests;
 

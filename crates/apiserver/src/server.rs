@@ -478,3 +478,74 @@ mod tests {
         assert_eq!(at("[::]:7443").port, 7443);
     }
 }
+
+#[cfg(test)]
+mod served_metrics {
+    use k8s_openapi::api::core::v1::Namespace;
+    use kube::api::{Api, PostParams};
+
+    #[tokio::test]
+    async fn metrics_count_requests_and_need_the_token() {
+        let server = crate::testing::start().await;
+        let client = server.client();
+        let namespaces: Api<Namespace> = Api::all(client.clone());
+        let ns: Namespace =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "counted"}}))
+                .expect("namespace");
+        namespaces
+            .create(&PostParams::default(), &ns)
+            .await
+            .expect("created");
+        let text = client
+            .request_text(
+                http::Request::get("/metrics")
+                    .body(Vec::new())
+                    .expect("request"),
+            )
+            .await
+            .expect("metrics");
+        assert!(
+            text.contains("apiserver_request_total{code=\"201\",component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"namespaces\",scope=\"resource\",subresource=\"\",verb=\"POST\",version=\"v1\"} 1\n"),
+            "{text}"
+        );
+
+        // Every stored resource is reported, the namespaces with the system ones.
+        let stored = namespaces
+            .list(&Default::default())
+            .await
+            .expect("list")
+            .items
+            .len();
+        assert!(
+            text.contains(&format!(
+                "apiserver_storage_objects{{resource=\"namespaces\"}} {stored}\n"
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains("apiserver_storage_objects{resource=\"deployments.apps\"} 0\n"),
+            "{text}"
+        );
+        // The store's request to its backend for the namespace created.
+        assert!(
+            text.contains("etcd_request_duration_seconds_count{group=\"\",operation=\"create\",resource=\"namespaces\"}"),
+            "{text}"
+        );
+
+        let mut anonymous = server.kube_config();
+        anonymous.auth_info = Default::default();
+        let anonymous = kube::Client::try_from(anonymous).expect("client");
+        let refused = anonymous
+            .request_text(
+                http::Request::get("/metrics")
+                    .body(Vec::new())
+                    .expect("request"),
+            )
+            .await
+            .expect_err("no token");
+        assert!(
+            matches!(&refused, kube::Error::Api(s) if s.code == 401),
+            "{refused}"
+        );
+    }
+}

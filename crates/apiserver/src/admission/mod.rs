@@ -9,10 +9,7 @@
 //!
 //! The plugins are in [`plugins`]; each lives in its own file named after kube's package.
 
-mod attributes;
 mod chain;
-mod config;
-mod plugin;
 pub mod plugins;
 
 mod always_admit;
@@ -29,7 +26,6 @@ pub mod storage_object_in_use_protection;
 #[cfg(test)]
 mod testing;
 
-pub use attributes::{forbidden, Attributes, Kind, Operation};
+pub use rkcm_server::admission::*;
+
 pub use chain::{Admission, Chain, Error};
-pub use config::{AdmissionConfig, DEFAULT_TOLERATION_SECONDS};
-pub use plugin::{Plugin, PluginContext};

@@ -14,7 +14,7 @@ pub mod impersonate;
 pub mod inflight;
 pub mod negotiate;
 pub mod params;
-pub mod path;
+pub use rkcm_server::http::path;
 pub mod pod_streams;
 pub mod resource;
 pub mod table;

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::keys::key;
+use rkcm_server::rest::key;
 use super::write::{storage_error, WriteOptions, UPDATE_ATTEMPTS};
 use crate::error::{ApiError, ApiResult};
 use crate::object;

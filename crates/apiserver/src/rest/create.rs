@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use rkcm_apimachinery::catalog::ResourceInfo;
 
-use super::keys::key;
+use rkcm_server::rest::key;
 use super::names::{random_suffix, GENERATE_NAME_ATTEMPTS};
 use super::namespaces::{is_namespace, prepare_namespace_for_create};
 use super::request_checks::{check_namespace, check_type};

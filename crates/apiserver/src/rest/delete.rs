@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 
 use rkcm_apimachinery::catalog::ResourceInfo;
 
-use super::keys::key;
+use rkcm_server::rest::key;
 use super::namespaces::is_namespace;
 use super::services::is_service;
 use super::system_metadata::same_content;

@@ -13,7 +13,7 @@ use serde_json::Value;
 use rkcm_apimachinery::catalog::{self, ResourceInfo};
 
 use super::delete::{delete, DeleteOptions};
-use super::keys::{key, prefix};
+use rkcm_server::rest::{key, prefix};
 use super::update::{update, UpdateSource, UpdateTarget};
 use super::write::WriteOptions;
 use crate::allocators::ServiceAllocators;

@@ -2,7 +2,7 @@
 
 use rkcm_apimachinery::catalog::ResourceInfo;
 
-use super::keys::key;
+use rkcm_server::rest::key;
 use crate::error::{ApiError, ApiResult};
 use crate::store::Store;
 

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 use rkcm_apimachinery::catalog::{self, ResourceInfo};
 
-use super::keys::{key, prefix};
+use rkcm_server::rest::{key, prefix};
 use crate::allocators::cluster_ips::ready_ranges;
 use crate::allocators::ip_repair::{self, Finding, Fix, Regarding};
 use crate::allocators::service::cluster_ips;

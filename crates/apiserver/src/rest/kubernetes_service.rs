@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use rkcm_apimachinery::catalog;
 
 use super::create::create;
-use super::keys::key;
+use rkcm_server::rest::key;
 use super::update::{update, UpdateSource, UpdateTarget};
 use super::write::WriteOptions;
 use crate::allocators::ServiceAllocators;

@@ -14,7 +14,6 @@ mod delete;
 mod eviction;
 mod get;
 pub mod ip_addresses;
-mod keys;
 mod kubernetes_service;
 mod names;
 mod namespaces;
@@ -32,7 +31,7 @@ pub use create::create;
 pub use delete::{delete, DeleteOptions, Deleted, FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
 pub use eviction::{evict, Eviction};
 pub use get::get;
-pub use keys::{key, prefix};
+pub use rkcm_server::rest::{key, prefix};
 pub use kubernetes_service::{
     ensure_kubernetes_service, Advertised, KUBERNETES_SERVICE_NAME, KUBERNETES_SERVICE_NAMESPACE,
 };

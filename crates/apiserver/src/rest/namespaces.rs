@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use rkcm_apimachinery::catalog::ResourceInfo;
 
 use super::create::create;
-use super::keys::key;
+use rkcm_server::rest::key;
 use super::write::WriteOptions;
 use crate::allocators::ServiceAllocators;
 use crate::error::ApiResult;

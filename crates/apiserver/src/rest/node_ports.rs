@@ -115,7 +115,7 @@ pub async fn repair(store: &Store, allocators: &ServiceAllocators) {
         rkcm_apimachinery::catalog::by_kind("v1", "Service").expect("Services are in the catalog");
     let (services, _, _) = store
         .cache()
-        .list(&super::keys::prefix(info, None), None, 0, &|_| true);
+        .list(&rkcm_server::rest::prefix(info, None), None, 0, &|_| true);
     let held: Vec<i64> = services
         .iter()
         .flat_map(|svc| {

@@ -7,7 +7,7 @@
 use rkcm_apimachinery::catalog;
 
 use super::create::create;
-use super::keys::key;
+use rkcm_server::rest::key;
 use super::write::WriteOptions;
 use crate::allocators::ServiceAllocators;
 use crate::error::{ApiError, ApiResult};

@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 
 use rkcm_apimachinery::catalog::ResourceInfo;
 
-use super::keys::key;
+use rkcm_server::rest::key;
 use super::request_checks::check_uid_precondition;
 use super::system_metadata::{keep_system_metadata, same_content};
 use super::update::UpdateSource;

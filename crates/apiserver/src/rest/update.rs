@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use rkcm_apimachinery::catalog::ResourceInfo;
 
 use super::create::create;
-use super::keys::key;
+use rkcm_server::rest::key;
 use super::namespaces::is_namespace;
 use super::request_checks::{check_namespace, check_type, check_uid_precondition};
 use super::services::{allocation_error, is_service};

@@ -26,8 +26,7 @@ pub struct WriteOptions {
     pub field_manager: Option<String>,
 }
 
-/// Attempts of a read-modify-write (patch, scale, finalize) on conflicts with other writers.
-pub const UPDATE_ATTEMPTS: usize = 16;
+pub use rkcm_server::rest::UPDATE_ATTEMPTS;
 
 /// Maps a storage error on `name` of `info` to its API error.
 pub fn storage_error(info: &ResourceInfo, name: &str, err: storage::Error) -> ApiError {

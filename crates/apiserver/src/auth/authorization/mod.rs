@@ -7,13 +7,9 @@
 //! store; [`Mode::AlwaysAllow`]). The first mode with an opinion decides; without one the
 //! request is forbidden, with kube's message ([`forbidden`]).
 
-pub mod attributes;
-pub mod covers;
-pub mod forbidden;
 pub mod node;
 pub mod policy;
 pub mod rbac;
-pub mod rules;
 
 use std::sync::Arc;
 
@@ -21,35 +17,9 @@ use k8s_openapi::api::rbac::v1::PolicyRule;
 
 use super::user::{UserInfo, SYSTEM_MASTERS};
 
-pub use attributes::Attributes;
-pub use forbidden::forbidden;
+pub use rkcm_server::auth::authorization::*;
 pub use policy::{PolicySource, StaticPolicy};
 pub use rbac::aggregate as aggregate_errors;
-
-/// An authorizer's answer (`authorizer.Decision` with its reason).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Decision {
-    /// Allowed, and why.
-    Allow(String),
-    /// Denied outright, and why (no later authorizer is asked).
-    Deny(String),
-    /// No opinion; the next authorizer decides. The reason says what was missing, if anything.
-    NoOpinion(String),
-}
-
-impl Decision {
-    /// Whether the request may go on.
-    pub fn is_allowed(&self) -> bool {
-        matches!(self, Decision::Allow(_))
-    }
-
-    /// The reason given.
-    pub fn reason(&self) -> &str {
-        match self {
-            Decision::Allow(r) | Decision::Deny(r) | Decision::NoOpinion(r) => r,
-        }
-    }
-}
 
 /// One value of `--authorization-mode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

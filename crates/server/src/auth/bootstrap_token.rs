@@ -44,7 +44,7 @@ pub fn authenticate(lookup: &dyn ObjectLookup, token: &str, now: i64) -> Option<
         return None;
     }
     let obj = lookup.get("secrets", "kube-system", &format!("bootstrap-token-{id}"))?;
-    if crate::object::is_deleting(&obj) {
+    if rkcm_storage::object::is_deleting(&obj) {
         return None;
     }
     if obj.get("type").and_then(Value::as_str) != Some("bootstrap.kubernetes.io/token") {

@@ -1,6 +1,10 @@
-//! Storage keys of objects and of collections (`/{group}/{plural}/{namespace}/{name}`).
+//! What the generic registry's operations share: the storage keys of objects and of collections
+//! (`/{group}/{plural}/{namespace}/{name}`), and how often a read-modify-write is retried.
 
 use rkcm_apimachinery::catalog::ResourceInfo;
+
+/// Attempts of a read-modify-write (patch, scale, finalize) on conflicts with other writers.
+pub const UPDATE_ATTEMPTS: usize = 16;
 
 /// Storage key prefix of a collection (all namespaces when `namespace` is `None`).
 pub fn prefix(info: &ResourceInfo, namespace: Option<&str>) -> String {

@@ -301,7 +301,7 @@ impl ServiceAccountTokens {
                 sa.name
             ));
         }
-        let account_uid = crate::object::uid(&account);
+        let account_uid = rkcm_storage::object::uid(&account);
         if account_uid != sa.uid {
             return Err(format!(
                 "service account UID ({account_uid}) does not match claim ({})",
@@ -314,7 +314,7 @@ impl ServiceAccountTokens {
                 .get("secrets", namespace, &secret.name)
                 .filter(|s| !deleted_long_ago(s, deleted_before))
                 .ok_or("service account token has been invalidated")?;
-            let uid = crate::object::uid(&obj);
+            let uid = rkcm_storage::object::uid(&obj);
             if uid != secret.uid {
                 return Err(format!(
                     "secret UID ({uid}) does not match service account secret ref claim ({})",
@@ -328,7 +328,7 @@ impl ServiceAccountTokens {
                 .get("pods", namespace, &pod.name)
                 .filter(|p| !deleted_long_ago(p, deleted_before))
                 .ok_or("service account token has been invalidated")?;
-            let uid = crate::object::uid(&obj);
+            let uid = rkcm_storage::object::uid(&obj);
             if uid != pod.uid {
                 return Err(format!(
                     "pod UID ({uid}) does not match service account pod ref claim ({})",
@@ -344,7 +344,7 @@ impl ServiceAccountTokens {
                 .get("nodes", "", &node.name)
                 .filter(|n| !deleted_long_ago(n, deleted_before))
                 .ok_or("service account token has been invalidated")?;
-            let uid = crate::object::uid(&obj);
+            let uid = rkcm_storage::object::uid(&obj);
             if uid != node.uid {
                 return Err(format!(
                     "node UID ({uid}) does not match service account node ref claim ({})",
@@ -409,7 +409,7 @@ impl ServiceAccountTokens {
             .lookup
             .get("secrets", namespace, secret_name)
             .ok_or("Token has been invalidated")?;
-        if crate::object::is_deleting(&secret) {
+        if rkcm_storage::object::is_deleting(&secret) {
             return Err("Token has been invalidated".into());
         }
         let stored = secret
@@ -426,16 +426,16 @@ impl ServiceAccountTokens {
             .lookup
             .get("serviceaccounts", namespace, sa_name)
             .ok_or_else(|| format!("serviceaccount \"{sa_name}\" not found"))?;
-        if crate::object::is_deleting(&account) {
+        if rkcm_storage::object::is_deleting(&account) {
             return Err("Token has been invalidated".into());
         }
-        let uid = crate::object::uid(&account);
+        let uid = rkcm_storage::object::uid(&account);
         if uid != sa_uid {
             return Err(format!(
                 "service account UID ({uid}) does not match claim ({sa_uid})"
             ));
         }
-        let labels = crate::object::labels(&secret);
+        let labels = rkcm_storage::object::labels(&secret);
         if labels
             .get(INVALID_SINCE_LABEL_KEY)
             .is_some_and(|v| !v.is_empty())
@@ -463,9 +463,9 @@ impl ServiceAccountTokens {
         let last_used = labels.get(LAST_USED_LABEL_KEY).map(String::as_str);
         if last_used != Some(today.as_str()) && last_used != Some(tomorrow.as_str()) {
             self.lookup.label_secret(
-                crate::object::namespace(secret),
-                crate::object::name(secret),
-                crate::object::uid(secret),
+                rkcm_storage::object::namespace(secret),
+                rkcm_storage::object::name(secret),
+                rkcm_storage::object::uid(secret),
                 LAST_USED_LABEL_KEY,
                 &today,
             );
@@ -487,7 +487,7 @@ pub fn legacy_claims(namespace: &str, sa: &ObjectRef, secret_name: &str) -> Valu
 
 /// Whether `obj` was marked for deletion before `before` (Unix seconds).
 fn deleted_long_ago(obj: &Value, before: i64) -> bool {
-    crate::object::meta_str(obj, "deletionTimestamp")
+    rkcm_storage::object::meta_str(obj, "deletionTimestamp")
         .and_then(|t| t.parse::<jiff::Timestamp>().ok())
         .is_some_and(|t| t.as_second() < before)
 }

@@ -8,7 +8,7 @@ use rkcm_apimachinery::catalog::ResourceInfo;
 
 use crate::auth::UserInfo;
 use crate::error::ApiError;
-use crate::object;
+use rkcm_storage::object;
 
 /// The operation being admitted (`admission.Operation`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -5,9 +5,9 @@ use rkcm_apimachinery::catalog;
 use serde_json::{json, Value};
 
 use super::serviceaccount::ObjectLookup;
-use crate::object;
-use crate::storage;
-use crate::store::Store;
+use rkcm_storage::object;
+use rkcm_storage as storage;
+use rkcm_storage::store::Store;
 
 impl ObjectLookup for Store {
     fn get(&self, plural: &str, namespace: &str, name: &str) -> Option<Value> {

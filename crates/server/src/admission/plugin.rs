@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use super::attributes::{Attributes, Operation};
 use super::config::AdmissionConfig;
 use crate::error::ApiResult;
-use crate::store::Store;
+use rkcm_storage::store::Store;
 
 /// What plugins are built with: the store they read other objects from (kube's plugins read
 /// informers' listers; the watch cache is that here) and the admission settings.

@@ -1,0 +1,3 @@
+//! What the HTTP layer shares with the rest of the machinery: the parsing of resource paths.
+
+pub mod path;
