@@ -13,16 +13,13 @@
 //! serves that text, so `kubectl logs` shows what a Job's `echo` printed.
 
 pub mod admission;
-pub mod allocators;
 pub mod apiservices;
 pub mod auth;
 pub mod component_status;
 pub mod config;
-pub mod crd;
 pub mod default_service_cidr;
 pub mod flowcontrol_bootstrap;
 pub mod http;
-pub mod registry;
 pub mod resource_metrics;
 pub mod rest;
 pub mod server;
@@ -30,6 +27,8 @@ pub mod testing;
 
 pub use rkcm_storage::{cached_object, object, store, watch_cache};
 pub use rkcm_protobuf as protobuf;
+pub use rkcm_registry as registry;
+pub use rkcm_registry::{allocators, crd};
 pub use rkcm_server::{error, kubeconfig, metrics, tls};
 pub use rkcm_storage as storage;
 pub use rkcm_storage::storage_conformance_tests;
