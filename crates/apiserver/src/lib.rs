@@ -12,7 +12,6 @@
 //! output the simulated kubelet recorded in the pod annotation `rkcm.io/container-logs` — it
 //! serves that text, so `kubectl logs` shows what a Job's `echo` printed.
 
-pub mod admission;
 pub mod apiservices;
 pub mod auth;
 pub mod component_status;
@@ -25,13 +24,14 @@ pub mod rest;
 pub mod server;
 pub mod testing;
 
-pub use rkcm_storage::{cached_object, object, store, watch_cache};
+pub use rkcm_plugins::admission;
 pub use rkcm_protobuf as protobuf;
 pub use rkcm_registry as registry;
 pub use rkcm_registry::{allocators, crd};
 pub use rkcm_server::{error, kubeconfig, metrics, tls};
 pub use rkcm_storage as storage;
 pub use rkcm_storage::storage_conformance_tests;
+pub use rkcm_storage::{cached_object, object, store, watch_cache};
 
 pub use config::Config;
 pub use error::ApiError;

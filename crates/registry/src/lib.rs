@@ -96,8 +96,8 @@ pub use certificatesigningrequests::{
     validate_approval_update,
 };
 pub use generic::GenericStrategy;
-pub use rkcm_apimachinery::field::{invalid_message, FieldError, FieldErrorKind};
 pub use priorityclasses::{check_single_global_default, system_priority_classes};
+pub use rkcm_apimachinery::field::{invalid_message, FieldError, FieldErrorKind};
 
 /// How a DELETE proceeds, as `rest.RESTGracefulDeleteStrategy`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

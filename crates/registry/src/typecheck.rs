@@ -36,7 +36,10 @@ where
             _ => None,
         };
     }
-    let rendered = value.map_or_else(|| "null".to_string(), rkcm_apimachinery::field::render_value);
+    let rendered = value.map_or_else(
+        || "null".to_string(),
+        rkcm_apimachinery::field::render_value,
+    );
     let field = err.path().to_string();
     Some(FieldError {
         field: if field == "." { String::new() } else { field },

@@ -134,4 +134,3 @@ fn group_resource_of_key(key: &str) -> (&str, &str) {
     let resource = segments.next().unwrap_or_default();
     (if group == "core" { "" } else { group }, resource)
 }
-

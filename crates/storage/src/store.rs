@@ -9,11 +9,11 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde_json::Value;
 
+use crate as storage;
 use crate::metrics::StorageRequestMetrics;
 use crate::object;
-use crate as storage;
-use crate::{Backend, WriteOp};
 use crate::watch_cache::{CachedObject, FieldsLookup, WatchCache};
+use crate::{Backend, WriteOp};
 
 /// Storage backend + watch cache.
 #[derive(Clone)]

@@ -86,7 +86,6 @@ mod redb {
 
 mod etcd {
     rkcm_storage::storage_conformance_tests!(
-        rkcm_storage::etcd::testing::EtcdProcess::start_or_skip()
-            .map(|etcd| super::Etcd { etcd })
+        rkcm_storage::etcd::testing::EtcdProcess::start_or_skip().map(|etcd| super::Etcd { etcd })
     );
 }

@@ -15,7 +15,6 @@ use futures::StreamExt;
 use http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use serde_json::Value;
 
-
 use crate::auth::UserInfo;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::read_body;
@@ -25,9 +24,8 @@ use crate::http::field_validation::{check_fields, field_validation, remove_path}
 use crate::http::handlers::patch::{apply_patch, pin_resource_version};
 use crate::http::path::ResourcePath;
 use crate::http::SharedState;
-pub use rkcm_registry::conversion::{conversion, Conversion};
 use crate::rest;
-
+pub use rkcm_registry::conversion::{conversion, Conversion};
 
 /// Serves a request on a converted resource by serving its storage version.
 #[allow(clippy::too_many_arguments)]

@@ -6,8 +6,6 @@ use serde_json::{json, Value};
 
 use rkcm_apimachinery::catalog::ResourceInfo;
 
-use rkcm_server::rest::key;
-use super::names::{random_suffix, GENERATE_NAME_ATTEMPTS};
 use super::namespaces::{is_namespace, prepare_namespace_for_create};
 use super::request_checks::{check_namespace, check_type};
 use super::services::{allocation_error, is_service};
@@ -20,6 +18,8 @@ use crate::registry;
 use crate::storage;
 use crate::store::Store;
 use crate::watch_cache::CachedObject;
+use rkcm_server::rest::key;
+use rkcm_server::rest::names::{random_suffix, GENERATE_NAME_ATTEMPTS};
 
 /// Creates `obj` in `namespace` (POST on a collection); returns the stored object.
 ///

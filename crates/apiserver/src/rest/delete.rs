@@ -4,7 +4,6 @@ use serde_json::{json, Value};
 
 use rkcm_apimachinery::catalog::ResourceInfo;
 
-use rkcm_server::rest::key;
 use super::namespaces::is_namespace;
 use super::services::is_service;
 use super::system_metadata::same_content;
@@ -16,6 +15,7 @@ use crate::object;
 use crate::registry::{self, GracefulDelete, Strategy};
 use crate::storage;
 use crate::store::Store;
+use rkcm_server::rest::key;
 
 /// Finalizer asking the garbage collector to orphan dependents.
 pub const ORPHAN_FINALIZER: &str = "orphan";

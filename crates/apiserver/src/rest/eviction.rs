@@ -13,7 +13,6 @@ use serde_json::Value;
 use rkcm_apimachinery::catalog::{self, ResourceInfo};
 
 use super::delete::{delete, DeleteOptions};
-use rkcm_server::rest::{key, prefix};
 use super::update::{update, UpdateSource, UpdateTarget};
 use super::write::WriteOptions;
 use crate::allocators::ServiceAllocators;
@@ -23,6 +22,7 @@ use crate::registry::eviction::{
     should_enforce_resource_version, too_many_requests, unhealthy_pod_may_go, MORE_THAN_ONE_BUDGET,
 };
 use crate::store::Store;
+use rkcm_server::rest::{key, prefix};
 
 /// Attempts of each retry loop (`EvictionsRetry.Steps`).
 const RETRY_STEPS: usize = 20;

@@ -2,9 +2,9 @@
 
 use rkcm_apimachinery::catalog::ResourceInfo;
 
-use rkcm_server::rest::key;
 use crate::error::{ApiError, ApiResult};
 use crate::store::Store;
+use rkcm_server::rest::key;
 
 /// The object `name`, or 404.
 pub fn get(

@@ -15,7 +15,6 @@ use serde_json::{json, Value};
 
 use rkcm_apimachinery::catalog::{self, ResourceInfo};
 
-use rkcm_server::rest::{key, prefix};
 use crate::allocators::cluster_ips::ready_ranges;
 use crate::allocators::ip_repair::{self, Finding, Fix, Regarding};
 use crate::allocators::service::cluster_ips;
@@ -23,6 +22,7 @@ use crate::allocators::Ipv4Cidr;
 use crate::allocators::ServiceAllocators;
 use crate::object;
 use crate::store::Store;
+use rkcm_server::rest::{key, prefix};
 
 /// `LabelManagedBy`.
 pub const LABEL_MANAGED_BY: &str = "ipaddress.kubernetes.io/managed-by";

@@ -14,12 +14,12 @@ use serde_json::{json, Value};
 use rkcm_apimachinery::catalog;
 
 use super::create::create;
-use rkcm_server::rest::key;
 use super::update::{update, UpdateSource, UpdateTarget};
 use super::write::WriteOptions;
 use crate::allocators::ServiceAllocators;
 use crate::error::{ApiError, ApiResult};
 use crate::store::Store;
+use rkcm_server::rest::key;
 
 /// Name of the Service, its Endpoints and its EndpointSlice.
 pub const KUBERNETES_SERVICE_NAME: &str = "kubernetes";

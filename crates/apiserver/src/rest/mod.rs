@@ -15,7 +15,6 @@ mod eviction;
 mod get;
 pub mod ip_addresses;
 mod kubernetes_service;
-mod names;
 mod namespaces;
 pub mod node_ports;
 mod priority_classes;
@@ -31,14 +30,14 @@ pub use create::create;
 pub use delete::{delete, DeleteOptions, Deleted, FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
 pub use eviction::{evict, Eviction};
 pub use get::get;
-pub use rkcm_server::rest::{key, prefix};
 pub use kubernetes_service::{
     ensure_kubernetes_service, Advertised, KUBERNETES_SERVICE_NAME, KUBERNETES_SERVICE_NAMESPACE,
 };
-pub use names::random_suffix;
 pub use namespaces::{ensure_system_namespaces, NAMESPACE_FINALIZER, SYSTEM_NAMESPACES};
 pub use priority_classes::ensure_system_priority_classes;
 pub use request_checks::check_type;
+pub use rkcm_server::rest::random_suffix;
+pub use rkcm_server::rest::{key, prefix};
 pub use scale::{scale_of, update_scale};
 pub use update::{update, UpdateSource, UpdateTarget, Updated};
 mod managed_fields;

@@ -7,12 +7,12 @@ use serde_json::{json, Value};
 use rkcm_apimachinery::catalog::ResourceInfo;
 
 use super::create::create;
-use rkcm_server::rest::key;
 use super::write::WriteOptions;
 use crate::allocators::ServiceAllocators;
 use crate::error::ApiResult;
 use crate::object;
 use crate::store::Store;
+use rkcm_server::rest::key;
 
 /// Namespaces that exist from the start and may not be deleted.
 pub const SYSTEM_NAMESPACES: &[&str] =

@@ -113,9 +113,10 @@ pub async fn release(store: &Store, allocators: &ServiceAllocators, freed: &[i64
 pub async fn repair(store: &Store, allocators: &ServiceAllocators) {
     let info =
         rkcm_apimachinery::catalog::by_kind("v1", "Service").expect("Services are in the catalog");
-    let (services, _, _) = store
-        .cache()
-        .list(&rkcm_server::rest::prefix(info, None), None, 0, &|_| true);
+    let (services, _, _) =
+        store
+            .cache()
+            .list(&rkcm_server::rest::prefix(info, None), None, 0, &|_| true);
     let held: Vec<i64> = services
         .iter()
         .flat_map(|svc| {

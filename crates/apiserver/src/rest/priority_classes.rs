@@ -7,13 +7,13 @@
 use rkcm_apimachinery::catalog;
 
 use super::create::create;
-use rkcm_server::rest::key;
 use super::write::WriteOptions;
 use crate::allocators::ServiceAllocators;
 use crate::error::{ApiError, ApiResult};
 use crate::object;
 use crate::registry::priorityclasses::system_priority_classes;
 use crate::store::Store;
+use rkcm_server::rest::key;
 
 /// Creates each built-in PriorityClass that the store does not hold.
 pub async fn ensure_system_priority_classes(

@@ -4,7 +4,6 @@ use serde_json::{json, Value};
 
 use rkcm_apimachinery::catalog::ResourceInfo;
 
-use rkcm_server::rest::key;
 use super::request_checks::check_uid_precondition;
 use super::system_metadata::{keep_system_metadata, same_content};
 use super::update::UpdateSource;
@@ -14,6 +13,7 @@ use crate::object;
 use crate::registry;
 use crate::storage;
 use crate::store::Store;
+use rkcm_server::rest::key;
 
 /// The `autoscaling/v1` Scale of an object.
 pub fn scale_of(info: &ResourceInfo, obj: &Value) -> ApiResult<Value> {

@@ -8,7 +8,6 @@ use serde_json::{json, Value};
 use rkcm_apimachinery::catalog::ResourceInfo;
 
 use super::create::create;
-use rkcm_server::rest::key;
 use super::namespaces::is_namespace;
 use super::request_checks::{check_namespace, check_type, check_uid_precondition};
 use super::services::{allocation_error, is_service};
@@ -21,6 +20,7 @@ use crate::object;
 use crate::registry;
 use crate::store::Store;
 use crate::watch_cache::CachedObject;
+use rkcm_server::rest::key;
 
 /// Which part of an object an update writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

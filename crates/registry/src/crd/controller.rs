@@ -24,8 +24,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::cleanup::{set_condition, CLEANUP_FINALIZER};
 use super::served::{self, ServedVersion};
-use rkcm_storage::object;
 use rkcm_server::rest as keys;
+use rkcm_storage::object;
 use rkcm_storage::store::Store;
 use rkcm_storage::watch_cache::Next;
 

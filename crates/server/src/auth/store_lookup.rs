@@ -5,8 +5,8 @@ use rkcm_apimachinery::catalog;
 use serde_json::{json, Value};
 
 use super::serviceaccount::ObjectLookup;
-use rkcm_storage::object;
 use rkcm_storage as storage;
+use rkcm_storage::object;
 use rkcm_storage::store::Store;
 
 impl ObjectLookup for Store {

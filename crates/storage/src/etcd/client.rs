@@ -9,6 +9,8 @@ use bytes::Bytes;
 use futures::StreamExt;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 
+use super::EtcdConfig;
+use crate::{Error, Result};
 use rkcm_etcd_api::etcdserverpb::{
     compare, kv_client::KvClient, request_op, response_op, watch_client::WatchClient,
     watch_request, CompactionRequest, Compare, DeleteRangeRequest, PutRequest, RangeRequest,
@@ -16,8 +18,6 @@ use rkcm_etcd_api::etcdserverpb::{
     WatchRequest, WatchResponse,
 };
 use rkcm_etcd_api::mvccpb::KeyValue;
-use super::EtcdConfig;
-use crate::{Error, Result};
 
 /// Largest gRPC message accepted: a page of large objects (etcd's own limit is 1.5 MiB a value).
 const MAX_MESSAGE: usize = 64 * 1024 * 1024;

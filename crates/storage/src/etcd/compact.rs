@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use super::client::{self, Client};
 use rkcm_etcd_api::etcdserverpb::compare::{CompareResult, TargetUnion};
 use rkcm_etcd_api::etcdserverpb::TxnRequest;
-use super::client::{self, Client};
 
 /// The key the API servers sharing an etcd coordinate through (kube's `compactRevKey`; outside
 /// `--etcd-prefix`, as kube's).

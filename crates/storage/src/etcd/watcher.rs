@@ -11,10 +11,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
-use rkcm_etcd_api::mvccpb::event::EventType;
 use super::client::Client;
 use super::{kv_from, EtcdConfig, Shared};
 use crate::{Error, StorageEvent};
+use rkcm_etcd_api::mvccpb::event::EventType;
 
 /// Longest pause between two attempts to re-establish the watch.
 const MAX_BACKOFF: Duration = Duration::from_secs(2);

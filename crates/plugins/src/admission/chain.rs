@@ -12,7 +12,7 @@ use super::attributes::{Attributes, Operation};
 use super::plugin::{Plugin, PluginContext};
 use super::plugins::{enabled_plugin_names, new_plugin};
 use crate::auth::UserInfo;
-use crate::error::ApiResult;
+use rkcm_server::error::ApiResult;
 
 /// Errors in the admission flags, with kube's messages.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -174,8 +174,8 @@ impl Admission {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::ApiError;
     use async_trait::async_trait;
+    use rkcm_server::error::ApiError;
     use serde_json::json;
     use std::sync::Mutex;
 

@@ -10,9 +10,9 @@ use serde_json::{json, Value};
 use super::attributes::{Attributes, Operation};
 use super::plugin::Plugin;
 use super::plugins::DEFAULT_STORAGE_CLASS;
-use crate::error::ApiResult;
-use crate::rest;
-use crate::store::Store;
+use rkcm_server::error::ApiResult;
+use rkcm_server::rest;
+use rkcm_storage::store::Store;
 
 /// The annotation marking the default StorageClass.
 pub const IS_DEFAULT_CLASS_ANNOTATION: &str = "storageclass.kubernetes.io/is-default-class";
@@ -61,7 +61,7 @@ pub fn claim_has_class(claim: &Value) -> bool {
 /// marked default, the first by name among equally recent ones.
 pub fn default_class(classes: &[Value]) -> Option<&Value> {
     let created = |c: &Value| {
-        crate::object::meta_str(c, "creationTimestamp")
+        rkcm_storage::object::meta_str(c, "creationTimestamp")
             .and_then(|t| t.parse::<jiff::Timestamp>().ok())
     };
     classes
@@ -70,7 +70,7 @@ pub fn default_class(classes: &[Value]) -> Option<&Value> {
         .min_by(|a, b| {
             created(b)
                 .cmp(&created(a))
-                .then_with(|| crate::object::name(a).cmp(crate::object::name(b)))
+                .then_with(|| rkcm_storage::object::name(a).cmp(rkcm_storage::object::name(b)))
         })
 }
 
@@ -98,7 +98,8 @@ impl Plugin for DefaultStorageClass {
             .cache()
             .list(&rest::prefix(info, None), None, 0, &|_| true);
         let classes: Vec<Value> = stored.iter().map(|c| c.value()).collect();
-        let Some(name) = default_class(&classes).map(|c| crate::object::name(c).to_string()) else {
+        let Some(name) = default_class(&classes).map(|c| rkcm_storage::object::name(c).to_string())
+        else {
             return Ok(());
         };
         if let Some(spec) = attrs

@@ -18,9 +18,9 @@ use serde_json::Value;
 use rkcm_apimachinery::catalog;
 
 use super::graph::Graph;
-use crate::object;
-use crate::store::Store;
-use crate::watch_cache::{EventType, Next, Subscription, WatchEvent, WatchStart};
+use rkcm_storage::object;
+use rkcm_storage::store::Store;
+use rkcm_storage::watch_cache::{EventType, Next, Subscription, WatchEvent, WatchStart};
 
 /// The resources the graph is built from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,7 +75,7 @@ impl GraphPopulator {
                 let info = catalog::by_kind(gv, kind)?;
                 Some(Feed {
                     source,
-                    prefix: crate::rest::prefix(info, None),
+                    prefix: rkcm_server::rest::prefix(info, None),
                     subscription: None,
                     revision: 0,
                 })
@@ -189,10 +189,10 @@ mod tests {
     use super::super::graph::tests::pod;
     use super::super::graph::VertexType;
     use super::*;
-    use crate::storage::memory::MemoryBackend;
+    use rkcm_storage::memory::MemoryBackend;
 
     fn key(kind: &str, gv: &str, ns: Option<&str>, name: &str) -> String {
-        crate::rest::key(catalog::by_kind(gv, kind).expect("kind"), ns, name)
+        rkcm_server::rest::key(catalog::by_kind(gv, kind).expect("kind"), ns, name)
     }
 
     #[tokio::test]

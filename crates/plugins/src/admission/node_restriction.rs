@@ -16,8 +16,8 @@ use super::attributes::{forbidden, Attributes, Operation};
 use super::plugin::Plugin;
 use super::plugins::NODE_RESTRICTION;
 use crate::auth::node_identity::node_identity;
-use crate::error::ApiResult;
-use crate::store::Store;
+use rkcm_server::error::ApiResult;
+use rkcm_storage::store::Store;
 
 /// Annotation of mirror pods (`api.MirrorPodAnnotationKey`).
 pub const MIRROR_POD_ANNOTATION: &str = "kubernetes.io/config.mirror";
@@ -75,7 +75,7 @@ impl Plugin for NodeRestriction {
     async fn admit(&self, attrs: &mut Attributes) -> ApiResult<()> {
         let lookup = |namespace: &str, name: &str| {
             let info = rkcm_apimachinery::catalog::by_kind("v1", "Pod")?;
-            let key = crate::rest::key(info, Some(namespace), name);
+            let key = rkcm_server::rest::key(info, Some(namespace), name);
             self.store.get(&key).map(|o| o.value())
         };
         match check(attrs, &lookup) {
@@ -303,7 +303,7 @@ fn pod_eviction(node: &str, attrs: &Attributes, pods: PodLookup<'_>) -> Result<(
     if attrs.name.is_empty()
         && attrs
             .object()
-            .is_none_or(|e| crate::object::name(e).is_empty())
+            .is_none_or(|e| rkcm_storage::object::name(e).is_empty())
     {
         return Err("could not determine pod from request data".to_string());
     }
@@ -322,7 +322,10 @@ fn stored_pod(attrs: &Attributes, pods: PodLookup<'_>) -> Option<Value> {
         return Some(old.clone());
     }
     let name = if attrs.name.is_empty() {
-        attrs.object().map(crate::object::name).unwrap_or_default()
+        attrs
+            .object()
+            .map(rkcm_storage::object::name)
+            .unwrap_or_default()
     } else {
         attrs.name.as_str()
     };
@@ -333,9 +336,10 @@ fn stored_pod(attrs: &Attributes, pods: PodLookup<'_>) -> Option<Value> {
 fn node_object(node: &str, attrs: &Attributes) -> Result<(), String> {
     let requested = match attrs.operation {
         // A create names the node in the object.
-        Operation::Create if attrs.name.is_empty() => {
-            attrs.object().map(crate::object::name).unwrap_or_default()
-        }
+        Operation::Create if attrs.name.is_empty() => attrs
+            .object()
+            .map(rkcm_storage::object::name)
+            .unwrap_or_default(),
         _ => attrs.name.as_str(),
     };
     if requested != node {
@@ -536,7 +540,7 @@ fn service_account(node: &str, attrs: &Attributes, pods: PodLookup<'_>) -> Resul
     let Some(pod) = pods(&attrs.namespace, field("name")) else {
         return Ok(());
     };
-    if crate::object::uid(&pod) != uid {
+    if rkcm_storage::object::uid(&pod) != uid {
         return Err(format!(
             "the UID in the bound object reference ({uid}) does not match the UID in record. The object might have been deleted and then recreated"
         ));
@@ -567,7 +571,10 @@ fn csi_node(node: &str, attrs: &Attributes) -> Result<(), String> {
 fn own_name(node: &str, attrs: &Attributes, what: &str) -> Result<(), String> {
     let name = if attrs.operation == Operation::Create {
         // The name of a create is the object's.
-        attrs.object().map(crate::object::name).unwrap_or_default()
+        attrs
+            .object()
+            .map(rkcm_storage::object::name)
+            .unwrap_or_default()
     } else {
         attrs.name.as_str()
     };

@@ -7,7 +7,7 @@ use serde::de::DeserializeOwned;
 
 use rkcm_apimachinery::catalog;
 
-use crate::store::Store;
+use rkcm_storage::store::Store;
 
 /// The RBAC objects an authorizer decides from. Implementations are shared by every request and
 /// called concurrently.
@@ -24,18 +24,18 @@ pub trait PolicySource: Send + Sync {
 
 const GROUP_VERSION: &str = "rbac.authorization.k8s.io/v1";
 
-fn decode<T: DeserializeOwned>(obj: &crate::watch_cache::CachedObject) -> Option<T> {
+fn decode<T: DeserializeOwned>(obj: &rkcm_storage::watch_cache::CachedObject) -> Option<T> {
     // Stored objects passed validation; one that does not decode grants nothing.
     serde_json::from_slice(obj.json()).ok()
 }
 
 fn rbac_list<T: DeserializeOwned>(store: &Store, kind: &str, namespace: Option<&str>) -> Vec<T> {
-        let Some(info) = catalog::by_kind(GROUP_VERSION, kind) else {
-            return Vec::new();
-        };
-        let prefix = crate::rest::prefix(info, namespace);
-        let (items, _, _) = store.cache().list(&prefix, None, 0, &|_| true);
-        items.iter().filter_map(|o| decode(o)).collect()
+    let Some(info) = catalog::by_kind(GROUP_VERSION, kind) else {
+        return Vec::new();
+    };
+    let prefix = rkcm_server::rest::prefix(info, namespace);
+    let (items, _, _) = store.cache().list(&prefix, None, 0, &|_| true);
+    items.iter().filter_map(|o| decode(o)).collect()
 }
 
 fn rbac_get<T: DeserializeOwned>(
@@ -45,7 +45,11 @@ fn rbac_get<T: DeserializeOwned>(
     name: &str,
 ) -> Option<T> {
     let info = catalog::by_kind(GROUP_VERSION, kind)?;
-    decode(store.get(&crate::rest::key(info, namespace, name))?.as_ref())
+    decode(
+        store
+            .get(&rkcm_server::rest::key(info, namespace, name))?
+            .as_ref(),
+    )
 }
 
 impl PolicySource for Store {

@@ -18,9 +18,9 @@ use serde_json::{json, Map, Value};
 use super::attributes::{forbidden, Attributes, Operation};
 use super::plugin::Plugin;
 use super::plugins::LIMIT_RANGER;
-use crate::error::ApiResult;
-use crate::rest;
-use crate::store::Store;
+use rkcm_server::error::ApiResult;
+use rkcm_server::rest;
+use rkcm_storage::store::Store;
 
 /// The annotation listing what the plugin set on a pod.
 pub const LIMIT_RANGER_ANNOTATION: &str = "kubernetes.io/limit-ranger";

@@ -17,9 +17,9 @@ use k8s_openapi::api::rbac::v1::PolicyRule;
 
 use super::user::{UserInfo, SYSTEM_MASTERS};
 
-pub use rkcm_server::auth::authorization::*;
 pub use policy::{PolicySource, StaticPolicy};
 pub use rbac::aggregate as aggregate_errors;
+pub use rkcm_server::auth::authorization::*;
 
 /// One value of `--authorization-mode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -19,9 +19,9 @@ use serde_json::{json, Value};
 use super::attributes::{forbidden, Attributes, Operation};
 use super::plugin::Plugin;
 use super::plugins::SERVICE_ACCOUNT;
-use crate::error::{ApiError, ApiResult};
-use crate::rest;
-use crate::store::Store;
+use rkcm_server::error::{ApiError, ApiResult};
+use rkcm_server::rest;
+use rkcm_storage::store::Store;
 
 /// The account a pod without `serviceAccountName` runs as (`DefaultServiceAccountName`).
 pub const DEFAULT_SERVICE_ACCOUNT_NAME: &str = "default";
@@ -111,7 +111,7 @@ impl ServiceAccount {
                 &format!(
                     "no service account specified for pod {}/{}",
                     attrs.namespace,
-                    crate::object::name(pod)
+                    rkcm_storage::object::name(pod)
                 ),
             ));
         }

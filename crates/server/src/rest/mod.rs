@@ -1,7 +1,11 @@
 //! What the generic registry's operations share: the storage keys of objects and of collections
 //! (`/{group}/{plural}/{namespace}/{name}`), and how often a read-modify-write is retried.
 
+pub mod names;
+
 use rkcm_apimachinery::catalog::ResourceInfo;
+
+pub use names::random_suffix;
 
 /// Attempts of a read-modify-write (patch, scale, finalize) on conflicts with other writers.
 pub const UPDATE_ATTEMPTS: usize = 16;

@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use super::attributes::{forbidden, Attributes, Operation};
 use super::plugin::Plugin;
 use super::plugins::ALWAYS_DENY;
-use crate::error::ApiResult;
+use rkcm_server::error::ApiResult;
 
 /// Refuses every request it sees, in both phases.
 pub struct AlwaysDeny;

@@ -3,7 +3,7 @@
 use rand::Rng;
 
 /// Attempts at a free name for `generateName` before giving up (kube's `RetryGenerateName`).
-pub(crate) const GENERATE_NAME_ATTEMPTS: usize = 8;
+pub const GENERATE_NAME_ATTEMPTS: usize = 8;
 
 /// Random suffix as `names.SimpleNameGenerator`: 5 characters of `bcdfghjklmnpqrstvwxz2456789`.
 pub fn random_suffix() -> String {

@@ -27,10 +27,10 @@ use serde_json::Value;
 use super::attributes::{forbidden, Attributes, Operation};
 use super::plugin::Plugin;
 use super::plugins::RESOURCE_QUOTA;
-use crate::error::{ApiError, ApiResult};
-use crate::rest;
-use crate::storage;
-use crate::store::Store;
+use rkcm_server::error::{ApiError, ApiResult};
+use rkcm_server::rest;
+use rkcm_storage as storage;
+use rkcm_storage::store::Store;
 
 /// How often the charge is retried when a quota changed meanwhile (kube's `checkQuotas`
 /// recursion depth).
@@ -354,7 +354,7 @@ impl Plugin for ResourceQuotaAdmission {
         let old = match attrs.old_object() {
             Some(old) => Some((
                 decode(old)?,
-                matches!(crate::object::resource_version(old), Ok(Some(_))),
+                matches!(rkcm_storage::object::resource_version(old), Ok(Some(_))),
             )),
             None => None,
         };

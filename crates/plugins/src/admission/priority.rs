@@ -12,10 +12,10 @@ use serde_json::{json, Value};
 use super::attributes::{forbidden, Attributes, Operation};
 use super::plugin::Plugin;
 use super::plugins::PRIORITY;
-use crate::error::ApiResult;
-use crate::registry::check_single_global_default;
-use crate::rest;
-use crate::store::Store;
+use rkcm_registry::check_single_global_default;
+use rkcm_server::error::ApiResult;
+use rkcm_server::rest;
+use rkcm_storage::store::Store;
 
 /// Priority of pods without a class when no class is the global default
 /// (`DefaultPriorityWhenNoDefaultClassExists`).
@@ -68,7 +68,7 @@ pub struct Resolved {
 
 fn resolved(class: &Value) -> Resolved {
     Resolved {
-        class_name: crate::object::name(class).to_string(),
+        class_name: rkcm_storage::object::name(class).to_string(),
         priority: class.get("value").and_then(Value::as_i64).unwrap_or(0),
         preemption_policy: class
             .get("preemptionPolicy")
@@ -354,7 +354,7 @@ mod tests {
                 info,
                 "",
                 None,
-                crate::object::name(&obj),
+                rkcm_storage::object::name(&obj),
                 Some(obj.clone()),
                 None,
                 Arc::new(crate::auth::UserInfo::default()),

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use super::attributes::{Attributes, Operation};
 use super::plugin::Plugin;
 use super::plugins::DEFAULT_TOLERATION_SECONDS;
-use crate::error::ApiResult;
+use rkcm_server::error::ApiResult;
 
 /// The taint of nodes whose Ready condition is False (`TaintNodeNotReady`).
 pub const TAINT_NODE_NOT_READY: &str = "node.kubernetes.io/not-ready";

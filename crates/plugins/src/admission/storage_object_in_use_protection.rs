@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use super::attributes::{Attributes, Operation};
 use super::plugin::Plugin;
 use super::plugins::STORAGE_OBJECT_IN_USE_PROTECTION;
-use crate::error::ApiResult;
+use rkcm_server::error::ApiResult;
 
 /// The finalizer of claims (`PVCProtectionFinalizer`).
 pub const PVC_PROTECTION_FINALIZER: &str = "kubernetes.io/pvc-protection";

@@ -6,9 +6,9 @@ use serde_json::Value;
 
 use super::attributes::{Attributes, Operation};
 use crate::auth::UserInfo;
-use crate::rest;
-use crate::storage::memory::MemoryBackend;
-use crate::store::Store;
+use rkcm_server::rest;
+use rkcm_storage::memory::MemoryBackend;
+use rkcm_storage::store::Store;
 
 /// A memory store holding `objects` (each with `apiVersion`, `kind` and metadata).
 pub(crate) async fn store_with(objects: &[Value]) -> Store {
@@ -22,9 +22,12 @@ pub(crate) async fn store_with(objects: &[Value]) -> Store {
             .unwrap_or("v1");
         let kind = obj.get("kind").and_then(Value::as_str).unwrap_or_default();
         let info = rkcm_apimachinery::catalog::by_kind(api_version, kind).expect("served kind");
-        let ns = crate::object::meta_str(obj, "namespace").filter(|_| info.namespaced());
+        let ns = rkcm_storage::object::meta_str(obj, "namespace").filter(|_| info.namespaced());
         store
-            .create(&rest::key(info, ns, crate::object::name(obj)), obj.clone())
+            .create(
+                &rest::key(info, ns, rkcm_storage::object::name(obj)),
+                obj.clone(),
+            )
             .await
             .expect("stored");
     }
@@ -43,7 +46,7 @@ pub(crate) fn attributes(
     let name = object
         .as_ref()
         .or(old.as_ref())
-        .map(|o| crate::object::name(o).to_string())
+        .map(|o| rkcm_storage::object::name(o).to_string())
         .unwrap_or_default();
     Attributes::new(
         operation,

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Converts kube's bootstrap RBAC policy to the JSON the API server embeds.
 
-Usage: bootstrap_policy.py KUBE_TESTDATA_DIR > crates/apiserver/src/auth/bootstrap/policy.json
+Usage: bootstrap_policy.py KUBE_TESTDATA_DIR > crates/plugins/src/auth/bootstrap_policy/policy.json
 
 KUBE_TESTDATA_DIR is `plugin/pkg/auth/authorizer/rbac/bootstrappolicy/testdata` of a
 kubernetes/kubernetes checkout (the release the server follows). The files read, in the order

@@ -10,9 +10,9 @@ use serde_json::Value;
 use super::attributes::{forbidden, Attributes, Operation};
 use super::plugin::Plugin;
 use super::plugins::NAMESPACE_LIFECYCLE;
-use crate::error::{ApiError, ApiResult, Cause};
-use crate::rest;
-use crate::store::Store;
+use rkcm_server::error::{ApiError, ApiResult, Cause};
+use rkcm_server::rest;
+use rkcm_storage::store::Store;
 
 /// Namespaces that may never be deleted (the plugin's `immortalNamespaces`).
 pub const IMMORTAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
@@ -101,7 +101,7 @@ fn namespaces() -> &'static rkcm_apimachinery::catalog::ResourceInfo {
 mod tests {
     use super::*;
     use crate::auth::UserInfo;
-    use crate::storage::memory::MemoryBackend;
+    use rkcm_storage::memory::MemoryBackend;
     use serde_json::json;
     use std::sync::Arc;
 
@@ -112,7 +112,7 @@ mod tests {
         for ns in namespaces {
             store
                 .create(
-                    &rest::key(super::namespaces(), None, crate::object::name(ns)),
+                    &rest::key(super::namespaces(), None, rkcm_storage::object::name(ns)),
                     ns.clone(),
                 )
                 .await

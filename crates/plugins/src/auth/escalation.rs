@@ -16,7 +16,7 @@ use super::authorization::rbac::{role_reference_rules, rules_for};
 use super::authorization::rules::rule;
 use super::authorization::{Attributes, Authorizer};
 use super::user::{UserInfo, SYSTEM_MASTERS};
-use crate::error::{ApiError, ApiResult};
+use rkcm_server::error::{ApiError, ApiResult};
 
 const GROUP: &str = "rbac.authorization.k8s.io";
 
