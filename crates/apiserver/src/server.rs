@@ -99,7 +99,7 @@ impl ApiServer {
         let store = Store::with_fields(
             backend,
             config.watch_cache_capacity,
-            Some(crate::registry::selectable_fields()),
+            Some(crate::registry::by_kind::selectable_fields()),
         )
         .await?;
         let admission = Arc::new(Chain::new(&PluginContext {

@@ -29,8 +29,24 @@ pub fn conversion(info: &'static ResourceInfo) -> Option<Conversion> {
             from_storage: crate::hpa_conversion::v2_to_v1,
         }),
         // Custom resources served in a version other than the CRD's storage version.
-        _ => crate::crd::served::conversion(info),
+        _ => custom_resource_conversion(info),
     }
+}
+
+/// The conversion of a custom resource served in a version other than its storage version:
+/// kube's `None` strategy, which changes only `apiVersion`.
+fn custom_resource_conversion(info: &'static ResourceInfo) -> Option<Conversion> {
+    let served = crate::crd::served::lookup(info)?;
+    let storage = served.storage?;
+    if std::ptr::eq(storage, info) {
+        return None;
+    }
+    Some(Conversion {
+        served: info,
+        storage,
+        to_storage: Value::clone,
+        from_storage: Value::clone,
+    })
 }
 
 impl Conversion {

@@ -796,7 +796,7 @@ mod tests {
     #[test]
     fn numeric_quantities_are_stored_as_strings_and_decode() {
         let info = catalog::by_kind("v1", "Pod").expect("served");
-        let s = crate::strategy(info);
+        let s = crate::by_kind::strategy(info);
         let mut p = pod(
             json!([{"name": "a", "image": "x", "resources": {"limits": {"cpu": 1, "memory": "64Mi"}}}]),
         );

@@ -25,7 +25,7 @@ impl Filter {
         params: &Params,
         name: Option<&str>,
     ) -> ApiResult<Self> {
-        let strategy = registry::strategy(info);
+        let strategy = registry::by_kind::strategy(info);
         let labels = params
             .non_empty("labelSelector")
             .map(|s| {

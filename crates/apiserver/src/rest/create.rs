@@ -33,7 +33,7 @@ pub async fn create(
     mut obj: Value,
     opts: WriteOptions,
 ) -> ApiResult<Arc<CachedObject>> {
-    let strategy = registry::strategy(info);
+    let strategy = registry::by_kind::strategy(info);
     check_type(info, &mut obj)?;
     check_namespace(info, &mut obj, namespace)?;
     if object::metadata_mut(&mut obj).is_none() {

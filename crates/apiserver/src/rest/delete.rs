@@ -121,7 +121,7 @@ pub async fn delete(
     name: &str,
     opts: &DeleteOptions,
 ) -> ApiResult<Deleted> {
-    let strategy = registry::strategy(info);
+    let strategy = registry::by_kind::strategy(info);
     let is_namespace = is_namespace(info);
     if let Some(admission) = &opts.admission {
         // `deleteHandler` admits the request before reading the object: no object, no old one.

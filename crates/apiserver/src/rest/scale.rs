@@ -17,7 +17,7 @@ use rkcm_server::rest::key;
 
 /// The `autoscaling/v1` Scale of an object.
 pub fn scale_of(info: &ResourceInfo, obj: &Value) -> ApiResult<Value> {
-    let strategy = registry::strategy(info);
+    let strategy = registry::by_kind::strategy(info);
     let (spec, status, selector) = strategy
         .scale_replicas(obj)
         .ok_or_else(ApiError::no_route)?;
@@ -59,7 +59,7 @@ pub async fn update_scale(
     source: UpdateSource,
     opts: WriteOptions,
 ) -> ApiResult<Value> {
-    let strategy = registry::strategy(info);
+    let strategy = registry::by_kind::strategy(info);
     if scale
         .get("kind")
         .and_then(Value::as_str)

@@ -156,7 +156,7 @@ async fn update_once(
     source: UpdateSource,
     opts: &WriteOptions,
 ) -> ApiResult<Updated> {
-    let strategy = registry::strategy(info);
+    let strategy = registry::by_kind::strategy(info);
     check_type(info, &mut new)?;
     if object::metadata_mut(&mut new).is_none() {
         return Err(ApiError::bad_request(

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use super::attributes::{forbidden, Attributes, Operation};
 use super::plugin::Plugin;
 use super::plugins::PRIORITY;
-use rkcm_registry::check_single_global_default;
+use rkcm_registry::priorityclasses::check_single_global_default;
 use rkcm_server::error::ApiResult;
 use rkcm_server::rest;
 use rkcm_storage::store::Store;

@@ -52,22 +52,6 @@ pub struct ServedVersion {
     pub storage: Option<&'static ResourceInfo>,
 }
 
-/// The conversion of a custom resource served in a version other than its storage version:
-/// kube's `None` strategy, which changes only `apiVersion`.
-pub fn conversion(info: &'static ResourceInfo) -> Option<crate::conversion::Conversion> {
-    let served = lookup(info)?;
-    let storage = served.storage?;
-    if std::ptr::eq(storage, info) {
-        return None;
-    }
-    Some(crate::conversion::Conversion {
-        served: info,
-        storage,
-        to_storage: Value::clone,
-        from_storage: Value::clone,
-    })
-}
-
 static SERVED: RwLock<Vec<(u64, Arc<ServedVersion>)>> = RwLock::new(Vec::new());
 
 /// Makes `versions` what `owner` serves.

@@ -13,7 +13,8 @@ use serde_json::Value;
 
 use super::jsonpath;
 use super::served;
-use crate::{FieldError, FieldErrorKind, GenericStrategy, GracefulDelete, Strategy};
+use crate::generic::GenericStrategy;
+use crate::{FieldError, FieldErrorKind, GracefulDelete, Strategy};
 
 /// Field errors of `rkcm-apiextensions` as the registry's, keeping kube's reasons and messages.
 pub fn field_errors(errs: ErrorList) -> Vec<FieldError> {
