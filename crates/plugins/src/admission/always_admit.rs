@@ -2,9 +2,9 @@
 
 use async_trait::async_trait;
 
-use super::attributes::Operation;
-use super::plugin::Plugin;
 use super::plugins::ALWAYS_ADMIT;
+use rkcm_server::admission::attributes::Operation;
+use rkcm_server::admission::plugin::Plugin;
 
 /// Admits every request.
 pub struct AlwaysAdmit;

@@ -2,9 +2,9 @@
 
 use async_trait::async_trait;
 
-use super::attributes::{forbidden, Attributes, Operation};
-use super::plugin::Plugin;
 use super::plugins::ALWAYS_DENY;
+use rkcm_server::admission::attributes::{forbidden, Attributes, Operation};
+use rkcm_server::admission::plugin::Plugin;
 use rkcm_server::error::ApiResult;
 
 /// Refuses every request it sees, in both phases.

@@ -8,27 +8,22 @@ use serde_json::Value;
 
 use rkcm_apimachinery::catalog::ResourceInfo;
 
-use super::attributes::{Attributes, Operation};
-use super::plugin::{Plugin, PluginContext};
-use super::plugins::{enabled_plugin_names, new_plugin};
+use super::always_admit::AlwaysAdmit;
+use super::always_deny::AlwaysDeny;
+use super::default_storage_class::DefaultStorageClass;
+use super::default_toleration_seconds::DefaultTolerationSeconds;
+use super::limitranger::LimitRanger;
+use super::namespace_lifecycle::NamespaceLifecycle;
+use super::node_restriction::NodeRestriction;
+use super::plugins::*;
+use super::priority::Priority;
+use super::resource_quota::ResourceQuotaAdmission;
+use super::serviceaccount::ServiceAccount;
+use super::storage_object_in_use_protection::StorageObjectInUseProtection;
 use crate::auth::UserInfo;
+use rkcm_server::admission::attributes::{Attributes, Operation};
+use rkcm_server::admission::plugin::{Plugin, PluginContext};
 use rkcm_server::error::ApiResult;
-
-/// Errors in the admission flags, with kube's messages.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum Error {
-    /// A flag names a plugin kube does not have.
-    #[error("{flag} plugin {name:?} is unknown")]
-    UnknownPlugin {
-        /// `enable-admission-plugins` or `disable-admission-plugins`.
-        flag: &'static str,
-        /// The name given.
-        name: String,
-    },
-    /// Plugins both enabled and disabled.
-    #[error("[{}] in enable-admission-plugins and disable-admission-plugins overlapped", .0.join(" "))]
-    Overlapped(Vec<String>),
-}
 
 /// The enabled plugins, in kube's order.
 #[derive(Default)]
@@ -169,6 +164,28 @@ impl Admission {
     pub async fn validate(&self, attrs: &Attributes) -> ApiResult<()> {
         self.chain.validate(attrs).await
     }
+}
+
+/// Builds plugin `name`; `None` for a plugin rkcm does not implement.
+pub fn new_plugin(name: &str, ctx: &PluginContext) -> Option<Arc<dyn Plugin>> {
+    let plugin: Arc<dyn Plugin> = match name {
+        ALWAYS_ADMIT => Arc::new(AlwaysAdmit),
+        NAMESPACE_LIFECYCLE => Arc::new(NamespaceLifecycle::new(ctx.store.clone())),
+        LIMIT_RANGER => Arc::new(LimitRanger::new(ctx.store.clone())),
+        SERVICE_ACCOUNT => Arc::new(ServiceAccount::new(ctx.store.clone())),
+        PRIORITY => Arc::new(Priority::new(ctx.store.clone())),
+        DEFAULT_TOLERATION_SECONDS => Arc::new(DefaultTolerationSeconds::new(
+            ctx.config.default_not_ready_toleration_seconds,
+            ctx.config.default_unreachable_toleration_seconds,
+        )),
+        DEFAULT_STORAGE_CLASS => Arc::new(DefaultStorageClass::new(ctx.store.clone())),
+        STORAGE_OBJECT_IN_USE_PROTECTION => Arc::new(StorageObjectInUseProtection),
+        RESOURCE_QUOTA => Arc::new(ResourceQuotaAdmission::new(ctx.store.clone())),
+        ALWAYS_DENY => Arc::new(AlwaysDeny),
+        NODE_RESTRICTION => Arc::new(NodeRestriction::new(ctx.store.clone())),
+        _ => return None,
+    };
+    Some(plugin)
 }
 
 #[cfg(test)]

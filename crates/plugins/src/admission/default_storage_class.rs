@@ -7,9 +7,9 @@
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::attributes::{Attributes, Operation};
-use super::plugin::Plugin;
 use super::plugins::DEFAULT_STORAGE_CLASS;
+use rkcm_server::admission::attributes::{Attributes, Operation};
+use rkcm_server::admission::plugin::Plugin;
 use rkcm_server::error::ApiResult;
 use rkcm_server::rest;
 use rkcm_storage::store::Store;

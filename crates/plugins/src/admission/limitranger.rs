@@ -15,9 +15,9 @@ use async_trait::async_trait;
 use rkcm_apimachinery::quantity::Quantity;
 use serde_json::{json, Map, Value};
 
-use super::attributes::{forbidden, Attributes, Operation};
-use super::plugin::Plugin;
 use super::plugins::LIMIT_RANGER;
+use rkcm_server::admission::attributes::{forbidden, Attributes, Operation};
+use rkcm_server::admission::plugin::Plugin;
 use rkcm_server::error::ApiResult;
 use rkcm_server::rest;
 use rkcm_storage::store::Store;

@@ -28,4 +28,5 @@ mod testing;
 
 pub use rkcm_server::admission::*;
 
-pub use chain::{Admission, Chain, Error};
+pub use chain::{new_plugin, Admission, Chain};
+pub use plugins::Error;

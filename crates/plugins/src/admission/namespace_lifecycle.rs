@@ -7,9 +7,9 @@
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::attributes::{forbidden, Attributes, Operation};
-use super::plugin::Plugin;
 use super::plugins::NAMESPACE_LIFECYCLE;
+use rkcm_server::admission::attributes::{forbidden, Attributes, Operation};
+use rkcm_server::admission::plugin::Plugin;
 use rkcm_server::error::{ApiError, ApiResult, Cause};
 use rkcm_server::rest;
 use rkcm_storage::store::Store;

@@ -12,10 +12,10 @@ use std::collections::BTreeSet;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::attributes::{forbidden, Attributes, Operation};
-use super::plugin::Plugin;
 use super::plugins::NODE_RESTRICTION;
 use crate::auth::node_identity::node_identity;
+use rkcm_server::admission::attributes::{forbidden, Attributes, Operation};
+use rkcm_server::admission::plugin::Plugin;
 use rkcm_server::error::ApiResult;
 use rkcm_storage::store::Store;
 

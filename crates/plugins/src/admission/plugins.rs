@@ -1,27 +1,29 @@
 //! The plugins by kube's names: kube 1.33's recommended order, which are on by default, and
-//! which of them rkcm implements.
+//! which of them rkcm implements (the plugins themselves are built by the chain).
 //!
 //! Mirrors `pkg/kubeapiserver/options/plugins.go` (`AllOrderedPlugins`,
 //! `DefaultOffAdmissionPlugins`) and `enabledPluginNames` of
 //! `staging/src/k8s.io/apiserver/pkg/server/options/admission.go`.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
-use super::always_admit::AlwaysAdmit;
-use super::always_deny::AlwaysDeny;
-use super::chain::Error;
-use super::config::AdmissionConfig;
-use super::default_storage_class::DefaultStorageClass;
-use super::default_toleration_seconds::DefaultTolerationSeconds;
-use super::limitranger::LimitRanger;
-use super::namespace_lifecycle::NamespaceLifecycle;
-use super::node_restriction::NodeRestriction;
-use super::plugin::{Plugin, PluginContext};
-use super::priority::Priority;
-use super::resource_quota::ResourceQuotaAdmission;
-use super::serviceaccount::ServiceAccount;
-use super::storage_object_in_use_protection::StorageObjectInUseProtection;
+use rkcm_server::admission::config::AdmissionConfig;
+
+/// Errors in the admission flags, with kube's messages.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum Error {
+    /// A flag names a plugin kube does not have.
+    #[error("{flag} plugin {name:?} is unknown")]
+    UnknownPlugin {
+        /// `enable-admission-plugins` or `disable-admission-plugins`.
+        flag: &'static str,
+        /// The name given.
+        name: String,
+    },
+    /// Plugins both enabled and disabled.
+    #[error("[{}] in enable-admission-plugins and disable-admission-plugins overlapped", .0.join(" "))]
+    Overlapped(Vec<String>),
+}
 
 /// `NamespaceLifecycle`.
 pub const NAMESPACE_LIFECYCLE: &str = "NamespaceLifecycle";
@@ -149,28 +151,6 @@ pub fn enabled_plugin_names(config: &AdmissionConfig) -> Result<Vec<&'static str
         .copied()
         .filter(|p| (DEFAULT_ON_PLUGINS.contains(p) || enable.contains(p)) && !disable.contains(p))
         .collect())
-}
-
-/// Builds plugin `name`; `None` for a plugin rkcm does not implement.
-pub fn new_plugin(name: &str, ctx: &PluginContext) -> Option<Arc<dyn Plugin>> {
-    let plugin: Arc<dyn Plugin> = match name {
-        ALWAYS_ADMIT => Arc::new(AlwaysAdmit),
-        NAMESPACE_LIFECYCLE => Arc::new(NamespaceLifecycle::new(ctx.store.clone())),
-        LIMIT_RANGER => Arc::new(LimitRanger::new(ctx.store.clone())),
-        SERVICE_ACCOUNT => Arc::new(ServiceAccount::new(ctx.store.clone())),
-        PRIORITY => Arc::new(Priority::new(ctx.store.clone())),
-        DEFAULT_TOLERATION_SECONDS => Arc::new(DefaultTolerationSeconds::new(
-            ctx.config.default_not_ready_toleration_seconds,
-            ctx.config.default_unreachable_toleration_seconds,
-        )),
-        DEFAULT_STORAGE_CLASS => Arc::new(DefaultStorageClass::new(ctx.store.clone())),
-        STORAGE_OBJECT_IN_USE_PROTECTION => Arc::new(StorageObjectInUseProtection),
-        RESOURCE_QUOTA => Arc::new(ResourceQuotaAdmission::new(ctx.store.clone())),
-        ALWAYS_DENY => Arc::new(AlwaysDeny),
-        NODE_RESTRICTION => Arc::new(NodeRestriction::new(ctx.store.clone())),
-        _ => return None,
-    };
-    Some(plugin)
 }
 
 #[cfg(test)]

@@ -9,10 +9,10 @@
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::attributes::{forbidden, Attributes, Operation};
-use super::plugin::Plugin;
 use super::plugins::PRIORITY;
 use rkcm_registry::priorityclasses::check_single_global_default;
+use rkcm_server::admission::attributes::{forbidden, Attributes, Operation};
+use rkcm_server::admission::plugin::Plugin;
 use rkcm_server::error::ApiResult;
 use rkcm_server::rest;
 use rkcm_storage::store::Store;

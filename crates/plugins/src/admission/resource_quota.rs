@@ -24,9 +24,9 @@ use rkcm_apimachinery::quota::resources::{
 use rkcm_apimachinery::quota::{self, Evaluator, Item, ResourceList};
 use serde_json::Value;
 
-use super::attributes::{forbidden, Attributes, Operation};
-use super::plugin::Plugin;
 use super::plugins::RESOURCE_QUOTA;
+use rkcm_server::admission::attributes::{forbidden, Attributes, Operation};
+use rkcm_server::admission::plugin::Plugin;
 use rkcm_server::error::{ApiError, ApiResult};
 use rkcm_server::rest;
 use rkcm_storage as storage;

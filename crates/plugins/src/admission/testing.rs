@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::attributes::{Attributes, Operation};
 use crate::auth::UserInfo;
+use rkcm_server::admission::attributes::{Attributes, Operation};
 use rkcm_server::rest;
 use rkcm_storage::memory::MemoryBackend;
 use rkcm_storage::store::Store;

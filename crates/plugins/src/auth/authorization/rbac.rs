@@ -4,11 +4,11 @@
 
 use k8s_openapi::api::rbac::v1::{PolicyRule, RoleRef, Subject};
 
-use super::attributes::Attributes;
 use super::policy::PolicySource;
-use super::rules::rule_allows;
-use super::Decision;
 use crate::auth::UserInfo;
+use rkcm_server::auth::authorization::attributes::Attributes;
+use rkcm_server::auth::authorization::rules::rule_allows;
+use rkcm_server::auth::authorization::Decision;
 
 /// Prefix of service-account user names (`serviceaccount.ServiceAccountUsernamePrefix`).
 pub const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";

@@ -7,7 +7,7 @@
 use k8s_openapi::api::rbac::v1::PolicyRule;
 use serde_json::{json, Map, Value};
 
-use crate::auth::authorization::covers::covers;
+use rkcm_server::auth::authorization::covers::covers;
 
 /// The annotation that lets users keep a default object as they changed it.
 pub const AUTOUPDATE_ANNOTATION: &str = "rbac.authorization.kubernetes.io/autoupdate";

@@ -17,11 +17,11 @@ use std::sync::Arc;
 
 use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule};
 
-use super::rules::rule_allows;
-use super::{Attributes, Decision};
 use crate::auth::node_identity::node_identity;
 use graph::{Graph, VertexType};
 pub use populator::GraphPopulator;
+use rkcm_server::auth::authorization::rules::rule_allows;
+use rkcm_server::auth::authorization::{Attributes, Decision};
 
 /// The namespace of node leases (`api.NamespaceNodeLease`).
 pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
