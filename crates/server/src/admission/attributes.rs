@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use rkcm_apimachinery::catalog::ResourceInfo;
 
-use crate::auth::UserInfo;
+use crate::auth::user::UserInfo;
 use crate::error::ApiError;
 use rkcm_storage::object;
 

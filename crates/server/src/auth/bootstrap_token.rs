@@ -59,7 +59,7 @@ pub fn authenticate(lookup: &dyn ObjectLookup, token: &str, now: i64) -> Option<
             .unwrap_or_default()
     };
     let stored = data("token-secret");
-    if !super::chain::constant_time_eq(stored.as_bytes(), secret.as_bytes()) {
+    if !super::user::constant_time_eq(stored.as_bytes(), secret.as_bytes()) {
         return None;
     }
     if data("token-id") != id {

@@ -4,7 +4,7 @@ use http::HeaderMap;
 
 use super::serviceaccount::{Outcome, ServiceAccountTokens};
 use super::token_file::TokenFile;
-use super::user::{UserInfo, ADMIN_USER, SYSTEM_MASTERS};
+use super::user::{constant_time_eq, UserInfo, ADMIN_USER, SYSTEM_MASTERS};
 use super::x509::ClientCertificate;
 
 /// What the token authenticators made of a bearer token.
@@ -29,7 +29,7 @@ pub struct Authenticator {
     admin_token: String,
     token_file: TokenFile,
     service_accounts: ServiceAccountTokens,
-    bootstrap_tokens: Option<std::sync::Arc<dyn super::ObjectLookup>>,
+    bootstrap_tokens: Option<std::sync::Arc<dyn super::serviceaccount::ObjectLookup>>,
 }
 
 impl Authenticator {
@@ -51,7 +51,7 @@ impl Authenticator {
     /// Also accepts bootstrap tokens whose Secrets `lookup` finds (`--enable-bootstrap-token-auth`).
     pub fn with_bootstrap_tokens(
         mut self,
-        lookup: std::sync::Arc<dyn super::ObjectLookup>,
+        lookup: std::sync::Arc<dyn super::serviceaccount::ObjectLookup>,
     ) -> Self {
         self.bootstrap_tokens = Some(lookup);
         self
@@ -167,10 +167,6 @@ pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
         return None;
     }
     Some(parts.next()?.trim()).filter(|t| !t.is_empty())
-}
-
-pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! (`pkg/auth/nodeidentifier/default.go`): a user named `system:node:<name>` in the group
 //! `system:nodes`.
 
-use super::UserInfo;
+use super::user::UserInfo;
 
 /// Prefix of the user names of nodes (`system:node:`).
 pub const NODE_USER_PREFIX: &str = "system:node:";

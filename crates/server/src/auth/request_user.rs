@@ -7,7 +7,7 @@
 
 use std::future::Future;
 
-use super::UserInfo;
+use super::user::UserInfo;
 
 tokio::task_local! {
     static REQUEST_USER: Option<UserInfo>;

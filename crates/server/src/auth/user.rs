@@ -74,6 +74,12 @@ impl UserInfo {
     }
 }
 
+/// Whether two secrets are equal, in time that does not depend on where they differ (bearer
+/// tokens compared with what the server holds).
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,7 @@
 //! the method and path as `RequestInfoFactory.NewRequestInfo` does
 //! (`staging/src/k8s.io/apiserver/pkg/endpoints/request/requestinfo.go`).
 
-use crate::auth::UserInfo;
+use crate::auth::user::UserInfo;
 
 /// Path prefixes of resource requests (`APIPrefixes`); only `api` is groupless.
 const API_PREFIXES: [&str; 2] = ["api", "apis"];

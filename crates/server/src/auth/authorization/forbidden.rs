@@ -65,7 +65,7 @@ pub fn forbidden(attrs: &Attributes, reason: &str) -> ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::UserInfo;
+    use crate::auth::user::UserInfo;
 
     #[test]
     fn messages_are_kubes_for_namespaced_cluster_and_path_requests() {

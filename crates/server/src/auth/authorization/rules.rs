@@ -87,7 +87,7 @@ pub fn rule(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::UserInfo;
+    use crate::auth::user::UserInfo;
 
     fn request(verb: &str, group: &str, resource: &str, sub: &str, name: &str) -> Attributes {
         Attributes {
