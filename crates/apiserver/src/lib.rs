@@ -1,10 +1,15 @@
-//! Kubernetes-compatible API server.
+//! The Kubernetes-compatible API server, assembled as kube's `pkg/controlplane` assembles
+//! kube-apiserver: the generic machinery of [`rkcm_server`], the storage of [`rkcm_storage`],
+//! Kubernetes' API of [`rkcm_registry`] and the plugins of [`rkcm_plugins`] (re-exported here
+//! under the module names they had), wired together with the HTTP endpoints ([`http`]), the
+//! generic create/update/delete semantics ([`rest`]) and what the server writes at start (system
+//! namespaces and priority classes, the `kubernetes` Service, the bootstrap RBAC policy, the
+//! flowcontrol bootstrap objects, the local APIServices).
 //!
 //! Serves the resources of [`rkcm_apimachinery::catalog`] over HTTPS with kube's
 //! authentication chain ([`auth`]: admin and static tokens, client certificates, service-account
-//! tokens), backed by a durable embedded store (redb) or memory, with a watch cache in
-//! front. Per-kind behaviour lives in [`registry`]; the generic create/update/delete semantics in
-//! [`rest`]; HTTP in [`http`].
+//! tokens), backed by a durable embedded store (redb), etcd or memory, with a watch cache in
+//! front.
 //!
 //! The server runs no control loop and reaches no node. The pod subresources a kubelet would serve
 //! (`log`, `exec`, `attach`, `portforward`) are answered here ([`http::pod_streams`]): with a
@@ -19,7 +24,6 @@ pub mod config;
 pub mod default_service_cidr;
 pub mod flowcontrol_bootstrap;
 pub mod http;
-pub mod resource_metrics;
 pub mod rest;
 pub mod server;
 pub mod testing;
@@ -27,7 +31,7 @@ pub mod testing;
 pub use rkcm_plugins::admission;
 pub use rkcm_protobuf as protobuf;
 pub use rkcm_registry as registry;
-pub use rkcm_registry::{allocators, crd};
+pub use rkcm_registry::{allocators, crd, resource_metrics};
 pub use rkcm_server::{error, kubeconfig, metrics, tls};
 pub use rkcm_storage as storage;
 pub use rkcm_storage::storage_conformance_tests;

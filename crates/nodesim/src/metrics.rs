@@ -17,7 +17,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use parking_lot::RwLock;
 use rkcm_apimachinery::quantity::Quantity;
-use rkcm_apiserver::resource_metrics::{
+use rkcm_registry::resource_metrics::{
     ContainerUsage, MetricsSource, NodeUsage, PodUsage, UsageSnapshot,
 };
 

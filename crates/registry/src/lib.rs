@@ -73,6 +73,7 @@ pub mod priorityclasses;
 mod rbac;
 mod replicasets;
 mod replicationcontrollers;
+pub mod resource_metrics;
 mod resourcequotas;
 mod resources;
 mod secrets;

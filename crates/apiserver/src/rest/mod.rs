@@ -2,7 +2,7 @@
 //!
 //! Mirrors `staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go` together with
 //! `registry/rest/{create,update,delete}.go`, with the per-kind behaviour taken from
-//! [`crate::registry::Strategy`]. Bytes and HTTP live in [`crate::http`]; this module works on
+//! [`crate::registry::Strategy`]. Bytes and HTTP live in the HTTP layer; this module works on
 //! JSON values.
 //!
 //! One file per operation (create, get, update, delete, scale, binding) and per concern they

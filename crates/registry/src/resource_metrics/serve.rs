@@ -9,7 +9,7 @@ use rkcm_apimachinery::quantity::{Format, Quantity};
 use rkcm_labels::{FieldSelector, Selector};
 
 use super::{MetricsSource, NodeUsage, PodUsage, UsageSnapshot, GROUP, VERSION};
-use crate::error::{ApiError, ApiResult};
+use rkcm_server::error::{ApiError, ApiResult};
 
 /// `metrics.k8s.io/v1beta1`.
 pub const GROUP_VERSION: &str = "metrics.k8s.io/v1beta1";

@@ -2,7 +2,7 @@
 //! aggregation layer: PodMetrics and NodeMetrics.
 //!
 //! The API server runs no control loop and measures nothing itself: a [`MetricsSource`] plugged in
-//! with [`crate::ApiServer::with_metrics_source`] stands in for the aggregated APIService, and the
+//! with the API server's `with_metrics_source` stands in for the aggregated APIService, and the
 //! server only routes `/apis/metrics.k8s.io/v1beta1/...` to the source's latest [`UsageSnapshot`]
 //! (list and get, namespaced pods, label and field selectors) and lists the group in discovery.
 //! Without a source the group is not served, as on a cluster without metrics-server.
