@@ -1,4 +1,4 @@
-//! `rkcm bench`: the figures the README reports, measured on this machine in one run.
+//! `rkcm bench`: the figures docs/benchmarks.md reports, measured on this machine in one run.
 //!
 //! Every scenario starts its own `rkcm up` child process (same binary) on a free port with a
 //! temporary data directory (the embedded, durable store), so the API server and simulated nodes

@@ -40,7 +40,7 @@ pub enum Command {
     /// Run the controllers against a cluster, as kube-controller-manager does.
     ControllerManager(Box<ManagerArgs>),
     /// Measure rkcm: the scale suite (`bench all`), startup and single controllers (figures in
-    /// the README).
+    /// docs/benchmarks.md).
     #[command(subcommand)]
     Bench(BenchCommand),
 }

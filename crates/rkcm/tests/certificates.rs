@@ -270,7 +270,7 @@ fn requests_are_approved_signed_denied_and_refused() {
         "whoami",
     ]);
     assert!(plain.contains("jane") && plain.contains("devs"), "{plain}");
-    // As the README shows it: the flags on top of the admin's kubeconfig.
+    // As docs/controllers.md shows it: the flags on top of the admin's kubeconfig.
     let flags = cluster.kubectl(&[
         &format!("--client-certificate={crt}"),
         &format!("--client-key={}", key.to_str().expect("utf-8")),
