@@ -1,6 +1,6 @@
 //! API machinery shared by the API server and its clients: the resource catalog, patches, OpenAPI
-//! documents, field validation, table printers, semantic equality, Go durations, resource
-//! quantities and private keys in PEM.
+//! documents, field validation, table printers, semantic equality, Go durations, JSON numbers as
+//! Go writes them, resource quantities and private keys in PEM.
 
 pub mod apply;
 pub mod catalog;
@@ -8,6 +8,7 @@ pub mod cron;
 pub mod custom_resources;
 pub mod duration;
 pub mod field;
+pub mod go_json;
 pub mod keyutil;
 pub mod openapi;
 pub mod patch;

@@ -103,6 +103,36 @@
 //! `rkcm.io/fail` takes precedence over a container's command; `rkcm.io/complete-after` applies
 //! only to containers whose command does not follow the convention below.
 //!
+//! # Secrets and ConfigMaps
+//!
+//! As a kubelet, the stand-in starts a pod only when what its volumes and environment refer to
+//! exists ([`kubelet::pod_objects`]). Before the pod's containers first start it reads the
+//! Secrets and ConfigMaps the pod uses with GETs as the node itself (`system:node:<name>`,
+//! which kube's Node authorizer allows for objects of pods bound to the node, missing ones
+//! included), and:
+//!
+//! - a `secret`, `configMap` or `projected` volume whose object (or an `items` key) is missing
+//!   and not `optional` keeps the pod Pending without a sandbox: containers waiting in
+//!   `ContainerCreating`, `PodReadyToStartContainers` False, no pod IP, and `FailedMount`
+//!   Warning events such as `MountVolume.SetUp failed for volume "certs" : secret "webhook-cert"
+//!   not found` (`configmap "c" not found`, `references non-existent secret key: k`,
+//!   `configmap references non-existent config key: k`; a projected volume lists its sources'
+//!   errors in brackets);
+//! - an `env` `secretKeyRef`/`configMapKeyRef` whose object or key is missing, or an `envFrom`
+//!   source whose object is missing (its keys do not matter), not `optional`, leaves that
+//!   container waiting in `CreateContainerConfigError` with `makeEnvironmentVariables`' message
+//!   (`secret "s" not found`, `couldn't find key k in Secret default/s`,
+//!   `couldn't find key k in ConfigMap default/c`) and a `Failed` Warning event
+//!   `Error: <message>`; init containers are checked when their turn comes.
+//!
+//! A held pod is looked at again 500ms later, then after 1s, 2s, 4s and every 5s (each look
+//! records its events again, which the event correlator counts), so it goes on within seconds
+//! of the object's creation. The simulator reads rather than watches these objects: a node's
+//! identity may only read objects one by one, and once the pod runs it no longer cares.
+//! Pods of `rkcm up` mount `kube-root-ca.crt` through their `kube-api-access-*` volume, so a
+//! pod created in a namespace before the root CA publisher has filled it in waits for it, as
+//! on kube.
+//!
 //! # Container commands
 //!
 //! So that ordinary Job manifests work unchanged, a container whose argv (`command` followed by

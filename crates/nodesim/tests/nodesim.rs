@@ -790,3 +790,128 @@ async fn a_stopped_heartbeat_freezes_the_node_until_the_annotation_goes() -> Res
     .await?;
     Ok(())
 }
+
+fn waiting_reason(pod: &Pod) -> Option<(String, Option<String>)> {
+    let status = pod.status.as_ref()?.container_statuses.as_ref()?.first()?;
+    let waiting = status.state.as_ref()?.waiting.as_ref()?;
+    Some((waiting.reason.clone()?, waiting.message.clone()))
+}
+
+async fn event_messages(c: &Cluster, pod: &str, reason: &str) -> Vec<String> {
+    let events: Api<k8s_openapi::api::core::v1::Event> =
+        Api::namespaced(c.client.clone(), "default");
+    let Ok(list) = events.list(&Default::default()).await else {
+        return Vec::new();
+    };
+    list.items
+        .into_iter()
+        .filter(|e| e.involved_object.name.as_deref() == Some(pod))
+        .filter(|e| e.reason.as_deref() == Some(reason))
+        .filter_map(|e| e.message)
+        .collect()
+}
+
+#[tokio::test]
+async fn pods_wait_for_the_secrets_and_config_maps_they_use() -> Result<()> {
+    let c = cluster(fast_config(1)).await;
+    let pods: Api<Pod> = Api::namespaced(c.client.clone(), "default");
+    let mut mounts = pod("mounts", "nginx");
+    let spec = mounts.spec.as_mut().context("spec")?;
+    spec.volumes = Some(vec![serde_json::from_value(serde_json::json!(
+        {"name": "certs", "secret": {"secretName": "webhook-cert"}}
+    ))?]);
+    let mut env = pod("env", "nginx");
+    env.spec.as_mut().context("spec")?.containers[0].env = Some(vec![serde_json::from_value(
+        serde_json::json!({"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": "settings", "key": "mode"}}}),
+    )?]);
+    pods.create(&PostParams::default(), &mounts).await?;
+    pods.create(&PostParams::default(), &env).await?;
+
+    let held = |name: &'static str, reason: &'static str| {
+        let pods = pods.clone();
+        async move {
+            let p = get_pod(&pods, name).await?;
+            (phase(&p) == "Pending" && waiting_reason(&p).is_some_and(|(r, _)| r == reason))
+                .then_some(p)
+        }
+    };
+    let p = eventually("mounts waiting in ContainerCreating", || {
+        held("mounts", "ContainerCreating")
+    })
+    .await?;
+    assert_eq!(
+        condition(&p, "PodReadyToStartContainers").map(|c| c.0),
+        Some("False".to_string())
+    );
+    let p = eventually("env waiting in CreateContainerConfigError", || {
+        held("env", "CreateContainerConfigError")
+    })
+    .await?;
+    assert_eq!(
+        waiting_reason(&p).and_then(|(_, m)| m).as_deref(),
+        Some(r#"configmap "settings" not found"#)
+    );
+    eventually("the FailedMount event", || async {
+        event_messages(&c, "mounts", "FailedMount")
+            .await
+            .iter()
+            .any(|m| m == r#"MountVolume.SetUp failed for volume "certs" : secret "webhook-cert" not found"#)
+            .then_some(())
+    })
+    .await?;
+    eventually("the Failed event", || async {
+        event_messages(&c, "env", "Failed")
+            .await
+            .iter()
+            .any(|m| m == r#"Error: configmap "settings" not found"#)
+            .then_some(())
+    })
+    .await?;
+    assert!(!is_ready(
+        &get_pod(&pods, "mounts").await.context("mounts")?
+    ));
+
+    // The configmap without the key: the message says so; with it, the pod runs.
+    let config_maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(c.client.clone(), "default");
+    config_maps
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(serde_json::json!(
+                {"metadata": {"name": "settings"}, "data": {"other": "x"}}
+            ))?,
+        )
+        .await?;
+    eventually("the missing key reported", || async {
+        let p = get_pod(&pods, "env").await?;
+        (waiting_reason(&p).and_then(|(_, m)| m).as_deref()
+            == Some("couldn't find key mode in ConfigMap default/settings"))
+        .then_some(())
+    })
+    .await?;
+    config_maps
+        .patch(
+            "settings",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"data": {"mode": "fast"}})),
+        )
+        .await?;
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> =
+        Api::namespaced(c.client.clone(), "default");
+    secrets
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(serde_json::json!(
+                {"metadata": {"name": "webhook-cert"}, "stringData": {"tls.crt": "x"}}
+            ))?,
+        )
+        .await?;
+    for name in ["mounts", "env"] {
+        eventually(name, || async {
+            let p = get_pod(&pods, name).await?;
+            (phase(&p) == "Running" && is_ready(&p)).then_some(())
+        })
+        .await?;
+    }
+    Ok(())
+}

@@ -7,6 +7,7 @@
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use rkcm_apiextensions::crd;
 use rkcm_apimachinery::catalog::ResourceInfo;
+use rkcm_apimachinery::go_json;
 use serde_json::{json, Value};
 
 use super::generic::GenericStrategy;
@@ -87,7 +88,8 @@ impl Strategy for CustomResourceDefinitionStrategy {
             return;
         };
         crd::set_defaults(&mut crd);
-        let Ok(defaulted) = serde_json::to_value(&crd) else {
+        // As Go writes the typed CRD: `maximum: 10` stays `10`, not serde's `10.0`.
+        let Ok(defaulted) = go_json::to_value(&crd) else {
             return;
         };
         // Only `spec` is defaulted; the rest of the body stays as the client sent it.
@@ -172,6 +174,21 @@ mod tests {
         assert_eq!(obj["status"]["storedVersions"], json!(["v1"]));
         assert_eq!(obj["metadata"]["generation"], json!(1));
         assert_eq!(s.validate_create(&obj), Vec::new());
+    }
+
+    #[test]
+    fn defaulting_keeps_whole_schema_bounds_integers_as_go_writes_them() {
+        let s = strategy();
+        let mut obj = crontab();
+        obj["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = json!({"type": "object",
+            "properties": {"replicas": {"type": "integer", "minimum": 0, "maximum": 10},
+                "ratio": {"type": "number", "multipleOf": 0.5}}});
+        s.default(&mut obj);
+        let props = &obj["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"];
+        assert_eq!(
+            serde_json::to_string(props).expect("encodes"),
+            r#"{"ratio":{"multipleOf":0.5,"type":"number"},"replicas":{"maximum":10,"minimum":0,"type":"integer"}}"#
+        );
     }
 
     #[test]

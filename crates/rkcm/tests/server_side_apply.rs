@@ -1,6 +1,6 @@
 //! `kubectl apply --server-side` against `rkcm up`: field managers, conflicts after
-//! `kubectl scale`, `--force-conflicts`, and moving between client-side and server-side apply,
-//! with kubectl 1.33 and, when installed, 1.27.
+//! `kubectl scale`, `--force-conflicts`, moving between client-side and server-side apply, and
+//! a CRD applied by two managers, with kubectl 1.33 and, when installed, 1.27.
 
 mod common;
 
@@ -210,11 +210,97 @@ fn server_side_apply_round(cluster: &Cluster, kubectl: &Path, v: &str) {
     );
 }
 
+/// A CRD whose schema bounds are whole numbers, applied by two field managers (cert-manager's
+/// and prometheus-operator's documented install): the second apply shares every field, as on
+/// kube, because the stored `maximum: 10` stays `10` and numbers compare by value.
+fn crd_applied_by_two_field_managers(cluster: &Cluster, kubectl: &Path) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let crd = write(
+        dir.path(),
+        "crd.yaml",
+        "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.bounds.example.com
+spec:
+  group: bounds.example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              replicas: {type: integer, minimum: 0, maximum: 10}
+              ratio: {type: number, multipleOf: 0.5}
+",
+    );
+    ok(
+        cluster,
+        kubectl,
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager=first",
+            "-f",
+            &crd,
+        ],
+    );
+    let (success, stdout, stderr) = run(
+        cluster,
+        kubectl,
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager=second",
+            "-f",
+            &crd,
+        ],
+    );
+    assert!(
+        success,
+        "the second manager applies the same CRD without a conflict:\n{stdout}\n{stderr}"
+    );
+    let obj = get(
+        cluster,
+        kubectl,
+        &["customresourcedefinition", "widgets.bounds.example.com"],
+    );
+    let managers = managers(&obj);
+    assert!(
+        managers.contains(&"first/Apply".to_string())
+            && managers.contains(&"second/Apply".to_string()),
+        "{managers:?}"
+    );
+    // kubectl re-encodes what it prints; the raw body is what the server stored.
+    let raw = ok(
+        cluster,
+        kubectl,
+        &[
+            "get",
+            "--raw",
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.bounds.example.com",
+        ],
+    );
+    assert!(
+        raw.contains(r#""maximum":10,"minimum":0,"type":"integer""#)
+            && raw.contains(r#""multipleOf":0.5"#),
+        "the schema's bounds are written as Go writes them: {raw}"
+    );
+}
+
 #[test]
 fn kubectl_server_side_apply_conflicts_force_and_client_side_interplay() {
     let cluster = Cluster::start(&["--nodes", "0"]);
     let kubectl_133 = common::older_kubectl("1.33").unwrap_or_else(|| cluster.kubectl.clone());
     server_side_apply_round(&cluster, &kubectl_133, "133");
+    crd_applied_by_two_field_managers(&cluster, &kubectl_133);
     if let Some(k127) = common::older_kubectl("1.27") {
         server_side_apply_round(&cluster, &k127, "127");
     }

@@ -3,7 +3,8 @@
 //! A Rust rendering of `sigs.k8s.io/structured-merge-diff`: [`Path`]s and [`Set`]s of fields
 //! with kube's `FieldsV1` encoding ([`fields_v1`]), a [`Schema`] of element relationships
 //! (atomic, set and map lists; atomic and granular maps; structs), the value operations that
-//! follow those relationships ([`typed`]: field sets, compare, merge, remove) and the
+//! follow those relationships ([`typed`]: field sets, compare, merge, remove; leaves compare
+//! as [`value::equals`], numbers by numeric value) and the
 //! [`Updater`] that merges an applied configuration for one manager, tracks which manager owns
 //! which field and reports [`Conflicts`].
 
@@ -14,6 +15,7 @@ pub mod schema;
 pub mod set;
 pub mod typed;
 pub mod update;
+pub mod value;
 
 pub use conflict::{Conflict, Conflicts};
 pub use path::{Path, PathElement};

@@ -10,8 +10,11 @@ use std::fmt;
 
 use serde_json::Value;
 
-/// One step of a [`Path`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+use crate::value;
+
+/// One step of a [`Path`]; steps that hold values are equal when their values are
+/// ([`value::equals`]: `1` and `1.0` name the same set item).
+#[derive(Clone, Debug)]
 pub enum PathElement {
     /// A struct or map field by name (`f:name`).
     Field(String),
@@ -56,12 +59,20 @@ impl Ord for PathElement {
         match (self, other) {
             (PathElement::Field(a), PathElement::Field(b)) => a.cmp(b),
             (PathElement::Key(a), PathElement::Key(b)) => compare_field_lists(a, b),
-            (PathElement::Value(a), PathElement::Value(b)) => compare_values(a, b),
+            (PathElement::Value(a), PathElement::Value(b)) => value::compare(a, b),
             (PathElement::Index(a), PathElement::Index(b)) => a.cmp(b),
             _ => self.rank().cmp(&other.rank()),
         }
     }
 }
+
+impl PartialEq for PathElement {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for PathElement {}
 
 impl PartialOrd for PathElement {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
@@ -71,61 +82,12 @@ impl PartialOrd for PathElement {
 
 fn compare_field_lists(a: &[(String, Value)], b: &[(String, Value)]) -> Ordering {
     for ((an, av), (bn, bv)) in a.iter().zip(b) {
-        let c = an.cmp(bn).then_with(|| compare_values(av, bv));
+        let c = an.cmp(bn).then_with(|| value::compare(av, bv));
         if c != Ordering::Equal {
             return c;
         }
     }
     a.len().cmp(&b.len())
-}
-
-/// The total order of values of `value.Compare`: numbers (ints and floats numerically), then
-/// strings, booleans, lists, maps and null.
-pub fn compare_values(a: &Value, b: &Value) -> Ordering {
-    fn rank(v: &Value) -> u8 {
-        match v {
-            Value::Number(_) => 0,
-            Value::String(_) => 1,
-            Value::Bool(_) => 2,
-            Value::Array(_) => 3,
-            Value::Object(_) => 4,
-            Value::Null => 5,
-        }
-    }
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64()) {
-            (Some(x), Some(y)) => x.cmp(&y),
-            _ => {
-                let (x, y) = (x.as_f64().unwrap_or(0.0), y.as_f64().unwrap_or(0.0));
-                x.partial_cmp(&y).unwrap_or(Ordering::Equal)
-            }
-        },
-        (Value::String(x), Value::String(y)) => x.cmp(y),
-        (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
-        (Value::Array(x), Value::Array(y)) => {
-            for (x, y) in x.iter().zip(y) {
-                let c = compare_values(x, y);
-                if c != Ordering::Equal {
-                    return c;
-                }
-            }
-            x.len().cmp(&y.len())
-        }
-        (Value::Object(x), Value::Object(y)) => {
-            let mut xs: Vec<_> = x.iter().collect();
-            let mut ys: Vec<_> = y.iter().collect();
-            xs.sort_by(|a, b| a.0.cmp(b.0));
-            ys.sort_by(|a, b| a.0.cmp(b.0));
-            for ((xk, xv), (yk, yv)) in xs.iter().zip(&ys) {
-                let c = xk.cmp(yk).then_with(|| compare_values(xv, yv));
-                if c != Ordering::Equal {
-                    return c;
-                }
-            }
-            xs.len().cmp(&ys.len())
-        }
-        _ => rank(a).cmp(&rank(b)),
-    }
 }
 
 /// A value as `value.ToString` prints it in paths: strings quoted, numbers and booleans bare.
@@ -246,8 +208,18 @@ mod tests {
 
     #[test]
     fn numbers_compare_numerically_before_strings() {
-        assert_eq!(compare_values(&json!(2), &json!(10)), Ordering::Less);
-        assert_eq!(compare_values(&json!(1.5), &json!(2)), Ordering::Less);
-        assert_eq!(compare_values(&json!(10), &json!("1")), Ordering::Less);
+        assert_eq!(value::compare(&json!(2), &json!(10)), Ordering::Less);
+        assert_eq!(value::compare(&json!(1.5), &json!(2)), Ordering::Less);
+        assert_eq!(value::compare(&json!(10), &json!("1")), Ordering::Less);
+    }
+
+    #[test]
+    fn steps_naming_the_same_number_are_equal() {
+        assert_eq!(PathElement::Value(json!(1)), PathElement::Value(json!(1.0)));
+        assert_eq!(
+            PathElement::key([("port", json!(80))]),
+            PathElement::key([("port", json!(80.0))])
+        );
+        assert_ne!(PathElement::Value(json!(1)), PathElement::Value(json!("1")));
     }
 }

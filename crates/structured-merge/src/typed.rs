@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 use crate::path::{Path, PathElement};
 use crate::schema::{Atom, ListType, Schema, TypeRef};
 use crate::set::Set;
+use crate::value;
 use crate::Error;
 
 /// What changed between two values (`typed.Comparison`); no path is in two of the sets.
@@ -224,7 +225,7 @@ fn compare_walk(
             match (lhs, rhs) {
                 (None, _) => c.added.insert(path),
                 (_, None) => c.removed.insert(path),
-                (Some(l), Some(r)) if l != r => c.modified.insert(path),
+                (Some(l), Some(r)) if !value::equals(l, r) => c.modified.insert(path),
                 _ => {}
             }
             return Ok(());
@@ -297,7 +298,7 @@ fn compare_list(
                 c,
             )?,
             (2.., 2..) => {
-                if ls != rs {
+                if ls.len() != rs.len() || ls.iter().zip(rs).any(|(l, r)| !value::equals(l, r)) {
                     c.modified.insert(path);
                 }
             }
@@ -619,6 +620,26 @@ mod tests {
             ]
         );
         assert!(compare(&s, &tr, &a, &a).unwrap().is_same());
+    }
+
+    #[test]
+    fn compare_treats_numbers_equal_by_value_not_by_text() {
+        let (s, tr) = schema();
+        let ints = json!({"n": 10, "set": [1, 2], "atomic": [{"max": 10}], "inner": {"n": 0}});
+        let floats: Value = serde_json::from_str(
+            r#"{"n": 10.0, "set": [1.0, 2], "atomic": [{"max": 1e1}], "inner": {"n": 0.0}}"#,
+        )
+        .expect("valid JSON");
+        let c = compare(&s, &tr, &ints, &floats).unwrap();
+        assert!(c.is_same(), "{c:?}");
+        let c = compare(
+            &s,
+            &tr,
+            &ints,
+            &json!({"n": 10.5, "set": [1, 2], "atomic": [{"max": 10}], "inner": {"n": 0}}),
+        )
+        .unwrap();
+        assert_eq!(paths(&c.modified), vec![".n"]);
     }
 
     #[test]

@@ -12,6 +12,7 @@ use crate::conflict::Conflicts;
 use crate::schema::{Schema, TypeRef};
 use crate::set::Set;
 use crate::typed::{self, Comparison};
+use crate::value;
 use crate::Error;
 
 /// The fields one manager owns, with the API version it wrote them in and whether it applied
@@ -187,7 +188,7 @@ impl<'s> Updater<'s> {
         let new = self.prune(merged, &proposed, last.as_ref())?;
         self.update(live, &new, &mut proposed, manager, force)?;
         *managers = proposed;
-        Ok((new != *live).then_some(new))
+        Ok((!value::equals(&new, live)).then_some(new))
     }
 
     /// Removes what the applier owned last time and no longer applies, unless someone owns it

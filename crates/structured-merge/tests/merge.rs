@@ -414,3 +414,34 @@ fn a_noop_apply_returns_no_new_object() {
         Set::from_paths([Path(vec![PathElement::field("numeric")])])
     );
 }
+
+/// A value that went through a float field comes back as `10.0`; applying `10` again is no
+/// change, as structured-merge-diff compares numbers by value (`value.Equals`).
+#[test]
+fn applying_a_number_the_live_object_holds_as_a_whole_float_shares_it() {
+    let mut st = State::new();
+    let stored: Value =
+        serde_json::from_str(r#"{"numeric": 10.0, "extra": {"schema": {"maximum": 10.0}}}"#)
+            .expect("valid JSON");
+    st.apply("first", stored);
+    st.apply(
+        "second",
+        json!({"numeric": 10, "extra": {"schema": {"maximum": 10}}}),
+    );
+    let shared = [
+        ".extra",
+        ".extra.schema",
+        ".extra.schema.maximum",
+        ".numeric",
+    ];
+    assert_eq!(st.owned("first"), shared);
+    assert_eq!(st.owned("second"), shared);
+    let c = st.conflicts("second", json!({"numeric": 10.5}));
+    assert_eq!(
+        c,
+        Conflicts(vec![Conflict {
+            manager: "first".into(),
+            path: p(&["numeric"])
+        }])
+    );
+}

@@ -19,6 +19,9 @@ pub const CONTAINER_CREATING: &str = "ContainerCreating";
 pub const POD_INITIALIZING: &str = "PodInitializing";
 /// Waiting reason of a failing container between restarts.
 pub const CRASH_LOOP_BACK_OFF: &str = "CrashLoopBackOff";
+/// Waiting reason of a container whose configuration (its environment) cannot be built
+/// (`kubecontainer.ErrCreateContainerConfig`).
+pub const CREATE_CONTAINER_CONFIG_ERROR: &str = "CreateContainerConfigError";
 
 /// The kubelet's restart back-off: 10s doubling per restart, capped at 5 minutes
 /// (`pkg/kubelet/kubelet.go` `backOffPeriod` and `MaxContainerBackOff`). `crash_back_off(n)` is the
@@ -77,7 +80,8 @@ pub struct PodRef<'a> {
     pub uid: &'a str,
 }
 
-/// A container waiting for its sandbox (`reason` is [`CONTAINER_CREATING`] or [`POD_INITIALIZING`]).
+/// A container waiting to be created (`reason` is [`CONTAINER_CREATING`], [`POD_INITIALIZING`]
+/// or [`CREATE_CONTAINER_CONFIG_ERROR`]).
 pub fn waiting(container: &Container, reason: &str) -> ContainerStatus {
     ContainerStatus {
         name: container.name.clone(),

@@ -3,11 +3,15 @@
 //! The decision depends only on the pod as stored and the current time, so a restarted simulator
 //! picks up where the previous one left off. A pod goes through:
 //!
-//! 1. bound, no `startTime` → **Pending** with the sandbox up: `startTime`, `hostIP`, `podIP`,
-//!    containers waiting in `ContainerCreating` (skipped when the ready delay is zero);
+//! 1. bound → **Pending** with the sandbox up: `startTime`, `hostIP`, `podIP`,
+//!    containers waiting in `ContainerCreating` (skipped when the ready delay is zero); while a
+//!    volume cannot be set up ([`PlanInput::mount_failures`]) the pod stays Pending without a
+//!    sandbox (`PodReadyToStartContainers` False, no `podIP`);
 //! 2. after the ready delay → init containers run, in order, then the containers start: **Running**
 //!    and Ready, or as the [behaviour](super::behaviour) conventions and the
-//!    [container commands](super::command) say (never ready, failing, exiting);
+//!    [container commands](super::command) say (never ready, failing, exiting); a container
+//!    whose environment cannot be built ([`PlanInput::config_errors`]) waits in
+//!    `CreateContainerConfigError` instead of starting;
 //! 3. timed changes afterwards: exits, crash-loop restarts, completion (**Succeeded**/**Failed**);
 //! 4. `deletionTimestamp` set → removed once its grace period (optionally capped) has passed,
 //!    at once when the pod already finished.
@@ -16,12 +20,15 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{ContainerStatus, HostIP, Pod, PodIP, PodSpec, PodStatus};
+use k8s_openapi::api::core::v1::{
+    Container, ContainerStatus, HostIP, Pod, PodIP, PodSpec, PodStatus,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::behaviour::{container_behaviour, pod_behaviour, ContainerBehaviour};
 use super::command::{program, Program};
 use super::containers::{self, advance, init_done, is_sidecar, not_started, stop_sidecar, PodRef};
+use super::pod_objects::MountFailure;
 use super::pod_status::{
     phase, set_condition, set_readiness, sort_conditions, INITIALIZED,
     POD_READY_TO_START_CONTAINERS, POD_SCHEDULED,
@@ -45,6 +52,11 @@ pub struct PlanInput<'a> {
     /// When this process wrote the Pending status, if it did: more precise than the stored
     /// `startTime`, which has whole seconds.
     pub sandbox_created_at: Option<Timestamp>,
+    /// The pod's volumes that cannot be set up now; its sandbox is not created while there are any.
+    pub mount_failures: &'a [MountFailure],
+    /// Why containers (init or regular, by name) cannot be configured now: each waits in
+    /// `CreateContainerConfigError` with the message instead of starting for the first time.
+    pub config_errors: &'a BTreeMap<String, String>,
 }
 
 /// What to do with the pod now.
@@ -79,13 +91,22 @@ pub fn plan(pod: &Pod, input: &PlanInput<'_>) -> Action {
         .flatten()
         .any(|c| !not_started(Some(c)));
     if !started {
-        match &current.start_time {
+        match sandbox_created(&current) {
+            None if !input.mount_failures.is_empty() => {
+                // The volume manager holds the pod before the runtime creates its sandbox.
+                let status = sandbox_status(spec, current.clone(), input, false);
+                return if status != current {
+                    Action::UpdateStatus(Box::new(status))
+                } else {
+                    Action::Idle
+                };
+            }
             None if !ready_delay.is_zero() => {
-                return Action::UpdateStatus(Box::new(sandbox_status(spec, current, input)));
+                return Action::UpdateStatus(Box::new(sandbox_status(spec, current, input, true)));
             }
             None => {}
-            Some(start) => {
-                let since = input.sandbox_created_at.map_or(start.0, |t| t.max(start.0));
+            Some(created) => {
+                let since = input.sandbox_created_at.map_or(created, |t| t.max(created));
                 let due = add(since, ready_delay);
                 if !at_or_after(input.now, due) {
                     return Action::Wait(until(input.now, due));
@@ -102,6 +123,36 @@ pub fn plan(pod: &Pod, input: &PlanInput<'_>) -> Action {
             None => Action::Idle,
         }
     }
+}
+
+/// Whether the kubelet still has to set `pod` up, and so needs what its volumes and
+/// environment refer to: it is not finishing, and it has no sandbox yet or an init or regular
+/// container that has not started for the first time.
+pub fn awaits_setup(pod: &Pod) -> bool {
+    if pod.metadata.deletion_timestamp.is_some() || is_terminal(pod) {
+        return false;
+    }
+    let Some(spec) = &pod.spec else {
+        return false;
+    };
+    let Some(status) = &pod.status else {
+        return true;
+    };
+    if sandbox_created(status).is_none() {
+        return true;
+    }
+    let statuses: BTreeMap<&str, &ContainerStatus> = status
+        .init_container_statuses
+        .iter()
+        .flatten()
+        .chain(status.container_statuses.iter().flatten())
+        .map(|c| (c.name.as_str(), c))
+        .collect();
+    spec.init_containers
+        .iter()
+        .flatten()
+        .chain(&spec.containers)
+        .any(|c| not_started(statuses.get(c.name.as_str()).copied()))
 }
 
 fn plan_deletion(pod: &Pod, deletion: Timestamp, input: &PlanInput<'_>) -> Action {
@@ -132,8 +183,23 @@ fn pod_ref(pod: &Pod) -> PodRef<'_> {
     }
 }
 
-/// Fills in what the sandbox gives a pod: start time, host and pod IPs.
-fn with_sandbox(mut status: PodStatus, input: &PlanInput<'_>) -> PodStatus {
+/// When the pod's sandbox was created: the time `PodReadyToStartContainers` last became True
+/// (the `startTime` for a status without the condition's time), `None` while there is none.
+pub fn sandbox_created(status: &PodStatus) -> Option<Timestamp> {
+    let ready_to_start = status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == POD_READY_TO_START_CONTAINERS && c.status == "True")?;
+    ready_to_start
+        .last_transition_time
+        .as_ref()
+        .or(status.start_time.as_ref())
+        .map(|t| t.0)
+}
+
+/// Fills in what the node gives a pod before its sandbox: start time and host IP.
+fn with_start(mut status: PodStatus, input: &PlanInput<'_>) -> PodStatus {
     if status.start_time.is_none() {
         status.start_time = Some(Time(input.now));
     }
@@ -143,6 +209,12 @@ fn with_sandbox(mut status: PodStatus, input: &PlanInput<'_>) -> PodStatus {
             ip: input.host_ip.into(),
         }]);
     }
+    status
+}
+
+/// Fills in what the sandbox gives a pod: start time, host and pod IPs.
+fn with_sandbox(status: PodStatus, input: &PlanInput<'_>) -> PodStatus {
+    let mut status = with_start(status, input);
     if status.pod_ip.is_none() {
         status.pod_ip = Some(input.pod_ip.into());
         status.pod_ips = Some(vec![PodIP {
@@ -152,9 +224,22 @@ fn with_sandbox(mut status: PodStatus, input: &PlanInput<'_>) -> PodStatus {
     status
 }
 
-fn sandbox_status(spec: &PodSpec, current: PodStatus, input: &PlanInput<'_>) -> PodStatus {
+/// The Pending status of a pod whose containers wait: with its sandbox up (`sandbox`), or
+/// without one while its volumes cannot be set up (`PodReadyToStartContainers` False, and no
+/// `podIP` unless the pod uses the node's network, whose IP it has from the start).
+fn sandbox_status(
+    spec: &PodSpec,
+    current: PodStatus,
+    input: &PlanInput<'_>,
+    sandbox: bool,
+) -> PodStatus {
     let now = input.now;
-    let mut status = with_sandbox(current, input);
+    let host_network = spec.host_network == Some(true);
+    let mut status = if sandbox || host_network {
+        with_sandbox(current, input)
+    } else {
+        with_start(current, input)
+    };
     status.phase = Some("Pending".into());
     let mut statuses: Vec<ContainerStatus> = spec
         .containers
@@ -172,7 +257,7 @@ fn sandbox_status(spec: &PodSpec, current: PodStatus, input: &PlanInput<'_>) -> 
     set_condition(
         &mut conditions,
         POD_READY_TO_START_CONTAINERS,
-        true,
+        sandbox,
         None,
         None,
         now,
@@ -200,6 +285,25 @@ fn sandbox_status(spec: &PodSpec, current: PodStatus, input: &PlanInput<'_>) -> 
     status.container_statuses = Some(statuses);
     status.init_container_statuses = (!init.is_empty()).then_some(init);
     status
+}
+
+/// The status of `container` when it is due to start for the first time but its configuration
+/// cannot be built: waiting in `CreateContainerConfigError` with the reason's message, as the
+/// kubelet's `startContainer` leaves it (`ErrCreateContainerConfig`).
+fn config_error(
+    container: &Container,
+    previous: Option<&ContainerStatus>,
+    input: &PlanInput<'_>,
+) -> Option<ContainerStatus> {
+    if !not_started(previous) {
+        return None;
+    }
+    let message = input.config_errors.get(&container.name)?;
+    let mut status = containers::waiting(container, containers::CREATE_CONTAINER_CONFIG_ERROR);
+    if let Some(waiting) = status.state.as_mut().and_then(|s| s.waiting.as_mut()) {
+        waiting.message = Some(message.clone());
+    }
+    Some(status)
 }
 
 /// The status with every container moved forward to `now`, and when a container next changes on its own.
@@ -251,6 +355,11 @@ fn running_status(
                     }),
             );
             incomplete.push(container.name.clone());
+            continue;
+        }
+        if let Some(status) = config_error(container, previous, input) {
+            incomplete.push(container.name.clone());
+            init.push(status);
             continue;
         }
         // Init containers follow the command convention only, not the pod's annotations.
@@ -312,6 +421,10 @@ fn running_status(
                         containers::waiting(container, containers::POD_INITIALIZING)
                     }),
             );
+            continue;
+        }
+        if let Some(status) = config_error(container, previous, input) {
+            statuses.push(status);
             continue;
         }
         let b = container_behaviour(&behaviour, container);
@@ -405,7 +518,6 @@ mod tests {
         COMPLETE_AFTER_ANNOTATION, FAIL_ANNOTATION, NEVER_READY_ANNOTATION, READY_DELAY_ANNOTATION,
     };
     use crate::kubelet::pod_status::{CONTAINERS_READY, READY};
-    use k8s_openapi::api::core::v1::Container;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     fn t(ms: i64) -> Timestamp {
@@ -451,8 +563,12 @@ mod tests {
             ready_delay: Duration::from_millis(500),
             termination_grace_cap: None,
             sandbox_created_at: None,
+            mount_failures: &[],
+            config_errors: &NO_CONFIG_ERRORS,
         }
     }
+
+    static NO_CONFIG_ERRORS: BTreeMap<String, String> = BTreeMap::new();
 
     /// Applies `plan` as the simulated kubelet would, returning the action taken.
     fn step(pod: &mut Pod, input: &PlanInput<'_>) -> Action {
@@ -844,5 +960,142 @@ mod tests {
         step(&mut p, &input(t(1000)));
         assert_eq!(phase_of(&p), "Succeeded");
         assert_eq!(exit_code(&container_status(&p, true, "proxy")), Some(0));
+    }
+
+    fn waiting_of(p: &Pod, init: bool, name: &str) -> (Option<String>, Option<String>) {
+        let waiting = container_status(p, init, name)
+            .state
+            .and_then(|s| s.waiting)
+            .unwrap_or_default();
+        (waiting.reason, waiting.message)
+    }
+
+    fn mount_failure() -> Vec<MountFailure> {
+        vec![MountFailure {
+            volume: "certs".into(),
+            error: r#"secret "webhook-cert" not found"#.into(),
+        }]
+    }
+
+    #[test]
+    fn a_pod_whose_volumes_cannot_be_set_up_waits_without_a_sandbox_until_they_can() {
+        let mut p = pod(&[], "Always");
+        let failures = mount_failure();
+        let mut held = input(t(0));
+        held.mount_failures = &failures;
+        assert!(matches!(step(&mut p, &held), Action::UpdateStatus(_)));
+        assert_eq!(phase_of(&p), "Pending");
+        let status = p.status.clone().unwrap();
+        assert!(status.start_time.is_some());
+        assert_eq!(status.host_ip.as_deref(), Some("10.0.0.1"));
+        assert_eq!(status.pod_ip, None, "no sandbox, no pod IP");
+        assert_eq!(condition(&p, POD_READY_TO_START_CONTAINERS), "False");
+        assert_eq!(condition(&p, READY), "False");
+        assert_eq!(
+            waiting_of(&p, false, "app").0.as_deref(),
+            Some(containers::CONTAINER_CREATING)
+        );
+        assert!(awaits_setup(&p));
+        // Still missing, later: nothing to write, however long it takes.
+        held.now = t(60_000);
+        assert_eq!(step(&mut p, &held), Action::Idle);
+        assert_eq!(phase_of(&p), "Pending");
+
+        // The object appeared: the sandbox comes up, then the containers after the delay.
+        assert!(matches!(
+            step(&mut p, &input(t(61_000))),
+            Action::UpdateStatus(_)
+        ));
+        assert_eq!(condition(&p, POD_READY_TO_START_CONTAINERS), "True");
+        assert_eq!(
+            p.status.as_ref().unwrap().pod_ip.as_deref(),
+            Some("10.244.1.2")
+        );
+        assert_eq!(
+            step(&mut p, &input(t(61_200))),
+            Action::Wait(Duration::from_millis(300))
+        );
+        step(&mut p, &input(t(61_500)));
+        assert_eq!(phase_of(&p), "Running");
+        assert_eq!(condition(&p, READY), "True");
+        assert!(!awaits_setup(&p));
+    }
+
+    #[test]
+    fn mount_failures_do_not_matter_once_the_sandbox_is_up() {
+        let mut p = pod(&[], "Always");
+        step(&mut p, &input(t(0)));
+        let failures = mount_failure();
+        let mut later = input(t(500));
+        later.mount_failures = &failures;
+        step(&mut p, &later);
+        assert_eq!(phase_of(&p), "Running");
+    }
+
+    #[test]
+    fn a_container_whose_environment_cannot_be_built_waits_in_create_container_config_error() {
+        let mut p = with_init(
+            pod(&no_delay(), "Always"),
+            &[("setup", None, false), ("needs-env", None, false)],
+        );
+        let mut errors = BTreeMap::new();
+        errors.insert(
+            "app".to_string(),
+            "couldn't find key k in Secret default/s".to_string(),
+        );
+        let mut held = input(t(0));
+        held.config_errors = &errors;
+        step(&mut p, &held);
+        // The init containers run; the container does not start.
+        assert_eq!(exit_code(&container_status(&p, true, "needs-env")), Some(0));
+        assert_eq!(phase_of(&p), "Pending");
+        assert_eq!(condition(&p, POD_READY_TO_START_CONTAINERS), "True");
+        assert_eq!(condition(&p, INITIALIZED), "True");
+        assert_eq!(condition(&p, READY), "False");
+        assert_eq!(
+            waiting_of(&p, false, "app"),
+            (
+                Some(containers::CREATE_CONTAINER_CONFIG_ERROR.to_string()),
+                Some("couldn't find key k in Secret default/s".to_string())
+            )
+        );
+        assert!(awaits_setup(&p));
+        held.now = t(30_000);
+        assert_eq!(step(&mut p, &held), Action::Idle);
+
+        // The key is there now: it starts.
+        step(&mut p, &input(t(31_000)));
+        assert_eq!(phase_of(&p), "Running");
+        assert_eq!(condition(&p, READY), "True");
+        assert_eq!(container_status(&p, false, "app").restart_count, 0);
+    }
+
+    #[test]
+    fn an_init_container_that_cannot_be_configured_holds_the_ones_after_it() {
+        let mut p = with_init(
+            pod(&no_delay(), "Always"),
+            &[("first", None, false), ("second", None, false)],
+        );
+        let mut errors = BTreeMap::new();
+        errors.insert("first".to_string(), r#"secret "s" not found"#.to_string());
+        let mut held = input(t(0));
+        held.config_errors = &errors;
+        step(&mut p, &held);
+        assert_eq!(phase_of(&p), "Pending");
+        assert_eq!(
+            waiting_of(&p, true, "first").0.as_deref(),
+            Some(containers::CREATE_CONTAINER_CONFIG_ERROR)
+        );
+        assert_eq!(
+            waiting_of(&p, true, "second").0.as_deref(),
+            Some(containers::POD_INITIALIZING)
+        );
+        assert_eq!(
+            waiting_of(&p, false, "app").0.as_deref(),
+            Some(containers::POD_INITIALIZING)
+        );
+        assert_eq!(condition(&p, INITIALIZED), "False");
+        step(&mut p, &input(t(1000)));
+        assert_eq!(phase_of(&p), "Running");
     }
 }

@@ -5,6 +5,11 @@
 //! (merge patch), removal through DELETE with `gracePeriodSeconds: 0` and a UID precondition.
 //! Timed changes (ready delay, grace periods, crash back-off) come back through `add_after`, so an
 //! idle kubelet does no work at all.
+//!
+//! Before a pod's containers first start, `sync` reads the Secrets and ConfigMaps its volumes
+//! and environment use, with the node's own client (one GET per object; the Node authorizer
+//! allows exactly these), and [`pod_objects`] says what is missing. A pod held that way is
+//! looked at again after 500ms, doubling to at most 5s, until the objects appear.
 
 pub mod behaviour;
 pub mod command;
@@ -12,16 +17,20 @@ pub mod containers;
 pub mod ip;
 pub mod lifecycle;
 pub mod logs;
+pub mod pod_objects;
 pub mod pod_status;
 pub mod time;
 pub mod volume_manager;
 pub mod volumes;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
+use std::time::Duration;
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{ContainerStatus, Node, ObjectReference, Pod, PodStatus};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, ContainerStatus, Node, ObjectReference, Pod, PodStatus, Secret,
+};
 use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
 use kube::Api;
 use parking_lot::Mutex;
@@ -40,7 +49,33 @@ use crate::node_set::NodeSet;
 use crate::scheduler::predicates::is_terminal;
 use crate::NODE_NAME_INDEX;
 use ip::PodIps;
+use pod_objects::{MountFailure, Objects};
 use volume_manager::{AttachWait, VolumeManager};
+
+/// First wait before a pod held by a missing Secret or ConfigMap is looked at again (the
+/// volume manager's `initialDurationBeforeRetry`); it doubles per attempt.
+const SETUP_RETRY_INITIAL: Duration = Duration::from_millis(500);
+/// Longest wait between two looks at a held pod. A kubelet backs off further (to 2m2s for
+/// mounts, `maxDurationBeforeRetry`); the simulator keeps it short so that a pod goes on
+/// within seconds of its object's creation.
+const SETUP_RETRY_MAX: Duration = Duration::from_secs(5);
+/// Wait before trying again when the objects could not be read (an API error, or the Node
+/// authorizer not yet relating a just-bound pod's objects to its node).
+const READ_RETRY: Duration = Duration::from_secs(1);
+
+/// A pod held by what its volumes or environment miss: the looks so far, and when the next
+/// is due (and with it the next `FailedMount`/`Failed` events).
+#[derive(Clone, Copy, Debug)]
+struct SetupRetry {
+    attempts: u32,
+    next: Timestamp,
+}
+
+/// The wait after the `attempts`-th look at a held pod: 500ms doubling, at most 5s.
+fn setup_retry_delay(attempts: u32) -> Duration {
+    let doublings = attempts.saturating_sub(1).min(16);
+    (SETUP_RETRY_INITIAL * 2u32.pow(doublings)).min(SETUP_RETRY_MAX)
+}
 
 /// Runs the pods bound to the served nodes.
 ///
@@ -64,6 +99,8 @@ pub struct Kubelet {
     node_recorders: Mutex<HashMap<String, EventRecorder>>,
     /// Reports the nodes' volumes in use and holds pods until their volumes are attached.
     volumes: Arc<VolumeManager>,
+    /// Pod UID → retry state of pods held by a missing Secret or ConfigMap.
+    setup_retries: Mutex<HashMap<String, SetupRetry>>,
 }
 
 impl Kubelet {
@@ -90,6 +127,7 @@ impl Kubelet {
             config,
             recorder: Mutex::new(None),
             node_recorders: Mutex::new(HashMap::new()),
+            setup_retries: Mutex::new(HashMap::new()),
         });
         let weak = Arc::downgrade(&this);
         informer.add_event_handler(move |note| {
@@ -241,6 +279,7 @@ impl Kubelet {
             self.ips.release(uid);
             self.sandboxes.lock().remove(uid);
             self.stopping.lock().remove(uid);
+            self.setup_retries.lock().remove(uid);
         }
     }
 
@@ -293,6 +332,129 @@ impl Kubelet {
         }
     }
 
+    /// The Secrets and ConfigMaps `pod` refers to, read as the kubelet of `node`; `None` when
+    /// one could not be read (not found is an answer, other errors are not).
+    async fn pod_objects(&self, pod: &Pod, node: &str) -> Option<Objects> {
+        let refs = pod
+            .spec
+            .as_ref()
+            .map(pod_objects::references)
+            .unwrap_or_default();
+        let mut objects = Objects::default();
+        if refs.is_empty() {
+            return Some(objects);
+        }
+        let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
+        let client = self.clients.kubelet(node).clone();
+        let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
+        for name in refs.secrets {
+            match secrets.get_opt(&name).await {
+                Ok(found) => {
+                    objects.secrets.insert(name, found);
+                }
+                Err(e) => {
+                    tracing::debug!(secret = %name, namespace, error = %rkcm_runtime::api_error::message(&e), "cannot read a secret the pod uses");
+                    return None;
+                }
+            }
+        }
+        let config_maps: Api<ConfigMap> = Api::namespaced(client, namespace);
+        for name in refs.config_maps {
+            match config_maps.get_opt(&name).await {
+                Ok(found) => {
+                    objects.config_maps.insert(name, found);
+                }
+                Err(e) => {
+                    tracing::debug!(configmap = %name, namespace, error = %rkcm_runtime::api_error::message(&e), "cannot read a configmap the pod uses");
+                    return None;
+                }
+            }
+        }
+        Some(objects)
+    }
+
+    /// Looks at `pod` again on the back-off while what its volumes or environment need is
+    /// missing (its status `after` this sync has no sandbox while `mount_failures` remain, or a
+    /// container waiting in `CreateContainerConfigError`), recording the kubelet's `FailedMount`
+    /// and `Failed` events at each look; forgets the back-off once nothing holds it.
+    fn hold_or_release(
+        &self,
+        key: &ObjectKey,
+        pod: &Pod,
+        uid: &str,
+        after: Option<&PodStatus>,
+        mount_failures: &[MountFailure],
+    ) {
+        let mounts_hold =
+            !mount_failures.is_empty() && after.and_then(lifecycle::sandbox_created).is_none();
+        let config_errors: Vec<(&str, &str)> = after
+            .into_iter()
+            .flat_map(|s| {
+                s.init_container_statuses
+                    .iter()
+                    .flatten()
+                    .chain(s.container_statuses.iter().flatten())
+            })
+            .filter_map(|c| {
+                let waiting = c.state.as_ref()?.waiting.as_ref()?;
+                (waiting.reason.as_deref() == Some(containers::CREATE_CONTAINER_CONFIG_ERROR)).then(
+                    || {
+                        (
+                            c.name.as_str(),
+                            waiting.message.as_deref().unwrap_or_default(),
+                        )
+                    },
+                )
+            })
+            .collect();
+        if !mounts_hold && config_errors.is_empty() {
+            self.setup_retries.lock().remove(uid);
+            return;
+        }
+        let now = self.config.clock.now();
+        let (look, wait) = {
+            let mut retries = self.setup_retries.lock();
+            let retry = retries.entry(uid.to_string()).or_insert(SetupRetry {
+                attempts: 0,
+                next: now,
+            });
+            if time::at_or_after(now, retry.next) {
+                retry.attempts = retry.attempts.saturating_add(1);
+                let wait = setup_retry_delay(retry.attempts);
+                retry.next = time::add(now, wait);
+                (true, wait)
+            } else {
+                (false, time::until(now, retry.next))
+            }
+        };
+        self.queue.add_after(key.clone(), wait);
+        if !look {
+            return;
+        }
+        let Some(recorder) = self.recorder_for(pod) else {
+            return;
+        };
+        let reference = pod_reference(pod);
+        if mounts_hold {
+            for failure in mount_failures {
+                recorder.event(
+                    &reference,
+                    EventType::Warning,
+                    "FailedMount",
+                    failure.message(),
+                );
+            }
+        }
+        for (_, message) in config_errors {
+            recorder.event(
+                &reference,
+                EventType::Warning,
+                "Failed",
+                format!("Error: {message}"),
+            );
+        }
+    }
+
     #[tracing::instrument(skip(self), fields(component = "nodesim-kubelet", pod = %key))]
     async fn sync(&self, key: &ObjectKey) -> Result<()> {
         let Some(cached) = self.pods.get(key) else {
@@ -342,20 +504,12 @@ impl Kubelet {
         };
         let host_ip = node.internal_ip();
         let now = self.config.clock.now();
-        let input = PlanInput {
-            now,
-            host_ip: &host_ip,
-            pod_ip: &pod_ip,
-            ready_delay: self.config.pod_ready_delay,
-            termination_grace_cap: self.config.termination_grace_cap,
-            sandbox_created_at: self.sandboxes.lock().get(&uid).copied(),
-        };
         if pod.metadata.deletion_timestamp.is_some() && !is_terminal(&pod) {
             self.announce_stopping(&pod, &uid);
         }
-        let starting = status.and_then(|s| s.start_time.as_ref()).is_none()
-            && pod.metadata.deletion_timestamp.is_none()
-            && !is_terminal(&pod);
+        let has_sandbox = status.and_then(lifecycle::sandbox_created).is_some();
+        let starting =
+            !has_sandbox && pod.metadata.deletion_timestamp.is_none() && !is_terminal(&pod);
         if starting {
             match self.volumes.wait_for_attach(&pod, &node.name) {
                 AttachWait::Ready => {}
@@ -365,25 +519,62 @@ impl Kubelet {
                     return Ok(());
                 }
                 AttachWait::Unknown => {
-                    self.queue
-                        .add_after(key.clone(), std::time::Duration::from_secs(1));
+                    self.queue.add_after(key.clone(), Duration::from_secs(1));
                     return Ok(());
                 }
             }
         }
+        // What the volumes and the environment of containers yet to start need.
+        let awaits_setup = lifecycle::awaits_setup(&pod);
+        let (mount_failures, config_errors) = if awaits_setup {
+            let Some(objects) = self.pod_objects(&pod, &node.name).await else {
+                self.queue.add_after(key.clone(), READ_RETRY);
+                return Ok(());
+            };
+            let mounts = if has_sandbox {
+                Vec::new()
+            } else {
+                pod_objects::mount_failures(&pod, &objects)
+            };
+            (mounts, pod_objects::config_errors(&pod, &objects))
+        } else {
+            (Vec::new(), BTreeMap::new())
+        };
+        let input = PlanInput {
+            now,
+            host_ip: &host_ip,
+            pod_ip: &pod_ip,
+            ready_delay: self.config.pod_ready_delay,
+            termination_grace_cap: self.config.termination_grace_cap,
+            sandbox_created_at: self.sandboxes.lock().get(&uid).copied(),
+            mount_failures: &mount_failures,
+            config_errors: &config_errors,
+        };
         // Each node's kubelet writes its pods as the node.
         let api: Api<Pod> = Api::namespaced(
             self.clients.kubelet(&node.name).clone(),
             key.namespace_str(),
         );
-        match plan(&pod, &input) {
+        let action = plan(&pod, &input);
+        // Held by a missing Secret or ConfigMap: the status the decision leaves says how.
+        let after = match &action {
+            Action::UpdateStatus(new_status) => Some(&**new_status),
+            _ => status,
+        };
+        if awaits_setup {
+            self.hold_or_release(key, &pod, &uid, after, &mount_failures);
+        } else {
+            self.setup_retries.lock().remove(&uid);
+        }
+        match action {
             Action::Idle => Ok(()),
             Action::Wait(delay) => {
                 self.queue.add_after(key.clone(), delay);
                 Ok(())
             }
             Action::UpdateStatus(new_status) => {
-                let creating_sandbox = status.and_then(|s| s.start_time.as_ref()).is_none();
+                let creating_sandbox =
+                    !has_sandbox && lifecycle::sandbox_created(&new_status).is_some();
                 let mut metadata = json!({ "uid": uid });
                 if let Some(output) = logs::record(&pod, &new_status) {
                     metadata["annotations"] = json!({ logs::CONTAINER_LOGS_ANNOTATION: output });

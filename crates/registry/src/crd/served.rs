@@ -130,7 +130,8 @@ pub fn versions_of(crd: &CustomResourceDefinition) -> Vec<ServedVersion> {
                     format!("{}/{} {} is deprecated", crd.spec.group, v.name, names.kind)
                 })
             });
-            let openapi_schema = props.and_then(|p| serde_json::to_value(p).ok());
+            // Published as Go writes it: `maximum: 10`, not `10.0`.
+            let openapi_schema = props.and_then(|p| rkcm_apimachinery::go_json::to_value(p).ok());
             ServedVersion {
                 info,
                 crd_name: crd.metadata.name.clone().unwrap_or_default(),
