@@ -337,6 +337,37 @@ pub fn is_implemented(name: &str) -> bool {
     lookup(name).is_some_and(|c| c.implemented)
 }
 
+/// Every canonical name, sorted (`KnownControllers`).
+pub fn known_controllers() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = KNOWN.iter().map(|c| c.name).collect();
+    names.sort_unstable();
+    names
+}
+
+/// The canonical names `*` leaves off, sorted (`ControllersDisabledByDefault`).
+pub fn controllers_disabled_by_default() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = KNOWN
+        .iter()
+        .filter(|c| c.disabled_by_default)
+        .map(|c| c.name)
+        .collect();
+    names.sort_unstable();
+    names
+}
+
+/// The usage of `--controllers`, as kube-controller-manager's `--help` prints it
+/// (`GenericControllerManagerConfigurationOptions.AddFlags`, given `KnownControllers()` and
+/// `ControllersDisabledByDefault()`).
+pub fn controllers_flag_usage() -> String {
+    format!(
+        "A list of controllers to enable. '*' enables all on-by-default controllers, 'foo' \
+         enables the controller named 'foo', '-foo' disables the controller named 'foo'.\n\
+         All controllers: {}\nDisabled-by-default controllers: {}",
+        known_controllers().join(", "),
+        controllers_disabled_by_default().join(", ")
+    )
+}
+
 /// The canonical names `--controllers` enables, in start order, implemented or not (see
 /// [`is_implemented`]).
 ///
@@ -1201,6 +1232,42 @@ mod tests {
 
     fn flags(s: &[&str]) -> Vec<String> {
         s.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// kube-controller-manager 1.33's `--controllers` usage: its 49 canonical names.
+    #[test]
+    fn controllers_usage_lists_every_known_name_sorted_as_kube_does() {
+        assert_eq!(
+            controllers_flag_usage(),
+            "A list of controllers to enable. '*' enables all on-by-default controllers, 'foo' \
+             enables the controller named 'foo', '-foo' disables the controller named 'foo'.\n\
+             All controllers: bootstrap-signer-controller, \
+             certificatesigningrequest-approving-controller, \
+             certificatesigningrequest-cleaner-controller, \
+             certificatesigningrequest-signing-controller, cloud-node-lifecycle-controller, \
+             clusterrole-aggregation-controller, cronjob-controller, daemonset-controller, \
+             deployment-controller, device-taint-eviction-controller, disruption-controller, \
+             endpoints-controller, endpointslice-controller, endpointslice-mirroring-controller, \
+             ephemeral-volume-controller, garbage-collector-controller, \
+             horizontal-pod-autoscaler-controller, job-controller, \
+             kube-apiserver-serving-clustertrustbundle-publisher-controller, \
+             legacy-serviceaccount-token-cleaner-controller, namespace-controller, \
+             node-ipam-controller, node-lifecycle-controller, node-route-controller, \
+             persistentvolume-attach-detach-controller, persistentvolume-binder-controller, \
+             persistentvolume-expander-controller, persistentvolume-protection-controller, \
+             persistentvolumeclaim-protection-controller, pod-garbage-collector-controller, \
+             replicaset-controller, replicationcontroller-controller, resourceclaim-controller, \
+             resourcequota-controller, root-ca-certificate-publisher-controller, \
+             selinux-warning-controller, service-cidr-controller, service-lb-controller, \
+             serviceaccount-controller, serviceaccount-token-controller, statefulset-controller, \
+             storage-version-migrator-controller, storageversion-garbage-collector-controller, \
+             taint-eviction-controller, token-cleaner-controller, ttl-after-finished-controller, \
+             ttl-controller, validatingadmissionpolicy-status-controller, \
+             volumeattributesclass-protection-controller\n\
+             Disabled-by-default controllers: bootstrap-signer-controller, \
+             selinux-warning-controller, token-cleaner-controller"
+        );
+        assert_eq!(known_controllers().len(), KNOWN.len());
     }
 
     #[test]

@@ -13,6 +13,7 @@ use kube::api::{Api, EvictParams, PostParams};
 use kube::Client;
 use rkcm_controllers::disruption::{Config, DisruptionController, EVENT_SOURCE};
 use rkcm_controllers::registry::{ControllerOptions, DISRUPTION};
+use rkcm_runtime::informer::InformerFactory;
 use serde_json::json;
 
 mod support;
@@ -146,6 +147,53 @@ async fn budgets_follow_their_pods_and_evictions() -> Result<()> {
             );
         }
         other => panic!("expected a 429, got {other:?}"),
+    }
+    cluster.stop().await;
+    Ok(())
+}
+
+/// A new pod of several budgets queues one of them (`getPdbForPod`, "Chose ... arbitrarily");
+/// the others catch up when the informer resyncs the controller's budget handler: every 12 to
+/// 24 hours in kube-controller-manager (the factory's default period), every second here.
+#[tokio::test]
+async fn budgets_over_the_same_pods_all_count_a_new_pod() -> Result<()> {
+    let mut cluster = Cluster::start().await;
+    cluster.factory = InformerFactory::new(cluster.client.clone(), Duration::from_secs(1));
+    let ctrl = DisruptionController::new(
+        &cluster.factory,
+        cluster.client.clone(),
+        cluster.events.recorder(EVENT_SOURCE),
+        Config::default(),
+    );
+    cluster.spawn(ctrl.run(cluster.shutdown.clone()));
+    cluster.start_informers();
+    let client = no_retry_client(&cluster)?;
+
+    let sets: Api<StatefulSet> = Api::namespaced(client.clone(), NS);
+    let ss: StatefulSet = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 3, "serviceName": "web", "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}
+    }))?;
+    let uid = sets
+        .create(&PostParams::default(), &ss)
+        .await?
+        .metadata
+        .uid
+        .context("uid")?;
+    let owner = ("apps/v1", "StatefulSet", "web", uid.as_str());
+    for i in 0..3 {
+        ready_pod(&client, &format!("web-{i}"), "web", owner, json!([])).await?;
+    }
+    for name in ["a", "b"] {
+        create_pdb(&client, name, "web", json!({"minAvailable": 1})).await?;
+    }
+    for name in ["a", "b"] {
+        wait_status(&client, name, (2, 3, 1, 3)).await?;
+    }
+    ready_pod(&client, "web-3", "web", owner, json!([])).await?;
+    for name in ["a", "b"] {
+        wait_status(&client, name, (3, 4, 1, 4)).await?;
     }
     cluster.stop().await;
     Ok(())

@@ -262,6 +262,37 @@ fn unknown_controllers_are_refused_as_kube_refuses_them() {
     assert!(stderr.contains("/nonexistent"), "{stderr}");
 }
 
+/// kube-controller-manager's `--controllers` usage names every controller and those `*` leaves
+/// off; rkcm's prints the same text from its registry.
+#[test]
+fn help_lists_every_controller_under_controllers_as_kube_does() {
+    let out = Command::new(env!("CARGO_BIN_EXE_rkcm"))
+        .args(["controller-manager", "--help"])
+        .output()
+        .expect("runs");
+    let help = String::from_utf8_lossy(&out.stdout);
+    let usage: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("--controllers "))
+        .skip(1)
+        .take(3)
+        .map(str::trim)
+        .collect();
+    let want = format!(
+        "{} [default: *]",
+        rkcm_controllers::registry::controllers_flag_usage()
+    );
+    assert_eq!(usage.join("\n"), want, "in:\n{help}");
+    assert!(usage[1].starts_with(
+        "All controllers: bootstrap-signer-controller, certificatesigningrequest-approving-controller,"
+    ));
+    assert_eq!(
+        usage[2],
+        "Disabled-by-default controllers: bootstrap-signer-controller, selinux-warning-controller, \
+         token-cleaner-controller [default: *]"
+    );
+}
+
 #[test]
 fn help_groups_flags_as_kube_controller_manager_does() {
     let out = Command::new(env!("CARGO_BIN_EXE_rkcm"))

@@ -74,13 +74,20 @@ impl TokenCleaner {
     ) -> Arc<Self> {
         let queue = RateLimitingQueue::new("token_cleaner");
         let secrets = factory.informer::<Secret>();
+        // `DefaultTokenCleanerOptions` has no `SecretResync`: never resynced; expiry is
+        // watched through the queue instead.
         let q = queue.clone();
-        secrets.add_event_handler(move |note: Notification<Secret>| match note {
-            Notification::Add(s) | Notification::Update { new: s, .. } if is_token_secret(&s) => {
-                q.add(ObjectKey::from_obj(&*s));
-            }
-            _ => {}
-        });
+        secrets.add_event_handler_with_resync_period(
+            move |note: Notification<Secret>| match note {
+                Notification::Add(s) | Notification::Update { new: s, .. }
+                    if is_token_secret(&s) =>
+                {
+                    q.add(ObjectKey::from_obj(&*s));
+                }
+                _ => {}
+            },
+            Duration::ZERO,
+        );
         Arc::new(Self {
             client,
             queue,

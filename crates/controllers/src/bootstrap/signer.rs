@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, PostParams};
@@ -91,26 +92,37 @@ impl BootstrapSigner {
         let queue = RateLimitingQueue::new("bootstrap_signer_queue");
         let config_maps = factory.informer::<ConfigMap>();
         let secrets = factory.informer::<Secret>();
+        // `DefaultSignerOptions` has no `ConfigMapResync` nor `SecretResync`: never resynced.
         let q = queue.clone();
-        config_maps.add_event_handler(move |note: Notification<ConfigMap>| {
-            let relevant = match &note {
-                Notification::Add(cm) | Notification::Update { new: cm, .. } => is_cluster_info(cm),
-                Notification::Delete(d) => is_cluster_info(d.object()),
-            };
-            if relevant {
-                q.add(CLUSTER_INFO.to_string());
-            }
-        });
+        config_maps.add_event_handler_with_resync_period(
+            move |note: Notification<ConfigMap>| {
+                let relevant = match &note {
+                    Notification::Add(cm) | Notification::Update { new: cm, .. } => {
+                        is_cluster_info(cm)
+                    }
+                    Notification::Delete(d) => is_cluster_info(d.object()),
+                };
+                if relevant {
+                    q.add(CLUSTER_INFO.to_string());
+                }
+            },
+            Duration::ZERO,
+        );
         let q = queue.clone();
-        secrets.add_event_handler(move |note: Notification<Secret>| {
-            let relevant = match &note {
-                Notification::Add(s) | Notification::Update { new: s, .. } => is_token_secret(s),
-                Notification::Delete(d) => is_token_secret(d.object()),
-            };
-            if relevant {
-                q.add(CLUSTER_INFO.to_string());
-            }
-        });
+        secrets.add_event_handler_with_resync_period(
+            move |note: Notification<Secret>| {
+                let relevant = match &note {
+                    Notification::Add(s) | Notification::Update { new: s, .. } => {
+                        is_token_secret(s)
+                    }
+                    Notification::Delete(d) => is_token_secret(d.object()),
+                };
+                if relevant {
+                    q.add(CLUSTER_INFO.to_string());
+                }
+            },
+            Duration::ZERO,
+        );
         Arc::new(Self {
             client,
             queue,

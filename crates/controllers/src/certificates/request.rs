@@ -9,6 +9,8 @@ use x509_parser::certification_request::X509CertificationRequest;
 use x509_parser::extensions::{GeneralName, ParsedExtension};
 use x509_parser::prelude::FromDer;
 
+use super::name::Name;
+
 /// Why a request could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParseError {
@@ -25,10 +27,8 @@ pub enum ParseError {
 pub struct Request {
     /// The DER of the request.
     pub der: Vec<u8>,
-    /// The subject's common name (the last CN, as Go's `pkix.Name` keeps it).
-    pub common_name: String,
-    /// The subject's organizations, in order.
-    pub organizations: Vec<String>,
+    /// The subject, as Go's `pkix.Name` holds it.
+    pub subject: Name,
     /// DNS subject alternative names.
     pub dns_names: Vec<String>,
     /// IP subject alternative names.
@@ -48,18 +48,8 @@ pub fn parse(pem: &[u8]) -> Result<Request, ParseError> {
         .ok_or(ParseError::NotPem)?;
     let (_, csr) = X509CertificationRequest::from_der(&block.contents)
         .map_err(|e| ParseError::Malformed(e.to_string()))?;
-    let info = &csr.certification_request_info;
-    let text = |a: &x509_parser::x509::AttributeTypeAndValue<'_>| {
-        a.as_str().map(str::to_string).unwrap_or_default()
-    };
     let mut request = Request {
-        common_name: info
-            .subject
-            .iter_common_name()
-            .last()
-            .map(text)
-            .unwrap_or_default(),
-        organizations: info.subject.iter_organization().map(text).collect(),
+        subject: Name::from_x509(&csr.certification_request_info.subject),
         ..Request::default()
     };
     for ext in csr.requested_extensions().into_iter().flatten() {
@@ -133,8 +123,8 @@ mod tests {
             &["n1.example.com", "10.0.0.1"],
         );
         let r = parse(pem.as_bytes()).expect("parsed");
-        assert_eq!(r.common_name, "system:node:n1");
-        assert_eq!(r.organizations, ["system:nodes"]);
+        assert_eq!(r.subject.common_name, "system:node:n1");
+        assert_eq!(r.subject.organization, ["system:nodes"]);
         assert_eq!(r.dns_names, ["n1.example.com"]);
         assert_eq!(r.ip_addresses, ["10.0.0.1".parse::<IpAddr>().unwrap()]);
         assert!(r.email_addresses.is_empty() && r.uris.is_empty());

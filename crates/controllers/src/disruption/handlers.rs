@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use rand::seq::IndexedRandom;
 use rkcm_labels::Selector;
 use rkcm_runtime::events::EventType;
 use rkcm_runtime::informer::Notification;
@@ -37,24 +38,29 @@ pub fn budgets_of_pod(
 }
 
 impl DisruptionController {
-    /// The budget of `pod`, the first by name when several match, with kube's warning event
+    /// The budget of `pod`, one chosen at random when several match, with kube's warning event
     /// (`getPdbForPod`).
+    ///
+    /// kube takes the first budget its lister returns, and the lister lists a namespace in Go map
+    /// order, which Go randomises on every iteration: each event of the pod picks any of its
+    /// budgets, so every budget over the pod is synced by the pod's later events. Always taking
+    /// the same one would leave the others stale until the informer's resync.
     fn pdb_for_pod(&self, pod: &Pod) -> Option<Arc<PodDisruptionBudget>> {
         let namespace = pod.metadata.namespace.as_deref().unwrap_or("");
         let budgets = budgets_of_pod(&self.pdbs.store().list_by_namespace(namespace), pod);
-        let first = budgets.first()?.clone();
+        let chosen = budgets.choose(&mut rand::rng())?.clone();
         if budgets.len() > 1 {
             let msg = format!(
                 "Pod {:?}/{:?} matches multiple PodDisruptionBudgets.  Chose {:?} arbitrarily.",
                 namespace,
                 pod.metadata.name.as_deref().unwrap_or(""),
-                first.metadata.name.as_deref().unwrap_or("")
+                chosen.metadata.name.as_deref().unwrap_or("")
             );
             tracing::info!("{msg}");
             self.recorder
                 .event_for(pod, EventType::Warning, "MultiplePodDisruptionBudgets", msg);
         }
-        Some(first)
+        Some(chosen)
     }
 
     fn enqueue_pdb_of(&self, pod: &Pod) {

@@ -840,7 +840,7 @@ mod tests {
             .starts_with("Failed to get pods: "));
     }
 
-    /// `getPdbForPod`: a pod of several budgets queues the first and says so on the pod.
+    /// `getPdbForPod`: a pod of several budgets queues one and says so on the pod.
     #[tokio::test]
     async fn a_pod_of_several_budgets_queues_one_and_warns() {
         let mut h = harness();
@@ -859,10 +859,32 @@ mod tests {
             event.reason.as_deref(),
             Some("MultiplePodDisruptionBudgets")
         );
+        let chosen = h.ctrl.queue.get().await.expect("a key").name;
         assert_eq!(
-            event.message.as_deref(),
-            Some("Pod \"default\"/\"p\" matches multiple PodDisruptionBudgets.  Chose \"a\" arbitrarily.")
+            event.message,
+            Some(format!("Pod \"default\"/\"p\" matches multiple PodDisruptionBudgets.  Chose {chosen:?} arbitrarily."))
         );
+    }
+
+    /// kube's lister lists in Go's randomised map order, so successive events of a pod of
+    /// several budgets queue each of them, and no budget is left stale.
+    #[tokio::test]
+    async fn the_events_of_a_pod_of_several_budgets_queue_each_of_them() {
+        let h = harness();
+        for name in ["a", "b"] {
+            let mut budget = pdb(Some(IntOrString::Int(1)), None);
+            budget.metadata.name = Some(name.into());
+            h.add_pdb(&budget);
+        }
+        let p = Arc::new(pod("p"));
+        // Both are picked within 64 events but with probability 2^-63.
+        for _ in 0..64 {
+            h.ctrl.on_pod(rkcm_runtime::informer::Notification::Update {
+                old: Arc::clone(&p),
+                new: Arc::clone(&p),
+            });
+        }
+        assert_eq!(h.ctrl.queue.len(), 2, "one budget was never queued");
     }
 
     /// `TestKeepExistingPDBConditionDuringSync`: conditions of other types stay.

@@ -48,7 +48,6 @@ pub struct NamespaceController {
     namespaces: SharedInformer<Namespace>,
     pods: SharedInformer<Pod>,
     deleter: NamespacedResourcesDeleter,
-    resync_period: Duration,
 }
 
 /// kube's `nsControllerRateLimiter`: retries at least every minute, 10 qps overall.
@@ -73,21 +72,26 @@ impl NamespaceController {
             namespaces: namespaces.clone(),
             pods: pods.clone(),
             deleter: NamespacedResourcesDeleter::new(client, Arc::clone(&config.clock)),
-            resync_period: config.resync_period,
         });
 
+        // Resynced every --namespace-sync-period, as kube's handler
+        // (`AddEventHandlerWithResyncPeriod(..., resyncPeriod)`): terminating namespaces are
+        // looked at again.
         let grace = config.deletion_grace_period;
         let q = queue.clone();
-        namespaces.add_event_handler(move |note: Notification<Namespace>| {
-            let ns = match &note {
-                Notification::Add(ns) => ns,
-                Notification::Update { new, .. } => new,
-                Notification::Delete(_) => return,
-            };
-            if ns.metadata.deletion_timestamp.is_some() {
-                q.add_after(ObjectKey::from_obj(&**ns), grace);
-            }
-        });
+        namespaces.add_event_handler_with_resync_period(
+            move |note: Notification<Namespace>| {
+                let ns = match &note {
+                    Notification::Add(ns) => ns,
+                    Notification::Update { new, .. } => new,
+                    Notification::Delete(_) => return,
+                };
+                if ns.metadata.deletion_timestamp.is_some() {
+                    q.add_after(ObjectKey::from_obj(&**ns), grace);
+                }
+            },
+            config.resync_period,
+        );
 
         let q = queue;
         let store = namespaces.store();
@@ -119,30 +123,6 @@ impl NamespaceController {
         let synced: [&dyn HasSynced; 2] = [&self.namespaces, &self.pods];
         if !wait_for_cache_sync("namespace", &synced, &shutdown).await {
             return;
-        }
-        // kube's namespace informer resyncs every --namespace-sync-period; requeue terminating ones.
-        if !self.resync_period.is_zero() {
-            let (queue, store, period, stop) = (
-                self.queue.clone(),
-                self.namespaces.store(),
-                self.resync_period,
-                shutdown.clone(),
-            );
-            tokio::spawn(async move {
-                let mut tick = tokio::time::interval(period);
-                tick.tick().await;
-                loop {
-                    tokio::select! {
-                        _ = stop.cancelled() => return,
-                        _ = tick.tick() => {}
-                    }
-                    for ns in store.list() {
-                        if ns.metadata.deletion_timestamp.is_some() {
-                            queue.add(ObjectKey::from_obj(&*ns));
-                        }
-                    }
-                }
-            });
         }
         let this = Arc::clone(&self);
         worker::run(

@@ -153,8 +153,11 @@ impl HorizontalController {
         let queue = RateLimitingQueue::new("horizontalpodautoscaler");
         let hpas = factory.informer::<HorizontalPodAutoscaler>();
         let pods = factory.informer::<Pod>();
+        // Resynced every --horizontal-pod-autoscaler-sync-period, as kube's handler
+        // (`AddEventHandlerWithResyncPeriod(..., resyncPeriod)`); a resync leaves the spec
+        // alone, and each HPA is already requeued a period after its sync.
         let q = queue.clone();
-        hpas.add_event_handler(
+        hpas.add_event_handler_with_resync_period(
             move |note: Notification<HorizontalPodAutoscaler>| match note {
                 Notification::Add(hpa) => q.add(ObjectKey::from_obj(&*hpa)),
                 Notification::Update { old, new } => {
@@ -165,6 +168,7 @@ impl HorizontalController {
                 }
                 Notification::Delete(_) => {}
             },
+            config.sync_period,
         );
         let calculator = ReplicaCalculator {
             tolerance: config.tolerance,

@@ -105,12 +105,18 @@ impl ResourceQuotaController {
         let counted = Counted::new(factory);
         let essential = counted::essential(factory);
         Arc::new_cyclic(|weak: &Weak<Self>| {
+            // Resynced every --resource-quota-sync-period, as kube's handler
+            // (`AddEventHandlerWithResyncPeriod(..., rq.resyncPeriod())`); `on_quota` ignores
+            // updates that leave `spec.hard` alone, so the full recalculation is `resync_loop`'s.
             let w = weak.clone();
-            quotas.add_event_handler(move |note| {
-                if let Some(this) = w.upgrade() {
-                    this.on_quota(note);
-                }
-            });
+            quotas.add_event_handler_with_resync_period(
+                move |note| {
+                    if let Some(this) = w.upgrade() {
+                        this.on_quota(note);
+                    }
+                },
+                config.resync_period,
+            );
             let w = weak.clone();
             factory.informer::<Pod>().add_event_handler(move |note| {
                 if let Some(this) = w.upgrade() {

@@ -11,6 +11,7 @@ pub mod pod_secrets;
 pub mod tokens;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use kube::api::{Api, ObjectMeta, PostParams};
@@ -68,23 +69,31 @@ impl ServiceAccountsController {
         let queue = RateLimitingQueue::new("serviceaccount");
         let namespaces = factory.informer::<Namespace>();
         let service_accounts = factory.informer::<ServiceAccount>();
+        // kube registers both handlers with `DefaultServiceAccountsControllerOptions`'
+        // `NamespaceResync` and `ServiceAccountResync`, both zero: never resynced.
         let q = queue.clone();
-        namespaces.add_event_handler(move |note: Notification<Namespace>| match note {
-            Notification::Add(ns) | Notification::Update { new: ns, .. } => {
-                if let Some(name) = &ns.metadata.name {
-                    q.add(name.clone());
+        namespaces.add_event_handler_with_resync_period(
+            move |note: Notification<Namespace>| match note {
+                Notification::Add(ns) | Notification::Update { new: ns, .. } => {
+                    if let Some(name) = &ns.metadata.name {
+                        q.add(name.clone());
+                    }
                 }
-            }
-            Notification::Delete(_) => {}
-        });
+                Notification::Delete(_) => {}
+            },
+            Duration::ZERO,
+        );
         let q = queue.clone();
-        service_accounts.add_event_handler(move |note: Notification<ServiceAccount>| {
-            if let Notification::Delete(deleted) = note {
-                if let Some(ns) = &deleted.object().metadata.namespace {
-                    q.add(ns.clone());
+        service_accounts.add_event_handler_with_resync_period(
+            move |note: Notification<ServiceAccount>| {
+                if let Notification::Delete(deleted) = note {
+                    if let Some(ns) = &deleted.object().metadata.namespace {
+                        q.add(ns.clone());
+                    }
                 }
-            }
-        });
+            },
+            Duration::ZERO,
+        );
         Arc::new(Self {
             client,
             queue,

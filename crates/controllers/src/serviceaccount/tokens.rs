@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use k8s_openapi::ByteString;
@@ -240,30 +241,38 @@ impl TokensController {
         let queue = RateLimitingQueue::new("serviceaccount_tokens_secret");
         let service_accounts = factory.informer::<ServiceAccount>();
         let secrets = factory.informer::<Secret>();
+        // kube-controller-manager gives the tokens controller no `ServiceAccountResync` nor
+        // `SecretResync` (`startServiceAccountTokenController`): its handlers are never resynced.
         let q = queue.clone();
-        service_accounts.add_event_handler(move |note: Notification<ServiceAccount>| {
-            if let Notification::Delete(deleted) = note {
-                let sa = deleted.object();
-                q.add(Item::ServiceAccount {
-                    key: ObjectKey::from_obj(sa.as_ref()),
-                    uid: sa.metadata.uid.clone().unwrap_or_default(),
-                });
-            }
-        });
+        service_accounts.add_event_handler_with_resync_period(
+            move |note: Notification<ServiceAccount>| {
+                if let Notification::Delete(deleted) = note {
+                    let sa = deleted.object();
+                    q.add(Item::ServiceAccount {
+                        key: ObjectKey::from_obj(sa.as_ref()),
+                        uid: sa.metadata.uid.clone().unwrap_or_default(),
+                    });
+                }
+            },
+            Duration::ZERO,
+        );
         let q = queue.clone();
-        secrets.add_event_handler(move |note: Notification<Secret>| {
-            let secret = match &note {
-                Notification::Add(s) => s.as_ref(),
-                Notification::Update { new, .. } => new.as_ref(),
-                Notification::Delete(deleted) => deleted.object(),
-            };
-            if secret.type_.as_deref() == Some(SERVICE_ACCOUNT_TOKEN_TYPE) {
-                q.add(Item::Secret {
-                    key: ObjectKey::from_obj(secret),
-                    account: referenced_account(secret).0.to_string(),
-                });
-            }
-        });
+        secrets.add_event_handler_with_resync_period(
+            move |note: Notification<Secret>| {
+                let secret = match &note {
+                    Notification::Add(s) => s.as_ref(),
+                    Notification::Update { new, .. } => new.as_ref(),
+                    Notification::Delete(deleted) => deleted.object(),
+                };
+                if secret.type_.as_deref() == Some(SERVICE_ACCOUNT_TOKEN_TYPE) {
+                    q.add(Item::Secret {
+                        key: ObjectKey::from_obj(secret),
+                        account: referenced_account(secret).0.to_string(),
+                    });
+                }
+            },
+            Duration::ZERO,
+        );
         Arc::new(Self {
             client,
             generator,

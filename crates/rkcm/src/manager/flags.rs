@@ -24,11 +24,12 @@ pub struct ManagerArgs {
     pub master: Option<String>,
 
     /// Controllers to enable: `*` enables all on-by-default controllers, `foo` enables the controller
-    /// named foo, `-foo` disables it.
+    /// named foo, `-foo` disables it. The help names every controller, as kube's does.
     #[arg(
         long,
         value_delimiter = ',',
         default_value = "*",
+        help = rkcm_controllers::registry::controllers_flag_usage(),
         help_heading = "Generic flags"
     )]
     pub controllers: Vec<String>,

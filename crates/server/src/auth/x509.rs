@@ -95,6 +95,20 @@ mod tests {
         assert_eq!(user.uid, "");
     }
 
+    /// `openssl req -x509 -multivalue-rdn -subj "/O=g1+O=g2/O=g3/CN=u"`: organizations in a
+    /// multi-valued RDN, as Go writes several, and in an RDN of their own.
+    const THREE_ORGANIZATIONS: &str = "-----BEGIN CERTIFICATE-----\nMIIBujCCAV+gAwIBAgIUIgVfqE4lkK5gXxnPiqnGApiYp5EwCgYIKoZIzj0EAwIw\nMTEWMAkGA1UECgwCZzEwCQYDVQQKDAJnMjELMAkGA1UECgwCZzMxCjAIBgNVBAMM\nAXUwIBcNMjYxMTI5MDU0OTMwWhgPMjEyNjExMDUwNTQ5MzBaMDExFjAJBgNVBAoM\nAmcxMAkGA1UECgwCZzIxCzAJBgNVBAoMAmczMQowCAYDVQQDDAF1MFkwEwYHKoZI\nzj0CAQYIKoZIzj0DAQcDQgAEIvDM3BCb7FSW6G6Gs6bN5+ni4WqiqbvLmQ6vRVIC\nFjD308UTjTc6MM/6WwaU1uIITODTWApyEHt7brglF14bH6NTMFEwHQYDVR0OBBYE\nFBNKDf9Jg6ufbMNd4kj09aO9TDXGMB8GA1UdIwQYMBaAFBNKDf9Jg6ufbMNd4kj0\n9aO9TDXGMA8GA1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDSQAwRgIhAPwuk/rK\n18Y4NRn93YH1fD90MiHHccBrBSSF3rZJn+GqAiEA0pSmzglcro0XljrMlVqZXPfx\nOGZUdqmEXMW9KuWSY1U=\n-----END CERTIFICATE-----\n";
+
+    /// Go's `CommonNameUserConversion` takes `Subject.Organization`: every `O`, in order.
+    #[test]
+    fn every_organization_is_a_group() {
+        let (_, pem) =
+            x509_parser::pem::parse_x509_pem(THREE_ORGANIZATIONS.as_bytes()).expect("pem");
+        let user = user_from_certificate(&pem.contents).expect("user");
+        assert_eq!(user.name, "u");
+        assert_eq!(user.groups, ["g1", "g2", "g3"]);
+    }
+
     fn ca() -> (rcgen::Issuer<'static, KeyPair>, Vec<u8>) {
         let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
         params.distinguished_name.push(DnType::CommonName, "ca");

@@ -69,13 +69,14 @@ pub fn is_node_client_cert(csr: &CertificateSigningRequest, request: &Request) -
 /// A node asking for its own client certificate (`isSelfNodeClientCert`): the requester is the
 /// certificate's common name.
 pub fn is_self_node_client_cert(csr: &CertificateSigningRequest, request: &Request) -> bool {
-    csr.spec.username.as_deref().unwrap_or_default() == request.common_name
+    csr.spec.username.as_deref().unwrap_or_default() == request.subject.common_name
         && is_node_client_cert(csr, request)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::certificates::name::Name;
     use serde_json::json;
 
     struct Builder {
@@ -96,8 +97,11 @@ mod tests {
 
     fn build(b: &Builder) -> (CertificateSigningRequest, Request) {
         let request = Request {
-            common_name: b.cn.to_string(),
-            organizations: b.orgs.iter().map(|s| s.to_string()).collect(),
+            subject: Name {
+                common_name: b.cn.to_string(),
+                organization: b.orgs.iter().map(|s| s.to_string()).collect(),
+                ..Name::default()
+            },
             ..Request::default()
         };
         let csr = serde_json::from_value(json!({

@@ -1,15 +1,20 @@
 //! A certificate authority that signs requests under the [`SigningPolicy`].
 //!
 //! Mirrors `CertificateAuthority.Sign` (`pkg/controller/certificates/authority/authority.go`):
-//! the certificate has the request's subject, SANs and public key, a random 128-bit serial
-//! number, the usages and validity of the policy, `CA:FALSE` basic constraints and no other
-//! extension of the request.
+//! the certificate has the request's subject (as Go re-encodes it, see [`Name`]), SANs and
+//! public key, a random 128-bit serial number, the usages and validity of the policy,
+//! `CA:FALSE` basic constraints and no other extension of the request.
+//!
+//! [`Name`]: crate::certificates::name::Name
 
 use jiff::Timestamp;
+use rcgen::string::Ia5String;
 use rcgen::{
-    CertificateParams, CertificateSigningRequestParams, ExtendedKeyUsagePurpose, IsCa, Issuer,
-    KeyPair, KeyUsagePurpose, SerialNumber,
+    CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose, SanType, SerialNumber, SigningKey, SubjectPublicKeyInfo,
 };
+use x509_parser::certification_request::X509CertificationRequest;
+use x509_parser::prelude::FromDer;
 
 use super::policy::{ExtKeyUsage, KeyUsage, PolicyError, Validity};
 use crate::certificates::request::Request;
@@ -28,9 +33,12 @@ pub enum LoadError {
 /// Why a request could not be signed.
 #[derive(Debug, thiserror::Error)]
 pub enum SignError {
-    /// The request does not parse or its signature does not verify.
+    /// The request does not parse.
     #[error("unable to parse certificate request: {0}")]
     Request(String),
+    /// The request's signature does not verify.
+    #[error("unable to verify certificate request signature: {0}")]
+    Signature(String),
     /// The policy refuses to sign.
     #[error(transparent)]
     Policy(#[from] PolicyError),
@@ -90,11 +98,24 @@ impl CertificateAuthority {
         validity: Validity,
         serial: [u8; 16],
     ) -> Result<String, SignError> {
-        let parsed = CertificateSigningRequestParams::from_der(&request.der.clone().into())
+        let (_, csr) = X509CertificationRequest::from_der(&request.der)
             .map_err(|e| SignError::Request(e.to_string()))?;
+        csr.verify_signature()
+            .map_err(|e| SignError::Signature(e.to_string()))?;
+        let public_key =
+            SubjectPublicKeyInfo::from_der(csr.certification_request_info.subject_pki.raw)
+                .map_err(|e| SignError::Sign(e.to_string()))?;
         let mut params = CertificateParams::default();
-        params.distinguished_name = parsed.params.distinguished_name;
-        params.subject_alt_names = parsed.params.subject_alt_names;
+        // rcgen keeps one value per attribute type, so it writes a stand-in that is empty
+        // exactly when the request's subject is (the SAN extension is critical then), and
+        // `with_subject` puts the subject Go writes in its place.
+        params.distinguished_name = DistinguishedName::new();
+        if !request.subject.is_empty() {
+            params
+                .distinguished_name
+                .push(DnType::CommonName, "subject");
+        }
+        params.subject_alt_names = subject_alt_names(request)?;
         params.key_usages = usages.0.iter().map(|u| key_usage(*u)).collect();
         params.extended_key_usages = usages.1.iter().map(|u| ext_key_usage(*u)).collect();
         params.is_ca = IsCa::ExplicitNoCa;
@@ -106,10 +127,91 @@ impl CertificateAuthority {
         serial[0] &= 0x7f;
         params.serial_number = Some(SerialNumber::from_slice(&serial));
         let cert = params
-            .signed_by(&parsed.public_key, &self.issuer)
+            .signed_by(&public_key, &self.issuer)
             .map_err(|e| SignError::Sign(e.to_string()))?;
-        Ok(cert.pem())
+        let der = with_subject(cert.der(), &request.subject.to_der(), self.issuer.key())?;
+        Ok(pem_certificate(&der))
     }
+}
+
+/// The request's SANs in the order Go's `marshalSANs` writes them: DNS names, email
+/// addresses, IP addresses, URIs.
+fn subject_alt_names(request: &Request) -> Result<Vec<SanType>, SignError> {
+    let ia5 =
+        |s: &String| Ia5String::try_from(s.as_str()).map_err(|e| SignError::Sign(e.to_string()));
+    let mut sans = Vec::new();
+    for name in &request.dns_names {
+        sans.push(SanType::DnsName(ia5(name)?));
+    }
+    for email in &request.email_addresses {
+        sans.push(SanType::Rfc822Name(ia5(email)?));
+    }
+    sans.extend(
+        request
+            .ip_addresses
+            .iter()
+            .map(|ip| SanType::IpAddress(*ip)),
+    );
+    for uri in &request.uris {
+        sans.push(SanType::URI(ia5(uri)?));
+    }
+    Ok(sans)
+}
+
+/// The certificate `cert` with `subject` (DER) as its subject, signed again by `key`.
+///
+/// Index 5 of a v3 `TBSCertificate` is the subject (RFC 5280 4.1: version, serialNumber,
+/// signature, issuer, validity, subject, subjectPublicKeyInfo, extensions).
+fn with_subject(cert: &[u8], subject: &[u8], key: &KeyPair) -> Result<Vec<u8>, SignError> {
+    const SUBJECT: usize = 5;
+    let malformed = |e: yasna::ASN1Error| SignError::Sign(format!("re-encoding the subject: {e}"));
+    let (mut tbs, algorithm) = yasna::parse_der(cert, |r| {
+        r.read_sequence(|r| {
+            let tbs = r.next().read_sequence(|r| {
+                let mut fields = Vec::new();
+                while let Some(field) = r.read_optional(|r| r.read_der())? {
+                    fields.push(field);
+                }
+                Ok(fields)
+            })?;
+            let algorithm = r.next().read_der()?;
+            let _signature = r.next().read_der()?;
+            Ok((tbs, algorithm))
+        })
+    })
+    .map_err(malformed)?;
+    let field = tbs
+        .get_mut(SUBJECT)
+        .ok_or_else(|| SignError::Sign("re-encoding the subject: short certificate".into()))?;
+    *field = subject.to_vec();
+    let tbs = yasna::construct_der(|w| {
+        w.write_sequence(|w| {
+            for field in &tbs {
+                w.next().write_der(field);
+            }
+        })
+    });
+    let signature = key.sign(&tbs).map_err(|e| SignError::Sign(e.to_string()))?;
+    Ok(yasna::construct_der(|w| {
+        w.write_sequence(|w| {
+            w.next().write_der(&tbs);
+            w.next().write_der(&algorithm);
+            w.next().write_bitvec_bytes(&signature, signature.len() * 8);
+        })
+    }))
+}
+
+/// `pem.EncodeToMemory` of a `CERTIFICATE` block: base64 in lines of 64 characters.
+fn pem_certificate(der: &[u8]) -> String {
+    use base64::Engine as _;
+    let body = base64::engine::general_purpose::STANDARD.encode(der);
+    let mut pem = String::from("-----BEGIN CERTIFICATE-----\n");
+    for line in body.as_bytes().chunks(64) {
+        pem.push_str(std::str::from_utf8(line).expect("base64 is ASCII"));
+        pem.push('\n');
+    }
+    pem.push_str("-----END CERTIFICATE-----\n");
+    pem
 }
 
 fn offset_date_time(t: Timestamp) -> Result<time::OffsetDateTime, SignError> {
@@ -258,6 +360,47 @@ mod tests {
             }
         }
         assert_eq!(saw, (true, true, true, true));
+    }
+
+    /// `openssl req -subj "/O=g1/O=g2/CN=u"`: one attribute per RDN.
+    const REPEATED_O: &str = "-----BEGIN CERTIFICATE REQUEST-----\nMIHiMIGIAgEAMCYxCzAJBgNVBAoMAmcxMQswCQYDVQQKDAJnMjEKMAgGA1UEAwwB\ndTBZMBMGByqGSM49AgEGCCqGSM49AwEHA0IABCLwzNwQm+xUluhuhrOmzefp4uFq\noqm7y5kOr0VSAhYw99PFE403OjDP+lsGlNbiCEzg01gKchB7e264JRdeGx+gADAK\nBggqhkjOPQQDAgNJADBGAiEA72QHQSKRwpn+avoAqfQKXdewkR1NZurjfrCSTzcS\n68UCIQD4zjcXO9ANzk2CQ5+ywQFFg8D45YzW8uW/lsemDCOuGw==\n-----END CERTIFICATE REQUEST-----\n";
+    /// `openssl req -multivalue-rdn -subj "/O=g1+O=g2/CN=u"`: both organizations in one RDN,
+    /// as Go's `x509.CreateCertificateRequest` writes them.
+    const MULTI_VALUED_O: &str = "-----BEGIN CERTIFICATE REQUEST-----\nMIHgMIGGAgEAMCQxFjAJBgNVBAoMAmcxMAkGA1UECgwCZzIxCjAIBgNVBAMMAXUw\nWTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAAQi8MzcEJvsVJboboazps3n6eLhaqKp\nu8uZDq9FUgIWMPfTxRONNzowz/pbBpTW4ghM4NNYCnIQe3tuuCUXXhsfoAAwCgYI\nKoZIzj0EAwIDSQAwRgIhALYyK5tCYOQtdFLoXQyfE9Dyquq7KoY9PbIvHCSp1fO8\nAiEAmTXGeNRkYhfIE7kkDUQXRMIhvze9CEXXwjcH6VILxUg=\n-----END CERTIFICATE REQUEST-----\n";
+
+    /// Go copies the parsed subject (`Subject: cr.Subject`) and writes every organization, in
+    /// one RDN, before the common name.
+    #[test]
+    fn every_organization_of_the_request_is_in_the_certificate() {
+        let (cert_pem, key_pem) = ca("2026-01-02T12:00:00Z".parse().unwrap());
+        let authority = CertificateAuthority::from_pem(&cert_pem, &key_pem).expect("CA");
+        let (ku, eku) = key_usages(&["client auth".to_string()]).expect("usages");
+        let validity = Validity {
+            not_before: now(),
+            not_after: "2026-01-01T13:00:00Z".parse().unwrap(),
+        };
+        for request in [REPEATED_O, MULTI_VALUED_O] {
+            let request = parse(request.as_bytes()).expect("request");
+            let pem = authority
+                .sign(&request, (&ku, &eku), validity, [1; 16])
+                .expect("signed");
+            let (_, block) = x509_parser::pem::parse_x509_pem(pem.as_bytes()).expect("pem");
+            let cert = block.parse_x509().expect("certificate");
+            let (_, ca_block) = x509_parser::pem::parse_x509_pem(cert_pem.as_bytes()).expect("pem");
+            let ca_cert = ca_block.parse_x509().expect("CA");
+            assert!(cert.verify_signature(Some(ca_cert.public_key())).is_ok());
+            assert_eq!(cert.subject().to_string(), "O=g1 + O=g2, CN=u");
+            let organizations: Vec<&str> = cert
+                .subject()
+                .iter_organization()
+                .filter_map(|o| o.as_str().ok())
+                .collect();
+            assert_eq!(organizations, ["g1", "g2"]);
+            assert_eq!(
+                cert.validity().not_after.timestamp(),
+                validity.not_after.as_second()
+            );
+        }
     }
 
     #[test]

@@ -97,7 +97,7 @@ fn usages_mismatch(required: &[&str]) -> String {
 /// `ValidateKubeletServingCSR`.
 pub fn validate_kubelet_serving(request: &Request, usages: &BTreeSet<&str>) -> Result<(), String> {
     const REQUIRED: &[&str] = &["digital signature", "key encipherment", "server auth"];
-    if request.organizations != ["system:nodes"] {
+    if request.subject.organization != ["system:nodes"] {
         return Err(ORGANIZATION_NOT_SYSTEM_NODES.into());
     }
     if request.dns_names.is_empty() && request.ip_addresses.is_empty() {
@@ -112,7 +112,7 @@ pub fn validate_kubelet_serving(request: &Request, usages: &BTreeSet<&str>) -> R
     if !usages_match(usages, REQUIRED, &["digital signature", "server auth"]) {
         return Err(usages_mismatch(REQUIRED));
     }
-    if !request.common_name.starts_with("system:node:") {
+    if !request.subject.common_name.starts_with("system:node:") {
         return Err(COMMON_NAME_NOT_SYSTEM_NODE.into());
     }
     Ok(())
@@ -121,7 +121,7 @@ pub fn validate_kubelet_serving(request: &Request, usages: &BTreeSet<&str>) -> R
 /// `ValidateKubeletClientCSR`.
 pub fn validate_kubelet_client(request: &Request, usages: &BTreeSet<&str>) -> Result<(), String> {
     const REQUIRED: &[&str] = &["digital signature", "key encipherment", "client auth"];
-    if request.organizations != ["system:nodes"] {
+    if request.subject.organization != ["system:nodes"] {
         return Err(ORGANIZATION_NOT_SYSTEM_NODES.into());
     }
     if !request.dns_names.is_empty() {
@@ -136,7 +136,7 @@ pub fn validate_kubelet_client(request: &Request, usages: &BTreeSet<&str>) -> Re
     if !request.uris.is_empty() {
         return Err("URI subjectAltNames are not allowed".into());
     }
-    if !request.common_name.starts_with("system:node:") {
+    if !request.subject.common_name.starts_with("system:node:") {
         return Err(COMMON_NAME_NOT_SYSTEM_NODE.into());
     }
     if !usages_match(usages, REQUIRED, &["digital signature", "client auth"]) {
@@ -165,11 +165,15 @@ pub fn valid_api_server_client_usages(usages: &[String]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::certificates::name::Name;
 
     fn request(cn: &str, orgs: &[&str], dns: &[&str]) -> Request {
         Request {
-            common_name: cn.into(),
-            organizations: orgs.iter().map(|s| s.to_string()).collect(),
+            subject: Name {
+                common_name: cn.into(),
+                organization: orgs.iter().map(|s| s.to_string()).collect(),
+                ..Name::default()
+            },
             dns_names: dns.iter().map(|s| s.to_string()).collect(),
             ..Request::default()
         }
