@@ -156,6 +156,16 @@ fn a_crd_and_its_objects_with_kubectl() {
     );
     let spec = cluster.jsonpath(&["get", "crontab", "extra"], "{.spec}");
     assert!(!spec.contains("colour"), "{spec}");
+    // A strategic merge patch gets kube's 415: custom resources do not take it.
+    let out = cluster.kubectl_output(&["patch", "ct", "extra", "-p", r#"{"spec":{"image":"x"}}"#]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains(
+            "is not supported by stable.example.com/v1, Kind=CronTab: the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+        ),
+        "{}",
+        stderr(&out)
+    );
 
     // Status subresource, then scale.
     cluster.kubectl(&[

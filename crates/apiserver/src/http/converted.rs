@@ -153,7 +153,7 @@ async fn patch(
     params: &crate::http::params::Params,
     user: Option<&UserInfo>,
 ) -> ApiResult<(Response, Vec<String>)> {
-    let patch_type = patch_type(&headers)?;
+    let patch_type = patch_type(conversion.served, &headers)?;
     let api_version = conversion.served.api_version();
     headers.insert(
         header::CONTENT_TYPE,

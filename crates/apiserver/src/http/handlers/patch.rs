@@ -30,7 +30,7 @@ pub async fn patch(
     target: UpdateTarget,
 ) -> ApiResult<Response> {
     let bytes = read_body(req.headers, body).await?;
-    if patch_type(req.headers)? == PatchType::Apply {
+    if patch_type(req.info, req.headers)? == PatchType::Apply {
         let applied = apply::apply(req, name, &bytes, target).await?;
         let code = if applied.created {
             StatusCode::CREATED
@@ -91,7 +91,7 @@ async fn patch_object(
     target: UpdateTarget,
 ) -> ApiResult<(Arc<CachedObject>, Vec<String>)> {
     let (info, ns) = (req.info, req.namespace);
-    let patch_type = patch_type(req.headers)?;
+    let patch_type = patch_type(req.info, req.headers)?;
     let opts = req.write_options()?;
     let mode = field_validation(req.params)?;
     let api_version = info.api_version();
