@@ -498,7 +498,7 @@ async fn field_validation_modes() {
     .expect("status");
     assert_eq!(
         status["message"],
-        "strict decoding error: unknown field \"dataa\""
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: unknown field \"dataa\""
     );
 
     // Warn (the default): created, a Warning header names the field, and the field is dropped.

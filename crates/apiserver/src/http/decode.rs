@@ -9,7 +9,7 @@ use rkcm_apimachinery::catalog::ResourceInfo;
 use rkcm_apimachinery::patch::PatchType;
 
 use crate::error::{ApiError, ApiResult};
-use crate::http::field_validation::{check_fields, field_validation, remove_path};
+use crate::http::field_validation::{check_fields, field_validation, remove_path, Decoding};
 use crate::http::params::Params;
 use crate::protobuf;
 use crate::rest::{DeleteOptions, WriteOptions};
@@ -60,7 +60,7 @@ pub(crate) fn decode_object(
     if bytes.starts_with(protobuf::MAGIC) {
         return Ok((obj, Vec::new()));
     }
-    let check = check_fields(info, bytes, mode)?;
+    let check = check_fields(info, bytes, mode, Decoding::Object)?;
     let mut obj = obj;
     for path in &check.unknown {
         remove_path(&mut obj, path);

@@ -15,7 +15,9 @@ use crate::http::body::read_body;
 use crate::http::decode::patch_type;
 use crate::http::encode::{with_warnings, written_response};
 use crate::http::field_manager::{self, OptionsKind};
-use crate::http::field_validation::{check_fields, field_validation, remove_path, FieldCheck};
+use crate::http::field_validation::{
+    check_fields, field_validation, remove_path, Decoding, FieldCheck,
+};
 use crate::http::handlers::{apply, ResourceRequest};
 use crate::object;
 use crate::rest::{self, UpdateSource, UpdateTarget};
@@ -37,9 +39,12 @@ pub async fn patch(
         } else {
             StatusCode::OK
         };
-        return Ok(with_warnings(
-            written_response(req.info, code, &applied.object, target, req.out),
-            &applied.warnings,
+        return Ok(written_response(
+            req.info,
+            code,
+            &applied.object,
+            target,
+            req.out,
         ));
     }
     field_manager::validate(req.params, OptionsKind::Patch { apply: false })?;
@@ -107,9 +112,13 @@ async fn patch_object(
             ));
         }
         if checked.is_none() {
-            let bytes = serde_json::to_vec(&patched)
+            let patched_bytes = serde_json::to_vec(&patched)
                 .map_err(|e| ApiError::internal("encoding the patched object", e))?;
-            checked = Some(check_fields(info, &bytes, mode)?);
+            let decoding = match patch_type {
+                PatchType::StrategicMerge => Decoding::StrategicPatch(bytes),
+                _ => Decoding::Patched,
+            };
+            checked = Some(check_fields(info, &patched_bytes, mode, decoding)?);
         }
         for path in checked.iter().flat_map(|c| &c.unknown) {
             remove_path(&mut patched, path);
