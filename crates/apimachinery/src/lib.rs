@@ -9,6 +9,7 @@ pub mod custom_resources;
 pub mod duration;
 pub mod field;
 pub mod keyutil;
+pub mod lifecycle;
 pub mod openapi;
 pub mod patch;
 pub mod poddisruptionbudget;

@@ -290,6 +290,15 @@ fn api_breadth_with_kubectl() {
         text(&out.stderr)
     );
     assert_eq!(header(&cs), words("NAME STATUS MESSAGE ERROR"));
+    let out = cluster.kubectl_output(&["get", "endpoints", "-n", "default"]);
+    ok(&kubectl, &["get", "endpoints"], out.clone());
+    assert!(
+        text(&out.stderr).contains(
+            "Warning: v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
     for name in ["scheduler", "controller-manager", "etcd-0"] {
         let r = cluster.eventually(&format!("{name} healthy"), MINUTE, || {
             let cs = cluster.kubectl(&["get", "cs"]);
