@@ -110,7 +110,16 @@ pub(crate) async fn dispatch(
     if let (Some(name), Some(sub)) = (path.name.as_deref(), path.subresource.as_deref()) {
         if let Some(stream) = PodStream::from_subresource(info, sub) {
             // Answered before content negotiation: these requests accept streams, not objects.
-            return pod_streams::serve(&state.store, info, ns, name, stream, method, &params);
+            return pod_streams::serve(
+                &state.store,
+                &state.shutdown,
+                info,
+                ns,
+                name,
+                stream,
+                method,
+                &params,
+            );
         }
         if (info.group, info.kind, sub) == ("", "Service", "proxy") {
             return Err(service_proxy(state, info, ns, name));
