@@ -10,6 +10,7 @@ pub mod duration;
 pub mod field;
 pub mod go_json;
 pub mod keyutil;
+pub mod lifecycle;
 pub mod openapi;
 pub mod patch;
 pub mod poddisruptionbudget;

@@ -13,9 +13,6 @@ use serde_json::{json, Value};
 
 use crate::store::Store;
 
-/// `v1 ComponentStatus is deprecated in v1.19+`, the warning of every request.
-pub const DEPRECATION_WARNING: &str = "v1 ComponentStatus is deprecated in v1.19+";
-
 /// The components kube validates, in the order they are listed (`GetServersToValidate`, with
 /// one etcd server).
 pub const COMPONENTS: &[&str] = &["scheduler", "controller-manager", "etcd-0"];

@@ -1,6 +1,6 @@
 //! `componentstatuses` (probes registered by the components running with the server, the
-//! store for `etcd-0`, kube's deprecation warning) and the list of CRDs kubectl's validation
-//! asks for.
+//! store for `etcd-0`, kube's deprecation warning, as Endpoints have theirs) and the list of
+//! CRDs kubectl's validation asks for.
 
 use std::sync::Arc;
 
@@ -24,6 +24,22 @@ async fn get(client: &kube::Client, path: &str) -> (u16, Option<String>, Value) 
         .expect("body")
         .to_bytes();
     (code, warning, serde_json::from_slice(&body).expect("JSON"))
+}
+
+#[tokio::test]
+async fn every_request_for_endpoints_carries_kubes_deprecation_warning() {
+    let server = testing::start().await;
+    let client = server.client();
+    let warning = Some(
+        "299 - \"v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice\"",
+    );
+    let (code, got, _) = get(&client, "/api/v1/namespaces/default/endpoints").await;
+    assert_eq!((code, got.as_deref()), (200, warning));
+    // Errors too: the warning is the route's, whatever the handler answers.
+    let (code, got, _) = get(&client, "/api/v1/namespaces/default/endpoints/none").await;
+    assert_eq!((code, got.as_deref()), (404, warning));
+    let (_, got, _) = get(&client, "/apis/discovery.k8s.io/v1/endpointslices").await;
+    assert_eq!(got, None);
 }
 
 fn condition(status: &Value) -> (String, String, String) {

@@ -290,6 +290,15 @@ fn api_breadth_with_kubectl() {
         text(&out.stderr)
     );
     assert_eq!(header(&cs), words("NAME STATUS MESSAGE ERROR"));
+    let out = cluster.kubectl_output(&["get", "endpoints", "-n", "default"]);
+    ok(&kubectl, &["get", "endpoints"], out.clone());
+    assert!(
+        text(&out.stderr).contains(
+            "Warning: v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
     for name in ["scheduler", "controller-manager", "etcd-0"] {
         let r = cluster.eventually(&format!("{name} healthy"), MINUTE, || {
             let cs = cluster.kubectl(&["get", "cs"]);
@@ -426,6 +435,33 @@ fn api_breadth_with_kubectl() {
     assert!(!out.status.success());
     assert!(
         text(&out.stderr).contains(r#"unknown field "bogus""#),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // Unknown fields, worded as kube words them: the create's decoding error, and server-side
+    // apply's typed conversion (a 500 without a reason in kube 1.33).
+    let bogus = write(
+        files.path(),
+        "bogus-cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\nbogus: 1\n",
+    );
+    let bogus = bogus.to_str().expect("utf-8");
+    let out = cluster.kubectl_output(&["create", "-f", bogus]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains(
+            r#"ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: unknown field "bogus""#
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = cluster.kubectl_output(&["apply", "--server-side", "-f", bogus]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains(
+            "Error from server: failed to create typed patch object (default/x; /v1, Kind=ConfigMap): .bogus: field not declared in schema"
+        ),
         "{}",
         text(&out.stderr)
     );

@@ -156,6 +156,38 @@ fn a_crd_and_its_objects_with_kubectl() {
     );
     let spec = cluster.jsonpath(&["get", "crontab", "extra"], "{.spec}");
     assert!(!spec.contains("colour"), "{spec}");
+    // kube's words: the create's decoding error, server-side apply's typed conversion, and
+    // the 415 of a strategic merge patch, which custom resources do not take.
+    let colour = write(
+        dir.path(),
+        "colour.json",
+        &crontab("colour", json!({"cronSpec": "* * * * *", "colour": "red"})),
+    );
+    let out = cluster.kubectl_output(&["create", "-f", &colour]);
+    assert!(
+        stderr(&out).contains(
+            r#"CronTab in version "v1" cannot be handled as a CronTab: strict decoding error: unknown field "spec.colour""#
+        ),
+        "{}",
+        stderr(&out)
+    );
+    let out = cluster.kubectl_output(&["apply", "--server-side", "-f", &colour]);
+    assert!(
+        stderr(&out).contains(
+            "failed to create typed patch object (default/colour; stable.example.com/v1, Kind=CronTab): .spec.colour: field not declared in schema"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    let out = cluster.kubectl_output(&["patch", "ct", "extra", "-p", r#"{"spec":{"image":"x"}}"#]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains(
+            "is not supported by stable.example.com/v1, Kind=CronTab: the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+        ),
+        "{}",
+        stderr(&out)
+    );
 
     // Status subresource, then scale.
     cluster.kubectl(&[

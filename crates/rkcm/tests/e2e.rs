@@ -295,12 +295,39 @@ fn replica_set_and_replication_controller_examples_run() {
         let n = cluster.kubectl(&["get", "pods", "-l", "app=nginx", "-o", "name"]);
         (n.lines().count() == 1).then_some(())
     });
-    // There are no containers: logs fail clearly instead of hanging.
+    // A container that runs until stopped has printed nothing: its log is empty, as a
+    // kubelet's. There is no process to exec into: that fails clearly instead of hanging.
     let pod = cluster.kubectl(&["get", "pods", "-l", "tier=frontend", "-o", "name"]);
     let pod = pod.lines().next().expect("a frontend pod");
-    let out = cluster.kubectl_output(&["logs", pod, "--request-timeout=20s"]);
+    assert_eq!(cluster.kubectl(&["logs", pod, "--request-timeout=20s"]), "");
+    let out = cluster.kubectl_output(&["exec", pod, "--request-timeout=20s", "--", "true"]);
     assert!(!out.status.success());
-    assert!(!String::from_utf8_lossy(&out.stderr).trim().is_empty());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("rkcm runs no containers"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // `logs -f` of a running container stays open until the container ends, and gets what it
+    // printed meanwhile.
+    cluster.kubectl(&[
+        "run",
+        "printer",
+        "--image=busybox",
+        "--restart=Never",
+        "--command",
+        "--",
+        "sh",
+        "-c",
+        "echo one; sleep 5; echo two",
+    ]);
+    cluster.eventually("the printer runs", MINUTE, || {
+        let phase = cluster.jsonpath(&["get", "pod/printer"], "{.status.phase}");
+        (phase == "Running").then_some(())
+    });
+    let followed = cluster.kubectl(&["logs", "-f", "pod/printer", "--request-timeout=60s"]);
+    // The simulated container prints at its exit: both lines mean the follow waited for it.
+    assert_eq!(followed, "one\ntwo\n");
 }
 
 #[test]

@@ -1,13 +1,14 @@
 //! The generic machinery of the API server, as `k8s.io/apiserver`: API errors as kube's
-//! `Status`, authentication (client certificates, static and bootstrap tokens, service-account
-//! tokens) and the authorization framework, the admission framework, the request metrics, TLS
-//! and kubeconfigs, and what the generic registry's operations share.
+//! `Status`, deprecation warnings, authentication (client certificates, static and bootstrap
+//! tokens, service-account tokens) and the authorization framework, the admission framework,
+//! the request metrics, TLS and kubeconfigs, and what the generic registry's operations share.
 //!
 //! It names no kind: Kubernetes' own API (the strategies of `pkg/registry`), the admission
 //! plugins and the authorizers live in the crates above it.
 
 pub mod admission;
 pub mod auth;
+pub mod deprecation;
 pub mod error;
 pub mod http;
 pub mod kubeconfig;

@@ -193,6 +193,55 @@ fn field_set_walk(
     Ok(())
 }
 
+/// The fields of `value` its type does not declare: keys of a struct (a map with named fields
+/// and no element type) that are none of its fields, in document order. Their message in kube
+/// is `field not declared in schema`, reported by the validation `ObjectToTyped` runs
+/// (`typed/validate.go`); list items are named as `listItemToPathElement` names them.
+pub fn undeclared_fields(schema: &Schema, tr: &TypeRef, value: &Value) -> Vec<Path> {
+    let mut found = Vec::new();
+    undeclared_walk(schema, tr, value, &mut Path::default(), &mut found);
+    found
+}
+
+fn undeclared_walk(
+    schema: &Schema,
+    tr: &TypeRef,
+    value: &Value,
+    path: &mut Path,
+    found: &mut Vec<Path>,
+) {
+    let atom = schema.atom_for(tr, Some(value));
+    match (&*atom, value) {
+        (Atom::List { element, list_type }, Value::Array(items)) => {
+            for (i, item) in items.iter().enumerate() {
+                let pe = match list_type {
+                    ListType::Atomic => PathElement::Index(i),
+                    _ => item_element(list_type, item, path).unwrap_or(PathElement::Index(i)),
+                };
+                path.0.push(pe);
+                undeclared_walk(schema, element, item, path, found);
+                path.0.pop();
+            }
+        }
+        (
+            Atom::Map {
+                fields, element, ..
+            },
+            Value::Object(m),
+        ) => {
+            for (k, v) in m {
+                path.0.push(PathElement::Field(k.clone()));
+                match fields.get(k).or(element.as_ref()) {
+                    Some(field_type) => undeclared_walk(schema, field_type, v, path, found),
+                    None => found.push(path.clone()),
+                }
+                path.0.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
 /// What changed from `lhs` to `rhs` (`TypedValue.Compare`).
 pub fn compare(
     schema: &Schema,
@@ -571,6 +620,19 @@ mod tests {
 
     fn paths(set: &Set) -> Vec<String> {
         set.paths().iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn undeclared_fields_are_named_by_their_path_as_kube_names_them() {
+        let (s, tr) = schema();
+        let v = json!({"s":"x","bogus":1,"list":[{"name":"a","extra":true}],
+            "atomic":[1],"labels":{"any":"v"},"inner":{"deep":{"x":1}}});
+        let found: Vec<String> = undeclared_fields(&s, &tr, &v)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(found, [".bogus", ".list[name=\"a\"].extra", ".inner.deep"]);
+        assert!(undeclared_fields(&s, &tr, &json!({"s":"x","labels":{"k":"v"}})).is_empty());
     }
 
     #[test]

@@ -43,6 +43,11 @@ pub enum ApplyError {
         /// Each conflict: its message (`conflict with "m" using apps/v1`) and field path.
         causes: Vec<(String, String)>,
     },
+    /// The patch sets fields its kind does not declare: `failed to create typed patch object
+    /// (ns/name; group/version, Kind=K): .path: field not declared in schema`. kube 1.33 returns
+    /// this as a plain error, so the client gets a 500 without a reason (kubernetes#122480).
+    #[error("{0}")]
+    TypedPatch(String),
 }
 
 /// Tracks ownership for writes of one kind in one API version, to the object or a subresource.
@@ -280,6 +285,7 @@ impl FieldManager {
                 "metadata.managedFields must be nil".to_string(),
             ));
         }
+        self.typed_patch(patch)?;
         let mut managed = match live.and_then(managed_entries) {
             Some(e) => managed_fields::decode(e).map_err(|e| {
                 ApplyError::BadRequest(format!("failed to decode managed fields: {e}"))
@@ -336,6 +342,50 @@ impl FieldManager {
         }
         self.store(&mut obj, &managed);
         Ok(obj)
+    }
+
+    /// Refuses a patch with fields its type does not declare, as `structuredMergeManager.Apply`
+    /// refuses one `ObjectToTyped` cannot convert (`objectGVKNN` names the object).
+    fn typed_patch(&self, patch: &Value) -> Result<(), ApplyError> {
+        let undeclared =
+            rkcm_structured_merge::typed::undeclared_fields(schema::schema(), &self.root, patch);
+        if undeclared.is_empty() {
+            return Ok(());
+        }
+        let errors: Vec<String> = undeclared
+            .iter()
+            .map(|p| format!("{p}: field not declared in schema"))
+            .collect();
+        // `ValidationErrors.Error`: one error alone, else a list under `errors:`.
+        let errors = match errors.as_slice() {
+            [one] => one.clone(),
+            many => format!("errors:\n  {}", many.join("\n  ")),
+        };
+        let meta = |f: &str| {
+            patch
+                .pointer(&format!("/metadata/{f}"))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        };
+        let api_version = patch
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        // `GroupVersionKind.String`: the core group is empty, `/v1, Kind=ConfigMap`.
+        let group_version = if api_version.contains('/') {
+            api_version.to_string()
+        } else {
+            format!("/{api_version}")
+        };
+        let kind = patch
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        Err(ApplyError::TypedPatch(format!(
+            "failed to create typed patch object ({}/{}; {group_version}, Kind={kind}): {errors}",
+            meta("namespace"),
+            meta("name"),
+        )))
     }
 
     fn apply_once(
@@ -590,6 +640,30 @@ mod tests {
             )
             .unwrap();
         assert_eq!(again, created, "a no-op apply keeps the entry's time");
+    }
+
+    #[test]
+    fn applying_fields_the_kind_does_not_declare_fails_as_kubes_typed_patch_conversion() {
+        let fm = FieldManager::new("v1", "ConfigMap", "");
+        let patch = json!({"apiVersion":"v1","kind":"ConfigMap",
+            "metadata":{"name":"x","namespace":"default"},"bogus":1});
+        let err = fm.apply(None, &patch, "kubectl", false, at(0)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "failed to create typed patch object (default/x; /v1, Kind=ConfigMap): .bogus: field not declared in schema"
+        );
+        let fm = FieldManager::new("apps/v1", "Deployment", "");
+        let mut patch = deployment(1, "nginx");
+        patch["spec"]["template"]["spec"]["containers"][0]["imagee"] = json!("x");
+        patch["spec"]["bogus"] = json!(true);
+        let err = fm.apply(None, &patch, "kubectl", false, at(0)).unwrap_err();
+        assert!(matches!(err, ApplyError::TypedPatch(_)), "{err:?}");
+        assert!(
+            err.to_string().ends_with(
+                "; apps/v1, Kind=Deployment): errors:\n  .spec.template.spec.containers[name=\"c\"].imagee: field not declared in schema\n  .spec.bogus: field not declared in schema"
+            ),
+            "{err}"
+        );
     }
 
     #[test]

@@ -15,12 +15,14 @@ use futures::StreamExt;
 use http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use serde_json::Value;
 
+use rkcm_apimachinery::patch::PatchType;
+
 use crate::auth::UserInfo;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body::read_body;
 use crate::http::decode::{decode_json, patch_type};
 use crate::http::encode::with_warnings;
-use crate::http::field_validation::{check_fields, field_validation, remove_path};
+use crate::http::field_validation::{check_fields, field_validation, remove_path, Decoding};
 use crate::http::handlers::patch::{apply_patch, pin_resource_version};
 use crate::http::path::ResourcePath;
 use crate::http::SharedState;
@@ -53,7 +55,7 @@ pub async fn serve(
                     "the request body must be a JSON object",
                 ));
             }
-            let (obj, warnings) = checked(&conversion, obj, &bytes, &params)?;
+            let (obj, warnings) = checked(&conversion, obj, &bytes, &params, Decoding::Object)?;
             let body = to_json_body(&conversion.into_storage_version(&obj))?;
             inner_headers.insert(
                 header::CONTENT_TYPE,
@@ -126,12 +128,13 @@ fn checked(
     mut obj: Value,
     bytes: &[u8],
     params: &crate::http::params::Params,
+    decoding: Decoding<'_>,
 ) -> ApiResult<(Value, Vec<String>)> {
     if bytes.starts_with(crate::protobuf::MAGIC) {
         return Ok((obj, Vec::new()));
     }
     let mode = field_validation(params)?;
-    let check = check_fields(conversion.served, bytes, mode)?;
+    let check = check_fields(conversion.served, bytes, mode, decoding)?;
     for path in &check.unknown {
         remove_path(&mut obj, path);
     }
@@ -153,7 +156,7 @@ async fn patch(
     params: &crate::http::params::Params,
     user: Option<&UserInfo>,
 ) -> ApiResult<(Response, Vec<String>)> {
-    let patch_type = patch_type(&headers)?;
+    let patch_type = patch_type(conversion.served, &headers)?;
     let api_version = conversion.served.api_version();
     headers.insert(
         header::CONTENT_TYPE,
@@ -185,6 +188,10 @@ async fn patch(
             patched.clone(),
             &to_json_body(&patched)?,
             params,
+            match patch_type {
+                PatchType::StrategicMerge => Decoding::StrategicPatch(bytes),
+                _ => Decoding::Patched,
+            },
         )?;
         patched = checked_obj;
         let pinned = pin_resource_version(&mut patched, &original, current.revision);

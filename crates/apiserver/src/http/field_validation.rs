@@ -6,7 +6,7 @@ use serde_json::Value;
 use rkcm_apimachinery::catalog::ResourceInfo;
 use rkcm_apimachinery::validation;
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, Cause};
 use crate::http::params::Params;
 
 /// `fieldValidation`: unknown and duplicate fields are an error (`Strict`), warnings (`Warn`,
@@ -31,7 +31,12 @@ pub(crate) struct FieldCheck {
 }
 
 /// Checks `body` (an object of `info`) for unknown and duplicate fields according to `mode`.
-pub(crate) fn check_fields(info: &ResourceInfo, body: &[u8], mode: &str) -> ApiResult<FieldCheck> {
+pub(crate) fn check_fields(
+    info: &ResourceInfo,
+    body: &[u8],
+    mode: &str,
+    decoding: Decoding<'_>,
+) -> ApiResult<FieldCheck> {
     let problems = match crate::crd::served::lookup(info) {
         // Custom resources: the fields pruning would drop (kube's unknown fields for them).
         Some(custom) => {
@@ -48,9 +53,12 @@ pub(crate) fn check_fields(info: &ResourceInfo, body: &[u8], mode: &str) -> ApiR
         return Ok(FieldCheck::default());
     }
     if mode == "Strict" {
-        return Err(ApiError::bad_request(validation::strict_decoding_message(
-            &problems,
-        )));
+        return Err(strict_error(
+            info,
+            body,
+            &validation::strict_decoding_message(&problems),
+            decoding,
+        ));
     }
     let unknown = problems
         .iter()
@@ -65,6 +73,120 @@ pub(crate) fn check_fields(info: &ResourceInfo, body: &[u8], mode: &str) -> ApiR
         Vec::new()
     };
     Ok(FieldCheck { warnings, unknown })
+}
+
+/// What the checked body is, which decides how kube words a strict decoding error.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Decoding<'a> {
+    /// The body of a create or update (`transformDecodeError` in `handlers/create.go` and
+    /// `handlers/update.go`).
+    Object,
+    /// The object a JSON or merge patch made (`jsonPatcher.applyPatchToCurrentObject`).
+    Patched,
+    /// The object a strategic merge patch made; kube shows the patch itself
+    /// (`applyPatchToObject`).
+    StrategicPatch(&'a [u8]),
+}
+
+/// The error of a body that strict decoding refused, `strict` being the decoder's
+/// `strict decoding error: …`.
+fn strict_error(
+    info: &ResourceInfo,
+    body: &[u8],
+    strict: &str,
+    decoding: Decoding<'_>,
+) -> ApiError {
+    match decoding {
+        Decoding::Object => {
+            // The kind and version decoded from the body (defaulted from the path when it
+            // names none), then the kind the handler expects.
+            let typed: Option<Value> = serde_json::from_slice(body).ok();
+            let field = |f: &str| {
+                typed
+                    .as_ref()
+                    .and_then(|v| v.get(f))
+                    .and_then(Value::as_str)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+            };
+            let kind = field("kind").unwrap_or_else(|| info.kind.to_string());
+            let version = field("apiVersion")
+                .map(|av| av.rsplit('/').next().unwrap_or_default().to_string())
+                .unwrap_or_else(|| info.version.to_string());
+            ApiError::bad_request(format!(
+                "{kind} in version {version:?} cannot be handled as a {}: {strict}",
+                info.kind
+            ))
+        }
+        Decoding::Patched => patch_invalid(&go_quote(&String::from_utf8_lossy(body)), strict),
+        Decoding::StrategicPatch(patch) => {
+            let patch: Value = serde_json::from_slice(patch).unwrap_or(Value::Null);
+            patch_invalid(&go_quote(&go_value(&patch)), strict)
+        }
+    }
+}
+
+/// `errors.NewInvalid(schema.GroupKind{}, "", field.Invalid(field.NewPath("patch"), …))`: a
+/// 422 with neither kind nor name, `"" is invalid: patch: Invalid value: …`.
+fn patch_invalid(quoted: &str, strict: &str) -> ApiError {
+    let body = format!("Invalid value: {quoted}: {strict}");
+    let mut e = ApiError::new(422, "Invalid", format!(" \"\" is invalid: patch: {body}"));
+    e.details.causes = vec![Cause {
+        reason: "FieldValueInvalid".into(),
+        message: body,
+        field: "patch".into(),
+    }];
+    e
+}
+
+/// `s` as Go's `%q` writes it (`strconv.Quote`).
+fn go_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// A decoded JSON value as Go's `%+v` prints the `map[string]interface{}` it decodes into:
+/// `map[data:map[a:1] kind:ConfigMap]`, keys sorted, strings bare, null as `<nil>`.
+fn go_value(v: &Value) -> String {
+    match v {
+        Value::Null => "<nil>".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => match n.as_f64() {
+            // Numbers decode into float64, which `%v` prints with `%g`.
+            Some(f) if f.fract() == 0.0 && f.abs() < 1e21 => format!("{f:.0}"),
+            Some(f) => f.to_string(),
+            None => n.to_string(),
+        },
+        Value::String(s) => s.clone(),
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(go_value).collect();
+            format!("[{}]", items.join(" "))
+        }
+        Value::Object(m) => {
+            let mut entries: Vec<(&String, &Value)> = m.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            let entries: Vec<String> = entries
+                .into_iter()
+                .map(|(k, v)| format!("{k}:{}", go_value(v)))
+                .collect();
+            format!("map[{}]", entries.join(" "))
+        }
+    }
 }
 
 /// The unknown fields of a custom resource body: what its schema's pruning removes, and the
@@ -125,6 +247,63 @@ pub(crate) fn remove_path(obj: &mut Value, path: &str) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn configmaps() -> &'static ResourceInfo {
+        rkcm_apimachinery::catalog::by_plural("", "v1", "configmaps").expect("served")
+    }
+
+    #[test]
+    fn strict_create_and_update_errors_name_the_kind_and_version_as_transform_decode_error() {
+        let body = br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"bogus":1}"#;
+        let Err(e) = check_fields(configmaps(), body, "Strict", Decoding::Object) else {
+            panic!("an unknown field is refused");
+        };
+        assert_eq!(e.code, 400);
+        assert_eq!(e.reason, "BadRequest");
+        assert_eq!(
+            e.message,
+            r#"ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: unknown field "bogus""#
+        );
+        // A body without apiVersion and kind is decoded as the kind of the path.
+        let Err(e) = check_fields(configmaps(), br#"{"bogus":1}"#, "Strict", Decoding::Object)
+        else {
+            panic!("an unknown field is refused");
+        };
+        assert!(
+            e.message.starts_with(r#"ConfigMap in version "v1" cannot"#),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn strict_patch_errors_are_invalid_patches_showing_what_kube_shows() {
+        let patched = br#"{"apiVersion":"v1","bogus":1,"kind":"ConfigMap"}"#;
+        let Err(e) = check_fields(configmaps(), patched, "Strict", Decoding::Patched) else {
+            panic!("an unknown field is refused");
+        };
+        assert_eq!(e.code, 422);
+        assert_eq!(e.reason, "Invalid");
+        assert_eq!(
+            e.message,
+            r#" "" is invalid: patch: Invalid value: "{\"apiVersion\":\"v1\",\"bogus\":1,\"kind\":\"ConfigMap\"}": strict decoding error: unknown field "bogus""#
+        );
+        assert_eq!(e.details.causes[0].field, "patch");
+        assert_eq!(e.details.causes[0].reason, "FieldValueInvalid");
+        let patch = br#"{"bogus":1,"data":{"a":"b"},"x":[true,null,1.5]}"#;
+        let Err(e) = check_fields(
+            configmaps(),
+            patched,
+            "Strict",
+            Decoding::StrategicPatch(patch),
+        ) else {
+            panic!("an unknown field is refused");
+        };
+        assert_eq!(
+            e.message,
+            r#" "" is invalid: patch: Invalid value: "map[bogus:1 data:map[a:b] x:[true <nil> 1.5]]": strict decoding error: unknown field "bogus""#
+        );
+    }
 
     #[test]
     fn unknown_fields_are_removed_by_path() {

@@ -14,6 +14,7 @@ pub mod impersonate;
 pub mod inflight;
 pub mod negotiate;
 pub mod params;
+pub mod pod_log_follow;
 pub use rkcm_server::http::path;
 pub mod pod_streams;
 pub mod resource;

@@ -3,8 +3,10 @@
 //!
 //! One exception: the simulated kubelet (`rkcm-nodesim`) records what containers that follow its
 //! container-command convention print in the pod annotation [`CONTAINER_LOGS_ANNOTATION`], and
-//! `pods/log` serves that text for those containers, as a kubelet's log endpoint would. The server
-//! only reads the pod it stores; it never reaches a node. Other containers keep the refusal.
+//! `pods/log` serves that text, as a kubelet's log endpoint would: a container that printed
+//! nothing (one that runs until stopped) has an empty log, and `follow=true` on a running
+//! container stays open until it ends ([`crate::http::pod_log_follow`]). The server only reads
+//! the pod it stores; it never reaches a node.
 //!
 //! Mirrors the checks of `pkg/registry/core/pod/strategy.go` (`LogLocation`, `streamLocation`,
 //! `PortForwardLocation`) up to the point where kube would proxy the request to the kubelet.
@@ -17,8 +19,11 @@ use serde_json::Value;
 
 use rkcm_apimachinery::catalog::ResourceInfo;
 
+use tokio_util::sync::CancellationToken;
+
 use crate::error::{ApiError, ApiResult};
 use crate::http::params::Params;
+use crate::http::pod_log_follow;
 use crate::registry::FieldError;
 use crate::rest;
 use crate::store::Store;
@@ -69,9 +74,12 @@ impl PodStream {
 
 /// Answers a request for `stream` of pod `name`: 422 for invalid log options, 404 for a missing
 /// pod, 400 for a container the pod does not have or a pod without a node, as kube; then 400
-/// explaining that the pod's node is simulated. Logs of a pod without a node are empty, as kube's.
+/// explaining that the pod's node is simulated. Logs are what the container printed (empty for a
+/// pod without a node, as kube's); with `follow=true` a running container's log streams on.
+#[allow(clippy::too_many_arguments)]
 pub fn serve(
     store: &Store,
+    shutdown: &CancellationToken,
     info: &'static ResourceInfo,
     namespace: Option<&str>,
     name: &str,
@@ -89,32 +97,41 @@ pub fn serve(
     if stream == PodStream::Log {
         validate_log_options(info, name, params)?;
     }
-    let pod = rest::get(store, info, namespace, name)?;
-    let pod = &pod.value();
+    let stored = rest::get(store, info, namespace, name)?;
+    let pod = &stored.value();
     if stream.names_a_container() {
         validate_container(pod, name, params.non_empty("container"))?;
     }
     if stream == PodStream::Log {
-        if let Some(text) = recorded_log(pod, name, params)? {
-            return Ok(
-                (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain")], text).into_response(),
-            );
+        // A pod without a node has no log (`LogLocation` returns no location and kube streams
+        // nothing); one with a node has what its container printed, nothing included.
+        let text = recorded_log(pod, name, params)?;
+        let running = log_container(pod, params).filter(|c| is_running(pod, c));
+        if let (true, false, Some(container)) =
+            (params.flag("follow"), params.flag("previous"), running)
+        {
+            let followed = pod_log_follow::Followed {
+                key: rest::key(info, namespace, name),
+                revision: stored.revision,
+                container: container.to_string(),
+                restart_count: restart_count(pod, container),
+                seen_lines: run_log(pod, container, restart_count(pod, container))
+                    .map_or(0, |log| log.split_inclusive('\n').count()),
+                timestamps: params.flag("timestamps"),
+                bytes_left: params
+                    .int("limitBytes")?
+                    .and_then(|n| usize::try_from(n).ok())
+                    .map(|n| n.saturating_sub(text.len())),
+            };
+            return pod_log_follow::follow(store, shutdown.clone(), text, followed);
         }
+        return Ok((StatusCode::OK, [(header::CONTENT_TYPE, "text/plain")], text).into_response());
     }
     let node = pod
         .pointer("/spec/nodeName")
         .and_then(Value::as_str)
         .unwrap_or("");
     if node.is_empty() {
-        if stream == PodStream::Log {
-            // `LogLocation` returns no location, and kube streams nothing.
-            return Ok((
-                StatusCode::OK,
-                [(header::CONTENT_TYPE, "text/plain")],
-                Vec::<u8>::new(),
-            )
-                .into_response());
-        }
         return Err(ApiError::bad_request(format!(
             "pod {name} does not have a host assigned"
         )));
@@ -131,30 +148,18 @@ pub fn serve(
 /// `kubelet::logs`, which writes it; this server only reads it).
 pub const CONTAINER_LOGS_ANNOTATION: &str = "rkcm.io/container-logs";
 
-/// The log of the container a `pods/log` request names, from [`CONTAINER_LOGS_ANNOTATION`]:
-/// `None` when nothing is recorded for that container (the caller then refuses as before).
-///
-/// Picks the run whose `restartCount` is the container's current one (`previous=true`: the one
-/// before, or 400 as the kubelet when there is none), then applies `sinceSeconds`/`sinceTime`,
-/// `tailLines`, `timestamps` and `limitBytes` in the kubelet's order. `follow=true` gets what is
-/// recorded and the stream ends.
-fn recorded_log(pod: &Value, name: &str, params: &Params) -> ApiResult<Option<String>> {
-    let Some(container) = params.non_empty("container").or_else(|| {
+/// The container a `pods/log` request names: `container`, else the pod's first container.
+pub(crate) fn log_container<'a>(pod: &'a Value, params: &'a Params) -> Option<&'a str> {
+    params.non_empty("container").or_else(|| {
         pod.pointer("/spec/containers/0/name")
             .and_then(Value::as_str)
-    }) else {
-        return Ok(None);
-    };
-    let Some(runs) = pod
-        .pointer("/metadata/annotations")
-        .and_then(|a| a.get(CONTAINER_LOGS_ANNOTATION))
-        .and_then(Value::as_str)
-        .and_then(|v| serde_json::from_str::<Value>(v).ok())
-        .and_then(|logs| logs.get(container).and_then(Value::as_array).cloned())
-    else {
-        return Ok(None);
-    };
-    let restart_count = [
+    })
+}
+
+/// The status of `container` among the pod's container, init container and ephemeral
+/// container statuses.
+fn container_status<'a>(pod: &'a Value, container: &str) -> Option<&'a Value> {
+    [
         "containerStatuses",
         "initContainerStatuses",
         "ephemeralContainerStatuses",
@@ -163,27 +168,59 @@ fn recorded_log(pod: &Value, name: &str, params: &Params) -> ApiResult<Option<St
     .filter_map(|field| pod.pointer(&format!("/status/{field}"))?.as_array())
     .flatten()
     .find(|s| s.get("name").and_then(Value::as_str) == Some(container))
-    .and_then(|s| s.get("restartCount").and_then(Value::as_i64))
-    .unwrap_or(0);
-    let previous = params.flag("previous");
-    let wanted = if previous {
-        restart_count - 1
-    } else {
-        restart_count
-    };
-    let run = runs
+}
+
+/// The `restartCount` of `container` (0 before it has a status).
+pub(crate) fn restart_count(pod: &Value, container: &str) -> i64 {
+    container_status(pod, container)
+        .and_then(|s| s.get("restartCount").and_then(Value::as_i64))
+        .unwrap_or(0)
+}
+
+/// Whether `container`'s status says it runs.
+pub(crate) fn is_running(pod: &Value, container: &str) -> bool {
+    container_status(pod, container).is_some_and(|s| s.pointer("/state/running").is_some())
+}
+
+/// The timestamped lines recorded in [`CONTAINER_LOGS_ANNOTATION`] for run `restart_count` of
+/// `container`, if that run is recorded.
+pub(crate) fn run_log(pod: &Value, container: &str, restart_count: i64) -> Option<String> {
+    let logs: Value = pod
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(CONTAINER_LOGS_ANNOTATION))
+        .and_then(Value::as_str)
+        .and_then(|v| serde_json::from_str(v).ok())?;
+    logs.get(container)?
+        .as_array()?
         .iter()
-        .find(|r| r.get("restartCount").and_then(Value::as_i64) == Some(wanted))
-        .and_then(|r| r.get("log").and_then(Value::as_str));
-    let log = match run {
+        .find(|r| r.get("restartCount").and_then(Value::as_i64) == Some(restart_count))
+        .and_then(|r| r.get("log").and_then(Value::as_str))
+        .map(str::to_string)
+}
+
+/// The log of the container a `pods/log` request names, from [`CONTAINER_LOGS_ANNOTATION`];
+/// empty when nothing is recorded (the container printed nothing, as one that runs until
+/// stopped).
+///
+/// Picks the run whose `restartCount` is the container's current one (`previous=true`: the one
+/// before, or 400 as the kubelet when there is none), then applies `sinceSeconds`/`sinceTime`,
+/// `tailLines`, `timestamps` and `limitBytes` in the kubelet's order.
+fn recorded_log(pod: &Value, name: &str, params: &Params) -> ApiResult<String> {
+    let Some(container) = log_container(pod, params) else {
+        return Ok(String::new());
+    };
+    let previous = params.flag("previous");
+    let current = restart_count(pod, container);
+    let wanted = if previous { current - 1 } else { current };
+    let log = match run_log(pod, container, wanted) {
         Some(log) => log,
         None if previous => {
             return Err(ApiError::bad_request(format!(
                 "previous terminated container {container:?} in pod {name:?} not found"
             )))
         }
-        // The current run has printed nothing yet.
-        None => "",
+        // The current run has printed nothing (yet).
+        None => String::new(),
     };
     let since = match (params.int("sinceSeconds")?, params.non_empty("sinceTime")) {
         (Some(seconds), _) => jiff::Timestamp::now()
@@ -200,20 +237,20 @@ fn recorded_log(pod: &Value, name: &str, params: &Params) -> ApiResult<Option<St
         timestamps: params.flag("timestamps"),
         limit_bytes: params.int("limitBytes")?,
     };
-    Ok(Some(select_log(log, &options)))
+    Ok(select_log(&log, &options))
 }
 
 /// The options of `PodLogOptions` that apply to a recorded log.
 #[derive(Clone, Debug, Default)]
-struct LogOptions {
-    since: Option<jiff::Timestamp>,
-    tail_lines: Option<i64>,
-    timestamps: bool,
-    limit_bytes: Option<i64>,
+pub(crate) struct LogOptions {
+    pub(crate) since: Option<jiff::Timestamp>,
+    pub(crate) tail_lines: Option<i64>,
+    pub(crate) timestamps: bool,
+    pub(crate) limit_bytes: Option<i64>,
 }
 
 /// Applies `options` to timestamped lines (`<RFC 3339 time> <text>`).
-fn select_log(log: &str, options: &LogOptions) -> String {
+pub(crate) fn select_log(log: &str, options: &LogOptions) -> String {
     let lines: Vec<(Option<jiff::Timestamp>, &str, &str)> = log
         .split_inclusive('\n')
         .map(|line| match line.split_once(' ') {
@@ -397,23 +434,18 @@ mod tests {
     fn recorded_logs_serve_the_current_or_previous_run() {
         let pod = logged_pod(1);
         let log = |q: &str| recorded_log(&pod, "p", &params(q)).expect("served");
-        assert_eq!(log("container=app").as_deref(), Some("one\ntwo\nthrée\n"));
-        assert_eq!(
-            log("container=app&previous=true").as_deref(),
-            Some("first\n")
-        );
+        assert_eq!(log("container=app"), "one\ntwo\nthrée\n");
+        assert_eq!(log("container=app&previous=true"), "first\n");
         assert_eq!(
             log("container=other"),
-            None,
-            "nothing recorded: refused as before"
+            "",
+            "nothing recorded: a container that printed nothing has an empty log"
         );
         // Restarted and running: the new run has printed nothing yet.
         let running = logged_pod(2);
         assert_eq!(
-            recorded_log(&running, "p", &params("container=app"))
-                .expect("served")
-                .as_deref(),
-            Some("")
+            recorded_log(&running, "p", &params("container=app")).expect("served"),
+            ""
         );
         let first = logged_pod(0);
         assert_eq!(

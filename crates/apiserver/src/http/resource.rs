@@ -26,10 +26,13 @@ use crate::rest::UpdateTarget;
 pub async fn handle(State(state): State<SharedState>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let user = parts.extensions.get::<UserInfo>();
-    // kube warns on every request to a deprecated version of a custom resource.
-    let deprecation = path::parse(parts.uri.path())
-        .and_then(|p| crate::crd::served::lookup(p.info))
-        .and_then(|v| v.deprecation_warning.clone());
+    // kube warns on every request to a deprecated kind (`installer.go`) and to a deprecated
+    // version of a custom resource (`customresource_handler.go`).
+    let deprecation = path::parse(parts.uri.path()).and_then(|p| {
+        rkcm_server::deprecation::warning(p.info).or_else(|| {
+            crate::crd::served::lookup(p.info).and_then(|v| v.deprecation_warning.clone())
+        })
+    });
     let served = dispatch(
         &state,
         &parts.method,
@@ -107,7 +110,16 @@ pub(crate) async fn dispatch(
     if let (Some(name), Some(sub)) = (path.name.as_deref(), path.subresource.as_deref()) {
         if let Some(stream) = PodStream::from_subresource(info, sub) {
             // Answered before content negotiation: these requests accept streams, not objects.
-            return pod_streams::serve(&state.store, info, ns, name, stream, method, &params);
+            return pod_streams::serve(
+                &state.store,
+                &state.shutdown,
+                info,
+                ns,
+                name,
+                stream,
+                method,
+                &params,
+            );
         }
         if (info.group, info.kind, sub) == ("", "Service", "proxy") {
             return Err(service_proxy(state, info, ns, name));

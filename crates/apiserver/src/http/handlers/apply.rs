@@ -14,7 +14,7 @@ use rkcm_apimachinery::apply::ApplyError;
 
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::http::field_manager::{self, OptionsKind};
-use crate::http::field_validation::{check_fields, field_validation, remove_path};
+use crate::http::field_validation::field_validation;
 use crate::http::handlers::patch::pin_resource_version;
 use crate::http::handlers::ResourceRequest;
 use crate::object;
@@ -25,8 +25,6 @@ use crate::watch_cache::CachedObject;
 pub(crate) struct Applied {
     /// The stored object.
     pub object: Arc<CachedObject>,
-    /// `Warning` headers (unknown fields under `fieldValidation=Warn`).
-    pub warnings: Vec<String>,
     /// Whether the apply created the object (kube answers 201 then).
     pub created: bool,
 }
@@ -51,6 +49,8 @@ pub(crate) fn decode_apply_body(bytes: &[u8]) -> ApiResult<Value> {
 fn apply_error(e: ApplyError) -> ApiError {
     match e {
         ApplyError::BadRequest(m) => ApiError::bad_request(m),
+        // A plain error in kube: `ErrorToAPIStatus` makes it a 500 without a reason.
+        ApplyError::TypedPatch(m) => ApiError::new(500, "", m),
         ApplyError::Conflicts { message, causes } => {
             let mut err = ApiError::new(409, "Conflict", message);
             err.details.causes = causes
@@ -78,14 +78,11 @@ pub(crate) async fn apply(
     field_manager::validate(req.params, OptionsKind::Patch { apply: true })?;
     let force = field_manager::force(req.params)?;
     let manager = req.params.non_empty("fieldManager").unwrap_or_default();
-    let mut patch = decode_apply_body(bytes)?;
-    let mode = field_validation(req.params)?;
-    let encoded = serde_json::to_vec(&patch)
-        .map_err(|e| ApiError::internal("encoding the apply patch", e))?;
-    let checked = check_fields(info, &encoded, mode)?;
-    for path in &checked.unknown {
-        remove_path(&mut patch, path);
-    }
+    let patch = decode_apply_body(bytes)?;
+    // Unknown fields are not a matter of `fieldValidation` here: the field manager refuses
+    // them whatever it says, as kube's type converter does (`applyPatcher` only checks the
+    // YAML for duplicate keys, which decoding it has already collapsed).
+    field_validation(req.params)?;
     let fm = rest::field_manager(info, target.subresource());
     let mut opts = req.write_options()?;
     // The field manager below records the apply; the update path must not record it again.
@@ -119,7 +116,6 @@ pub(crate) async fn apply(
                     r => {
                         return r.map(|object| Applied {
                             object,
-                            warnings: checked.warnings,
                             created: true,
                         })
                     }
@@ -152,7 +148,6 @@ pub(crate) async fn apply(
             r => {
                 return r.map(|u| Applied {
                     object: u.object,
-                    warnings: checked.warnings,
                     created: false,
                 })
             }

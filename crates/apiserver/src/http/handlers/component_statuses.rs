@@ -6,9 +6,9 @@ use axum::response::Response;
 use http::StatusCode;
 use serde_json::{json, Value};
 
-use crate::component_status::{component_status, COMPONENTS, DEPRECATION_WARNING};
+use crate::component_status::{component_status, COMPONENTS};
 use crate::error::{ApiError, ApiResult};
-use crate::http::encode::{json_value, with_warnings};
+use crate::http::encode::json_value;
 use crate::http::filter::Filter;
 use crate::http::handlers::ResourceRequest;
 use crate::http::negotiate::Output;
@@ -43,7 +43,7 @@ pub async fn list(req: &ResourceRequest<'_>) -> ApiResult<Response> {
             "items": statuses.iter().map(table::partial_metadata).collect::<Vec<_>>(),
         }),
     };
-    Ok(deprecated(json_value(StatusCode::OK, &body)))
+    Ok(json_value(StatusCode::OK, &body))
 }
 
 /// One component's status; kube answers an unknown name with a 500 `Component not found`.
@@ -61,9 +61,5 @@ pub async fn get(req: &ResourceRequest<'_>, name: &str) -> ApiResult<Response> {
         Output::Table(include) => table::table(req.info, &[&status], include, json!({})),
         Output::Metadata => table::partial_metadata(&status),
     };
-    Ok(deprecated(json_value(StatusCode::OK, &body)))
-}
-
-fn deprecated(resp: Response) -> Response {
-    with_warnings(resp, &[DEPRECATION_WARNING.to_string()])
+    Ok(json_value(StatusCode::OK, &body))
 }

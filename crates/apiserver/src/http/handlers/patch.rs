@@ -15,7 +15,9 @@ use crate::http::body::read_body;
 use crate::http::decode::patch_type;
 use crate::http::encode::{with_warnings, written_response};
 use crate::http::field_manager::{self, OptionsKind};
-use crate::http::field_validation::{check_fields, field_validation, remove_path, FieldCheck};
+use crate::http::field_validation::{
+    check_fields, field_validation, remove_path, Decoding, FieldCheck,
+};
 use crate::http::handlers::{apply, ResourceRequest};
 use crate::object;
 use crate::rest::{self, UpdateSource, UpdateTarget};
@@ -30,16 +32,19 @@ pub async fn patch(
     target: UpdateTarget,
 ) -> ApiResult<Response> {
     let bytes = read_body(req.headers, body).await?;
-    if patch_type(req.headers)? == PatchType::Apply {
+    if patch_type(req.info, req.headers)? == PatchType::Apply {
         let applied = apply::apply(req, name, &bytes, target).await?;
         let code = if applied.created {
             StatusCode::CREATED
         } else {
             StatusCode::OK
         };
-        return Ok(with_warnings(
-            written_response(req.info, code, &applied.object, target, req.out),
-            &applied.warnings,
+        return Ok(written_response(
+            req.info,
+            code,
+            &applied.object,
+            target,
+            req.out,
         ));
     }
     field_manager::validate(req.params, OptionsKind::Patch { apply: false })?;
@@ -91,7 +96,7 @@ async fn patch_object(
     target: UpdateTarget,
 ) -> ApiResult<(Arc<CachedObject>, Vec<String>)> {
     let (info, ns) = (req.info, req.namespace);
-    let patch_type = patch_type(req.headers)?;
+    let patch_type = patch_type(req.info, req.headers)?;
     let opts = req.write_options()?;
     let mode = field_validation(req.params)?;
     let api_version = info.api_version();
@@ -107,9 +112,13 @@ async fn patch_object(
             ));
         }
         if checked.is_none() {
-            let bytes = serde_json::to_vec(&patched)
+            let patched_bytes = serde_json::to_vec(&patched)
                 .map_err(|e| ApiError::internal("encoding the patched object", e))?;
-            checked = Some(check_fields(info, &bytes, mode)?);
+            let decoding = match patch_type {
+                PatchType::StrategicMerge => Decoding::StrategicPatch(bytes),
+                _ => Decoding::Patched,
+            };
+            checked = Some(check_fields(info, &patched_bytes, mode, decoding)?);
         }
         for path in checked.iter().flat_map(|c| &c.unknown) {
             remove_path(&mut patched, path);

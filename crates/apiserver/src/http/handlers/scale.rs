@@ -43,7 +43,7 @@ pub async fn update(req: &ResourceRequest<'_>, name: &str, body: Body) -> ApiRes
 pub async fn patch(req: &ResourceRequest<'_>, name: &str, body: Body) -> ApiResult<Response> {
     let (info, ns) = (req.info, req.namespace);
     let bytes = read_body(req.headers, body).await?;
-    let patch_type = patch_type(req.headers)?;
+    let patch_type = patch_type(req.info, req.headers)?;
     let opts = req.write_options()?;
     let mut last = None;
     for _ in 0..rest::UPDATE_ATTEMPTS {
