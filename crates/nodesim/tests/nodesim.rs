@@ -339,12 +339,14 @@ async fn graceful_deletion_removes_the_pod_after_its_grace_period() -> Result<()
         get_pod(&pods, "doomed").await.filter(is_ready)
     })
     .await?;
-    pods.delete("doomed", &DeleteParams::default().grace_period(30))
+    // The DELETE answers with the pod still there, terminating: its grace period (capped at 1s
+    // here) has not passed. (Reading it back afterwards would race with that second.)
+    let deleted = pods
+        .delete("doomed", &DeleteParams::default().grace_period(30))
         .await?;
-    // Still there, terminating: the grace period (capped at 1s here) has not passed.
-    let terminating = get_pod(&pods, "doomed")
-        .await
-        .context("pod still present")?;
+    let terminating = deleted
+        .left()
+        .context("a graceful delete answers with the pod, not a Status")?;
     assert!(terminating.metadata.deletion_timestamp.is_some());
     eventually("doomed removed", || async {
         match pods.get_opt("doomed").await {
