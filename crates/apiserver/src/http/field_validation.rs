@@ -160,18 +160,31 @@ fn go_quote(s: &str) -> String {
     out
 }
 
+/// A float64 as Go's `%v` prints it (`strconv` `'g'`, shortest): exponent form when the decimal
+/// exponent is below -4 or at least 6 (`1e+06`, `1.5e-05`), plain digits otherwise (`123456`,
+/// `0.25`).
+fn go_float(f: f64) -> String {
+    let scientific = format!("{f:e}");
+    let Some((mantissa, exponent)) = scientific.split_once('e') else {
+        return scientific;
+    };
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    if f != 0.0 && !(-4..6).contains(&exponent) {
+        let sign = if exponent < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", exponent.abs())
+    } else {
+        f.to_string()
+    }
+}
+
 /// A decoded JSON value as Go's `%+v` prints the `map[string]interface{}` it decodes into:
 /// `map[data:map[a:1] kind:ConfigMap]`, keys sorted, strings bare, null as `<nil>`.
 fn go_value(v: &Value) -> String {
     match v {
         Value::Null => "<nil>".into(),
         Value::Bool(b) => b.to_string(),
-        Value::Number(n) => match n.as_f64() {
-            // Numbers decode into float64, which `%v` prints with `%g`.
-            Some(f) if f.fract() == 0.0 && f.abs() < 1e21 => format!("{f:.0}"),
-            Some(f) => f.to_string(),
-            None => n.to_string(),
-        },
+        // Numbers decode into float64, which `%v` prints as `%g` with the shortest precision.
+        Value::Number(n) => n.as_f64().map_or_else(|| n.to_string(), go_float),
         Value::String(s) => s.clone(),
         Value::Array(items) => {
             let items: Vec<String> = items.iter().map(go_value).collect();
@@ -245,6 +258,23 @@ pub(crate) fn remove_path(obj: &mut Value, path: &str) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn floats_print_as_gos_percent_v() {
+        for (f, go) in [
+            (0.0, "0"),
+            (1.0, "1"),
+            (123456.0, "123456"),
+            (1e6, "1e+06"),
+            (1234567.0, "1.234567e+06"),
+            (-2.5e21, "-2.5e+21"),
+            (0.25, "0.25"),
+            (0.0001, "0.0001"),
+            (0.000015, "1.5e-05"),
+        ] {
+            assert_eq!(go_float(f), go, "{f}");
+        }
+    }
+
     use super::*;
     use serde_json::json;
 
