@@ -195,8 +195,10 @@ impl ApiServer {
             authenticator = authenticator.with_bootstrap_tokens(Arc::new(store.clone()));
         }
         let auth = Arc::new(authenticator);
-        let mut authorizer =
-            Authorizer::new(config.authorization_modes.clone(), Arc::new(store.clone()));
+        let mut authorizer = Authorizer::new(
+            config.authorization_modes.clone(),
+            auth::authorization::PolicyCache::new(store.clone()),
+        );
         if authorizer.node_enabled() {
             authorizer =
                 authorizer.with_node_authorizer(auth::authorization::node::NodeAuthorizer::new(

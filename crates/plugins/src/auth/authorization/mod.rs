@@ -4,11 +4,13 @@
 //! Members of `system:masters` may do everything (`authorizerfactory.NewPrivilegedGroups`);
 //! everyone else goes through the modes of `--authorization-mode` in order ([`Mode::Node`]:
 //! what kubelets may reach, [`node`]; [`Mode::Rbac`]: the RBAC objects of the server's own
-//! store; [`Mode::AlwaysAllow`]). The first mode with an opinion decides; without one the
+//! store, decoded and kept current in a [`PolicyCache`]; [`Mode::AlwaysAllow`]). The first mode with an opinion decides; without one the
 //! request is forbidden, with kube's message ([`forbidden`]).
 
+pub mod binding_index;
 pub mod node;
 pub mod policy;
+pub mod policy_cache;
 pub mod rbac;
 
 use std::sync::Arc;
@@ -18,6 +20,7 @@ use k8s_openapi::api::rbac::v1::PolicyRule;
 use super::user::{UserInfo, SYSTEM_MASTERS};
 
 pub use policy::{PolicySource, StaticPolicy};
+pub use policy_cache::PolicyCache;
 pub use rbac::aggregate as aggregate_errors;
 pub use rkcm_server::auth::authorization::*;
 

@@ -2,7 +2,9 @@
 //! of the request's namespace (`plugin/pkg/auth/authorizer/rbac/rbac.go` and
 //! `DefaultRuleResolver` of `pkg/registry/rbac/validation/rule.go`).
 
-use k8s_openapi::api::rbac::v1::{PolicyRule, RoleRef, Subject};
+use std::sync::Arc;
+
+use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule, Role, RoleRef, Subject};
 
 use super::policy::PolicySource;
 use crate::auth::UserInfo;
@@ -87,16 +89,36 @@ pub fn applies_to_user(user: &UserInfo, subject: &Subject, namespace: &str) -> b
     }
 }
 
+/// The rules of a role, shared with the [`PolicySource`] that holds the role.
+#[derive(Clone, Debug)]
+pub enum RoleRules {
+    /// A Role's rules.
+    Role(Arc<Role>),
+    /// A ClusterRole's rules.
+    ClusterRole(Arc<ClusterRole>),
+}
+
+impl std::ops::Deref for RoleRules {
+    type Target = [PolicyRule];
+
+    fn deref(&self) -> &[PolicyRule] {
+        match self {
+            RoleRules::Role(r) => r.rules.as_deref().unwrap_or_default(),
+            RoleRules::ClusterRole(r) => r.rules.as_deref().unwrap_or_default(),
+        }
+    }
+}
+
 /// `GetRoleReferenceRules`: the rules of the role `role_ref` names, or kube's error text.
 pub fn role_reference_rules(
     source: &dyn PolicySource,
     role_ref: &RoleRef,
     binding_namespace: &str,
-) -> Result<Vec<PolicyRule>, String> {
+) -> Result<RoleRules, String> {
     match role_ref.kind.as_str() {
         "Role" => source
             .role(binding_namespace, &role_ref.name)
-            .map(|r| r.rules.unwrap_or_default())
+            .map(RoleRules::Role)
             .ok_or_else(|| {
                 format!(
                     "role.rbac.authorization.k8s.io {:?} not found",
@@ -105,7 +127,7 @@ pub fn role_reference_rules(
             }),
         "ClusterRole" => source
             .cluster_role(&role_ref.name)
-            .map(|r| r.rules.unwrap_or_default())
+            .map(RoleRules::ClusterRole)
             .ok_or_else(|| {
                 format!(
                     "clusterrole.rbac.authorization.k8s.io {:?} not found",
@@ -129,7 +151,7 @@ pub fn visit_rules_for(
     namespace: &str,
     visit: &mut dyn FnMut(Visited<'_>) -> bool,
 ) {
-    for binding in source.cluster_role_bindings() {
+    for binding in source.cluster_role_bindings(user) {
         let subjects = binding.subjects.as_deref().unwrap_or(&[]);
         let Some(subject) = subjects.iter().find(|s| applies_to_user(user, s, "")) else {
             continue;
@@ -147,7 +169,7 @@ pub fn visit_rules_for(
                     role_ref: binding.role_ref.clone(),
                     subject: subject.clone(),
                 };
-                for rule in &rules {
+                for rule in rules.iter() {
                     if !visit(Ok((&described, rule))) {
                         return;
                     }
@@ -158,7 +180,7 @@ pub fn visit_rules_for(
     if namespace.is_empty() {
         return;
     }
-    for binding in source.role_bindings(namespace) {
+    for binding in source.role_bindings(namespace, user) {
         let subjects = binding.subjects.as_deref().unwrap_or(&[]);
         let Some(subject) = subjects
             .iter()
@@ -179,7 +201,7 @@ pub fn visit_rules_for(
                     role_ref: binding.role_ref.clone(),
                     subject: subject.clone(),
                 };
-                for rule in &rules {
+                for rule in rules.iter() {
                     if !visit(Ok((&described, rule))) {
                         return;
                     }
@@ -245,7 +267,7 @@ pub(crate) mod tests {
     use super::*;
     use crate::auth::authorization::policy::StaticPolicy;
     use crate::auth::authorization::rules::rule;
-    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+    use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleBinding};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     fn meta(ns: &str, name: &str) -> ObjectMeta {
