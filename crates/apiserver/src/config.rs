@@ -47,6 +47,10 @@ pub struct Config {
     /// Longest validity of a requested token (`--service-account-max-token-expiration`); no
     /// limit when `None`.
     pub service_account_max_token_expiration: Option<Duration>,
+    /// How long a successful token authentication is answered from the cache
+    /// (`TokenSuccessCacheTTL`: 10 s, which kube-apiserver has no flag for); zero caches
+    /// nothing. A revoked token stops working at most this long after its revocation.
+    pub token_success_cache_ttl: Duration,
     /// Read-only requests served at once before 429 (`--max-requests-inflight`; 0: no limit).
     pub max_requests_inflight: usize,
     /// Mutating requests served at once before 429 (`--max-mutating-requests-inflight`; 0: no
@@ -81,6 +85,7 @@ impl Default for Config {
             service_account_issuer: crate::auth::serviceaccount::DEFAULT_ISSUER.to_string(),
             api_audiences: Vec::new(),
             service_account_max_token_expiration: None,
+            token_success_cache_ttl: crate::auth::token_cache::DEFAULT_SUCCESS_TTL,
             max_requests_inflight: crate::http::inflight::DEFAULT_MAX_REQUESTS_INFLIGHT,
             max_mutating_requests_inflight:
                 crate::http::inflight::DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT,

@@ -190,7 +190,8 @@ impl ApiServer {
             config.audiences(),
             Arc::new(store.clone()),
         );
-        let mut authenticator = Authenticator::new(token.clone(), token_file, service_accounts);
+        let mut authenticator = Authenticator::new(token.clone(), token_file, service_accounts)
+            .with_token_success_cache_ttl(config.token_success_cache_ttl);
         if config.enable_bootstrap_token_auth {
             authenticator = authenticator.with_bootstrap_tokens(Arc::new(store.clone()));
         }

@@ -111,6 +111,18 @@ async fn request_token(admin: &kube::Client, sa: &str, spec: Value) -> (u16, Val
     .await
 }
 
+/// A server that does not cache token authentications, so a revoked token is refused at once:
+/// what kube's `TestServiceAccountTokenCreate` runs with ("Disable token cache so we can check
+/// reaction to service account deletion quickly"). With the default 10 s cache it is refused
+/// when its cached success expires.
+async fn start_without_token_cache() -> TestServer {
+    testing::start_with(rkcm_apiserver::Config {
+        token_success_cache_ttl: std::time::Duration::ZERO,
+        ..testing::config()
+    })
+    .await
+}
+
 #[tokio::test]
 async fn anonymous_requests_reach_only_the_public_paths() {
     let server = testing::start().await;
@@ -167,7 +179,7 @@ async fn the_admin_token_is_kubernetes_admin_in_system_masters() {
 
 #[tokio::test]
 async fn service_account_tokens_hold_while_the_account_exists() {
-    let server = testing::start().await;
+    let server = start_without_token_cache().await;
     let admin = client(&server, Creds::Token(server.admin_token())).await;
     let (code, _) = send(
         &admin,
@@ -279,7 +291,7 @@ async fn service_account_tokens_hold_while_the_account_exists() {
 
 #[tokio::test]
 async fn token_requests_are_validated_as_kube_does() {
-    let server = testing::start().await;
+    let server = start_without_token_cache().await;
     let admin = client(&server, Creds::Token(server.admin_token())).await;
     for (kind, body) in [
         (

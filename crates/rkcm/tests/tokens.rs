@@ -177,8 +177,15 @@ fn tokens_end_to_end() {
         "legacy-token",
         &format!("kubernetes.io/legacy-token-invalid-since={}", today()),
     ]);
-    let out = cluster.kubectl_output(&["--token", &legacy, "auth", "whoami"]);
-    assert!(!out.status.success());
+    // The token's last success is answered from kube-apiserver's token cache for up to 10 s.
+    cluster.eventually(
+        "the marked token to be refused",
+        Duration::from_secs(30),
+        || {
+            let out = cluster.kubectl_output(&["--token", &legacy, "auth", "whoami"]);
+            (!out.status.success()).then_some(())
+        },
+    );
     cluster.kubectl(&[
         "label",
         "secret",

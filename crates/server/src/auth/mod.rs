@@ -3,9 +3,10 @@
 //! In kube's order: a client certificate verified against the cluster CA ([`x509`]), then the
 //! bearer token — the admin token of `rkcm up`, the static token file ([`token_file`]), and
 //! service-account tokens ([`serviceaccount`]) signed with the key in the data dir
-//! ([`signing_key`]). A request without credentials is the anonymous user; a request with bad
-//! credentials is refused (kube's `union.NewFailOnError`), never treated as anonymous. Every user
-//! recognised gets the `system:authenticated` group.
+//! ([`signing_key`]), their successes cached for 10 s ([`token_cache`]). A request without
+//! credentials is the anonymous user; a request with bad credentials is refused (kube's
+//! `union.NewFailOnError`), never treated as anonymous. Every user recognised gets the
+//! `system:authenticated` group.
 //!
 //! The user travels with the request as a [`UserInfo`] extension, for the authorizer
 //! ([`authorization`]); the anonymous user may read the public paths only (what kube's default
@@ -22,6 +23,7 @@ pub mod request_user;
 pub mod serviceaccount;
 pub mod signing_key;
 mod store_lookup;
+pub mod token_cache;
 pub mod token_file;
 pub mod user;
 pub mod x509;

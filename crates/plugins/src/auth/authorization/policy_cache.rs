@@ -733,6 +733,106 @@ mod tests {
         assert!(requests.iter().any(|a| authorize(&*cache, a).is_allowed()));
     }
 
+    /// The cost of one RBAC decision on the bootstrap policy for the requests a density run
+    /// makes most (controllers' service accounts, the scheduler),
+    /// read from the store directly (each call lists and decodes) and from the cache. Prints
+    /// the figures; asserts nothing about time. Run with
+    /// `cargo test -p rkcm-plugins --release --lib rbac_decision_cost -- --ignored --nocapture`.
+    #[tokio::test]
+    #[ignore = "benchmark: run explicitly"]
+    async fn rbac_decision_cost_from_the_store_and_from_the_cache() {
+        let boot = crate::auth::bootstrap_policy::policy();
+        let store = empty_store().await;
+        for (kind, objects) in [
+            ("ClusterRole", &boot.cluster_roles),
+            ("ClusterRoleBinding", &boot.cluster_role_bindings),
+            ("Role", &boot.roles),
+            ("RoleBinding", &boot.role_bindings),
+        ] {
+            for o in objects {
+                let ns = o.pointer("/metadata/namespace").and_then(|v| v.as_str());
+                let name = o
+                    .pointer("/metadata/name")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("");
+                store
+                    .create(&key(kind, ns, name), o.clone())
+                    .await
+                    .expect("create");
+            }
+        }
+        let sa = |name: &str| {
+            user(
+                &format!("system:serviceaccount:kube-system:{name}"),
+                &[
+                    "system:serviceaccounts",
+                    "system:serviceaccounts:kube-system",
+                    "system:authenticated",
+                ],
+            )
+        };
+        let requests = [
+            Attributes::resource(
+                sa("replicaset-controller"),
+                "create",
+                "",
+                "pods",
+                "default",
+                "",
+            ),
+            Attributes::resource(
+                sa("deployment-controller"),
+                "update",
+                "apps",
+                "replicasets",
+                "default",
+                "r",
+            ),
+            Attributes {
+                subresource: "binding".into(),
+                ..Attributes::resource(
+                    user("system:kube-scheduler", &["system:authenticated"]),
+                    "create",
+                    "",
+                    "pods",
+                    "default",
+                    "p",
+                )
+            },
+            Attributes::resource(
+                sa("endpointslice-controller"),
+                "create",
+                "discovery.k8s.io",
+                "endpointslices",
+                "default",
+                "",
+            ),
+        ];
+        let cache = PolicyCache::new(store.clone());
+        let time = |source: &dyn PolicySource, calls: usize| {
+            let started = std::time::Instant::now();
+            let mut allowed = 0;
+            for i in 0..calls {
+                allowed +=
+                    usize::from(authorize(source, &requests[i % requests.len()]).is_allowed());
+            }
+            assert_eq!(
+                allowed, calls,
+                "every request is allowed by the bootstrap policy"
+            );
+            started.elapsed().as_nanos() as f64 / calls as f64
+        };
+        let from_store = time(&store, 2_000);
+        let from_cache = time(&*cache, 100_000);
+        println!(
+            "RBAC decision on the bootstrap policy ({} ClusterRoleBindings): store {:.1} µs, cache {:.2} µs per call ({:.0}x)",
+            boot.cluster_role_bindings.len(),
+            from_store / 1000.0,
+            from_cache / 1000.0,
+            from_store / from_cache
+        );
+    }
+
     fn can(cache: &PolicyCache, who: &UserInfo, verb: &str, ns: &str) -> Decision {
         authorize(
             cache,
