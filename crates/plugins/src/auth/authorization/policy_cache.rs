@@ -616,7 +616,6 @@ mod tests {
                     &["User:system:serviceaccount:ns1:bot"],
                 ),
             ],
-            ..StaticPolicy::default()
         };
         let mut defaulted = role_binding("ns2", "ClusterRole", "view", &[]);
         defaulted.subjects = Some(vec![sa_defaulted]);
