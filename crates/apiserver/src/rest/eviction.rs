@@ -12,12 +12,12 @@ use serde_json::Value;
 
 use rkcm_apimachinery::catalog::{self, ResourceInfo};
 
+use super::resources::KubeResources;
 use crate::error::{ApiError, ApiResult};
 use crate::registry::eviction::{
     add_disruption_target, budgets_for_pod, can_ignore_pdb, check_and_decrement, is_pod_ready,
     should_enforce_resource_version, too_many_requests, unhealthy_pod_may_go, MORE_THAN_ONE_BUDGET,
 };
-use crate::rest::KubeResources;
 use crate::store::Store;
 use rkcm_server::rest::WriteOptions;
 use rkcm_server::rest::{delete, DeleteOptions};

@@ -13,8 +13,8 @@ use serde_json::{json, Value};
 
 use rkcm_apimachinery::catalog;
 
+use super::resources::KubeResources;
 use crate::error::{ApiError, ApiResult};
-use crate::rest::KubeResources;
 use crate::store::Store;
 use rkcm_server::rest::create;
 use rkcm_server::rest::key;

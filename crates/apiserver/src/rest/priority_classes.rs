@@ -6,10 +6,10 @@
 
 use rkcm_apimachinery::catalog;
 
+use super::resources::KubeResources;
 use crate::error::{ApiError, ApiResult};
 use crate::object;
 use crate::registry::priorityclasses::system_priority_classes;
-use crate::rest::KubeResources;
 use crate::store::Store;
 use rkcm_server::rest::create;
 use rkcm_server::rest::key;

@@ -11,18 +11,18 @@ use rkcm_storage::object;
 use rkcm_storage::store::Store;
 use rkcm_storage::watch_cache::CachedObject;
 
-use super::key;
+use super::keys::key;
 use super::names::{random_suffix, GENERATE_NAME_ATTEMPTS};
 use super::request_checks::{check_namespace, check_type};
+use super::resources::Resources;
 use super::write::{storage_error, WriteOptions};
-use super::Resources;
 use crate::admission::Operation;
 use crate::error::{ApiError, ApiResult};
 
 /// Creates `obj` in `namespace` (POST on a collection); returns the stored object.
 ///
 /// What the resource's storage takes besides the object (a Service's cluster IP and node
-/// ports) is taken by its [`super::WriteHooks`]; a create that fails after taking gives it back.
+/// ports) is taken by its [`super::resources::WriteHooks`]; a create that fails after taking gives it back.
 pub async fn create(
     store: &Store,
     resources: &dyn Resources,
@@ -77,7 +77,7 @@ pub async fn create(
     if let Some(hooks) = hooks {
         hooks.prepare_for_create(&mut obj, &requested_name);
     }
-    super::track_update(resources, info, None, &mut obj, &opts, "");
+    super::managed_fields::track_update(resources, info, None, &mut obj, &opts, "");
     if let Some(hooks) = hooks {
         hooks.normalize(&mut obj, None);
     }

@@ -8,9 +8,11 @@ use rkcm_storage as storage;
 use rkcm_storage::object;
 use rkcm_storage::store::Store;
 
+use super::keys::{key, UPDATE_ATTEMPTS};
+use super::resources::Resources;
+use super::strategy::{GracefulDelete, Strategy};
 use super::system_metadata::same_content;
 use super::write::storage_error;
-use super::{key, GracefulDelete, Resources, Strategy, UPDATE_ATTEMPTS};
 use crate::admission::Operation;
 use crate::error::{ApiError, ApiResult};
 
@@ -110,7 +112,7 @@ pub enum Deleted {
 /// Deletes object `name` (DELETE), honouring grace periods, finalizers and propagation.
 ///
 /// What the resource's storage took besides the object (a Service's cluster IP and node ports)
-/// goes back through its [`super::WriteHooks`] once the object is gone.
+/// goes back through its [`super::resources::WriteHooks`] once the object is gone.
 pub async fn delete(
     store: &Store,
     resources: &dyn Resources,

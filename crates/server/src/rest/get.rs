@@ -2,7 +2,7 @@
 
 use rkcm_apimachinery::catalog::ResourceInfo;
 
-use super::key;
+use super::keys::key;
 use crate::error::{ApiError, ApiResult};
 use rkcm_storage::store::Store;
 

@@ -6,8 +6,8 @@ use serde_json::Value;
 
 use rkcm_apimachinery::catalog::ResourceInfo;
 
+use super::resources::Resources;
 use super::write::WriteOptions;
-use super::Resources;
 
 /// Records the fields `new` changes from `live` (`None` on create) as owned by the write's
 /// field manager, on `subresource` (empty for the object). Writes without a field manager (the

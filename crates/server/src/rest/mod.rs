@@ -13,6 +13,7 @@
 mod create;
 mod delete;
 mod get;
+mod keys;
 mod managed_fields;
 pub mod names;
 mod request_checks;
@@ -26,6 +27,7 @@ mod write;
 pub use create::create;
 pub use delete::{delete, DeleteOptions, Deleted, FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
 pub use get::get;
+pub use keys::{key, prefix, UPDATE_ATTEMPTS};
 pub use managed_fields::track_update;
 pub use request_checks::{check_namespace, check_type, check_uid_precondition};
 pub use resources::{PendingWrite, Resources, WriteHooks};
@@ -35,43 +37,4 @@ pub use system_metadata::{keep_system_metadata, same_content};
 pub use update::{update, UpdateSource, UpdateTarget, Updated};
 pub use write::{storage_error, WriteOptions};
 
-use rkcm_apimachinery::catalog::ResourceInfo;
-
 pub use names::random_suffix;
-
-/// Attempts of a read-modify-write (patch, scale, finalize) on conflicts with other writers.
-pub const UPDATE_ATTEMPTS: usize = 16;
-
-/// Storage key prefix of a collection (all namespaces when `namespace` is `None`).
-pub fn prefix(info: &ResourceInfo, namespace: Option<&str>) -> String {
-    let group = if info.group.is_empty() {
-        "core"
-    } else {
-        info.group
-    };
-    match namespace {
-        Some(ns) if info.namespaced() => format!("/{group}/{}/{ns}/", info.plural),
-        _ => format!("/{group}/{}/", info.plural),
-    }
-}
-
-/// Storage key of an object: the prefix of its collection in its namespace, then its name.
-pub fn key(info: &ResourceInfo, namespace: Option<&str>, name: &str) -> String {
-    let mut key = prefix(info, namespace);
-    key.push_str(name);
-    key
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn keys_and_prefixes() {
-        let pods = rkcm_apimachinery::catalog::by_kind("v1", "Pod").expect("served");
-        assert_eq!(key(pods, Some("ns"), "p"), "/core/pods/ns/p");
-        assert_eq!(prefix(pods, None), "/core/pods/");
-        let nodes = rkcm_apimachinery::catalog::by_kind("v1", "Node").expect("served");
-        assert_eq!(key(nodes, Some("ignored"), "n"), "/core/nodes/n");
-    }
-}

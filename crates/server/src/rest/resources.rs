@@ -16,7 +16,7 @@ use rkcm_apimachinery::catalog::ResourceInfo;
 use rkcm_apimachinery::field::FieldError;
 use rkcm_storage::store::Store;
 
-use super::Strategy;
+use super::strategy::Strategy;
 use crate::error::ApiResult;
 
 /// The API the generic registry serves (kube's `APIGroupInfo` storage map).

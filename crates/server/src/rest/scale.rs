@@ -9,11 +9,12 @@ use rkcm_storage as storage;
 use rkcm_storage::object;
 use rkcm_storage::store::Store;
 
+use super::keys::{key, UPDATE_ATTEMPTS};
 use super::request_checks::check_uid_precondition;
+use super::resources::Resources;
 use super::system_metadata::{keep_system_metadata, same_content};
 use super::update::UpdateSource;
 use super::write::{storage_error, WriteOptions};
-use super::{key, Resources, UPDATE_ATTEMPTS};
 use crate::error::{ApiError, ApiResult};
 
 /// The `autoscaling/v1` Scale of an object.
@@ -126,7 +127,7 @@ pub async fn update_scale(
             .set_scale_replicas(&mut new, replicas as i32)
             .map_err(|e| ApiError::invalid(info, name, &[e]))?;
         strategy.prepare_for_update(&mut new, old);
-        super::track_update(resources, info, Some(old), &mut new, &opts, "scale");
+        super::managed_fields::track_update(resources, info, Some(old), &mut new, &opts, "scale");
         keep_system_metadata(&mut new, old);
         let errors = strategy.validate_update(&new, old);
         if !errors.is_empty() {

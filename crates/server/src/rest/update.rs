@@ -13,10 +13,11 @@ use rkcm_storage::store::Store;
 use rkcm_storage::watch_cache::CachedObject;
 
 use super::create::create;
+use super::keys::{key, UPDATE_ATTEMPTS};
 use super::request_checks::{check_namespace, check_type, check_uid_precondition};
+use super::resources::Resources;
 use super::system_metadata::{keep_system_metadata, same_content};
 use super::write::{storage_error, WriteOptions};
-use super::{key, Resources, UPDATE_ATTEMPTS};
 use crate::admission::Operation;
 use crate::error::{ApiError, ApiResult};
 
@@ -67,7 +68,7 @@ pub struct Updated {
 
 /// Whether an update leaves an object that must go away now (`ShouldDeleteDuringUpdate`): being
 /// deleted, no finalizers left and no grace period pending.
-/// A namespace waits for its `spec.finalizers` only ([`super::WriteHooks::holds`]).
+/// A namespace waits for its `spec.finalizers` only ([`super::resources::WriteHooks::holds`]).
 fn should_delete_during_update(
     resources: &dyn Resources,
     info: &ResourceInfo,
@@ -225,7 +226,7 @@ async fn update_once(
             }
         }
     }
-    super::track_update(
+    super::managed_fields::track_update(
         resources,
         info,
         Some(old),
