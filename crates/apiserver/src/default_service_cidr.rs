@@ -7,8 +7,8 @@
 
 use serde_json::json;
 
-use crate::allocators::ServiceAllocators;
 use crate::error::ApiResult;
+use crate::rest::KubeResources;
 use crate::rest::{self, WriteOptions};
 use crate::store::Store;
 
@@ -18,7 +18,7 @@ pub const DEFAULT_SERVICE_CIDR_NAME: &str = "kubernetes";
 /// Creates the ServiceCIDR `kubernetes` for `cidr`, Ready, unless it exists.
 pub async fn ensure(
     store: &Store,
-    allocators: &ServiceAllocators,
+    resources: &KubeResources,
     cidr: &str,
     now: jiff::Timestamp,
 ) -> ApiResult<()> {
@@ -37,7 +37,7 @@ pub async fn ensure(
         "spec": {"cidrs": [cidr]},
     });
     let created =
-        match rest::create(store, allocators, info, None, obj, WriteOptions::default()).await {
+        match rest::create(store, resources, info, None, obj, WriteOptions::default()).await {
             Ok(created) => created,
             Err(e) if e.reason == "AlreadyExists" => return Ok(()),
             Err(e) => return Err(e),

@@ -10,7 +10,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::admission::{self, Chain, PluginContext};
+use crate::admission::{self, PluginContext};
 use crate::allocators::ServiceAllocators;
 use crate::auth::{
     self, Authenticator, Authorizer, ClientCertificate, ServiceAccountTokens, SigningKey,
@@ -70,10 +70,11 @@ pub struct ApiServer {
     config: Config,
     store: Store,
     services: Arc<ServiceAllocators>,
+    resources: Arc<rest::KubeResources>,
     token: String,
     tls: Option<TlsMaterial>,
     auth: Arc<Authenticator>,
-    admission: Arc<Chain>,
+    admission: Arc<admission::Chain>,
     authorizer: Arc<Authorizer>,
     metrics_source: Option<Arc<dyn MetricsSource>>,
     components: crate::component_status::Components,
@@ -102,7 +103,7 @@ impl ApiServer {
             Some(crate::registry::by_kind::selectable_fields()),
         )
         .await?;
-        let admission = Arc::new(Chain::new(&PluginContext {
+        let admission = Arc::new(admission::new_chain(&PluginContext {
             store: store.clone(),
             config: config.admission.clone(),
         })?);
@@ -133,24 +134,25 @@ impl ApiServer {
             decoded(&service_cidrs),
         );
         services.repair_with(stored.iter(), ip_addresses.iter(), service_cidrs.iter());
-        rest::ensure_system_namespaces(&store, &services)
+        let resources = Arc::new(rest::KubeResources::new(Arc::clone(&services)));
+        rest::ensure_system_namespaces(&store, resources.as_ref())
             .await
             .map_err(Error::Seed)?;
-        auth::bootstrap_policy::ensure(&store, &services)
+        auth::bootstrap_policy::ensure(&store, resources.as_ref())
             .await
             .map_err(Error::BootstrapPolicy)?;
-        crate::flowcontrol_bootstrap::ensure(&store, &services)
+        crate::flowcontrol_bootstrap::ensure(&store, resources.as_ref())
             .await
             .map_err(Error::FlowControlBootstrap)?;
-        crate::apiservices::ensure(&store, &services, jiff::Timestamp::now())
+        crate::apiservices::ensure(&store, resources.as_ref(), jiff::Timestamp::now())
             .await
             .map_err(Error::Seed)?;
-        rest::ensure_system_priority_classes(&store, &services)
+        rest::ensure_system_priority_classes(&store, resources.as_ref())
             .await
             .map_err(Error::Seed)?;
         auth::legacy_token_tracking::ensure_config_map(
             &store,
-            &services,
+            resources.as_ref(),
             &jiff::Timestamp::now()
                 .to_zoned(jiff::tz::TimeZone::UTC)
                 .date()
@@ -160,13 +162,13 @@ impl ApiServer {
         .map_err(Error::Seed)?;
         crate::default_service_cidr::ensure(
             &store,
-            &services,
+            resources.as_ref(),
             &config.service_cluster_ip_range.to_string(),
             jiff::Timestamp::now(),
         )
         .await
         .map_err(Error::Seed)?;
-        rest::ensure_kubernetes_service(&store, &services, advertised(&config))
+        rest::ensure_kubernetes_service(&store, resources.as_ref(), advertised(&config))
             .await
             .map_err(Error::KubernetesService)?;
         // Services stored without their IPAddresses (and leaked ones) are repaired before
@@ -221,6 +223,7 @@ impl ApiServer {
             config,
             store,
             services,
+            resources,
             token,
             tls,
             auth,
@@ -290,6 +293,7 @@ impl ApiServer {
         http::router(Arc::new(AppState {
             store: self.store.clone(),
             services: Arc::clone(&self.services),
+            resources: Arc::clone(&self.resources),
             auth: Arc::clone(&self.auth),
             authorizer: Arc::clone(&self.authorizer),
             token_expiration: http::TokenExpiration {

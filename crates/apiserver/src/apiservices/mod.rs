@@ -12,9 +12,9 @@ use serde_json::Value;
 
 use rkcm_apimachinery::catalog::{self, ResourceInfo};
 
-use crate::allocators::ServiceAllocators;
 use crate::error::{ApiError, ApiResult};
 use crate::object;
+use crate::rest::KubeResources;
 use crate::rest::{self, DeleteOptions, UpdateSource, UpdateTarget, WriteOptions};
 use crate::store::Store;
 
@@ -45,7 +45,7 @@ fn info() -> ApiResult<&'static ResourceInfo> {
 /// marks every one of them `Available`.
 pub async fn ensure(
     store: &Store,
-    allocators: &ServiceAllocators,
+    resources: &KubeResources,
     now: jiff::Timestamp,
 ) -> ApiResult<()> {
     let info = info()?;
@@ -67,8 +67,7 @@ pub async fn ensure(
         match autoregister::check(current.as_ref(), want) {
             Action::Keep => {}
             Action::Create(obj) => {
-                match rest::create(store, allocators, info, None, obj, WriteOptions::default())
-                    .await
+                match rest::create(store, resources, info, None, obj, WriteOptions::default()).await
                 {
                     Ok(_) => {}
                     Err(e) if e.reason == "AlreadyExists" => {}
@@ -78,7 +77,7 @@ pub async fn ensure(
             Action::Update(obj) => {
                 rest::update(
                     store,
-                    allocators,
+                    resources,
                     info,
                     None,
                     name,
@@ -92,7 +91,7 @@ pub async fn ensure(
             Action::Delete => {
                 match rest::delete(
                     store,
-                    allocators,
+                    resources,
                     info,
                     None,
                     name,

@@ -6,15 +6,15 @@ use rkcm_apimachinery::catalog;
 
 pub use rkcm_plugins::auth::bootstrap_policy::*;
 
-use crate::allocators::ServiceAllocators;
 use crate::error::{ApiError, ApiResult};
 use crate::object;
+use crate::rest::KubeResources;
 use crate::rest::{self, DeleteOptions, UpdateSource, UpdateTarget, WriteOptions};
 use crate::store::Store;
 
 /// Creates every missing default object and reconciles the others; returns how many objects
 /// were written.
-pub async fn ensure(store: &Store, allocators: &ServiceAllocators) -> ApiResult<usize> {
+pub async fn ensure(store: &Store, resources: &KubeResources) -> ApiResult<usize> {
     let p = policy();
     let mut written = 0;
     for (kind, objects, is_role) in [
@@ -35,7 +35,7 @@ pub async fn ensure(store: &Store, allocators: &ServiceAllocators) -> ApiResult<
             let Some(existing) = store.get(&rest::key(info, ns, name)) else {
                 rest::create(
                     store,
-                    allocators,
+                    resources,
                     info,
                     ns,
                     expected.clone(),
@@ -56,7 +56,7 @@ pub async fn ensure(store: &Store, allocators: &ServiceAllocators) -> ApiResult<
                     object::remove_meta(&mut obj, "resourceVersion");
                     rest::update(
                         store,
-                        allocators,
+                        resources,
                         info,
                         ns,
                         name,
@@ -70,12 +70,12 @@ pub async fn ensure(store: &Store, allocators: &ServiceAllocators) -> ApiResult<
                     written += 1;
                 }
                 Reconciled::Recreate(mut obj) => {
-                    rest::delete(store, allocators, info, ns, name, &DeleteOptions::default())
+                    rest::delete(store, resources, info, ns, name, &DeleteOptions::default())
                         .await?;
                     for field in ["resourceVersion", "uid", "creationTimestamp"] {
                         object::remove_meta(&mut obj, field);
                     }
-                    rest::create(store, allocators, info, ns, obj, WriteOptions::default()).await?;
+                    rest::create(store, resources, info, ns, obj, WriteOptions::default()).await?;
                     tracing::info!(
                         kind,
                         name,

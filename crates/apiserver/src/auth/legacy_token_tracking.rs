@@ -8,8 +8,8 @@
 
 use serde_json::json;
 
-use crate::allocators::ServiceAllocators;
 use crate::error::ApiResult;
+use crate::rest::KubeResources;
 use crate::rest::{self, WriteOptions};
 use crate::store::Store;
 
@@ -21,7 +21,7 @@ pub const CONFIG_MAP_DATA_KEY: &str = "since";
 /// Creates the tracking ConfigMap, dated `today` (`2006-01-02`), unless it exists.
 pub async fn ensure_config_map(
     store: &Store,
-    allocators: &ServiceAllocators,
+    resources: &KubeResources,
     today: &str,
 ) -> ApiResult<()> {
     let info = rkcm_apimachinery::catalog::by_kind("v1", "ConfigMap")
@@ -40,7 +40,7 @@ pub async fn ensure_config_map(
     });
     match rest::create(
         store,
-        allocators,
+        resources,
         info,
         Some("kube-system"),
         obj,

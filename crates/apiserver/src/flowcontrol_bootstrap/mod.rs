@@ -15,9 +15,9 @@ use serde_json::Value;
 
 use rkcm_apimachinery::catalog::{self, ResourceInfo};
 
-use crate::allocators::ServiceAllocators;
 use crate::error::{ApiError, ApiResult};
 use crate::object;
+use crate::rest::KubeResources;
 use crate::rest::{self, DeleteOptions, UpdateSource, UpdateTarget, WriteOptions};
 use crate::store::Store;
 
@@ -47,7 +47,7 @@ fn info(kind: &str) -> ApiResult<&'static ResourceInfo> {
 /// `EnsureConfiguration`: creates `boot` when missing, else writes what the strategy asks for.
 async fn ensure_one(
     store: &Store,
-    allocators: &ServiceAllocators,
+    resources: &KubeResources,
     info: &'static ResourceInfo,
     strategy: Strategy,
     boot: &Value,
@@ -57,7 +57,7 @@ async fn ensure_one(
     let Some(current) = store.get(&rest::key(info, None, name)) else {
         match rest::create(
             store,
-            allocators,
+            resources,
             info,
             None,
             boot.clone(),
@@ -77,7 +77,7 @@ async fn ensure_one(
     // The stored resourceVersion stays: a concurrent writer wins and is looked at next start.
     match rest::update(
         store,
-        allocators,
+        resources,
         info,
         None,
         name,
@@ -106,7 +106,7 @@ async fn ensure_one(
 /// `RemoveUnwantedObjects` for one kind.
 async fn remove_unwanted(
     store: &Store,
-    allocators: &ServiceAllocators,
+    resources: &KubeResources,
     info: &'static ResourceInfo,
     wanted: &[&str],
     written: &mut Written,
@@ -121,7 +121,7 @@ async fn remove_unwanted(
         let name = obj.name();
         match rest::delete(
             store,
-            allocators,
+            resources,
             info,
             None,
             name,
@@ -142,7 +142,7 @@ async fn remove_unwanted(
 
 /// Reconciles kube's bootstrap configuration in kube's order: the suggested objects, the
 /// mandatory ones, then the removal of managed objects no longer in it.
-pub async fn ensure(store: &Store, allocators: &ServiceAllocators) -> ApiResult<Written> {
+pub async fn ensure(store: &Store, resources: &KubeResources) -> ApiResult<Written> {
     let levels = info("PriorityLevelConfiguration")?;
     let schemas = info("FlowSchema")?;
     let b = bootstrap();
@@ -160,10 +160,10 @@ pub async fn ensure(store: &Store, allocators: &ServiceAllocators) -> ApiResult<
         ),
     ] {
         for boot in level_objs {
-            ensure_one(store, allocators, levels, strategy, boot, &mut written).await?;
+            ensure_one(store, resources, levels, strategy, boot, &mut written).await?;
         }
         for boot in schema_objs {
-            ensure_one(store, allocators, schemas, strategy, boot, &mut written).await?;
+            ensure_one(store, resources, schemas, strategy, boot, &mut written).await?;
         }
     }
     let level_names: Vec<&str> = b
@@ -178,7 +178,7 @@ pub async fn ensure(store: &Store, allocators: &ServiceAllocators) -> ApiResult<
         .chain(&b.suggested_schemas)
         .map(object::name)
         .collect();
-    remove_unwanted(store, allocators, schemas, &schema_names, &mut written).await?;
-    remove_unwanted(store, allocators, levels, &level_names, &mut written).await?;
+    remove_unwanted(store, resources, schemas, &schema_names, &mut written).await?;
+    remove_unwanted(store, resources, levels, &level_names, &mut written).await?;
     Ok(written)
 }

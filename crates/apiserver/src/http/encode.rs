@@ -98,7 +98,7 @@ pub(crate) fn written_response(
 ) -> Response {
     match target {
         UpdateTarget::Main => object_response(info, code, obj, out),
-        UpdateTarget::Status | UpdateTarget::Finalize | UpdateTarget::Approval => {
+        UpdateTarget::Status | UpdateTarget::Subresource(_) => {
             json_response(code, obj.json().clone())
         }
     }

@@ -1,39 +1,37 @@
-//! HTTP layer: routing, authentication, content negotiation and the handlers.
+//! The HTTP endpoints of Kubernetes' API: the router with its filters, discovery and OpenAPI,
+//! the dispatch of resource requests to their handlers, and what reads served custom resource
+//! definitions (field validation, tables, conversions). The generic parts (filters, bodies,
+//! parameters, negotiation) are [`rkcm_server::http`]'s.
 
-pub mod authorize;
-pub mod body;
 pub mod converted;
 pub mod decode;
 pub mod discovery;
 pub mod encode;
-pub mod field_manager;
 pub mod field_validation;
 pub mod filter;
 pub mod handlers;
-pub mod impersonate;
-pub mod inflight;
-pub mod negotiate;
-pub mod params;
 pub mod pod_log_follow;
-pub use rkcm_server::http::path;
 pub mod pod_streams;
 pub mod resource;
 pub mod table;
 
+pub use rkcm_server::http::filters::is_public;
+pub use rkcm_server::http::{body, field_manager, inflight, negotiate, params, path};
+
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Request, State};
-use axum::middleware::Next;
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use http::header;
 
 use crate::allocators::ServiceAllocators;
-use crate::auth::{oidc, Authenticator, ClientCertificate};
-use crate::error::ApiError;
+use crate::auth::{oidc, Authenticator};
 use crate::store::Store;
+use rkcm_server::auth::authorization::Authorize;
+use rkcm_server::http::filters;
 
 pub use body::{read_body, MAX_BODY_BYTES};
 pub use encode::{json_response, json_value};
@@ -44,6 +42,8 @@ pub struct AppState {
     pub store: Store,
     /// Cluster IPs and node ports of Services.
     pub services: Arc<ServiceAllocators>,
+    /// The API served, with the hooks of its storages (Services allocate from `services`).
+    pub resources: Arc<crate::rest::KubeResources>,
     /// Who sent a request.
     pub auth: Arc<Authenticator>,
     /// Whether the user may do what they ask.
@@ -110,16 +110,16 @@ pub fn router(state: SharedState) -> Router {
         ))
         .layer(state.metrics.clone())
         .layer(axum::middleware::from_fn_with_state(
-            Arc::clone(&state),
-            authorize::authorize,
+            Arc::clone(&state.authorizer) as Arc<dyn Authorize>,
+            filters::authorize,
         ))
         .layer(axum::middleware::from_fn_with_state(
-            Arc::clone(&state),
-            impersonate::impersonate,
+            Arc::clone(&state.authorizer) as Arc<dyn Authorize>,
+            filters::impersonate,
         ))
         .layer(axum::middleware::from_fn_with_state(
-            Arc::clone(&state),
-            authenticate,
+            Arc::clone(&state.auth),
+            filters::authenticate,
         ))
         .with_state(state)
 }
@@ -171,46 +171,5 @@ fn oidc_response(value: &serde_json::Value) -> Response {
         header::CACHE_CONTROL,
         header::HeaderValue::from_static(oidc::CACHE_CONTROL),
     );
-    resp
-}
-
-/// Paths the anonymous user may read: kube's `system:public-info-viewer` (health and version).
-/// The issuer discovery documents are not among them: kube binds
-/// `system:service-account-issuer-discovery` to `system:serviceaccounts` only and leaves opening
-/// it to anonymous callers to the cluster admin.
-pub fn is_public(path: &str) -> bool {
-    matches!(
-        path,
-        "/healthz" | "/livez" | "/readyz" | "/version" | "/version/"
-    )
-}
-
-/// Authenticates every request (see [`crate::auth`]) and puts its [`crate::auth::UserInfo`] in
-/// the request's extensions. Bad credentials get 401 Unauthorized anywhere; the anonymous user
-/// gets 401 except on the public paths. What the user may do is [`authorize::authorize`]'s
-/// decision.
-async fn authenticate(State(state): State<SharedState>, mut req: Request, next: Next) -> Response {
-    let user = state.auth.authenticate(
-        req.headers(),
-        req.extensions().get::<ClientCertificate>(),
-        jiff::Timestamp::now(),
-    );
-    let user = match user {
-        Ok(user) => user,
-        Err(why) => {
-            tracing::debug!(uri = %req.uri(), reason = %why, "unable to authenticate the request");
-            return ApiError::unauthorized().into_response();
-        }
-    };
-    if user.is_anonymous() && !is_public(req.uri().path()) {
-        return ApiError::unauthorized().into_response();
-    }
-    // As kube, credentials do not travel further than authentication.
-    req.headers_mut().remove(header::AUTHORIZATION);
-    req.extensions_mut().insert(user);
-    let method = req.method().clone();
-    let uri = req.uri().clone();
-    let resp = next.run(req).await;
-    tracing::debug!(%method, %uri, status = resp.status().as_u16(), "request");
     resp
 }

@@ -227,11 +227,17 @@ async fn subresource(
     match (sub, verb) {
         ("status", "get") => get::get(req, name),
         ("status", "update") => update::update(req, name, body, UpdateTarget::Status).await,
-        ("finalize", "update") => update::update(req, name, body, UpdateTarget::Finalize).await,
+        ("finalize", "update") => {
+            update::update(req, name, body, UpdateTarget::Subresource("finalize")).await
+        }
         ("status", "patch") => patch::patch(req, name, body, UpdateTarget::Status).await,
         ("approval", "get") => get::get(req, name),
-        ("approval", "update") => update::update(req, name, body, UpdateTarget::Approval).await,
-        ("approval", "patch") => patch::patch(req, name, body, UpdateTarget::Approval).await,
+        ("approval", "update") => {
+            update::update(req, name, body, UpdateTarget::Subresource("approval")).await
+        }
+        ("approval", "patch") => {
+            patch::patch(req, name, body, UpdateTarget::Subresource("approval")).await
+        }
         ("scale", "get") => scale::get(req, name),
         ("scale", "update") => scale::update(req, name, body).await,
         ("scale", "patch") => scale::patch(req, name, body).await,

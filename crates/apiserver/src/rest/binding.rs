@@ -3,13 +3,13 @@
 
 use serde_json::{json, Value};
 
-use super::write::{storage_error, WriteOptions, UPDATE_ATTEMPTS};
 use crate::error::{ApiError, ApiResult};
 use crate::object;
 use crate::registry;
 use crate::storage;
 use crate::store::Store;
 use rkcm_server::rest::key;
+use rkcm_server::rest::{storage_error, WriteOptions, UPDATE_ATTEMPTS};
 
 /// Binds pod `name` to a node (POST `pods/{name}/binding` or `bindings`): sets `spec.nodeName`
 /// once and the `PodScheduled` condition.

@@ -12,17 +12,17 @@ use serde_json::Value;
 
 use rkcm_apimachinery::catalog::{self, ResourceInfo};
 
-use super::delete::{delete, DeleteOptions};
-use super::update::{update, UpdateSource, UpdateTarget};
-use super::write::WriteOptions;
-use crate::allocators::ServiceAllocators;
+use super::resources::KubeResources;
 use crate::error::{ApiError, ApiResult};
 use crate::registry::eviction::{
     add_disruption_target, budgets_for_pod, can_ignore_pdb, check_and_decrement, is_pod_ready,
     should_enforce_resource_version, too_many_requests, unhealthy_pod_may_go, MORE_THAN_ONE_BUDGET,
 };
 use crate::store::Store;
+use rkcm_server::rest::WriteOptions;
+use rkcm_server::rest::{delete, DeleteOptions};
 use rkcm_server::rest::{key, prefix};
+use rkcm_server::rest::{update, UpdateSource, UpdateTarget};
 
 /// Attempts of each retry loop (`EvictionsRetry.Steps`).
 const RETRY_STEPS: usize = 20;
@@ -106,7 +106,7 @@ fn is_conflict(e: &ApiError) -> bool {
 /// Evicts pod `name` in `namespace` (`EvictionREST.Create`).
 pub async fn evict(
     store: &Store,
-    allocators: &ServiceAllocators,
+    resources: &KubeResources,
     namespace: &str,
     name: &str,
     eviction: &Eviction,
@@ -135,7 +135,7 @@ pub async fn evict(
         if should_enforce_resource_version(&p) && rv_unset {
             opts.precondition_resource_version = Some(current.revision.to_string());
         }
-        match add_condition_and_delete(store, allocators, pods, namespace, name, &opts).await {
+        match add_condition_and_delete(store, resources, pods, namespace, name, &opts).await {
             Err(e) if is_conflict(&e) && rv_unset && attempt < RETRY_STEPS => {
                 tokio::time::sleep(RETRY_PAUSE).await;
             }
@@ -160,7 +160,7 @@ pub async fn evict(
             } else {
                 decrement(
                     store,
-                    allocators,
+                    resources,
                     pdbs,
                     namespace,
                     &budget_name,
@@ -176,7 +176,7 @@ pub async fn evict(
     if pin_resource_version {
         opts.precondition_resource_version = pod.metadata.resource_version.clone();
     }
-    match add_condition_and_delete(store, allocators, pods, namespace, name, &opts).await {
+    match add_condition_and_delete(store, resources, pods, namespace, name, &opts).await {
         // The pod changed (became ready?) since it was judged: let the client try again.
         Err(e) if is_conflict(&e) && pin_resource_version && rv_unset => {
             Err(too_many_requests(&budget_name))
@@ -203,7 +203,7 @@ fn list_budgets(
 /// another writer, reads the budget again and decides again (`retry.RetryOnConflict`).
 async fn decrement(
     store: &Store,
-    allocators: &ServiceAllocators,
+    resources: &KubeResources,
     pdbs: &'static ResourceInfo,
     namespace: &str,
     budget: &str,
@@ -223,7 +223,7 @@ async fn decrement(
         crate::object::set_resource_version(&mut new, current.revision);
         match update(
             store,
-            allocators,
+            resources,
             pdbs,
             Some(namespace),
             budget,
@@ -257,7 +257,7 @@ async fn decrement(
 /// deletes, dry.
 async fn add_condition_and_delete(
     store: &Store,
-    allocators: &ServiceAllocators,
+    resources: &KubeResources,
     pods: &'static ResourceInfo,
     namespace: &str,
     name: &str,
@@ -266,14 +266,13 @@ async fn add_condition_and_delete(
     let mut opts = opts.clone();
     if !opts.dry_run {
         let revision =
-            add_disruption_target_condition(store, allocators, pods, namespace, name, &opts)
-                .await?;
+            add_disruption_target_condition(store, resources, pods, namespace, name, &opts).await?;
         if opts.precondition_resource_version.is_some() {
             // The condition is ours: the delete is to expect the pod as we left it.
             opts.precondition_resource_version = Some(revision.to_string());
         }
     }
-    delete(store, allocators, pods, Some(namespace), name, &opts).await?;
+    delete(store, resources, pods, Some(namespace), name, &opts).await?;
     Ok(())
 }
 
@@ -281,7 +280,7 @@ async fn add_condition_and_delete(
 /// resourceVersion afterwards.
 async fn add_disruption_target_condition(
     store: &Store,
-    allocators: &ServiceAllocators,
+    resources: &KubeResources,
     pods: &'static ResourceInfo,
     namespace: &str,
     name: &str,
@@ -297,7 +296,7 @@ async fn add_disruption_target_condition(
         e.details.kind = Some("Pod".to_string());
         e
     };
-    for _ in 0..super::write::UPDATE_ATTEMPTS {
+    for _ in 0..rkcm_server::rest::UPDATE_ATTEMPTS {
         let current = store
             .get(&key(pods, Some(namespace), name))
             .ok_or_else(|| ApiError::not_found(pods, name))?;
@@ -325,7 +324,7 @@ async fn add_disruption_target_condition(
         crate::object::set_resource_version(&mut new, current.revision);
         match update(
             store,
-            allocators,
+            resources,
             pods,
             Some(namespace),
             name,

@@ -10,7 +10,9 @@
 //! held by the allocator too: no Service gets an address an IPAddress already names.
 
 use std::net::Ipv4Addr;
+use std::sync::Arc;
 
+use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use rkcm_apimachinery::catalog::{self, ResourceInfo};
@@ -22,7 +24,31 @@ use crate::allocators::Ipv4Cidr;
 use crate::allocators::ServiceAllocators;
 use crate::object;
 use crate::store::Store;
-use rkcm_server::rest::{key, prefix};
+use rkcm_server::rest::{key, prefix, WriteHooks};
+
+/// The hooks of IPAddresses' storage: an address a client's IPAddress names is held by the
+/// allocator while the IPAddress exists.
+pub struct IpAddressHooks {
+    allocators: Arc<ServiceAllocators>,
+}
+
+impl IpAddressHooks {
+    /// Hooks holding addresses in `allocators`.
+    pub fn new(allocators: Arc<ServiceAllocators>) -> Self {
+        Self { allocators }
+    }
+}
+
+#[async_trait]
+impl WriteHooks for IpAddressHooks {
+    fn after_create(&self, stored: &Value) {
+        observe(&self.allocators, stored, true);
+    }
+
+    async fn after_delete(&self, _store: &Store, last: &Value) {
+        observe(&self.allocators, last, false);
+    }
+}
 
 /// `LabelManagedBy`.
 pub const LABEL_MANAGED_BY: &str = "ipaddress.kubernetes.io/managed-by";

@@ -13,13 +13,13 @@ use serde_json::{json, Value};
 
 use rkcm_apimachinery::catalog;
 
-use super::create::create;
-use super::update::{update, UpdateSource, UpdateTarget};
-use super::write::WriteOptions;
-use crate::allocators::ServiceAllocators;
+use super::resources::KubeResources;
 use crate::error::{ApiError, ApiResult};
 use crate::store::Store;
+use rkcm_server::rest::create;
 use rkcm_server::rest::key;
+use rkcm_server::rest::WriteOptions;
+use rkcm_server::rest::{update, UpdateSource, UpdateTarget};
 
 /// Name of the Service, its Endpoints and its EndpointSlice.
 pub const KUBERNETES_SERVICE_NAME: &str = "kubernetes";
@@ -102,7 +102,7 @@ fn endpoint_slice(at: Advertised) -> Value {
 /// EndpointSlice point at `at`.
 pub async fn ensure_kubernetes_service(
     store: &Store,
-    allocators: &ServiceAllocators,
+    resources: &KubeResources,
     at: Advertised,
 ) -> ApiResult<()> {
     let ns = Some(KUBERNETES_SERVICE_NAMESPACE);
@@ -111,17 +111,8 @@ pub async fn ensure_kubernetes_service(
         .get(&key(services, ns, KUBERNETES_SERVICE_NAME))
         .is_none()
     {
-        let svc = service(allocators.kubernetes_service_ip(), at.port);
-        match create(
-            store,
-            allocators,
-            services,
-            ns,
-            svc,
-            WriteOptions::default(),
-        )
-        .await
-        {
+        let svc = service(resources.allocators().kubernetes_service_ip(), at.port);
+        match create(store, resources, services, ns, svc, WriteOptions::default()).await {
             Ok(_) => {}
             Err(e) if e.reason == "AlreadyExists" => {}
             Err(e) => return Err(e),
@@ -139,7 +130,7 @@ pub async fn ensure_kubernetes_service(
             // An unconditional update; it writes nothing when the content is the same.
             update(
                 store,
-                allocators,
+                resources,
                 info,
                 ns,
                 KUBERNETES_SERVICE_NAME,
@@ -155,7 +146,7 @@ pub async fn ensure_kubernetes_service(
         } else {
             create(
                 store,
-                allocators,
+                resources,
                 info,
                 ns,
                 desired,

@@ -6,19 +6,19 @@
 
 use rkcm_apimachinery::catalog;
 
-use super::create::create;
-use super::write::WriteOptions;
-use crate::allocators::ServiceAllocators;
+use super::resources::KubeResources;
 use crate::error::{ApiError, ApiResult};
 use crate::object;
 use crate::registry::priorityclasses::system_priority_classes;
 use crate::store::Store;
+use rkcm_server::rest::create;
 use rkcm_server::rest::key;
+use rkcm_server::rest::WriteOptions;
 
 /// Creates each built-in PriorityClass that the store does not hold.
 pub async fn ensure_system_priority_classes(
     store: &Store,
-    allocators: &ServiceAllocators,
+    resources: &KubeResources,
 ) -> ApiResult<()> {
     let info = catalog::by_kind("scheduling.k8s.io/v1", "PriorityClass").ok_or_else(|| {
         ApiError::internal("seeding priority classes", "PriorityClass is not served")
@@ -27,16 +27,7 @@ pub async fn ensure_system_priority_classes(
         if store.get(&key(info, None, object::name(&class))).is_some() {
             continue;
         }
-        match create(
-            store,
-            allocators,
-            info,
-            None,
-            class,
-            WriteOptions::default(),
-        )
-        .await
-        {
+        match create(store, resources, info, None, class, WriteOptions::default()).await {
             Ok(_) => {}
             Err(e) if e.reason == "AlreadyExists" => {}
             Err(e) => return Err(e),

@@ -1,14 +1,128 @@
-//! What the write paths do for Services only: their cluster IPs and node ports.
+//! The storage of Services (`pkg/registry/core/service/storage`): the hooks that give a
+//! Service its cluster IPs and node ports on create and update, record them for other API
+//! servers, and give them back on delete.
 
+use std::sync::Arc;
+
+use async_trait::async_trait;
 use rkcm_apimachinery::catalog::ResourceInfo;
 use serde_json::{json, Value};
 
 use crate::allocators::port::PortError;
-use crate::allocators::service::{cluster_ips, health_check_node_port, node_ports};
+use crate::allocators::service::{
+    self as service_fields, cluster_ips, health_check_node_port, node_ports,
+};
 use crate::allocators::{Allocation, Failure, ServiceAllocators};
-use crate::error::ApiError;
+use crate::error::{ApiError, ApiResult};
 use crate::registry::FieldError;
 use crate::store::Store;
+use rkcm_server::rest::{PendingWrite, WriteHooks};
+
+/// The hooks of Services' storage.
+pub struct ServiceHooks {
+    allocators: Arc<ServiceAllocators>,
+}
+
+impl ServiceHooks {
+    /// Hooks allocating from `allocators`.
+    pub fn new(allocators: Arc<ServiceAllocators>) -> Self {
+        Self { allocators }
+    }
+}
+
+#[async_trait]
+impl WriteHooks for ServiceHooks {
+    fn normalize(&self, new: &mut Value, old: Option<&Value>) {
+        service_fields::normalize_cluster_ips(new, old);
+        if let Some(old) = old {
+            service_fields::patch_allocated_values(new, old);
+            service_fields::drop_type_dependent_fields(new, old);
+        }
+    }
+
+    fn begin_write<'a>(
+        &'a self,
+        store: &Store,
+        info: &'static ResourceInfo,
+        new: &mut Value,
+        old: Option<&Value>,
+        dry_run: bool,
+    ) -> ApiResult<Option<Box<dyn PendingWrite + 'a>>> {
+        let allocators = self.allocators.as_ref();
+        // The Service before allocation, to allocate again when another API server took an
+        // address meanwhile.
+        let before = new.clone();
+        super::ip_addresses::refresh_ranges(store, allocators);
+        super::node_ports::refresh(store, allocators);
+        let name = crate::object::name(new).to_string();
+        let allocation = match old {
+            Some(old) => allocators.allocate_update(new, old, dry_run),
+            None => allocators.allocate_create(new, dry_run),
+        }
+        .map_err(|e| allocation_error(info, &name, e))?;
+        Ok(Some(Box::new(PendingAllocation {
+            allocators,
+            info,
+            before,
+            old: old.cloned(),
+            allocation: Some(allocation),
+        })))
+    }
+
+    async fn after_delete(&self, store: &Store, last: &Value) {
+        self.allocators.release(last);
+        record_released(store, &self.allocators, last, None).await;
+    }
+}
+
+/// A Service write's allocation, until the write is stored or failed.
+struct PendingAllocation<'a> {
+    allocators: &'a ServiceAllocators,
+    info: &'static ResourceInfo,
+    before: Value,
+    old: Option<Value>,
+    allocation: Option<Allocation<'a>>,
+}
+
+#[async_trait]
+impl PendingWrite for PendingAllocation<'_> {
+    async fn record(&mut self, store: &Store, obj: &mut Value) -> ApiResult<()> {
+        let Some(allocation) = self.allocation.take() else {
+            return Ok(());
+        };
+        let allocation = record_allocations(
+            store,
+            self.allocators,
+            self.info,
+            &self.before,
+            self.old.as_ref(),
+            obj,
+            allocation,
+        )
+        .await?;
+        self.allocation = Some(allocation);
+        Ok(())
+    }
+
+    async fn commit(self: Box<Self>, store: &Store, stored: &Value) {
+        let PendingAllocation {
+            allocators,
+            old,
+            allocation,
+            ..
+        } = *self;
+        if let Some(allocation) = allocation {
+            allocation.commit();
+        }
+        if let Some(old) = &old {
+            record_released(store, allocators, old, Some(stored)).await;
+        }
+    }
+
+    async fn abort(self: Box<Self>, store: &Store, written: &Value) {
+        record_released(store, self.allocators, written, self.old.as_ref()).await;
+    }
+}
 
 /// How many allocations a Service write tries when other API servers on the same etcd keep
 /// taking the address or port picked (kube's allocator walks the whole range; each conflict
@@ -16,13 +130,8 @@ use crate::store::Store;
 /// are rare).
 const ALLOCATION_ATTEMPTS: usize = 8;
 
-/// Whether `info` is core/v1 Services.
-pub fn is_service(info: &ResourceInfo) -> bool {
-    info.group.is_empty() && info.kind == "Service"
-}
-
 /// The API error of a failed allocation for service `name`.
-pub fn allocation_error(info: &ResourceInfo, name: &str, failure: Failure) -> ApiError {
+fn allocation_error(info: &ResourceInfo, name: &str, failure: Failure) -> ApiError {
     match failure {
         Failure::Invalid(errors) => ApiError::invalid(info, name, &errors),
         Failure::Internal(message) => {
@@ -88,7 +197,7 @@ fn already_allocated(info: &ResourceInfo, name: &str, before: &Value, lost: &Los
 /// holds one of them (another API server on the same etcd allocated it), it is held here too
 /// and: a requested address or port fails with kube's 422 "… is already allocated"; a picked one
 /// is replaced by another (`before` is the Service as it was before allocating).
-pub async fn record_allocations<'a>(
+async fn record_allocations<'a>(
     store: &Store,
     allocators: &'a ServiceAllocators,
     info: &ResourceInfo,
@@ -115,7 +224,7 @@ pub async fn record_allocations<'a>(
                         match refused {
                             super::node_ports::Refused::Taken(port) => Lost::Port(port),
                             super::node_ports::Refused::Storage(e) => {
-                                return Err(super::write::storage_error(info, &name, e))
+                                return Err(rkcm_server::rest::storage_error(info, &name, e))
                             }
                         }
                     }

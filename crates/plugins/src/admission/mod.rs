@@ -9,7 +9,7 @@
 //!
 //! The plugins are in [`plugins`]; each lives in its own file named after kube's package.
 
-mod chain;
+mod new_chain;
 pub mod plugins;
 
 mod always_admit;
@@ -28,5 +28,5 @@ mod testing;
 
 pub use rkcm_server::admission::*;
 
-pub use chain::{new_plugin, Admission, Chain};
+pub use new_chain::{new_chain, new_plugin};
 pub use plugins::Error;

@@ -1,45 +1,40 @@
-//! What the generic registry's operations share: the storage keys of objects and of collections
-//! (`/{group}/{plural}/{namespace}/{name}`), and how often a read-modify-write is retried.
+//! The generic registry: create, get, update, delete and scale over the [`Store`], with the
+//! per-resource behaviour taken from a [`Strategy`] and the [`WriteHooks`] of [`Resources`].
+//!
+//! Mirrors `staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go` together with
+//! `registry/rest/{create,update,delete}.go`. Bytes and HTTP live in the HTTP layer; this module
+//! works on JSON values. It names no kind: the API served is handed in as [`Resources`].
+//!
+//! One file per operation (create, get, update, delete, scale) and per concern they share
+//! (storage keys, names, request checks, system metadata, writes, field ownership).
+//!
+//! [`Store`]: rkcm_storage::store::Store
 
+mod create;
+mod delete;
+mod get;
+mod keys;
+mod managed_fields;
 pub mod names;
+mod request_checks;
+mod resources;
+mod scale;
+mod strategy;
+mod system_metadata;
+mod update;
+mod write;
 
-use rkcm_apimachinery::catalog::ResourceInfo;
+pub use create::create;
+pub use delete::{delete, DeleteOptions, Deleted, FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
+pub use get::get;
+pub use keys::{key, prefix, UPDATE_ATTEMPTS};
+pub use managed_fields::track_update;
+pub use request_checks::{check_namespace, check_type, check_uid_precondition};
+pub use resources::{PendingWrite, Resources, WriteHooks};
+pub use scale::{scale_of, update_scale};
+pub use strategy::{GracefulDelete, Strategy};
+pub use system_metadata::{keep_system_metadata, same_content};
+pub use update::{update, UpdateSource, UpdateTarget, Updated};
+pub use write::{storage_error, WriteOptions};
 
 pub use names::random_suffix;
-
-/// Attempts of a read-modify-write (patch, scale, finalize) on conflicts with other writers.
-pub const UPDATE_ATTEMPTS: usize = 16;
-
-/// Storage key prefix of a collection (all namespaces when `namespace` is `None`).
-pub fn prefix(info: &ResourceInfo, namespace: Option<&str>) -> String {
-    let group = if info.group.is_empty() {
-        "core"
-    } else {
-        info.group
-    };
-    match namespace {
-        Some(ns) if info.namespaced() => format!("/{group}/{}/{ns}/", info.plural),
-        _ => format!("/{group}/{}/", info.plural),
-    }
-}
-
-/// Storage key of an object: the prefix of its collection in its namespace, then its name.
-pub fn key(info: &ResourceInfo, namespace: Option<&str>, name: &str) -> String {
-    let mut key = prefix(info, namespace);
-    key.push_str(name);
-    key
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn keys_and_prefixes() {
-        let pods = rkcm_apimachinery::catalog::by_kind("v1", "Pod").expect("served");
-        assert_eq!(key(pods, Some("ns"), "p"), "/core/pods/ns/p");
-        assert_eq!(prefix(pods, None), "/core/pods/");
-        let nodes = rkcm_apimachinery::catalog::by_kind("v1", "Node").expect("served");
-        assert_eq!(key(nodes, Some("ignored"), "n"), "/core/nodes/n");
-    }
-}

@@ -83,7 +83,7 @@ pub(crate) async fn apply(
     // them whatever it says, as kube's type converter does (`applyPatcher` only checks the
     // YAML for duplicate keys, which decoding it has already collapsed).
     field_validation(req.params)?;
-    let fm = rest::field_manager(info, target.subresource());
+    let fm = rest::Resources::field_manager(req.resources(), info, target.subresource());
     let mut opts = req.write_options()?;
     // The field manager below records the apply; the update path must not record it again.
     opts.field_manager = None;
@@ -106,7 +106,7 @@ pub(crate) async fn apply(
                     }
                 }
                 req.check_escalation("", &obj)?;
-                match rest::create(req.store(), req.allocators(), info, ns, obj, opts.clone()).await
+                match rest::create(req.store(), req.resources(), info, ns, obj, opts.clone()).await
                 {
                     // Someone created it in between: apply to theirs.
                     Err(e) if e.reason == "AlreadyExists" => {
@@ -133,7 +133,7 @@ pub(crate) async fn apply(
         let pinned = pin_resource_version(&mut applied, &live, current.revision);
         let updated = rest::update(
             req.store(),
-            req.allocators(),
+            req.resources(),
             info,
             ns,
             name,

@@ -24,7 +24,7 @@ pub async fn create(req: &ResourceRequest<'_>, body: Body) -> ApiResult<Response
     req.check_escalation("", &obj)?;
     let created = rest::create(
         req.store(),
-        req.allocators(),
+        req.resources(),
         info,
         req.namespace,
         obj,

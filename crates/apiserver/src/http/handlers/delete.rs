@@ -17,7 +17,7 @@ pub async fn delete(req: &ResourceRequest<'_>, name: &str, body: Body) -> ApiRes
     let opts = req.delete_options(&bytes)?;
     match rest::delete(
         req.store(),
-        req.allocators(),
+        req.resources(),
         req.info,
         req.namespace,
         name,

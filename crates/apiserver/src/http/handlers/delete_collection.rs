@@ -29,7 +29,7 @@ pub async fn delete_collection(req: &ResourceRequest<'_>, body: Body) -> ApiResu
         let item_ns = (!item_ns.is_empty()).then_some(item_ns);
         match rest::delete(
             &state.store,
-            &state.services,
+            state.resources.as_ref(),
             info,
             item_ns.as_deref(),
             &name,

@@ -35,6 +35,6 @@ pub async fn evict(req: &ResourceRequest<'_>, name: &str, body: Body) -> ApiResu
     admission
         .admit_by(crate::admission::plugins::NODE_RESTRICTION, &mut attrs)
         .await?;
-    rest::evict(req.store(), req.allocators(), namespace, name, &eviction).await?;
+    rest::evict(req.store(), req.resources(), namespace, name, &eviction).await?;
     Ok(success(StatusCode::CREATED))
 }

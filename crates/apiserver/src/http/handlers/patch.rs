@@ -129,7 +129,7 @@ async fn patch_object(
         let pinned = pin_resource_version(&mut patched, &current.value(), current.revision);
         let updated = rest::update(
             req.store(),
-            req.allocators(),
+            req.resources(),
             info,
             ns,
             name,

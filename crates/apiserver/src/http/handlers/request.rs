@@ -7,14 +7,13 @@ use rkcm_apimachinery::catalog::ResourceInfo;
 use std::sync::Arc;
 
 use crate::admission::Admission;
-use crate::allocators::ServiceAllocators;
 use crate::auth::UserInfo;
 use crate::error::ApiResult;
 use crate::http::decode::{self, write_options};
 use crate::http::negotiate::Output;
 use crate::http::params::Params;
 use crate::http::SharedState;
-use crate::rest::WriteOptions;
+use crate::rest::{KubeResources, WriteOptions};
 use crate::store::Store;
 
 /// One request on a resource: the resource, the namespace of the path, the headers, the query
@@ -43,9 +42,9 @@ impl ResourceRequest<'_> {
         &self.state.store
     }
 
-    /// The allocators of Services' cluster IPs and node ports.
-    pub fn allocators(&self) -> &ServiceAllocators {
-        &self.state.services
+    /// The API served, with the hooks of its storages.
+    pub fn resources(&self) -> &KubeResources {
+        &self.state.resources
     }
 
     /// Refuses a write of `obj` (object `name`, empty on create) that would grant more RBAC

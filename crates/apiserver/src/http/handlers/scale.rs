@@ -17,7 +17,7 @@ pub fn get(req: &ResourceRequest<'_>, name: &str) -> ApiResult<Response> {
     let obj = rest::get(req.store(), req.info, req.namespace, name)?;
     Ok(json_value(
         StatusCode::OK,
-        &rest::scale_of(req.info, &obj.value())?,
+        &rest::scale_of(req.resources(), req.info, &obj.value())?,
     ))
 }
 
@@ -27,6 +27,7 @@ pub async fn update(req: &ResourceRequest<'_>, name: &str, body: Body) -> ApiRes
     let scale = decode_json(req.headers, &bytes)?;
     let new = rest::update_scale(
         req.store(),
+        req.resources(),
         req.info,
         req.namespace,
         name,
@@ -48,11 +49,12 @@ pub async fn patch(req: &ResourceRequest<'_>, name: &str, body: Body) -> ApiResu
     let mut last = None;
     for _ in 0..rest::UPDATE_ATTEMPTS {
         let current = rest::get(req.store(), info, ns, name)?;
-        let scale = rest::scale_of(info, &current.value())?;
+        let scale = rest::scale_of(req.resources(), info, &current.value())?;
         let mut patched = apply_patch(patch_type, &scale, &bytes, "autoscaling/v1", "Scale")?;
         let pinned = pin_resource_version(&mut patched, &scale, current.revision);
         let updated = rest::update_scale(
             req.store(),
+            req.resources(),
             info,
             ns,
             name,

@@ -30,7 +30,7 @@ pub async fn update(
     }
     let updated = rest::update(
         req.store(),
-        req.allocators(),
+        req.resources(),
         info,
         req.namespace,
         name,

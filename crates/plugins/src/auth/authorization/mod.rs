@@ -69,6 +69,12 @@ pub struct Authorizer {
     node: Option<node::NodeAuthorizer>,
 }
 
+impl Authorize for Authorizer {
+    fn authorize(&self, attrs: &Attributes) -> Decision {
+        Authorizer::authorize(self, attrs)
+    }
+}
+
 impl Authorizer {
     /// A chain of `modes`, RBAC reading from `source`.
     pub fn new(modes: Vec<Mode>, source: Arc<dyn PolicySource>) -> Self {

@@ -10,6 +10,13 @@ pub mod rules;
 pub use attributes::Attributes;
 pub use forbidden::forbidden;
 
+/// An authorizer (`authorizer.Authorizer`): decides whether a request's user may do what it
+/// asks. Implementations are shared by every request and called concurrently.
+pub trait Authorize: Send + Sync {
+    /// The decision on `attrs`.
+    fn authorize(&self, attrs: &Attributes) -> Decision;
+}
+
 /// An authorizer's answer (`authorizer.Decision` with its reason).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Decision {

@@ -1,25 +1,27 @@
-//! The impersonation filter: a request with `Impersonate-*` headers continues as the user they
-//! name, once the authorizer allowed the caller to impersonate each part of it
-//! ([`crate::auth::impersonation`]).
+//! The impersonation filter (`filters/impersonation.go`): a request with `Impersonate-*`
+//! headers continues as the user they name, once the authorizer allowed the caller to
+//! impersonate each part of it ([`crate::auth::impersonation`]).
+
+use std::sync::Arc;
 
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use crate::auth::authorization::Authorize;
 use crate::auth::{impersonation, UserInfo};
-use crate::http::SharedState;
 
 /// Replaces the request's user by the impersonated one, or answers kube's 403 (500 for
 /// groups or extras without a user).
 pub async fn impersonate(
-    State(state): State<SharedState>,
+    State(authorizer): State<Arc<dyn Authorize>>,
     mut req: Request,
     next: Next,
 ) -> Response {
     let Some(requestor) = req.extensions().get::<UserInfo>().cloned() else {
         return next.run(req).await;
     };
-    match impersonation::impersonate(&requestor, req.headers(), |a| state.authorizer.authorize(a)) {
+    match impersonation::impersonate(&requestor, req.headers(), |a| authorizer.authorize(a)) {
         Ok(None) => next.run(req).await,
         Ok(Some(user)) => {
             tracing::debug!(requestor = %requestor.name, user = %user.name, "impersonating");

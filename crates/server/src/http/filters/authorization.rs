@@ -1,19 +1,24 @@
-//! The authorization filter: every request, resource or not, watch included, is allowed by the
-//! authorizer chain or refused with kube's 403
-//! (`staging/src/k8s.io/apiserver/pkg/endpoints/filters/authorization.go`).
+//! The authorization filter (`filters/authorization.go`): every request, resource or not, watch
+//! included, is allowed by the authorizer or refused with kube's 403.
+
+use std::sync::Arc;
 
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::auth::authorization::forbidden;
-use crate::auth::{Attributes, UserInfo};
-use crate::http::{is_public, SharedState};
+use super::is_public;
+use crate::auth::authorization::{forbidden, Attributes, Authorize};
+use crate::auth::UserInfo;
 
 /// Lets the request through when the authorizer allows its user to do what it asks; 403 with
 /// kube's message otherwise. The anonymous user reaches only the public paths, which
 /// authentication already checked.
-pub async fn authorize(State(state): State<SharedState>, req: Request, next: Next) -> Response {
+pub async fn authorize(
+    State(authorizer): State<Arc<dyn Authorize>>,
+    req: Request,
+    next: Next,
+) -> Response {
     let Some(user) = req.extensions().get::<UserInfo>() else {
         return next.run(req).await;
     };
@@ -26,7 +31,7 @@ pub async fn authorize(State(state): State<SharedState>, req: Request, next: Nex
         req.uri().path(),
         req.uri().query(),
     );
-    let decision = state.authorizer.authorize(&attrs);
+    let decision = authorizer.authorize(&attrs);
     if decision.is_allowed() {
         return next.run(req).await;
     }

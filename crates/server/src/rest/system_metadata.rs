@@ -3,11 +3,11 @@
 
 use serde_json::Value;
 
-use crate::object;
+use rkcm_storage::object;
 
 /// Copies the metadata only the server may set from `old` into `new` (`rest.BeforeUpdate`). A
 /// `metadata.uid` that `new` carries is kept, so that validation refuses one that differs.
-pub(crate) fn keep_system_metadata(new: &mut Value, old: &Value) {
+pub fn keep_system_metadata(new: &mut Value, old: &Value) {
     if object::meta_str(new, "uid").is_none_or(str::is_empty) {
         match old.pointer("/metadata/uid") {
             Some(v) => object::set_meta(new, "uid", v.clone()),
@@ -28,7 +28,7 @@ pub(crate) fn keep_system_metadata(new: &mut Value, old: &Value) {
 }
 
 /// Whether two versions of an object differ other than in resourceVersion.
-pub(crate) fn same_content(a: &Value, b: &Value) -> bool {
+pub fn same_content(a: &Value, b: &Value) -> bool {
     let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
         return a == b;
     };

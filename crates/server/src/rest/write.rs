@@ -3,9 +3,10 @@
 
 use rkcm_apimachinery::catalog::ResourceInfo;
 
+use rkcm_storage as storage;
+
 use crate::admission::Admission;
 use crate::error::ApiError;
-use crate::storage;
 
 /// Options of a write request.
 #[derive(Clone, Debug, Default)]
@@ -25,8 +26,6 @@ pub struct WriteOptions {
     /// for writes the server makes itself and for applies, whose field manager already ran.
     pub field_manager: Option<String>,
 }
-
-pub use rkcm_server::rest::UPDATE_ATTEMPTS;
 
 /// Maps a storage error on `name` of `info` to its API error.
 pub fn storage_error(info: &ResourceInfo, name: &str, err: storage::Error) -> ApiError {

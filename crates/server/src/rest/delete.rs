@@ -4,18 +4,17 @@ use serde_json::{json, Value};
 
 use rkcm_apimachinery::catalog::ResourceInfo;
 
-use super::namespaces::is_namespace;
-use super::services::is_service;
+use rkcm_storage as storage;
+use rkcm_storage::object;
+use rkcm_storage::store::Store;
+
+use super::keys::{key, UPDATE_ATTEMPTS};
+use super::resources::Resources;
+use super::strategy::{GracefulDelete, Strategy};
 use super::system_metadata::same_content;
-use super::write::{storage_error, UPDATE_ATTEMPTS};
+use super::write::storage_error;
 use crate::admission::Operation;
-use crate::allocators::ServiceAllocators;
 use crate::error::{ApiError, ApiResult};
-use crate::object;
-use crate::registry::{self, GracefulDelete, Strategy};
-use crate::storage;
-use crate::store::Store;
-use rkcm_server::rest::key;
 
 /// Finalizer asking the garbage collector to orphan dependents.
 pub const ORPHAN_FINALIZER: &str = "orphan";
@@ -112,17 +111,18 @@ pub enum Deleted {
 
 /// Deletes object `name` (DELETE), honouring grace periods, finalizers and propagation.
 ///
-/// A Service's cluster IP and node ports go back to `allocators` once it is gone.
+/// What the resource's storage took besides the object (a Service's cluster IP and node ports)
+/// goes back through its [`super::resources::WriteHooks`] once the object is gone.
 pub async fn delete(
     store: &Store,
-    allocators: &ServiceAllocators,
+    resources: &dyn Resources,
     info: &'static ResourceInfo,
     namespace: Option<&str>,
     name: &str,
     opts: &DeleteOptions,
 ) -> ApiResult<Deleted> {
-    let strategy = registry::by_kind::strategy(info);
-    let is_namespace = is_namespace(info);
+    let strategy = resources.strategy(info);
+    let hooks = resources.hooks(info);
     if let Some(admission) = &opts.admission {
         // `deleteHandler` admits the request before reading the object: no object, no old one.
         let mut attrs = admission.attributes(
@@ -202,18 +202,12 @@ pub async fn delete(
         {
             finalizers.retain(|x| x != ORPHAN_FINALIZER && x != FOREGROUND_FINALIZER);
         }
-        crate::crd::cleanup::mark_terminating(info, &mut next, &mut finalizers);
+        if let Some(hooks) = hooks {
+            hooks.prepare_for_delete(&mut next, &mut finalizers);
+        }
         let now = jiff::Timestamp::now();
-        let namespace_pending = is_namespace
-            && next
-                .pointer("/spec/finalizers")
-                .and_then(Value::as_array)
-                .is_some_and(|f| !f.is_empty());
-        let grace = if is_namespace {
-            GracefulDelete::Immediate
-        } else {
-            strategy.graceful_delete(old, opts.grace_period_seconds)
-        };
+        let held = hooks.is_some_and(|hooks| hooks.holds(&next));
+        let grace = strategy.graceful_delete(old, opts.grace_period_seconds);
         let already_deleting = object::is_deleting(old);
         match grace {
             GracefulDelete::Graceful {
@@ -239,7 +233,7 @@ pub async fn delete(
                 }
             }
             _ => {
-                if !finalizers.is_empty() || namespace_pending {
+                if !finalizers.is_empty() || held {
                     if !already_deleting {
                         object::set_meta(
                             &mut next,
@@ -255,27 +249,14 @@ pub async fn delete(
                     }
                     return match store.delete(&key, Some(current.revision)).await {
                         Ok(last) => {
-                            if is_service(info) {
-                                allocators.release(&last);
-                                super::services::record_released(store, allocators, &last, None)
-                                    .await;
-                            }
-                            if super::ip_addresses::is_ip_address(info) {
-                                super::ip_addresses::observe(allocators, &last, false);
+                            if let Some(hooks) = hooks {
+                                hooks.after_delete(store, &last).await;
                             }
                             Ok(Deleted::Gone(last))
                         }
                         Err(storage::Error::Conflict { .. }) => continue,
                         Err(e) => Err(storage_error(info, name, e)),
                     };
-                }
-            }
-        }
-        if is_namespace {
-            if let Some(m) = next.as_object_mut() {
-                let status = m.entry("status").or_insert_with(|| json!({}));
-                if let Some(s) = status.as_object_mut() {
-                    s.insert("phase".into(), json!("Terminating"));
                 }
             }
         }

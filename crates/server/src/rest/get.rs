@@ -2,9 +2,9 @@
 
 use rkcm_apimachinery::catalog::ResourceInfo;
 
+use super::keys::key;
 use crate::error::{ApiError, ApiResult};
-use crate::store::Store;
-use rkcm_server::rest::key;
+use rkcm_storage::store::Store;
 
 /// The object `name`, or 404.
 pub fn get(
@@ -12,7 +12,7 @@ pub fn get(
     info: &ResourceInfo,
     namespace: Option<&str>,
     name: &str,
-) -> ApiResult<std::sync::Arc<crate::watch_cache::CachedObject>> {
+) -> ApiResult<std::sync::Arc<rkcm_storage::watch_cache::CachedObject>> {
     store
         .get(&key(info, namespace, name))
         .ok_or_else(|| ApiError::not_found(info, name))

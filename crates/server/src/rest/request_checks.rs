@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use rkcm_apimachinery::catalog::ResourceInfo;
 
 use crate::error::{ApiError, ApiResult};
-use crate::object;
+use rkcm_storage::object;
 
 /// Checks `apiVersion` and `kind` of a request body against the resource.
 pub fn check_type(info: &ResourceInfo, obj: &mut Value) -> ApiResult<()> {
@@ -43,7 +43,7 @@ pub fn check_type(info: &ResourceInfo, obj: &mut Value) -> ApiResult<()> {
 }
 
 /// Reconciles the namespace of a body with the one of the request path.
-pub(crate) fn check_namespace(
+pub fn check_namespace(
     info: &ResourceInfo,
     obj: &mut Value,
     namespace: Option<&str>,
@@ -69,7 +69,7 @@ pub(crate) fn check_namespace(
 
 /// The precondition a PUT body's `metadata.uid` sets (`defaultUpdatedObjectInfo.Preconditions`):
 /// 409 Conflict when it names another object than `current`.
-pub(crate) fn check_uid_precondition(
+pub fn check_uid_precondition(
     info: &ResourceInfo,
     name: &str,
     body: &Value,

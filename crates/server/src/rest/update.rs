@@ -1,5 +1,6 @@
-//! Update (PUT, and the result of a PATCH) of an object, of its `/status`, of a namespace's
-//! `/finalize` or of a CertificateSigningRequest's `/approval`.
+//! Update (PUT, and the result of a PATCH) of an object, of its `/status`, or of another
+//! subresource its storage prepares (a namespace's `/finalize`, a CertificateSigningRequest's
+//! `/approval`).
 
 use std::sync::Arc;
 
@@ -7,20 +8,18 @@ use serde_json::{json, Value};
 
 use rkcm_apimachinery::catalog::ResourceInfo;
 
+use rkcm_storage::object;
+use rkcm_storage::store::Store;
+use rkcm_storage::watch_cache::CachedObject;
+
 use super::create::create;
-use super::namespaces::is_namespace;
+use super::keys::{key, UPDATE_ATTEMPTS};
 use super::request_checks::{check_namespace, check_type, check_uid_precondition};
-use super::services::{allocation_error, is_service};
+use super::resources::Resources;
 use super::system_metadata::{keep_system_metadata, same_content};
-use super::write::{storage_error, WriteOptions, UPDATE_ATTEMPTS};
+use super::write::{storage_error, WriteOptions};
 use crate::admission::Operation;
-use crate::allocators::{service as service_fields, ServiceAllocators};
 use crate::error::{ApiError, ApiResult};
-use crate::object;
-use crate::registry;
-use crate::store::Store;
-use crate::watch_cache::CachedObject;
-use rkcm_server::rest::key;
 
 /// Which part of an object an update writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,20 +28,18 @@ pub enum UpdateTarget {
     Main,
     /// `/status` (spec kept).
     Status,
-    /// Namespaces' `/finalize` (only `spec.finalizers`).
-    Finalize,
-    /// CertificateSigningRequests' `/approval` (only `status.conditions`).
-    Approval,
+    /// Another subresource the resource's storage prepares and validates (a namespace's
+    /// `finalize`, a CertificateSigningRequest's `approval`).
+    Subresource(&'static str),
 }
 
 impl UpdateTarget {
-    /// The subresource admission sees: empty, `status`, `finalize` or `approval`.
+    /// The subresource admission sees: empty, `status`, or the other subresource's name.
     pub fn subresource(self) -> &'static str {
         match self {
             UpdateTarget::Main => "",
             UpdateTarget::Status => "status",
-            UpdateTarget::Finalize => "finalize",
-            UpdateTarget::Approval => "approval",
+            UpdateTarget::Subresource(name) => name,
         }
     }
 }
@@ -69,30 +66,19 @@ pub struct Updated {
     pub created: bool,
 }
 
-/// Whether a PUT of a missing object creates it (`AllowCreateOnUpdate`: events and services).
-fn allow_create_on_update(info: &ResourceInfo) -> bool {
-    matches!(
-        (info.group, info.kind),
-        ("", "Event") | ("events.k8s.io", "Event") | ("", "Service")
-    )
-}
-
-/// Whether `info` is CertificateSigningRequests, the one kind with an `/approval`.
-fn is_certificate_signing_request(info: &ResourceInfo) -> bool {
-    (info.group, info.kind) == ("certificates.k8s.io", "CertificateSigningRequest")
-}
-
 /// Whether an update leaves an object that must go away now (`ShouldDeleteDuringUpdate`): being
 /// deleted, no finalizers left and no grace period pending.
-fn should_delete_during_update(info: &ResourceInfo, obj: &Value) -> bool {
+/// A namespace waits for its `spec.finalizers` only ([`super::resources::WriteHooks::holds`]).
+fn should_delete_during_update(
+    resources: &dyn Resources,
+    info: &ResourceInfo,
+    obj: &Value,
+) -> bool {
     if !object::is_deleting(obj) || !object::finalizers(obj).is_empty() {
         return false;
     }
-    if info.kind == "Namespace" && info.group.is_empty() {
-        return obj
-            .pointer("/spec/finalizers")
-            .and_then(Value::as_array)
-            .is_none_or(|f| f.is_empty());
+    if resources.hooks(info).is_some_and(|hooks| hooks.holds(obj)) {
+        return false;
     }
     object::deletion_grace(obj).is_none_or(|g| g == 0)
 }
@@ -106,7 +92,7 @@ fn should_delete_during_update(info: &ResourceInfo, obj: &Value) -> bool {
 #[allow(clippy::too_many_arguments)]
 pub async fn update(
     store: &Store,
-    allocators: &ServiceAllocators,
+    resources: &dyn Resources,
     info: &'static ResourceInfo,
     namespace: Option<&str>,
     name: &str,
@@ -118,7 +104,7 @@ pub async fn update(
     let unconditional = matches!(object::resource_version(&new), Ok(None));
     if !unconditional {
         return update_once(
-            store, allocators, info, namespace, name, new, target, source, &opts,
+            store, resources, info, namespace, name, new, target, source, &opts,
         )
         .await;
     }
@@ -126,7 +112,7 @@ pub async fn update(
     for _ in 0..UPDATE_ATTEMPTS {
         match update_once(
             store,
-            allocators,
+            resources,
             info,
             namespace,
             name,
@@ -147,7 +133,7 @@ pub async fn update(
 #[allow(clippy::too_many_arguments)]
 async fn update_once(
     store: &Store,
-    allocators: &ServiceAllocators,
+    resources: &dyn Resources,
     info: &'static ResourceInfo,
     namespace: Option<&str>,
     name: &str,
@@ -156,7 +142,8 @@ async fn update_once(
     source: UpdateSource,
     opts: &WriteOptions,
 ) -> ApiResult<Updated> {
-    let strategy = registry::by_kind::strategy(info);
+    let strategy = resources.strategy(info);
+    let hooks = resources.hooks(info);
     check_type(info, &mut new)?;
     if object::metadata_mut(&mut new).is_none() {
         return Err(ApiError::bad_request(
@@ -175,9 +162,9 @@ async fn update_once(
     check_namespace(info, &mut new, namespace)?;
     let key = key(info, namespace, name);
     let Some(current) = store.get(&key) else {
-        if target == UpdateTarget::Main && allow_create_on_update(info) {
+        if target == UpdateTarget::Main && resources.allow_create_on_update(info) {
             object::remove_meta(&mut new, "resourceVersion");
-            let object = create(store, allocators, info, namespace, new, opts.clone()).await?;
+            let object = create(store, resources, info, namespace, new, opts.clone()).await?;
             return Ok(Updated {
                 object,
                 created: true,
@@ -226,63 +213,38 @@ async fn update_once(
     match target {
         UpdateTarget::Main => {
             strategy.prepare_for_update(&mut new, old);
-            if is_namespace(info) {
-                // Only `/finalize` changes spec.finalizers; only the server changes the phase.
-                for ptr in ["spec", "status"] {
-                    match (old.get(ptr), new.as_object_mut()) {
-                        (Some(v), Some(m)) => {
-                            m.insert(ptr.into(), v.clone());
-                        }
-                        (None, Some(m)) => {
-                            m.remove(ptr);
-                        }
-                        _ => {}
-                    }
-                }
+            if let Some(hooks) = hooks {
+                hooks.prepare_for_update(&mut new, old);
             }
         }
         UpdateTarget::Status => strategy.prepare_for_status_update(&mut new, old),
-        UpdateTarget::Approval => {
-            if !is_certificate_signing_request(info) {
+        UpdateTarget::Subresource(subresource) => {
+            let prepared =
+                hooks.is_some_and(|h| h.prepare_for_subresource_update(subresource, &mut new, old));
+            if !prepared {
                 return Err(ApiError::method_not_allowed("PUT"));
             }
-            strategy.default(&mut new);
-            registry::certificatesigningrequests::prepare_for_approval(&mut new, old);
-        }
-        UpdateTarget::Finalize => {
-            let finalizers = new.pointer("/spec/finalizers").cloned();
-            let mut merged = old.clone();
-            match (merged.as_object_mut(), finalizers) {
-                (Some(m), Some(f)) => {
-                    let spec = m.entry("spec").or_insert_with(|| json!({}));
-                    if let Some(spec) = spec.as_object_mut() {
-                        spec.insert("finalizers".into(), f);
-                    }
-                }
-                (Some(m), None) => {
-                    if let Some(spec) = m.get_mut("spec").and_then(Value::as_object_mut) {
-                        spec.remove("finalizers");
-                    }
-                }
-                (None, _) => {}
-            }
-            new = merged;
         }
     }
-    super::track_update(info, Some(old), &mut new, opts, target.subresource());
+    super::managed_fields::track_update(
+        resources,
+        info,
+        Some(old),
+        &mut new,
+        opts,
+        target.subresource(),
+    );
     keep_system_metadata(&mut new, old);
-    let service = is_service(info) && target == UpdateTarget::Main;
-    if service {
-        service_fields::normalize_cluster_ips(&mut new, Some(old));
-        service_fields::patch_allocated_values(&mut new, old);
-        service_fields::drop_type_dependent_fields(&mut new, old);
+    let main = target == UpdateTarget::Main;
+    if let Some(hooks) = hooks.filter(|_| main) {
+        hooks.normalize(&mut new, Some(old));
     }
-    let errors = if opts.server_owned {
-        Vec::new()
-    } else if target == UpdateTarget::Approval {
-        registry::certificatesigningrequests::validate_approval(&new, old)
-    } else {
-        strategy.validate_update(&new, old)
+    let errors = match (opts.server_owned, target, hooks) {
+        (true, _, _) => Vec::new(),
+        (false, UpdateTarget::Subresource(subresource), Some(hooks)) => hooks
+            .validate_subresource_update(subresource, &new, old)
+            .unwrap_or_else(|| strategy.validate_update(&new, old)),
+        (false, _, _) => strategy.validate_update(&new, old),
     };
     if !errors.is_empty() {
         return Err(ApiError::invalid(info, name, &errors));
@@ -309,37 +271,23 @@ async fn update_once(
     if same_content(&new, old) {
         return Ok(updated(current));
     }
-    // The Service before allocation, to allocate again when another API server took an
-    // address meanwhile.
-    let unallocated = service.then(|| new.clone());
-    let allocation = if service {
-        super::ip_addresses::refresh_ranges(store, allocators);
-        super::node_ports::refresh(store, allocators);
-        Some(
-            allocators
-                .allocate_update(&mut new, old, opts.dry_run)
-                .map_err(|e| allocation_error(info, name, e))?,
-        )
-    } else {
-        None
+    let mut pending = match hooks.filter(|_| main) {
+        Some(hooks) => hooks.begin_write(store, info, &mut new, Some(old), opts.dry_run)?,
+        None => None,
     };
     if opts.dry_run {
         return Ok(updated(Arc::new(CachedObject::new(new, current.revision))));
     }
-    if should_delete_during_update(info, &new) {
+    if should_delete_during_update(resources, info, &new) {
         let last = store
             .delete(&key, Some(current.revision))
             .await
             .map_err(|e| storage_error(info, name, e))?;
-        if let Some(a) = allocation {
-            // The service is gone: nothing this update allocated is kept, and everything the
-            // stored object held goes back.
-            drop(a);
-            allocators.release(&last);
-            super::services::record_released(store, allocators, &last, None).await;
-        }
-        if super::ip_addresses::is_ip_address(info) {
-            super::ip_addresses::observe(allocators, &last, false);
+        // The object is gone: nothing this update took is kept, and everything the stored
+        // object held goes back.
+        drop(pending);
+        if let Some(hooks) = hooks {
+            hooks.after_delete(store, &last).await;
         }
         let rev = object::resource_version(&last)
             .ok()
@@ -347,30 +295,21 @@ async fn update_once(
             .unwrap_or(current.revision);
         return Ok(updated(Arc::new(CachedObject::new(last, rev))));
     }
-    let (allocation, taken) = match (allocation, &unallocated) {
-        (Some(allocation), Some(before)) => {
-            let allocation = super::services::record_allocations(
-                store,
-                allocators,
-                info,
-                before,
-                Some(old),
-                &mut new,
-                allocation,
-            )
-            .await?;
-            (Some(allocation), Some(new.clone()))
+    let taken = match &mut pending {
+        Some(pending) => {
+            pending.record(store, &mut new).await?;
+            Some(new.clone())
         }
-        (allocation, _) => (allocation, None),
+        None => None,
     };
     let written = store.update(&key, new, current.revision).await;
-    if let (Err(_), Some(svc)) = (&written, &taken) {
-        super::services::record_released(store, allocators, svc, Some(old)).await;
+    if let Some(pending) = pending {
+        match (&written, &taken) {
+            (Ok(stored), _) => pending.commit(store, &stored.value()).await,
+            (Err(_), Some(written)) => pending.abort(store, written).await,
+            (Err(_), None) => {}
+        }
     }
     let stored = written.map_err(|e| storage_error(info, name, e))?;
-    if let Some(a) = allocation {
-        a.commit();
-        super::services::record_released(store, allocators, old, Some(&stored.value())).await;
-    }
     Ok(updated(stored))
 }

@@ -4,20 +4,22 @@ use serde_json::{json, Value};
 
 use rkcm_apimachinery::catalog::ResourceInfo;
 
+use rkcm_apimachinery::field::FieldError;
+use rkcm_storage as storage;
+use rkcm_storage::object;
+use rkcm_storage::store::Store;
+
+use super::keys::{key, UPDATE_ATTEMPTS};
 use super::request_checks::check_uid_precondition;
+use super::resources::Resources;
 use super::system_metadata::{keep_system_metadata, same_content};
 use super::update::UpdateSource;
-use super::write::{storage_error, WriteOptions, UPDATE_ATTEMPTS};
+use super::write::{storage_error, WriteOptions};
 use crate::error::{ApiError, ApiResult};
-use crate::object;
-use crate::registry;
-use crate::storage;
-use crate::store::Store;
-use rkcm_server::rest::key;
 
 /// The `autoscaling/v1` Scale of an object.
-pub fn scale_of(info: &ResourceInfo, obj: &Value) -> ApiResult<Value> {
-    let strategy = registry::by_kind::strategy(info);
+pub fn scale_of(resources: &dyn Resources, info: &ResourceInfo, obj: &Value) -> ApiResult<Value> {
+    let strategy = resources.strategy(info);
     let (spec, status, selector) = strategy
         .scale_replicas(obj)
         .ok_or_else(ApiError::no_route)?;
@@ -50,8 +52,10 @@ pub fn scale_of(info: &ResourceInfo, obj: &Value) -> ApiResult<Value> {
 /// Writes `spec.replicas` of object `name` from a Scale (PUT `/scale`, or the result of a PATCH
 /// as `source` says); returns the new Scale. A PUT's `metadata.uid` is a precondition (409); the
 /// uid of a patched Scale is not looked at, as kube's `scaleUpdatedObjectInfo` ignores it.
+#[allow(clippy::too_many_arguments)]
 pub async fn update_scale(
     store: &Store,
+    resources: &dyn Resources,
     info: &'static ResourceInfo,
     namespace: Option<&str>,
     name: &str,
@@ -59,7 +63,7 @@ pub async fn update_scale(
     source: UpdateSource,
     opts: WriteOptions,
 ) -> ApiResult<Value> {
-    let strategy = registry::by_kind::strategy(info);
+    let strategy = resources.strategy(info);
     if scale
         .get("kind")
         .and_then(Value::as_str)
@@ -77,7 +81,7 @@ pub async fn update_scale(
         let mut e = ApiError::invalid(
             info,
             name,
-            &[registry::FieldError::invalid(
+            &[FieldError::invalid(
                 "spec.replicas",
                 &json!(replicas),
                 "must be greater than or equal to 0",
@@ -123,7 +127,7 @@ pub async fn update_scale(
             .set_scale_replicas(&mut new, replicas as i32)
             .map_err(|e| ApiError::invalid(info, name, &[e]))?;
         strategy.prepare_for_update(&mut new, old);
-        super::track_update(info, Some(old), &mut new, &opts, "scale");
+        super::managed_fields::track_update(resources, info, Some(old), &mut new, &opts, "scale");
         keep_system_metadata(&mut new, old);
         let errors = strategy.validate_update(&new, old);
         if !errors.is_empty() {
@@ -132,10 +136,10 @@ pub async fn update_scale(
         if same_content(&new, old) || opts.dry_run {
             let mut out = new;
             object::set_resource_version(&mut out, current.revision);
-            return scale_of(info, &out);
+            return scale_of(resources, info, &out);
         }
         match store.update(&key, new, current.revision).await {
-            Ok(stored) => return scale_of(info, &stored.value()),
+            Ok(stored) => return scale_of(resources, info, &stored.value()),
             Err(storage::Error::Conflict { .. }) => continue,
             Err(e) => return Err(storage_error(info, name, e)),
         }

@@ -8,22 +8,10 @@ use serde_json::Value;
 
 use rkcm_apimachinery::catalog::ResourceInfo;
 
-use super::always_admit::AlwaysAdmit;
-use super::always_deny::AlwaysDeny;
-use super::default_storage_class::DefaultStorageClass;
-use super::default_toleration_seconds::DefaultTolerationSeconds;
-use super::limitranger::LimitRanger;
-use super::namespace_lifecycle::NamespaceLifecycle;
-use super::node_restriction::NodeRestriction;
-use super::plugins::*;
-use super::priority::Priority;
-use super::resource_quota::ResourceQuotaAdmission;
-use super::serviceaccount::ServiceAccount;
-use super::storage_object_in_use_protection::StorageObjectInUseProtection;
+use super::attributes::{Attributes, Operation};
+use super::plugin::Plugin;
 use crate::auth::UserInfo;
-use rkcm_server::admission::attributes::{Attributes, Operation};
-use rkcm_server::admission::plugin::{Plugin, PluginContext};
-use rkcm_server::error::ApiResult;
+use crate::error::ApiResult;
 
 /// The enabled plugins, in kube's order.
 #[derive(Default)]
@@ -42,17 +30,13 @@ impl fmt::Debug for Chain {
 }
 
 impl Chain {
-    /// The chain `ctx.config` enables; plugins kube has and rkcm does not implement are left out
-    /// and listed by [`Chain::not_implemented`].
-    pub fn new(ctx: &PluginContext) -> Result<Self, Error> {
-        let mut chain = Chain::default();
-        for name in enabled_plugin_names(&ctx.config)? {
-            match new_plugin(name, ctx) {
-                Some(p) => chain.plugins.push(p),
-                None => chain.not_implemented.push(name),
-            }
+    /// The chain of `plugins`, in that order, with the enabled plugins the server does not
+    /// implement (`not_implemented`), which do not run.
+    pub fn new(plugins: Vec<Arc<dyn Plugin>>, not_implemented: Vec<&'static str>) -> Self {
+        Self {
+            plugins,
+            not_implemented,
         }
-        Ok(chain)
     }
 
     /// A chain of exactly `plugins`, in that order.
@@ -166,33 +150,11 @@ impl Admission {
     }
 }
 
-/// Builds plugin `name`; `None` for a plugin rkcm does not implement.
-pub fn new_plugin(name: &str, ctx: &PluginContext) -> Option<Arc<dyn Plugin>> {
-    let plugin: Arc<dyn Plugin> = match name {
-        ALWAYS_ADMIT => Arc::new(AlwaysAdmit),
-        NAMESPACE_LIFECYCLE => Arc::new(NamespaceLifecycle::new(ctx.store.clone())),
-        LIMIT_RANGER => Arc::new(LimitRanger::new(ctx.store.clone())),
-        SERVICE_ACCOUNT => Arc::new(ServiceAccount::new(ctx.store.clone())),
-        PRIORITY => Arc::new(Priority::new(ctx.store.clone())),
-        DEFAULT_TOLERATION_SECONDS => Arc::new(DefaultTolerationSeconds::new(
-            ctx.config.default_not_ready_toleration_seconds,
-            ctx.config.default_unreachable_toleration_seconds,
-        )),
-        DEFAULT_STORAGE_CLASS => Arc::new(DefaultStorageClass::new(ctx.store.clone())),
-        STORAGE_OBJECT_IN_USE_PROTECTION => Arc::new(StorageObjectInUseProtection),
-        RESOURCE_QUOTA => Arc::new(ResourceQuotaAdmission::new(ctx.store.clone())),
-        ALWAYS_DENY => Arc::new(AlwaysDeny),
-        NODE_RESTRICTION => Arc::new(NodeRestriction::new(ctx.store.clone())),
-        _ => return None,
-    };
-    Some(plugin)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ApiError;
     use async_trait::async_trait;
-    use rkcm_server::error::ApiError;
     use serde_json::json;
     use std::sync::Mutex;
 

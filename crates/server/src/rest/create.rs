@@ -6,34 +6,33 @@ use serde_json::{json, Value};
 
 use rkcm_apimachinery::catalog::ResourceInfo;
 
-use super::namespaces::{is_namespace, prepare_namespace_for_create};
+use rkcm_storage as storage;
+use rkcm_storage::object;
+use rkcm_storage::store::Store;
+use rkcm_storage::watch_cache::CachedObject;
+
+use super::keys::key;
+use super::names::{random_suffix, GENERATE_NAME_ATTEMPTS};
 use super::request_checks::{check_namespace, check_type};
-use super::services::{allocation_error, is_service};
+use super::resources::Resources;
 use super::write::{storage_error, WriteOptions};
 use crate::admission::Operation;
-use crate::allocators::{service as service_fields, ServiceAllocators};
 use crate::error::{ApiError, ApiResult};
-use crate::object;
-use crate::registry;
-use crate::storage;
-use crate::store::Store;
-use crate::watch_cache::CachedObject;
-use rkcm_server::rest::key;
-use rkcm_server::rest::names::{random_suffix, GENERATE_NAME_ATTEMPTS};
 
 /// Creates `obj` in `namespace` (POST on a collection); returns the stored object.
 ///
-/// Services get their cluster IP and node ports from `allocators`; a create that fails after
-/// allocating releases them.
+/// What the resource's storage takes besides the object (a Service's cluster IP and node
+/// ports) is taken by its [`super::resources::WriteHooks`]; a create that fails after taking gives it back.
 pub async fn create(
     store: &Store,
-    allocators: &ServiceAllocators,
+    resources: &dyn Resources,
     info: &'static ResourceInfo,
     namespace: Option<&str>,
     mut obj: Value,
     opts: WriteOptions,
 ) -> ApiResult<Arc<CachedObject>> {
-    let strategy = registry::by_kind::strategy(info);
+    let strategy = resources.strategy(info);
+    let hooks = resources.hooks(info);
     check_type(info, &mut obj)?;
     check_namespace(info, &mut obj, namespace)?;
     if object::metadata_mut(&mut obj).is_none() {
@@ -75,13 +74,12 @@ pub async fn create(
         }
     }
     strategy.prepare_for_create(&mut obj);
-    if is_namespace(info) {
-        prepare_namespace_for_create(&mut obj, &requested_name);
+    if let Some(hooks) = hooks {
+        hooks.prepare_for_create(&mut obj, &requested_name);
     }
-    super::track_update(info, None, &mut obj, &opts, "");
-    let service = is_service(info);
-    if service {
-        service_fields::normalize_cluster_ips(&mut obj, None);
+    super::managed_fields::track_update(resources, info, None, &mut obj, &opts, "");
+    if let Some(hooks) = hooks {
+        hooks.normalize(&mut obj, None);
     }
     let now = object::now_rfc3339(jiff::Timestamp::now());
     object::set_meta(&mut obj, "uid", json!(uuid::Uuid::new_v4().to_string()));
@@ -132,19 +130,9 @@ pub async fn create(
             return Err(ApiError::invalid(info, &name, &errors));
         }
         let key = key(info, namespace, &name);
-        // The Service before allocation, to allocate again when another API server took an
-        // address meanwhile.
-        let unallocated = service.then(|| candidate.clone());
-        let allocation = if service {
-            super::ip_addresses::refresh_ranges(store, allocators);
-            super::node_ports::refresh(store, allocators);
-            Some(
-                allocators
-                    .allocate_create(&mut candidate, opts.dry_run)
-                    .map_err(|e| allocation_error(info, &name, e))?,
-            )
-        } else {
-            None
+        let mut pending = match hooks {
+            Some(hooks) => hooks.begin_write(store, info, &mut candidate, None, opts.dry_run)?,
+            None => None,
         };
         if let Some(admission) = &opts.admission {
             // The validating phase sees the object as it would be stored, its name generated
@@ -171,33 +159,25 @@ pub async fn create(
                 store.cache().revision(),
             )));
         }
-        let (allocation, taken) = match (allocation, &unallocated) {
-            (Some(allocation), Some(before)) => {
-                let allocation = super::services::record_allocations(
-                    store,
-                    allocators,
-                    info,
-                    before,
-                    None,
-                    &mut candidate,
-                    allocation,
-                )
-                .await?;
-                (Some(allocation), Some(candidate.clone()))
+        let taken = match &mut pending {
+            Some(pending) => {
+                pending.record(store, &mut candidate).await?;
+                Some(candidate.clone())
             }
-            (allocation, _) => (allocation, None),
+            None => None,
         };
         let created = store.create(&key, candidate).await;
-        if let (Err(_), Some(svc)) = (&created, &taken) {
-            super::services::record_released(store, allocators, svc, None).await;
+        if let Some(pending) = pending {
+            match (&created, &taken) {
+                (Ok(stored), _) => pending.commit(store, &stored.value()).await,
+                (Err(_), Some(written)) => pending.abort(store, written).await,
+                (Err(_), None) => {}
+            }
         }
         match created {
             Ok(stored) => {
-                if let Some(a) = allocation {
-                    a.commit();
-                }
-                if super::ip_addresses::is_ip_address(info) {
-                    super::ip_addresses::observe(allocators, &stored.value(), true);
+                if let Some(hooks) = hooks {
+                    hooks.after_create(&stored.value());
                 }
                 return Ok(stored);
             }
