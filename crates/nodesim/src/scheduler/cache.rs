@@ -248,11 +248,11 @@ mod tests {
             let event = rng.below(10);
             match event {
                 // Add or update, as the informer shows it.
-                0..=4 => {
+                0..=3 => {
                     // `spec.nodeName` stays once set, but re-created pods may differ.
                     let node = match store.get(&key).and_then(|p| node_name_index(p).pop()) {
                         Some(node) if rng.below(8) > 0 => Some(node),
-                        _ => (rng.below(2) == 0).then(|| NODES[rng.below(NODES.len())].into()),
+                        _ => (rng.below(4) == 0).then(|| NODES[rng.below(NODES.len())].into()),
                     };
                     let pod = random_pod(&mut rng, &key.name, node.as_deref());
                     if is_terminal(&pod) || node.is_some() {
@@ -263,14 +263,14 @@ mod tests {
                     counts[0] += 1;
                 }
                 // Delete.
-                5 => {
+                4 => {
                     store.remove(&key);
                     assumed.remove(&key);
                     cache.remove(&key);
                     counts[1] += 1;
                 }
                 // Assume: the scheduler binds a pending pod.
-                6..=8 => {
+                5..=7 => {
                     let pending = store.get(&key).filter(|p| {
                         node_name_index(p).is_empty() && !is_terminal(p) && !assumed.contains_key(&key)
                     });
