@@ -336,15 +336,24 @@ pub async fn concurrent_writes_each_get_their_own_result(h: &dyn Harness) {
     succeeded.sort_unstable();
     let before = succeeded.len();
     succeeded.dedup();
-    assert_eq!(succeeded.len(), before, "each successful write has its own revision");
+    assert_eq!(
+        succeeded.len(),
+        before,
+        "each successful write has its own revision"
+    );
     let events = rec.events()[first_concurrent..].to_vec();
     let seen: Vec<i64> = events.iter().map(|e| e.revision).collect();
     assert!(
         seen.windows(2).all(|w| w[0] < w[1]),
         "the sink sees strictly increasing revisions: {seen:?}"
     );
-    assert_eq!(seen, succeeded, "the sink sees exactly the successful writes");
-    assert!(seen.first().is_some_and(|r| *r > *existing.last().expect("rev")));
+    assert_eq!(
+        seen, succeeded,
+        "the sink sees exactly the successful writes"
+    );
+    assert!(seen
+        .first()
+        .is_some_and(|r| *r > *existing.last().expect("rev")));
     for (i, result) in &results {
         if let Ok((rev, _)) = result {
             let ev = events.iter().find(|e| e.revision == *rev).expect("event");

@@ -174,10 +174,16 @@ mod tests {
     fn random_pod(rng: &mut Rng, name: &str, node: Option<&str>) -> Pod {
         let mut requests = std::collections::BTreeMap::new();
         if rng.below(4) > 0 {
-            requests.insert("cpu".to_string(), Quantity(format!("{}m", rng.below(4) * 250)));
+            requests.insert(
+                "cpu".to_string(),
+                Quantity(format!("{}m", rng.below(4) * 250)),
+            );
         }
         if rng.below(2) > 0 {
-            requests.insert("memory".to_string(), Quantity(format!("{}Mi", rng.below(512))));
+            requests.insert(
+                "memory".to_string(),
+                Quantity(format!("{}Mi", rng.below(512))),
+            );
         }
         if rng.below(8) == 0 {
             requests.insert("example.com/gpu".to_string(), Quantity("1".into()));
@@ -272,7 +278,9 @@ mod tests {
                 // Assume: the scheduler binds a pending pod.
                 5..=7 => {
                     let pending = store.get(&key).filter(|p| {
-                        node_name_index(p).is_empty() && !is_terminal(p) && !assumed.contains_key(&key)
+                        node_name_index(p).is_empty()
+                            && !is_terminal(p)
+                            && !assumed.contains_key(&key)
                     });
                     if let Some(pod) = pending {
                         let node = NODES[rng.below(NODES.len())];

@@ -478,9 +478,7 @@ impl Scheduler {
             "metadata": { "name": key.name, "namespace": key.namespace_str(), "uid": pod.metadata.uid },
             "target": { "apiVersion": "v1", "kind": "Node", "name": node },
         });
-        self.cache
-            .lock()
-            .assume(key.clone(), Arc::clone(pod), node);
+        self.cache.lock().assume(key.clone(), Arc::clone(pod), node);
         let result: Result<serde_json::Value, kube::Error> = api
             .create_subresource("binding", &key.name, &PostParams::default(), &binding)
             .await;
