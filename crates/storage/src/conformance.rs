@@ -290,7 +290,8 @@ pub async fn concurrent_writes_each_get_their_own_result(h: &dyn Harness) {
     // By index modulo 6: 0 creates a new key (ok); 1 creates an existing key (AlreadyExists);
     // 2 updates an existing key at its revision (ok, the first eight), or at a stale one
     // (Conflict), as 3 does; 4 deletes a missing key (NotFound); 5 deletes an existing key at its
-    // revision (ok, the first eight), or a missing key (NotFound). Ops 1–3 touch even keys, 5 odd.
+    // revision (ok, the first eight), or a missing key (NotFound). Ops 1 to 3 touch even keys,
+    // 5 odd ones.
     let old = |n: usize| format!("/c/old/{:02}", n % 16);
     let writes = (0..96usize).map(|i| {
         let op = match i % 6 {

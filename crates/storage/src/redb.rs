@@ -181,7 +181,8 @@ impl Writer {
                 }
             }
             Err(e) if batch.len() > 1 => {
-                tracing::warn!(error = %e, writes = batch.len(), "storage batch commit failed; committing its writes one by one");
+                // Retried alone, each write gets its own answer.
+                tracing::warn!(error = %e, writes = batch.len(), "storage batch commit failed");
                 for queued in batch.drain(..) {
                     self.commit_batch(&mut vec![queued]);
                 }

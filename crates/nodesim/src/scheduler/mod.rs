@@ -4,9 +4,9 @@
 //! checks every cached node with the [`predicates`], and binds through `pods/{name}/binding`.
 //! What each node's pods request is kept in a [`Cache`] from pod events, so choosing a node costs
 //! O(nodes), not O(pods). Pods bound but not yet seen bound in the cache are *assumed* on their
-//! node, so the next pod counts them. A pod that fits nowhere gets `PodScheduled=False` (reason `Unschedulable`, with
-//! kube-scheduler's message) and is tried again when a node is added or changes, when a bound pod
-//! goes away or finishes, and at the latest after five minutes.
+//! node, so the next pod counts them. A pod that fits nowhere gets `PodScheduled=False` (reason
+//! `Unschedulable`, with kube-scheduler's message) and is tried again when a node is added or
+//! changes, when a bound pod goes away or finishes, and at the latest after five minutes.
 
 pub mod cache;
 pub mod pod_affinity;
