@@ -271,6 +271,107 @@ pub async fn concurrent_creates_of_one_key_let_exactly_one_win(h: &dyn Harness) 
     assert_eq!((won, taken), (1, 7), "{results:?}");
 }
 
+/// Many writers at once, some of whose writes fail their preconditions: each write gets its own
+/// result, a failed one takes no revision and fails no other, and the sink sees exactly the
+/// successful writes, in strictly increasing revisions (what a backend committing concurrent
+/// writes together must keep).
+pub async fn concurrent_writes_each_get_their_own_result(h: &dyn Harness) {
+    let b = h.open().await;
+    let (rec, loaded) = Recorder::attach(&*b).await;
+    let mut existing = Vec::new();
+    for i in 0..16 {
+        let (rev, _) = b
+            .write(create(&format!("/c/old/{i:02}"), "v0"), None)
+            .await
+            .expect("create");
+        existing.push(rev);
+    }
+    let first_concurrent = rec.revisions().len();
+    // By index modulo 6: 0 creates a new key (ok); 1 creates an existing key (AlreadyExists);
+    // 2 updates an existing key at its revision (ok, the first eight), or at a stale one
+    // (Conflict), as 3 does; 4 deletes a missing key (NotFound); 5 deletes an existing key at its
+    // revision (ok, the first eight), or a missing key (NotFound). Ops 1 to 3 touch even keys,
+    // 5 odd ones.
+    let old = |n: usize| format!("/c/old/{:02}", n % 16);
+    let writes = (0..96usize).map(|i| {
+        let op = match i % 6 {
+            0 => create(&format!("/c/new/{i:02}"), &format!("n{i}")),
+            1 => create(&old(2 * i), "again"),
+            2 if i < 48 => WriteOp::Update {
+                key: old(i),
+                value: Bytes::from(format!("u{i}")),
+                expected_revision: existing[i % 16],
+            },
+            2 | 3 => WriteOp::Update {
+                key: old(2 * i),
+                value: Bytes::from_static(b"stale"),
+                expected_revision: loaded,
+            },
+            5 if i < 48 => WriteOp::Delete {
+                key: old(i),
+                expected_revision: Some(existing[i % 16]),
+            },
+            _ => WriteOp::Delete {
+                key: format!("/c/missing/{i:02}"),
+                expected_revision: (i % 2 == 0).then_some(1),
+            },
+        };
+        let b = Arc::clone(&b);
+        async move { (i, b.write(op, None).await) }
+    });
+    let results = futures::future::join_all(writes).await;
+    let mut succeeded = Vec::new();
+    for (i, result) in &results {
+        match (i % 6, result) {
+            (0, Ok((rev, None))) => succeeded.push(*rev),
+            (1, Err(Error::AlreadyExists(_))) => {}
+            (2 | 5, Ok((rev, Some(prev)))) if *i < 48 => {
+                assert_eq!(prev.mod_revision, existing[i % 16], "write {i}");
+                succeeded.push(*rev);
+            }
+            (2 | 3, Err(Error::Conflict { .. })) if i % 6 == 3 || *i >= 48 => {}
+            (4 | 5, Err(Error::NotFound(_))) if i % 6 == 4 || *i >= 48 => {}
+            (kind, other) => panic!("write {i} (kind {kind}) answered {other:?}"),
+        }
+    }
+    succeeded.sort_unstable();
+    let before = succeeded.len();
+    succeeded.dedup();
+    assert_eq!(
+        succeeded.len(),
+        before,
+        "each successful write has its own revision"
+    );
+    let events = rec.events()[first_concurrent..].to_vec();
+    let seen: Vec<i64> = events.iter().map(|e| e.revision).collect();
+    assert!(
+        seen.windows(2).all(|w| w[0] < w[1]),
+        "the sink sees strictly increasing revisions: {seen:?}"
+    );
+    assert_eq!(
+        seen, succeeded,
+        "the sink sees exactly the successful writes"
+    );
+    assert!(seen
+        .first()
+        .is_some_and(|r| *r > *existing.last().expect("rev")));
+    for (i, result) in &results {
+        if let Ok((rev, _)) = result {
+            let ev = events.iter().find(|e| e.revision == *rev).expect("event");
+            let expected = match i % 6 {
+                0 => Some(format!("n{i}")),
+                2 => Some(format!("u{i}")),
+                _ => None,
+            };
+            assert_eq!(
+                ev.value.as_deref(),
+                expected.as_deref().map(str::as_bytes),
+                "write {i}"
+            );
+        }
+    }
+}
+
 /// `load` returns every value (more than one page of a paginated backend) at one revision.
 pub async fn load_returns_every_value_at_one_revision(h: &dyn Harness) {
     let b = h.open().await;
@@ -396,6 +497,7 @@ macro_rules! storage_conformance_tests {
             missing_keys_are_not_found,
             the_sink_sees_every_write_in_order_before_it_resolves,
             concurrent_creates_of_one_key_let_exactly_one_win,
+            concurrent_writes_each_get_their_own_result,
             load_returns_every_value_at_one_revision,
             data_and_revision_survive_reopen,
             writes_through_one_backend_reach_the_others_sink,

@@ -4,10 +4,13 @@
 //! (up to [`MAX_BATCH`]), checks and applies them in one transaction, commits it with
 //! `Durability::Immediate` (fsync), and only then reports the events and acknowledges the
 //! writers. Concurrent writers therefore share one fsync, and an acknowledged write survives a
-//! crash. Revisions are stored with each value and the last one in a meta table, so a restart
-//! continues the sequence.
+//! crash. Each write keeps its own precondition check and its own result: a write that fails its
+//! check takes no revision and leaves the others of its batch alone, and a transaction that fails
+//! as a whole is retried one write at a time. Revisions are stored with each value and the last
+//! one in a meta table, so a restart continues the sequence.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -36,6 +39,7 @@ pub struct RedbBackend {
     writes: mpsc::Sender<Queued>,
     revision: Arc<Mutex<i64>>,
     sink: Arc<Mutex<Option<EventSink>>>,
+    commits: Arc<AtomicU64>,
 }
 
 fn backend_err(e: impl std::fmt::Display) -> Error {
@@ -94,10 +98,12 @@ impl RedbBackend {
         let revision = Arc::new(Mutex::new(revision));
         let sink: Arc<Mutex<Option<EventSink>>> = Arc::new(Mutex::new(None));
         let (tx, rx) = mpsc::channel(MAX_BATCH * 4);
+        let commits = Arc::new(AtomicU64::new(0));
         let writer = Writer {
             db: Arc::clone(&db),
             revision: Arc::clone(&revision),
             sink: Arc::clone(&sink),
+            commits: Arc::clone(&commits),
         };
         std::thread::Builder::new()
             .name("redb-writer".into())
@@ -108,7 +114,14 @@ impl RedbBackend {
             writes: tx,
             revision,
             sink,
+            commits,
         })
+    }
+
+    /// How many write transactions this backend committed: with concurrent writers, fewer than
+    /// the writes, as each commit carries every write queued while the one before it was synced.
+    pub fn commits(&self) -> u64 {
+        self.commits.load(Ordering::Relaxed)
     }
 }
 
@@ -116,6 +129,15 @@ struct Writer {
     db: Arc<Database>,
     revision: Arc<Mutex<i64>>,
     sink: Arc<Mutex<Option<EventSink>>>,
+    commits: Arc<AtomicU64>,
+}
+
+/// A batch applied in one transaction: each op's result, the events of those that wrote (with
+/// the index of their op in the batch), and the last revision given out.
+struct Applied {
+    results: Vec<Result<(i64, Option<KeyValue>)>>,
+    events: Vec<(usize, StorageEvent)>,
+    revision: i64,
 }
 
 impl Writer {
@@ -124,6 +146,7 @@ impl Writer {
         let mut batch = Vec::with_capacity(MAX_BATCH);
         while let Some(first) = rx.blocking_recv() {
             batch.push(first);
+            // Whatever queued up while the last commit was on its way to disk goes in this one.
             while batch.len() < MAX_BATCH {
                 match rx.try_recv() {
                     Ok(next) => batch.push(next),
@@ -134,19 +157,34 @@ impl Writer {
         }
     }
 
+    /// Commits `batch` in one durable transaction, then publishes its events in revision order
+    /// and answers each writer with its own result. When the transaction fails as a whole and
+    /// holds more than one write, each write is retried in a transaction of its own, so that a
+    /// write the store cannot take fails alone.
     fn commit_batch(&self, batch: &mut Vec<Queued>) {
         let start_rev = *self.revision.lock();
         match self.apply(batch, start_rev) {
-            Ok((results, events, last_rev)) => {
-                *self.revision.lock() = last_rev;
+            Ok(applied) => {
+                self.commits.fetch_add(1, Ordering::Relaxed);
+                *self.revision.lock() = applied.revision;
                 let sink = self.sink.lock().clone();
                 if let Some(sink) = sink {
-                    for ev in events {
+                    for (index, mut ev) in applied.events {
+                        if ev.value.is_some() {
+                            ev.decoded = batch[index].1.take();
+                        }
                         sink(ev);
                     }
                 }
-                for ((_, _, reply), result) in batch.drain(..).zip(results) {
+                for ((_, _, reply), result) in batch.drain(..).zip(applied.results) {
                     let _ = reply.send(result);
+                }
+            }
+            Err(e) if batch.len() > 1 => {
+                // Retried alone, each write gets its own answer.
+                tracing::warn!(error = %e, writes = batch.len(), "storage batch commit failed");
+                for queued in batch.drain(..) {
+                    self.commit_batch(&mut vec![queued]);
                 }
             }
             Err(e) => {
@@ -158,12 +196,10 @@ impl Writer {
         }
     }
 
-    #[allow(clippy::type_complexity)]
-    fn apply(
-        &self,
-        batch: &mut [Queued],
-        start_rev: i64,
-    ) -> Result<(Vec<Result<(i64, Option<KeyValue>)>>, Vec<StorageEvent>, i64), redb::Error> {
+    /// Checks and applies every op of `batch` in one write transaction and commits it with
+    /// fsync. Each op is checked against the state the ops before it left; one that fails its
+    /// precondition gets its error and takes no revision.
+    fn apply(&self, batch: &[Queued], start_rev: i64) -> Result<Applied, redb::Error> {
         let mut txn = self.db.begin_write()?;
         txn.set_durability(Durability::Immediate)?;
         let mut results = Vec::with_capacity(batch.len());
@@ -171,8 +207,7 @@ impl Writer {
         let mut rev = start_rev;
         {
             let mut table = txn.open_table(OBJECTS)?;
-            for (op, decoded, _) in batch.iter_mut() {
-                let op = &*op;
+            for (index, (op, _, _)) in batch.iter().enumerate() {
                 let key = op.key();
                 let prev = match table.get(key)? {
                     Some(raw) => match decode(key, raw.value()) {
@@ -199,24 +234,26 @@ impl Writer {
                         None
                     }
                 };
-                let decoded = if value.is_some() {
-                    decoded.take()
-                } else {
-                    None
-                };
-                events.push(StorageEvent {
-                    key: key.to_string(),
-                    revision: rev,
-                    value,
-                    decoded,
-                });
+                events.push((
+                    index,
+                    StorageEvent {
+                        key: key.to_string(),
+                        revision: rev,
+                        value,
+                        decoded: None,
+                    },
+                ));
                 results.push(Ok((rev, prev)));
             }
             let mut meta = txn.open_table(META)?;
             meta.insert(REVISION_KEY, rev)?;
         }
         txn.commit()?;
-        Ok((results, events, rev))
+        Ok(Applied {
+            results,
+            events,
+            revision: rev,
+        })
     }
 }
 

@@ -2,11 +2,13 @@
 //!
 //! One worker takes pending pods from a queue (kube-scheduler also schedules one pod at a time),
 //! checks every cached node with the [`predicates`], and binds through `pods/{name}/binding`.
-//! Pods bound but not yet seen bound in the cache are *assumed* on their node, so the next pod
-//! counts them. A pod that fits nowhere gets `PodScheduled=False` (reason `Unschedulable`, with
-//! kube-scheduler's message) and is tried again when a node is added or changes, when a bound pod
-//! goes away or finishes, and at the latest after five minutes.
+//! What each node's pods request is kept in a [`Cache`] from pod events, so choosing a node costs
+//! O(nodes), not O(pods). Pods bound but not yet seen bound in the cache are *assumed* on their
+//! node, so the next pod counts them. A pod that fits nowhere gets `PodScheduled=False` (reason
+//! `Unschedulable`, with kube-scheduler's message) and is tried again when a node is added or
+//! changes, when a bound pod goes away or finishes, and at the latest after five minutes.
 
+pub mod cache;
 pub mod pod_affinity;
 pub mod predicates;
 pub mod resources;
@@ -30,6 +32,7 @@ use rkcm_runtime::workqueue::RateLimitingQueue;
 use rkcm_runtime::{worker, Clock, ObjectKey, Shutdown};
 use serde_json::json;
 
+pub use cache::Cache;
 pub use pod_affinity::InterPodAffinity;
 pub use predicates::{fits, is_terminal, NodeUsage, Reason};
 pub use select::{select_node, FitError};
@@ -69,13 +72,6 @@ use crate::NODE_NAME_INDEX;
 /// kube-scheduler's `podMaxInUnschedulablePodsDuration`: unschedulable pods are retried at least this often.
 pub const UNSCHEDULABLE_RETRY: Duration = Duration::from_secs(300);
 
-/// A pod bound by this scheduler that the cache does not show bound yet.
-#[derive(Debug)]
-struct Assumed {
-    node: String,
-    pod: Arc<Pod>,
-}
-
 /// Binds pending pods whose `schedulerName` is this scheduler's.
 pub struct Scheduler {
     client: Client,
@@ -87,7 +83,8 @@ pub struct Scheduler {
     queue: RateLimitingQueue<ObjectKey>,
     /// Keys of pods that fit no node at their last attempt.
     unschedulable: Mutex<HashSet<ObjectKey>>,
-    assumed: Mutex<HashMap<ObjectKey, Assumed>>,
+    /// Per-node usage from pod events, with the pods this scheduler bound (kube's scheduler cache).
+    cache: Mutex<Cache>,
     scheduler_name: String,
     clock: Arc<dyn Clock>,
     recorder: Mutex<Option<EventRecorder>>,
@@ -113,7 +110,7 @@ impl Scheduler {
             classes: class_informer.store(),
             queue: RateLimitingQueue::new("nodesim_scheduler"),
             unschedulable: Mutex::new(HashSet::new()),
-            assumed: Mutex::new(HashMap::new()),
+            cache: Mutex::new(Cache::new()),
             scheduler_name: config.scheduler_name.clone(),
             clock: Arc::clone(&config.clock),
             recorder: Mutex::new(None),
@@ -210,8 +207,12 @@ impl Scheduler {
 
     fn handle_pod(&self, note: Notification<Pod>) {
         match note {
-            Notification::Add(pod) => self.observe_pod(&pod),
+            Notification::Add(pod) => {
+                self.cache.lock().observe(&ObjectKey::from_obj(&*pod), &pod);
+                self.observe_pod(&pod);
+            }
             Notification::Update { old, new } => {
+                self.cache.lock().observe(&ObjectKey::from_obj(&*new), &new);
                 self.observe_pod(&new);
                 let bound = |p: &Pod| !node_name_index(p).is_empty();
                 let freed = bound(&new) && !is_terminal(&old) && is_terminal(&new);
@@ -223,7 +224,7 @@ impl Scheduler {
                 let pod = deleted.object();
                 let key = ObjectKey::from_obj(&**pod);
                 self.unschedulable.lock().remove(&key);
-                self.assumed.lock().remove(&key);
+                self.cache.lock().remove(&key);
                 if !node_name_index(pod).is_empty() && !is_terminal(pod) {
                     self.retry_unschedulable();
                 }
@@ -238,10 +239,6 @@ impl Scheduler {
             return;
         }
         self.unschedulable.lock().remove(&key);
-        if !node_name_index(pod).is_empty() {
-            // The cache shows the binding now; it counts the pod itself.
-            self.assumed.lock().remove(&key);
-        }
     }
 
     fn handle_node(&self, note: Notification<Node>) {
@@ -266,20 +263,6 @@ impl Scheduler {
         }
     }
 
-    /// What the pods on `node` use, counting pods bound by us that the cache does not show bound yet.
-    fn usage(&self, node: &str) -> NodeUsage {
-        let cached = self.pods.by_index(NODE_NAME_INDEX, node);
-        let mut usage = NodeUsage::of(cached.iter().map(|p| &**p));
-        let cached_keys: HashSet<ObjectKey> =
-            cached.iter().map(|p| ObjectKey::from_obj(&**p)).collect();
-        for (key, assumed) in self.assumed.lock().iter() {
-            if assumed.node == node && !cached_keys.contains(key) {
-                usage.add_pod(&assumed.pod);
-            }
-        }
-        usage
-    }
-
     /// The inter-pod (anti-)affinity state for placing `pod`, counting assumed pods where they were bound.
     /// Lists every pod only when `pod` has affinity terms of its own.
     fn inter_pod_affinity(&self, pod: &Pod, nodes: &[Arc<Node>]) -> InterPodAffinity {
@@ -289,12 +272,7 @@ impl Scheduler {
             .collect();
         let has_terms = !pod_affinity::required_affinity_terms(pod).is_empty()
             || !pod_affinity::required_anti_affinity_terms(pod).is_empty();
-        let assumed: Vec<(Arc<Pod>, String)> = self
-            .assumed
-            .lock()
-            .values()
-            .map(|a| (Arc::clone(&a.pod), a.node.clone()))
-            .collect();
+        let assumed = self.cache.lock().assumed();
         let place = |p: Arc<Pod>, node: String| by_name.get(node.as_str()).map(|n| (p, *n));
         let bound: Vec<(Arc<Pod>, &Node)> = if has_terms {
             self.pods
@@ -346,7 +324,7 @@ impl Scheduler {
             self.unschedulable.lock().remove(key);
             return Ok(());
         }
-        if self.assumed.lock().contains_key(key) {
+        if self.cache.lock().is_assumed(key) {
             // Bound already; waiting for the cache to show it.
             return Ok(());
         }
@@ -396,15 +374,16 @@ impl Scheduler {
             )
             .cloned()
             .collect();
-        let candidates: Vec<(&Node, NodeUsage)> = feasible
-            .iter()
-            .map(|n| {
-                (
-                    &**n,
-                    self.usage(n.metadata.name.as_deref().unwrap_or_default()),
-                )
-            })
-            .collect();
+        let candidates: Vec<(&Node, NodeUsage)> = {
+            let cache = self.cache.lock();
+            feasible
+                .iter()
+                .map(|n| {
+                    let usage = cache.usage(n.metadata.name.as_deref().unwrap_or_default());
+                    (&**n, usage)
+                })
+                .collect()
+        };
         let affinity = self.inter_pod_affinity(&pod, &nodes);
         match select_node(&pod, &candidates, &affinity) {
             Ok(node) => {
@@ -499,13 +478,7 @@ impl Scheduler {
             "metadata": { "name": key.name, "namespace": key.namespace_str(), "uid": pod.metadata.uid },
             "target": { "apiVersion": "v1", "kind": "Node", "name": node },
         });
-        self.assumed.lock().insert(
-            key.clone(),
-            Assumed {
-                node: node.to_string(),
-                pod: Arc::clone(pod),
-            },
-        );
+        self.cache.lock().assume(key.clone(), Arc::clone(pod), node);
         let result: Result<serde_json::Value, kube::Error> = api
             .create_subresource("binding", &key.name, &PostParams::default(), &binding)
             .await;
@@ -523,11 +496,11 @@ impl Scheduler {
             }
             // Deleted meanwhile, or bound by someone else: the informer brings the outcome.
             Err(e) if matches!(api_code(&e), Some(404 | 409)) => {
-                self.assumed.lock().remove(key);
+                self.cache.lock().forget(key);
                 Ok(())
             }
             Err(source) => {
-                self.assumed.lock().remove(key);
+                self.cache.lock().forget(key);
                 Err(Error::Bind {
                     pod: key.to_string(),
                     node: node.to_string(),

@@ -31,6 +31,17 @@ impl Resources {
         }
     }
 
+    /// Takes away every amount of `other`, dropping the names that reach zero.
+    pub fn sub(&mut self, other: &Resources) {
+        for (name, amount) in &other.0 {
+            let entry = self.0.entry(name.clone()).or_insert(0);
+            *entry -= amount;
+            if *entry == 0 {
+                self.0.remove(name);
+            }
+        }
+    }
+
     /// Raises every amount to at least the one in `other`.
     pub fn max_with(&mut self, other: &Resources) {
         for (name, amount) in &other.0 {
