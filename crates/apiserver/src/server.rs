@@ -23,6 +23,7 @@ use crate::rest;
 use crate::storage::{self, memory::MemoryBackend, redb::RedbBackend, Backend};
 use crate::store::Store;
 use crate::tls::{self, TlsMaterial};
+use rkcm_server::http::handlers::WriteCheck;
 
 /// Errors starting or running the server.
 #[derive(Debug, thiserror::Error)]
@@ -290,8 +291,20 @@ impl ApiServer {
 
     /// The HTTP router, for in-process requests (`tower::ServiceExt::oneshot`).
     pub fn router(&self, shutdown: CancellationToken) -> Router {
-        http::router(Arc::new(AppState {
+        let scope = Arc::new(http::handlers::Scope {
             store: self.store.clone(),
+            resources: Arc::clone(&self.resources) as Arc<dyn crate::rest::Resources>,
+            admission: Arc::clone(&self.admission),
+            write_check: Some(Arc::clone(&self.authorizer) as Arc<dyn WriteCheck>),
+            metrics: crate::metrics::RequestMetrics::with_storage_counts(storage_counts(
+                self.store.clone(),
+            ))
+            .with_storage_requests(self.store.request_metrics().clone()),
+            bookmark_interval: self.config.bookmark_interval,
+            shutdown,
+        });
+        http::router(Arc::new(AppState {
+            scope,
             services: Arc::clone(&self.services),
             resources: Arc::clone(&self.resources),
             auth: Arc::clone(&self.auth),
@@ -308,17 +321,10 @@ impl ApiServer {
                 &external_address(&self.config),
                 self.auth.service_accounts().key(),
             ),
-            bookmark_interval: self.config.bookmark_interval,
-            shutdown,
-            metrics: crate::metrics::RequestMetrics::with_storage_counts(storage_counts(
-                self.store.clone(),
-            ))
-            .with_storage_requests(self.store.request_metrics().clone()),
             inflight: Arc::new(http::inflight::InFlightLimits::new(
                 self.config.max_requests_inflight,
                 self.config.max_mutating_requests_inflight,
             )),
-            admission: Arc::clone(&self.admission),
             metrics_source: self.metrics_source.clone(),
             components: self.components.clone(),
         }))

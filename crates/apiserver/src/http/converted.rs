@@ -55,7 +55,14 @@ pub async fn serve(
                     "the request body must be a JSON object",
                 ));
             }
-            let (obj, warnings) = checked(&conversion, obj, &bytes, &params, Decoding::Object)?;
+            let (obj, warnings) = checked(
+                state.scope.resources.as_ref(),
+                &conversion,
+                obj,
+                &bytes,
+                &params,
+                Decoding::Object,
+            )?;
             let body = to_json_body(&conversion.into_storage_version(&obj))?;
             inner_headers.insert(
                 header::CONTENT_TYPE,
@@ -124,6 +131,7 @@ fn to_json_body(obj: &Value) -> ApiResult<Vec<u8>> {
 /// `fieldValidation` against the served version's schema (protobuf bodies carry no unknown
 /// fields); unknown fields are dropped before conversion.
 fn checked(
+    resources: &dyn rest::Resources,
     conversion: &Conversion,
     mut obj: Value,
     bytes: &[u8],
@@ -134,7 +142,7 @@ fn checked(
         return Ok((obj, Vec::new()));
     }
     let mode = field_validation(params)?;
-    let check = check_fields(conversion.served, bytes, mode, decoding)?;
+    let check = check_fields(resources, conversion.served, bytes, mode, decoding)?;
     for path in &check.unknown {
         remove_path(&mut obj, path);
     }
@@ -165,7 +173,7 @@ async fn patch(
     let mut last = None;
     for _ in 0..rest::UPDATE_ATTEMPTS {
         let current = rest::get(
-            &state.store,
+            state.store(),
             conversion.storage,
             path.namespace.as_deref(),
             name,
@@ -184,6 +192,7 @@ async fn patch(
             ));
         }
         let (checked_obj, warnings) = checked(
+            state.scope.resources.as_ref(),
             conversion,
             patched.clone(),
             &to_json_body(&patched)?,

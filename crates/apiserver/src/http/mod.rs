@@ -1,22 +1,21 @@
 //! The HTTP endpoints of Kubernetes' API: the router with its filters, discovery and OpenAPI,
-//! the dispatch of resource requests to their handlers, and what reads served custom resource
-//! definitions (field validation, tables, conversions). The generic parts (filters, bodies,
-//! parameters, negotiation) are [`rkcm_server::http`]'s.
+//! the dispatch of resource requests to their handlers (the generic ones of
+//! [`rkcm_server::http::handlers`], and the subresources with rules of their own), the pod
+//! streams and the versions served through a conversion. The generic parts (filters, bodies,
+//! parameters, negotiation, encoding, the verbs' handlers) are [`rkcm_server::http`]'s.
 
 pub mod converted;
-pub mod decode;
 pub mod discovery;
-pub mod encode;
-pub mod field_validation;
-pub mod filter;
 pub mod handlers;
 pub mod pod_log_follow;
 pub mod pod_streams;
 pub mod resource;
-pub mod table;
 
 pub use rkcm_server::http::filters::is_public;
-pub use rkcm_server::http::{body, field_manager, inflight, negotiate, params, path};
+pub use rkcm_server::http::{
+    body, decode, encode, field_manager, field_validation, filter, inflight, negotiate, params,
+    path, table,
+};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,17 +31,20 @@ use crate::auth::{oidc, Authenticator};
 use crate::store::Store;
 use rkcm_server::auth::authorization::Authorize;
 use rkcm_server::http::filters;
+use rkcm_server::http::handlers::Scope;
 
 pub use body::{read_body, MAX_BODY_BYTES};
 pub use encode::{json_response, json_value};
 
-/// What every handler shares.
+/// What every handler shares: the generic handlers' [`Scope`] and what the kind-specific
+/// endpoints need besides.
 pub struct AppState {
-    /// Objects.
-    pub store: Store,
+    /// The store, the API served, admission, write checks, metrics and the server's lifetime,
+    /// as the generic resource handlers take them.
+    pub scope: Arc<Scope>,
     /// Cluster IPs and node ports of Services.
     pub services: Arc<ServiceAllocators>,
-    /// The API served, with the hooks of its storages (Services allocate from `services`).
+    /// The API served, with the hooks of its storages (the same as the scope's).
     pub resources: Arc<crate::rest::KubeResources>,
     /// Who sent a request.
     pub auth: Arc<Authenticator>,
@@ -52,21 +54,20 @@ pub struct AppState {
     pub token_expiration: TokenExpiration,
     /// The `/.well-known/openid-configuration` document.
     pub openid_configuration: serde_json::Value,
-    /// Interval between watch bookmarks.
-    pub bookmark_interval: Duration,
-    /// Cancelled when the server stops; open watches end.
-    pub shutdown: tokio_util::sync::CancellationToken,
     /// Seats for requests in flight (`--max-requests-inflight`,
     /// `--max-mutating-requests-inflight`).
     pub inflight: Arc<inflight::InFlightLimits>,
-    /// The server's own metrics.
-    pub metrics: crate::metrics::RequestMetrics,
-    /// The admission plugins every client write goes through.
-    pub admission: Arc<crate::admission::Chain>,
     /// What serves `metrics.k8s.io` (the group is not served without one).
     pub metrics_source: Option<Arc<dyn crate::resource_metrics::MetricsSource>>,
     /// The components `componentstatuses` reports on.
     pub components: crate::component_status::Components,
+}
+
+impl AppState {
+    /// The store of objects.
+    pub fn store(&self) -> &Store {
+        &self.scope.store
+    }
 }
 
 /// How long requested service-account tokens live (`--service-account-max-token-expiration`,
@@ -108,7 +109,7 @@ pub fn router(state: SharedState) -> Router {
             Arc::clone(&state.inflight),
             inflight::limit,
         ))
-        .layer(state.metrics.clone())
+        .layer(state.scope.metrics.clone())
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&state.authorizer) as Arc<dyn Authorize>,
             filters::authorize,
@@ -134,7 +135,7 @@ const STORAGE_READY_TIMEOUT: Duration = Duration::from_secs(2);
 /// `/readyz`: ready while the store answers a read, as kube-apiserver's `etcd` readiness check
 /// (so a load balancer in front of several API servers skips one that lost its etcd).
 async fn readyz(State(state): State<SharedState>) -> Response {
-    match tokio::time::timeout(STORAGE_READY_TIMEOUT, state.store.check_health()).await {
+    match tokio::time::timeout(STORAGE_READY_TIMEOUT, state.store().check_health()).await {
         Ok(Ok(())) => "ok".into_response(),
         Ok(Err(e)) => {
             tracing::warn!(error = %e, "readyz: the storage check failed");

@@ -19,7 +19,7 @@ use crate::http::negotiate;
 use crate::http::params::Params;
 use crate::http::path;
 use crate::http::pod_streams::{self, PodStream};
-use crate::http::SharedState;
+use crate::http::{AppState, SharedState};
 use crate::rest::UpdateTarget;
 
 /// Entry point for every path that is not discovery, health or OpenAPI.
@@ -28,11 +28,8 @@ pub async fn handle(State(state): State<SharedState>, req: Request) -> Response 
     let user = parts.extensions.get::<UserInfo>();
     // kube warns on every request to a deprecated kind (`installer.go`) and to a deprecated
     // version of a custom resource (`customresource_handler.go`).
-    let deprecation = path::parse(parts.uri.path()).and_then(|p| {
-        rkcm_server::deprecation::warning(p.info).or_else(|| {
-            crate::crd::served::lookup(p.info).and_then(|v| v.deprecation_warning.clone())
-        })
-    });
+    let deprecation = path::parse(parts.uri.path())
+        .and_then(|p| state.scope.resources.deprecation_warning(p.info));
     let served = dispatch(
         &state,
         &parts.method,
@@ -111,8 +108,8 @@ pub(crate) async fn dispatch(
         if let Some(stream) = PodStream::from_subresource(info, sub) {
             // Answered before content negotiation: these requests accept streams, not objects.
             return pod_streams::serve(
-                &state.store,
-                &state.shutdown,
+                state.store(),
+                &state.scope.shutdown,
                 info,
                 ns,
                 name,
@@ -127,7 +124,7 @@ pub(crate) async fn dispatch(
     }
     let out = negotiate::output(headers, &params)?;
     let req = ResourceRequest {
-        state,
+        scope: &state.scope,
         info,
         namespace: ns,
         headers,
@@ -138,10 +135,10 @@ pub(crate) async fn dispatch(
     if (info.group, info.kind) == ("", "ComponentStatus") {
         return match (path.name.as_deref(), path.subresource.as_deref(), method) {
             (None, None, &Method::GET) if !(path.watch || params.flag("watch")) => {
-                component_statuses::list(&req).await
+                component_statuses::list(state, &req).await
             }
             (Some(name), None, &Method::GET) if !path.watch => {
-                component_statuses::get(&req, name).await
+                component_statuses::get(state, &req, name).await
             }
             _ => Err(ApiError::method_not_allowed(method.as_str())),
         };
@@ -150,7 +147,7 @@ pub(crate) async fn dispatch(
         (None, None) => match *method {
             Method::GET if path.watch || params.flag("watch") => {
                 require_verb(info, "watch", method)?;
-                watch::serve(state, info, ns, None, &params, out).await
+                watch::serve(&state.scope, info, ns, None, &params, out).await
             }
             Method::GET => {
                 require_verb(info, "list", method)?;
@@ -158,11 +155,11 @@ pub(crate) async fn dispatch(
             }
             Method::POST if info.group == "authentication.k8s.io" => {
                 require_verb(info, "create", method)?;
-                reviews::create(&req, user, body).await
+                reviews::create(state, &req, user, body).await
             }
             Method::POST if info.group == "authorization.k8s.io" => {
                 require_verb(info, "create", method)?;
-                access_reviews::create(&req, user, body).await
+                access_reviews::create(state, &req, user, body).await
             }
             Method::POST => {
                 require_verb(info, "create", method)?;
@@ -177,7 +174,7 @@ pub(crate) async fn dispatch(
         (Some(name), None) => match *method {
             Method::GET if path.watch => {
                 require_verb(info, "watch", method)?;
-                watch::serve(state, info, ns, Some(name), &params, out).await
+                watch::serve(&state.scope, info, ns, Some(name), &params, out).await
             }
             Method::GET => {
                 require_verb(info, "get", method)?;
@@ -197,7 +194,7 @@ pub(crate) async fn dispatch(
             }
             _ => Err(ApiError::method_not_allowed(method.as_str())),
         },
-        (Some(name), Some(sub)) => subresource(&req, name, sub, method, body).await,
+        (Some(name), Some(sub)) => subresource(state, &req, name, sub, method, body).await,
         (None, Some(_)) => Err(ApiError::no_route()),
     }
 }
@@ -205,6 +202,7 @@ pub(crate) async fn dispatch(
 /// Routes a subresource request (`status`, `scale`, `binding`, `eviction`, `finalize`,
 /// `approval`) to its handler; 405 for verbs the subresource does not serve.
 async fn subresource(
+    state: &AppState,
     req: &ResourceRequest<'_>,
     name: &str,
     sub: &str,
@@ -243,7 +241,7 @@ async fn subresource(
         ("scale", "patch") => scale::patch(req, name, body).await,
         ("binding", "create") => binding::bind(req, name, body).await,
         ("eviction", "create") => eviction::evict(req, name, body).await,
-        ("token", "create") => token_request::create_token(req, name, body).await,
+        ("token", "create") => token_request::create_token(state, req, name, body).await,
         _ => Err(ApiError::method_not_allowed(method.as_str())),
     }
 }
@@ -274,14 +272,14 @@ fn service_proxy(
 ) -> ApiError {
     let service = service_name(name);
     if state
-        .store
+        .store()
         .get(&crate::rest::key(info, ns, service))
         .is_none()
     {
         return ApiError::not_found(info, service);
     }
     let ready = rkcm_apimachinery::catalog::by_kind("v1", "Endpoints")
-        .and_then(|endpoints| state.store.get(&crate::rest::key(endpoints, ns, service)))
+        .and_then(|endpoints| state.store().get(&crate::rest::key(endpoints, ns, service)))
         .map(|e| ready_endpoints(&e.value()))
         .unwrap_or_default();
     let message = match ready.as_slice() {

@@ -12,13 +12,13 @@ use serde_json::Value;
 
 use rkcm_apimachinery::catalog::{self, ResourceInfo};
 
-use super::resources::KubeResources;
 use crate::error::{ApiError, ApiResult};
 use crate::registry::eviction::{
     add_disruption_target, budgets_for_pod, can_ignore_pdb, check_and_decrement, is_pod_ready,
     should_enforce_resource_version, too_many_requests, unhealthy_pod_may_go, MORE_THAN_ONE_BUDGET,
 };
 use crate::store::Store;
+use rkcm_server::rest::Resources;
 use rkcm_server::rest::WriteOptions;
 use rkcm_server::rest::{delete, DeleteOptions};
 use rkcm_server::rest::{key, prefix};
@@ -106,7 +106,7 @@ fn is_conflict(e: &ApiError) -> bool {
 /// Evicts pod `name` in `namespace` (`EvictionREST.Create`).
 pub async fn evict(
     store: &Store,
-    resources: &KubeResources,
+    resources: &dyn Resources,
     namespace: &str,
     name: &str,
     eviction: &Eviction,
@@ -203,7 +203,7 @@ fn list_budgets(
 /// another writer, reads the budget again and decides again (`retry.RetryOnConflict`).
 async fn decrement(
     store: &Store,
-    resources: &KubeResources,
+    resources: &dyn Resources,
     pdbs: &'static ResourceInfo,
     namespace: &str,
     budget: &str,
@@ -257,7 +257,7 @@ async fn decrement(
 /// deletes, dry.
 async fn add_condition_and_delete(
     store: &Store,
-    resources: &KubeResources,
+    resources: &dyn Resources,
     pods: &'static ResourceInfo,
     namespace: &str,
     name: &str,
@@ -280,7 +280,7 @@ async fn add_condition_and_delete(
 /// resourceVersion afterwards.
 async fn add_disruption_target_condition(
     store: &Store,
-    resources: &KubeResources,
+    resources: &dyn Resources,
     pods: &'static ResourceInfo,
     namespace: &str,
     name: &str,

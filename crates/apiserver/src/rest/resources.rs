@@ -7,6 +7,9 @@ use std::sync::Arc;
 
 use rkcm_apimachinery::apply::FieldManager;
 use rkcm_apimachinery::catalog::ResourceInfo;
+use rkcm_apimachinery::printers;
+use rkcm_apimachinery::validation::FieldProblem;
+use serde_json::{json, Value};
 
 use super::crd_cleanup::CustomResourceDefinitionHooks;
 use super::csr_approval::CertificateSigningRequestHooks;
@@ -14,6 +17,7 @@ use super::ip_addresses::IpAddressHooks;
 use super::namespaces::NamespaceHooks;
 use super::services::ServiceHooks;
 use crate::allocators::ServiceAllocators;
+use crate::error::{ApiError, ApiResult};
 use crate::registry::{self, Strategy};
 use rkcm_server::rest::{Resources, WriteHooks};
 
@@ -79,5 +83,60 @@ impl Resources for KubeResources {
             Some(served) => fm.with_type(served.apply_type.clone()),
             None => fm,
         }
+    }
+
+    /// A custom resource's columns are its version's `additionalPrinterColumns`.
+    fn table(
+        &self,
+        info: &ResourceInfo,
+        objects: &[&Value],
+        include_metadata: bool,
+    ) -> (Vec<Value>, Vec<Value>) {
+        let now = jiff::Timestamp::now();
+        let Some(custom) = crate::crd::served::lookup(info) else {
+            return printers::table(info, objects, now, include_metadata);
+        };
+        let (columns, cells) = crate::crd::printers::table(&custom.columns, objects, now);
+        let rows = cells
+            .into_iter()
+            .zip(objects)
+            .map(|(cells, obj)| {
+                let mut row = json!({"cells": cells});
+                if include_metadata {
+                    row["object"] = printers::partial_object_metadata(obj);
+                }
+                row
+            })
+            .collect();
+        (columns, rows)
+    }
+
+    /// A custom resource's unknown fields: what its schema's pruning removes, and the unknown
+    /// metadata fields of embedded resources.
+    fn schema_field_problems(
+        &self,
+        info: &ResourceInfo,
+        body: &[u8],
+    ) -> ApiResult<Vec<FieldProblem>> {
+        let Some(custom) = crate::crd::served::lookup(info) else {
+            return Ok(Vec::new());
+        };
+        let Some(schema) = custom.schema.as_ref() else {
+            return Ok(Vec::new());
+        };
+        let mut obj: Value = serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))?;
+        let mut unknown = schema.prune(&mut obj);
+        if let Ok(dropped) = schema.coerce(&mut obj, true) {
+            unknown.extend(dropped);
+        }
+        Ok(unknown.into_iter().map(FieldProblem::Unknown).collect())
+    }
+
+    /// kube's deprecated kinds, and a custom resource version's `deprecationWarning`.
+    fn deprecation_warning(&self, info: &ResourceInfo) -> Option<String> {
+        rkcm_server::deprecation::warning(info).or_else(|| {
+            crate::crd::served::lookup(info).and_then(|v| v.deprecation_warning.clone())
+        })
     }
 }

@@ -16,7 +16,9 @@ use super::authorization::rbac::{role_reference_rules, rules_for};
 use super::authorization::rules::rule;
 use super::authorization::{Attributes, Authorizer};
 use super::user::{UserInfo, SYSTEM_MASTERS};
+use rkcm_apimachinery::catalog::ResourceInfo;
 use rkcm_server::error::{ApiError, ApiResult};
+use rkcm_server::http::handlers::WriteCheck;
 
 const GROUP: &str = "rbac.authorization.k8s.io";
 
@@ -230,6 +232,24 @@ pub fn check_write(
             check_binding(authorizer, user, resource, namespace, obj)
         }
         _ => Ok(()),
+    }
+}
+
+/// RBAC's escalation check as the generic handlers' [`WriteCheck`]: writes of roles and
+/// bindings by a client are checked, every other write passes.
+impl WriteCheck for Authorizer {
+    fn check_write(
+        &self,
+        user: Option<&UserInfo>,
+        info: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        obj: &Value,
+    ) -> ApiResult<()> {
+        if info.group != GROUP {
+            return Ok(());
+        }
+        check_write(self, user, info.plural, namespace, name, obj)
     }
 }
 

@@ -14,6 +14,8 @@ use serde_json::Value;
 use rkcm_apimachinery::apply::FieldManager;
 use rkcm_apimachinery::catalog::ResourceInfo;
 use rkcm_apimachinery::field::FieldError;
+use rkcm_apimachinery::printers;
+use rkcm_apimachinery::validation::FieldProblem;
 use rkcm_storage::store::Store;
 
 use super::strategy::Strategy;
@@ -38,6 +40,35 @@ pub trait Resources: Send + Sync {
     /// the schema the resource is served with.
     fn field_manager(&self, info: &ResourceInfo, subresource: &str) -> FieldManager {
         FieldManager::new(&info.api_version(), info.kind, subresource)
+    }
+
+    /// The columns and rows of a `meta.k8s.io/v1` Table of `objects` (kube's `TableConvertor`
+    /// of the resource's storage), each row with the object's `PartialObjectMetadata` when
+    /// `include_metadata`. By default kubectl's columns of the kind.
+    fn table(
+        &self,
+        info: &ResourceInfo,
+        objects: &[&Value],
+        include_metadata: bool,
+    ) -> (Vec<Value>, Vec<Value>) {
+        printers::table(info, objects, jiff::Timestamp::now(), include_metadata)
+    }
+
+    /// The unknown fields of a body of `info` that the kind's built-in type cannot show: those
+    /// of the schema it is served with (a custom resource's: what pruning drops). Duplicate
+    /// keys and the built-in type's unknown fields are found by the caller.
+    fn schema_field_problems(
+        &self,
+        _info: &ResourceInfo,
+        _body: &[u8],
+    ) -> ApiResult<Vec<FieldProblem>> {
+        Ok(Vec::new())
+    }
+
+    /// The `Warning` every request to `info` gets, if it is deprecated (kube's deprecated kinds,
+    /// and deprecated versions of custom resources).
+    fn deprecation_warning(&self, info: &ResourceInfo) -> Option<String> {
+        crate::deprecation::warning(info)
     }
 }
 

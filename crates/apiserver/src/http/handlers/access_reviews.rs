@@ -17,10 +17,12 @@ use crate::http::body::read_body;
 use crate::http::decode::decode_json;
 use crate::http::encode::json_value;
 use crate::http::handlers::ResourceRequest;
+use crate::http::AppState;
 use crate::registry::FieldError;
 
 /// Creates the review of `req.info` for the caller `user`.
 pub async fn create(
+    state: &AppState,
     req: &ResourceRequest<'_>,
     user: Option<&UserInfo>,
     body: Body,
@@ -33,7 +35,7 @@ pub async fn create(
         ));
     }
     let user = user.ok_or_else(|| ApiError::bad_request("no user present on request"))?;
-    let authorizer = &req.state.authorizer;
+    let authorizer = &state.authorizer;
     let status = match req.info.kind {
         "SubjectAccessReview" => {
             let errs = validate_subject_access_review(&review, None);

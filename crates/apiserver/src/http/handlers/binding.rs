@@ -40,6 +40,6 @@ pub async fn bind_collection(
 ) -> ApiResult<Response> {
     let binding = decode_json(headers, &read_body(headers, body).await?)?;
     let name = object::name(&binding).to_string();
-    rest::bind(&state.store, ns, &name, &binding, write_options(params)?).await?;
+    rest::bind(state.store(), ns, &name, &binding, write_options(params)?).await?;
     Ok(success(StatusCode::CREATED))
 }

@@ -13,12 +13,12 @@ use crate::http::filter::Filter;
 use crate::http::handlers::ResourceRequest;
 use crate::http::negotiate::Output;
 use crate::http::table;
+use crate::http::AppState;
 
 /// The statuses the selectors pick (kube filters them too, though they carry no labels).
-pub async fn list(req: &ResourceRequest<'_>) -> ApiResult<Response> {
-    let filter = Filter::from_params(req.info, req.params, None)?;
-    let statuses: Vec<Value> = req
-        .state
+pub async fn list(state: &AppState, req: &ResourceRequest<'_>) -> ApiResult<Response> {
+    let filter = Filter::from_params(req.resources(), req.info, req.params, None)?;
+    let statuses: Vec<Value> = state
         .components
         .statuses(req.store())
         .await
@@ -34,7 +34,7 @@ pub async fn list(req: &ResourceRequest<'_>) -> ApiResult<Response> {
         }),
         Output::Table(include) => {
             let refs: Vec<&Value> = statuses.iter().collect();
-            table::table(req.info, &refs, include, json!({}))
+            table::table(req.resources(), req.info, &refs, include, json!({}))
         }
         Output::Metadata => json!({
             "kind": "PartialObjectMetadataList",
@@ -47,7 +47,7 @@ pub async fn list(req: &ResourceRequest<'_>) -> ApiResult<Response> {
 }
 
 /// One component's status; kube answers an unknown name with a 500 `Component not found`.
-pub async fn get(req: &ResourceRequest<'_>, name: &str) -> ApiResult<Response> {
+pub async fn get(state: &AppState, req: &ResourceRequest<'_>, name: &str) -> ApiResult<Response> {
     if !COMPONENTS.contains(&name) {
         return Err(ApiError::new(
             500,
@@ -55,10 +55,12 @@ pub async fn get(req: &ResourceRequest<'_>, name: &str) -> ApiResult<Response> {
             format!("Component not found: {name}"),
         ));
     }
-    let status = component_status(name, &req.state.components.check(name, req.store()).await);
+    let status = component_status(name, &state.components.check(name, req.store()).await);
     let body = match req.out {
         Output::Object => status,
-        Output::Table(include) => table::table(req.info, &[&status], include, json!({})),
+        Output::Table(include) => {
+            table::table(req.resources(), req.info, &[&status], include, json!({}))
+        }
         Output::Metadata => table::partial_metadata(&status),
     };
     Ok(json_value(StatusCode::OK, &body))

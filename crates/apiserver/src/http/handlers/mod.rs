@@ -1,25 +1,20 @@
-//! The handlers of resource requests, one file per verb (and per subresource with its own
-//! rules): decode the request, call the registry ([`crate::rest`]), encode the answer.
+//! The handlers of the subresources and resources with rules of their own: pod bindings and
+//! evictions, service-account token requests, token and access reviews, component statuses.
+//! The verbs on every other resource are the generic handlers of
+//! [`rkcm_server::http::handlers`], re-exported here.
 //!
-//! Mirrors `staging/src/k8s.io/apiserver/pkg/endpoints/handlers` (get.go, create.go, update.go,
-//! patch.go, delete.go, watch.go). [`crate::http::resource`] routes a request to its handler.
+//! Mirrors the REST storages of `pkg/registry` that are not a generic store (`pod/storage`'s
+//! `BindingREST` and `EvictionREST`, `serviceaccount/storage`'s `TokenREST`, the review
+//! storages of `authentication` and `authorization`, `componentstatus`).
 
 pub mod access_reviews;
-mod apply;
 pub mod binding;
 pub mod component_statuses;
-pub mod create;
-pub mod delete;
-pub mod delete_collection;
 pub mod eviction;
-pub mod get;
-pub mod list;
-pub mod patch;
-mod request;
 pub mod reviews;
-pub mod scale;
 pub mod token_request;
-pub mod update;
-pub mod watch;
 
-pub use request::ResourceRequest;
+pub use rkcm_server::http::handlers::{
+    create, delete, delete_collection, get, list, patch, scale, update, watch, ResourceRequest,
+    Scope,
+};

@@ -13,16 +13,18 @@ use crate::http::body::read_body;
 use crate::http::decode::decode_json;
 use crate::http::encode::json_value;
 use crate::http::handlers::ResourceRequest;
+use crate::http::AppState;
 
 /// Creates the review of `req.info` (`tokenreviews` or `selfsubjectreviews`) for `user`.
 pub async fn create(
+    state: &AppState,
     req: &ResourceRequest<'_>,
     user: Option<&UserInfo>,
     body: Body,
 ) -> ApiResult<Response> {
     let bytes = read_body(req.headers, body).await?;
     match req.info.kind {
-        "TokenReview" => token_review(req, decode_json(req.headers, &bytes)?),
+        "TokenReview" => token_review(state, decode_json(req.headers, &bytes)?),
         "SelfSubjectReview" => {
             let user = user.ok_or_else(|| {
                 ApiError::internal("reviewing the caller", "no user in the request context")
@@ -43,7 +45,7 @@ pub fn self_subject_review(user: &UserInfo) -> Value {
     })
 }
 
-fn token_review(req: &ResourceRequest<'_>, mut review: Value) -> ApiResult<Response> {
+fn token_review(state: &AppState, mut review: Value) -> ApiResult<Response> {
     let token = review
         .pointer("/spec/token")
         .and_then(Value::as_str)
@@ -65,7 +67,7 @@ fn token_review(req: &ResourceRequest<'_>, mut review: Value) -> ApiResult<Respo
                 .collect()
         });
     let result =
-        req.state
+        state
             .auth
             .authenticate_token(&token, requested.as_deref(), jiff::Timestamp::now());
     review["apiVersion"] = json!("authentication.k8s.io/v1");

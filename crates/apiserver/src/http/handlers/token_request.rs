@@ -17,6 +17,7 @@ use crate::http::body::read_body;
 use crate::http::decode::decode_json;
 use crate::http::encode::json_value;
 use crate::http::handlers::ResourceRequest;
+use crate::http::AppState;
 use crate::http::TokenExpiration;
 use crate::object;
 use crate::registry::FieldError;
@@ -122,6 +123,7 @@ fn core_object(req: &ResourceRequest<'_>, plural: &str, ns: &str, name: &str) ->
 
 /// Creates a token for the service account `name`; 201 with the TokenRequest and its status.
 pub async fn create_token(
+    state: &AppState,
     req: &ResourceRequest<'_>,
     name: &str,
     body: Body,
@@ -258,7 +260,7 @@ pub async fn create_token(
         }
     }
 
-    let api_audiences = req.state.auth.service_accounts().audiences().to_vec();
+    let api_audiences = state.auth.service_accounts().audiences().to_vec();
     let audiences: Vec<String> = match spec.get("audiences").and_then(Value::as_array) {
         Some(a) if !a.is_empty() => a
             .iter()
@@ -274,7 +276,7 @@ pub async fn create_token(
         requested,
         claims.pod.is_some(),
         api_audiences_only,
-        req.state.token_expiration,
+        state.token_expiration,
     );
     let now = jiff::Timestamp::now().as_second();
     claims.audiences = audiences.clone();
@@ -282,7 +284,7 @@ pub async fn create_token(
     claims.expires_at = now + exp.token_seconds;
     claims.warn_after = exp.warn_after.map(|w| now + w);
     claims.id = uuid::Uuid::new_v4().to_string();
-    let token = req.state.auth.service_accounts().issue(&claims);
+    let token = state.auth.service_accounts().issue(&claims);
     let expires = jiff::Timestamp::from_second(now + exp.reported_seconds)
         .map_err(|e| ApiError::internal("computing the token expiration", e))?;
 

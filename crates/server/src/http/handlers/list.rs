@@ -12,7 +12,7 @@ use crate::http::handlers::ResourceRequest;
 use crate::http::negotiate::Output;
 use crate::http::table;
 use crate::rest;
-use crate::watch_cache::{CachedObject, RevisionError};
+use rkcm_storage::watch_cache::{CachedObject, RevisionError};
 
 /// A list at a revision the event window no longer holds (etcd3 store `expired`).
 const EXPIRED: &str = "The resourceVersion for the provided list is too old.";
@@ -62,8 +62,8 @@ enum ReadAt {
 
 /// One page of the collection the selectors pick, in the asked-for representation.
 pub async fn list(req: &ResourceRequest<'_>) -> ApiResult<Response> {
-    let (info, ns, params, state) = (req.info, req.namespace, req.params, req.state);
-    let filter = Filter::from_params(info, params, None)?;
+    let (info, ns, params, scope) = (req.info, req.namespace, req.params, req.scope);
+    let filter = Filter::from_params(req.resources(), info, params, None)?;
     let prefix = rest::prefix(info, ns);
     // resourceVersion=0 is answered from the watch cache, whole: kube's cache does not page, so
     // the limit is ignored (client-go's reflector relies on it for its first list).
@@ -106,7 +106,7 @@ pub async fn list(req: &ResourceRequest<'_>) -> ApiResult<Response> {
             (_, rv) => (None, ReadAt::NotOlderThan(rv)),
         },
     };
-    let cache = state.store.cache();
+    let cache = scope.store.cache();
     let wanted = match read_at {
         ReadAt::NotOlderThan(rv) => rv,
         ReadAt::Exact(rv) => Some(rv),
@@ -167,7 +167,7 @@ pub async fn list(req: &ResourceRequest<'_>) -> ApiResult<Response> {
             let objs: Vec<&Value> = decoded.iter().collect();
             Ok(json_value(
                 StatusCode::OK,
-                &table::table(info, &objs, include, Value::Object(meta)),
+                &table::table(req.resources(), info, &objs, include, Value::Object(meta)),
             ))
         }
         Output::Metadata => {

@@ -17,9 +17,9 @@ use crate::http::field_manager::{self, OptionsKind};
 use crate::http::field_validation::field_validation;
 use crate::http::handlers::patch::pin_resource_version;
 use crate::http::handlers::ResourceRequest;
-use crate::object;
 use crate::rest::{self, UpdateSource, UpdateTarget};
-use crate::watch_cache::CachedObject;
+use rkcm_storage::object;
+use rkcm_storage::watch_cache::CachedObject;
 
 /// What an apply wrote.
 pub(crate) struct Applied {
@@ -105,7 +105,7 @@ pub(crate) async fn apply(
                     )))
                     }
                 }
-                req.check_escalation("", &obj)?;
+                req.check_write("", &obj)?;
                 match rest::create(req.store(), req.resources(), info, ns, obj, opts.clone()).await
                 {
                     // Someone created it in between: apply to theirs.
@@ -128,7 +128,7 @@ pub(crate) async fn apply(
             .apply(Some(&live), &patch, manager, force, now)
             .map_err(apply_error)?;
         if target == UpdateTarget::Main {
-            req.check_escalation(name, &applied)?;
+            req.check_write(name, &applied)?;
         }
         let pinned = pin_resource_version(&mut applied, &live, current.revision);
         let updated = rest::update(

@@ -24,9 +24,9 @@ pub async fn update(
     let info = req.info;
     field_manager::validate(req.params, OptionsKind::Update)?;
     let bytes = read_body(req.headers, body).await?;
-    let (obj, warnings) = decode_object(info, req.headers, &bytes, req.params)?;
+    let (obj, warnings) = decode_object(req.resources(), info, req.headers, &bytes, req.params)?;
     if target == UpdateTarget::Main {
-        req.check_escalation(name, &obj)?;
+        req.check_write(name, &obj)?;
     }
     let updated = rest::update(
         req.store(),
@@ -45,6 +45,13 @@ pub async fn update(
     } else {
         StatusCode::OK
     };
-    let resp = written_response(info, code, &updated.object, target, req.out);
+    let resp = written_response(
+        req.resources(),
+        info,
+        code,
+        &updated.object,
+        target,
+        req.out,
+    );
     Ok(with_warnings(resp, &warnings))
 }

@@ -20,8 +20,8 @@ pub async fn create(req: &ResourceRequest<'_>, body: Body) -> ApiResult<Response
     }
     field_manager::validate(req.params, OptionsKind::Create)?;
     let bytes = read_body(req.headers, body).await?;
-    let (obj, warnings) = decode_object(info, req.headers, &bytes, req.params)?;
-    req.check_escalation("", &obj)?;
+    let (obj, warnings) = decode_object(req.resources(), info, req.headers, &bytes, req.params)?;
+    req.check_write("", &obj)?;
     let created = rest::create(
         req.store(),
         req.resources(),
@@ -32,7 +32,13 @@ pub async fn create(req: &ResourceRequest<'_>, body: Body) -> ApiResult<Response
     )
     .await?;
     Ok(with_warnings(
-        object_response(info, StatusCode::CREATED, &created, req.out),
+        object_response(
+            req.resources(),
+            info,
+            StatusCode::CREATED,
+            &created,
+            req.out,
+        ),
         &warnings,
     ))
 }

@@ -8,10 +8,11 @@ use rkcm_apimachinery::validation;
 
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::http::params::Params;
+use crate::rest::Resources;
 
 /// `fieldValidation`: unknown and duplicate fields are an error (`Strict`), warnings (`Warn`,
 /// the default) or ignored (`Ignore`).
-pub(crate) fn field_validation(params: &Params) -> ApiResult<&str> {
+pub fn field_validation(params: &Params) -> ApiResult<&str> {
     let mode = params.non_empty("fieldValidation").unwrap_or("Warn");
     if !matches!(mode, "Strict" | "Warn" | "Ignore") {
         return Err(ApiError::bad_request(format!(
@@ -23,32 +24,24 @@ pub(crate) fn field_validation(params: &Params) -> ApiResult<&str> {
 
 /// What strict decoding found in a body.
 #[derive(Default)]
-pub(crate) struct FieldCheck {
+pub struct FieldCheck {
     /// `Warning` headers to send (`Warn` mode).
-    pub(crate) warnings: Vec<String>,
+    pub warnings: Vec<String>,
     /// Paths of unknown fields, dropped from the object as kube's decoder drops them.
-    pub(crate) unknown: Vec<String>,
+    pub unknown: Vec<String>,
 }
 
 /// Checks `body` (an object of `info`) for unknown and duplicate fields according to `mode`.
-pub(crate) fn check_fields(
+pub fn check_fields(
+    resources: &dyn Resources,
     info: &ResourceInfo,
     body: &[u8],
     mode: &str,
     decoding: Decoding<'_>,
 ) -> ApiResult<FieldCheck> {
-    let problems = match crate::crd::served::lookup(info) {
-        // Custom resources: the fields pruning would drop (kube's unknown fields for them).
-        Some(custom) => {
-            // Without a built-in schema for the kind, the walk reports duplicate keys only.
-            let mut problems = validation::check_fields(&info.api_version(), info.kind, body)
-                .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))?;
-            problems.extend(custom_resource_problems(&custom, body)?);
-            problems
-        }
-        None => validation::check_fields(&info.api_version(), info.kind, body)
-            .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))?,
-    };
+    let mut problems = validation::check_fields(&info.api_version(), info.kind, body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))?;
+    problems.extend(resources.schema_field_problems(info, body)?);
     if problems.is_empty() {
         return Ok(FieldCheck::default());
     }
@@ -77,7 +70,7 @@ pub(crate) fn check_fields(
 
 /// What the checked body is, which decides how kube words a strict decoding error.
 #[derive(Clone, Copy, Debug)]
-pub(crate) enum Decoding<'a> {
+pub enum Decoding<'a> {
     /// The body of a create or update (`transformDecodeError` in `handlers/create.go` and
     /// `handlers/update.go`).
     Object,
@@ -202,29 +195,8 @@ fn go_value(v: &Value) -> String {
     }
 }
 
-/// The unknown fields of a custom resource body: what its schema's pruning removes, and the
-/// unknown metadata fields of embedded resources (duplicate keys are found by the caller).
-fn custom_resource_problems(
-    custom: &crate::crd::served::ServedVersion,
-    body: &[u8],
-) -> ApiResult<Vec<validation::FieldProblem>> {
-    let Some(schema) = custom.schema.as_ref() else {
-        return Ok(Vec::new());
-    };
-    let mut obj: Value = serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))?;
-    let mut unknown = schema.prune(&mut obj);
-    if let Ok(dropped) = schema.coerce(&mut obj, true) {
-        unknown.extend(dropped);
-    }
-    Ok(unknown
-        .into_iter()
-        .map(validation::FieldProblem::Unknown)
-        .collect())
-}
-
 /// Removes the field at `path` (`spec.template.spec.containers[0].imagee`) from `obj`.
-pub(crate) fn remove_path(obj: &mut Value, path: &str) {
+pub fn remove_path(obj: &mut Value, path: &str) {
     let mut segments: Vec<(String, Vec<usize>)> = Vec::new();
     for seg in path.split('.') {
         let (name, rest) = seg.split_once('[').map_or((seg, ""), |(n, r)| (n, r));
@@ -278,6 +250,15 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// Built-in kinds only: strict decoding of them asks nothing of the API served.
+    struct BuiltIn;
+
+    impl Resources for BuiltIn {
+        fn strategy(&self, _info: &ResourceInfo) -> &'static dyn crate::rest::Strategy {
+            unreachable!("strict decoding asks for no strategy")
+        }
+    }
+
     fn configmaps() -> &'static ResourceInfo {
         rkcm_apimachinery::catalog::by_plural("", "v1", "configmaps").expect("served")
     }
@@ -285,7 +266,7 @@ mod tests {
     #[test]
     fn strict_create_and_update_errors_name_the_kind_and_version_as_transform_decode_error() {
         let body = br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"bogus":1}"#;
-        let Err(e) = check_fields(configmaps(), body, "Strict", Decoding::Object) else {
+        let Err(e) = check_fields(&BuiltIn, configmaps(), body, "Strict", Decoding::Object) else {
             panic!("an unknown field is refused");
         };
         assert_eq!(e.code, 400);
@@ -295,8 +276,13 @@ mod tests {
             r#"ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: unknown field "bogus""#
         );
         // A body without apiVersion and kind is decoded as the kind of the path.
-        let Err(e) = check_fields(configmaps(), br#"{"bogus":1}"#, "Strict", Decoding::Object)
-        else {
+        let Err(e) = check_fields(
+            &BuiltIn,
+            configmaps(),
+            br#"{"bogus":1}"#,
+            "Strict",
+            Decoding::Object,
+        ) else {
             panic!("an unknown field is refused");
         };
         assert!(
@@ -309,7 +295,8 @@ mod tests {
     #[test]
     fn strict_patch_errors_are_invalid_patches_showing_what_kube_shows() {
         let patched = br#"{"apiVersion":"v1","bogus":1,"kind":"ConfigMap"}"#;
-        let Err(e) = check_fields(configmaps(), patched, "Strict", Decoding::Patched) else {
+        let Err(e) = check_fields(&BuiltIn, configmaps(), patched, "Strict", Decoding::Patched)
+        else {
             panic!("an unknown field is refused");
         };
         assert_eq!(e.code, 422);
@@ -322,6 +309,7 @@ mod tests {
         assert_eq!(e.details.causes[0].reason, "FieldValueInvalid");
         let patch = br#"{"bogus":1,"data":{"a":"b"},"x":[true,null,1.5]}"#;
         let Err(e) = check_fields(
+            &BuiltIn,
             configmaps(),
             patched,
             "Strict",

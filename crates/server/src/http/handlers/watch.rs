@@ -22,11 +22,13 @@ use rkcm_apimachinery::catalog::ResourceInfo;
 
 use crate::error::{ApiError, ApiResult};
 use crate::http::filter::Filter;
+use crate::http::handlers::Scope;
 use crate::http::negotiate::Output;
 use crate::http::params::Params;
-use crate::http::{table, SharedState};
+use crate::http::table;
 use crate::rest;
-use crate::watch_cache::{
+use crate::rest::Resources;
+use rkcm_storage::watch_cache::{
     CachedObject, EventType, Next, RevisionError, WatchError, WatchEvent, WatchStart,
 };
 
@@ -34,6 +36,7 @@ use crate::watch_cache::{
 const LINES_BUFFERED: usize = 64;
 
 struct Encoder {
+    resources: Arc<dyn Resources>,
     info: &'static ResourceInfo,
     out: Output,
 }
@@ -48,6 +51,7 @@ impl Encoder {
             Output::Object => buf.extend_from_slice(obj.json()),
             Output::Table(include) => {
                 let t = table::table(
+                    self.resources.as_ref(),
                     self.info,
                     &[&obj.value()],
                     include,
@@ -120,14 +124,14 @@ fn expired(e: &WatchError) -> ApiError {
 
 /// Serves a watch on `info` in `ns` (all namespaces when `None`), optionally on one object.
 pub async fn serve(
-    state: &SharedState,
+    scope: &Arc<Scope>,
     info: &'static ResourceInfo,
     ns: Option<&str>,
     name: Option<&str>,
     params: &Params,
     out: Output,
 ) -> ApiResult<Response> {
-    let filter = Filter::from_params(info, params, name)?;
+    let filter = Filter::from_params(scope.resources.as_ref(), info, params, name)?;
     let prefix = rest::prefix(info, ns);
     let bookmarks = params.flag("allowWatchBookmarks");
     let send_initial = params
@@ -156,7 +160,7 @@ pub async fn serve(
     // (NotOlderThan); sendInitialEvents=false with no resourceVersion starts at "now".
     let (from, synthetic) = match (send_initial, from) {
         (Some(true), _) => (None, true),
-        (Some(false), None) => (Some(state.store.cache().revision()), false),
+        (Some(false), None) => (Some(scope.store.cache().revision()), false),
         (_, from) => (from, from.is_none()),
     };
     // A streaming list from a revision the cache has not reached waits for it, then fails with
@@ -164,23 +168,27 @@ pub async fn serve(
     // reports errors in the stream, not as the response's status).
     let mut stale = None;
     if let (Some(true), Some(Ok(rv))) = (send_initial, requested_rv.map(|s| s.parse::<i64>())) {
-        if rv > state.store.cache().revision() {
+        if rv > scope.store.cache().revision() {
             if let Err(RevisionError::TooLarge { requested, current }) =
-                state.store.cache().wait_until_fresh(rv).await
+                scope.store.cache().wait_until_fresh(rv).await
             {
                 stale = Some(ApiError::too_large_resource_version(requested, current));
             }
         }
     }
-    let enc = Encoder { info, out };
+    let enc = Encoder {
+        resources: Arc::clone(&scope.resources),
+        info,
+        out,
+    };
     let (tx, rx) = mpsc::channel::<Bytes>(LINES_BUFFERED);
     let sub = match stale {
-        None => Ok(state.store.cache().watch(&prefix, from)),
+        None => Ok(scope.store.cache().watch(&prefix, from)),
         Some(e) => Err(e),
     };
-    let shutdown = state.shutdown.clone();
-    let bookmark_interval = state.bookmark_interval;
-    let cache_state = Arc::clone(state);
+    let shutdown = scope.shutdown.clone();
+    let bookmark_interval = scope.bookmark_interval;
+    let cache_state = Arc::clone(scope);
     tokio::spawn(async move {
         let mut sub = match sub {
             Ok(Ok(sub)) => sub,

@@ -7,8 +7,8 @@ use rkcm_labels::{FieldSelector, Selector};
 
 use crate::error::{ApiError, ApiResult};
 use crate::http::params::Params;
-use crate::registry::{self, Strategy};
-use crate::watch_cache::CachedObject;
+use crate::rest::{Resources, Strategy};
+use rkcm_storage::watch_cache::CachedObject;
 
 /// Label and field selectors of a list or watch.
 pub struct Filter {
@@ -21,11 +21,12 @@ impl Filter {
     /// Parses `labelSelector` and `fieldSelector` (400 when malformed or unsupported), adding
     /// `metadata.name=<name>` when a single object is watched.
     pub fn from_params(
+        resources: &dyn Resources,
         info: &ResourceInfo,
         params: &Params,
         name: Option<&str>,
     ) -> ApiResult<Self> {
-        let strategy = registry::by_kind::strategy(info);
+        let strategy = resources.strategy(info);
         let labels = params
             .non_empty("labelSelector")
             .map(|s| {
@@ -74,14 +75,14 @@ impl Filter {
     /// Whether the decoded object `obj` is selected (for objects the cache does not hold).
     pub fn matches_value(&self, obj: &serde_json::Value) -> bool {
         if let Some(l) = &self.labels {
-            if !l.matches(&crate::object::labels(obj)) {
+            if !l.matches(&rkcm_storage::object::labels(obj)) {
                 return false;
             }
         }
         if let Some(f) = &self.fields {
             let value = |field: &str| match field {
-                "metadata.name" => Some(crate::object::name(obj).to_string()),
-                "metadata.namespace" => Some(crate::object::namespace(obj).to_string()),
+                "metadata.name" => Some(rkcm_storage::object::name(obj).to_string()),
+                "metadata.namespace" => Some(rkcm_storage::object::namespace(obj).to_string()),
                 other => self.strategy.field_value(obj, other),
             };
             if !f.matches(value) {

@@ -19,9 +19,9 @@ use crate::http::field_validation::{
     check_fields, field_validation, remove_path, Decoding, FieldCheck,
 };
 use crate::http::handlers::{apply, ResourceRequest};
-use crate::object;
 use crate::rest::{self, UpdateSource, UpdateTarget};
-use crate::watch_cache::CachedObject;
+use rkcm_storage::object;
+use rkcm_storage::watch_cache::CachedObject;
 
 /// Patches the part of object `name` that `target` names. A patch of the object answers in
 /// the asked-for representation, one of `/status` with the object as JSON.
@@ -40,6 +40,7 @@ pub async fn patch(
             StatusCode::OK
         };
         return Ok(written_response(
+            req.resources(),
             req.info,
             code,
             &applied.object,
@@ -50,14 +51,21 @@ pub async fn patch(
     field_manager::validate(req.params, OptionsKind::Patch { apply: false })?;
     let (patched, warnings) = patch_object(req, name, &bytes, target).await?;
     Ok(with_warnings(
-        written_response(req.info, StatusCode::OK, &patched, target, req.out),
+        written_response(
+            req.resources(),
+            req.info,
+            StatusCode::OK,
+            &patched,
+            target,
+            req.out,
+        ),
         &warnings,
     ))
 }
 
 /// Applies a patch of `patch_type` to `original`, an object of `api_version`/`kind`; errors
 /// as kube answers them (400 malformed, 415 unsupported, 422 failed).
-pub(crate) fn apply_patch(
+pub fn apply_patch(
     patch_type: PatchType,
     original: &Value,
     bytes: &[u8],
@@ -76,7 +84,7 @@ pub(crate) fn apply_patch(
 /// Whether `patched` sets another resourceVersion than `original` (the object the patch was
 /// applied to) has: such a patch is a precondition, not retried on conflict. Otherwise the
 /// update is pinned to `revision`, the revision the patch was applied to.
-pub(crate) fn pin_resource_version(patched: &mut Value, original: &Value, revision: i64) -> bool {
+pub fn pin_resource_version(patched: &mut Value, original: &Value, revision: i64) -> bool {
     let pinned = match patched.pointer("/metadata/resourceVersion") {
         Some(v) if !v.is_null() => Some(v) != original.pointer("/metadata/resourceVersion"),
         _ => false,
@@ -118,13 +126,19 @@ async fn patch_object(
                 PatchType::StrategicMerge => Decoding::StrategicPatch(bytes),
                 _ => Decoding::Patched,
             };
-            checked = Some(check_fields(info, &patched_bytes, mode, decoding)?);
+            checked = Some(check_fields(
+                req.resources(),
+                info,
+                &patched_bytes,
+                mode,
+                decoding,
+            )?);
         }
         for path in checked.iter().flat_map(|c| &c.unknown) {
             remove_path(&mut patched, path);
         }
         if target == UpdateTarget::Main {
-            req.check_escalation(name, &patched)?;
+            req.check_write(name, &patched)?;
         }
         let pinned = pin_resource_version(&mut patched, &current.value(), current.revision);
         let updated = rest::update(

@@ -11,8 +11,8 @@ use rkcm_apimachinery::patch::PatchType;
 use crate::error::{ApiError, ApiResult};
 use crate::http::field_validation::{check_fields, field_validation, remove_path, Decoding};
 use crate::http::params::Params;
-use crate::protobuf;
-use crate::rest::{DeleteOptions, WriteOptions};
+use crate::rest::{DeleteOptions, Resources, WriteOptions};
+use rkcm_protobuf as protobuf;
 
 /// Decodes a JSON body (400 when malformed, 415 for media types other than JSON).
 pub fn decode_json(headers: &HeaderMap, bytes: &Bytes) -> ApiResult<Value> {
@@ -43,7 +43,8 @@ pub fn decode_json(headers: &HeaderMap, bytes: &Bytes) -> ApiResult<Value> {
 }
 
 /// Decodes an object body and applies `fieldValidation` (Strict → 400, Warn → warnings).
-pub(crate) fn decode_object(
+pub fn decode_object(
+    resources: &dyn Resources,
     info: &ResourceInfo,
     headers: &HeaderMap,
     bytes: &Bytes,
@@ -60,7 +61,7 @@ pub(crate) fn decode_object(
     if bytes.starts_with(protobuf::MAGIC) {
         return Ok((obj, Vec::new()));
     }
-    let check = check_fields(info, bytes, mode, Decoding::Object)?;
+    let check = check_fields(resources, info, bytes, mode, Decoding::Object)?;
     let mut obj = obj;
     for path in &check.unknown {
         remove_path(&mut obj, path);
@@ -71,7 +72,7 @@ pub(crate) fn decode_object(
 /// The patch types kube accepts for `info`, in the order its 415 lists them: built-in kinds
 /// take all four (`installer.go`), custom resources all but strategic merge, which needs patch
 /// metadata a schema does not carry (`customresource_handler.go`, with `ServerSideApply` on).
-pub(crate) fn accepted_patch_types(info: &ResourceInfo) -> &'static [PatchType] {
+pub fn accepted_patch_types(info: &ResourceInfo) -> &'static [PatchType] {
     if rkcm_apimachinery::custom_resources::is_custom(info) {
         &[PatchType::Json, PatchType::Merge, PatchType::Apply]
     } else {
@@ -86,7 +87,7 @@ pub(crate) fn accepted_patch_types(info: &ResourceInfo) -> &'static [PatchType] 
 
 /// The patch type a PATCH of `info` names in its `Content-Type`: 415 for media types that are
 /// no patch type of `info`, worded as `negotiation.NewUnsupportedMediaTypeError`.
-pub(crate) fn patch_type(info: &ResourceInfo, headers: &HeaderMap) -> ApiResult<PatchType> {
+pub fn patch_type(info: &ResourceInfo, headers: &HeaderMap) -> ApiResult<PatchType> {
     let ct = headers
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -105,7 +106,7 @@ pub(crate) fn patch_type(info: &ResourceInfo, headers: &HeaderMap) -> ApiResult<
 }
 
 /// `dryRun` of a write.
-pub(crate) fn write_options(params: &Params) -> ApiResult<WriteOptions> {
+pub fn write_options(params: &Params) -> ApiResult<WriteOptions> {
     Ok(WriteOptions {
         dry_run: params.dry_run()?,
         server_owned: false,
@@ -115,7 +116,7 @@ pub(crate) fn write_options(params: &Params) -> ApiResult<WriteOptions> {
 }
 
 /// `DeleteOptions` from the query and, when there is one, the body.
-pub(crate) fn delete_options(
+pub fn delete_options(
     headers: &HeaderMap,
     params: &Params,
     body: &Bytes,

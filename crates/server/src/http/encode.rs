@@ -13,9 +13,9 @@ use rkcm_apimachinery::catalog::ResourceInfo;
 use crate::error::ApiError;
 use crate::http::negotiate::Output;
 use crate::http::table;
-use crate::object;
-use crate::rest::UpdateTarget;
-use crate::watch_cache::CachedObject;
+use crate::rest::{Resources, UpdateTarget};
+use rkcm_storage::object;
+use rkcm_storage::watch_cache::CachedObject;
 
 /// A JSON response.
 pub fn json_response(code: StatusCode, body: impl Into<Body>) -> Response {
@@ -35,7 +35,7 @@ pub fn json_value(code: StatusCode, value: &serde_json::Value) -> Response {
 }
 
 /// A success `Status` with `code`.
-pub(crate) fn success(code: StatusCode) -> Response {
+pub fn success(code: StatusCode) -> Response {
     json_value(
         code,
         &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": code.as_u16()}),
@@ -43,7 +43,7 @@ pub(crate) fn success(code: StatusCode) -> Response {
 }
 
 /// `resp` with one `Warning: 299` header per warning.
-pub(crate) fn with_warnings(mut resp: Response, warnings: &[String]) -> Response {
+pub fn with_warnings(mut resp: Response, warnings: &[String]) -> Response {
     for w in warnings {
         let escaped = w.replace('\\', "\\\\").replace('"', "\\\"");
         if let Ok(v) = http::HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
@@ -54,16 +54,18 @@ pub(crate) fn with_warnings(mut resp: Response, warnings: &[String]) -> Response
 }
 
 /// An object with 200 OK in the asked-for representation.
-pub(crate) fn cached_response(
+pub fn cached_response(
+    resources: &dyn Resources,
     info: &ResourceInfo,
     obj: &Arc<CachedObject>,
     out: Output,
 ) -> Response {
-    object_response(info, StatusCode::OK, obj, out)
+    object_response(resources, info, StatusCode::OK, obj, out)
 }
 
 /// An object in the asked-for representation; plain JSON reuses the cached serialization.
-pub(crate) fn object_response(
+pub fn object_response(
+    resources: &dyn Resources,
     info: &ResourceInfo,
     code: StatusCode,
     obj: &Arc<CachedObject>,
@@ -76,6 +78,7 @@ pub(crate) fn object_response(
             json_value(
                 code,
                 &table::table(
+                    resources,
                     info,
                     &[&obj.value()],
                     include,
@@ -89,7 +92,8 @@ pub(crate) fn object_response(
 
 /// The answer to a write of `target`: the object in the asked-for representation, but plain
 /// JSON for `/status`, `/finalize` and `/approval`.
-pub(crate) fn written_response(
+pub fn written_response(
+    resources: &dyn Resources,
     info: &ResourceInfo,
     code: StatusCode,
     obj: &Arc<CachedObject>,
@@ -97,7 +101,7 @@ pub(crate) fn written_response(
     out: Output,
 ) -> Response {
     match target {
-        UpdateTarget::Main => object_response(info, code, obj, out),
+        UpdateTarget::Main => object_response(resources, info, code, obj, out),
         UpdateTarget::Status | UpdateTarget::Subresource(_) => {
             json_response(code, obj.json().clone())
         }
@@ -106,7 +110,7 @@ pub(crate) fn written_response(
 
 /// Response to a DELETE that removed the object: the object for kinds whose storage returns it
 /// (`ReturnDeletedObject`), a success Status otherwise.
-pub(crate) fn deleted_response(info: &ResourceInfo, obj: &Value) -> Response {
+pub fn deleted_response(info: &ResourceInfo, obj: &Value) -> Response {
     let returns_object =
         info.group.is_empty() && matches!(info.kind, "Pod" | "Namespace" | "Node" | "Service");
     if returns_object {

@@ -11,5 +11,5 @@ use crate::rest;
 /// The object `name` in the asked-for representation, or 404.
 pub fn get(req: &ResourceRequest<'_>, name: &str) -> ApiResult<Response<Body>> {
     let obj = rest::get(req.store(), req.info, req.namespace, name)?;
-    Ok(cached_response(req.info, &obj, req.out))
+    Ok(cached_response(req.resources(), req.info, &obj, req.out))
 }
