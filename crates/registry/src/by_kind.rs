@@ -16,8 +16,8 @@ use crate::*;
 /// k8s-openapi type.
 fn build(info: &'static ResourceInfo) -> Box<dyn Strategy> {
     use k8s_openapi::api::{
-        apps, autoscaling, batch, certificates, coordination, core, discovery,
-        events as events_api, policy, rbac, scheduling,
+        admissionregistration, apps, autoscaling, batch, certificates, coordination, core,
+        discovery, events as events_api, policy, rbac, scheduling,
     };
     use typecheck::{decode_check, TypeChecked};
     let (strategy, check): (Box<dyn Strategy>, typecheck::DecodeCheck) =
@@ -169,6 +169,14 @@ fn build(info: &'static ResourceInfo) -> Box<dyn Strategy> {
                 decode_check::<
                     k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
                 >,
+            ),
+            ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => (
+                Box::new(webhookconfigurations::validating(info)),
+                decode_check::<admissionregistration::v1::ValidatingWebhookConfiguration>,
+            ),
+            ("admissionregistration.k8s.io", "MutatingWebhookConfiguration") => (
+                Box::new(webhookconfigurations::mutating(info)),
+                decode_check::<admissionregistration::v1::MutatingWebhookConfiguration>,
             ),
             ("certificates.k8s.io", "CertificateSigningRequest") => (
                 Box::new(certificatesigningrequests::strategy(info)),

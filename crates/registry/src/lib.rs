@@ -85,6 +85,7 @@ mod simple;
 mod statefulsets;
 mod table;
 mod typecheck;
+mod webhookconfigurations;
 mod workload;
 
 pub use rkcm_apimachinery::field::{invalid_message, FieldError, FieldErrorKind};

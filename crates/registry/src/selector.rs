@@ -61,6 +61,17 @@ impl LabelSelector {
 
 /// `ValidateLabelSelector` of the selector at `path` (e.g. `spec.selector`).
 pub fn validate_label_selector(selector: Option<&Value>, path: &str) -> Vec<FieldError> {
+    validate_label_selector_with(selector, path, false)
+}
+
+/// `ValidateLabelSelector` with `LabelSelectorValidationOptions`: when
+/// `allow_invalid_label_values`, the values of `matchExpressions` are not checked as label
+/// values (kube keeps accepting objects stored before values were validated).
+pub fn validate_label_selector_with(
+    selector: Option<&Value>,
+    path: &str,
+    allow_invalid_label_values: bool,
+) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let Some(sel) = selector.filter(|v| !v.is_null()) else {
         return errs;
@@ -113,6 +124,9 @@ pub fn validate_label_selector(selector: Option<&Value>, path: &str) -> Vec<Fiel
                 &Value::String(key.to_string()),
                 &m,
             ));
+        }
+        if allow_invalid_label_values {
+            continue;
         }
         for (j, v) in values.iter().enumerate() {
             for m in is_valid_label_value(v.as_str().unwrap_or("")) {

@@ -88,11 +88,6 @@ fn rows() -> Vec<Row> {
         ),
         row(
             "admissionregistration.k8s.io",
-            "MutatingWebhookConfiguration",
-            decode_check::<admission::v1::MutatingWebhookConfiguration>,
-        ),
-        row(
-            "admissionregistration.k8s.io",
             "ValidatingAdmissionPolicy",
             decode_check::<admission::v1::ValidatingAdmissionPolicy>,
         )
@@ -103,11 +98,6 @@ fn rows() -> Vec<Row> {
             decode_check::<admission::v1::ValidatingAdmissionPolicyBinding>,
         )
         .generation(),
-        row(
-            "admissionregistration.k8s.io",
-            "ValidatingWebhookConfiguration",
-            decode_check::<admission::v1::ValidatingWebhookConfiguration>,
-        ),
         row(
             "node.k8s.io",
             "RuntimeClass",
