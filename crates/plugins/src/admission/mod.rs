@@ -23,6 +23,7 @@ pub mod priority;
 pub mod resource_quota;
 pub mod serviceaccount;
 pub mod storage_object_in_use_protection;
+pub mod webhook;
 #[cfg(test)]
 mod testing;
 

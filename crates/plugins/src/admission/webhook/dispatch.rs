@@ -1,0 +1,304 @@
+//! The two plugins: `MutatingAdmissionWebhook` calls the matching mutating webhooks one after
+//! another in the mutating phase and applies their patches; `ValidatingAdmissionWebhook` calls
+//! the matching validating webhooks at once in the validating phase (kube's
+//! `mutating/dispatcher.go`, `validating/dispatcher.go` and `generic/webhook.go`).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use rkcm_server::admission::attributes::{Attributes, Operation};
+use rkcm_server::admission::plugin::Plugin;
+use rkcm_server::error::{ApiError, ApiResult};
+use rkcm_storage::store::Store;
+
+use super::client;
+use super::hook::Hook;
+use super::matching::{is_exempt, should_call};
+use super::review::{self, Refusal, Response};
+use super::source::HookSource;
+use crate::admission::plugins::{MUTATING_ADMISSION_WEBHOOK, VALIDATING_ADMISSION_WEBHOOK};
+
+/// The `Status.reason`s of apimachinery, so that a webhook's own reason is kept.
+const REASONS: &[&str] = &[
+    "Unauthorized",
+    "Forbidden",
+    "NotFound",
+    "AlreadyExists",
+    "Conflict",
+    "Gone",
+    "Invalid",
+    "ServerTimeout",
+    "StoreReadError",
+    "Timeout",
+    "TooManyRequests",
+    "BadRequest",
+    "MethodNotAllowed",
+    "NotAcceptable",
+    "RequestEntityTooLarge",
+    "UnsupportedMediaType",
+    "InternalError",
+    "Expired",
+    "ServiceUnavailable",
+];
+
+/// The refusal of webhook `name` as the client gets it (`errors.ToStatusErr`): at least 400,
+/// the webhook's message after `admission webhook "<name>" denied the request`.
+pub fn denied(name: &str, status: &Refusal) -> ApiError {
+    let denied_by = format!("admission webhook {name:?} denied the request");
+    let message = if !status.message.is_empty() {
+        format!("{denied_by}: {}", status.message)
+    } else if !status.reason.is_empty() {
+        format!("{denied_by}: {}", status.reason)
+    } else {
+        format!("{denied_by} without explanation")
+    };
+    let code = if status.code < 400 { 400 } else { status.code };
+    let reason = REASONS
+        .iter()
+        .find(|r| **r == status.reason)
+        .copied()
+        .unwrap_or("");
+    ApiError::new(code, reason, message)
+}
+
+/// A webhook that could not be called or answered nonsense (`ErrCallingWebhook`): refused with
+/// 500, unless its `failurePolicy` is `Ignore`.
+fn call_failed(hook: &Hook, reason: String) -> ApiResult<()> {
+    let err = format!("failed calling webhook {:?}: {reason}", hook.name);
+    if hook.ignore_failures {
+        tracing::warn!(webhook = %hook.name, "Failed calling webhook, failing open: {err}");
+        return Ok(());
+    }
+    tracing::warn!(webhook = %hook.name, "Failed calling webhook, failing closed: {err}");
+    Err(ApiError::new(
+        500,
+        "InternalError",
+        format!("Internal error occurred: {err}"),
+    ))
+}
+
+/// The labels of namespace `name` as stored, `None` when there is no such namespace.
+fn stored_namespace_labels(store: &Store, name: &str) -> Option<BTreeMap<String, String>> {
+    let info = rkcm_apimachinery::catalog::by_kind("v1", "Namespace")?;
+    let ns = store.get(&rkcm_server::rest::key(info, None, name))?;
+    Some(rkcm_storage::object::labels(&ns.value()))
+}
+
+/// The webhooks of `hooks` the request goes to, in order.
+fn matching(store: &Store, hooks: &[Arc<Hook>], attrs: &Attributes) -> ApiResult<Vec<Arc<Hook>>> {
+    let labels = |name: &str| stored_namespace_labels(store, name);
+    let mut out = Vec::new();
+    for hook in hooks {
+        if should_call(hook, attrs, &labels)? {
+            if !hook.match_conditions.is_empty() {
+                tracing::debug!(webhook = %hook.name, "matchConditions are not evaluated; the webhook is called");
+            }
+            out.push(Arc::clone(hook));
+        }
+    }
+    Ok(out)
+}
+
+enum Outcome {
+    /// Called and answered.
+    Answered(Response),
+    /// Nothing to do: the call failed and the policy ignores that.
+    Ignored,
+}
+
+/// Calls `hook` about the request: the dry-run check, the review, the call, the answer's
+/// checks. A refusal is an error.
+async fn call(store: &Store, hook: &Hook, attrs: &Attributes, mutating: bool) -> ApiResult<Outcome> {
+    if attrs.dry_run {
+        if hook.side_effects.is_empty() {
+            call_failed(hook, "Webhook SideEffects is nil".to_string())?;
+            return Ok(Outcome::Ignored);
+        }
+        if hook.side_effects != "None" && hook.side_effects != "NoneOnDryRun" {
+            return Err(ApiError::bad_request(format!(
+                "admission webhook {:?} does not support dry run",
+                hook.name
+            )));
+        }
+    }
+    let version = match review::version(hook) {
+        Ok(v) => v,
+        Err(e) => {
+            call_failed(hook, format!("could not create admission objects: {e}"))?;
+            return Ok(Outcome::Ignored);
+        }
+    };
+    let uid = uuid::Uuid::new_v4().to_string();
+    let body = match serde_json::to_vec(&review::request(attrs, &uid, version)) {
+        Ok(b) => b,
+        Err(e) => return Err(ApiError::internal("encoding AdmissionReview", e)),
+    };
+    let answer = match client::call(hook, store, body).await {
+        Ok(a) => a,
+        Err(cause) => {
+            call_failed(hook, format!("failed to call webhook: {cause}"))?;
+            return Ok(Outcome::Ignored);
+        }
+    };
+    let response = match review::response(&answer, &uid, version, mutating) {
+        Ok(r) => r,
+        Err(e) => {
+            call_failed(hook, format!("received invalid webhook response: {e}"))?;
+            return Ok(Outcome::Ignored);
+        }
+    };
+    for warning in &response.warnings {
+        tracing::info!(webhook = %hook.name, "admission webhook warning: {warning}");
+    }
+    if !response.allowed {
+        return Err(denied(&hook.name, &response.status));
+    }
+    Ok(Outcome::Answered(response))
+}
+
+/// `MutatingAdmissionWebhook`.
+pub struct MutatingWebhook {
+    store: Store,
+    source: Arc<HookSource>,
+}
+
+impl MutatingWebhook {
+    /// The plugin, reading `MutatingWebhookConfiguration`s from `store`'s watch cache.
+    pub fn new(store: Store) -> Self {
+        let source = HookSource::new(store.clone(), "MutatingWebhookConfiguration");
+        Self { store, source }
+    }
+}
+
+/// Applies the JSON patch a webhook returned to the request's object.
+fn apply_patch(hook: &Hook, attrs: &mut Attributes, patch: &[u8]) -> ApiResult<()> {
+    let patch: json_patch::Patch = serde_json::from_slice(patch).map_err(|e| {
+        ApiError::new(
+            500,
+            "InternalError",
+            format!("Internal error occurred: {e}"),
+        )
+    })?;
+    let Some(obj) = attrs.object_mut() else {
+        return Ok(());
+    };
+    let mut patched = obj.clone();
+    json_patch::patch(&mut patched, &patch).map_err(|e| {
+        tracing::warn!(webhook = %hook.name, "applying the webhook's patch: {e}");
+        ApiError::new(
+            500,
+            "InternalError",
+            format!("Internal error occurred: {e}"),
+        )
+    })?;
+    *obj = patched;
+    Ok(())
+}
+
+#[async_trait]
+impl Plugin for MutatingWebhook {
+    fn name(&self) -> &'static str {
+        MUTATING_ADMISSION_WEBHOOK
+    }
+
+    fn handles(&self, _operation: Operation) -> bool {
+        true
+    }
+
+    async fn admit(&self, attrs: &mut Attributes) -> ApiResult<()> {
+        let hooks = self.source.hooks();
+        if hooks.is_empty() || is_exempt(attrs) {
+            return Ok(());
+        }
+        for hook in matching(&self.store, &hooks, attrs)? {
+            if let Outcome::Answered(response) = call(&self.store, &hook, attrs, true).await? {
+                if let Some(patch) = &response.patch {
+                    apply_patch(&hook, attrs, patch)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `ValidatingAdmissionWebhook`.
+pub struct ValidatingWebhook {
+    store: Store,
+    source: Arc<HookSource>,
+}
+
+impl ValidatingWebhook {
+    /// The plugin, reading `ValidatingWebhookConfiguration`s from `store`'s watch cache.
+    pub fn new(store: Store) -> Self {
+        let source = HookSource::new(store.clone(), "ValidatingWebhookConfiguration");
+        Self { store, source }
+    }
+}
+
+#[async_trait]
+impl Plugin for ValidatingWebhook {
+    fn name(&self) -> &'static str {
+        VALIDATING_ADMISSION_WEBHOOK
+    }
+
+    fn handles(&self, _operation: Operation) -> bool {
+        true
+    }
+
+    async fn validate(&self, attrs: &Attributes) -> ApiResult<()> {
+        let hooks = self.source.hooks();
+        if hooks.is_empty() || is_exempt(attrs) {
+            return Ok(());
+        }
+        let relevant = matching(&self.store, &hooks, attrs)?;
+        let calls = relevant
+            .iter()
+            .map(|hook| call(&self.store, hook, attrs, false));
+        for outcome in futures::future::join_all(calls).await {
+            outcome?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_read_as_kubes() {
+        let e = denied(
+            "deny.example.com",
+            &Refusal {
+                code: 403,
+                reason: "Forbidden".into(),
+                message: "no pods here".into(),
+            },
+        );
+        assert_eq!(e.code, 403);
+        assert_eq!(e.reason, "Forbidden");
+        assert_eq!(
+            e.message,
+            "admission webhook \"deny.example.com\" denied the request: no pods here"
+        );
+        let e = denied("w", &Refusal::default());
+        assert_eq!(e.code, 400);
+        assert_eq!(
+            e.message,
+            "admission webhook \"w\" denied the request without explanation"
+        );
+        let e = denied(
+            "w",
+            &Refusal {
+                code: 200,
+                reason: "Custom".into(),
+                message: String::new(),
+            },
+        );
+        assert_eq!(e.code, 400);
+        assert_eq!(e.reason, "");
+        assert_eq!(e.message, "admission webhook \"w\" denied the request: Custom");
+    }
+}
