@@ -137,20 +137,22 @@ fn tls_config(hook: &Hook) -> Result<Arc<rustls::ClientConfig>, String> {
 
 /// Go's words for a failed handshake.
 fn tls_error(e: &std::io::Error) -> String {
-    let unknown = e
+    let Some(err) = e
         .get_ref()
         .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-        .is_some_and(|e| {
-            matches!(
-                e,
-                rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer)
-            )
-        });
-    if unknown {
-        "tls: failed to verify certificate: x509: certificate signed by unknown authority"
-            .to_string()
-    } else {
-        format!("remote error: tls: {e}")
+    else {
+        return e.to_string();
+    };
+    match err {
+        rustls::Error::InvalidCertificate(
+            rustls::CertificateError::UnknownIssuer | rustls::CertificateError::BadSignature,
+        ) => "tls: failed to verify certificate: x509: certificate signed by unknown authority"
+            .to_string(),
+        rustls::Error::InvalidCertificate(why) => {
+            format!("tls: failed to verify certificate: x509: {why:?}")
+        }
+        rustls::Error::AlertReceived(alert) => format!("remote error: tls: {alert:?}"),
+        other => format!("tls: {other}"),
     }
 }
 

@@ -1,0 +1,360 @@
+//! Admission webhooks through the served API: webhook servers started here on 127.0.0.1 with
+//! their own CA, called by the server for the writes their configurations match.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, PostParams};
+use rkcm_apiserver::testing;
+use serde_json::{json, Value};
+use tokio::net::TcpListener;
+
+type Handler = Arc<dyn Fn(&Value) -> Value + Send + Sync>;
+
+/// A webhook server: its address, the CA that signed its certificate, and the reviews it got.
+struct WebhookServer {
+    addr: SocketAddr,
+    ca_pem: String,
+    reviews: Arc<Mutex<Vec<Value>>>,
+}
+
+impl WebhookServer {
+    fn url(&self, path: &str) -> String {
+        format!("https://{}{path}", self.addr)
+    }
+
+    fn reviews(&self) -> Vec<Value> {
+        self.reviews.lock().expect("reviews").clone()
+    }
+}
+
+/// Serves reviews on 127.0.0.1: `handler` gets the request and gives the response, less its
+/// uid; each answer is held back `delay`.
+async fn serve(handler: Handler, delay: Duration) -> WebhookServer {
+    let ca_key = rcgen::KeyPair::generate().expect("CA key");
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).expect("CA");
+    let leaf_key = rcgen::KeyPair::generate().expect("key");
+    let leaf = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
+        .expect("params")
+        .signed_by(&leaf_key, &ca)
+        .expect("certificate");
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let tls = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("protocols")
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![leaf.der().clone()],
+            rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into()),
+        )
+        .expect("server TLS");
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let reviews = Arc::new(Mutex::new(Vec::new()));
+    let recorded = Arc::clone(&reviews);
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            let handler = Arc::clone(&handler);
+            let recorded = Arc::clone(&recorded);
+            tokio::spawn(async move {
+                let Ok(stream) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let service = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                    let handler = Arc::clone(&handler);
+                    let recorded = Arc::clone(&recorded);
+                    async move {
+                        let body = req.into_body().collect().await?.to_bytes();
+                        let review: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                        recorded.lock().expect("reviews").push(review.clone());
+                        tokio::time::sleep(delay).await;
+                        let mut response = handler(&review["request"]);
+                        response["uid"] = review["request"]["uid"].clone();
+                        let answer = json!({
+                            "apiVersion": "admission.k8s.io/v1",
+                            "kind": "AdmissionReview",
+                            "response": response,
+                        });
+                        Ok::<_, hyper::Error>(http::Response::new(Full::new(Bytes::from(
+                            answer.to_string(),
+                        ))))
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    WebhookServer {
+        addr,
+        ca_pem: ca.pem(),
+        reviews,
+    }
+}
+
+fn ca_bundle(pem: &str) -> String {
+    base64::engine::general_purpose::STANDARD.encode(pem)
+}
+
+/// One webhook on creates of ConfigMaps.
+fn webhook(name: &str, url: &str, ca_pem: &str, failure_policy: &str, timeout: i32) -> Value {
+    json!({
+        "name": name,
+        "clientConfig": {"url": url, "caBundle": ca_bundle(ca_pem)},
+        "rules": [{
+            "operations": ["CREATE"],
+            "apiGroups": [""],
+            "apiVersions": ["v1"],
+            "resources": ["configmaps"],
+        }],
+        "failurePolicy": failure_policy,
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+        "timeoutSeconds": timeout,
+    })
+}
+
+fn validating(name: &str, hook: Value) -> ValidatingWebhookConfiguration {
+    serde_json::from_value(json!({"metadata": {"name": name}, "webhooks": [hook]}))
+        .expect("configuration")
+}
+
+fn configmap(name: &str) -> ConfigMap {
+    serde_json::from_value(json!({"metadata": {"name": name}, "data": {"k": "v"}})).expect("cm")
+}
+
+fn api_err(e: kube::Error) -> kube::core::Status {
+    match e {
+        kube::Error::Api(s) => *s,
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_validating_webhook_refuses_with_its_message() {
+    let hook = serve(
+        Arc::new(|request: &Value| {
+            if request["name"] == "bad" {
+                json!({"allowed": false, "status": {"code": 403, "reason": "Forbidden", "message": "no ConfigMaps named bad"}})
+            } else {
+                json!({"allowed": true})
+            }
+        }),
+        Duration::ZERO,
+    )
+    .await;
+    let server = testing::start().await;
+    let configs: Api<ValidatingWebhookConfiguration> = Api::all(server.client());
+    configs
+        .create(
+            &PostParams::default(),
+            &validating(
+                "deny",
+                webhook("deny.example.com", &hook.url("/validate"), &hook.ca_pem, "Fail", 10),
+            ),
+        )
+        .await
+        .expect("configuration stored");
+    let cms: Api<ConfigMap> = Api::namespaced(server.client(), "default");
+    let e = api_err(
+        cms.create(&PostParams::default(), &configmap("bad"))
+            .await
+            .expect_err("refused"),
+    );
+    assert_eq!(e.code, 403);
+    assert_eq!(e.reason, "Forbidden");
+    assert_eq!(
+        e.message,
+        "admission webhook \"deny.example.com\" denied the request: no ConfigMaps named bad"
+    );
+    assert!(cms.get_opt("bad").await.expect("get").is_none());
+    cms.create(&PostParams::default(), &configmap("good"))
+        .await
+        .expect("allowed");
+
+    let reviews = hook.reviews();
+    assert_eq!(reviews.len(), 2);
+    let request = &reviews[1]["request"];
+    assert_eq!(reviews[1]["apiVersion"], "admission.k8s.io/v1");
+    assert_eq!(request["operation"], "CREATE");
+    assert_eq!(request["namespace"], "default");
+    assert_eq!(request["resource"], json!({"group": "", "version": "v1", "resource": "configmaps"}));
+    assert_eq!(request["kind"], json!({"group": "", "version": "v1", "kind": "ConfigMap"}));
+    assert_eq!(request["object"]["data"]["k"], "v");
+    assert_eq!(request["options"]["kind"], "CreateOptions");
+    assert_eq!(request["dryRun"], false);
+    assert!(request["userInfo"]["username"].is_string());
+
+    // Writes of webhook configurations are never sent to webhooks.
+    configs
+        .delete("deny", &DeleteParams::default())
+        .await
+        .expect("deleted");
+    cms.create(&PostParams::default(), &configmap("bad"))
+        .await
+        .expect("no webhook once the configuration is gone");
+    assert_eq!(hook.reviews().len(), 2);
+}
+
+#[tokio::test]
+async fn a_mutating_webhook_patches_the_stored_object() {
+    let hook = serve(
+        Arc::new(|_: &Value| {
+            let patch = json!([{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}]);
+            json!({
+                "allowed": true,
+                "patchType": "JSONPatch",
+                "patch": base64::engine::general_purpose::STANDARD.encode(patch.to_string()),
+            })
+        }),
+        Duration::ZERO,
+    )
+    .await;
+    let server = testing::start().await;
+    let configs: Api<MutatingWebhookConfiguration> = Api::all(server.client());
+    let config: MutatingWebhookConfiguration = serde_json::from_value(json!({
+        "metadata": {"name": "label"},
+        "webhooks": [webhook("label.example.com", &hook.url("/mutate"), &hook.ca_pem, "Fail", 10)],
+    }))
+    .expect("configuration");
+    configs
+        .create(&PostParams::default(), &config)
+        .await
+        .expect("configuration stored");
+    let cms: Api<ConfigMap> = Api::namespaced(server.client(), "default");
+    let created = cms
+        .create(&PostParams::default(), &configmap("a"))
+        .await
+        .expect("created");
+    let label = |cm: &ConfigMap| {
+        cm.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("mutated"))
+            .cloned()
+    };
+    assert_eq!(label(&created).as_deref(), Some("yes"));
+    let stored = cms.get("a").await.expect("stored");
+    assert_eq!(label(&stored).as_deref(), Some("yes"));
+}
+
+/// Replaces the only validating configuration with one webhook and creates `name`.
+async fn create_with(
+    server: &testing::TestServer,
+    hook: Value,
+    name: &str,
+) -> Result<ConfigMap, kube::Error> {
+    let configs: Api<ValidatingWebhookConfiguration> = Api::all(server.client());
+    let _ = configs.delete("only", &DeleteParams::default()).await;
+    configs
+        .create(&PostParams::default(), &validating("only", hook))
+        .await
+        .expect("configuration stored");
+    let cms: Api<ConfigMap> = Api::namespaced(server.client(), "default");
+    cms.create(&PostParams::default(), &configmap(name)).await
+}
+
+#[tokio::test]
+async fn the_failure_policy_decides_for_unreachable_webhooks() {
+    let server = testing::start().await;
+    let closed = {
+        let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        l.local_addr().expect("address").port()
+    };
+    let url = format!("https://127.0.0.1:{closed}/");
+    let e = api_err(
+        create_with(&server, webhook("w.example.com", &url, "", "Fail", 10), "a")
+            .await
+            .expect_err("fails closed"),
+    );
+    assert_eq!(e.code, 500);
+    assert_eq!(e.reason, "InternalError");
+    assert_eq!(
+        e.message,
+        format!(
+            "Internal error occurred: failed calling webhook \"w.example.com\": failed to call webhook: Post \"https://127.0.0.1:{closed}/?timeout=10s\": dial tcp 127.0.0.1:{closed}: connect: connection refused"
+        )
+    );
+    create_with(&server, webhook("w.example.com", &url, "", "Ignore", 10), "a")
+        .await
+        .expect("fails open");
+}
+
+#[tokio::test]
+async fn addresses_outside_loopback_are_never_dialed() {
+    let server = testing::start().await;
+    let url = "https://10.0.0.1/hook";
+    let started = Instant::now();
+    let e = api_err(
+        create_with(&server, webhook("far.example.com", url, "", "Fail", 30), "a")
+            .await
+            .expect_err("fails closed"),
+    );
+    assert!(started.elapsed() < Duration::from_secs(5), "not dialed");
+    assert_eq!(e.code, 500);
+    assert_eq!(
+        e.message,
+        "Internal error occurred: failed calling webhook \"far.example.com\": failed to call webhook: Post \"https://10.0.0.1/hook?timeout=30s\": dial tcp 10.0.0.1:443: connect: no route to host"
+    );
+    create_with(&server, webhook("far.example.com", url, "", "Ignore", 30), "b")
+        .await
+        .expect("fails open");
+}
+
+#[tokio::test]
+async fn a_slow_webhook_times_out() {
+    let hook = serve(Arc::new(|_: &Value| json!({"allowed": false})), Duration::from_secs(3)).await;
+    let server = testing::start().await;
+    let url = hook.url("/slow");
+    let started = Instant::now();
+    let e = api_err(
+        create_with(&server, webhook("slow.example.com", &url, &hook.ca_pem, "Fail", 1), "a")
+            .await
+            .expect_err("timed out"),
+    );
+    assert!(started.elapsed() < Duration::from_millis(2900));
+    assert_eq!(e.code, 500);
+    assert_eq!(
+        e.message,
+        format!(
+            "Internal error occurred: failed calling webhook \"slow.example.com\": failed to call webhook: Post \"{url}?timeout=1s\": context deadline exceeded"
+        )
+    );
+    create_with(&server, webhook("slow.example.com", &url, &hook.ca_pem, "Ignore", 1), "b")
+        .await
+        .expect("fails open");
+}
+
+#[tokio::test]
+async fn a_webhook_signed_by_another_ca_is_not_trusted() {
+    let hook = serve(Arc::new(|_: &Value| json!({"allowed": true})), Duration::ZERO).await;
+    let other = serve(Arc::new(|_: &Value| json!({"allowed": true})), Duration::ZERO).await;
+    let server = testing::start().await;
+    let url = hook.url("/");
+    let e = api_err(
+        create_with(&server, webhook("tls.example.com", &url, &other.ca_pem, "Fail", 10), "a")
+            .await
+            .expect_err("untrusted"),
+    );
+    assert_eq!(
+        e.message,
+        format!(
+            "Internal error occurred: failed calling webhook \"tls.example.com\": failed to call webhook: Post \"{url}?timeout=10s\": tls: failed to verify certificate: x509: certificate signed by unknown authority"
+        )
+    );
+    assert!(hook.reviews().is_empty());
+}
