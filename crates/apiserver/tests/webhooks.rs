@@ -12,7 +12,8 @@ use hyper_util::rt::TokioIo;
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, DeleteParams, PostParams};
 use rkcm_apiserver::testing;
 use serde_json::{json, Value};
@@ -45,7 +46,10 @@ async fn serve(handler: Handler, delay: Duration) -> WebhookServer {
     ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
     let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).expect("CA");
     let leaf_key = rcgen::KeyPair::generate().expect("key");
-    let leaf = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
+    let leaf = rcgen::CertificateParams::new(vec![
+        "127.0.0.1".to_string(),
+        "hooks.default.svc".to_string(),
+    ])
         .expect("params")
         .signed_by(&leaf_key, &ca)
         .expect("certificate");
@@ -357,4 +361,126 @@ async fn a_webhook_signed_by_another_ca_is_not_trusted() {
         )
     );
     assert!(hook.reviews().is_empty());
+}
+
+#[tokio::test]
+async fn match_conditions_exclude_requests() {
+    let hook = serve(
+        Arc::new(|_: &Value| json!({"allowed": false, "status": {"message": "no"}})),
+        Duration::ZERO,
+    )
+    .await;
+    let server = testing::start().await;
+    let mut config = webhook("cel.example.com", &hook.url("/"), &hook.ca_pem, "Fail", 10);
+    config["matchConditions"] = json!([
+        {"name": "not-skipped", "expression": "object.metadata.name != 'skip'"},
+        {"name": "creates", "expression": "request.operation == 'CREATE' && oldObject == null"},
+    ]);
+    create_with(&server, config.clone(), "skip")
+        .await
+        .expect("excluded by a condition, so not sent");
+    let e = api_err(
+        create_with(&server, config, "other")
+            .await
+            .expect_err("sent and refused"),
+    );
+    assert_eq!(e.code, 400);
+    assert_eq!(e.message, "admission webhook \"cel.example.com\" denied the request: no");
+    assert_eq!(hook.reviews().len(), 1);
+
+    // A condition that cannot be evaluated refuses under Fail, skips under Ignore.
+    let mut broken = webhook("cel.example.com", &hook.url("/"), &hook.ca_pem, "Fail", 10);
+    broken["matchConditions"] = json!([{"name": "broken", "expression": "object.spec.nope == 1"}]);
+    let e = api_err(
+        create_with(&server, broken.clone(), "a")
+            .await
+            .expect_err("fails closed"),
+    );
+    assert_eq!(e.code, 403);
+    assert!(
+        e.message.starts_with(
+            "configmaps \"a\" is forbidden: expression 'object.spec.nope == 1' resulted in error: "
+        ),
+        "{}",
+        e.message
+    );
+    broken["failurePolicy"] = json!("Ignore");
+    create_with(&server, broken, "a").await.expect("skipped");
+    assert_eq!(hook.reviews().len(), 1);
+}
+
+#[tokio::test]
+async fn a_service_reference_resolves_to_its_ready_endpoint() {
+    let hook = serve(
+        Arc::new(|_: &Value| json!({"allowed": false, "status": {"code": 403, "message": "via the service"}})),
+        Duration::ZERO,
+    )
+    .await;
+    let server = testing::start().await;
+    let services: Api<Service> = Api::namespaced(server.client(), "default");
+    let service: Service = serde_json::from_value(json!({
+        "metadata": {"name": "hooks"},
+        "spec": {"ports": [{"name": "https", "port": 443, "targetPort": hook.addr.port()}]},
+    }))
+    .expect("service");
+    services
+        .create(&PostParams::default(), &service)
+        .await
+        .expect("service stored");
+    let slices: Api<EndpointSlice> = Api::namespaced(server.client(), "default");
+    let slice = |ready: bool| -> EndpointSlice {
+        serde_json::from_value(json!({
+            "metadata": {"name": "hooks-1", "labels": {"kubernetes.io/service-name": "hooks"}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": ready}}],
+            "ports": [{"name": "https", "port": hook.addr.port(), "protocol": "TCP"}],
+        }))
+        .expect("slice")
+    };
+    let mut config = webhook("svc.example.com", "", &hook.ca_pem, "Fail", 10);
+    config["clientConfig"] = json!({
+        "service": {"namespace": "default", "name": "hooks", "path": "/validate"},
+        "caBundle": ca_bundle(&hook.ca_pem),
+    });
+
+    // Without a ready endpoint the call fails.
+    slices
+        .create(&PostParams::default(), &slice(false))
+        .await
+        .expect("slice stored");
+    let e = api_err(
+        create_with(&server, config.clone(), "a")
+            .await
+            .expect_err("no endpoint"),
+    );
+    assert_eq!(
+        e.message,
+        "Internal error occurred: failed calling webhook \"svc.example.com\": failed to call webhook: Post \"https://hooks.default.svc:443/validate?timeout=10s\": no endpoints available for service \"hooks\""
+    );
+
+    slices
+        .replace("hooks-1", &PostParams::default(), &{
+            let mut s = slice(true);
+            s.metadata.resource_version = slices
+                .get("hooks-1")
+                .await
+                .expect("slice")
+                .metadata
+                .resource_version;
+            s
+        })
+        .await
+        .expect("slice ready");
+    let e = api_err(
+        create_with(&server, config, "a")
+            .await
+            .expect_err("refused by the webhook"),
+    );
+    assert_eq!(e.code, 403);
+    assert_eq!(
+        e.message,
+        "admission webhook \"svc.example.com\" denied the request: via the service"
+    );
+    let reviews = hook.reviews();
+    assert_eq!(reviews.len(), 1);
 }

@@ -15,6 +15,7 @@ use rkcm_storage::store::Store;
 
 use super::client;
 use super::hook::Hook;
+use super::match_conditions::{self, Verdict};
 use super::matching::{is_exempt, should_call};
 use super::review::{self, Refusal, Response};
 use super::source::HookSource;
@@ -86,19 +87,36 @@ fn stored_namespace_labels(store: &Store, name: &str) -> Option<BTreeMap<String,
     Some(rkcm_storage::object::labels(&ns.value()))
 }
 
-/// The webhooks of `hooks` the request goes to, in order.
-fn matching(store: &Store, hooks: &[Arc<Hook>], attrs: &Attributes) -> ApiResult<Vec<Arc<Hook>>> {
+/// Whether the request goes to `hook` (`generic.Webhook.ShouldCallHook`): rules, selectors,
+/// then `matchConditions`.
+fn applies(store: &Store, hook: &Hook, attrs: &Attributes) -> ApiResult<bool> {
     let labels = |name: &str| stored_namespace_labels(store, name);
-    let mut out = Vec::new();
-    for hook in hooks {
-        if should_call(hook, attrs, &labels)? {
-            if !hook.match_conditions.is_empty() {
-                tracing::debug!(webhook = %hook.name, "matchConditions are not evaluated; the webhook is called");
-            }
-            out.push(Arc::clone(hook));
+    if !should_call(hook, attrs, &labels)? {
+        return Ok(false);
+    }
+    if hook.match_conditions.is_empty() {
+        return Ok(true);
+    }
+    let mut request = review::request(attrs, "", "v1")["request"].take();
+    if let Some(r) = request.as_object_mut() {
+        r.remove("object");
+        r.remove("oldObject");
+    }
+    match match_conditions::evaluate(
+        &hook.match_conditions,
+        attrs.object(),
+        attrs.old_object(),
+        &request,
+    ) {
+        Verdict::Matches => Ok(true),
+        Verdict::Excluded(_) => Ok(false),
+        Verdict::Errors(_) if hook.ignore_failures => Ok(false),
+        Verdict::Errors(errors) => {
+            let why = match_conditions::aggregate(&errors);
+            tracing::warn!(webhook = %hook.name, "Failed evaluating match conditions, failing closed: {why}");
+            Err(ApiError::forbidden(attrs.resource, &attrs.name, &why))
         }
     }
-    Ok(out)
 }
 
 enum Outcome {
@@ -212,10 +230,14 @@ impl Plugin for MutatingWebhook {
         if hooks.is_empty() || is_exempt(attrs) {
             return Ok(());
         }
-        for hook in matching(&self.store, &hooks, attrs)? {
-            if let Outcome::Answered(response) = call(&self.store, &hook, attrs, true).await? {
+        for hook in hooks.iter() {
+            // Each webhook is matched against the object as the ones before it left it.
+            if !applies(&self.store, hook, attrs)? {
+                continue;
+            }
+            if let Outcome::Answered(response) = call(&self.store, hook, attrs, true).await? {
                 if let Some(patch) = &response.patch {
-                    apply_patch(&hook, attrs, patch)?;
+                    apply_patch(hook, attrs, patch)?;
                 }
             }
         }
@@ -252,7 +274,12 @@ impl Plugin for ValidatingWebhook {
         if hooks.is_empty() || is_exempt(attrs) {
             return Ok(());
         }
-        let relevant = matching(&self.store, &hooks, attrs)?;
+        let mut relevant = Vec::new();
+        for hook in hooks.iter() {
+            if applies(&self.store, hook, attrs)? {
+                relevant.push(hook);
+            }
+        }
         let calls = relevant
             .iter()
             .map(|hook| call(&self.store, hook, attrs, false));

@@ -10,6 +10,8 @@ use serde_json::Value;
 
 use rkcm_labels::Selector;
 
+use super::match_conditions::Compiled;
+
 /// One rule (`RuleWithOperations`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Rule {
@@ -49,15 +51,6 @@ pub struct ServiceRef {
     pub port: u16,
 }
 
-/// A CEL condition of `matchConditions`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MatchCondition {
-    /// `name`.
-    pub name: String,
-    /// `expression`.
-    pub expression: String,
-}
-
 /// One webhook.
 #[derive(Debug)]
 pub struct Hook {
@@ -87,8 +80,8 @@ pub struct Hook {
     pub client: ClientConfig,
     /// `reinvocationPolicy: IfNeeded` (mutating webhooks only).
     pub reinvoke_if_needed: bool,
-    /// `matchConditions`.
-    pub match_conditions: Vec<MatchCondition>,
+    /// `matchConditions`, compiled.
+    pub match_conditions: Vec<Compiled>,
     /// The TLS settings of `clientConfig`, built on the first call.
     pub(super) tls: OnceLock<Result<std::sync::Arc<rustls::ClientConfig>, String>>,
 }
@@ -163,9 +156,11 @@ impl Hook {
             .and_then(Value::as_array)
             .map(|cs| {
                 cs.iter()
-                    .map(|c| MatchCondition {
-                        name: str_of(c, "name").unwrap_or_default().to_string(),
-                        expression: str_of(c, "expression").unwrap_or_default().to_string(),
+                    .map(|c| {
+                        Compiled::new(
+                            str_of(c, "name").unwrap_or_default(),
+                            str_of(c, "expression").unwrap_or_default(),
+                        )
                     })
                     .collect()
             })

@@ -10,6 +10,7 @@
 mod client;
 mod dispatch;
 pub mod hook;
+pub mod match_conditions;
 pub mod matching;
 pub mod review;
 mod service;
