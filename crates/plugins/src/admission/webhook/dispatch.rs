@@ -293,6 +293,62 @@ impl Plugin for ValidatingWebhook {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rkcm_server::auth::UserInfo;
+    use rkcm_storage::memory::MemoryBackend;
+    use serde_json::json;
+
+    fn dry_run_create() -> Attributes {
+        Attributes::new(
+            Operation::Create,
+            rkcm_apimachinery::catalog::by_kind("v1", "ConfigMap").expect("configmaps"),
+            "",
+            Some("ns"),
+            "c",
+            Some(json!({"metadata": {"name": "c"}})),
+            None,
+            Arc::new(UserInfo::default()),
+            true,
+        )
+    }
+
+    // validating/dispatcher.go callHook: dry runs reach only webhooks without side effects.
+    #[tokio::test]
+    async fn dry_runs_are_refused_by_webhooks_with_side_effects() {
+        let store = Store::new(Arc::new(MemoryBackend::new()), 100)
+            .await
+            .expect("memory store");
+        for side_effects in ["Some", "Unknown"] {
+            let hook = Hook::decode(
+                "c",
+                &json!({"name": "w", "sideEffects": side_effects, "failurePolicy": "Ignore",
+                    "clientConfig": {"url": "https://10.0.0.1/"}}),
+            );
+            let e = call(&store, &hook, &dry_run_create(), false)
+                .await
+                .err()
+                .expect("refused whatever the failure policy");
+            assert_eq!(e.code, 400);
+            assert_eq!(e.message, "admission webhook \"w\" does not support dry run");
+        }
+        let unset = Hook::decode("c", &json!({"name": "w", "clientConfig": {"url": "https://10.0.0.1/"}}));
+        let e = call(&store, &unset, &dry_run_create(), false)
+            .await
+            .err()
+            .expect("a call error");
+        assert_eq!(
+            e.message,
+            "Internal error occurred: failed calling webhook \"w\": Webhook SideEffects is nil"
+        );
+        let none = Hook::decode(
+            "c",
+            &json!({"name": "w", "sideEffects": "NoneOnDryRun", "clientConfig": {"url": "https://10.0.0.1/"}}),
+        );
+        let e = call(&store, &none, &dry_run_create(), false)
+            .await
+            .err()
+            .expect("called, so not reached");
+        assert!(e.message.ends_with("connect: no route to host"), "{}", e.message);
+    }
 
     #[test]
     fn refusals_read_as_kubes() {
