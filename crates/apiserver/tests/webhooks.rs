@@ -484,3 +484,54 @@ async fn a_service_reference_resolves_to_its_ready_endpoint() {
     let reviews = hook.reviews();
     assert_eq!(reviews.len(), 1);
 }
+
+/// A mutating webhook that sets label `key` to `value`.
+fn labeller(key: &'static str, value: &'static str) -> Handler {
+    Arc::new(move |request: &Value| {
+        let patch = if request["object"]["metadata"]["labels"].is_object() {
+            json!([{"op": "add", "path": format!("/metadata/labels/{key}"), "value": value}])
+        } else {
+            json!([{"op": "add", "path": "/metadata/labels", "value": {key: value}}])
+        };
+        json!({
+            "allowed": true,
+            "patchType": "JSONPatch",
+            "patch": base64::engine::general_purpose::STANDARD.encode(patch.to_string()),
+        })
+    })
+}
+
+#[tokio::test]
+async fn webhooks_that_ask_for_it_are_called_again_after_later_changes() {
+    let first = serve(labeller("first", "1"), Duration::ZERO).await;
+    let second = serve(labeller("second", "2"), Duration::ZERO).await;
+    let server = testing::start().await;
+    let configs: Api<MutatingWebhookConfiguration> = Api::all(server.client());
+    let mut a = webhook("first.example.com", &first.url("/"), &first.ca_pem, "Fail", 10);
+    a["reinvocationPolicy"] = json!("IfNeeded");
+    let b = webhook("second.example.com", &second.url("/"), &second.ca_pem, "Fail", 10);
+    for (name, hook) in [("a", a), ("b", b)] {
+        let config: MutatingWebhookConfiguration =
+            serde_json::from_value(json!({"metadata": {"name": name}, "webhooks": [hook]}))
+                .expect("configuration");
+        configs
+            .create(&PostParams::default(), &config)
+            .await
+            .expect("configuration stored");
+    }
+    let cms: Api<ConfigMap> = Api::namespaced(server.client(), "default");
+    let created = cms
+        .create(&PostParams::default(), &configmap("c"))
+        .await
+        .expect("created");
+    let labels = created.metadata.labels.unwrap_or_default();
+    assert_eq!(labels.get("first").map(String::as_str), Some("1"));
+    assert_eq!(labels.get("second").map(String::as_str), Some("2"));
+    let calls = first.reviews();
+    assert_eq!(calls.len(), 2, "called again once the second webhook changed the object");
+    assert_eq!(
+        calls[1]["request"]["object"]["metadata"]["labels"]["second"],
+        "2"
+    );
+    assert_eq!(second.reviews().len(), 1, "reinvocationPolicy Never");
+}

@@ -176,6 +176,35 @@ async fn call(store: &Store, hook: &Hook, attrs: &Attributes, mutating: bool) ->
     Ok(Outcome::Answered(response))
 }
 
+/// What the mutating webhooks keep between the rounds of the mutating phase
+/// (`webhookReinvokeContext`).
+#[derive(Default)]
+struct Reinvoke {
+    inner: parking_lot::Mutex<ReinvokeState>,
+}
+
+#[derive(Default)]
+struct ReinvokeState {
+    /// The object as the plugin left it last.
+    last_output: Option<serde_json::Value>,
+    /// Webhooks with `reinvocationPolicy: IfNeeded` called so far.
+    previously_invoked: std::collections::BTreeSet<String>,
+    /// Webhooks to call again in the second round.
+    reinvoke: std::collections::BTreeSet<String>,
+}
+
+impl ReinvokeState {
+    fn require_reinvoking_previously_invoked(&mut self) {
+        let invoked = std::mem::take(&mut self.previously_invoked);
+        self.reinvoke.extend(invoked);
+    }
+}
+
+/// A webhook's identity across rounds.
+fn hook_id(hook: &Hook) -> String {
+    format!("{}/{}", hook.configuration, hook.name)
+}
+
 /// `MutatingAdmissionWebhook`.
 pub struct MutatingWebhook {
     store: Store,
@@ -190,8 +219,8 @@ impl MutatingWebhook {
     }
 }
 
-/// Applies the JSON patch a webhook returned to the request's object.
-fn apply_patch(hook: &Hook, attrs: &mut Attributes, patch: &[u8]) -> ApiResult<()> {
+/// Applies the JSON patch a webhook returned to the request's object; whether that changed it.
+fn apply_patch(hook: &Hook, attrs: &mut Attributes, patch: &[u8]) -> ApiResult<bool> {
     let patch: json_patch::Patch = serde_json::from_slice(patch).map_err(|e| {
         ApiError::new(
             500,
@@ -200,7 +229,7 @@ fn apply_patch(hook: &Hook, attrs: &mut Attributes, patch: &[u8]) -> ApiResult<(
         )
     })?;
     let Some(obj) = attrs.object_mut() else {
-        return Ok(());
+        return Ok(false);
     };
     let mut patched = obj.clone();
     json_patch::patch(&mut patched, &patch).map_err(|e| {
@@ -211,8 +240,9 @@ fn apply_patch(hook: &Hook, attrs: &mut Attributes, patch: &[u8]) -> ApiResult<(
             format!("Internal error occurred: {e}"),
         )
     })?;
+    let changed = *obj != patched;
     *obj = patched;
-    Ok(())
+    Ok(changed)
 }
 
 #[async_trait]
@@ -230,15 +260,61 @@ impl Plugin for MutatingWebhook {
         if hooks.is_empty() || is_exempt(attrs) {
             return Ok(());
         }
-        for hook in hooks.iter() {
+        let Some(reinvoke) = attrs
+            .reinvocation
+            .value::<Reinvoke>(MUTATING_ADMISSION_WEBHOOK)
+        else {
+            return Err(ApiError::internal(
+                "admission webhooks",
+                "unexpected reinvocation state",
+            ));
+        };
+        let is_reinvoke = attrs.reinvocation.is_reinvoke();
+        if is_reinvoke {
+            let mut state = reinvoke.inner.lock();
+            // Plugins of the second round changed what the webhooks left: every webhook
+            // that asked for it is called again.
+            if state.last_output.as_ref() != attrs.object() {
+                state.require_reinvoking_previously_invoked();
+            }
+        }
+        let result = self.dispatch(&hooks, attrs, &reinvoke, is_reinvoke).await;
+        reinvoke.inner.lock().last_output = attrs.object().cloned();
+        result
+    }
+}
+
+impl MutatingWebhook {
+    async fn dispatch(
+        &self,
+        hooks: &[Arc<Hook>],
+        attrs: &mut Attributes,
+        reinvoke: &Reinvoke,
+        is_reinvoke: bool,
+    ) -> ApiResult<()> {
+        for hook in hooks {
             // Each webhook is matched against the object as the ones before it left it.
             if !applies(&self.store, hook, attrs)? {
                 continue;
             }
+            let id = hook_id(hook);
+            // The second round calls only webhooks called in the first that asked for it.
+            if is_reinvoke && !reinvoke.inner.lock().reinvoke.contains(&id) {
+                continue;
+            }
             if let Outcome::Answered(response) = call(&self.store, hook, attrs, true).await? {
                 if let Some(patch) = &response.patch {
-                    apply_patch(hook, attrs, patch)?;
+                    if apply_patch(hook, attrs, patch)? {
+                        reinvoke
+                            .inner
+                            .lock()
+                            .require_reinvoking_previously_invoked();
+                        attrs.reinvocation.set_should_reinvoke();
+                    }
                 }
+            }
+            if hook.reinvoke_if_needed {
+                reinvoke.inner.lock().previously_invoked.insert(id);
             }
         }
         Ok(())
