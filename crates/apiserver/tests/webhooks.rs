@@ -50,9 +50,9 @@ async fn serve(handler: Handler, delay: Duration) -> WebhookServer {
         "127.0.0.1".to_string(),
         "hooks.default.svc".to_string(),
     ])
-        .expect("params")
-        .signed_by(&leaf_key, &ca)
-        .expect("certificate");
+    .expect("params")
+    .signed_by(&leaf_key, &ca)
+    .expect("certificate");
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let tls = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -77,26 +77,28 @@ async fn serve(handler: Handler, delay: Duration) -> WebhookServer {
                 let Ok(stream) = acceptor.accept(tcp).await else {
                     return;
                 };
-                let service = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
-                    let handler = Arc::clone(&handler);
-                    let recorded = Arc::clone(&recorded);
-                    async move {
-                        let body = req.into_body().collect().await?.to_bytes();
-                        let review: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                        recorded.lock().expect("reviews").push(review.clone());
-                        tokio::time::sleep(delay).await;
-                        let mut response = handler(&review["request"]);
-                        response["uid"] = review["request"]["uid"].clone();
-                        let answer = json!({
-                            "apiVersion": "admission.k8s.io/v1",
-                            "kind": "AdmissionReview",
-                            "response": response,
-                        });
-                        Ok::<_, hyper::Error>(http::Response::new(Full::new(Bytes::from(
-                            answer.to_string(),
-                        ))))
-                    }
-                });
+                let service =
+                    hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                        let handler = Arc::clone(&handler);
+                        let recorded = Arc::clone(&recorded);
+                        async move {
+                            let body = req.into_body().collect().await?.to_bytes();
+                            let review: Value =
+                                serde_json::from_slice(&body).unwrap_or(Value::Null);
+                            recorded.lock().expect("reviews").push(review.clone());
+                            tokio::time::sleep(delay).await;
+                            let mut response = handler(&review["request"]);
+                            response["uid"] = review["request"]["uid"].clone();
+                            let answer = json!({
+                                "apiVersion": "admission.k8s.io/v1",
+                                "kind": "AdmissionReview",
+                                "response": response,
+                            });
+                            Ok::<_, hyper::Error>(http::Response::new(Full::new(Bytes::from(
+                                answer.to_string(),
+                            ))))
+                        }
+                    });
                 let _ = hyper::server::conn::http1::Builder::new()
                     .serve_connection(TokioIo::new(stream), service)
                     .await;
@@ -168,7 +170,13 @@ async fn a_validating_webhook_refuses_with_its_message() {
             &PostParams::default(),
             &validating(
                 "deny",
-                webhook("deny.example.com", &hook.url("/validate"), &hook.ca_pem, "Fail", 10),
+                webhook(
+                    "deny.example.com",
+                    &hook.url("/validate"),
+                    &hook.ca_pem,
+                    "Fail",
+                    10,
+                ),
             ),
         )
         .await
@@ -196,8 +204,14 @@ async fn a_validating_webhook_refuses_with_its_message() {
     assert_eq!(reviews[1]["apiVersion"], "admission.k8s.io/v1");
     assert_eq!(request["operation"], "CREATE");
     assert_eq!(request["namespace"], "default");
-    assert_eq!(request["resource"], json!({"group": "", "version": "v1", "resource": "configmaps"}));
-    assert_eq!(request["kind"], json!({"group": "", "version": "v1", "kind": "ConfigMap"}));
+    assert_eq!(
+        request["resource"],
+        json!({"group": "", "version": "v1", "resource": "configmaps"})
+    );
+    assert_eq!(
+        request["kind"],
+        json!({"group": "", "version": "v1", "kind": "ConfigMap"})
+    );
     assert_eq!(request["object"]["data"]["k"], "v");
     assert_eq!(request["options"]["kind"], "CreateOptions");
     assert_eq!(request["dryRun"], false);
@@ -218,7 +232,8 @@ async fn a_validating_webhook_refuses_with_its_message() {
 async fn a_mutating_webhook_patches_the_stored_object() {
     let hook = serve(
         Arc::new(|_: &Value| {
-            let patch = json!([{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}]);
+            let patch =
+                json!([{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}]);
             json!({
                 "allowed": true,
                 "patchType": "JSONPatch",
@@ -293,9 +308,13 @@ async fn the_failure_policy_decides_for_unreachable_webhooks() {
             "Internal error occurred: failed calling webhook \"w.example.com\": failed to call webhook: Post \"https://127.0.0.1:{closed}/?timeout=10s\": dial tcp 127.0.0.1:{closed}: connect: connection refused"
         )
     );
-    create_with(&server, webhook("w.example.com", &url, "", "Ignore", 10), "a")
-        .await
-        .expect("fails open");
+    create_with(
+        &server,
+        webhook("w.example.com", &url, "", "Ignore", 10),
+        "a",
+    )
+    .await
+    .expect("fails open");
 }
 
 #[tokio::test]
@@ -304,9 +323,13 @@ async fn addresses_outside_loopback_are_never_dialed() {
     let url = "https://10.0.0.1/hook";
     let started = Instant::now();
     let e = api_err(
-        create_with(&server, webhook("far.example.com", url, "", "Fail", 30), "a")
-            .await
-            .expect_err("fails closed"),
+        create_with(
+            &server,
+            webhook("far.example.com", url, "", "Fail", 30),
+            "a",
+        )
+        .await
+        .expect_err("fails closed"),
     );
     assert!(started.elapsed() < Duration::from_secs(5), "not dialed");
     assert_eq!(e.code, 500);
@@ -314,21 +337,33 @@ async fn addresses_outside_loopback_are_never_dialed() {
         e.message,
         "Internal error occurred: failed calling webhook \"far.example.com\": failed to call webhook: Post \"https://10.0.0.1/hook?timeout=30s\": dial tcp 10.0.0.1:443: connect: no route to host"
     );
-    create_with(&server, webhook("far.example.com", url, "", "Ignore", 30), "b")
-        .await
-        .expect("fails open");
+    create_with(
+        &server,
+        webhook("far.example.com", url, "", "Ignore", 30),
+        "b",
+    )
+    .await
+    .expect("fails open");
 }
 
 #[tokio::test]
 async fn a_slow_webhook_times_out() {
-    let hook = serve(Arc::new(|_: &Value| json!({"allowed": false})), Duration::from_secs(3)).await;
+    let hook = serve(
+        Arc::new(|_: &Value| json!({"allowed": false})),
+        Duration::from_secs(3),
+    )
+    .await;
     let server = testing::start().await;
     let url = hook.url("/slow");
     let started = Instant::now();
     let e = api_err(
-        create_with(&server, webhook("slow.example.com", &url, &hook.ca_pem, "Fail", 1), "a")
-            .await
-            .expect_err("timed out"),
+        create_with(
+            &server,
+            webhook("slow.example.com", &url, &hook.ca_pem, "Fail", 1),
+            "a",
+        )
+        .await
+        .expect_err("timed out"),
     );
     assert!(started.elapsed() < Duration::from_millis(2900));
     assert_eq!(e.code, 500);
@@ -338,21 +373,37 @@ async fn a_slow_webhook_times_out() {
             "Internal error occurred: failed calling webhook \"slow.example.com\": failed to call webhook: Post \"{url}?timeout=1s\": context deadline exceeded"
         )
     );
-    create_with(&server, webhook("slow.example.com", &url, &hook.ca_pem, "Ignore", 1), "b")
-        .await
-        .expect("fails open");
+    create_with(
+        &server,
+        webhook("slow.example.com", &url, &hook.ca_pem, "Ignore", 1),
+        "b",
+    )
+    .await
+    .expect("fails open");
 }
 
 #[tokio::test]
 async fn a_webhook_signed_by_another_ca_is_not_trusted() {
-    let hook = serve(Arc::new(|_: &Value| json!({"allowed": true})), Duration::ZERO).await;
-    let other = serve(Arc::new(|_: &Value| json!({"allowed": true})), Duration::ZERO).await;
+    let hook = serve(
+        Arc::new(|_: &Value| json!({"allowed": true})),
+        Duration::ZERO,
+    )
+    .await;
+    let other = serve(
+        Arc::new(|_: &Value| json!({"allowed": true})),
+        Duration::ZERO,
+    )
+    .await;
     let server = testing::start().await;
     let url = hook.url("/");
     let e = api_err(
-        create_with(&server, webhook("tls.example.com", &url, &other.ca_pem, "Fail", 10), "a")
-            .await
-            .expect_err("untrusted"),
+        create_with(
+            &server,
+            webhook("tls.example.com", &url, &other.ca_pem, "Fail", 10),
+            "a",
+        )
+        .await
+        .expect_err("untrusted"),
     );
     assert_eq!(
         e.message,
@@ -385,7 +436,10 @@ async fn match_conditions_exclude_requests() {
             .expect_err("sent and refused"),
     );
     assert_eq!(e.code, 400);
-    assert_eq!(e.message, "admission webhook \"cel.example.com\" denied the request: no");
+    assert_eq!(
+        e.message,
+        "admission webhook \"cel.example.com\" denied the request: no"
+    );
     assert_eq!(hook.reviews().len(), 1);
 
     // A condition that cannot be evaluated refuses under Fail, skips under Ignore.
@@ -507,9 +561,21 @@ async fn webhooks_that_ask_for_it_are_called_again_after_later_changes() {
     let second = serve(labeller("second", "2"), Duration::ZERO).await;
     let server = testing::start().await;
     let configs: Api<MutatingWebhookConfiguration> = Api::all(server.client());
-    let mut a = webhook("first.example.com", &first.url("/"), &first.ca_pem, "Fail", 10);
+    let mut a = webhook(
+        "first.example.com",
+        &first.url("/"),
+        &first.ca_pem,
+        "Fail",
+        10,
+    );
     a["reinvocationPolicy"] = json!("IfNeeded");
-    let b = webhook("second.example.com", &second.url("/"), &second.ca_pem, "Fail", 10);
+    let b = webhook(
+        "second.example.com",
+        &second.url("/"),
+        &second.ca_pem,
+        "Fail",
+        10,
+    );
     for (name, hook) in [("a", a), ("b", b)] {
         let config: MutatingWebhookConfiguration =
             serde_json::from_value(json!({"metadata": {"name": name}, "webhooks": [hook]}))
@@ -528,7 +594,11 @@ async fn webhooks_that_ask_for_it_are_called_again_after_later_changes() {
     assert_eq!(labels.get("first").map(String::as_str), Some("1"));
     assert_eq!(labels.get("second").map(String::as_str), Some("2"));
     let calls = first.reviews();
-    assert_eq!(calls.len(), 2, "called again once the second webhook changed the object");
+    assert_eq!(
+        calls.len(),
+        2,
+        "called again once the second webhook changed the object"
+    );
     assert_eq!(
         calls[1]["request"]["object"]["metadata"]["labels"]["second"],
         "2"

@@ -23,9 +23,9 @@ pub mod priority;
 pub mod resource_quota;
 pub mod serviceaccount;
 pub mod storage_object_in_use_protection;
-pub mod webhook;
 #[cfg(test)]
 mod testing;
+pub mod webhook;
 
 pub use rkcm_server::admission::*;
 

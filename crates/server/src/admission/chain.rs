@@ -264,7 +264,11 @@ mod tests {
             true
         }
         async fn admit(&self, attrs: &mut Attributes) -> ApiResult<()> {
-            let round = if attrs.reinvocation.is_reinvoke() { 2 } else { 1 };
+            let round = if attrs.reinvocation.is_reinvoke() {
+                2
+            } else {
+                1
+            };
             self.log
                 .lock()
                 .expect("log")

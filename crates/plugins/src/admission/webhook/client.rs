@@ -168,7 +168,11 @@ fn dial_error(addr: SocketAddr, e: &std::io::Error) -> String {
     format!("dial tcp {addr}: connect: {why}")
 }
 
-async fn post(target: &Target, tls: Arc<rustls::ClientConfig>, body: Vec<u8>) -> Result<(u16, Bytes), String> {
+async fn post(
+    target: &Target,
+    tls: Arc<rustls::ClientConfig>,
+    body: Vec<u8>,
+) -> Result<(u16, Bytes), String> {
     if !target.addr.ip().is_loopback() {
         return Err(format!(
             "dial tcp {}: connect: no route to host",
@@ -194,7 +198,10 @@ async fn post(target: &Target, tls: Arc<rustls::ClientConfig>, body: Vec<u8>) ->
         .header(http::header::ACCEPT, "application/json, */*")
         .body(Full::new(Bytes::from(body)))
         .map_err(|e| e.to_string())?;
-    let response = sender.send_request(request).await.map_err(|e| e.to_string())?;
+    let response = sender
+        .send_request(request)
+        .await
+        .map_err(|e| e.to_string())?;
     let status = response.status().as_u16();
     let body = Limited::new(response.into_body(), MAX_RESPONSE_BYTES)
         .collect()

@@ -128,7 +128,12 @@ enum Outcome {
 
 /// Calls `hook` about the request: the dry-run check, the review, the call, the answer's
 /// checks. A refusal is an error.
-async fn call(store: &Store, hook: &Hook, attrs: &Attributes, mutating: bool) -> ApiResult<Outcome> {
+async fn call(
+    store: &Store,
+    hook: &Hook,
+    attrs: &Attributes,
+    mutating: bool,
+) -> ApiResult<Outcome> {
     if attrs.dry_run {
         if hook.side_effects.is_empty() {
             call_failed(hook, "Webhook SideEffects is nil".to_string())?;
@@ -404,9 +409,15 @@ mod tests {
                 .err()
                 .expect("refused whatever the failure policy");
             assert_eq!(e.code, 400);
-            assert_eq!(e.message, "admission webhook \"w\" does not support dry run");
+            assert_eq!(
+                e.message,
+                "admission webhook \"w\" does not support dry run"
+            );
         }
-        let unset = Hook::decode("c", &json!({"name": "w", "clientConfig": {"url": "https://10.0.0.1/"}}));
+        let unset = Hook::decode(
+            "c",
+            &json!({"name": "w", "clientConfig": {"url": "https://10.0.0.1/"}}),
+        );
         let e = call(&store, &unset, &dry_run_create(), false)
             .await
             .err()
@@ -423,7 +434,11 @@ mod tests {
             .await
             .err()
             .expect("called, so not reached");
-        assert!(e.message.ends_with("connect: no route to host"), "{}", e.message);
+        assert!(
+            e.message.ends_with("connect: no route to host"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]
@@ -458,6 +473,9 @@ mod tests {
         );
         assert_eq!(e.code, 400);
         assert_eq!(e.reason, "");
-        assert_eq!(e.message, "admission webhook \"w\" denied the request: Custom");
+        assert_eq!(
+            e.message,
+            "admission webhook \"w\" denied the request: Custom"
+        );
     }
 }

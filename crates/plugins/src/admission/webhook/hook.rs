@@ -141,16 +141,19 @@ impl Hook {
                 base64::engine::general_purpose::STANDARD.decode(b).ok()
             })
             .unwrap_or_default();
-        let service = cc.get("service").filter(|s| s.is_object()).map(|s| ServiceRef {
-            namespace: str_of(s, "namespace").unwrap_or_default().to_string(),
-            name: str_of(s, "name").unwrap_or_default().to_string(),
-            path: str_of(s, "path").unwrap_or_default().to_string(),
-            port: s
-                .get("port")
-                .and_then(Value::as_u64)
-                .and_then(|p| u16::try_from(p).ok())
-                .unwrap_or(443),
-        });
+        let service = cc
+            .get("service")
+            .filter(|s| s.is_object())
+            .map(|s| ServiceRef {
+                namespace: str_of(s, "namespace").unwrap_or_default().to_string(),
+                name: str_of(s, "name").unwrap_or_default().to_string(),
+                path: str_of(s, "path").unwrap_or_default().to_string(),
+                port: s
+                    .get("port")
+                    .and_then(Value::as_u64)
+                    .and_then(|p| u16::try_from(p).ok())
+                    .unwrap_or(443),
+            });
         let match_conditions = v
             .get("matchConditions")
             .and_then(Value::as_array)

@@ -124,7 +124,10 @@ mod tests {
             ("label", "object.metadata.labels.a == 'b'"),
             ("old", "oldObject == null"),
         ]);
-        assert_eq!(evaluate(&all_true, Some(&obj), None, &request()), Verdict::Matches);
+        assert_eq!(
+            evaluate(&all_true, Some(&obj), None, &request()),
+            Verdict::Matches
+        );
         let one_false = conditions(&[
             ("err", "object.spec.nope == 1"),
             ("user", "request.userInfo.username == 'bob'"),
@@ -133,10 +136,7 @@ mod tests {
             evaluate(&one_false, Some(&obj), None, &request()),
             Verdict::Excluded("user".into())
         );
-        let errors = conditions(&[
-            ("ok", "true"),
-            ("err", "object.spec.nope == 1"),
-        ]);
+        let errors = conditions(&[("ok", "true"), ("err", "object.spec.nope == 1")]);
         let Verdict::Errors(errs) = evaluate(&errors, Some(&obj), None, &request()) else {
             panic!("errors expected");
         };

@@ -120,7 +120,8 @@ pub fn object_matches(hook: &Hook, attrs: &Attributes) -> ApiResult<bool> {
     if hook.object_selector_empty {
         return Ok(true);
     }
-    let matches = |o: Option<&serde_json::Value>| o.is_some_and(|o| selector.matches(&object::labels(o)));
+    let matches =
+        |o: Option<&serde_json::Value>| o.is_some_and(|o| selector.matches(&object::labels(o)));
     Ok(matches(attrs.object()) || matches(attrs.old_object()))
 }
 
@@ -198,7 +199,13 @@ mod tests {
         )
     }
 
-    fn rule(ops: &[&str], groups: &[&str], versions: &[&str], resources: &[&str], scope: &str) -> Rule {
+    fn rule(
+        ops: &[&str],
+        groups: &[&str],
+        versions: &[&str],
+        resources: &[&str],
+        scope: &str,
+    ) -> Rule {
         let s = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
         Rule {
             operations: s(ops),
@@ -217,13 +224,31 @@ mod tests {
     #[test]
     fn groups_versions_and_operations_match_exactly_or_by_wildcard() {
         let a = pod_create("");
-        assert!(rule_matches(&rule(&["CREATE"], &[""], &["v1"], &["pods"], "*"), &a));
+        assert!(rule_matches(
+            &rule(&["CREATE"], &[""], &["v1"], &["pods"], "*"),
+            &a
+        ));
         assert!(rule_matches(&rule(&["*"], &["*"], &["*"], &["*"], "*"), &a));
-        assert!(!rule_matches(&rule(&["UPDATE"], &[""], &["v1"], &["pods"], "*"), &a));
-        assert!(rule_matches(&rule(&["UPDATE", "CREATE"], &[""], &["v1"], &["pods"], "*"), &a));
-        assert!(!rule_matches(&rule(&["*"], &["apps"], &["v1"], &["pods"], "*"), &a));
-        assert!(!rule_matches(&rule(&["*"], &[""], &["v2"], &["pods"], "*"), &a));
-        assert!(!rule_matches(&rule(&[], &[""], &["v1"], &["pods"], "*"), &a));
+        assert!(!rule_matches(
+            &rule(&["UPDATE"], &[""], &["v1"], &["pods"], "*"),
+            &a
+        ));
+        assert!(rule_matches(
+            &rule(&["UPDATE", "CREATE"], &[""], &["v1"], &["pods"], "*"),
+            &a
+        ));
+        assert!(!rule_matches(
+            &rule(&["*"], &["apps"], &["v1"], &["pods"], "*"),
+            &a
+        ));
+        assert!(!rule_matches(
+            &rule(&["*"], &[""], &["v2"], &["pods"], "*"),
+            &a
+        ));
+        assert!(!rule_matches(
+            &rule(&[], &[""], &["v1"], &["pods"], "*"),
+            &a
+        ));
         let deploy = attrs(
             Operation::Update,
             info("apps/v1", "Deployment"),
@@ -233,8 +258,14 @@ mod tests {
             None,
             None,
         );
-        assert!(rule_matches(&rule(&["UPDATE"], &["apps"], &["v1"], &["deployments"], "*"), &deploy));
-        assert!(!rule_matches(&rule(&["UPDATE"], &["", "extensions"], &["*"], &["*"], "*"), &deploy));
+        assert!(rule_matches(
+            &rule(&["UPDATE"], &["apps"], &["v1"], &["deployments"], "*"),
+            &deploy
+        ));
+        assert!(!rule_matches(
+            &rule(&["UPDATE"], &["", "extensions"], &["*"], &["*"], "*"),
+            &deploy
+        ));
     }
 
     #[test]
@@ -263,7 +294,15 @@ mod tests {
     #[test]
     fn scopes_treat_namespace_objects_as_cluster_scoped() {
         let namespaced = pod_create("");
-        let node = attrs(Operation::Create, info("v1", "Node"), "", None, "n", None, None);
+        let node = attrs(
+            Operation::Create,
+            info("v1", "Node"),
+            "",
+            None,
+            "n",
+            None,
+            None,
+        );
         let namespace = attrs(
             Operation::Create,
             info("v1", "Namespace"),
@@ -323,7 +362,15 @@ mod tests {
             "matchExpressions": [{"key": "runlevel", "operator": "NotIn", "values": ["0", "1"]}]
         }}));
         let in_ns = |ns: &str| {
-            attrs(Operation::Create, info("v1", "Pod"), "", Some(ns), "p", Some(json!({})), None)
+            attrs(
+                Operation::Create,
+                info("v1", "Pod"),
+                "",
+                Some(ns),
+                "p",
+                Some(json!({})),
+                None,
+            )
         };
         assert!(!namespace_matches(&h, &in_ns("runlevel0"), &labels_of).expect("found"));
         assert!(namespace_matches(&h, &in_ns("plain"), &labels_of).expect("found"));
@@ -343,8 +390,14 @@ mod tests {
             )
         };
         // A namespace being created or updated is judged by its new labels.
-        assert!(namespace_matches(&h, &ns_object(Operation::Create, json!({})), &labels_of).expect("ok"));
-        assert!(namespace_matches(&h, &ns_object(Operation::Update, json!({})), &labels_of).expect("ok"));
+        assert!(
+            namespace_matches(&h, &ns_object(Operation::Create, json!({})), &labels_of)
+                .expect("ok")
+        );
+        assert!(
+            namespace_matches(&h, &ns_object(Operation::Update, json!({})), &labels_of)
+                .expect("ok")
+        );
         assert!(!namespace_matches(
             &h,
             &ns_object(Operation::Create, json!({"runlevel": "1"})),
@@ -352,11 +405,27 @@ mod tests {
         )
         .expect("ok"));
         // A delete by the stored one.
-        let delete = attrs(Operation::Delete, info("v1", "Namespace"), "", None, "runlevel0", None, None);
+        let delete = attrs(
+            Operation::Delete,
+            info("v1", "Namespace"),
+            "",
+            None,
+            "runlevel0",
+            None,
+            None,
+        );
         assert!(!namespace_matches(&h, &delete, &labels_of).expect("ok"));
 
         // Cluster-scoped objects always match.
-        let node = attrs(Operation::Create, info("v1", "Node"), "", None, "n", None, None);
+        let node = attrs(
+            Operation::Create,
+            info("v1", "Node"),
+            "",
+            None,
+            "n",
+            None,
+            None,
+        );
         assert!(namespace_matches(&h, &node, &labels_of).expect("ok"));
         // An empty selector matches without reading the namespace.
         let all = hook(json!({"name": "w", "namespaceSelector": {}}));
@@ -368,7 +437,15 @@ mod tests {
     fn object_selector_matches_the_object_or_the_old_object() {
         let h = hook(json!({"name": "w", "objectSelector": {"matchLabels": {"runlevel": "0"}}}));
         let with = |obj: Option<Value>, old: Option<Value>| {
-            attrs(Operation::Update, info("v1", "Pod"), "", Some("ns"), "p", obj, old)
+            attrs(
+                Operation::Update,
+                info("v1", "Pod"),
+                "",
+                Some("ns"),
+                "p",
+                obj,
+                old,
+            )
         };
         let l0 = || Some(json!({"metadata": {"labels": {"runlevel": "0"}}}));
         let l1 = || Some(json!({"metadata": {"labels": {"runlevel": "1"}}}));
@@ -389,12 +466,33 @@ mod tests {
             "namespaceSelector": {"matchLabels": {"runlevel": "0"}},
         }));
         let pod = |ns: &str| {
-            attrs(Operation::Create, info("v1", "Pod"), "", Some(ns), "p", Some(json!({})), None)
+            attrs(
+                Operation::Create,
+                info("v1", "Pod"),
+                "",
+                Some(ns),
+                "p",
+                Some(json!({})),
+                None,
+            )
         };
         assert!(should_call(&h, &pod("runlevel0"), &labels_of).expect("ok"));
         assert!(!should_call(&h, &pod("plain"), &labels_of).expect("ok"));
-        assert_eq!(should_call(&h, &pod("missing"), &labels_of).expect_err("404").code, 404);
-        let cm = attrs(Operation::Create, info("v1", "ConfigMap"), "", Some("missing"), "c", Some(json!({})), None);
+        assert_eq!(
+            should_call(&h, &pod("missing"), &labels_of)
+                .expect_err("404")
+                .code,
+            404
+        );
+        let cm = attrs(
+            Operation::Create,
+            info("v1", "ConfigMap"),
+            "",
+            Some("missing"),
+            "c",
+            Some(json!({})),
+            None,
+        );
         assert!(!should_call(&h, &cm, &labels_of).expect("no rule matches, so no error"));
     }
 }

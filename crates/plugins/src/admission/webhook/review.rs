@@ -41,7 +41,8 @@ fn options(attrs: &Attributes) -> Value {
 
 /// The review of the request `attrs` with id `uid`, in review version `version`.
 pub fn request(attrs: &Attributes, uid: &str, version: &str) -> Value {
-    let kind = json!({"group": attrs.kind.group, "version": attrs.kind.version, "kind": attrs.kind.kind});
+    let kind =
+        json!({"group": attrs.kind.group, "version": attrs.kind.version, "kind": attrs.kind.kind});
     let resource = json!({
         "group": attrs.resource.group,
         "version": attrs.resource.version,
@@ -79,7 +80,10 @@ pub fn request(attrs: &Attributes, uid: &str, version: &str) -> Value {
     }
     request.insert("operation".into(), json!(attrs.operation.as_str()));
     request.insert("userInfo".into(), Value::Object(user_info));
-    request.insert("object".into(), attrs.object().cloned().unwrap_or(Value::Null));
+    request.insert(
+        "object".into(),
+        attrs.object().cloned().unwrap_or(Value::Null),
+    );
     request.insert(
         "oldObject".into(),
         attrs.old_object().cloned().unwrap_or(Value::Null),
@@ -119,8 +123,14 @@ pub struct Response {
 
 /// "group/version, Kind=kind", as Go prints a `GroupVersionKind`.
 fn gvk_string(review: &Value) -> String {
-    let api_version = review.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
-    let kind = review.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let api_version = review
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let kind = review
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     format!("{group}/{version}, Kind={kind}")
 }
@@ -143,8 +153,15 @@ pub fn response(body: &[u8], uid: &str, version: &str, mutating: bool) -> Result
             ));
         }
     }
-    let patch_type = r.get("patchType").and_then(Value::as_str).unwrap_or_default();
-    let patch = match r.get("patch").and_then(Value::as_str).filter(|p| !p.is_empty()) {
+    let patch_type = r
+        .get("patchType")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let patch = match r
+        .get("patch")
+        .and_then(Value::as_str)
+        .filter(|p| !p.is_empty())
+    {
         Some(p) if mutating => Some(
             base64::engine::general_purpose::STANDARD
                 .decode(p)
@@ -157,7 +174,9 @@ pub fn response(body: &[u8], uid: &str, version: &str, mutating: bool) -> Result
             return Err("validating webhook may not return response.patchType".into());
         }
         if patch.is_some() && patch_type.is_empty() {
-            return Err("mutating webhook returned response.patch but not response.patchType".into());
+            return Err(
+                "mutating webhook returned response.patch but not response.patchType".into(),
+            );
         }
     }
     if patch.is_some() && !patch_type.is_empty() && patch_type != "JSONPatch" {
@@ -166,7 +185,13 @@ pub fn response(body: &[u8], uid: &str, version: &str, mutating: bool) -> Result
         ));
     }
     let status = r.get("status").cloned().unwrap_or(Value::Null);
-    let text = |k: &str| status.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+    let text = |k: &str| {
+        status
+            .get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
     Ok(Response {
         allowed: r.get("allowed").and_then(Value::as_bool).unwrap_or(false),
         status: Refusal {
@@ -182,7 +207,12 @@ pub fn response(body: &[u8], uid: &str, version: &str, mutating: bool) -> Result
         warnings: r
             .get("warnings")
             .and_then(Value::as_array)
-            .map(|w| w.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .map(|w| {
+                w.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
             .unwrap_or_default(),
     })
 }
@@ -213,26 +243,42 @@ mod tests {
         assert_eq!(r["apiVersion"], "admission.k8s.io/v1");
         let q = &r["request"];
         assert_eq!(q["uid"], "u-1");
-        assert_eq!(q["kind"], json!({"group": "", "version": "v1", "kind": "Pod"}));
-        assert_eq!(q["resource"], json!({"group": "", "version": "v1", "resource": "pods"}));
+        assert_eq!(
+            q["kind"],
+            json!({"group": "", "version": "v1", "kind": "Pod"})
+        );
+        assert_eq!(
+            q["resource"],
+            json!({"group": "", "version": "v1", "resource": "pods"})
+        );
         assert_eq!(q["subResource"], "status");
         assert_eq!(q["requestSubResource"], "status");
         assert_eq!(q["operation"], "UPDATE");
-        assert_eq!(q["userInfo"], json!({"username": "alice", "groups": ["dev"]}));
+        assert_eq!(
+            q["userInfo"],
+            json!({"username": "alice", "groups": ["dev"]})
+        );
         assert_eq!(q["oldObject"]["metadata"]["labels"]["a"], "b");
         assert_eq!(q["dryRun"], true);
         assert_eq!(
             q["options"],
             json!({"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1", "dryRun": ["All"]})
         );
-        assert_eq!(request(&pod_update(), "u", "v1beta1")["apiVersion"], "admission.k8s.io/v1beta1");
+        assert_eq!(
+            request(&pod_update(), "u", "v1beta1")["apiVersion"],
+            "admission.k8s.io/v1beta1"
+        );
     }
 
     #[test]
     fn v1_responses_must_name_the_review_and_its_uid() {
         let ok = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
             "response": {"uid": "u", "allowed": true}});
-        assert!(response(ok.to_string().as_bytes(), "u", "v1", false).expect("ok").allowed);
+        assert!(
+            response(ok.to_string().as_bytes(), "u", "v1", false)
+                .expect("ok")
+                .allowed
+        );
         assert_eq!(
             response(ok.to_string().as_bytes(), "other", "v1", false).expect_err("uid"),
             "expected response.uid=\"other\", got \"u\""
@@ -242,7 +288,11 @@ mod tests {
             response(untyped.to_string().as_bytes(), "u", "v1", false).expect_err("gvk"),
             "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got /, Kind="
         );
-        assert!(response(untyped.to_string().as_bytes(), "x", "v1beta1", false).expect("lenient").allowed);
+        assert!(
+            response(untyped.to_string().as_bytes(), "x", "v1beta1", false)
+                .expect("lenient")
+                .allowed
+        );
         assert_eq!(
             response(b"{}", "u", "v1", false).expect_err("absent"),
             "webhook response was absent"

@@ -38,7 +38,12 @@ pub fn resolve(store: &Store, svc: &ServiceRef) -> Result<SocketAddr, String> {
                 .iter()
                 .find(|p| p.get("port").and_then(Value::as_u64) == Some(u64::from(svc.port)))
         })
-        .ok_or_else(|| format!("no service port {} found for service {:?}", svc.port, svc.name))?;
+        .ok_or_else(|| {
+            format!(
+                "no service port {} found for service {:?}",
+                svc.port, svc.name
+            )
+        })?;
     let port_name = port.get("name").and_then(Value::as_str).unwrap_or_default();
 
     let slices = info("discovery.k8s.io/v1", "EndpointSlice")?;
@@ -71,7 +76,11 @@ pub fn resolve(store: &Store, svc: &ServiceRef) -> Result<SocketAddr, String> {
         };
         let endpoints = slice.get("endpoints").and_then(Value::as_array);
         for endpoint in endpoints.into_iter().flatten() {
-            if endpoint.pointer("/conditions/ready").and_then(Value::as_bool) == Some(false) {
+            if endpoint
+                .pointer("/conditions/ready")
+                .and_then(Value::as_bool)
+                == Some(false)
+            {
                 continue;
             }
             let address = endpoint

@@ -197,14 +197,23 @@ mod tests {
         let store = Store::new(Arc::new(MemoryBackend::new()), 100)
             .await
             .expect("memory store");
-        store.create(&key("b"), config("b", &["b1", "b2"])).await.expect("create");
+        store
+            .create(&key("b"), config("b", &["b1", "b2"]))
+            .await
+            .expect("create");
         let source = HookSource::new(store.clone(), "ValidatingWebhookConfiguration");
         assert_eq!(names(&source), ["b1", "b2"]);
-        store.create(&key("a"), config("a", &["a1"])).await.expect("create");
+        store
+            .create(&key("a"), config("a", &["a1"]))
+            .await
+            .expect("create");
         assert_eq!(names(&source), ["a1", "b1", "b2"]);
         store.delete(&key("b"), None).await.expect("delete");
         assert_eq!(names(&source), ["a1"]);
         let unchanged = source.hooks();
-        assert!(Arc::ptr_eq(&unchanged, &source.hooks()), "nothing new, nothing rebuilt");
+        assert!(
+            Arc::ptr_eq(&unchanged, &source.hooks()),
+            "nothing new, nothing rebuilt"
+        );
     }
 }
