@@ -605,3 +605,36 @@ async fn webhooks_that_ask_for_it_are_called_again_after_later_changes() {
     );
     assert_eq!(second.reviews().len(), 1, "reinvocationPolicy Never");
 }
+
+#[tokio::test]
+async fn webhook_warnings_reach_the_client() {
+    let hook = serve(
+        Arc::new(
+            |_: &Value| json!({"allowed": true, "warnings": ["mind the gap", "mind the gap"]}),
+        ),
+        Duration::ZERO,
+    )
+    .await;
+    let server = testing::start().await;
+    create_with(
+        &server,
+        webhook("warn.example.com", &hook.url("/"), &hook.ca_pem, "Fail", 10),
+        "a",
+    )
+    .await
+    .expect("created");
+    let body = serde_json::to_vec(&configmap("b")).expect("body");
+    let request = http::Request::post("/api/v1/namespaces/default/configmaps")
+        .header("content-type", "application/json")
+        .body(kube::client::Body::from(body))
+        .expect("request");
+    let response = server.client().send(request).await.expect("sent");
+    assert_eq!(response.status(), 201);
+    let warnings: Vec<&str> = response
+        .headers()
+        .get_all("warning")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    assert_eq!(warnings, ["299 - \"mind the gap\""]);
+}

@@ -41,14 +41,14 @@ pub async fn handle(State(state): State<SharedState>, req: Request) -> Response 
         body,
         user,
     );
-    let resp = match crate::auth::request_user::scope(user.cloned(), served).await {
+    let (served, mut warnings) =
+        rkcm_server::warning::scope(crate::auth::request_user::scope(user.cloned(), served)).await;
+    let resp = match served {
         Ok(resp) => resp,
         Err(e) => e.into_response(),
     };
-    match deprecation {
-        Some(warning) => crate::http::encode::with_warnings(resp, &[warning]),
-        None => resp,
-    }
+    warnings.extend(deprecation);
+    crate::http::encode::with_warnings(resp, &warnings)
 }
 
 /// `POST /api/v1/namespaces/{ns}/bindings` (the collection form of `pods/{name}/binding`).

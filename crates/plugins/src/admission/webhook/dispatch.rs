@@ -173,7 +173,7 @@ async fn call(
         }
     };
     for warning in &response.warnings {
-        tracing::info!(webhook = %hook.name, "admission webhook warning: {warning}");
+        rkcm_server::warning::add(warning.as_str());
     }
     if !response.allowed {
         return Err(denied(&hook.name, &response.status));
