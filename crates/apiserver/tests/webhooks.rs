@@ -217,6 +217,21 @@ async fn a_validating_webhook_refuses_with_its_message() {
     assert_eq!(request["dryRun"], false);
     assert!(request["userInfo"]["username"].is_string());
 
+    let request = http::Request::get("/metrics")
+        .body(Vec::new())
+        .expect("request");
+    let metrics = server
+        .client()
+        .request_text(request)
+        .await
+        .expect("metrics");
+    assert!(metrics.contains(
+        "apiserver_admission_webhook_rejection_count{error_type=\"no_error\",name=\"deny.example.com\",operation=\"CREATE\",rejection_code=\"403\",type=\"validating\"} 1\n"
+    ), "{metrics}");
+    assert!(metrics.contains(
+        "apiserver_admission_webhook_admission_duration_seconds_count{name=\"deny.example.com\",operation=\"CREATE\",rejected=\"false\",type=\"validating\"} 1\n"
+    ));
+
     // Writes of webhook configurations are never sent to webhooks.
     configs
         .delete("deny", &DeleteParams::default())

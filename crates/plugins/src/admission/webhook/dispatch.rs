@@ -5,10 +5,12 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 use async_trait::async_trait;
 
 use rkcm_server::admission::attributes::{Attributes, Operation};
+use rkcm_server::admission::metrics::{AdmissionMetrics, RejectionKind};
 use rkcm_server::admission::plugin::Plugin;
 use rkcm_server::error::{ApiError, ApiResult};
 use rkcm_storage::store::Store;
@@ -66,18 +68,21 @@ pub fn denied(name: &str, status: &Refusal) -> ApiError {
 
 /// A webhook that could not be called or answered nonsense (`ErrCallingWebhook`): refused with
 /// 500, unless its `failurePolicy` is `Ignore`.
-fn call_failed(hook: &Hook, reason: String) -> ApiResult<()> {
+fn call_failed(hook: &Hook, reason: String) -> Result<Outcome, Failure> {
     let err = format!("failed calling webhook {:?}: {reason}", hook.name);
     if hook.ignore_failures {
         tracing::warn!(webhook = %hook.name, "Failed calling webhook, failing open: {err}");
-        return Ok(());
+        return Ok(Outcome::Ignored);
     }
     tracing::warn!(webhook = %hook.name, "Failed calling webhook, failing closed: {err}");
-    Err(ApiError::new(
-        500,
-        "InternalError",
-        format!("Internal error occurred: {err}"),
-    ))
+    Err(Failure {
+        error: ApiError::new(
+            500,
+            "InternalError",
+            format!("Internal error occurred: {err}"),
+        ),
+        kind: RejectionKind::CallingWebhookError,
+    })
 }
 
 /// The labels of namespace `name` as stored, `None` when there is no such namespace.
@@ -126,6 +131,54 @@ enum Outcome {
     Ignored,
 }
 
+/// A refusal of the request, and its kind for the metrics.
+struct Failure {
+    error: ApiError,
+    kind: RejectionKind,
+}
+
+impl Failure {
+    fn internal(error: ApiError) -> Self {
+        Self {
+            error,
+            kind: RejectionKind::ApiserverInternalError,
+        }
+    }
+}
+
+/// [`call`], observed in `metrics`.
+async fn observed_call(
+    metrics: &AdmissionMetrics,
+    store: &Store,
+    hook: &Hook,
+    attrs: &Attributes,
+    mutating: bool,
+) -> ApiResult<Outcome> {
+    let type_ = if mutating { "admit" } else { "validating" };
+    let operation = attrs.operation.as_str();
+    let started = Instant::now();
+    let result = call(store, hook, attrs, mutating).await;
+    let elapsed = started.elapsed();
+    match &result {
+        Ok(Outcome::Answered(_)) => {
+            metrics.observe_webhook(&hook.name, type_, operation, false, 200, elapsed);
+        }
+        Ok(Outcome::Ignored) => {
+            metrics.observe_webhook(&hook.name, type_, operation, false, 0, elapsed);
+            metrics.webhook_fail_open(&hook.name, type_);
+        }
+        Err(f) => {
+            let code = match f.kind {
+                RejectionKind::NoError => f.error.code,
+                _ => 0,
+            };
+            metrics.observe_webhook(&hook.name, type_, operation, true, code, elapsed);
+            metrics.webhook_rejection(&hook.name, type_, operation, f.kind, code);
+        }
+    }
+    result.map_err(|f| f.error)
+}
+
 /// Calls `hook` about the request: the dry-run check, the review, the call, the answer's
 /// checks. A refusal is an error.
 async fn call(
@@ -133,50 +186,54 @@ async fn call(
     hook: &Hook,
     attrs: &Attributes,
     mutating: bool,
-) -> ApiResult<Outcome> {
+) -> Result<Outcome, Failure> {
     if attrs.dry_run {
         if hook.side_effects.is_empty() {
-            call_failed(hook, "Webhook SideEffects is nil".to_string())?;
-            return Ok(Outcome::Ignored);
+            return call_failed(hook, "Webhook SideEffects is nil".to_string());
         }
         if hook.side_effects != "None" && hook.side_effects != "NoneOnDryRun" {
-            return Err(ApiError::bad_request(format!(
+            return Err(Failure::internal(ApiError::bad_request(format!(
                 "admission webhook {:?} does not support dry run",
                 hook.name
-            )));
+            ))));
         }
     }
     let version = match review::version(hook) {
         Ok(v) => v,
         Err(e) => {
-            call_failed(hook, format!("could not create admission objects: {e}"))?;
-            return Ok(Outcome::Ignored);
+            return call_failed(hook, format!("could not create admission objects: {e}"));
         }
     };
     let uid = uuid::Uuid::new_v4().to_string();
     let body = match serde_json::to_vec(&review::request(attrs, &uid, version)) {
         Ok(b) => b,
-        Err(e) => return Err(ApiError::internal("encoding AdmissionReview", e)),
+        Err(e) => {
+            return Err(Failure::internal(ApiError::internal(
+                "encoding AdmissionReview",
+                e,
+            )))
+        }
     };
     let answer = match client::call(hook, store, body).await {
         Ok(a) => a,
         Err(cause) => {
-            call_failed(hook, format!("failed to call webhook: {cause}"))?;
-            return Ok(Outcome::Ignored);
+            return call_failed(hook, format!("failed to call webhook: {cause}"));
         }
     };
     let response = match review::response(&answer, &uid, version, mutating) {
         Ok(r) => r,
         Err(e) => {
-            call_failed(hook, format!("received invalid webhook response: {e}"))?;
-            return Ok(Outcome::Ignored);
+            return call_failed(hook, format!("received invalid webhook response: {e}"));
         }
     };
     for warning in &response.warnings {
         rkcm_server::warning::add(warning.as_str());
     }
     if !response.allowed {
-        return Err(denied(&hook.name, &response.status));
+        return Err(Failure {
+            error: denied(&hook.name, &response.status),
+            kind: RejectionKind::NoError,
+        });
     }
     Ok(Outcome::Answered(response))
 }
@@ -214,13 +271,19 @@ fn hook_id(hook: &Hook) -> String {
 pub struct MutatingWebhook {
     store: Store,
     source: Arc<HookSource>,
+    metrics: AdmissionMetrics,
 }
 
 impl MutatingWebhook {
-    /// The plugin, reading `MutatingWebhookConfiguration`s from `store`'s watch cache.
-    pub fn new(store: Store) -> Self {
+    /// The plugin, reading `MutatingWebhookConfiguration`s from `store`'s watch cache and
+    /// observing its calls in `metrics`.
+    pub fn new(store: Store, metrics: AdmissionMetrics) -> Self {
         let source = HookSource::new(store.clone(), "MutatingWebhookConfiguration");
-        Self { store, source }
+        Self {
+            store,
+            source,
+            metrics,
+        }
     }
 }
 
@@ -307,7 +370,9 @@ impl MutatingWebhook {
             if is_reinvoke && !reinvoke.inner.lock().reinvoke.contains(&id) {
                 continue;
             }
-            if let Outcome::Answered(response) = call(&self.store, hook, attrs, true).await? {
+            if let Outcome::Answered(response) =
+                observed_call(&self.metrics, &self.store, hook, attrs, true).await?
+            {
                 if let Some(patch) = &response.patch {
                     if apply_patch(hook, attrs, patch)? {
                         reinvoke
@@ -330,13 +395,19 @@ impl MutatingWebhook {
 pub struct ValidatingWebhook {
     store: Store,
     source: Arc<HookSource>,
+    metrics: AdmissionMetrics,
 }
 
 impl ValidatingWebhook {
-    /// The plugin, reading `ValidatingWebhookConfiguration`s from `store`'s watch cache.
-    pub fn new(store: Store) -> Self {
+    /// The plugin, reading `ValidatingWebhookConfiguration`s from `store`'s watch cache and
+    /// observing its calls in `metrics`.
+    pub fn new(store: Store, metrics: AdmissionMetrics) -> Self {
         let source = HookSource::new(store.clone(), "ValidatingWebhookConfiguration");
-        Self { store, source }
+        Self {
+            store,
+            source,
+            metrics,
+        }
     }
 }
 
@@ -363,7 +434,7 @@ impl Plugin for ValidatingWebhook {
         }
         let calls = relevant
             .iter()
-            .map(|hook| call(&self.store, hook, attrs, false));
+            .map(|hook| observed_call(&self.metrics, &self.store, hook, attrs, false));
         for outcome in futures::future::join_all(calls).await {
             outcome?;
         }
@@ -407,7 +478,8 @@ mod tests {
             let e = call(&store, &hook, &dry_run_create(), false)
                 .await
                 .err()
-                .expect("refused whatever the failure policy");
+                .expect("refused whatever the failure policy")
+                .error;
             assert_eq!(e.code, 400);
             assert_eq!(
                 e.message,
@@ -421,7 +493,8 @@ mod tests {
         let e = call(&store, &unset, &dry_run_create(), false)
             .await
             .err()
-            .expect("a call error");
+            .expect("a call error")
+            .error;
         assert_eq!(
             e.message,
             "Internal error occurred: failed calling webhook \"w\": Webhook SideEffects is nil"
@@ -433,7 +506,8 @@ mod tests {
         let e = call(&store, &none, &dry_run_create(), false)
             .await
             .err()
-            .expect("called, so not reached");
+            .expect("called, so not reached")
+            .error;
         assert!(
             e.message.ends_with("connect: no route to host"),
             "{}",
