@@ -12,9 +12,9 @@ use hyper_util::rt::TokioIo;
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
-use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::api::{Api, DeleteParams, PostParams};
+use kube::api::{Api, DeleteParams, EvictParams, PostParams};
 use rkcm_apiserver::testing;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
@@ -652,4 +652,58 @@ async fn webhook_warnings_reach_the_client() {
         .filter_map(|v| v.to_str().ok())
         .collect();
     assert_eq!(warnings, ["299 - \"mind the gap\""]);
+}
+
+#[tokio::test]
+async fn evictions_are_sent_to_webhooks_as_evictions() {
+    let hook = serve(
+        Arc::new(|_: &Value| json!({"allowed": false, "status": {"code": 403, "reason": "Forbidden", "message": "not now"}})),
+        Duration::ZERO,
+    )
+    .await;
+    let server = testing::start().await;
+    let mut config = webhook(
+        "evict.example.com",
+        &hook.url("/"),
+        &hook.ca_pem,
+        "Fail",
+        10,
+    );
+    config["rules"] = json!([{
+        "operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods/eviction"],
+    }]);
+    let configs: Api<ValidatingWebhookConfiguration> = Api::all(server.client());
+    configs
+        .create(&PostParams::default(), &validating("evict", config))
+        .await
+        .expect("configuration stored");
+    let pods: Api<Pod> = Api::namespaced(server.client(), "default");
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }))
+    .expect("pod");
+    pods.create(&PostParams::default(), &pod)
+        .await
+        .expect("pods are not matched");
+    let e = api_err(
+        pods.evict("p", &EvictParams::default())
+            .await
+            .expect_err("refused"),
+    );
+    assert_eq!(e.code, 403);
+    assert_eq!(
+        e.message,
+        "admission webhook \"evict.example.com\" denied the request: not now"
+    );
+    let reviews = hook.reviews();
+    assert_eq!(reviews.len(), 1);
+    let request = &reviews[0]["request"];
+    assert_eq!(
+        request["kind"],
+        json!({"group": "policy", "version": "v1", "kind": "Eviction"})
+    );
+    assert_eq!(request["subResource"], "eviction");
+    assert_eq!(request["name"], "p");
+    pods.get("p").await.expect("not evicted");
 }

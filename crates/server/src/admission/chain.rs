@@ -144,7 +144,7 @@ impl Admission {
     }
 
     /// The mutating phase of the plugin `name` alone, when it is enabled: for the subresource
-    /// creates (TokenRequests, evictions) that only that plugin looks at here.
+    /// creates (TokenRequests, evictions) that only some plugins look at here.
     pub async fn admit_by(&self, name: &str, attrs: &mut Attributes) -> ApiResult<()> {
         for p in &self.chain.plugins {
             if p.name() == name && p.handles(attrs.operation) {
@@ -157,6 +157,16 @@ impl Admission {
     /// The validating phase of the chain.
     pub async fn validate(&self, attrs: &Attributes) -> ApiResult<()> {
         self.chain.validate(attrs).await
+    }
+
+    /// The validating phase of the plugin `name` alone, when it is enabled.
+    pub async fn validate_by(&self, name: &str, attrs: &Attributes) -> ApiResult<()> {
+        for p in &self.chain.plugins {
+            if p.name() == name && p.handles(attrs.operation) {
+                p.validate(attrs).await?;
+            }
+        }
+        Ok(())
     }
 }
 
