@@ -76,6 +76,7 @@ pub struct ApiServer {
     tls: Option<TlsMaterial>,
     auth: Arc<Authenticator>,
     admission: Arc<admission::Chain>,
+    admission_metrics: admission::metrics::AdmissionMetrics,
     authorizer: Arc<Authorizer>,
     metrics_source: Option<Arc<dyn MetricsSource>>,
     components: crate::component_status::Components,
@@ -104,9 +105,11 @@ impl ApiServer {
             Some(crate::registry::by_kind::selectable_fields()),
         )
         .await?;
+        let admission_metrics = admission::metrics::AdmissionMetrics::default();
         let admission = Arc::new(admission::new_chain(&PluginContext {
             store: store.clone(),
             config: config.admission.clone(),
+            metrics: admission_metrics.clone(),
         })?);
         let services = Arc::new(ServiceAllocators::new(
             config.service_cluster_ip_range,
@@ -229,6 +232,7 @@ impl ApiServer {
             tls,
             auth,
             admission,
+            admission_metrics,
             authorizer,
             metrics_source: None,
             components: crate::component_status::Components::default(),
@@ -299,7 +303,8 @@ impl ApiServer {
             metrics: crate::metrics::RequestMetrics::with_storage_counts(storage_counts(
                 self.store.clone(),
             ))
-            .with_storage_requests(self.store.request_metrics().clone()),
+            .with_storage_requests(self.store.request_metrics().clone())
+            .with_admission(self.admission_metrics.clone()),
             bookmark_interval: self.config.bookmark_interval,
             shutdown,
         });

@@ -4,6 +4,7 @@
 //! compilation errors of CustomResourceDefinition validation rules (which are evaluated by the
 //! `cel` crate). Functions and constructs it does not know are `dyn`, so they pass unwarned.
 
+pub mod admission;
 pub mod ast;
 pub mod checker;
 mod escape;

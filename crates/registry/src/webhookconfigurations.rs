@@ -17,7 +17,7 @@
 //! gives them (`object`, `oldObject`, `namespaceObject`, `request`, `authorizer`); its errors
 //! are cel-go's for what the front end knows, see `docs/limits.md` for what it does not.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
 use rkcm_apimachinery::catalog::ResourceInfo;
@@ -711,62 +711,6 @@ fn validate_webhook_service(path: &str, service: &Map<String, Value>) -> Vec<Fie
     errs
 }
 
-/// kube's `BuildRequestType` (`k8s.io/apiserver/pkg/admission/plugin/cel/compile.go`): the
-/// type of `request` in match conditions.
-fn request_type() -> Type {
-    let obj = |name: &str, fields: &[(&str, Type)]| {
-        Type::object(
-            name,
-            fields
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
-                .collect::<BTreeMap<_, _>>(),
-        )
-    };
-    let gvk = obj(
-        "kubernetes.GroupVersionKind",
-        &[
-            ("group", Type::String),
-            ("version", Type::String),
-            ("kind", Type::String),
-        ],
-    );
-    let gvr = obj(
-        "kubernetes.GroupVersionResource",
-        &[
-            ("group", Type::String),
-            ("version", Type::String),
-            ("resource", Type::String),
-        ],
-    );
-    let user = obj(
-        "kubernetes.UserInfo",
-        &[
-            ("username", Type::String),
-            ("uid", Type::String),
-            ("groups", Type::list(Type::String)),
-            ("extra", Type::map(Type::String, Type::list(Type::String))),
-        ],
-    );
-    obj(
-        "kubernetes.AdmissionRequest",
-        &[
-            ("kind", gvk.clone()),
-            ("resource", gvr.clone()),
-            ("subResource", Type::String),
-            ("requestKind", gvk),
-            ("requestResource", gvr),
-            ("requestSubResource", Type::String),
-            ("name", Type::String),
-            ("namespace", Type::String),
-            ("operation", Type::String),
-            ("userInfo", user),
-            ("dryRun", Type::Bool),
-            ("options", Type::Dyn),
-        ],
-    )
-}
-
 /// The variables of a webhook's match conditions: no `params` (webhooks have none) and no
 /// `variables`; the authorizer is available.
 fn match_condition_env() -> &'static Env {
@@ -776,7 +720,7 @@ fn match_condition_env() -> &'static Env {
         env.declare("object", Type::Dyn);
         env.declare("oldObject", Type::Dyn);
         env.declare("namespaceObject", Type::Dyn);
-        env.declare("request", request_type());
+        env.declare("request", rkcm_cel::admission::request_type());
         env.declare("authorizer", Type::Opaque(rkcm_cel::overloads::AUTHORIZER));
         env.declare(
             "authorizer.requestResource",

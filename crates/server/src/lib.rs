@@ -16,5 +16,6 @@ pub mod kubeconfig;
 pub mod metrics;
 pub mod rest;
 pub mod tls;
+pub mod warning;
 
 pub use error::ApiError;

@@ -6,6 +6,7 @@
 //!   (`CleanScope`), component and, for the counter, response code;
 //! - `apiserver_watch_events_total` by group, version and resource;
 //! - `apiserver_storage_objects` by resource, counted when scraped;
+//! - the admission webhooks' metrics ([`crate::admission::metrics`]);
 //! - `etcd_request_duration_seconds`, `etcd_requests_total` and `etcd_request_errors_total` by
 //!   operation, group and resource: the store's writes and read-throughs, on either backend
 //!   (`staging/src/k8s.io/apiserver/pkg/storage/etcd3/metrics/metrics.go`).
@@ -32,6 +33,7 @@ use rkcm_apimachinery::catalog::ResourceInfo;
 
 use rkcm_storage::metrics::{Histogram, StorageRequestMetrics};
 
+use crate::admission::metrics::AdmissionMetrics;
 use crate::http::path;
 
 /// The `component` label of requests served by the API handlers (kube's `APIServerComponent`).
@@ -158,6 +160,7 @@ pub struct RequestMetrics {
     series: Arc<Mutex<Series>>,
     storage: Option<StorageCounts>,
     storage_requests: Option<StorageRequestMetrics>,
+    admission: Option<AdmissionMetrics>,
 }
 
 impl std::fmt::Debug for RequestMetrics {
@@ -183,6 +186,12 @@ impl RequestMetrics {
     /// These metrics, also reporting the store's requests to its backend from `requests`.
     pub fn with_storage_requests(mut self, requests: StorageRequestMetrics) -> Self {
         self.storage_requests = Some(requests);
+        self
+    }
+
+    /// These metrics, also reporting the admission webhooks' calls from `admission`.
+    pub fn with_admission(mut self, admission: AdmissionMetrics) -> Self {
+        self.admission = Some(admission);
         self
     }
 
@@ -279,6 +288,9 @@ impl RequestMetrics {
         }
         if let Some(requests) = &self.storage_requests {
             requests.encode(&mut out);
+        }
+        if let Some(admission) = &self.admission {
+            admission.encode(&mut out);
         }
         out
     }

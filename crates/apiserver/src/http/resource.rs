@@ -38,14 +38,15 @@ pub async fn handle(State(state): State<SharedState>, req: Request) -> Response 
         body,
         user,
     );
-    let resp = match crate::auth::request_user::scope(user.cloned(), served).await {
+    let (served, recorded) =
+        rkcm_server::warning::scope(crate::auth::request_user::scope(user.cloned(), served)).await;
+    let resp = match served {
         Ok(resp) => resp,
         Err(e) => e.into_response(),
     };
-    match deprecation {
-        Some(warning) => crate::http::encode::with_warnings(resp, &[warning]),
-        None => resp,
-    }
+    // The deprecation warning first, as kube records it before the request is served.
+    let warnings: Vec<String> = deprecation.into_iter().chain(recorded).collect();
+    crate::http::encode::with_warnings(resp, &warnings)
 }
 
 /// `POST /api/v1/namespaces/{ns}/bindings` (the collection form of `pods/{name}/binding`).

@@ -152,68 +152,13 @@ pub struct Context {
     pub params: Option<Type>,
 }
 
-/// kube's `BuildRequestType` (`k8s.io/apiserver/pkg/admission/plugin/cel/compile.go`).
-pub fn request_type() -> Type {
-    let obj = |name: &str, fields: &[(&str, Type)]| {
-        Type::object(
-            name,
-            fields
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
-                .collect::<BTreeMap<_, _>>(),
-        )
-    };
-    let gvk = obj(
-        "kubernetes.GroupVersionKind",
-        &[
-            ("group", Type::String),
-            ("version", Type::String),
-            ("kind", Type::String),
-        ],
-    );
-    let gvr = obj(
-        "kubernetes.GroupVersionResource",
-        &[
-            ("group", Type::String),
-            ("version", Type::String),
-            ("resource", Type::String),
-        ],
-    );
-    let user = obj(
-        "kubernetes.UserInfo",
-        &[
-            ("username", Type::String),
-            ("uid", Type::String),
-            ("groups", Type::list(Type::String)),
-            ("extra", Type::map(Type::String, Type::list(Type::String))),
-        ],
-    );
-    obj(
-        "kubernetes.AdmissionRequest",
-        &[
-            ("kind", gvk.clone()),
-            ("resource", gvr.clone()),
-            ("subResource", Type::String),
-            ("requestKind", gvk),
-            ("requestResource", gvr),
-            ("requestSubResource", Type::String),
-            ("name", Type::String),
-            ("namespace", Type::String),
-            ("operation", Type::String),
-            ("userInfo", user),
-            ("dryRun", Type::Bool),
-            ("options", Type::Dyn),
-        ],
-    )
-}
-
 /// The environment of one kind (`buildEnvSet`): `object`, `oldObject`, `request`,
 /// `namespaceObject` (`dyn` here), `authorizer`, `params` when declared, and `variables`.
 fn environment(object: &Type, params: Option<&Type>, variables: &BTreeMap<String, Type>) -> Env {
     let mut env = Env::new();
     env.declare("object", object.clone());
     env.declare("oldObject", object.clone());
-    env.declare("request", request_type());
+    env.declare("request", rkcm_cel::admission::request_type());
     env.declare("namespaceObject", Type::Dyn);
     env.declare("authorizer", Type::Opaque(cel::overloads::AUTHORIZER));
     env.declare(

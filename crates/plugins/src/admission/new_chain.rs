@@ -15,6 +15,7 @@ use super::priority::Priority;
 use super::resource_quota::ResourceQuotaAdmission;
 use super::serviceaccount::ServiceAccount;
 use super::storage_object_in_use_protection::StorageObjectInUseProtection;
+use super::webhook::{MutatingWebhook, ValidatingWebhook};
 use rkcm_server::admission::chain::Chain;
 use rkcm_server::admission::plugin::{Plugin, PluginContext};
 
@@ -49,6 +50,13 @@ pub fn new_plugin(name: &str, ctx: &PluginContext) -> Option<Arc<dyn Plugin>> {
         RESOURCE_QUOTA => Arc::new(ResourceQuotaAdmission::new(ctx.store.clone())),
         ALWAYS_DENY => Arc::new(AlwaysDeny),
         NODE_RESTRICTION => Arc::new(NodeRestriction::new(ctx.store.clone())),
+        MUTATING_ADMISSION_WEBHOOK => {
+            Arc::new(MutatingWebhook::new(ctx.store.clone(), ctx.metrics.clone()))
+        }
+        VALIDATING_ADMISSION_WEBHOOK => Arc::new(ValidatingWebhook::new(
+            ctx.store.clone(),
+            ctx.metrics.clone(),
+        )),
         _ => return None,
     };
     Some(plugin)

@@ -43,6 +43,10 @@ pub const STORAGE_OBJECT_IN_USE_PROTECTION: &str = "StorageObjectInUseProtection
 pub const RESOURCE_QUOTA: &str = "ResourceQuota";
 /// `NodeRestriction`.
 pub const NODE_RESTRICTION: &str = "NodeRestriction";
+/// `MutatingAdmissionWebhook`.
+pub const MUTATING_ADMISSION_WEBHOOK: &str = "MutatingAdmissionWebhook";
+/// `ValidatingAdmissionWebhook`.
+pub const VALIDATING_ADMISSION_WEBHOOK: &str = "ValidatingAdmissionWebhook";
 /// `AlwaysAdmit`.
 pub const ALWAYS_ADMIT: &str = "AlwaysAdmit";
 /// `AlwaysDeny`.
@@ -82,9 +86,9 @@ pub const ALL_ORDERED_PLUGINS: &[&str] = &[
     "PodTopologyLabels",
     // Webhooks, policies, quota and deny go last.
     "MutatingAdmissionPolicy",
-    "MutatingAdmissionWebhook",
+    MUTATING_ADMISSION_WEBHOOK,
     "ValidatingAdmissionPolicy",
-    "ValidatingAdmissionWebhook",
+    VALIDATING_ADMISSION_WEBHOOK,
     RESOURCE_QUOTA,
     ALWAYS_DENY,
 ];
@@ -98,8 +102,8 @@ pub const DEFAULT_ON_PLUGINS: &[&str] = &[
     DEFAULT_STORAGE_CLASS,
     "PersistentVolumeClaimResize",
     DEFAULT_TOLERATION_SECONDS,
-    "MutatingAdmissionWebhook",
-    "ValidatingAdmissionWebhook",
+    MUTATING_ADMISSION_WEBHOOK,
+    VALIDATING_ADMISSION_WEBHOOK,
     RESOURCE_QUOTA,
     STORAGE_OBJECT_IN_USE_PROTECTION,
     PRIORITY,

@@ -1,5 +1,8 @@
 //! What a plugin learns of a request (`admission.Attributes`).
 
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::fmt;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -53,6 +56,60 @@ impl Kind {
     }
 }
 
+/// What the mutating phase keeps between its rounds (`admission.ReinvocationContext`): a
+/// plugin that changed the object may ask for the phase to run once more, so that plugins
+/// that ran before the change see it; plugins keep what they need between rounds under
+/// their name.
+#[derive(Clone, Default)]
+pub struct Reinvocation {
+    is_reinvoke: bool,
+    should_reinvoke: bool,
+    values: BTreeMap<&'static str, Arc<dyn Any + Send + Sync>>,
+}
+
+impl fmt::Debug for Reinvocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reinvocation")
+            .field("is_reinvoke", &self.is_reinvoke)
+            .field("should_reinvoke", &self.should_reinvoke)
+            .field("values", &self.values.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl Reinvocation {
+    /// Whether this is the second round.
+    pub fn is_reinvoke(&self) -> bool {
+        self.is_reinvoke
+    }
+
+    /// Marks the second round.
+    pub fn set_is_reinvoke(&mut self) {
+        self.is_reinvoke = true;
+    }
+
+    /// Whether a plugin asked for a second round.
+    pub fn should_reinvoke(&self) -> bool {
+        self.should_reinvoke
+    }
+
+    /// Asks for a second round.
+    pub fn set_should_reinvoke(&mut self) {
+        self.should_reinvoke = true;
+    }
+
+    /// What the plugin `key` keeps between rounds: the value stored, or a new default one.
+    /// `None` when another type is stored under `key`.
+    pub fn value<T: Any + Send + Sync + Default>(&mut self, key: &'static str) -> Option<Arc<T>> {
+        self.values
+            .entry(key)
+            .or_insert_with(|| Arc::new(T::default()))
+            .clone()
+            .downcast::<T>()
+            .ok()
+    }
+}
+
 /// The attributes of one admission request (`admission.AttributesRecord`).
 ///
 /// `object` is what the write would store (absent for deletes and connects); plugins of the
@@ -77,6 +134,8 @@ pub struct Attributes {
     pub user: Arc<UserInfo>,
     /// `dryRun=All`: admitted as any other write, nothing is stored.
     pub dry_run: bool,
+    /// What the mutating phase keeps between its rounds.
+    pub reinvocation: Reinvocation,
 }
 
 impl Attributes {
@@ -109,6 +168,7 @@ impl Attributes {
             old_object,
             user,
             dry_run,
+            reinvocation: Reinvocation::default(),
         }
     }
 

@@ -58,8 +58,18 @@ impl Chain {
     }
 
     /// The mutating phase: each plugin that handles the operation, in order; the first error
-    /// stops the request.
+    /// stops the request. When a plugin asks for it ([`Attributes::reinvocation`]), the whole
+    /// phase runs a second time (kube's `reinvoker`).
     pub async fn admit(&self, attrs: &mut Attributes) -> ApiResult<()> {
+        self.admit_once(attrs).await?;
+        if attrs.reinvocation.should_reinvoke() {
+            attrs.reinvocation.set_is_reinvoke();
+            self.admit_once(attrs).await?;
+        }
+        Ok(())
+    }
+
+    async fn admit_once(&self, attrs: &mut Attributes) -> ApiResult<()> {
         for p in &self.plugins {
             if p.handles(attrs.operation) {
                 p.admit(attrs).await?;
@@ -134,7 +144,7 @@ impl Admission {
     }
 
     /// The mutating phase of the plugin `name` alone, when it is enabled: for the subresource
-    /// creates (TokenRequests, evictions) that only that plugin looks at here.
+    /// creates (TokenRequests, evictions) that only some plugins look at here.
     pub async fn admit_by(&self, name: &str, attrs: &mut Attributes) -> ApiResult<()> {
         for p in &self.chain.plugins {
             if p.name() == name && p.handles(attrs.operation) {
@@ -147,6 +157,16 @@ impl Admission {
     /// The validating phase of the chain.
     pub async fn validate(&self, attrs: &Attributes) -> ApiResult<()> {
         self.chain.validate(attrs).await
+    }
+
+    /// The validating phase of the plugin `name` alone, when it is enabled.
+    pub async fn validate_by(&self, name: &str, attrs: &Attributes) -> ApiResult<()> {
+        for p in &self.chain.plugins {
+            if p.name() == name && p.handles(attrs.operation) {
+                p.validate(attrs).await?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -238,5 +258,62 @@ mod tests {
         chain.admit(&mut d).await.expect("nobody handles deletes");
         chain.validate(&d).await.expect("nobody handles deletes");
         assert!(log.lock().expect("log").is_empty());
+    }
+
+    /// Asks for a second round the first time it runs.
+    struct AsksAgain {
+        log: Arc<Mutex<Vec<String>>>,
+    }
+
+    #[async_trait]
+    impl Plugin for AsksAgain {
+        fn name(&self) -> &'static str {
+            "again"
+        }
+        fn handles(&self, _: Operation) -> bool {
+            true
+        }
+        async fn admit(&self, attrs: &mut Attributes) -> ApiResult<()> {
+            let round = if attrs.reinvocation.is_reinvoke() {
+                2
+            } else {
+                1
+            };
+            self.log
+                .lock()
+                .expect("log")
+                .push(format!("admit again {round}"));
+            let rounds = attrs
+                .reinvocation
+                .value::<Mutex<u32>>("again")
+                .expect("a counter");
+            *rounds.lock().expect("rounds") += 1;
+            attrs.reinvocation.set_should_reinvoke();
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_plugin_may_ask_for_one_more_round_of_the_whole_mutating_phase() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let chain = Chain::of(vec![
+            Arc::new(Recorder {
+                name: "a",
+                log: Arc::clone(&log),
+                refuse: false,
+            }),
+            Arc::new(AsksAgain {
+                log: Arc::clone(&log),
+            }),
+        ]);
+        let mut a = attrs(Operation::Create);
+        chain.admit(&mut a).await.expect("admitted");
+        assert_eq!(
+            *log.lock().expect("log"),
+            ["admit a", "admit again 1", "admit a", "admit again 2"]
+        );
+        let rounds = a.reinvocation.value::<Mutex<u32>>("again").expect("kept");
+        assert_eq!(*rounds.lock().expect("rounds"), 2);
+        assert!(a.reinvocation.value::<String>("again").is_none());
     }
 }

@@ -5,6 +5,7 @@
 pub mod attributes;
 pub mod chain;
 pub mod config;
+pub mod metrics;
 pub mod plugin;
 
 pub use attributes::{forbidden, Attributes, Kind, Operation};

@@ -4,6 +4,7 @@ use async_trait::async_trait;
 
 use super::attributes::{Attributes, Operation};
 use super::config::AdmissionConfig;
+use super::metrics::AdmissionMetrics;
 use crate::error::ApiResult;
 use rkcm_storage::store::Store;
 
@@ -15,6 +16,8 @@ pub struct PluginContext {
     pub store: Store,
     /// The admission flags.
     pub config: AdmissionConfig,
+    /// The metrics of admission webhooks.
+    pub metrics: AdmissionMetrics,
 }
 
 /// One admission plugin.

@@ -20,7 +20,8 @@ pub async fn evict(req: &ResourceRequest<'_>, name: &str, body: Body) -> ApiResu
     let namespace = req
         .namespace
         .ok_or_else(|| ApiError::bad_request("an eviction needs a namespace"))?;
-    // NodeRestriction looks at a node's evictions (the only plugin that does here).
+    // NodeRestriction looks at a node's evictions, and admission webhooks at every eviction
+    // (the only plugins that do here).
     let admission = req.admission();
     let mut attrs = admission.attributes(
         crate::admission::Operation::Create,
@@ -32,9 +33,31 @@ pub async fn evict(req: &ResourceRequest<'_>, name: &str, body: Body) -> ApiResu
         None,
         eviction.delete_options.dry_run,
     );
+    attrs.kind = crate::admission::Kind {
+        group: "policy",
+        version: "v1",
+        kind: "Eviction",
+    };
     admission
         .admit_by(crate::admission::plugins::NODE_RESTRICTION, &mut attrs)
         .await?;
+    admission
+        .admit_by(
+            crate::admission::plugins::MUTATING_ADMISSION_WEBHOOK,
+            &mut attrs,
+        )
+        .await?;
+    admission
+        .validate_by(
+            crate::admission::plugins::VALIDATING_ADMISSION_WEBHOOK,
+            &attrs,
+        )
+        .await?;
+    // A mutating webhook may have changed the eviction.
+    let eviction = match attrs.object() {
+        Some(obj) if *obj != body => Eviction::from_body(obj, req.write_options()?.dry_run)?,
+        _ => eviction,
+    };
     rest::evict(req.store(), req.resources(), namespace, name, &eviction).await?;
     Ok(success(StatusCode::CREATED))
 }

@@ -130,7 +130,7 @@ pub async fn create_token(
 ) -> ApiResult<Response> {
     let ns = req.namespace.ok_or_else(ApiError::no_route)?;
     let bytes = read_body(req.headers, body).await?;
-    let mut tr = decode_json(req.headers, &bytes)?;
+    let tr = decode_json(req.headers, &bytes)?;
     if !tr.is_object() {
         return Err(ApiError::bad_request(
             "the request body must be a JSON object",
@@ -152,7 +152,8 @@ pub async fn create_token(
             ))
         }
     }
-    // NodeRestriction looks at a node's TokenRequests (the only plugin that does here).
+    // NodeRestriction looks at a node's TokenRequests, and admission webhooks at every one
+    // (the only plugins that do here).
     let admission = req.admission();
     let mut attrs = admission.attributes(
         crate::admission::Operation::Create,
@@ -164,9 +165,28 @@ pub async fn create_token(
         None,
         false,
     );
+    attrs.kind = crate::admission::Kind {
+        group: "authentication.k8s.io",
+        version: "v1",
+        kind: "TokenRequest",
+    };
     admission
         .admit_by(crate::admission::plugins::NODE_RESTRICTION, &mut attrs)
         .await?;
+    admission
+        .admit_by(
+            crate::admission::plugins::MUTATING_ADMISSION_WEBHOOK,
+            &mut attrs,
+        )
+        .await?;
+    admission
+        .validate_by(
+            crate::admission::plugins::VALIDATING_ADMISSION_WEBHOOK,
+            &attrs,
+        )
+        .await?;
+    // A mutating webhook may have changed the request.
+    let mut tr = attrs.into_object().unwrap_or(tr);
     let spec = tr.get("spec").cloned().unwrap_or_else(|| json!({}));
     let requested = match spec.get("expirationSeconds") {
         None | Some(Value::Null) => DEFAULT_EXPIRATION_SECONDS,
