@@ -47,6 +47,8 @@ pub const NODE_RESTRICTION: &str = "NodeRestriction";
 pub const MUTATING_ADMISSION_WEBHOOK: &str = "MutatingAdmissionWebhook";
 /// `ValidatingAdmissionWebhook`.
 pub const VALIDATING_ADMISSION_WEBHOOK: &str = "ValidatingAdmissionWebhook";
+/// `ValidatingAdmissionPolicy`.
+pub const VALIDATING_ADMISSION_POLICY: &str = "ValidatingAdmissionPolicy";
 /// `AlwaysAdmit`.
 pub const ALWAYS_ADMIT: &str = "AlwaysAdmit";
 /// `AlwaysDeny`.
@@ -87,7 +89,7 @@ pub const ALL_ORDERED_PLUGINS: &[&str] = &[
     // Webhooks, policies, quota and deny go last.
     "MutatingAdmissionPolicy",
     MUTATING_ADMISSION_WEBHOOK,
-    "ValidatingAdmissionPolicy",
+    VALIDATING_ADMISSION_POLICY,
     VALIDATING_ADMISSION_WEBHOOK,
     RESOURCE_QUOTA,
     ALWAYS_DENY,
@@ -117,7 +119,7 @@ pub const DEFAULT_ON_PLUGINS: &[&str] = &[
     "PodSecurity",
     "PodTopologyLabels",
     "MutatingAdmissionPolicy",
-    "ValidatingAdmissionPolicy",
+    VALIDATING_ADMISSION_POLICY,
 ];
 
 /// The names of the plugins to run, in kube's order (`enabledPluginNames`): those on by

@@ -1,0 +1,365 @@
+//! `ValidatingAdmissionPolicy`: the writes a stored ValidatingAdmissionPolicy and one of its
+//! ValidatingAdmissionPolicyBindings match are checked by the policy's CEL validations, with
+//! the binding's params; a failed validation is denied, warned about or only recorded as the
+//! binding's `validationActions` say.
+//!
+//! Mirrors `staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/validating` and the
+//! matching of `policy/generic` and `policy/matching`. Policies and bindings are read from
+//! caches fed by the watch cache ([`source`]); a server without any pays two revision checks
+//! per write. `matchPolicy: Equivalent` is taken as `Exact`, the `authorizer` variable is not
+//! provided, `auditAnnotations` are not evaluated and the `Audit` action records nothing (there
+//! is no audit log).
+
+pub mod policy;
+pub mod source;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::Value as Json;
+
+use rkcm_apimachinery::catalog::{self, ResourceInfo};
+use rkcm_labels::Selector;
+use rkcm_server::admission::attributes::{forbidden, Attributes, Operation};
+use rkcm_server::admission::plugin::Plugin;
+use rkcm_server::error::{ApiError, ApiResult, Cause};
+use rkcm_storage::store::Store;
+
+use crate::admission::plugins::VALIDATING_ADMISSION_POLICY;
+use crate::admission::webhook::matching::is_exempt;
+use crate::admission::webhook::review;
+
+use policy::{Binding, Decision, Input, Policy};
+use source::Source;
+
+/// A denial: its message and `reason`, and who decided it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Denial {
+    /// The policy's name.
+    pub policy: String,
+    /// The binding's name; `None` for a policy that could not be set up.
+    pub binding: Option<String>,
+    /// Why.
+    pub message: String,
+    /// `reason`; empty is `Invalid`.
+    pub reason: String,
+}
+
+/// The HTTP status of a validation's `reason` (`reasonToCode`).
+fn reason_to_status(reason: &str) -> (u16, &'static str) {
+    match reason {
+        "Forbidden" => (403, "Forbidden"),
+        "Unauthorized" => (401, "Unauthorized"),
+        "RequestEntityTooLarge" => (413, "RequestEntityTooLarge"),
+        _ => (422, "Invalid"),
+    }
+}
+
+/// The error the client gets for `denial` (`dispatcher.Dispatch`): `admission.NewForbidden`'s
+/// message, with the code and reason of the validation's `reason` and the message again as a
+/// cause.
+pub fn denied(attrs: &Attributes, denial: &Denial) -> ApiError {
+    let message = match &denial.binding {
+        Some(binding) => format!(
+            "ValidatingAdmissionPolicy '{}' with binding '{}' denied request: {}",
+            denial.policy, binding, denial.message
+        ),
+        None => format!(
+            "ValidatingAdmissionPolicy '{}' denied request: {}",
+            denial.policy, denial.message
+        ),
+    };
+    let mut e = forbidden(attrs, &message);
+    let (code, reason) = reason_to_status(&denial.reason);
+    e.code = code;
+    e.reason = reason;
+    e.details.causes.push(Cause {
+        reason: String::new(),
+        message,
+        field: String::new(),
+    });
+    e
+}
+
+/// The warning of a failed validation under a binding with `validationActions: [Warn]`.
+pub fn warning(policy: &str, binding: &str, message: &str) -> String {
+    format!("Validation failed for ValidatingAdmissionPolicy '{policy}' with binding '{binding}': {message}")
+}
+
+/// The labels of namespace `name` as stored.
+fn stored_namespace(store: &Store, name: &str) -> Option<Json> {
+    let info = catalog::by_kind("v1", "Namespace")?;
+    Some(
+        store
+            .get(&rkcm_server::rest::key(info, None, name))?
+            .value(),
+    )
+}
+
+/// The params of `binding` for a request in `namespace` (`generic.CollectParams`): `None` in
+/// the list stands for "no params" (a policy without `paramKind` or a binding without
+/// `paramRef`); an error is the binding's configuration error.
+fn collect_params(
+    store: &Store,
+    policy: &Policy,
+    param_info: Option<&'static ResourceInfo>,
+    binding: &Binding,
+    namespace: &str,
+) -> Result<Vec<Option<Json>>, String> {
+    let (Some(kind), Some(param_ref)) = (&policy.param_kind, &binding.param_ref) else {
+        return Ok(vec![None]);
+    };
+    let Some(info) = param_info else {
+        return Err(format!(
+            "paramKind kind `{}, Kind={}` not known",
+            kind.api_version, kind.kind
+        ));
+    };
+    let params_namespace = if info.namespaced() {
+        if !param_ref.namespace.is_empty() {
+            Some(param_ref.namespace.as_str())
+        } else if namespace.is_empty() {
+            return Err(
+                "cannot use namespaced paramRef in policy binding that matches cluster-scoped resources"
+                    .to_string(),
+            );
+        } else {
+            Some(namespace)
+        }
+    } else {
+        if !param_ref.namespace.is_empty() {
+            return Err(
+                "paramRef.namespace must not be provided for a cluster-scoped `paramKind`"
+                    .to_string(),
+            );
+        }
+        None
+    };
+    let mut params = Vec::new();
+    if !param_ref.name.is_empty() {
+        if param_ref.selector.is_some() {
+            return Err("paramRef.name and paramRef.selector are mutually exclusive".to_string());
+        }
+        let key = rkcm_server::rest::key(info, params_namespace, &param_ref.name);
+        if let Some(obj) = store.get(&key) {
+            params.push(Some(obj.value()));
+        }
+    } else if let Some(selector) = &param_ref.selector {
+        let selector: &Selector = selector.as_ref().map_err(String::clone)?;
+        let prefix = rkcm_server::rest::prefix(info, params_namespace);
+        let (items, _, _) = store.cache().list(&prefix, None, 0, &|_| true);
+        params.extend(
+            items
+                .iter()
+                .map(|o| o.value())
+                .filter(|v| selector.matches(&rkcm_storage::object::labels(v)))
+                .map(Some),
+        );
+    }
+    if params.is_empty() && !param_ref.allow_not_found {
+        return Err(
+            "no params found for policy binding with `Deny` parameterNotFoundAction".into(),
+        );
+    }
+    Ok(params)
+}
+
+/// The resource of a policy's `paramKind`, or kube's configuration error.
+fn param_resource(policy: &Policy) -> Result<Option<&'static ResourceInfo>, String> {
+    let Some(kind) = &policy.param_kind else {
+        return Ok(None);
+    };
+    match catalog::by_kind(&kind.api_version, &kind.kind) {
+        Some(info) => Ok(Some(info)),
+        None => {
+            let (group, version) = kind
+                .api_version
+                .rsplit_once('/')
+                .unwrap_or(("", &kind.api_version));
+            Err(format!(
+                "failed to find resource referenced by paramKind: '{group}/{version}, Kind={}'",
+                kind.kind
+            ))
+        }
+    }
+}
+
+/// `ValidatingAdmissionPolicy`.
+pub struct ValidatingAdmissionPolicy {
+    store: Store,
+    policies: Arc<Source<Policy>>,
+    bindings: Arc<Source<Binding>>,
+}
+
+impl ValidatingAdmissionPolicy {
+    /// The plugin, reading policies, bindings, params and namespaces from `store`.
+    pub fn new(store: Store) -> Self {
+        let policies = Source::new(store.clone(), "ValidatingAdmissionPolicy", Policy::decode);
+        let bindings = Source::new(
+            store.clone(),
+            "ValidatingAdmissionPolicyBinding",
+            Binding::decode,
+        );
+        Self {
+            store,
+            policies,
+            bindings,
+        }
+    }
+
+    /// Every denial of the request, in policy then binding name order; warnings are sent as
+    /// they are found.
+    pub fn evaluate(&self, attrs: &Attributes) -> ApiResult<Vec<Denial>> {
+        let bindings = self.bindings.all();
+        if bindings.is_empty() || is_exempt(attrs) {
+            return Ok(Vec::new());
+        }
+        let policies = self.policies.all();
+        let labels = |name: &str| {
+            stored_namespace(&self.store, name).map(|ns| rkcm_storage::object::labels(&ns))
+        };
+        let mut denials = Vec::new();
+        let mut request: Option<Json> = None;
+        for policy in policies.iter() {
+            let bound: Vec<&Arc<Binding>> = bindings
+                .iter()
+                .filter(|b| b.policy_name == policy.name)
+                .collect();
+            if bound.is_empty() {
+                continue;
+            }
+            let config_error = |message: String, binding: Option<&str>| {
+                if policy.ignores_failures() {
+                    return None;
+                }
+                let message = match (policy.failure_policy.as_str(), binding) {
+                    ("Fail", None) => format!("failed to configure policy: {message}"),
+                    ("Fail", Some(_)) => format!("failed to configure binding: {message}"),
+                    (other, _) => format!("unrecognized failure policy: '{other}'"),
+                };
+                Some(Denial {
+                    policy: policy.name.clone(),
+                    binding: binding.map(str::to_string),
+                    message,
+                    reason: String::new(),
+                })
+            };
+            if !policy.match_constraints.matches(attrs, &labels)? {
+                continue;
+            }
+            let param_info = match param_resource(policy) {
+                Ok(info) => info,
+                Err(e) => {
+                    denials.extend(config_error(e, None));
+                    continue;
+                }
+            };
+            for binding in bound {
+                match binding.matches(attrs, &labels) {
+                    Ok(true) => {}
+                    Ok(false) => continue,
+                    Err(e) => {
+                        denials.extend(config_error(e.message, Some(&binding.name)));
+                        continue;
+                    }
+                }
+                let params = match collect_params(
+                    &self.store,
+                    policy,
+                    param_info,
+                    binding,
+                    &attrs.namespace,
+                ) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        denials.extend(config_error(e, Some(&binding.name)));
+                        continue;
+                    }
+                };
+                // The namespace object has no namespace of its own here.
+                let namespace_object = if attrs.namespace.is_empty()
+                    || (attrs.kind.group.is_empty() && attrs.kind.kind == "Namespace")
+                {
+                    None
+                } else {
+                    match stored_namespace(&self.store, &attrs.namespace) {
+                        Some(mut ns) => {
+                            if let Some(meta) = rkcm_storage::object::metadata_mut(&mut ns) {
+                                meta.remove("managedFields");
+                            }
+                            Some(ns)
+                        }
+                        None => {
+                            return Err(ApiError::not_found(
+                                catalog::by_kind("v1", "Namespace")
+                                    .ok_or_else(|| ApiError::internal("catalog", "namespaces"))?,
+                                &attrs.namespace,
+                            ))
+                        }
+                    }
+                };
+                let request = request.get_or_insert_with(|| admission_request(attrs));
+                for param in &params {
+                    let input = Input {
+                        object: attrs.object(),
+                        old_object: attrs.old_object(),
+                        request,
+                        params: param.as_ref(),
+                        namespace_object: namespace_object.as_ref(),
+                    };
+                    for decision in policy::validate(policy, &input) {
+                        let Decision::Deny { message, reason } = decision else {
+                            continue;
+                        };
+                        for action in &binding.validation_actions {
+                            match action.as_str() {
+                                "Deny" => denials.push(Denial {
+                                    policy: policy.name.clone(),
+                                    binding: Some(binding.name.clone()),
+                                    message: message.clone(),
+                                    reason: reason.clone(),
+                                }),
+                                "Warn" => rkcm_server::warning::add(warning(
+                                    &policy.name,
+                                    &binding.name,
+                                    &message,
+                                )),
+                                // No audit log to annotate.
+                                _ => {}
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(denials)
+    }
+}
+
+/// The `request` variable: the admission request without its objects.
+fn admission_request(attrs: &Attributes) -> Json {
+    let mut request = review::request(attrs, "", "v1")["request"].take();
+    if let Some(r) = request.as_object_mut() {
+        r.remove("object");
+        r.remove("oldObject");
+    }
+    request
+}
+
+#[async_trait]
+impl Plugin for ValidatingAdmissionPolicy {
+    fn name(&self) -> &'static str {
+        VALIDATING_ADMISSION_POLICY
+    }
+
+    fn handles(&self, _operation: Operation) -> bool {
+        true
+    }
+
+    async fn validate(&self, attrs: &Attributes) -> ApiResult<()> {
+        match self.evaluate(attrs)?.first() {
+            Some(denial) => Err(denied(attrs, denial)),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,447 @@
+//! A ValidatingAdmissionPolicy and a ValidatingAdmissionPolicyBinding, decoded once when they
+//! change, with kube's defaults; which requests they match (`matching.Matcher.Matches`, with
+//! `matchPolicy` taken as `Exact`); and the evaluation of a policy's validations
+//! (`validating/validator.go`).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use cel::objects::{Key, Map};
+use cel::{Context, Value};
+use serde_json::Value as Json;
+
+use rkcm_apiextensions::cel::{library, to_value};
+use rkcm_labels::Selector;
+use rkcm_server::admission::attributes::Attributes;
+use rkcm_server::error::ApiResult;
+
+use crate::admission::webhook::hook::{selector, str_of, strings, Rule};
+use crate::admission::webhook::match_conditions::{self, Compiled, Verdict};
+use crate::admission::webhook::matching::{
+    namespace_selector_matches, object_selector_matches, rule_matches,
+};
+
+/// One rule of `resourceRules` or `excludeResourceRules` (`NamedRuleWithOperations`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NamedRule {
+    /// The rule.
+    pub rule: Rule,
+    /// `resourceNames`; empty matches every name.
+    pub resource_names: Vec<String>,
+}
+
+/// `matchConstraints` of a policy or `matchResources` of a binding (`MatchResources`).
+#[derive(Debug)]
+pub struct MatchResources {
+    /// `namespaceSelector`, or why it does not parse.
+    pub namespace_selector: Result<Selector, String>,
+    /// Whether `namespaceSelector` selects everything.
+    pub namespace_selector_empty: bool,
+    /// `objectSelector`, or why it does not parse.
+    pub object_selector: Result<Selector, String>,
+    /// Whether `objectSelector` selects everything.
+    pub object_selector_empty: bool,
+    /// `resourceRules`; empty matches every resource.
+    pub resource_rules: Vec<NamedRule>,
+    /// `excludeResourceRules`.
+    pub exclude_resource_rules: Vec<NamedRule>,
+}
+
+fn named_rules(v: Option<&Json>) -> Vec<NamedRule> {
+    v.and_then(Json::as_array)
+        .map(|rules| {
+            rules
+                .iter()
+                .map(|r| NamedRule {
+                    rule: Rule {
+                        operations: strings(r.get("operations")),
+                        api_groups: strings(r.get("apiGroups")),
+                        api_versions: strings(r.get("apiVersions")),
+                        resources: strings(r.get("resources")),
+                        scope: str_of(r, "scope").unwrap_or("*").to_string(),
+                    },
+                    resource_names: strings(r.get("resourceNames")),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl MatchResources {
+    /// `v`, a `MatchResources` object.
+    pub fn decode(v: &Json) -> Self {
+        let (namespace_selector, namespace_selector_empty) = selector(v.get("namespaceSelector"));
+        let (object_selector, object_selector_empty) = selector(v.get("objectSelector"));
+        Self {
+            namespace_selector,
+            namespace_selector_empty,
+            object_selector,
+            object_selector_empty,
+            resource_rules: named_rules(v.get("resourceRules")),
+            exclude_resource_rules: named_rules(v.get("excludeResourceRules")),
+        }
+    }
+
+    /// Whether the request matches (`matching.Matcher.Matches`): the selectors' errors only
+    /// count when the rules match.
+    pub fn matches(
+        &self,
+        attrs: &Attributes,
+        stored: &dyn Fn(&str) -> Option<BTreeMap<String, String>>,
+    ) -> ApiResult<bool> {
+        let ns = namespace_selector_matches(
+            &self.namespace_selector,
+            self.namespace_selector_empty,
+            attrs,
+            stored,
+        );
+        if matches!(ns, Ok(false)) {
+            return Ok(false);
+        }
+        let obj = object_selector_matches(&self.object_selector, self.object_selector_empty, attrs);
+        if matches!(obj, Ok(false)) {
+            return Ok(false);
+        }
+        if rules_match(&self.exclude_resource_rules, attrs) {
+            return Ok(false);
+        }
+        if !self.resource_rules.is_empty() && !rules_match(&self.resource_rules, attrs) {
+            return Ok(false);
+        }
+        ns?;
+        obj?;
+        Ok(true)
+    }
+}
+
+/// Whether one of `rules` matches the request and names its object, if it names any
+/// (`matchesResourceRules` for `matchPolicy: Exact`).
+pub fn rules_match(rules: &[NamedRule], attrs: &Attributes) -> bool {
+    rules.iter().any(|r| {
+        rule_matches(&r.rule, attrs)
+            && (r.resource_names.is_empty() || r.resource_names.iter().any(|n| *n == attrs.name))
+    })
+}
+
+/// `paramKind`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParamKind {
+    /// `apiVersion`.
+    pub api_version: String,
+    /// `kind`.
+    pub kind: String,
+}
+
+/// One of `validations`.
+#[derive(Debug)]
+pub struct Validation {
+    /// `expression`, compiled.
+    pub expression: Compiled,
+    /// `message`.
+    pub message: String,
+    /// `messageExpression`, compiled.
+    pub message_expression: Option<Compiled>,
+    /// `reason`; `Invalid` when unset.
+    pub reason: Option<String>,
+}
+
+/// A ValidatingAdmissionPolicy.
+#[derive(Debug)]
+pub struct Policy {
+    /// `metadata.name`.
+    pub name: String,
+    /// `spec.paramKind`.
+    pub param_kind: Option<ParamKind>,
+    /// `spec.matchConstraints`.
+    pub match_constraints: MatchResources,
+    /// `spec.failurePolicy`: `Fail` (the default) or `Ignore`.
+    pub failure_policy: String,
+    /// `spec.matchConditions`, compiled.
+    pub match_conditions: Vec<Compiled>,
+    /// `spec.variables`, compiled, in order.
+    pub variables: Vec<Compiled>,
+    /// `spec.validations`.
+    pub validations: Vec<Validation>,
+}
+
+fn compiled_list(v: Option<&Json>, name_key: &str) -> Vec<Compiled> {
+    v.and_then(Json::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .map(|c| {
+                    Compiled::new(
+                        str_of(c, name_key).unwrap_or_default(),
+                        str_of(c, "expression").unwrap_or_default(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl Policy {
+    /// The stored policy `obj`.
+    pub fn decode(obj: &Json) -> Self {
+        let spec = obj.get("spec").cloned().unwrap_or(Json::Null);
+        let param_kind = spec
+            .get("paramKind")
+            .filter(|p| p.is_object())
+            .map(|p| ParamKind {
+                api_version: str_of(p, "apiVersion").unwrap_or_default().to_string(),
+                kind: str_of(p, "kind").unwrap_or_default().to_string(),
+            });
+        let validations = spec
+            .get("validations")
+            .and_then(Json::as_array)
+            .map(|vs| {
+                vs.iter()
+                    .map(|v| Validation {
+                        expression: Compiled::new("", str_of(v, "expression").unwrap_or_default()),
+                        message: str_of(v, "message").unwrap_or_default().to_string(),
+                        message_expression: str_of(v, "messageExpression")
+                            .filter(|e| !e.is_empty())
+                            .map(|e| Compiled::new("", e)),
+                        reason: str_of(v, "reason")
+                            .filter(|r| !r.is_empty())
+                            .map(str::to_string),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Self {
+            name: rkcm_storage::object::name(obj).to_string(),
+            param_kind,
+            match_constraints: MatchResources::decode(
+                spec.get("matchConstraints").unwrap_or(&Json::Null),
+            ),
+            failure_policy: str_of(&spec, "failurePolicy")
+                .filter(|f| !f.is_empty())
+                .unwrap_or("Fail")
+                .to_string(),
+            match_conditions: compiled_list(spec.get("matchConditions"), "name"),
+            variables: compiled_list(spec.get("variables"), "name"),
+            validations,
+        }
+    }
+
+    /// Whether errors are ignored (`failurePolicy: Ignore`).
+    pub fn ignores_failures(&self) -> bool {
+        self.failure_policy == "Ignore"
+    }
+}
+
+/// `paramRef` of a binding.
+#[derive(Debug)]
+pub struct ParamRef {
+    /// `name`; empty when the selector is used.
+    pub name: String,
+    /// `namespace`; empty for the request's namespace or cluster-scoped params.
+    pub namespace: String,
+    /// `selector`, or why it does not parse.
+    pub selector: Option<Result<Selector, String>>,
+    /// `parameterNotFoundAction: Allow` (`Deny` is the default).
+    pub allow_not_found: bool,
+}
+
+/// A ValidatingAdmissionPolicyBinding.
+#[derive(Debug)]
+pub struct Binding {
+    /// `metadata.name`.
+    pub name: String,
+    /// `spec.policyName`.
+    pub policy_name: String,
+    /// `spec.paramRef`.
+    pub param_ref: Option<ParamRef>,
+    /// `spec.matchResources`.
+    pub match_resources: Option<MatchResources>,
+    /// `spec.validationActions`: `Deny`, `Warn`, `Audit`.
+    pub validation_actions: Vec<String>,
+}
+
+impl Binding {
+    /// The stored binding `obj`.
+    pub fn decode(obj: &Json) -> Self {
+        let spec = obj.get("spec").cloned().unwrap_or(Json::Null);
+        let param_ref = spec
+            .get("paramRef")
+            .filter(|p| p.is_object())
+            .map(|p| ParamRef {
+                name: str_of(p, "name").unwrap_or_default().to_string(),
+                namespace: str_of(p, "namespace").unwrap_or_default().to_string(),
+                selector: p
+                    .get("selector")
+                    .filter(|s| !s.is_null())
+                    .map(|s| selector(Some(s)).0),
+                allow_not_found: str_of(p, "parameterNotFoundAction") == Some("Allow"),
+            });
+        Self {
+            name: rkcm_storage::object::name(obj).to_string(),
+            policy_name: str_of(&spec, "policyName").unwrap_or_default().to_string(),
+            param_ref,
+            match_resources: spec
+                .get("matchResources")
+                .filter(|m| m.is_object())
+                .map(MatchResources::decode),
+            validation_actions: strings(spec.get("validationActions")),
+        }
+    }
+
+    /// Whether the request matches the binding's `matchResources` (all do without one).
+    pub fn matches(
+        &self,
+        attrs: &Attributes,
+        stored: &dyn Fn(&str) -> Option<BTreeMap<String, String>>,
+    ) -> ApiResult<bool> {
+        match &self.match_resources {
+            None => Ok(true),
+            Some(m) => m.matches(attrs, stored),
+        }
+    }
+}
+
+/// What one validation decided (`PolicyDecision`).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// The validation holds, or its error is ignored.
+    Admit,
+    /// The validation failed or could not be evaluated under `failurePolicy: Fail`.
+    Deny {
+        /// Why, kube's words.
+        message: String,
+        /// `reason`; empty for an evaluation error (denied as `Invalid`).
+        reason: String,
+    },
+}
+
+/// The variables of an evaluation: `object`, `oldObject`, `request`, `params` and
+/// `namespaceObject`, all JSON; absent ones are null.
+pub struct Input<'a> {
+    /// The request's object.
+    pub object: Option<&'a Json>,
+    /// The request's old object.
+    pub old_object: Option<&'a Json>,
+    /// The admission request, without its objects.
+    pub request: &'a Json,
+    /// The param object.
+    pub params: Option<&'a Json>,
+    /// The request's namespace.
+    pub namespace_object: Option<&'a Json>,
+}
+
+/// kube's limit on a `messageExpression`'s result (`MaxEvaluatedMessageExpressionSizeBytes`).
+const MAX_MESSAGE_BYTES: usize = 5 * 1024;
+
+fn run(c: &Compiled, ctx: &Context) -> Result<Value, String> {
+    let program = c.program().map_err(|e| format!("compilation error: {e}"))?;
+    library::run_guarded(|| program.execute(ctx)).map_err(|e| {
+        format!(
+            "expression '{}' resulted in error: {}",
+            c.expression,
+            library::execution_error_message(&e)
+        )
+    })
+}
+
+fn key(s: &str) -> Key {
+    Key::String(Arc::new(s.to_string()))
+}
+
+/// The context of the policy's expressions: the inputs, then `variables`, each evaluated in
+/// order with the ones before it in reach. A variable that fails is left out: expressions
+/// using it fail with `no such key`.
+fn context(policy: &Policy, input: &Input<'_>) -> Context<'static, 'static> {
+    let mut ctx = Context::with_env(library::env());
+    let value = |v: Option<&Json>| v.map_or(Value::Null, |v| to_value(v, None, false));
+    ctx.add_variable_from_value("object", value(input.object));
+    ctx.add_variable_from_value("oldObject", value(input.old_object));
+    ctx.add_variable_from_value("request", to_value(input.request, None, false));
+    ctx.add_variable_from_value("params", value(input.params));
+    ctx.add_variable_from_value("namespaceObject", value(input.namespace_object));
+    let mut variables: HashMap<Key, Value> = HashMap::new();
+    ctx.add_variable_from_value(
+        "variables",
+        Value::Map(Map {
+            map: Arc::new(variables.clone()),
+        }),
+    );
+    for v in &policy.variables {
+        match run(v, &ctx) {
+            Ok(value) => {
+                variables.insert(key(&v.name), value);
+                ctx.add_variable_from_value(
+                    "variables",
+                    Value::Map(Map {
+                        map: Arc::new(variables.clone()),
+                    }),
+                );
+            }
+            Err(e) => tracing::debug!(variable = %v.name, "variable not evaluated: {e}"),
+        }
+    }
+    ctx
+}
+
+/// The message of a failed validation (`validator.Validate`): the `messageExpression`'s
+/// string when it gives one of at most 5 KiB on one line, else `message`, else
+/// `failed expression: <expression>`.
+pub fn failure_message(validation: &Validation, ctx: &Context) -> String {
+    let from_expression = validation
+        .message_expression
+        .as_ref()
+        .and_then(|e| match run(e, ctx) {
+            Ok(Value::String(s)) => Some(s.trim().to_string()),
+            Ok(_) => None,
+            Err(e) => {
+                tracing::debug!("error while evaluating messageExpression: {e}");
+                None
+            }
+        })
+        .filter(|m| m.len() <= MAX_MESSAGE_BYTES && !m.contains('\n'))
+        .unwrap_or_default();
+    if !from_expression.is_empty() {
+        return from_expression;
+    }
+    let message = validation.message.trim();
+    if !message.is_empty() {
+        return message.to_string();
+    }
+    format!(
+        "failed expression: {}",
+        validation.expression.expression.trim()
+    )
+}
+
+/// Evaluates `policy` for one param (`validator.Validate`): `matchConditions` first (one false
+/// skips the policy), then each validation. An evaluation error denies under
+/// `failurePolicy: Fail` and is ignored under `Ignore`.
+pub fn validate(policy: &Policy, input: &Input<'_>) -> Vec<Decision> {
+    let on_error = |message: String| {
+        if policy.ignores_failures() {
+            Decision::Admit
+        } else {
+            Decision::Deny {
+                message,
+                reason: String::new(),
+            }
+        }
+    };
+    let ctx = context(policy, input);
+    match match_conditions::evaluate_in(&policy.match_conditions, &ctx) {
+        Verdict::Matches => {}
+        Verdict::Excluded(_) => return Vec::new(),
+        Verdict::Errors(errors) => return vec![on_error(match_conditions::aggregate(&errors))],
+    }
+    policy
+        .validations
+        .iter()
+        .map(|v| match run(&v.expression, &ctx) {
+            Err(e) => on_error(e),
+            Ok(Value::Bool(true)) => Decision::Admit,
+            Ok(_) => Decision::Deny {
+                message: failure_message(v, &ctx),
+                reason: v.reason.clone().unwrap_or_else(|| "Invalid".to_string()),
+            },
+        })
+        .collect()
+}
