@@ -363,3 +363,175 @@ impl Plugin for ValidatingAdmissionPolicy {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rkcm_server::auth::UserInfo;
+    use rkcm_storage::memory::MemoryBackend;
+    use serde_json::json;
+
+    fn key(api_version: &str, kind: &str, namespace: Option<&str>, name: &str) -> String {
+        let info = catalog::by_kind(api_version, kind).expect("in the catalog");
+        rkcm_server::rest::key(info, namespace, name)
+    }
+
+    async fn store() -> Store {
+        let store = Store::new(Arc::new(MemoryBackend::new()), 100)
+            .await
+            .expect("memory store");
+        store
+            .create(
+                &key("v1", "Namespace", None, "ns"),
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}}),
+            )
+            .await
+            .expect("namespace");
+        store
+            .create(
+                &key("v1", "ConfigMap", Some("ns"), "limits"),
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "limits", "namespace": "ns", "labels": {"use": "limits"}}, "data": {"maxReplicas": "5"}}),
+            )
+            .await
+            .expect("params");
+        store
+            .create(
+                &key("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", None, "max-replicas"),
+                json!({"metadata": {"name": "max-replicas"}, "spec": {
+                    "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+                    "matchConstraints": {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["deployments"]}]},
+                    "validations": [{"expression": "object.spec.replicas <= int(params.data.maxReplicas)", "messageExpression": "'at most ' + params.data.maxReplicas + ' replicas'"}],
+                }}),
+            )
+            .await
+            .expect("policy");
+        store
+    }
+
+    async fn bind(store: &Store, name: &str, param_ref: Json, actions: &[&str]) {
+        store
+            .create(
+                &key("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding", None, name),
+                json!({"metadata": {"name": name}, "spec": {"policyName": "max-replicas", "paramRef": param_ref, "validationActions": actions}}),
+            )
+            .await
+            .expect("binding");
+    }
+
+    fn deployment(replicas: i64) -> Attributes {
+        Attributes::new(
+            Operation::Create,
+            catalog::by_kind("apps/v1", "Deployment").expect("deployments"),
+            "",
+            Some("ns"),
+            "web",
+            Some(json!({"metadata": {"name": "web"}, "spec": {"replicas": replicas}})),
+            None,
+            Arc::new(UserInfo::default()),
+            false,
+        )
+    }
+
+    #[tokio::test]
+    async fn a_bound_policy_denies_with_kubes_status_and_warns() {
+        let store = store().await;
+        let plugin = ValidatingAdmissionPolicy::new(store.clone());
+        plugin
+            .validate(&deployment(9))
+            .await
+            .expect("no binding, no policy");
+        bind(
+            &store,
+            "deny",
+            json!({"name": "limits", "parameterNotFoundAction": "Deny"}),
+            &["Deny"],
+        )
+        .await;
+        plugin
+            .validate(&deployment(5))
+            .await
+            .expect("within the limit");
+        let e = plugin.validate(&deployment(9)).await.expect_err("denied");
+        assert_eq!(e.code, 422);
+        assert_eq!(e.reason, "Invalid");
+        let message = "ValidatingAdmissionPolicy 'max-replicas' with binding 'deny' denied request: at most 5 replicas";
+        assert_eq!(
+            e.message,
+            format!("deployments.apps \"web\" is forbidden: {message}")
+        );
+        assert_eq!(e.details.causes.len(), 1);
+        assert_eq!(e.details.causes[0].message, message);
+
+        bind(
+            &store,
+            "warn",
+            json!({"selector": {"matchLabels": {"use": "limits"}}}),
+            &["Warn", "Audit"],
+        )
+        .await;
+        let (result, warnings) = rkcm_server::warning::scope(plugin.validate(&deployment(9))).await;
+        assert!(result.is_err());
+        assert_eq!(
+            warnings,
+            ["Validation failed for ValidatingAdmissionPolicy 'max-replicas' with binding 'warn': at most 5 replicas"]
+        );
+    }
+
+    #[tokio::test]
+    async fn missing_params_deny_or_allow_as_the_binding_says() {
+        let store = store().await;
+        let plugin = ValidatingAdmissionPolicy::new(store.clone());
+        bind(
+            &store,
+            "allow",
+            json!({"name": "nope", "parameterNotFoundAction": "Allow"}),
+            &["Deny"],
+        )
+        .await;
+        plugin
+            .validate(&deployment(9))
+            .await
+            .expect("allowed without params");
+        bind(
+            &store,
+            "strict",
+            json!({"name": "nope", "parameterNotFoundAction": "Deny"}),
+            &["Deny"],
+        )
+        .await;
+        let e = plugin.validate(&deployment(1)).await.expect_err("denied");
+        assert_eq!(e.code, 422);
+        assert_eq!(
+            e.message,
+            "deployments.apps \"web\" is forbidden: ValidatingAdmissionPolicy 'max-replicas' with binding 'strict' denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"
+        );
+    }
+
+    #[test]
+    fn reasons_give_their_status_codes() {
+        let attrs = deployment(1);
+        let denial = |reason: &str| Denial {
+            policy: "p".into(),
+            binding: Some("b".into()),
+            message: "m".into(),
+            reason: reason.into(),
+        };
+        for (reason, code) in [
+            ("", 422),
+            ("Invalid", 422),
+            ("Forbidden", 403),
+            ("Unauthorized", 401),
+            ("RequestEntityTooLarge", 413),
+        ] {
+            assert_eq!(denied(&attrs, &denial(reason)).code, code, "{reason}");
+        }
+        let no_binding = Denial {
+            binding: None,
+            ..denial("")
+        };
+        assert_eq!(
+            denied(&attrs, &no_binding).message,
+            "deployments.apps \"web\" is forbidden: ValidatingAdmissionPolicy 'p' denied request: m"
+        );
+    }
+}

@@ -445,3 +445,187 @@ pub fn validate(policy: &Policy, input: &Input<'_>) -> Vec<Decision> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rkcm_apimachinery::catalog;
+    use rkcm_server::admission::attributes::Operation;
+    use rkcm_server::auth::UserInfo;
+    use serde_json::json;
+
+    fn deployment(op: Operation, name: &str, labels: Json) -> Attributes {
+        Attributes::new(
+            op,
+            catalog::by_kind("apps/v1", "Deployment").expect("deployments"),
+            "",
+            Some("ns"),
+            name,
+            Some(json!({"metadata": {"name": name, "labels": labels}, "spec": {"replicas": 3}})),
+            None,
+            Arc::new(UserInfo::default()),
+            false,
+        )
+    }
+
+    fn no_namespaces(_: &str) -> Option<BTreeMap<String, String>> {
+        Some(BTreeMap::new())
+    }
+
+    fn deployments_rule() -> Json {
+        json!({"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["deployments"]})
+    }
+
+    // matching_test.go: rules, excluded rules, resource names, selectors.
+    #[test]
+    fn match_resources_follow_rules_exclusions_names_and_selectors() {
+        let a = deployment(Operation::Create, "web", json!({"tier": "front"}));
+        let m = |v: Json| MatchResources::decode(&v).matches(&a, &no_namespaces);
+        assert!(m(json!({"resourceRules": [deployments_rule()]})).expect("ok"));
+        assert!(m(json!({})).expect("no rules match every resource"));
+        assert!(!m(json!({"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["*"], "resources": ["pods"]}]})).expect("ok"));
+        assert!(!m(json!({"resourceRules": [deployments_rule()], "excludeResourceRules": [deployments_rule()]})).expect("ok"));
+        let mut named = deployments_rule();
+        named["resourceNames"] = json!(["other"]);
+        assert!(!m(json!({"resourceRules": [named.clone()]})).expect("ok"));
+        named["resourceNames"] = json!(["other", "web"]);
+        assert!(m(json!({"resourceRules": [named.clone()]})).expect("ok"));
+        assert!(!m(json!({"excludeResourceRules": [named]})).expect("ok"));
+        assert!(
+            m(json!({"resourceRules": [deployments_rule()], "objectSelector": {"matchLabels": {"tier": "front"}}}))
+                .expect("ok")
+        );
+        assert!(
+            !m(json!({"resourceRules": [deployments_rule()], "objectSelector": {"matchLabels": {"tier": "back"}}}))
+                .expect("ok")
+        );
+        let in_prod = |_: &str| Some(BTreeMap::from([("env".to_string(), "prod".to_string())]));
+        let selected =
+            MatchResources::decode(&json!({"namespaceSelector": {"matchLabels": {"env": "prod"}}}));
+        assert!(selected.matches(&a, &in_prod).expect("ok"));
+        assert!(!selected.matches(&a, &no_namespaces).expect("ok"));
+    }
+
+    #[test]
+    fn a_binding_without_match_resources_matches_what_its_policy_matches() {
+        let a = deployment(Operation::Update, "web", json!({}));
+        let all = Binding::decode(&json!({"metadata": {"name": "b"}, "spec": {"policyName": "p"}}));
+        assert!(all.matches(&a, &no_namespaces).expect("ok"));
+        let narrowed = Binding::decode(&json!({"metadata": {"name": "b"}, "spec": {
+            "policyName": "p",
+            "matchResources": {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["deployments"]}]},
+        }}));
+        assert!(!narrowed.matches(&a, &no_namespaces).expect("ok"));
+    }
+
+    fn policy(spec: Json) -> Policy {
+        Policy::decode(&json!({"metadata": {"name": "p"}, "spec": spec}))
+    }
+
+    fn run_on(policy: &Policy, object: &Json, params: Option<&Json>) -> Vec<Decision> {
+        let request = json!({"operation": "CREATE", "namespace": "ns"});
+        policy::validate(
+            policy,
+            &Input {
+                object: Some(object),
+                old_object: None,
+                request: &request,
+                params,
+                namespace_object: Some(
+                    &json!({"metadata": {"name": "ns", "labels": {"env": "prod"}}}),
+                ),
+            },
+        )
+    }
+
+    use super as policy;
+
+    fn deny(message: &str, reason: &str) -> Decision {
+        Decision::Deny {
+            message: message.into(),
+            reason: reason.into(),
+        }
+    }
+
+    // validator_test.go: messageExpression, then message, then the expression.
+    #[test]
+    fn failure_messages_come_from_message_expression_message_or_the_expression() {
+        let obj = json!({"spec": {"replicas": 7}});
+        let params = json!({"data": {"maxReplicas": "5"}});
+        let p = policy(json!({"validations": [
+            {"expression": "object.spec.replicas <= int(params.data.maxReplicas)",
+             "messageExpression": "'replicas ' + string(object.spec.replicas) + ' over ' + params.data.maxReplicas",
+             "message": "too many"},
+            {"expression": "object.spec.replicas < 5", "message": "  too many  ", "reason": "Forbidden"},
+            {"expression": "object.spec.replicas < 5 "},
+            {"expression": "false", "messageExpression": "'two\\nlines'", "message": "fallback"},
+            {"expression": "false", "messageExpression": "1 / 0", "message": "on error"},
+            {"expression": "true"},
+        ]}));
+        assert_eq!(
+            run_on(&p, &obj, Some(&params)),
+            [
+                deny("replicas 7 over 5", "Invalid"),
+                deny("too many", "Forbidden"),
+                deny("failed expression: object.spec.replicas < 5", "Invalid"),
+                deny("fallback", "Invalid"),
+                deny("on error", "Invalid"),
+                Decision::Admit,
+            ]
+        );
+    }
+
+    #[test]
+    fn variables_namespace_object_and_match_conditions_are_in_reach() {
+        let obj = json!({"spec": {"replicas": 7}});
+        let p = policy(json!({
+            "variables": [
+                {"name": "replicas", "expression": "object.spec.replicas"},
+                {"name": "double", "expression": "variables.replicas * 2"},
+            ],
+            "validations": [
+                {"expression": "variables.double == 14"},
+                {"expression": "namespaceObject.metadata.labels.env == 'prod'"},
+                {"expression": "request.operation == 'CREATE' && oldObject == null && params == null"},
+            ],
+        }));
+        assert_eq!(
+            run_on(&p, &obj, None),
+            [Decision::Admit, Decision::Admit, Decision::Admit]
+        );
+        let skipped = policy(json!({
+            "matchConditions": [{"name": "big", "expression": "object.spec.replicas > 10"}],
+            "validations": [{"expression": "false"}],
+        }));
+        assert!(run_on(&skipped, &obj, None).is_empty());
+    }
+
+    #[test]
+    fn evaluation_errors_deny_under_fail_and_are_ignored_under_ignore() {
+        let obj = json!({"spec": {}});
+        let fail = policy(json!({"validations": [{"expression": "object.spec.replicas > 1"}]}));
+        let decisions: [Decision; 1] = run_on(&fail, &obj, None).try_into().expect("one");
+        let [Decision::Deny { message, reason }] = decisions else {
+            panic!("denied");
+        };
+        assert_eq!(reason, "");
+        assert!(
+            message.starts_with(
+                "expression 'object.spec.replicas > 1' resulted in error: no such key"
+            ),
+            "{message}"
+        );
+        let ignore = policy(
+            json!({"failurePolicy": "Ignore", "validations": [{"expression": "object.spec.replicas > 1"}]}),
+        );
+        assert_eq!(run_on(&ignore, &obj, None), [Decision::Admit]);
+        let condition_error = policy(json!({
+            "matchConditions": [{"name": "c", "expression": "object.spec.replicas > 1"}],
+            "validations": [{"expression": "true"}],
+        }));
+        assert!(matches!(
+            run_on(&condition_error, &obj, None).as_slice(),
+            [Decision::Deny { .. }]
+        ));
+    }
+}
