@@ -119,7 +119,7 @@ impl MatchResources {
 pub fn rules_match(rules: &[NamedRule], attrs: &Attributes) -> bool {
     rules.iter().any(|r| {
         rule_matches(&r.rule, attrs)
-            && (r.resource_names.is_empty() || r.resource_names.iter().any(|n| *n == attrs.name))
+            && (r.resource_names.is_empty() || r.resource_names.contains(&attrs.name))
     })
 }
 
