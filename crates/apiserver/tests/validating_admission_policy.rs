@@ -203,9 +203,42 @@ async fn a_policy_with_params_denies_warns_and_follows_its_failure_policy() {
         .expect("binding stored");
     create("broken", 1).await.expect("the error is ignored");
 
-    // Policies and bindings are never checked by policies.
+    // Policies and bindings are never checked by policies, so none can keep itself in place.
+    let deny_all: ValidatingAdmissionPolicy = serde_json::from_value(json!({
+        "metadata": {"name": "deny-all"},
+        "spec": {
+            "matchConstraints": {"resourceRules": [{
+                "apiGroups": ["*"], "apiVersions": ["*"], "operations": ["*"], "resources": ["*"],
+            }]},
+            "validations": [{"expression": "false", "message": "nothing goes"}],
+        },
+    }))
+    .expect("policy");
+    policies
+        .create(&pp, &deny_all)
+        .await
+        .expect("policy stored");
+    let deny_all_binding: ValidatingAdmissionPolicyBinding = serde_json::from_value(json!({
+        "metadata": {"name": "deny-all"},
+        "spec": {"policyName": "deny-all", "validationActions": ["Deny"]},
+    }))
+    .expect("binding");
+    bindings
+        .create(&pp, &deny_all_binding)
+        .await
+        .expect("binding stored");
+    let e = api_err(create("any", 1).await.expect_err("denied"));
+    assert_eq!(
+        e.message,
+        "deployments.apps \"any\" is forbidden: ValidatingAdmissionPolicy 'deny-all' with binding 'deny-all' denied request: nothing goes"
+    );
     bindings
         .delete("broken-ignore", &DeleteParams::default())
         .await
-        .expect("deleted");
+        .expect("bindings are exempt");
+    bindings
+        .delete("deny-all", &DeleteParams::default())
+        .await
+        .expect("bindings are exempt");
+    create("any", 1).await.expect("no binding left");
 }

@@ -283,12 +283,7 @@ impl ValidatingAdmissionPolicy {
                     None
                 } else {
                     match stored_namespace(&self.store, &attrs.namespace) {
-                        Some(mut ns) => {
-                            if let Some(meta) = rkcm_storage::object::metadata_mut(&mut ns) {
-                                meta.remove("managedFields");
-                            }
-                            Some(ns)
-                        }
+                        Some(ns) => Some(namespace_object(&ns)),
                         None => {
                             return Err(ApiError::not_found(
                                 catalog::by_kind("v1", "Namespace")
@@ -334,6 +329,40 @@ impl ValidatingAdmissionPolicy {
         }
         Ok(denials)
     }
+}
+
+/// The `namespaceObject` variable (`cel.CreateNamespaceObject`): the namespace's spec, status
+/// and the metadata fields kube exposes.
+fn namespace_object(ns: &Json) -> Json {
+    const FIELDS: &[&str] = &[
+        "name",
+        "generateName",
+        "namespace",
+        "labels",
+        "annotations",
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+    ];
+    let metadata: serde_json::Map<String, Json> = ns
+        .get("metadata")
+        .and_then(Json::as_object)
+        .map(|m| {
+            m.iter()
+                .filter(|(k, _)| FIELDS.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut out = serde_json::Map::new();
+    out.insert("metadata".into(), Json::Object(metadata));
+    for field in ["spec", "status"] {
+        if let Some(v) = ns.get(field) {
+            out.insert(field.into(), v.clone());
+        }
+    }
+    Json::Object(out)
 }
 
 /// The `request` variable: the admission request without its objects.
