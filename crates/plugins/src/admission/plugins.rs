@@ -192,6 +192,8 @@ mod tests {
         assert!(pos(DEFAULT_TOLERATION_SECONDS) < pos(DEFAULT_STORAGE_CLASS));
         assert!(pos(DEFAULT_STORAGE_CLASS) < pos(STORAGE_OBJECT_IN_USE_PROTECTION));
         assert!(pos("ValidatingAdmissionWebhook") < pos(RESOURCE_QUOTA));
+        assert!(pos(MUTATING_ADMISSION_WEBHOOK) < pos(VALIDATING_ADMISSION_POLICY));
+        assert!(pos(VALIDATING_ADMISSION_POLICY) < pos(VALIDATING_ADMISSION_WEBHOOK));
         assert!(!names.contains(&ALWAYS_DENY));
         assert!(!names.contains(&"AlwaysPullImages"));
         assert_eq!(names.len(), DEFAULT_ON_PLUGINS.len());

@@ -157,3 +157,50 @@ impl<T: Send + Sync> Source<T> {
         decoded.rebuild();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rkcm_storage::memory::MemoryBackend;
+    use serde_json::json;
+
+    fn key(name: &str) -> String {
+        let info = catalog::by_kind(
+            "admissionregistration.k8s.io/v1",
+            "ValidatingAdmissionPolicyBinding",
+        )
+        .expect("in the catalog");
+        rkcm_server::rest::key(info, None, name)
+    }
+
+    fn name_of(v: &serde_json::Value) -> String {
+        rkcm_storage::object::name(v).to_string()
+    }
+
+    fn names(source: &Source<String>) -> Vec<String> {
+        source.all().iter().map(|n| n.to_string()).collect()
+    }
+
+    #[tokio::test]
+    async fn objects_follow_the_store_in_name_order() {
+        let store = Store::new(Arc::new(MemoryBackend::new()), 100)
+            .await
+            .expect("memory store");
+        let source = Source::new(store.clone(), "ValidatingAdmissionPolicyBinding", name_of);
+        assert!(source.all().is_empty());
+        for name in ["b", "a"] {
+            store
+                .create(&key(name), json!({"metadata": {"name": name}}))
+                .await
+                .expect("create");
+        }
+        assert_eq!(names(&source), ["a", "b"]);
+        store.delete(&key("a"), None).await.expect("delete");
+        assert_eq!(names(&source), ["b"]);
+        let unchanged = source.all();
+        assert!(
+            Arc::ptr_eq(&unchanged, &source.all()),
+            "nothing new, nothing rebuilt"
+        );
+    }
+}
