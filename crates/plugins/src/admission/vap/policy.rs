@@ -332,64 +332,101 @@ pub struct Input<'a> {
 /// kube's limit on a `messageExpression`'s result (`MaxEvaluatedMessageExpressionSizeBytes`).
 const MAX_MESSAGE_BYTES: usize = 5 * 1024;
 
-fn run(c: &Compiled, ctx: &Context) -> Result<Value, String> {
-    let program = c.program().map_err(|e| format!("compilation error: {e}"))?;
-    library::run_guarded(|| program.execute(ctx)).map_err(|e| {
-        format!(
-            "expression '{}' resulted in error: {}",
-            c.expression,
-            library::execution_error_message(&e)
-        )
-    })
-}
-
 fn key(s: &str) -> Key {
     Key::String(Arc::new(s.to_string()))
 }
 
-/// The context of the policy's expressions: the inputs, then `variables`, each evaluated in
-/// order with the ones before it in reach. A variable that fails is left out: expressions
-/// using it fail with `no such key`.
-fn context(policy: &Policy, input: &Input<'_>) -> Context<'static, 'static> {
-    let mut ctx = Context::with_env(library::env());
-    let value = |v: Option<&Json>| v.map_or(Value::Null, |v| to_value(v, None, false));
-    ctx.add_variable_from_value("object", value(input.object));
-    ctx.add_variable_from_value("oldObject", value(input.old_object));
-    ctx.add_variable_from_value("request", to_value(input.request, None, false));
-    ctx.add_variable_from_value("params", value(input.params));
-    ctx.add_variable_from_value("namespaceObject", value(input.namespace_object));
-    let mut variables: HashMap<Key, Value> = HashMap::new();
-    ctx.add_variable_from_value(
-        "variables",
-        Value::Map(Map {
-            map: Arc::new(variables.clone()),
-        }),
-    );
-    for v in &policy.variables {
-        match run(v, &ctx) {
-            Ok(value) => {
-                variables.insert(key(&v.name), value);
-                ctx.add_variable_from_value(
-                    "variables",
-                    Value::Map(Map {
-                        map: Arc::new(variables.clone()),
-                    }),
-                );
+/// Where the policy's expressions run: the inputs and `variables`, and why the variables that
+/// could not be evaluated failed.
+struct Scope {
+    ctx: Context<'static, 'static>,
+    /// Variable name to the error an expression using it gets, as cel-go's lazy variables
+    /// give it.
+    failed: HashMap<String, String>,
+}
+
+impl Scope {
+    /// The inputs, then `variables`, each evaluated in order with the ones before it in reach.
+    fn new(policy: &Policy, input: &Input<'_>) -> Self {
+        let mut ctx = Context::with_env(library::env());
+        let value = |v: Option<&Json>| v.map_or(Value::Null, |v| to_value(v, None, false));
+        ctx.add_variable_from_value("object", value(input.object));
+        ctx.add_variable_from_value("oldObject", value(input.old_object));
+        ctx.add_variable_from_value("request", to_value(input.request, None, false));
+        ctx.add_variable_from_value("params", value(input.params));
+        ctx.add_variable_from_value("namespaceObject", value(input.namespace_object));
+        let mut variables: HashMap<Key, Value> = HashMap::new();
+        let map = |variables: &HashMap<Key, Value>| {
+            Value::Map(Map {
+                map: Arc::new(variables.clone()),
+            })
+        };
+        ctx.add_variable_from_value("variables", map(&variables));
+        let mut scope = Self {
+            ctx,
+            failed: HashMap::new(),
+        };
+        for v in &policy.variables {
+            let program = match v.program() {
+                Ok(p) => p,
+                Err(e) => {
+                    scope.failed.insert(
+                        v.name.clone(),
+                        format!("composited variable {:?} fails to compile: {e}", v.name),
+                    );
+                    continue;
+                }
+            };
+            match library::run_guarded(|| program.execute(&scope.ctx)) {
+                Ok(value) => {
+                    variables.insert(key(&v.name), value);
+                    scope
+                        .ctx
+                        .add_variable_from_value("variables", map(&variables));
+                }
+                Err(e) => {
+                    let cause = scope.cause(v, &e);
+                    scope.failed.insert(v.name.clone(), cause);
+                }
             }
-            Err(e) => tracing::debug!(variable = %v.name, "variable not evaluated: {e}"),
         }
+        scope
     }
-    ctx
+
+    /// The error message of `e`, raised by `c`: a variable that failed fails the expressions
+    /// using it with its own error.
+    fn cause(&self, c: &Compiled, e: &cel::ExecutionError) -> String {
+        if let cel::ExecutionError::NoSuchKey(k) = e {
+            if let Some(cause) = self.failed.get(k.as_str()) {
+                if c.expression.contains(&format!("variables.{k}")) {
+                    return cause.clone();
+                }
+            }
+        }
+        library::execution_error_message(e)
+    }
+
+    /// Evaluates `c`; its error in kube's words.
+    fn run(&self, c: &Compiled) -> Result<Value, String> {
+        let program = c.program().map_err(|e| format!("compilation error: {e}"))?;
+        library::run_guarded(|| program.execute(&self.ctx)).map_err(|e| {
+            format!(
+                "expression '{}' resulted in error: {}",
+                c.expression,
+                self.cause(c, &e)
+            )
+        })
+    }
 }
 
 /// The message of a failed validation (`validator.Validate`): the `messageExpression`'s
 /// string when it gives one of at most 5 KiB on one line, else `message`, else
 /// `failed expression: <expression>`.
-pub fn failure_message(validation: &Validation, ctx: &Context) -> String {
+fn failure_message(validation: &Validation, scope: &Scope) -> String {
     let from_expression = validation
         .message_expression
         .as_ref()
-        .and_then(|e| match run(e, ctx) {
+        .and_then(|e| match scope.run(e) {
             Ok(Value::String(s)) => Some(s.trim().to_string()),
             Ok(_) => None,
             Err(e) => {
@@ -426,8 +463,8 @@ pub fn validate(policy: &Policy, input: &Input<'_>) -> Vec<Decision> {
             }
         }
     };
-    let ctx = context(policy, input);
-    match match_conditions::evaluate_in(&policy.match_conditions, &ctx) {
+    let scope = Scope::new(policy, input);
+    match match_conditions::evaluate_in(&policy.match_conditions, &scope.ctx) {
         Verdict::Matches => {}
         Verdict::Excluded(_) => return Vec::new(),
         Verdict::Errors(errors) => return vec![on_error(match_conditions::aggregate(&errors))],
@@ -435,11 +472,11 @@ pub fn validate(policy: &Policy, input: &Input<'_>) -> Vec<Decision> {
     policy
         .validations
         .iter()
-        .map(|v| match run(&v.expression, &ctx) {
+        .map(|v| match scope.run(&v.expression) {
             Err(e) => on_error(e),
             Ok(Value::Bool(true)) => Decision::Admit,
             Ok(_) => Decision::Deny {
-                message: failure_message(v, &ctx),
+                message: failure_message(v, &scope),
                 reason: v.reason.clone().unwrap_or_else(|| "Invalid".to_string()),
             },
         })
@@ -598,6 +635,39 @@ mod tests {
             "validations": [{"expression": "false"}],
         }));
         assert!(run_on(&skipped, &obj, None).is_empty());
+    }
+
+    #[test]
+    fn expressions_using_a_failed_variable_fail_with_its_error() {
+        let obj = json!({"spec": {"replicas": 7}});
+        let p = policy(json!({
+            "variables": [
+                {"name": "missing", "expression": "object.spec.nope"},
+                {"name": "broken", "expression": "object.spec.("},
+                {"name": "fine", "expression": "1"},
+            ],
+            "validations": [
+                {"expression": "variables.missing > 1"},
+                {"expression": "variables.broken > 1"},
+                {"expression": "variables.fine == 1"},
+            ],
+        }));
+        let decisions = run_on(&p, &obj, None);
+        let Decision::Deny { message, .. } = &decisions[0] else {
+            panic!("denied: {decisions:?}");
+        };
+        assert_eq!(
+            message,
+            "expression 'variables.missing > 1' resulted in error: no such key: nope"
+        );
+        let Decision::Deny { message, .. } = &decisions[1] else {
+            panic!("denied: {decisions:?}");
+        };
+        assert!(
+            message.starts_with("expression 'variables.broken > 1' resulted in error: composited variable \"broken\" fails to compile: "),
+            "{message}"
+        );
+        assert_eq!(decisions[2], Decision::Admit);
     }
 
     #[test]
