@@ -25,6 +25,7 @@ pub mod serviceaccount;
 pub mod storage_object_in_use_protection;
 #[cfg(test)]
 mod testing;
+pub mod vap;
 pub mod webhook;
 
 pub use rkcm_server::admission::*;

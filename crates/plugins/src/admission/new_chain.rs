@@ -15,6 +15,7 @@ use super::priority::Priority;
 use super::resource_quota::ResourceQuotaAdmission;
 use super::serviceaccount::ServiceAccount;
 use super::storage_object_in_use_protection::StorageObjectInUseProtection;
+use super::vap::ValidatingAdmissionPolicy;
 use super::webhook::{MutatingWebhook, ValidatingWebhook};
 use rkcm_server::admission::chain::Chain;
 use rkcm_server::admission::plugin::{Plugin, PluginContext};
@@ -53,6 +54,7 @@ pub fn new_plugin(name: &str, ctx: &PluginContext) -> Option<Arc<dyn Plugin>> {
         MUTATING_ADMISSION_WEBHOOK => {
             Arc::new(MutatingWebhook::new(ctx.store.clone(), ctx.metrics.clone()))
         }
+        VALIDATING_ADMISSION_POLICY => Arc::new(ValidatingAdmissionPolicy::new(ctx.store.clone())),
         VALIDATING_ADMISSION_WEBHOOK => Arc::new(ValidatingWebhook::new(
             ctx.store.clone(),
             ctx.metrics.clone(),

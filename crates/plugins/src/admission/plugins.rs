@@ -47,6 +47,8 @@ pub const NODE_RESTRICTION: &str = "NodeRestriction";
 pub const MUTATING_ADMISSION_WEBHOOK: &str = "MutatingAdmissionWebhook";
 /// `ValidatingAdmissionWebhook`.
 pub const VALIDATING_ADMISSION_WEBHOOK: &str = "ValidatingAdmissionWebhook";
+/// `ValidatingAdmissionPolicy`.
+pub const VALIDATING_ADMISSION_POLICY: &str = "ValidatingAdmissionPolicy";
 /// `AlwaysAdmit`.
 pub const ALWAYS_ADMIT: &str = "AlwaysAdmit";
 /// `AlwaysDeny`.
@@ -87,7 +89,7 @@ pub const ALL_ORDERED_PLUGINS: &[&str] = &[
     // Webhooks, policies, quota and deny go last.
     "MutatingAdmissionPolicy",
     MUTATING_ADMISSION_WEBHOOK,
-    "ValidatingAdmissionPolicy",
+    VALIDATING_ADMISSION_POLICY,
     VALIDATING_ADMISSION_WEBHOOK,
     RESOURCE_QUOTA,
     ALWAYS_DENY,
@@ -117,7 +119,7 @@ pub const DEFAULT_ON_PLUGINS: &[&str] = &[
     "PodSecurity",
     "PodTopologyLabels",
     "MutatingAdmissionPolicy",
-    "ValidatingAdmissionPolicy",
+    VALIDATING_ADMISSION_POLICY,
 ];
 
 /// The names of the plugins to run, in kube's order (`enabledPluginNames`): those on by
@@ -190,6 +192,8 @@ mod tests {
         assert!(pos(DEFAULT_TOLERATION_SECONDS) < pos(DEFAULT_STORAGE_CLASS));
         assert!(pos(DEFAULT_STORAGE_CLASS) < pos(STORAGE_OBJECT_IN_USE_PROTECTION));
         assert!(pos("ValidatingAdmissionWebhook") < pos(RESOURCE_QUOTA));
+        assert!(pos(MUTATING_ADMISSION_WEBHOOK) < pos(VALIDATING_ADMISSION_POLICY));
+        assert!(pos(VALIDATING_ADMISSION_POLICY) < pos(VALIDATING_ADMISSION_WEBHOOK));
         assert!(!names.contains(&ALWAYS_DENY));
         assert!(!names.contains(&"AlwaysPullImages"));
         assert_eq!(names.len(), DEFAULT_ON_PLUGINS.len());

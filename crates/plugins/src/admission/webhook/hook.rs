@@ -86,7 +86,7 @@ pub struct Hook {
     pub(super) tls: OnceLock<Result<std::sync::Arc<rustls::ClientConfig>, String>>,
 }
 
-fn strings(v: Option<&Value>) -> Vec<String> {
+pub(crate) fn strings(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array)
         .map(|a| {
             a.iter()
@@ -97,12 +97,12 @@ fn strings(v: Option<&Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+pub(crate) fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
 }
 
 /// A selector field: absent is `{}` (kube's default), which selects everything.
-fn selector(v: Option<&Value>) -> (Result<Selector, String>, bool) {
+pub(crate) fn selector(v: Option<&Value>) -> (Result<Selector, String>, bool) {
     let Some(v) = v.filter(|v| !v.is_null()) else {
         return (Ok(Selector::everything()), true);
     };

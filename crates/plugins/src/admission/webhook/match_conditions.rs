@@ -35,6 +35,16 @@ impl Compiled {
     }
 }
 
+impl Compiled {
+    /// The compiled program, or why the expression does not compile.
+    pub fn program(&self) -> Result<&cel::Program, &str> {
+        match &self.program {
+            Ok(p) => Ok(p),
+            Err(e) => Err(e),
+        }
+    }
+}
+
 /// What the conditions say of a request.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Verdict {
@@ -62,6 +72,11 @@ pub fn evaluate(
     ctx.add_variable_from_value("object", value(object));
     ctx.add_variable_from_value("oldObject", value(old_object));
     ctx.add_variable_from_value("request", to_value(request, None, false));
+    evaluate_in(conditions, &ctx)
+}
+
+/// Evaluates `conditions` in `ctx`, which holds their variables.
+pub fn evaluate_in(conditions: &[Compiled], ctx: &Context) -> Verdict {
     let mut errors = Vec::new();
     for c in conditions {
         let program = match &c.program {
@@ -71,7 +86,7 @@ pub fn evaluate(
                 continue;
             }
         };
-        match library::run_guarded(|| program.execute(&ctx)) {
+        match library::run_guarded(|| program.execute(ctx)) {
             Ok(Value::Bool(true)) => {}
             Ok(Value::Bool(false)) => return Verdict::Excluded(c.name.clone()),
             Ok(other) => errors.push(format!(

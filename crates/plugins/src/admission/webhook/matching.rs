@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use rkcm_labels::Selector;
 use rkcm_server::admission::attributes::{Attributes, Operation};
 use rkcm_server::error::{ApiError, ApiResult};
 use rkcm_storage::object;
@@ -33,7 +34,7 @@ fn is_namespace_resource(attrs: &Attributes) -> bool {
 }
 
 /// The namespace of the request as kube's attributes have it: a namespace object's own name.
-fn request_namespace(attrs: &Attributes) -> &str {
+pub fn request_namespace(attrs: &Attributes) -> &str {
     if attrs.namespace.is_empty() && attrs.resource.plural == "namespaces" {
         &attrs.name
     } else {
@@ -93,15 +94,30 @@ pub fn namespace_matches(
     attrs: &Attributes,
     stored: &dyn Fn(&str) -> Option<BTreeMap<String, String>>,
 ) -> ApiResult<bool> {
+    namespace_selector_matches(
+        &hook.namespace_selector,
+        hook.namespace_selector_empty,
+        attrs,
+        stored,
+    )
+}
+
+/// [`namespace_matches`] for any `namespaceSelector` (`empty`: it selects everything).
+pub fn namespace_selector_matches(
+    selector: &Result<Selector, String>,
+    empty: bool,
+    attrs: &Attributes,
+    stored: &dyn Fn(&str) -> Option<BTreeMap<String, String>>,
+) -> ApiResult<bool> {
     let namespace = request_namespace(attrs);
     if namespace.is_empty() && attrs.resource.plural != "namespaces" {
         return Ok(true);
     }
-    let selector = match &hook.namespace_selector {
+    let selector = match selector {
         Ok(s) => s,
         Err(e) => return Err(ApiError::internal("invalid namespaceSelector", e)),
     };
-    if hook.namespace_selector_empty {
+    if empty {
         return Ok(true);
     }
     match namespace_labels(attrs, stored) {
@@ -113,11 +129,20 @@ pub fn namespace_matches(
 /// The object selector (`object.Matcher.MatchObjectSelector`): the object or the old object
 /// must match.
 pub fn object_matches(hook: &Hook, attrs: &Attributes) -> ApiResult<bool> {
-    let selector = match &hook.object_selector {
+    object_selector_matches(&hook.object_selector, hook.object_selector_empty, attrs)
+}
+
+/// [`object_matches`] for any `objectSelector` (`empty`: it selects everything).
+pub fn object_selector_matches(
+    selector: &Result<Selector, String>,
+    empty: bool,
+    attrs: &Attributes,
+) -> ApiResult<bool> {
+    let selector = match selector {
         Ok(s) => s,
         Err(e) => return Err(ApiError::internal("invalid objectSelector", e)),
     };
-    if hook.object_selector_empty {
+    if empty {
         return Ok(true);
     }
     let matches =
