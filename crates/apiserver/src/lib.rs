@@ -1,10 +1,11 @@
 //! The Kubernetes-compatible API server, assembled as kube's `pkg/controlplane` assembles
 //! kube-apiserver: the generic machinery of [`rkcm_server`], the storage of [`rkcm_storage`],
 //! Kubernetes' API of [`rkcm_registry`] and the plugins of [`rkcm_plugins`] (re-exported here
-//! under the module names they had), wired together with the HTTP endpoints ([`http`]), the
-//! generic create/update/delete semantics ([`rest`]) and what the server writes at start (system
-//! namespaces and priority classes, the `kubernetes` Service, the bootstrap RBAC policy, the
-//! flowcontrol bootstrap objects, the local APIServices).
+//! under the module names they had), wired together: the routes and their dispatch to the
+//! generic handlers and to the kind-specific subresources ([`http`]), Kubernetes' storages on the
+//! generic registry ([`rest`]) and what the server writes at start (system namespaces and
+//! priority classes, the `kubernetes` Service, the bootstrap RBAC policy, the flowcontrol
+//! bootstrap objects, the local APIServices).
 //!
 //! Serves the resources of [`rkcm_apimachinery::catalog`] over HTTPS with kube's
 //! authentication chain ([`auth`]: admin and static tokens, client certificates, service-account

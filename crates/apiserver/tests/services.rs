@@ -346,3 +346,33 @@ async fn the_proxy_of_a_missing_service_is_not_found() {
     }
     server.stop().await;
 }
+
+/// A create that loses at the store (the name is taken) gives back the cluster IP and node port
+/// it had taken, as kube's Service REST rolls its allocations back when the store refuses.
+#[tokio::test]
+async fn a_create_the_store_refuses_gives_back_what_it_took() {
+    let server = testing::start().await;
+    let services: Api<Service> = Api::namespaced(server.client(), "default");
+    let pp = PostParams::default();
+    services
+        .create(&pp, &service("taken", json!({"type": "NodePort"})))
+        .await
+        .expect("create");
+    let wants = |name: &str| {
+        service(
+            name,
+            json!({"type": "NodePort", "clusterIP": "10.96.0.77",
+                   "ports": [{"name": "http", "port": 80, "nodePort": 30277}]}),
+        )
+    };
+    match services.create(&pp, &wants("taken")).await {
+        Err(kube::Error::Api(s)) => assert_eq!(s.code, 409, "{s:?}"),
+        other => panic!("the name is taken: {other:?}"),
+    }
+    let second = services
+        .create(&pp, &wants("second"))
+        .await
+        .expect("the address and port of the refused create are free again");
+    assert_eq!(cluster_ip(&second), "10.96.0.77");
+    assert_eq!(node_port(&second), 30277);
+}

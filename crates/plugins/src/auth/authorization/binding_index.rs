@@ -13,7 +13,7 @@ use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleBinding, Subject};
 
 #[cfg(doc)]
 use super::rbac::applies_to_user;
-use super::rbac::service_account_username;
+use super::rbac::{service_account_namespace, service_account_username};
 use crate::auth::UserInfo;
 
 /// What the index needs of a binding.
@@ -59,11 +59,7 @@ fn subject_key(subject: &Subject, namespace: &str) -> Option<SubjectKey> {
         "User" => Some(SubjectKey::User(subject.name.clone())),
         "Group" => Some(SubjectKey::Group(subject.name.clone())),
         "ServiceAccount" => {
-            let ns = subject
-                .namespace
-                .as_deref()
-                .filter(|n| !n.is_empty())
-                .unwrap_or(namespace);
+            let ns = service_account_namespace(subject, namespace);
             (!ns.is_empty()).then(|| SubjectKey::User(service_account_username(ns, &subject.name)))
         }
         _ => None,

@@ -55,15 +55,21 @@ impl RuleSource {
 fn describe_subject(s: &Subject, binding_namespace: &str) -> String {
     match s.kind.as_str() {
         "ServiceAccount" => {
-            let ns = s
-                .namespace
-                .as_deref()
-                .filter(|n| !n.is_empty())
-                .unwrap_or(binding_namespace);
+            let ns = service_account_namespace(s, binding_namespace);
             format!("{} \"{}/{}\"", s.kind, s.name, ns)
         }
         _ => format!("{} {:?}", s.kind, s.name),
     }
+}
+
+/// The namespace of a ServiceAccount `subject` of a binding in `binding_namespace` (empty for
+/// cluster bindings): its own, or the binding's when it names none.
+pub fn service_account_namespace<'a>(subject: &'a Subject, binding_namespace: &'a str) -> &'a str {
+    subject
+        .namespace
+        .as_deref()
+        .filter(|n| !n.is_empty())
+        .unwrap_or(binding_namespace)
 }
 
 /// `serviceaccount.MakeUsername`.
@@ -78,11 +84,7 @@ pub fn applies_to_user(user: &UserInfo, subject: &Subject, namespace: &str) -> b
         "User" => user.name == subject.name,
         "Group" => user.groups.contains(&subject.name),
         "ServiceAccount" => {
-            let ns = subject
-                .namespace
-                .as_deref()
-                .filter(|n| !n.is_empty())
-                .unwrap_or(namespace);
+            let ns = service_account_namespace(subject, namespace);
             !ns.is_empty() && user.name == service_account_username(ns, &subject.name)
         }
         _ => false,
