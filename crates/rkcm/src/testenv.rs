@@ -16,17 +16,50 @@
 //! # Ok(()) }
 //! ```
 //!
+//! Admission webhooks served by the test itself (as envtest's `WebhookInstallOptions`): bind a
+//! [`WebhookServing`] (a listener on `127.0.0.1:0` and a certificate for it), serve HTTPS on
+//! it, then install the configurations, their `clientConfig` filled in, and wait until the
+//! webhooks answer:
+//!
+//! ```no_run
+//! # async fn demo(env: rkcm::testenv::TestEnv) -> Result<(), rkcm::testenv::Error> {
+//! # use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+//! # use k8s_openapi::api::core::v1::ConfigMap;
+//! # async fn serve(_: tokio::net::TcpListener, _: std::sync::Arc<rustls::ServerConfig>) {}
+//! use rkcm::testenv::WebhookServing;
+//!
+//! let serving = WebhookServing::bind().await?;
+//! let tls = serving.server_config()?; // or serving.cert_pem() and serving.key_pem()
+//! let (listener, webhooks) = serving.into_parts();
+//! tokio::spawn(serve(listener, tls)); // the test's own HTTPS server (axum, hyper, …)
+//! # let config = ValidatingWebhookConfiguration::default();
+//! # let probe = ConfigMap::default();
+//! // Each webhook's `clientConfig.url` is a path ("/validate"), or unset: it becomes
+//! // `https://127.0.0.1:<port>/validate`, and `caBundle` the certificate's CA.
+//! env.webhooks(&webhooks)
+//!     .validating(config)
+//!     .install(&probe) // then a dry-run create of `probe` is retried until admitted
+//!     .await?;
+//! # Ok(()) }
+//! ```
+//!
 //! Everything stops when the [`TestEnv`] is dropped (or awaited with [`TestEnv::stop`]).
 //! Several environments may run side by side in one test binary: each has its own store, port
 //! and credentials.
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration, WebhookClientConfig,
+};
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::ByteString;
 use kube::api::{Api, ListParams, PostParams};
+use kube::Resource;
 use rkcm_apiserver::testing::{self, TestServer};
 use rkcm_controllers::registry::{self, ControllerOptions};
 use rkcm_runtime::{Shutdown, SystemClock};
@@ -38,6 +71,9 @@ use crate::serving::Health;
 
 /// How long [`TestEnv::install_crd`] waits for a CRD to be Established and served.
 pub const CRD_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long [`WebhookInstall::install`] waits for the webhooks to answer, unless told otherwise.
+pub const WEBHOOK_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long [`Builder::start`] waits for the simulated nodes to be Ready.
 const NODES_TIMEOUT: Duration = Duration::from_secs(30);
@@ -69,6 +105,15 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
+    /// A webhook's serving certificate could not be made.
+    #[error("making the webhook serving certificate")]
+    Certificate(#[source] rcgen::Error),
+    /// The webhook listener could not be bound.
+    #[error("binding the webhook listener")]
+    Bind(#[source] std::io::Error),
+    /// The webhook server's TLS configuration was refused.
+    #[error("configuring the webhook server's TLS")]
+    Tls(#[source] rustls::Error),
     /// Something waited for did not happen in time.
     #[error("timed out after {timeout:?} waiting for {what}")]
     Timeout {
@@ -365,6 +410,20 @@ impl TestEnv {
         self.client.request_text(request).await.is_ok()
     }
 
+    /// Installs admission webhook configurations served at `endpoint` (from
+    /// [`WebhookServing::into_parts`]), as envtest's `WebhookInstallOptions`: add them with
+    /// [`WebhookInstall::mutating`] and [`WebhookInstall::validating`], then
+    /// [`WebhookInstall::install`] creates them and waits until the webhooks answer.
+    pub fn webhooks(&self, endpoint: &WebhookEndpoint) -> WebhookInstall<'_> {
+        WebhookInstall {
+            env: self,
+            endpoint: endpoint.clone(),
+            mutating: Vec::new(),
+            validating: Vec::new(),
+            timeout: WEBHOOK_TIMEOUT,
+        }
+    }
+
     /// Stops the nodes and controllers, then the API server, and waits for them to finish.
     pub async fn stop(mut self) {
         self.shutdown.cancel();
@@ -380,6 +439,279 @@ impl Drop for TestEnv {
         // Dropping the JoinSet aborts whatever did not stop; the server stops on its own drop.
         self.shutdown.cancel();
     }
+}
+
+/// A listener on `127.0.0.1:0` and a serving certificate for it (`127.0.0.1`, `localhost`),
+/// signed by a CA of its own: what a test needs to serve admission webhooks to a [`TestEnv`].
+///
+/// The test serves HTTPS on [`WebhookServing::into_parts`]'s listener with
+/// [`WebhookServing::server_config`] (or [`WebhookServing::cert_pem`] and
+/// [`WebhookServing::key_pem`] for its own TLS setup), and installs its configurations with
+/// [`TestEnv::webhooks`].
+pub struct WebhookServing {
+    listener: tokio::net::TcpListener,
+    endpoint: WebhookEndpoint,
+    cert_pem: String,
+    cert_der: rustls::pki_types::CertificateDer<'static>,
+    key_der: Vec<u8>,
+    key_pem: String,
+}
+
+/// Where a [`WebhookServing`]'s webhooks are and how to trust them: what
+/// [`TestEnv::webhooks`] fills in `clientConfig`.
+#[derive(Clone, Debug)]
+pub struct WebhookEndpoint {
+    addr: SocketAddr,
+    ca_pem: String,
+}
+
+impl WebhookServing {
+    /// Binds `127.0.0.1:0` and issues a serving certificate for it.
+    pub async fn bind() -> Result<Self> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .map_err(Error::Bind)?;
+        let addr = listener.local_addr().map_err(Error::Bind)?;
+        let ca_key = rcgen::KeyPair::generate().map_err(Error::Certificate)?;
+        let mut ca_params =
+            rcgen::CertificateParams::new(Vec::<String>::new()).map_err(Error::Certificate)?;
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca_params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "rkcm test webhook CA");
+        let ca =
+            rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).map_err(Error::Certificate)?;
+        let key = rcgen::KeyPair::generate().map_err(Error::Certificate)?;
+        let mut params =
+            rcgen::CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
+                .map_err(Error::Certificate)?;
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "127.0.0.1");
+        let cert = params.signed_by(&key, &ca).map_err(Error::Certificate)?;
+        Ok(WebhookServing {
+            listener,
+            endpoint: WebhookEndpoint {
+                addr,
+                ca_pem: ca.pem(),
+            },
+            cert_pem: cert.pem(),
+            cert_der: cert.der().clone(),
+            key_der: key.serialize_der(),
+            key_pem: key.serialize_pem(),
+        })
+    }
+
+    /// The address listened on (`127.0.0.1:<port>`).
+    pub fn addr(&self) -> SocketAddr {
+        self.endpoint.addr
+    }
+
+    /// The serving certificate, PEM.
+    pub fn cert_pem(&self) -> &str {
+        &self.cert_pem
+    }
+
+    /// The serving certificate's private key, PEM (PKCS#8).
+    pub fn key_pem(&self) -> &str {
+        &self.key_pem
+    }
+
+    /// The CA that signed the serving certificate, PEM: the webhooks' `caBundle`.
+    pub fn ca_pem(&self) -> &str {
+        &self.endpoint.ca_pem
+    }
+
+    /// A TLS server configuration presenting the serving certificate (rustls with ring,
+    /// HTTP/1.1 and HTTP/2 offered by ALPN).
+    pub fn server_config(&self) -> Result<Arc<rustls::ServerConfig>> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(Error::Tls)?
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![self.cert_der.clone()],
+                rustls::pki_types::PrivateKeyDer::Pkcs8(self.key_der.clone().into()),
+            )
+            .map_err(Error::Tls)?;
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        Ok(Arc::new(config))
+    }
+
+    /// The listener to serve on, and the endpoint to give [`TestEnv::webhooks`].
+    pub fn into_parts(self) -> (tokio::net::TcpListener, WebhookEndpoint) {
+        (self.listener, self.endpoint)
+    }
+}
+
+impl WebhookEndpoint {
+    /// The address of the webhook server (`127.0.0.1:<port>`).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `https://127.0.0.1:<port><path>`.
+    pub fn url(&self, path: &str) -> String {
+        format!("https://{}{path}", self.addr)
+    }
+
+    /// The CA of the serving certificate, PEM.
+    pub fn ca_pem(&self) -> &str {
+        &self.ca_pem
+    }
+
+    /// `config` pointed at this endpoint: a `url` that is a path (`"/validate"`) is prefixed
+    /// with `https://127.0.0.1:<port>`; without a `url`, the `service`'s path (or `/`) is used
+    /// instead of the service; a full `url` is kept. A missing `caBundle` becomes the CA.
+    pub fn client_config(&self, config: &mut WebhookClientConfig) {
+        match config.url.as_deref() {
+            Some(url) if url.starts_with('/') => config.url = Some(self.url(url)),
+            Some(_) => {}
+            None => {
+                let path = config
+                    .service
+                    .take()
+                    .and_then(|s| s.path)
+                    .unwrap_or_else(|| "/".to_string());
+                config.url = Some(self.url(&path));
+            }
+        }
+        if config.ca_bundle.is_none() {
+            config.ca_bundle = Some(ByteString(self.ca_pem.clone().into_bytes()));
+        }
+    }
+}
+
+/// Mutating and validating webhook configurations to install for a [`WebhookEndpoint`]; see
+/// [`TestEnv::webhooks`].
+#[must_use = "nothing is installed until `install` is awaited"]
+pub struct WebhookInstall<'a> {
+    env: &'a TestEnv,
+    endpoint: WebhookEndpoint,
+    mutating: Vec<MutatingWebhookConfiguration>,
+    validating: Vec<ValidatingWebhookConfiguration>,
+    timeout: Duration,
+}
+
+impl WebhookInstall<'_> {
+    /// Adds a MutatingWebhookConfiguration; its webhooks' `clientConfig` is filled in as
+    /// [`WebhookEndpoint::client_config`] says.
+    pub fn mutating(mut self, config: MutatingWebhookConfiguration) -> Self {
+        self.mutating.push(config);
+        self
+    }
+
+    /// Adds a ValidatingWebhookConfiguration; its webhooks' `clientConfig` is filled in as
+    /// [`WebhookEndpoint::client_config`] says.
+    pub fn validating(mut self, config: ValidatingWebhookConfiguration) -> Self {
+        self.validating.push(config);
+        self
+    }
+
+    /// How long [`WebhookInstall::install`] waits for the webhooks to answer
+    /// ([`WEBHOOK_TIMEOUT`]).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Creates the configurations, then retries a dry-run create of `probe` (an object every
+    /// webhook matches and admits, its namespace set if it is namespaced) until it succeeds:
+    /// with `failurePolicy: Fail`, the webhooks were called and answered. Returns the
+    /// configurations as stored.
+    ///
+    /// A timeout's error names the last refusal of the probe.
+    pub async fn install<K>(
+        self,
+        probe: &K,
+    ) -> Result<(
+        Vec<MutatingWebhookConfiguration>,
+        Vec<ValidatingWebhookConfiguration>,
+    )>
+    where
+        K: Resource + serde::Serialize,
+        K::DynamicType: Default,
+    {
+        let client = self.env.client();
+        let mut mutating = Vec::with_capacity(self.mutating.len());
+        let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+        for mut config in self.mutating {
+            for hook in config.webhooks.iter_mut().flatten() {
+                self.endpoint.client_config(&mut hook.client_config);
+            }
+            mutating.push(create(&api, &config).await?);
+        }
+        let mut validating = Vec::with_capacity(self.validating.len());
+        let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+        for mut config in self.validating {
+            for hook in config.webhooks.iter_mut().flatten() {
+                self.endpoint.client_config(&mut hook.client_config);
+            }
+            validating.push(create(&api, &config).await?);
+        }
+
+        let path = K::url_path(
+            &K::DynamicType::default(),
+            probe.meta().namespace.as_deref(),
+        );
+        let body = serde_json::to_vec(probe).map_err(|e| Error::Api {
+            what: "encoding the webhook probe".into(),
+            source: kube::Error::SerdeError(e),
+        })?;
+        let params = PostParams {
+            dry_run: true,
+            ..PostParams::default()
+        };
+        let last = std::sync::Mutex::new(None::<String>);
+        let answered = eventually("the admission webhooks to answer", self.timeout, || async {
+            let request = kube::core::Request::new(path.as_str())
+                .create(&params, body.clone())
+                .ok()?;
+            match client.request::<serde_json::Value>(request).await {
+                Ok(_) => Some(()),
+                Err(err) => {
+                    if let Ok(mut last) = last.lock() {
+                        *last = Some(err.to_string());
+                    }
+                    None
+                }
+            }
+        })
+        .await;
+        match answered {
+            Ok(()) => Ok((mutating, validating)),
+            Err(Error::Timeout { what, timeout }) => {
+                let last = last.into_inner().ok().flatten();
+                Err(Error::Timeout {
+                    what: match last {
+                        Some(last) => format!("{what} (last refusal of the probe: {last})"),
+                        None => what,
+                    },
+                    timeout,
+                })
+            }
+            Err(other) => Err(other),
+        }
+    }
+}
+
+/// Creates a webhook configuration, an error naming it if refused.
+async fn create<K>(api: &Api<K>, config: &K) -> Result<K>
+where
+    K: Resource + Clone + std::fmt::Debug + serde::Serialize + serde::de::DeserializeOwned,
+    K::DynamicType: Default,
+{
+    api.create(&PostParams::default(), config)
+        .await
+        .map_err(|source| Error::Api {
+            what: format!(
+                "creating {} {}",
+                K::kind(&K::DynamicType::default()),
+                config.meta().name.as_deref().unwrap_or_default()
+            ),
+            source,
+        })
 }
 
 fn node_ready(node: &Node) -> bool {
@@ -447,6 +779,177 @@ mod tests {
         .await
         .expect_err("times out");
         assert_eq!(err.to_string(), "timed out after 30ms waiting for nothing");
+    }
+
+    #[test]
+    fn client_config_gets_the_url_and_ca_of_the_endpoint() {
+        let endpoint = WebhookEndpoint {
+            addr: "127.0.0.1:8443".parse().expect("address"),
+            ca_pem: "CA".into(),
+        };
+        let filled = |config: serde_json::Value| {
+            let mut config: WebhookClientConfig = serde_json::from_value(config).expect("config");
+            endpoint.client_config(&mut config);
+            serde_json::to_value(config).expect("encodes")
+        };
+        // "CA" is base64 "Q0E=".
+        assert_eq!(
+            filled(serde_json::json!({"url": "/validate"})),
+            serde_json::json!({"caBundle": "Q0E=", "url": "https://127.0.0.1:8443/validate"})
+        );
+        assert_eq!(
+            filled(serde_json::json!({"service": {"name": "s", "namespace": "n", "path": "/m"}})),
+            serde_json::json!({"caBundle": "Q0E=", "url": "https://127.0.0.1:8443/m"})
+        );
+        assert_eq!(
+            filled(serde_json::json!({})),
+            serde_json::json!({"caBundle": "Q0E=", "url": "https://127.0.0.1:8443/"})
+        );
+        assert_eq!(
+            filled(serde_json::json!({"url": "https://localhost:1/x", "caBundle": "eA=="})),
+            serde_json::json!({"caBundle": "eA==", "url": "https://localhost:1/x"})
+        );
+    }
+
+    /// Serves `answer(request)` as the response of every review, over `serving`'s TLS.
+    async fn serve_reviews(
+        serving: WebhookServing,
+        answer: fn(&serde_json::Value) -> serde_json::Value,
+    ) -> WebhookEndpoint {
+        use http_body_util::BodyExt;
+        let acceptor = tokio_rustls::TlsAcceptor::from(serving.server_config().expect("TLS"));
+        let (listener, endpoint) = serving.into_parts();
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let Ok(tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let service = hyper::service::service_fn(
+                        move |req: http::Request<hyper::body::Incoming>| async move {
+                            let body = req.into_body().collect().await?.to_bytes();
+                            let review: serde_json::Value =
+                                serde_json::from_slice(&body).unwrap_or_default();
+                            let mut response = answer(&review["request"]);
+                            response["uid"] = review["request"]["uid"].clone();
+                            let review = serde_json::json!({"apiVersion": "admission.k8s.io/v1",
+                                "kind": "AdmissionReview", "response": response});
+                            Ok::<_, hyper::Error>(http::Response::new(http_body_util::Full::new(
+                                bytes::Bytes::from(review.to_string()),
+                            )))
+                        },
+                    );
+                    let _ = hyper_util::server::conn::auto::Builder::new(
+                        hyper_util::rt::TokioExecutor::new(),
+                    )
+                    .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
+                    .await;
+                });
+            }
+        });
+        endpoint
+    }
+
+    #[tokio::test]
+    async fn webhooks_served_by_the_test_are_installed_and_waited_for() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        let env = TestEnv::start().await.expect("starts");
+        let serving = WebhookServing::bind().await.expect("serving certificate");
+        assert_eq!(serving.addr().ip().to_string(), "127.0.0.1");
+        let endpoint = serve_reviews(serving, |request| {
+            if request["name"] == "bad" {
+                serde_json::json!({"allowed": false, "status": {"message": "not that name"}})
+            } else {
+                serde_json::json!({"allowed": true})
+            }
+        })
+        .await;
+        let config: ValidatingWebhookConfiguration = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "names"},
+            "webhooks": [{
+                "name": "names.example.com",
+                "clientConfig": {"url": "/validate"},
+                "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+                    "resources": ["configmaps"]}],
+                "failurePolicy": "Fail",
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+            }],
+        }))
+        .expect("configuration");
+        let probe: ConfigMap = serde_json::from_value(
+            serde_json::json!({"metadata": {"name": "probe", "namespace": "default"}}),
+        )
+        .expect("probe");
+        let (_, validating) = env
+            .webhooks(&endpoint)
+            .validating(config)
+            .install(&probe)
+            .await
+            .expect("webhook answers");
+        let hook = &validating[0].webhooks.as_ref().expect("webhooks")[0];
+        assert_eq!(
+            hook.client_config.url.as_deref(),
+            Some(endpoint.url("/validate").as_str())
+        );
+        let cms: Api<ConfigMap> = Api::namespaced(env.client(), "default");
+        assert!(
+            cms.get_opt("probe").await.expect("get").is_none(),
+            "dry run"
+        );
+        let bad: ConfigMap =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "bad"}})).expect("cm");
+        let err = cms
+            .create(&PostParams::default(), &bad)
+            .await
+            .expect_err("denied");
+        let kube::Error::Api(status) = err else {
+            panic!("expected an API error, got {err:?}");
+        };
+        assert_eq!(
+            status.message,
+            "admission webhook \"names.example.com\" denied the request: not that name"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_webhook_that_never_answers_times_out_naming_the_last_refusal() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        let env = TestEnv::start().await.expect("starts");
+        // Bound but never accepting: every call fails.
+        let serving = WebhookServing::bind().await.expect("serving certificate");
+        let (_listener, endpoint) = serving.into_parts();
+        let config: ValidatingWebhookConfiguration = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "silent"},
+            "webhooks": [{
+                "name": "silent.example.com",
+                "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+                    "resources": ["configmaps"]}],
+                "failurePolicy": "Fail",
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+                "timeoutSeconds": 1,
+            }],
+        }))
+        .expect("configuration");
+        let probe: ConfigMap = serde_json::from_value(
+            serde_json::json!({"metadata": {"name": "probe", "namespace": "default"}}),
+        )
+        .expect("probe");
+        let err = env
+            .webhooks(&endpoint)
+            .validating(config)
+            .timeout(Duration::from_secs(2))
+            .install(&probe)
+            .await
+            .expect_err("times out");
+        let message = err.to_string();
+        assert!(
+            message.starts_with("timed out after 2s waiting for the admission webhooks to answer (last refusal of the probe: "),
+            "{message}"
+        );
+        assert!(message.contains("silent.example.com"), "{message}");
     }
 
     #[tokio::test]

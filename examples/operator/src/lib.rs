@@ -7,6 +7,9 @@
 //! field manager [`MANAGER`], so the operator owns exactly the fields it sets and other writers
 //! can add theirs (the entries are a map list keyed by `name`: each writer owns its own items).
 //!
+//! Its admission webhooks ([`webhook`]) default an empty message and refuse an entry named
+//! `message`.
+//!
 //! `tests/operator.rs` runs it against `rkcm::testenv`, an API server (and controllers)
 //! started inside the test.
 
@@ -23,6 +26,8 @@ use kube::runtime::watcher;
 use kube::{Client, CustomResource, CustomResourceExt, Resource, ResourceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+pub mod webhook;
 
 /// The field manager of the operator's writes.
 pub const MANAGER: &str = "greeting-operator";
@@ -41,7 +46,8 @@ pub const MANAGER: &str = "greeting-operator";
 )]
 #[serde(rename_all = "camelCase")]
 pub struct GreetingSpec {
-    /// The message the ConfigMap carries under `message`.
+    /// The message the ConfigMap carries under `message` (the mutating webhook defaults it).
+    #[serde(default)]
     pub message: String,
     /// More keys of the ConfigMap; several writers may each apply their own entries.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

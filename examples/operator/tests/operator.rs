@@ -2,11 +2,12 @@
 
 use std::time::Duration;
 
+use greeting_operator::webhook::{self, DEFAULT_MESSAGE, VALIDATING_WEBHOOK};
 use greeting_operator::{Greeting, MANAGER};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::{Client, ResourceExt};
-use rkcm::testenv::{eventually, TestEnv};
+use rkcm::testenv::{eventually, TestEnv, WebhookServing};
 use serde_json::json;
 
 /// Ample for a controller to act on a loaded 2-core machine; a timeout means it did not.
@@ -212,5 +213,83 @@ async fn deleting_a_greeting_deletes_its_config_map_through_the_garbage_collecto
     )
     .await
     .expect("the owned ConfigMap is collected");
+    env.stop().await;
+}
+
+/// Starts the webhook server in the test and installs both configurations, pointed at it.
+async fn install_webhooks(env: &TestEnv) {
+    let serving = WebhookServing::bind().await.expect("serving certificate");
+    let tls = serving.server_config().expect("TLS configuration");
+    let (listener, endpoint) = serving.into_parts();
+    tokio::spawn(webhook::serve(listener, tls));
+    // A valid Greeting: both webhooks are called for it and admit it.
+    let probe: Greeting = serde_json::from_value(json!({"apiVersion": "example.rkcm.dev/v1",
+        "kind": "Greeting", "metadata": {"name": "probe", "namespace": "default"},
+        "spec": {"message": "hi"}}))
+    .expect("probe");
+    env.webhooks(&endpoint)
+        .mutating(webhook::mutating_webhook_configuration())
+        .validating(webhook::validating_webhook_configuration())
+        .install(&probe)
+        .await
+        .expect("webhooks answer");
+}
+
+#[tokio::test]
+async fn the_webhooks_default_the_message_and_deny_a_reserved_entry() {
+    let env = TestEnv::start().await.expect("test environment starts");
+    env.install_crd(greeting_operator::crd())
+        .await
+        .expect("CRD established");
+    install_webhooks(&env).await;
+    let greetings: Api<Greeting> = Api::namespaced(env.client(), "default");
+
+    // The mutating webhook's JSONPatch fills in the message.
+    let defaulted = apply(
+        &greetings,
+        "user",
+        json!({"apiVersion": "example.rkcm.dev/v1", "kind": "Greeting",
+            "metadata": {"name": "quiet"}, "spec": {"entries": [{"name": "lang", "value": "en"}]}}),
+        false,
+    )
+    .await
+    .expect("Greeting without a message admitted");
+    assert_eq!(defaulted.spec.message, DEFAULT_MESSAGE);
+    let kept = apply(&greetings, "user", greeting("loud", "HI", json!([])), false)
+        .await
+        .expect("Greeting with a message admitted");
+    assert_eq!(kept.spec.message, "HI");
+    assert!(
+        greetings.get_opt("probe").await.expect("get").is_none(),
+        "the probe was a dry run"
+    );
+
+    // The validating webhook denies an entry named `message`, on create and on update.
+    let reserved = json!([{"name": "lang", "value": "en"}, {"name": "message", "value": "x"}]);
+    for name in ["reserved", "loud"] {
+        let err = apply(
+            &greetings,
+            "user",
+            greeting(name, "hi", reserved.clone()),
+            false,
+        )
+        .await
+        .expect_err("denied");
+        let kube::Error::Api(status) = err else {
+            panic!("expected an API error, got {err:?}");
+        };
+        assert_eq!(
+            status.message,
+            format!(
+                "admission webhook \"{VALIDATING_WEBHOOK}\" denied the request: \
+                 spec.entries[1].name: \"message\" is reserved for spec.message"
+            )
+        );
+    }
+    assert!(greetings.get_opt("reserved").await.expect("get").is_none());
+    assert_eq!(
+        greetings.get("loud").await.expect("get").spec.entries,
+        Vec::new()
+    );
     env.stop().await;
 }

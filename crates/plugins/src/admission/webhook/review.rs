@@ -157,15 +157,20 @@ pub fn response(body: &[u8], uid: &str, version: &str, mutating: bool) -> Result
         .get("patchType")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let patch = match r
-        .get("patch")
-        .and_then(Value::as_str)
-        .filter(|p| !p.is_empty())
-    {
-        Some(p) if mutating => Some(
+    // `patch` is a []byte: base64 text, or (as Go's encoding/json also decodes it, and as
+    // kube-rs' AdmissionResponse sends it) an array of byte values.
+    let patch = match r.get("patch") {
+        Some(Value::String(p)) if mutating && !p.is_empty() => Some(
             base64::engine::general_purpose::STANDARD
                 .decode(p)
                 .map_err(|e| format!("illegal base64 data in response.patch: {e}"))?,
+        ),
+        Some(Value::Array(bytes)) if mutating && !bytes.is_empty() => Some(
+            bytes
+                .iter()
+                .map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()))
+                .collect::<Option<Vec<u8>>>()
+                .ok_or("cannot unmarshal response.patch: an element is not a byte")?,
         ),
         _ => None,
     };
@@ -312,5 +317,18 @@ mod tests {
             response(body.to_string().as_bytes(), "u", "v1", false).expect_err("validating"),
             "validating webhook may not return response.patchType"
         );
+    }
+
+    #[test]
+    fn patches_given_as_arrays_of_bytes_are_decoded() {
+        let review = |patch: Value| {
+            json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                "response": {"uid": "u", "allowed": true, "patchType": "JSONPatch", "patch": patch}})
+            .to_string()
+        };
+        let r = response(review(json!([91, 93])).as_bytes(), "u", "v1", true).expect("decodes");
+        assert_eq!(r.patch.as_deref(), Some(&b"[]"[..]));
+        let err = response(review(json!([91, 300])).as_bytes(), "u", "v1", true).expect_err("bad");
+        assert!(err.contains("not a byte"), "{err}");
     }
 }
