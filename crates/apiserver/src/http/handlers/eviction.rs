@@ -38,21 +38,7 @@ pub async fn evict(req: &ResourceRequest<'_>, name: &str, body: Body) -> ApiResu
         version: "v1",
         kind: "Eviction",
     };
-    admission
-        .admit_by(crate::admission::plugins::NODE_RESTRICTION, &mut attrs)
-        .await?;
-    admission
-        .admit_by(
-            crate::admission::plugins::MUTATING_ADMISSION_WEBHOOK,
-            &mut attrs,
-        )
-        .await?;
-    admission
-        .validate_by(
-            crate::admission::plugins::VALIDATING_ADMISSION_WEBHOOK,
-            &attrs,
-        )
-        .await?;
+    super::subresource_admission::admit_subresource_create(&admission, &mut attrs).await?;
     // A mutating webhook may have changed the eviction.
     let eviction = match attrs.object() {
         Some(obj) if *obj != body => Eviction::from_body(obj, req.write_options()?.dry_run)?,

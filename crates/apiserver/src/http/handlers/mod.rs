@@ -12,6 +12,7 @@ pub mod binding;
 pub mod component_statuses;
 pub mod eviction;
 pub mod reviews;
+mod subresource_admission;
 pub mod token_request;
 
 pub use rkcm_server::http::handlers::{

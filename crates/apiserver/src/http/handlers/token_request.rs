@@ -170,21 +170,7 @@ pub async fn create_token(
         version: "v1",
         kind: "TokenRequest",
     };
-    admission
-        .admit_by(crate::admission::plugins::NODE_RESTRICTION, &mut attrs)
-        .await?;
-    admission
-        .admit_by(
-            crate::admission::plugins::MUTATING_ADMISSION_WEBHOOK,
-            &mut attrs,
-        )
-        .await?;
-    admission
-        .validate_by(
-            crate::admission::plugins::VALIDATING_ADMISSION_WEBHOOK,
-            &attrs,
-        )
-        .await?;
+    super::subresource_admission::admit_subresource_create(&admission, &mut attrs).await?;
     // A mutating webhook may have changed the request.
     let mut tr = attrs.into_object().unwrap_or(tr);
     let spec = tr.get("spec").cloned().unwrap_or_else(|| json!({}));
