@@ -143,6 +143,10 @@ fn go_quote(s: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\u{b}' => out.push_str("\\v"),
             c if (c as u32) < 0x20 || c == '\u{7f}' => {
                 out.push_str(&format!("\\x{:02x}", c as u32))
             }
@@ -249,6 +253,14 @@ mod tests {
 
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn quoting_escapes_as_strconv_quote() {
+        assert_eq!(
+            go_quote("a\"b\\c\n\r\t\u{7}\u{8}\u{c}\u{b}\u{1}\u{7f}é"),
+            r#""a\"b\\c\n\r\t\a\b\f\v\x01\x7fé""#
+        );
+    }
 
     /// Built-in kinds only: strict decoding of them asks nothing of the API served.
     struct BuiltIn;
