@@ -17,5 +17,6 @@ pub mod metrics;
 pub mod rest;
 pub mod tls;
 pub mod warning;
+pub mod webhook;
 
 pub use error::ApiError;

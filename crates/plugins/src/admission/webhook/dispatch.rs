@@ -15,7 +15,6 @@ use rkcm_server::admission::plugin::Plugin;
 use rkcm_server::error::{ApiError, ApiResult};
 use rkcm_storage::store::Store;
 
-use super::client;
 use super::hook::Hook;
 use super::match_conditions::{self, Verdict};
 use super::matching::{is_exempt, should_call};
@@ -214,7 +213,7 @@ async fn call(
             )))
         }
     };
-    let answer = match client::call(hook, store, body).await {
+    let answer = match hook.client.post(store, body).await {
         Ok(a) => a,
         Err(cause) => {
             return call_failed(hook, format!("failed to call webhook: {cause}"));

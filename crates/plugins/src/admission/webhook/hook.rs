@@ -2,13 +2,13 @@
 //! configuration changes (`webhook.WebhookAccessor`), with kube's defaults for the fields a
 //! stored configuration may lack.
 
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::Value;
 
 use rkcm_labels::Selector;
+use rkcm_server::webhook::{Client, ClientConfig};
 
 use super::match_conditions::Compiled;
 
@@ -25,30 +25,6 @@ pub struct Rule {
     pub resources: Vec<String>,
     /// `scope`: `Cluster`, `Namespaced` or `*` (the default).
     pub scope: String,
-}
-
-/// Where the webhook is called (`WebhookClientConfig`).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ClientConfig {
-    /// `url`.
-    pub url: Option<String>,
-    /// `service`.
-    pub service: Option<ServiceRef>,
-    /// `caBundle`, PEM.
-    pub ca_bundle: Vec<u8>,
-}
-
-/// `service` of a client config.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ServiceRef {
-    /// `namespace`.
-    pub namespace: String,
-    /// `name`.
-    pub name: String,
-    /// `path`, empty for `/`.
-    pub path: String,
-    /// `port`, 443 by default.
-    pub port: u16,
 }
 
 /// One webhook.
@@ -72,18 +48,14 @@ pub struct Hook {
     pub ignore_failures: bool,
     /// `sideEffects`; empty when it is not set.
     pub side_effects: String,
-    /// `timeoutSeconds` (10 by default).
-    pub timeout: Duration,
     /// `admissionReviewVersions`.
     pub review_versions: Vec<String>,
-    /// `clientConfig`.
-    pub client: ClientConfig,
+    /// `clientConfig` and `timeoutSeconds` (10 by default).
+    pub client: Client,
     /// `reinvocationPolicy: IfNeeded` (mutating webhooks only).
     pub reinvoke_if_needed: bool,
     /// `matchConditions`, compiled.
     pub match_conditions: Vec<Compiled>,
-    /// The TLS settings of `clientConfig`, built on the first call.
-    pub(super) tls: OnceLock<Result<std::sync::Arc<rustls::ClientConfig>, String>>,
 }
 
 pub(crate) fn strings(v: Option<&Value>) -> Vec<String> {
@@ -134,26 +106,10 @@ impl Hook {
             .unwrap_or_default();
         let (namespace_selector, namespace_selector_empty) = selector(v.get("namespaceSelector"));
         let (object_selector, object_selector_empty) = selector(v.get("objectSelector"));
-        let cc = v.get("clientConfig").cloned().unwrap_or(Value::Null);
-        let ca_bundle = str_of(&cc, "caBundle")
-            .and_then(|b| {
-                use base64::Engine as _;
-                base64::engine::general_purpose::STANDARD.decode(b).ok()
-            })
+        let client_config = v
+            .get("clientConfig")
+            .map(ClientConfig::decode)
             .unwrap_or_default();
-        let service = cc
-            .get("service")
-            .filter(|s| s.is_object())
-            .map(|s| ServiceRef {
-                namespace: str_of(s, "namespace").unwrap_or_default().to_string(),
-                name: str_of(s, "name").unwrap_or_default().to_string(),
-                path: str_of(s, "path").unwrap_or_default().to_string(),
-                port: s
-                    .get("port")
-                    .and_then(Value::as_u64)
-                    .and_then(|p| u16::try_from(p).ok())
-                    .unwrap_or(443),
-            });
         let match_conditions = v
             .get("matchConditions")
             .and_then(Value::as_array)
@@ -178,12 +134,6 @@ impl Hook {
             object_selector_empty,
             ignore_failures: str_of(v, "failurePolicy") == Some("Ignore"),
             side_effects: str_of(v, "sideEffects").unwrap_or_default().to_string(),
-            timeout: Duration::from_secs(
-                v.get("timeoutSeconds")
-                    .and_then(Value::as_u64)
-                    .filter(|t| (1..=30).contains(t))
-                    .unwrap_or(10),
-            ),
             review_versions: {
                 let versions = strings(v.get("admissionReviewVersions"));
                 if versions.is_empty() {
@@ -192,14 +142,17 @@ impl Hook {
                     versions
                 }
             },
-            client: ClientConfig {
-                url: str_of(&cc, "url").map(str::to_string),
-                service,
-                ca_bundle,
-            },
+            client: Client::new(
+                client_config,
+                Duration::from_secs(
+                    v.get("timeoutSeconds")
+                        .and_then(Value::as_u64)
+                        .filter(|t| (1..=30).contains(t))
+                        .unwrap_or(10),
+                ),
+            ),
             reinvoke_if_needed: str_of(v, "reinvocationPolicy") == Some("IfNeeded"),
             match_conditions,
-            tls: OnceLock::new(),
         }
     }
 

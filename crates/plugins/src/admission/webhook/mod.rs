@@ -7,13 +7,11 @@
 //! read from a cache fed by the watch cache ([`source`]); a server without any pays a revision
 //! check per write.
 
-mod client;
 mod dispatch;
 pub mod hook;
 pub mod match_conditions;
 pub mod matching;
 pub mod review;
-mod service;
 pub mod source;
 
 pub use dispatch::{denied, MutatingWebhook, ValidatingWebhook};

@@ -19,8 +19,7 @@ use tokio::net::TcpStream;
 
 use rkcm_storage::store::Store;
 
-use super::hook::Hook;
-use super::service;
+use super::{service, Client};
 
 /// The largest response read (kube's webhooks answer reviews, not payloads).
 const MAX_RESPONSE_BYTES: usize = 10 << 20;
@@ -72,9 +71,9 @@ fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
     Err(format!("dial tcp: lookup {host}: no such host"))
 }
 
-async fn target(hook: &Hook, store: &Store) -> Result<Target, String> {
-    let timeout = go_duration(hook.timeout);
-    if let Some(url) = &hook.client.url {
+async fn target(client: &Client, store: &Store) -> Result<Target, String> {
+    let timeout = go_duration(client.timeout);
+    if let Some(url) = &client.config.url {
         let rest = url
             .strip_prefix("https://")
             .ok_or_else(|| format!("unsupported protocol scheme in {url:?}"))?;
@@ -95,7 +94,7 @@ async fn target(hook: &Hook, store: &Store) -> Result<Target, String> {
             addr,
         });
     }
-    let Some(svc) = &hook.client.service else {
+    let Some(svc) = &client.config.service else {
         return Err("webhook has no clientConfig url or service".to_string());
     };
     let host = format!("{}.{}.svc", svc.name, svc.namespace);
@@ -112,12 +111,13 @@ async fn target(hook: &Hook, store: &Store) -> Result<Target, String> {
     })
 }
 
-/// The TLS settings of `hook`: its `caBundle` as the only roots, HTTP/1.1.
-fn tls_config(hook: &Hook) -> Result<Arc<rustls::ClientConfig>, String> {
-    hook.tls
+/// The TLS settings of `client`: its `caBundle` as the only roots, HTTP/1.1.
+fn tls_config(client: &Client) -> Result<Arc<rustls::ClientConfig>, String> {
+    client
+        .tls
         .get_or_init(|| {
             let mut roots = rustls::RootCertStore::empty();
-            for cert in CertificateDer::pem_slice_iter(&hook.client.ca_bundle) {
+            for cert in CertificateDer::pem_slice_iter(&client.config.ca_bundle) {
                 let cert = cert.map_err(|e| format!("unable to load root certificates: {e}"))?;
                 roots
                     .add(cert)
@@ -213,12 +213,12 @@ async fn post(
     Ok((status, body))
 }
 
-/// POSTs `body` to `hook` and returns the response body of a 2xx answer; the error is the
-/// cause kube reports after `failed to call webhook: `.
-pub async fn call(hook: &Hook, store: &Store, body: Vec<u8>) -> Result<Bytes, String> {
-    let target = target(hook, store).await?;
-    let tls = tls_config(hook).map_err(|e| format!("Post {:?}: {e}", target.url))?;
-    let answer = tokio::time::timeout(hook.timeout, post(&target, tls, body)).await;
+/// POSTs `body` through `client` and returns the response body of a 2xx answer; the error is
+/// the cause kube reports after `failed to call webhook: `.
+pub(super) async fn call(client: &Client, store: &Store, body: Vec<u8>) -> Result<Bytes, String> {
+    let target = target(client, store).await?;
+    let tls = tls_config(client).map_err(|e| format!("Post {:?}: {e}", target.url))?;
+    let answer = tokio::time::timeout(client.timeout, post(&target, tls, body)).await;
     let (status, body) = match answer {
         Err(_) => return Err(format!("Post {:?}: context deadline exceeded", target.url)),
         Ok(Err(e)) => return Err(format!("Post {:?}: {e}", target.url)),

@@ -10,7 +10,7 @@ use serde_json::Value;
 use rkcm_apimachinery::catalog;
 use rkcm_storage::store::Store;
 
-use super::hook::ServiceRef;
+use super::ServiceRef;
 
 fn info(api_version: &str, kind: &str) -> Result<&'static catalog::ResourceInfo, String> {
     catalog::by_kind(api_version, kind).ok_or_else(|| format!("{kind} is not served"))
@@ -19,7 +19,7 @@ fn info(api_version: &str, kind: &str) -> Result<&'static catalog::ResourceInfo,
 /// The address to dial for `svc`.
 pub fn resolve(store: &Store, svc: &ServiceRef) -> Result<SocketAddr, String> {
     let services = info("v1", "Service")?;
-    let key = rkcm_server::rest::key(services, Some(&svc.namespace), &svc.name);
+    let key = crate::rest::key(services, Some(&svc.namespace), &svc.name);
     let Some(service) = store.get(&key) else {
         return Err(format!("service {:?} not found", svc.name));
     };
@@ -47,7 +47,7 @@ pub fn resolve(store: &Store, svc: &ServiceRef) -> Result<SocketAddr, String> {
     let port_name = port.get("name").and_then(Value::as_str).unwrap_or_default();
 
     let slices = info("discovery.k8s.io/v1", "EndpointSlice")?;
-    let prefix = rkcm_server::rest::prefix(slices, Some(&svc.namespace));
+    let prefix = crate::rest::prefix(slices, Some(&svc.namespace));
     let keep = |o: &rkcm_storage::watch_cache::CachedObject| {
         serde_json::from_slice::<Value>(o.json())
             .ok()
