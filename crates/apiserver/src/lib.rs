@@ -12,12 +12,16 @@
 //! tokens), backed by a durable embedded store (redb), etcd or memory, with a watch cache in
 //! front.
 //!
-//! The server runs no control loop and reaches no node. The pod subresources a kubelet would serve
+//! APIServices naming a Service are served by that Service ([`aggregator`]: proxying,
+//! availability, discovery), dialed on loopback only.
+//!
+//! The server runs no control loop of kube-controller-manager's and reaches no node. The pod subresources a kubelet would serve
 //! (`log`, `exec`, `attach`, `portforward`) are answered here ([`http::pod_streams`]): with a
 //! Status saying that simulated nodes run no containers, except `pods/log` for containers whose
 //! output the simulated kubelet recorded in the pod annotation `rkcm.io/container-logs` — it
 //! serves that text, so `kubectl logs` shows what a Job's `echo` printed.
 
+pub mod aggregator;
 pub mod apiservices;
 pub mod auth;
 pub mod component_status;

@@ -80,6 +80,7 @@ pub struct ApiServer {
     authorizer: Arc<Authorizer>,
     metrics_source: Option<Arc<dyn MetricsSource>>,
     components: crate::component_status::Components,
+    aggregator: Arc<crate::aggregator::Aggregator>,
 }
 
 impl ApiServer {
@@ -236,6 +237,7 @@ impl ApiServer {
             authorizer,
             metrics_source: None,
             components: crate::component_status::Components::default(),
+            aggregator: crate::aggregator::Aggregator::new(),
         })
     }
 
@@ -332,6 +334,7 @@ impl ApiServer {
             )),
             metrics_source: self.metrics_source.clone(),
             components: self.components.clone(),
+            aggregator: Arc::clone(&self.aggregator),
         }))
     }
 
@@ -361,6 +364,12 @@ impl ApiServer {
         let crds = tokio::spawn(crate::crd::controller::run(
             self.store.clone(),
             rkcm_apimachinery::custom_resources::new_owner(),
+            shutdown.clone(),
+        ));
+        // The APIServices' availability and the remote ones proxied to.
+        let aggregation = tokio::spawn(crate::aggregator::controller::run(
+            self.store.clone(),
+            Arc::clone(&self.aggregator),
             shutdown.clone(),
         ));
         let repair = tokio::spawn(rest::ip_addresses::repair_loop(
@@ -439,6 +448,7 @@ impl ApiServer {
         conns.shutdown().await;
         let _ = repair.await;
         let _ = crds.await;
+        let _ = aggregation.await;
         Ok(())
     }
 }

@@ -3,7 +3,7 @@
 //! kube-aggregator's autoregister controller does with the `onstart` ones, and reported
 //! `Available` with reason `Local`, as its availability controller does.
 //!
-//! No APIService is proxied to: APIServices naming a `spec.service` are stored only.
+//! APIServices naming a `spec.service` are kube-aggregator's: see [`crate::aggregator`].
 
 pub mod autoregister;
 pub mod priorities;

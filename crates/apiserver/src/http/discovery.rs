@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use rkcm_apimachinery::catalog::{self, ResourceInfo};
 use rkcm_apimachinery::openapi;
 
+use crate::aggregator;
 use crate::error::ApiError;
 use crate::http::{json_value, SharedState};
 use crate::resource_metrics::serve as metrics;
@@ -214,10 +215,13 @@ pub async fn core_v1() -> Response {
     json_value(StatusCode::OK, &resource_list("", "v1"))
 }
 
-fn api_group(name: &str, versions: &[&str]) -> Value {
+fn api_group<V: AsRef<str>>(name: &str, versions: &[V]) -> Value {
     let gvs: Vec<Value> = versions
         .iter()
-        .map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v}))
+        .map(|v| {
+            let v = v.as_ref();
+            json!({"groupVersion": format!("{name}/{v}"), "version": v})
+        })
         .collect();
     json!({
         "name": name,
@@ -229,13 +233,50 @@ fn api_group(name: &str, versions: &[&str]) -> Value {
 /// Groups served besides the catalog's: `metrics.k8s.io` when a metrics source is plugged in,
 /// listed last as kube lists aggregated APIServices after the built-in groups.
 fn extra_groups(state: &SharedState) -> Vec<(&'static str, Vec<&'static str>)> {
+    // An APIService with a service for the group-version takes it over.
+    let taken_over = state
+        .aggregator
+        .remote(
+            crate::resource_metrics::GROUP,
+            crate::resource_metrics::VERSION,
+        )
+        .is_some();
     match state.metrics_source {
-        Some(_) => vec![(
+        Some(_) if !taken_over => vec![(
             crate::resource_metrics::GROUP,
             vec![crate::resource_metrics::VERSION],
         )],
-        None => Vec::new(),
+        _ => Vec::new(),
     }
+}
+
+/// Every group listed in `/apis`: the served ones, then those of remote APIServices (a version
+/// served remotely in a served group is added to it).
+fn listed_groups(state: &SharedState) -> Vec<(String, Vec<String>)> {
+    let owned = |(g, vs): (&str, Vec<&str>)| {
+        (
+            g.to_string(),
+            vs.into_iter().map(str::to_string).collect::<Vec<_>>(),
+        )
+    };
+    let mut groups: Vec<(String, Vec<String>)> = served_groups()
+        .into_iter()
+        .chain(extra_groups(state))
+        .map(owned)
+        .collect();
+    for (g, vs) in aggregator::discovery::groups(&state.aggregator.all()) {
+        match groups.iter_mut().find(|(name, _)| *name == g) {
+            Some((_, versions)) => {
+                for v in vs {
+                    if !versions.contains(&v) {
+                        versions.push(v);
+                    }
+                }
+            }
+            None => groups.push((g, vs)),
+        }
+    }
+    groups
 }
 
 /// The built-in resources, then the custom resources of established CRDs.
@@ -264,14 +305,26 @@ fn served_groups() -> Vec<(&'static str, Vec<&'static str>)> {
 
 /// `GET /apis`.
 pub async fn apis(State(state): State<SharedState>, headers: HeaderMap) -> Response {
-    let groups = served_groups();
-    let extra = extra_groups(&state);
     if let Some(v) = aggregated_version(&headers) {
+        let groups = served_groups();
+        let extra = extra_groups(&state);
         let mut items: Vec<Value> = groups
             .iter()
             .map(|(g, vs)| aggregated_group(g, vs))
             .collect();
         items.extend(extra.iter().map(|_| metrics::aggregated_group()));
+        // The groups served remotely only, with the resources their servers listed.
+        let remotes = state.aggregator.all();
+        for (g, _) in aggregator::discovery::groups(&remotes) {
+            if groups
+                .iter()
+                .chain(extra.iter())
+                .any(|(name, _)| *name == g)
+            {
+                continue;
+            }
+            items.extend(aggregator::discovery::aggregated_group(&g, &remotes));
+        }
         return aggregated_response(v, items);
     }
     json_value(
@@ -279,18 +332,16 @@ pub async fn apis(State(state): State<SharedState>, headers: HeaderMap) -> Respo
         &json!({
             "kind": "APIGroupList",
             "apiVersion": "v1",
-            "groups": groups.iter().chain(extra.iter()).map(|(g, vs)| api_group(g, vs)).collect::<Vec<_>>(),
+            "groups": listed_groups(&state).iter().map(|(g, vs)| api_group(g, vs)).collect::<Vec<_>>(),
         }),
     )
 }
 
 /// `GET /apis/{group}`.
 pub async fn group(State(state): State<SharedState>, Path(group): Path<String>) -> Response {
-    let mut groups = served_groups();
-    groups.extend(extra_groups(&state));
-    match groups.into_iter().find(|(g, _)| *g == group) {
+    match listed_groups(&state).into_iter().find(|(g, _)| *g == group) {
         Some((g, vs)) => {
-            let mut body = api_group(g, &vs);
+            let mut body = api_group(&g, &vs);
             body["kind"] = json!("APIGroup");
             body["apiVersion"] = json!("v1");
             json_value(StatusCode::OK, &body)

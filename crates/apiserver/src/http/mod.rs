@@ -61,6 +61,8 @@ pub struct AppState {
     pub metrics_source: Option<Arc<dyn crate::resource_metrics::MetricsSource>>,
     /// The components `componentstatuses` reports on.
     pub components: crate::component_status::Components,
+    /// The APIServices served by another server, proxied to.
+    pub aggregator: Arc<crate::aggregator::Aggregator>,
 }
 
 impl AppState {
@@ -105,6 +107,11 @@ pub fn router(state: SharedState) -> Router {
         .route(oidc::CONFIGURATION_PATH, get(openid_configuration))
         .route(oidc::JWKS_PATH, get(jwks))
         .fallback(resource::handle)
+        // Innermost: requests of remote APIServices leave after every filter ran.
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&state),
+            crate::aggregator::proxy::proxy,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&state.inflight),
             inflight::limit,

@@ -1,9 +1,9 @@
 //! Calling a webhook: an HTTPS POST of the review, verified against the webhook's `caBundle`,
 //! within its `timeoutSeconds` (kube's `webhook.ClientManager` and the rest client it builds).
 //!
-//! The server dials loopback addresses only: an address outside 127.0.0.0/8 and ::1 is refused
-//! at once as an unroutable one (`dial tcp <ip>:<port>: connect: no route to host`), so the
-//! webhook's `failurePolicy` decides. The only hostname resolved is `localhost`. Errors read
+//! The server dials loopback addresses only ([`dial`]): an address outside 127.0.0.0/8 and ::1
+//! is refused at once as an unroutable one (`dial tcp <ip>:<port>: connect: no route to host`),
+//! so the webhook's `failurePolicy` decides. The only hostname resolved is `localhost`. Errors read
 //! as Go's `net/http` client's (`Post "<url>": <cause>`), the way kube reports them.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -12,14 +12,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
-use hyper_util::rt::TokioIo;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName};
-use tokio::net::TcpStream;
 
 use rkcm_storage::store::Store;
 
-use super::{service, Client};
+use super::{dial, service, Client};
 
 /// The largest response read (kube's webhooks answer reviews, not payloads).
 const MAX_RESPONSE_BYTES: usize = 10 << 20;
@@ -115,57 +111,8 @@ async fn target(client: &Client, store: &Store) -> Result<Target, String> {
 fn tls_config(client: &Client) -> Result<Arc<rustls::ClientConfig>, String> {
     client
         .tls
-        .get_or_init(|| {
-            let mut roots = rustls::RootCertStore::empty();
-            for cert in CertificateDer::pem_slice_iter(&client.config.ca_bundle) {
-                let cert = cert.map_err(|e| format!("unable to load root certificates: {e}"))?;
-                roots
-                    .add(cert)
-                    .map_err(|e| format!("unable to load root certificates: {e}"))?;
-            }
-            let provider = Arc::new(rustls::crypto::ring::default_provider());
-            let mut config = rustls::ClientConfig::builder_with_provider(provider)
-                .with_safe_default_protocol_versions()
-                .map_err(|e| e.to_string())?
-                .with_root_certificates(roots)
-                .with_no_client_auth();
-            config.alpn_protocols = vec![b"http/1.1".to_vec()];
-            Ok(Arc::new(config))
-        })
+        .get_or_init(|| dial::tls_config(&client.config.ca_bundle, false))
         .clone()
-}
-
-/// Go's words for a failed handshake.
-fn tls_error(e: &std::io::Error) -> String {
-    let Some(err) = e
-        .get_ref()
-        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-    else {
-        return e.to_string();
-    };
-    match err {
-        rustls::Error::InvalidCertificate(
-            rustls::CertificateError::UnknownIssuer | rustls::CertificateError::BadSignature,
-        ) => "tls: failed to verify certificate: x509: certificate signed by unknown authority"
-            .to_string(),
-        rustls::Error::InvalidCertificate(why) => {
-            format!("tls: failed to verify certificate: x509: {why:?}")
-        }
-        rustls::Error::AlertReceived(alert) => format!("remote error: tls: {alert:?}"),
-        other => format!("tls: {other}"),
-    }
-}
-
-/// Go's words for a failed dial.
-fn dial_error(addr: SocketAddr, e: &std::io::Error) -> String {
-    let why = match e.kind() {
-        std::io::ErrorKind::ConnectionRefused => "connection refused".to_string(),
-        std::io::ErrorKind::HostUnreachable | std::io::ErrorKind::NetworkUnreachable => {
-            "no route to host".to_string()
-        }
-        _ => e.to_string(),
-    };
-    format!("dial tcp {addr}: connect: {why}")
 }
 
 async fn post(
@@ -173,25 +120,7 @@ async fn post(
     tls: Arc<rustls::ClientConfig>,
     body: Vec<u8>,
 ) -> Result<(u16, Bytes), String> {
-    if !target.addr.ip().is_loopback() {
-        return Err(format!(
-            "dial tcp {}: connect: no route to host",
-            target.addr
-        ));
-    }
-    let tcp = TcpStream::connect(target.addr)
-        .await
-        .map_err(|e| dial_error(target.addr, &e))?;
-    let name = ServerName::try_from(target.server_name.clone())
-        .map_err(|e| format!("tls: invalid server name {:?}: {e}", target.server_name))?;
-    let stream = tokio_rustls::TlsConnector::from(tls)
-        .connect(name, tcp)
-        .await
-        .map_err(|e| tls_error(&e))?;
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .map_err(|e| e.to_string())?;
-    let conn = tokio::spawn(conn);
+    let mut sender = dial::connect(target.addr, &target.server_name, tls).await?;
     let request = http::Request::post(target.path_and_query.as_str())
         .header(http::header::HOST, target.authority.as_str())
         .header(http::header::CONTENT_TYPE, "application/json")
@@ -202,14 +131,14 @@ async fn post(
         .send_request(request)
         .await
         .map_err(|e| e.to_string())?;
+    // The connection ends once the sender and the body are gone.
+    drop(sender);
     let status = response.status().as_u16();
     let body = Limited::new(response.into_body(), MAX_RESPONSE_BYTES)
         .collect()
         .await
         .map_err(|e| e.to_string())?
         .to_bytes();
-    drop(sender);
-    conn.abort();
     Ok((status, body))
 }
 

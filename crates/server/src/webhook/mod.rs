@@ -3,9 +3,11 @@
 //! a Service, and a `caBundle`), the Service resolved to a ready endpoint of its
 //! EndpointSlices, and an HTTPS POST within a timeout.
 //!
-//! Only loopback addresses are dialed ([`client`]).
+//! Only loopback addresses are dialed ([`dial`]); [`dial::send`] streams a request and its
+//! response for the aggregator's proxy.
 
 pub mod client;
+pub mod dial;
 pub mod service;
 
 use std::sync::{Arc, OnceLock};
@@ -39,6 +41,14 @@ pub struct ServiceRef {
     pub path: String,
     /// `port`, 443 by default.
     pub port: u16,
+}
+
+impl ServiceRef {
+    /// The Service's DNS name, `<name>.<namespace>.svc`: the TLS server name its certificate
+    /// must hold.
+    pub fn host(&self) -> String {
+        format!("{}.{}.svc", self.name, self.namespace)
+    }
 }
 
 impl ClientConfig {
