@@ -79,6 +79,25 @@ fn answer(
     events: &broadcast::Sender<Value>,
 ) -> http::Response<BoxBody<Bytes, Infallible>> {
     let flunders = format!("{PREFIX}/namespaces/default/flunders");
+    if path == "/apis/metrics.k8s.io/v1beta1" {
+        return json_body(
+            200,
+            &json!({
+                "kind": "APIResourceList",
+                "apiVersion": "v1",
+                "groupVersion": "metrics.k8s.io/v1beta1",
+                "resources": [{"name": "pods", "singularName": "", "namespaced": true,
+                               "kind": "PodMetrics", "verbs": ["get", "list"]}],
+            }),
+        );
+    }
+    if path == "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods" {
+        return json_body(
+            200,
+            &json!({"kind": "PodMetricsList", "apiVersion": "metrics.k8s.io/v1beta1",
+                    "metadata": {"resourceVersion": "from-the-metrics-server"}, "items": []}),
+        );
+    }
     if path == PREFIX {
         return json_body(
             200,
@@ -208,12 +227,16 @@ async fn create_slice(server: &TestServer, wardle: &Wardle) {
 }
 
 async fn create_apiservice(server: &TestServer, wardle: &Wardle) {
+    create_apiservice_for(server, wardle, GROUP, VERSION).await;
+}
+
+async fn create_apiservice_for(server: &TestServer, wardle: &Wardle, group: &str, version: &str) {
     let apiservices: Api<APIService> = Api::all(server.client());
     let apiservice: APIService = serde_json::from_value(json!({
-        "metadata": {"name": "v1alpha1.wardle.example.com"},
+        "metadata": {"name": format!("{version}.{group}")},
         "spec": {
-            "group": GROUP,
-            "version": VERSION,
+            "group": group,
+            "version": version,
             "service": {"namespace": "default", "name": "wardle"},
             "caBundle": base64::engine::general_purpose::STANDARD.encode(&wardle.ca_pem),
             "groupPriorityMinimum": 1000,
@@ -230,13 +253,15 @@ async fn create_apiservice(server: &TestServer, wardle: &Wardle) {
 /// The `Available` condition of the wardle APIService once it has `reason` (polled with a
 /// deadline).
 async fn wait_for_reason(server: &TestServer, reason: &str) -> Value {
+    wait_for_reason_of(server, "v1alpha1.wardle.example.com", reason).await
+}
+
+/// The `Available` condition of APIService `name` once it has `reason`.
+async fn wait_for_reason_of(server: &TestServer, name: &str, reason: &str) -> Value {
     let apiservices: Api<APIService> = Api::all(server.client());
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let got = apiservices
-            .get("v1alpha1.wardle.example.com")
-            .await
-            .expect("apiservice");
+        let got = apiservices.get(name).await.expect("apiservice");
         let got = serde_json::to_value(&got).expect("json");
         let condition = got["status"]["conditions"]
             .as_array()
@@ -445,6 +470,131 @@ async fn an_aggregated_api_is_checked_listed_and_proxied() {
     .await;
     assert_eq!((code, body.trim()), (503, "service unavailable"));
 
+    server.stop().await;
+}
+
+/// A user the admin impersonates, with groups and an extra, reaches the aggregated server as
+/// that user; one without the right is refused by rkcm and never reaches it.
+#[tokio::test]
+async fn the_user_rkcm_authorized_is_the_one_named() {
+    let wardle = serve_wardle().await;
+    let server = testing::start_with(rkcm_apiserver::Config {
+        authorization_modes: vec![rkcm_apiserver::auth::authorization::Mode::Rbac],
+        ..testing::config()
+    })
+    .await;
+    create_service(&server, &wardle).await;
+    create_slice(&server, &wardle).await;
+    create_apiservice(&server, &wardle).await;
+    wait_for_reason(&server, "Passed").await;
+
+    let path = format!("{PREFIX}/namespaces/default/flunders/one");
+    let as_user = |groups: &[&str]| {
+        let mut request = http::Request::get(path.as_str())
+            .header("Impersonate-User", "bob")
+            .header("Impersonate-Extra-Scopes", "view");
+        for g in groups {
+            request = request.header("Impersonate-Group", *g);
+        }
+        request.body(Vec::new()).expect("request")
+    };
+    let refused = server
+        .client()
+        .request_text(as_user(&["dev"]))
+        .await
+        .expect_err("bob may not read flunders");
+    assert!(
+        matches!(&refused, kube::Error::Api(s) if s.code == 403),
+        "{refused}"
+    );
+    assert!(
+        !wardle
+            .received()
+            .iter()
+            .any(|r| r.path_and_query.starts_with(&path)),
+        "a refused request reached the aggregated server"
+    );
+
+    let got = server
+        .client()
+        .request_text(as_user(&["dev", "system:masters"]))
+        .await
+        .expect("allowed through system:masters");
+    assert!(got.contains("\"Flunder\""), "{got}");
+    let received = wardle
+        .received()
+        .into_iter()
+        .find(|r| r.path_and_query.starts_with(&path))
+        .expect("proxied");
+    let all = |name: &str| -> Vec<String> {
+        received
+            .headers
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok().map(str::to_string))
+            .collect()
+    };
+    assert_eq!(all("x-remote-user"), ["bob"]);
+    assert_eq!(
+        all("x-remote-group"),
+        ["dev", "system:masters", "system:authenticated"]
+    );
+    assert_eq!(all("x-remote-extra-scopes"), ["view"]);
+    assert!(all("impersonate-user").is_empty());
+    assert!(all("authorization").is_empty());
+    server.stop().await;
+}
+
+/// No metrics yet: the served `metrics.k8s.io` lists nothing.
+struct NoMetrics;
+
+impl rkcm_apiserver::resource_metrics::MetricsSource for NoMetrics {
+    fn snapshot(&self) -> Option<Arc<rkcm_apiserver::resource_metrics::UsageSnapshot>> {
+        None
+    }
+}
+
+#[tokio::test]
+async fn an_apiservice_with_a_service_takes_over_a_locally_served_group() {
+    let wardle = serve_wardle().await;
+    let server = testing::start_with_metrics(testing::config(), Arc::new(NoMetrics)).await;
+    let pods = "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods";
+    let (code, local) = raw_get(&server, pods, "application/json").await;
+    assert_eq!(code, 200, "{local}");
+    assert!(!local.contains("from-the-metrics-server"), "{local}");
+
+    create_service(&server, &wardle).await;
+    create_slice(&server, &wardle).await;
+    create_apiservice_for(&server, &wardle, "metrics.k8s.io", "v1beta1").await;
+    wait_for_reason_of(&server, "v1beta1.metrics.k8s.io", "Passed").await;
+    let (code, remote) = raw_get(&server, pods, "application/json").await;
+    assert_eq!(code, 200, "{remote}");
+    assert!(remote.contains("from-the-metrics-server"), "{remote}");
+
+    // Listed once, with the resources the metrics server serves.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, body) = raw_get(&server, "/apis", AGGREGATED).await;
+        let list: Value = serde_json::from_str(&body).expect("discovery");
+        let metrics: Vec<&Value> = list["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|g| g["metadata"]["name"] == "metrics.k8s.io")
+            .collect();
+        if metrics.len() == 1
+            && metrics[0]["versions"][0]["resources"]
+                .as_array()
+                .is_some_and(|r| r.len() == 1 && r[0]["resource"] == "pods")
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "metrics.k8s.io is not listed once from the metrics server: {metrics:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     server.stop().await;
 }
 

@@ -126,8 +126,9 @@ pub async fn run(store: Store, aggregator: Arc<Aggregator>, shutdown: Cancellati
     }
 }
 
-/// Checks every APIService (the remote ones concurrently), writes the conditions that
-/// changed and publishes the remote ones.
+/// Checks every APIService (the remote ones concurrently), publishes the remote ones, then
+/// writes the conditions that changed: a client that reads a condition finds the proxy
+/// already acting on it.
 async fn pass(store: &Store, aggregator: &Aggregator) -> Outcome {
     let (listed, _, _) = store
         .cache()
@@ -139,7 +140,12 @@ async fn pass(store: &Store, aggregator: &Aggregator) -> Outcome {
         ..Outcome::default()
     };
     let mut remotes = Vec::new();
-    for remote in synced.into_iter().flatten() {
+    let mut writes = Vec::new();
+    for (remote, write) in synced {
+        writes.extend(write);
+        let Some(remote) = remote else {
+            continue;
+        };
         outcome.healthy &= remote.available;
         outcome.services.insert(rest::key(
             services(),
@@ -153,6 +159,13 @@ async fn pass(store: &Store, aggregator: &Aggregator) -> Outcome {
         remotes.push(remote);
     }
     aggregator.set(remotes);
+    for (name, obj, revision) in writes {
+        let key = rest::key(apiservices(), None, &name);
+        if let Err(e) = store.update(&key, obj, revision).await {
+            // Another writer came first; the watch brings its change and another pass.
+            tracing::debug!(apiservice = %name, error = %e, "cannot write the APIService status");
+        }
+    }
     outcome
 }
 
@@ -171,8 +184,17 @@ fn slices_of(store: &Store, svc: &ServiceRef) -> Vec<Value> {
         .collect()
 }
 
-/// Decides, and writes when it changed, the condition of one APIService; the remote one it is.
-async fn sync(store: &Store, listed: &Arc<CachedObject>, now: &str) -> Option<Remote> {
+/// A status write: the APIService's name, the object with its new status, the revision it
+/// was read at.
+type Write = (String, Value, i64);
+
+/// Decides the condition of one APIService: the remote one it is, and the write of its status
+/// when the condition changed.
+async fn sync(
+    store: &Store,
+    listed: &Arc<CachedObject>,
+    now: &str,
+) -> (Option<Remote>, Option<Write>) {
     let mut obj = listed.value();
     let name = object::name(&obj).to_string();
     let service = remote::service_ref(&obj);
@@ -203,19 +225,17 @@ async fn sync(store: &Store, listed: &Arc<CachedObject>, now: &str) -> Option<Re
             }
         }
     };
+    let mut write = None;
     if let Some(status) = available::set_condition(&obj, &condition, now) {
         if available::is_available(&obj) != (condition.status == "True") {
             tracing::info!(apiservice = %name, reason = condition.reason, message = %condition.message, "changing APIService availability");
         }
         obj["status"] = status;
-        let key = rest::key(apiservices(), None, &name);
-        if let Err(e) = store.update(&key, obj.clone(), listed.revision).await {
-            // Another writer came first; the watch brings its change and another pass.
-            tracing::debug!(apiservice = %name, error = %e, "cannot write the APIService status");
-        }
+        write = Some((name.clone(), obj.clone(), listed.revision));
     }
-    service.as_ref()?;
-    let mut remote = Remote::from_apiservice(&obj, None)?;
+    let Some(mut remote) = Remote::from_apiservice(&obj, None) else {
+        return (None, write);
+    };
     if ready {
         if let Ok(tls) = &remote.tls {
             let (group, version) = (remote.group.clone(), remote.version.clone());
@@ -228,7 +248,7 @@ async fn sync(store: &Store, listed: &Arc<CachedObject>, now: &str) -> Option<Re
             }
         }
     }
-    Some(remote)
+    (Some(remote), write)
 }
 
 #[cfg(test)]
