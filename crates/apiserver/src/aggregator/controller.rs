@@ -92,37 +92,57 @@ pub async fn run(store: Store, aggregator: Arc<Aggregator>, shutdown: Cancellati
             }
         };
         let mut failures = 0u32;
-        let mut outcome = pass(&store, &aggregator).await;
-        loop {
+        let Some(mut outcome) = until_shutdown(pass(&store, &aggregator), &shutdown).await else {
+            return;
+        };
+        'subscribed: loop {
             failures = if outcome.healthy {
                 0
             } else {
                 failures.saturating_add(1)
             };
-            let delay = tokio::time::sleep(next_delay(failures));
-            tokio::select! {
-                _ = shutdown.cancelled() => return,
-                _ = delay => {}
-                next = apis.next() => match next {
-                    Next::Events(_) => {}
-                    Next::Expired(_) | Next::TooSlow => break,
-                    Next::Closed => return,
-                },
-                next = svcs.next() => match next {
-                    Next::Events(events) if !events.iter().any(|e| outcome.concerns(&e.key)) => continue,
-                    Next::Events(_) => {}
-                    Next::Expired(_) | Next::TooSlow => break,
-                    Next::Closed => return,
-                },
-                next = slices.next() => match next {
-                    Next::Events(events) if !events.iter().any(|e| outcome.concerns(&e.key)) => continue,
-                    Next::Events(_) => {}
-                    Next::Expired(_) | Next::TooSlow => break,
-                    Next::Closed => return,
-                },
+            // Events that concern no APIService do not postpone the next pass.
+            let due = tokio::time::Instant::now() + next_delay(failures);
+            'waiting: loop {
+                tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    _ = tokio::time::sleep_until(due) => break 'waiting,
+                    next = apis.next() => match next {
+                        Next::Events(_) => break 'waiting,
+                        Next::Expired(_) | Next::TooSlow => break 'subscribed,
+                        Next::Closed => return,
+                    },
+                    next = svcs.next() => match next {
+                        Next::Events(events) if events.iter().any(|e| outcome.concerns(&e.key)) => break 'waiting,
+                        Next::Events(_) => {}
+                        Next::Expired(_) | Next::TooSlow => break 'subscribed,
+                        Next::Closed => return,
+                    },
+                    next = slices.next() => match next {
+                        Next::Events(events) if events.iter().any(|e| outcome.concerns(&e.key)) => break 'waiting,
+                        Next::Events(_) => {}
+                        Next::Expired(_) | Next::TooSlow => break 'subscribed,
+                        Next::Closed => return,
+                    },
+                }
             }
-            outcome = pass(&store, &aggregator).await;
+            match until_shutdown(pass(&store, &aggregator), &shutdown).await {
+                Some(next) => outcome = next,
+                None => return,
+            }
         }
+    }
+}
+
+/// `work`'s output, or `None` once `shutdown` is cancelled: a pass waits on the network, and
+/// shutdown does not wait for it.
+async fn until_shutdown<T>(
+    work: impl std::future::Future<Output = T>,
+    shutdown: &CancellationToken,
+) -> Option<T> {
+    tokio::select! {
+        _ = shutdown.cancelled() => None,
+        out = work => Some(out),
     }
 }
 

@@ -108,8 +108,7 @@ impl Aggregator {
 
     /// The remote APIService of `group`/`version`, if there is one.
     pub fn remote(&self, group: &str, version: &str) -> Option<Arc<Remote>> {
-        let table = Arc::clone(&self.table.read());
-        table.get(group)?.get(version).cloned()
+        self.table.read().get(group)?.get(version).cloned()
     }
 
     /// Whether some remote APIService serves a version of `group`.
