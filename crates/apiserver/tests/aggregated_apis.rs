@@ -227,10 +227,10 @@ async fn create_slice(server: &TestServer, wardle: &Wardle) {
 }
 
 async fn create_apiservice(server: &TestServer, wardle: &Wardle) {
-    create_apiservice_for(server, wardle, GROUP, VERSION).await;
+    create_apiservice_for(server, &wardle.ca_pem, GROUP, VERSION).await;
 }
 
-async fn create_apiservice_for(server: &TestServer, wardle: &Wardle, group: &str, version: &str) {
+async fn create_apiservice_for(server: &TestServer, ca_pem: &str, group: &str, version: &str) {
     let apiservices: Api<APIService> = Api::all(server.client());
     let apiservice: APIService = serde_json::from_value(json!({
         "metadata": {"name": format!("{version}.{group}")},
@@ -238,7 +238,7 @@ async fn create_apiservice_for(server: &TestServer, wardle: &Wardle, group: &str
             "group": group,
             "version": version,
             "service": {"namespace": "default", "name": "wardle"},
-            "caBundle": base64::engine::general_purpose::STANDARD.encode(&wardle.ca_pem),
+            "caBundle": base64::engine::general_purpose::STANDARD.encode(ca_pem),
             "groupPriorityMinimum": 1000,
             "versionPriority": 15,
         },
@@ -565,7 +565,7 @@ async fn an_apiservice_with_a_service_takes_over_a_locally_served_group() {
 
     create_service(&server, &wardle).await;
     create_slice(&server, &wardle).await;
-    create_apiservice_for(&server, &wardle, "metrics.k8s.io", "v1beta1").await;
+    create_apiservice_for(&server, &wardle.ca_pem, "metrics.k8s.io", "v1beta1").await;
     wait_for_reason_of(&server, "v1beta1.metrics.k8s.io", "Passed").await;
     let (code, remote) = raw_get(&server, pods, "application/json").await;
     assert_eq!(code, 200, "{remote}");
@@ -592,6 +592,54 @@ async fn an_apiservice_with_a_service_takes_over_a_locally_served_group() {
         assert!(
             Instant::now() < deadline,
             "metrics.k8s.io is not listed once from the metrics server: {metrics:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    server.stop().await;
+}
+
+/// The discovery check does not verify the server's certificate; the proxy verifies it against
+/// `caBundle`, or not at all with `insecureSkipTLSVerify`.
+#[tokio::test]
+async fn proxied_requests_verify_the_ca_bundle_unless_told_not_to() {
+    let wardle = serve_wardle().await;
+    let server = testing::start().await;
+    create_service(&server, &wardle).await;
+    create_slice(&server, &wardle).await;
+    let (_, other_ca) = support::https::acceptor(&["elsewhere"]);
+    create_apiservice_for(&server, &other_ca, GROUP, VERSION).await;
+    wait_for_reason(&server, "Passed").await;
+    let path = format!("{PREFIX}/namespaces/default/flunders/one");
+    let (code, body) = raw_get(&server, &path, "application/json").await;
+    assert_eq!(
+        (code, body.trim()),
+        (
+            503,
+            "tls: failed to verify certificate: x509: certificate signed by unknown authority"
+        )
+    );
+
+    let apiservices: Api<APIService> = Api::all(server.client());
+    apiservices
+        .patch(
+            "v1alpha1.wardle.example.com",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(
+                json!({"spec": {"caBundle": null, "insecureSkipTLSVerify": true}}),
+            ),
+        )
+        .await
+        .expect("patched");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (code, body) = raw_get(&server, &path, "application/json").await;
+        if code == 200 {
+            assert!(body.contains("\"Flunder\""), "{body}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "insecureSkipTLSVerify never took effect: {code} {body}"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
