@@ -725,6 +725,11 @@ async fn kubectl_lists_and_gets_aggregated_resources() {
         resources.contains("flunders") && resources.contains("wardle.example.com/v1alpha1"),
         "{resources}"
     );
+    let listed = kubectl(&["get", "apiservice", "v1alpha1.wardle.example.com"]).await;
+    assert!(
+        listed.contains("default/wardle") && listed.contains("True"),
+        "{listed}"
+    );
     let got = kubectl(&["get", "flunders"]).await;
     assert!(got.contains("one"), "{got}");
     let got = kubectl(&["get", "fl", "one", "-o", "json"]).await;
