@@ -151,11 +151,22 @@ struct Answer {
 }
 
 async fn call(server: &TestServer, method: &str, path: &str, ct: &str, body: Option<Value>) -> Answer {
+    call_accepting(server, method, path, ct, "application/json", body).await
+}
+
+async fn call_accepting(
+    server: &TestServer,
+    method: &str,
+    path: &str,
+    ct: &str,
+    accept: &str,
+    body: Option<Value>,
+) -> Answer {
     let req = http::Request::builder()
         .method(method)
         .uri(path)
         .header("Content-Type", ct)
-        .header("Accept", "application/json")
+        .header("Accept", accept)
         .body(
             body.map(|b| serde_json::to_vec(&b).expect("json"))
                 .unwrap_or_default(),
@@ -208,7 +219,9 @@ async fn install_widgets(server: &TestServer, group: &str, hook: &ConversionServ
             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
             "versions": [
                 {"name": "v1", "served": true, "storage": true, "schema": schema("size")},
-                {"name": "v2", "served": true, "storage": false, "schema": schema("length")},
+                {"name": "v2", "served": true, "storage": false, "schema": schema("length"),
+                 "additionalPrinterColumns": [
+                     {"name": "Length", "type": "integer", "jsonPath": ".spec.length"}]},
             ],
             "conversion": {"strategy": "Webhook", "webhook": {
                 "clientConfig": {
@@ -323,6 +336,37 @@ async fn widgets_are_converted_by_the_webhook_in_every_verb() {
     let reviews = hook.reviews();
     assert_eq!(reviews.len(), calls + 1, "one review for the whole list");
     assert_eq!(reviews[calls]["request"]["objects"].as_array().map(Vec::len), Some(2));
+
+    // Tables are printed from the converted objects, with the served version's columns.
+    let table = call_accepting(
+        &server,
+        "GET",
+        &v2,
+        "application/json",
+        "application/json;as=Table;v=v1;g=meta.k8s.io",
+        None,
+    )
+    .await;
+    assert_eq!(table.status, 200, "{}", table.body);
+    assert_eq!(table.body["kind"], "Table");
+    let columns: Vec<&Value> = table.body["columnDefinitions"]
+        .as_array()
+        .expect("columns")
+        .iter()
+        .map(|c| &c["name"])
+        .collect();
+    assert_eq!(columns, [&json!("Name"), &json!("Length")]);
+    assert_eq!(table.body["rows"][1]["cells"][1], 7);
+    let one = call_accepting(
+        &server,
+        "GET",
+        &format!("{v2}/a"),
+        "application/json",
+        "application/json;as=Table;v=v1;g=meta.k8s.io",
+        None,
+    )
+    .await;
+    assert_eq!(one.body["rows"][0]["cells"][1], 3, "{}", one.body);
 
     // Update and patch in v2 are stored in v1.
     let mut update = read.body.clone();

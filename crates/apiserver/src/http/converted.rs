@@ -27,6 +27,7 @@ use crate::http::body::read_body;
 use crate::http::decode::{decode_json, patch_type};
 use crate::http::encode::with_warnings;
 use crate::http::field_validation::{check_fields, field_validation, remove_path, Decoding};
+use crate::http::negotiate::{IncludeObject, Output};
 use crate::http::handlers::patch::{apply_patch, pin_resource_version};
 use crate::http::path::ResourcePath;
 use crate::http::SharedState;
@@ -105,6 +106,20 @@ pub async fn serve(
             .await?
         }
         _ => {
+            // A webhook changes more than apiVersion, so a Table is printed from the objects
+            // once converted, with the served version's columns.
+            let table = match crate::http::negotiate::output(headers, &params)? {
+                Output::Table(include)
+                    if conversion.webhook.is_some() && *method == Method::GET && !watch =>
+                {
+                    inner_headers.insert(
+                        header::ACCEPT,
+                        HeaderValue::from_static("application/json"),
+                    );
+                    Some(include)
+                }
+                _ => None,
+            };
             let resp = crate::http::resource::dispatch(
                 state,
                 method,
@@ -114,6 +129,11 @@ pub async fn serve(
                 user,
             )
             .await?;
+            if let Some(include) = table {
+                let resp = convert_response(conversion.clone(), state.store().clone(), resp, false)
+                    .await;
+                return Ok(as_table(state, &conversion, resp, include).await);
+            }
             (resp, Vec::new())
         }
     };
@@ -121,6 +141,56 @@ pub async fn serve(
         convert_response(conversion, state.store().clone(), resp, watch).await,
         &warnings,
     ))
+}
+
+/// A converted answer (an object or a list of them) as a Table of the served version; other
+/// answers (Statuses) as they are.
+async fn as_table(
+    state: &SharedState,
+    conversion: &Conversion,
+    resp: Response,
+    include: IncludeObject,
+) -> Response {
+    let (parts, body) = resp.into_parts();
+    let bytes = match axum::body::to_bytes(body, crate::http::MAX_BODY_BYTES * 64).await {
+        Ok(b) => b,
+        Err(e) => return ApiError::internal("reading the answer to print", e).into_response(),
+    };
+    let value: Value = match serde_json::from_slice(&bytes) {
+        Ok(v) if parts.status.is_success() => v,
+        _ => return Response::from_parts(parts, Body::from(bytes)),
+    };
+    let served = conversion.served;
+    let kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
+    let table = if kind == served.kind {
+        let rv = value
+            .pointer("/metadata/resourceVersion")
+            .cloned()
+            .unwrap_or(Value::Null);
+        crate::http::table::table(
+            state.scope.resources.as_ref(),
+            served,
+            &[&value],
+            include,
+            serde_json::json!({"resourceVersion": rv}),
+        )
+    } else if kind == format!("{}List", served.kind) {
+        let items: Vec<&Value> = value
+            .get("items")
+            .and_then(Value::as_array)
+            .map(|items| items.iter().collect())
+            .unwrap_or_default();
+        crate::http::table::table(
+            state.scope.resources.as_ref(),
+            served,
+            &items,
+            include,
+            value.get("metadata").cloned().unwrap_or_default(),
+        )
+    } else {
+        return Response::from_parts(parts, Body::from(bytes));
+    };
+    crate::http::json_value(parts.status, &table)
 }
 
 /// A conversion that failed, answered as kube answers an error that is no API status: 500,

@@ -102,9 +102,7 @@ impl Webhook {
         gvk: &str,
         is_list: bool,
     ) -> Result<Vec<Value>, ConversionFailed> {
-        let pending: Vec<usize> = (0..objects.len())
-            .filter(|&i| api_version(&objects[i]) != desired)
-            .collect();
+        let pending = to_convert(&objects, desired);
         if pending.is_empty() {
             return Ok(objects);
         }
@@ -113,12 +111,12 @@ impl Webhook {
             objects[0]["apiVersion"] = json!(desired);
             return Ok(objects);
         }
-        let to_convert: Vec<Value> = pending.iter().map(|&i| objects[i].clone()).collect();
+        let sent: Vec<Value> = pending.iter().map(|&i| objects[i].clone()).collect();
         // The webhook converter names the list it was handed, which kube builds without a type
         // for a single object.
         let inner_gvk = if is_list { gvk } else { "/, Kind=" };
         let started = Instant::now();
-        let called = self.call(store, &to_convert, desired, inner_gvk).await;
+        let called = self.call(store, &sent, desired, inner_gvk).await;
         rkcm_server::crd_conversion_metrics::observe(
             &self.crd_name,
             version_of(gvk),
@@ -127,42 +125,7 @@ impl Webhook {
             started.elapsed(),
         );
         let converted = called.map_err(|e| fail(format!("conversion for {gvk} failed: {e}")))?;
-        if converted.len() != to_convert.len() {
-            return Err(fail(format!(
-                "conversion for {gvk} returned {} objects, expected {}",
-                converted.len(),
-                to_convert.len()
-            )));
-        }
-        for (n, (i, mut out)) in pending.into_iter().zip(converted).enumerate() {
-            // kube counts from 1 here: the index is advanced before it is reported.
-            let index = n + 1;
-            let original = &objects[i];
-            let got = api_version(&out);
-            if got != desired {
-                return Err(fail(format!(
-                    "conversion for {gvk} returned invalid converted object at index {index}: invalid groupVersion (expected {desired}, received {got})"
-                )));
-            }
-            let (expected, got) = (kind(original), kind(&out));
-            if expected != got {
-                return Err(fail(format!(
-                    "conversion for {gvk} returned invalid converted object at index {index}: invalid kind (expected {expected}, received {got})"
-                )));
-            }
-            validate_converted(original, &out).map_err(|e| {
-                fail(format!(
-                    "conversion for {gvk} returned invalid converted object at index {index}: {e}"
-                ))
-            })?;
-            restore_object_meta(original, &mut out).map_err(|e| {
-                fail(format!(
-                    "conversion for {gvk} returned invalid metadata in object at index {index}: {e}"
-                ))
-            })?;
-            objects[i] = out;
-        }
-        Ok(objects)
+        fill_in(objects, &pending, converted, desired, gvk)
     }
 
     /// One review: POSTed, decoded and checked (`webhookConverter.Convert`); the error is the
@@ -192,6 +155,61 @@ impl Webhook {
 
 fn fail(message: String) -> ConversionFailed {
     ConversionFailed(message)
+}
+
+/// The indexes of the objects not already in `desired` (`getObjectsToConvert`).
+pub fn to_convert(objects: &[Value], desired: &str) -> Vec<usize> {
+    (0..objects.len())
+        .filter(|&i| api_version(&objects[i]) != desired)
+        .collect()
+}
+
+/// `objects` with the webhook's `converted` objects in the places `pending` names, each
+/// checked and given back its original metadata (the second half of
+/// `crConverter.ConvertToVersion`).
+pub fn fill_in(
+    mut objects: Vec<Value>,
+    pending: &[usize],
+    converted: Vec<Value>,
+    desired: &str,
+    gvk: &str,
+) -> Result<Vec<Value>, ConversionFailed> {
+    if converted.len() != pending.len() {
+        return Err(fail(format!(
+            "conversion for {gvk} returned {} objects, expected {}",
+            converted.len(),
+            pending.len()
+        )));
+    }
+    for (n, (&i, mut out)) in pending.iter().zip(converted).enumerate() {
+        // kube counts from 1 here: the index is advanced before it is reported.
+        let index = n + 1;
+        let original = &objects[i];
+        let got = api_version(&out);
+        if got != desired {
+            return Err(fail(format!(
+                "conversion for {gvk} returned invalid converted object at index {index}: invalid groupVersion (expected {desired}, received {got})"
+            )));
+        }
+        let (expected, got) = (kind(original), kind(&out));
+        if expected != got {
+            return Err(fail(format!(
+                "conversion for {gvk} returned invalid converted object at index {index}: invalid kind (expected {expected}, received {got})"
+            )));
+        }
+        validate_converted(original, &out).map_err(|e| {
+            fail(format!(
+                "conversion for {gvk} returned invalid converted object at index {index}: {e}"
+            ))
+        })?;
+        restore_object_meta(original, &mut out).map_err(|e| {
+            fail(format!(
+                "conversion for {gvk} returned invalid metadata in object at index {index}: {e}"
+            ))
+        })?;
+        objects[i] = out;
+    }
+    Ok(objects)
 }
 
 fn api_version(obj: &Value) -> &str {
@@ -566,6 +584,54 @@ mod tests {
         assert_eq!(
             restore_object_meta(&cr("v1"), &mut out),
             Err("missing metadata in converted object".to_string())
+        );
+    }
+
+    #[test]
+    fn only_objects_in_another_version_are_sent_and_answers_fill_their_places() {
+        let objects = vec![cr("v1"), cr("v2"), cr("v1")];
+        let pending = to_convert(&objects, "stable.example.com/v2");
+        assert_eq!(pending, [0, 2]);
+        let gvk = "stable.example.com/v1, Kind=CronTabList";
+        let mut second = cr("v2");
+        second["spec"] = json!({"converted": true});
+        let filled = fill_in(
+            objects.clone(),
+            &pending,
+            vec![cr("v2"), second.clone()],
+            "stable.example.com/v2",
+            gvk,
+        )
+        .expect("valid answer");
+        assert_eq!(filled, vec![cr("v2"), cr("v2"), second]);
+        assert_eq!(
+            fill_in(objects.clone(), &pending, vec![cr("v2")], "stable.example.com/v2", gvk),
+            Err(ConversionFailed(format!(
+                "conversion for {gvk} returned 1 objects, expected 2"
+            )))
+        );
+        // kube reports the index counted from 1.
+        assert_eq!(
+            fill_in(objects.clone(), &pending, vec![cr("v2"), cr("v3")], "stable.example.com/v2", gvk),
+            Err(ConversionFailed(format!(
+                "conversion for {gvk} returned invalid converted object at index 2: invalid groupVersion (expected stable.example.com/v2, received stable.example.com/v3)"
+            )))
+        );
+        let mut renamed = cr("v2");
+        renamed["metadata"]["namespace"] = json!("other");
+        assert_eq!(
+            fill_in(objects.clone(), &pending, vec![renamed, cr("v2")], "stable.example.com/v2", gvk),
+            Err(ConversionFailed(format!(
+                "conversion for {gvk} returned invalid converted object at index 1: must have the same namespace: ns != other"
+            )))
+        );
+        let mut unlabelled = cr("v2");
+        unlabelled["metadata"]["labels"] = json!(["x"]);
+        assert_eq!(
+            fill_in(objects, &pending, vec![unlabelled, cr("v2")], "stable.example.com/v2", gvk),
+            Err(ConversionFailed(format!(
+                "conversion for {gvk} returned invalid metadata in object at index 1: invalid metadata.labels of type []interface {{}} in converted object"
+            )))
         );
     }
 
