@@ -95,8 +95,8 @@ async fn serve() -> ConversionServer {
                 let Ok(stream) = acceptor.accept(tcp).await else {
                     return;
                 };
-                let service =
-                    hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                let service = hyper::service::service_fn(
+                    move |req: http::Request<hyper::body::Incoming>| {
                         let (recorded, current) = (Arc::clone(&recorded), Arc::clone(&current));
                         async move {
                             let body = req.into_body().collect().await?.to_bytes();
@@ -130,7 +130,8 @@ async fn serve() -> ConversionServer {
                                 answer.to_string(),
                             ))))
                         }
-                    });
+                    },
+                );
                 let _ = hyper::server::conn::http1::Builder::new()
                     .serve_connection(TokioIo::new(stream), service)
                     .await;
@@ -150,7 +151,13 @@ struct Answer {
     body: Value,
 }
 
-async fn call(server: &TestServer, method: &str, path: &str, ct: &str, body: Option<Value>) -> Answer {
+async fn call(
+    server: &TestServer,
+    method: &str,
+    path: &str,
+    ct: &str,
+    body: Option<Value>,
+) -> Answer {
     call_accepting(server, method, path, ct, "application/json", body).await
 }
 
@@ -206,7 +213,12 @@ where
 }
 
 /// Widgets of `group`, stored in v1, served in v1 and v2, converted by `hook`.
-async fn install_widgets(server: &TestServer, group: &str, hook: &ConversionServer, review_versions: Value) {
+async fn install_widgets(
+    server: &TestServer,
+    group: &str,
+    hook: &ConversionServer,
+    review_versions: Value,
+) {
     let schema = |field: &str| {
         json!({"openAPIV3Schema": {"type": "object", "properties": {
             "spec": {"type": "object", "properties": {field: {"type": "integer"}}}}}})
@@ -269,8 +281,14 @@ async fn watch_until(server: &TestServer, path: &str, want: impl Fn(&Value) -> b
     let mut pending: Vec<u8> = Vec::new();
     let read = async {
         loop {
-            let frame = body.frame().await.expect("watch ended").expect("watch body");
-            let Ok(data) = frame.into_data() else { continue };
+            let frame = body
+                .frame()
+                .await
+                .expect("watch ended")
+                .expect("watch body");
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
             pending.extend_from_slice(&data);
             while let Some(pos) = pending.iter().position(|b| *b == b'\n') {
                 let line: Vec<u8> = pending.drain(..=pos).collect();
@@ -296,7 +314,13 @@ async fn widgets_are_converted_by_the_webhook_in_every_verb() {
     let v2 = format!("/apis/{group}/v2/namespaces/default/widgets");
 
     // Create in v2: converted to v1 to be stored, answered in v2.
-    let created = json(&server, "POST", &v2, Some(widget(group, "v2", "a", "length", 3))).await;
+    let created = json(
+        &server,
+        "POST",
+        &v2,
+        Some(widget(group, "v2", "a", "length", 3)),
+    )
+    .await;
     assert_eq!(created.status, 201, "{}", created.body);
     assert_eq!(created.body["apiVersion"], format!("{group}/v2"));
     assert_eq!(created.body["spec"], json!({"length": 3}));
@@ -306,21 +330,37 @@ async fn widgets_are_converted_by_the_webhook_in_every_verb() {
     let reviews = hook.reviews();
     assert_eq!(reviews[0]["apiVersion"], "apiextensions.k8s.io/v1");
     assert_eq!(reviews[0]["kind"], "ConversionReview");
-    assert_eq!(reviews[0]["request"]["desiredAPIVersion"], format!("{group}/v1"));
+    assert_eq!(
+        reviews[0]["request"]["desiredAPIVersion"],
+        format!("{group}/v1")
+    );
 
     // Stored in v1; read in v1 without the webhook, in v2 through it.
     let calls = hook.reviews().len();
     let stored = json(&server, "GET", &format!("{v1}/a"), None).await;
     assert_eq!(stored.body["spec"], json!({"size": 3}));
-    assert_eq!(hook.reviews().len(), calls, "a read in the storage version converts nothing");
+    assert_eq!(
+        hook.reviews().len(),
+        calls,
+        "a read in the storage version converts nothing"
+    );
     let read = json(&server, "GET", &format!("{v2}/a"), None).await;
     assert_eq!(read.status, 200, "{}", read.body);
     assert_eq!(read.body["apiVersion"], format!("{group}/v2"));
     assert_eq!(read.body["spec"], json!({"length": 3}));
-    assert_eq!(read.body["metadata"]["resourceVersion"], stored.body["metadata"]["resourceVersion"]);
+    assert_eq!(
+        read.body["metadata"]["resourceVersion"],
+        stored.body["metadata"]["resourceVersion"]
+    );
 
     // A list converts all its items in one review.
-    let b = json(&server, "POST", &v1, Some(widget(group, "v1", "b", "size", 7))).await;
+    let b = json(
+        &server,
+        "POST",
+        &v1,
+        Some(widget(group, "v1", "b", "size", 7)),
+    )
+    .await;
     assert_eq!(b.status, 201, "{}", b.body);
     let calls = hook.reviews().len();
     let list = json(&server, "GET", &v2, None).await;
@@ -335,7 +375,12 @@ async fn widgets_are_converted_by_the_webhook_in_every_verb() {
     assert_eq!(lengths, [&json!(3), &json!(7)]);
     let reviews = hook.reviews();
     assert_eq!(reviews.len(), calls + 1, "one review for the whole list");
-    assert_eq!(reviews[calls]["request"]["objects"].as_array().map(Vec::len), Some(2));
+    assert_eq!(
+        reviews[calls]["request"]["objects"]
+            .as_array()
+            .map(Vec::len),
+        Some(2)
+    );
 
     // Tables are printed from the converted objects, with the served version's columns.
     let table = call_accepting(
@@ -449,7 +494,13 @@ async fn failed_and_short_conversions_fail_the_request_as_kube_does() {
     install_widgets(&server, group, &hook, json!(["v9", "v1beta1", "v1"])).await;
     let v1 = format!("/apis/{group}/v1/namespaces/default/widgets");
     let v2 = format!("/apis/{group}/v2/namespaces/default/widgets");
-    let a = json(&server, "POST", &v1, Some(widget(group, "v1", "a", "size", 1))).await;
+    let a = json(
+        &server,
+        "POST",
+        &v1,
+        Some(widget(group, "v1", "a", "size", 1)),
+    )
+    .await;
     assert_eq!(a.status, 201, "{}", a.body);
 
     hook.set_mode(Mode::Fail);
@@ -472,13 +523,22 @@ async fn failed_and_short_conversions_fail_the_request_as_kube_does() {
         format!("conversion for {group}/v1, Kind=WidgetList failed: conversion webhook for {group}/v1, Kind=WidgetList failed: widgets cannot be converted today")
     );
     // A create that cannot be converted stores nothing.
-    let created = json(&server, "POST", &v2, Some(widget(group, "v2", "b", "length", 2))).await;
+    let created = json(
+        &server,
+        "POST",
+        &v2,
+        Some(widget(group, "v2", "b", "length", 2)),
+    )
+    .await;
     assert_eq!(created.status, 500, "{}", created.body);
     assert_eq!(
         created.body["message"],
         format!("conversion for {group}/v2, Kind=Widget failed: conversion webhook for /, Kind= failed: widgets cannot be converted today")
     );
-    assert_eq!(json(&server, "GET", &format!("{v1}/b"), None).await.status, 404);
+    assert_eq!(
+        json(&server, "GET", &format!("{v1}/b"), None).await.status,
+        404
+    );
 
     hook.set_mode(Mode::DropOne);
     let read = json(&server, "GET", &format!("{v2}/a"), None).await;

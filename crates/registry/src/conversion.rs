@@ -129,7 +129,10 @@ impl Conversion {
             None => Vec::new(),
         };
         // Items without type meta are sent with the storage version's, and answered without.
-        let typeless: Vec<bool> = items.iter().map(|i| i.get("apiVersion").is_none()).collect();
+        let typeless: Vec<bool> = items
+            .iter()
+            .map(|i| i.get("apiVersion").is_none())
+            .collect();
         let items: Vec<Value> = items
             .into_iter()
             .map(|mut item| {

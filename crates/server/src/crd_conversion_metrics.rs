@@ -38,7 +38,12 @@ pub fn observe(crd_name: &str, from: &str, to: &str, succeeded: bool, elapsed: D
     let seconds = elapsed.as_secs_f64();
     let mut series = SERIES.lock();
     let h = series
-        .entry((crd_name.to_string(), from.to_string(), to.to_string(), succeeded))
+        .entry((
+            crd_name.to_string(),
+            from.to_string(),
+            to.to_string(),
+            succeeded,
+        ))
         .or_default();
     for (bucket, bound) in h.buckets.iter_mut().zip(BUCKETS) {
         if seconds <= bound {
@@ -85,8 +90,20 @@ mod tests {
 
     #[test]
     fn conversions_are_observed_by_crd_and_versions_but_not_between_one_version() {
-        observe("metrictests.example.com", "v1", "v1", true, Duration::from_millis(3));
-        observe("metrictests.example.com", "v1", "v2", false, Duration::from_millis(3));
+        observe(
+            "metrictests.example.com",
+            "v1",
+            "v1",
+            true,
+            Duration::from_millis(3),
+        );
+        observe(
+            "metrictests.example.com",
+            "v1",
+            "v2",
+            false,
+            Duration::from_millis(3),
+        );
         let mut out = String::new();
         encode(&mut out);
         assert!(out.contains(

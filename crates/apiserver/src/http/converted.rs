@@ -27,8 +27,8 @@ use crate::http::body::read_body;
 use crate::http::decode::{decode_json, patch_type};
 use crate::http::encode::with_warnings;
 use crate::http::field_validation::{check_fields, field_validation, remove_path, Decoding};
-use crate::http::negotiate::{IncludeObject, Output};
 use crate::http::handlers::patch::{apply_patch, pin_resource_version};
+use crate::http::negotiate::{IncludeObject, Output};
 use crate::http::path::ResourcePath;
 use crate::http::SharedState;
 use crate::rest;
@@ -112,10 +112,8 @@ pub async fn serve(
                 Output::Table(include)
                     if conversion.webhook.is_some() && *method == Method::GET && !watch =>
                 {
-                    inner_headers.insert(
-                        header::ACCEPT,
-                        HeaderValue::from_static("application/json"),
-                    );
+                    inner_headers
+                        .insert(header::ACCEPT, HeaderValue::from_static("application/json"));
                     Some(include)
                 }
                 _ => None,
@@ -130,8 +128,8 @@ pub async fn serve(
             )
             .await?;
             if let Some(include) = table {
-                let resp = convert_response(conversion.clone(), state.store().clone(), resp, false)
-                    .await;
+                let resp =
+                    convert_response(conversion.clone(), state.store().clone(), resp, false).await;
                 return Ok(as_table(state, &conversion, resp, include).await);
             }
             (resp, Vec::new())

@@ -247,9 +247,8 @@ pub fn gvk_string(obj: &Value) -> String {
 
 /// An object with no field but `apiVersion` and `kind`.
 fn is_empty_object(obj: &Value) -> bool {
-    obj.as_object().is_some_and(|m| {
-        m.len() == 2 && m.contains_key("apiVersion") && m.contains_key("kind")
-    })
+    obj.as_object()
+        .is_some_and(|m| m.len() == 2 && m.contains_key("apiVersion") && m.contains_key("kind"))
 }
 
 /// The converted objects of a webhook's answer, after kube's checks of the answer
@@ -453,7 +452,10 @@ mod tests {
 
     #[test]
     fn the_first_supported_review_version_is_used() {
-        assert_eq!(review_version(&versions(&["v1", "v1beta1"])), Some(ReviewVersion::V1));
+        assert_eq!(
+            review_version(&versions(&["v1", "v1beta1"])),
+            Some(ReviewVersion::V1)
+        );
         assert_eq!(
             review_version(&versions(&["v2", "v1beta1", "v1"])),
             Some(ReviewVersion::V1beta1)
@@ -552,7 +554,10 @@ mod tests {
         out["metadata"]["resourceVersion"] = json!("99");
         out["metadata"]["generation"] = json!(5);
         out["metadata"]["labels"] = json!({"app": "x", "added": "yes"});
-        out["metadata"].as_object_mut().expect("object").remove("annotations");
+        out["metadata"]
+            .as_object_mut()
+            .expect("object")
+            .remove("annotations");
         restore_object_meta(&cr("v1"), &mut out).expect("valid");
         assert_eq!(
             out["metadata"],
@@ -566,12 +571,18 @@ mod tests {
         let mut out = cr("v2");
         out["metadata"]["labels"] = json!({"bad key!": "x"});
         let err = restore_object_meta(&cr("v1"), &mut out).expect_err("invalid label");
-        assert!(err.starts_with("metadata.labels: Invalid value: \"bad key!\""), "{err}");
+        assert!(
+            err.starts_with("metadata.labels: Invalid value: \"bad key!\""),
+            "{err}"
+        );
         let mut out = cr("v2");
         out["metadata"]["annotations"] = json!({"n": 1});
         assert_eq!(
             restore_object_meta(&cr("v1"), &mut out),
-            Err("metadata.annotations[n] must be a string, but is int64 in converted object".to_string())
+            Err(
+                "metadata.annotations[n] must be a string, but is int64 in converted object"
+                    .to_string()
+            )
         );
         let mut out = cr("v2");
         out["metadata"] = json!("x");
@@ -605,7 +616,13 @@ mod tests {
         .expect("valid answer");
         assert_eq!(filled, vec![cr("v2"), cr("v2"), second]);
         assert_eq!(
-            fill_in(objects.clone(), &pending, vec![cr("v2")], "stable.example.com/v2", gvk),
+            fill_in(
+                objects.clone(),
+                &pending,
+                vec![cr("v2")],
+                "stable.example.com/v2",
+                gvk
+            ),
             Err(ConversionFailed(format!(
                 "conversion for {gvk} returned 1 objects, expected 2"
             )))
