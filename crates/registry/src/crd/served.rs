@@ -222,6 +222,35 @@ pub fn compare_kube_aware(a: &str, b: &str) -> std::cmp::Ordering {
 mod tests {
     use super::*;
 
+    fn crd(url: &str) -> CustomResourceDefinition {
+        let schema = serde_json::json!({"openAPIV3Schema": {"type": "object"}});
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "reusedhooks.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "reusedhooks", "kind": "ReusedHook"},
+                "versions": [{"name": "v1", "served": true, "storage": true, "schema": schema},
+                             {"name": "v2", "served": true, "storage": false, "schema": schema}],
+                "conversion": {"strategy": "Webhook", "webhook": {
+                    "clientConfig": {"url": url}, "conversionReviewVersions": ["v1"]}}},
+            "status": {"acceptedNames": {"plural": "reusedhooks", "kind": "ReusedHook"}},
+        }))
+        .expect("crd")
+    }
+
+    #[test]
+    fn a_crds_webhook_is_shared_by_its_versions_and_kept_until_its_conversion_changes() {
+        let owner = custom_resources::new_owner();
+        let first = versions_of(&crd("https://127.0.0.1:1/convert"));
+        let hook = first[0].webhook.clone().expect("a webhook");
+        assert!(Arc::ptr_eq(&hook, first[1].webhook.as_ref().expect("shared")));
+        set(owner, first.into_iter().map(Arc::new).collect());
+        let again = versions_of(&crd("https://127.0.0.1:1/convert"));
+        assert!(Arc::ptr_eq(&hook, again[0].webhook.as_ref().expect("kept")));
+        let moved = versions_of(&crd("https://127.0.0.1:2/convert"));
+        assert!(!Arc::ptr_eq(&hook, moved[0].webhook.as_ref().expect("rebuilt")));
+        set(owner, Vec::new());
+    }
+
     #[test]
     fn versions_sort_as_kube_orders_them() {
         let mut v = vec![
