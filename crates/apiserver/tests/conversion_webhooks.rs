@@ -460,6 +460,60 @@ async fn widgets_are_converted_by_the_webhook_in_every_verb() {
     assert_eq!(event["object"]["apiVersion"], format!("{group}/v2"));
     assert_eq!(event["object"]["spec"], json!({"length": 6}));
 
+    // After the storage version moves to v2, what is still stored in v1 is converted when read
+    // in v2, and only that is sent.
+    let crd_path =
+        format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{group}");
+    let mut crd = json(&server, "GET", &crd_path, None).await.body;
+    crd["spec"]["versions"][0]["storage"] = json!(false);
+    crd["spec"]["versions"][1]["storage"] = json!(true);
+    let moved = json(&server, "PUT", &crd_path, Some(crd)).await;
+    assert_eq!(moved.status, 200, "{}", moved.body);
+    let mut n = 0;
+    eventually("v2 is the storage version", || {
+        n += 1;
+        let name = format!("probe{n}");
+        let (server, hook, v2) = (&server, &hook, &v2);
+        async move {
+            let calls = hook.reviews().len();
+            let created = json(
+                server,
+                "POST",
+                v2,
+                Some(widget(group, "v2", &name, "length", 1)),
+            )
+            .await;
+            assert_eq!(created.status, 201, "{}", created.body);
+            hook.reviews().len() == calls
+        }
+    })
+    .await;
+    let read = json(&server, "GET", &format!("{v2}/a"), None).await;
+    assert_eq!(read.status, 200, "{}", read.body);
+    assert_eq!(read.body["apiVersion"], format!("{group}/v2"));
+    assert_eq!(read.body["spec"], json!({"length": 6}));
+    let calls = hook.reviews().len();
+    let list = json(&server, "GET", &v2, None).await;
+    assert_eq!(list.status, 200, "{}", list.body);
+    assert!(list.body["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .all(|i| i["apiVersion"] == format!("{group}/v2") && i["spec"].get("size").is_none()));
+    let reviews = hook.reviews();
+    assert_eq!(reviews.len(), calls + 1, "one review for the whole list");
+    let sent: Vec<&Value> = reviews[calls]["request"]["objects"]
+        .as_array()
+        .expect("objects")
+        .iter()
+        .map(|o| &o["metadata"]["name"])
+        .collect();
+    assert_eq!(
+        sent,
+        [&json!("a"), &json!("b")],
+        "only the objects stored in v1 are sent"
+    );
+
     // The webhook's durations are reported.
     let metrics = json_text(&server, "/metrics").await;
     assert!(

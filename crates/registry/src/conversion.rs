@@ -61,6 +61,25 @@ fn custom_resource_conversion(info: &'static ResourceInfo) -> Option<Conversion>
     })
 }
 
+/// For the storage version of a CRD converting by webhook: the conversion of what is stored in
+/// an older version (after the CRD's storage version changed) into it, as kube's codec converts
+/// whatever it decodes. Objects already in the storage version call no webhook.
+pub fn stored_version_conversion(info: &'static ResourceInfo) -> Option<Conversion> {
+    let served = crate::crd::served::lookup(info)?;
+    let webhook = served.webhook.clone()?;
+    let storage = served.storage?;
+    if !std::ptr::eq(storage, info) {
+        return None;
+    }
+    Some(Conversion {
+        served: info,
+        storage,
+        to_storage: Value::clone,
+        from_storage: Value::clone,
+        webhook: Some(webhook),
+    })
+}
+
 impl Conversion {
     /// `obj` (in the served version) in the storage version, its `apiVersion` included.
     pub fn into_storage_version(&self, obj: &Value) -> Value {

@@ -32,7 +32,9 @@ use crate::http::negotiate::{IncludeObject, Output};
 use crate::http::path::ResourcePath;
 use crate::http::SharedState;
 use crate::rest;
-pub use rkcm_registry::conversion::{conversion, Conversion, ConversionFailed};
+pub use rkcm_registry::conversion::{
+    conversion, stored_version_conversion, Conversion, ConversionFailed,
+};
 use rkcm_storage::store::Store;
 
 /// Serves a request on a converted resource by serving its storage version.
@@ -78,7 +80,7 @@ pub async fn serve(
                 header::CONTENT_TYPE,
                 HeaderValue::from_static("application/json"),
             );
-            let resp = crate::http::resource::dispatch(
+            let resp = crate::http::resource::dispatch_stored(
                 state,
                 method,
                 &storage_uri,
@@ -118,7 +120,7 @@ pub async fn serve(
                 }
                 _ => None,
             };
-            let resp = crate::http::resource::dispatch(
+            let resp = crate::http::resource::dispatch_stored(
                 state,
                 method,
                 &storage_uri,
@@ -304,7 +306,7 @@ async fn patch(
             .await
             .map_err(failed)?;
         let body = to_json_body(&stored)?;
-        let resp = crate::http::resource::dispatch(
+        let resp = crate::http::resource::dispatch_stored(
             state,
             &Method::PUT,
             storage_uri,

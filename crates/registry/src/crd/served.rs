@@ -242,12 +242,18 @@ mod tests {
         let owner = custom_resources::new_owner();
         let first = versions_of(&crd("https://127.0.0.1:1/convert"));
         let hook = first[0].webhook.clone().expect("a webhook");
-        assert!(Arc::ptr_eq(&hook, first[1].webhook.as_ref().expect("shared")));
+        assert!(Arc::ptr_eq(
+            &hook,
+            first[1].webhook.as_ref().expect("shared")
+        ));
         set(owner, first.into_iter().map(Arc::new).collect());
         let again = versions_of(&crd("https://127.0.0.1:1/convert"));
         assert!(Arc::ptr_eq(&hook, again[0].webhook.as_ref().expect("kept")));
         let moved = versions_of(&crd("https://127.0.0.1:2/convert"));
-        assert!(!Arc::ptr_eq(&hook, moved[0].webhook.as_ref().expect("rebuilt")));
+        assert!(!Arc::ptr_eq(
+            &hook,
+            moved[0].webhook.as_ref().expect("rebuilt")
+        ));
         set(owner, Vec::new());
     }
 
