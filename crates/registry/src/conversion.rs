@@ -1,13 +1,20 @@
 //! Resources served in a version other than the one they are stored in: how a served version
 //! maps to its storage version (autoscaling/v1 HorizontalPodAutoscalers stored as
-//! autoscaling/v2, custom resources served in a version other than the CRD's storage version).
+//! autoscaling/v2, custom resources served in a version other than the CRD's storage version,
+//! through the CRD's conversion webhook when it has one).
+
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 
 use rkcm_apimachinery::catalog::{self, ResourceInfo};
+use rkcm_storage::store::Store;
+
+pub use crate::crd::conversion_webhook::ConversionFailed;
+use crate::crd::conversion_webhook::{gvk_string, Webhook};
 
 /// How one served version maps to its storage version.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct Conversion {
     /// The version the client speaks.
     pub served: &'static ResourceInfo,
@@ -17,6 +24,9 @@ pub struct Conversion {
     pub to_storage: fn(&Value) -> Value,
     /// Storage version → served version.
     pub from_storage: fn(&Value) -> Value,
+    /// The CRD's conversion webhook (strategy `Webhook`), which then converts instead of
+    /// `to_storage` and `from_storage`.
+    pub webhook: Option<Arc<Webhook>>,
 }
 
 /// The conversion `info` is served through, if it is not its own storage version.
@@ -27,6 +37,7 @@ pub fn conversion(info: &'static ResourceInfo) -> Option<Conversion> {
             storage: catalog::by_kind("autoscaling/v2", info.kind)?,
             to_storage: crate::hpa_conversion::v1_to_v2,
             from_storage: crate::hpa_conversion::v2_to_v1,
+            webhook: None,
         }),
         // Custom resources served in a version other than the CRD's storage version.
         _ => custom_resource_conversion(info),
@@ -34,7 +45,7 @@ pub fn conversion(info: &'static ResourceInfo) -> Option<Conversion> {
 }
 
 /// The conversion of a custom resource served in a version other than its storage version:
-/// kube's `None` strategy, which changes only `apiVersion`.
+/// kube's `None` strategy, which changes only `apiVersion`, or the CRD's webhook.
 fn custom_resource_conversion(info: &'static ResourceInfo) -> Option<Conversion> {
     let served = crate::crd::served::lookup(info)?;
     let storage = served.storage?;
@@ -46,18 +57,145 @@ fn custom_resource_conversion(info: &'static ResourceInfo) -> Option<Conversion>
         storage,
         to_storage: Value::clone,
         from_storage: Value::clone,
+        webhook: served.webhook.clone(),
+    })
+}
+
+/// For the storage version of a CRD converting by webhook: the conversion of what is stored in
+/// an older version (after the CRD's storage version changed) into it, as kube's codec converts
+/// whatever it decodes. Objects already in the storage version call no webhook.
+pub fn stored_version_conversion(info: &'static ResourceInfo) -> Option<Conversion> {
+    let served = crate::crd::served::lookup(info)?;
+    let webhook = served.webhook.clone()?;
+    let storage = served.storage?;
+    if !std::ptr::eq(storage, info) {
+        return None;
+    }
+    Some(Conversion {
+        served: info,
+        storage,
+        to_storage: Value::clone,
+        from_storage: Value::clone,
+        webhook: Some(webhook),
     })
 }
 
 impl Conversion {
     /// `obj` (in the served version) in the storage version, its `apiVersion` included.
-    pub fn into_storage_version(self, obj: &Value) -> Value {
+    pub fn into_storage_version(&self, obj: &Value) -> Value {
         with_api_version((self.to_storage)(obj), self.storage)
     }
 
     /// `obj` (in the storage version) in the served version, its `apiVersion` included.
-    pub fn into_served_version(self, obj: &Value) -> Value {
+    pub fn into_served_version(&self, obj: &Value) -> Value {
         with_api_version((self.from_storage)(obj), self.served)
+    }
+
+    /// [`Self::into_storage_version`], through the webhook when there is one.
+    pub async fn to_storage(&self, store: &Store, obj: &Value) -> Result<Value, ConversionFailed> {
+        match &self.webhook {
+            Some(webhook) => self.by_webhook(webhook, store, obj, self.storage).await,
+            None => Ok(self.into_storage_version(obj)),
+        }
+    }
+
+    /// [`Self::into_served_version`], through the webhook when there is one.
+    pub async fn to_served(&self, store: &Store, obj: &Value) -> Result<Value, ConversionFailed> {
+        match &self.webhook {
+            Some(webhook) => self.by_webhook(webhook, store, obj, self.served).await,
+            None => Ok(self.into_served_version(obj)),
+        }
+    }
+
+    /// One object converted to `to` by `webhook`; anything else passes through.
+    async fn by_webhook(
+        &self,
+        webhook: &Webhook,
+        store: &Store,
+        obj: &Value,
+        to: &ResourceInfo,
+    ) -> Result<Value, ConversionFailed> {
+        if !obj.is_object() || obj.get("kind").and_then(Value::as_str) != Some(to.kind) {
+            return Ok(obj.clone());
+        }
+        let gvk = gvk_string(obj);
+        let mut converted = webhook
+            .convert(store, vec![obj.clone()], &to.api_version(), &gvk, false)
+            .await?;
+        Ok(converted.pop().unwrap_or(Value::Null))
+    }
+
+    /// [`Self::answer`], through the webhook when there is one: an object in one review, all
+    /// the items of a list in one review, as kube converts them.
+    pub async fn convert_answer(
+        &self,
+        store: &Store,
+        mut value: Value,
+    ) -> Result<Value, ConversionFailed> {
+        let Some(webhook) = &self.webhook else {
+            return Ok(self.answer(value));
+        };
+        let kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
+        if kind == self.storage.kind {
+            return self.to_served(store, &value).await;
+        }
+        if kind != format!("{}List", self.storage.kind) {
+            return Ok(value);
+        }
+        let gvk = gvk_string(&value);
+        let items = match value.get_mut("items").and_then(Value::as_array_mut) {
+            Some(items) => std::mem::take(items),
+            None => Vec::new(),
+        };
+        // Items without type meta are sent with the storage version's, and answered without.
+        let typeless: Vec<bool> = items
+            .iter()
+            .map(|i| i.get("apiVersion").is_none())
+            .collect();
+        let items: Vec<Value> = items
+            .into_iter()
+            .map(|mut item| {
+                if item.get("apiVersion").is_none() {
+                    item["apiVersion"] = json!(self.storage.api_version());
+                    item["kind"] = json!(self.storage.kind);
+                }
+                item
+            })
+            .collect();
+        let served = self.served.api_version();
+        let mut converted = webhook.convert(store, items, &served, &gvk, true).await?;
+        for (item, typeless) in converted.iter_mut().zip(typeless) {
+            if let (true, Some(m)) = (typeless, item.as_object_mut()) {
+                m.remove("apiVersion");
+                m.remove("kind");
+            }
+        }
+        value["apiVersion"] = json!(served);
+        value["items"] = Value::Array(converted);
+        Ok(value)
+    }
+
+    /// [`Self::watch_event`], through the webhook when there is one: each event's object in
+    /// its own review.
+    pub async fn convert_watch_event(
+        &self,
+        store: &Store,
+        mut event: Value,
+    ) -> Result<Value, ConversionFailed> {
+        if self.webhook.is_none() {
+            return Ok(self.watch_event(event));
+        }
+        let is_bookmark = event.get("type").and_then(Value::as_str) == Some("BOOKMARK");
+        if let Some(obj) = event.get_mut("object") {
+            if obj.get("kind").and_then(Value::as_str) == Some(self.storage.kind) {
+                if is_bookmark {
+                    obj["apiVersion"] = json!(self.served.api_version());
+                } else {
+                    *obj = self.to_served(store, obj).await?;
+                }
+            }
+        }
+        Ok(event)
     }
 
     /// `value` (an object, a list of them, or anything else) in the served version.

@@ -25,6 +25,7 @@ use serde_json::json;
 mod jobs;
 mod metrics;
 mod observe;
+mod profile;
 mod report;
 mod suite;
 mod svg;

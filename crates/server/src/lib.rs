@@ -9,6 +9,7 @@
 
 pub mod admission;
 pub mod auth;
+pub mod crd_conversion_metrics;
 pub mod deprecation;
 pub mod error;
 pub mod http;

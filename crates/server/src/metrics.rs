@@ -7,6 +7,7 @@
 //! - `apiserver_watch_events_total` by group, version and resource;
 //! - `apiserver_storage_objects` by resource, counted when scraped;
 //! - the admission webhooks' metrics ([`crate::admission::metrics`]);
+//! - the CRD conversion webhooks' durations ([`crate::crd_conversion_metrics`]);
 //! - `etcd_request_duration_seconds`, `etcd_requests_total` and `etcd_request_errors_total` by
 //!   operation, group and resource: the store's writes and read-throughs, on either backend
 //!   (`staging/src/k8s.io/apiserver/pkg/storage/etcd3/metrics/metrics.go`).
@@ -292,6 +293,7 @@ impl RequestMetrics {
         if let Some(admission) = &self.admission {
             admission.encode(&mut out);
         }
+        crate::crd_conversion_metrics::encode(&mut out);
         out
     }
 }

@@ -7,6 +7,10 @@
 //! to the object in the request's version and stored with a PUT, retried on conflict as kube
 //! retries patches; answers (objects, lists and watch events) are converted object by object.
 //! Tables and Statuses are the same in every version and pass through.
+//!
+//! Custom resources whose CRD converts by webhook are converted by calling it: a failed
+//! conversion fails the request with a 500 whose message is kube's, and ends a watch with an
+//! `ERROR` event, as kube-apiserver answers an object its codec cannot convert.
 
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};
@@ -24,10 +28,14 @@ use crate::http::decode::{decode_json, patch_type};
 use crate::http::encode::with_warnings;
 use crate::http::field_validation::{check_fields, field_validation, remove_path, Decoding};
 use crate::http::handlers::patch::{apply_patch, pin_resource_version};
+use crate::http::negotiate::{IncludeObject, Output};
 use crate::http::path::ResourcePath;
 use crate::http::SharedState;
 use crate::rest;
-pub use rkcm_registry::conversion::{conversion, Conversion};
+pub use rkcm_registry::conversion::{
+    conversion, stored_version_conversion, Conversion, ConversionFailed,
+};
+use rkcm_storage::store::Store;
 
 /// Serves a request on a converted resource by serving its storage version.
 #[allow(clippy::too_many_arguments)]
@@ -63,12 +71,16 @@ pub async fn serve(
                 &params,
                 Decoding::Object,
             )?;
-            let body = to_json_body(&conversion.into_storage_version(&obj))?;
+            let stored = conversion
+                .to_storage(state.store(), &obj)
+                .await
+                .map_err(failed)?;
+            let body = to_json_body(&stored)?;
             inner_headers.insert(
                 header::CONTENT_TYPE,
                 HeaderValue::from_static("application/json"),
             );
-            let resp = crate::http::resource::dispatch(
+            let resp = crate::http::resource::dispatch_stored(
                 state,
                 method,
                 &storage_uri,
@@ -96,7 +108,19 @@ pub async fn serve(
             .await?
         }
         _ => {
-            let resp = crate::http::resource::dispatch(
+            // A webhook changes more than apiVersion, so a Table is printed from the objects
+            // once converted, with the served version's columns.
+            let table = match crate::http::negotiate::output(headers, &params)? {
+                Output::Table(include)
+                    if conversion.webhook.is_some() && *method == Method::GET && !watch =>
+                {
+                    inner_headers
+                        .insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+                    Some(include)
+                }
+                _ => None,
+            };
+            let resp = crate::http::resource::dispatch_stored(
                 state,
                 method,
                 &storage_uri,
@@ -105,13 +129,83 @@ pub async fn serve(
                 user,
             )
             .await?;
+            if let Some(include) = table {
+                let resp =
+                    convert_response(conversion.clone(), state.store().clone(), resp, false).await;
+                return Ok(as_table(state, &conversion, resp, include).await);
+            }
             (resp, Vec::new())
         }
     };
     Ok(with_warnings(
-        convert_response(conversion, resp, watch).await,
+        convert_response(conversion, state.store().clone(), resp, watch).await,
         &warnings,
     ))
+}
+
+/// A converted answer (an object or a list of them) as a Table of the served version; other
+/// answers (Statuses) as they are.
+async fn as_table(
+    state: &SharedState,
+    conversion: &Conversion,
+    resp: Response,
+    include: IncludeObject,
+) -> Response {
+    let (parts, body) = resp.into_parts();
+    let bytes = match axum::body::to_bytes(body, crate::http::MAX_BODY_BYTES * 64).await {
+        Ok(b) => b,
+        Err(e) => return ApiError::internal("reading the answer to print", e).into_response(),
+    };
+    let value: Value = match serde_json::from_slice(&bytes) {
+        Ok(v) if parts.status.is_success() => v,
+        _ => return Response::from_parts(parts, Body::from(bytes)),
+    };
+    let served = conversion.served;
+    let kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
+    let table = if kind == served.kind {
+        let rv = value
+            .pointer("/metadata/resourceVersion")
+            .cloned()
+            .unwrap_or(Value::Null);
+        crate::http::table::table(
+            state.scope.resources.as_ref(),
+            served,
+            &[&value],
+            include,
+            serde_json::json!({"resourceVersion": rv}),
+        )
+    } else if kind == format!("{}List", served.kind) {
+        let items: Vec<&Value> = value
+            .get("items")
+            .and_then(Value::as_array)
+            .map(|items| items.iter().collect())
+            .unwrap_or_default();
+        crate::http::table::table(
+            state.scope.resources.as_ref(),
+            served,
+            &items,
+            include,
+            value.get("metadata").cloned().unwrap_or_default(),
+        )
+    } else {
+        return Response::from_parts(parts, Body::from(bytes));
+    };
+    crate::http::json_value(parts.status, &table)
+}
+
+/// A conversion that failed, answered as kube answers an error that is no API status: 500,
+/// without a reason, the message as it is.
+fn failed(e: ConversionFailed) -> ApiError {
+    ApiError::new(500, "", e.0)
+}
+
+/// The `ERROR` event ending a watch whose object could not be converted: kube's watchers
+/// send `NewInternalError(err)`.
+fn failed_event(e: &ConversionFailed) -> Value {
+    serde_json::json!({"type": "ERROR", "object": {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": format!("Internal error occurred: {}", e.0), "reason": "InternalError",
+        "details": {"causes": [{"message": e.0}]}, "code": 500}})
 }
 
 fn storage_uri(conversion: &Conversion, uri: &Uri) -> ApiResult<Uri> {
@@ -178,7 +272,10 @@ async fn patch(
             path.namespace.as_deref(),
             name,
         )?;
-        let original = conversion.into_served_version(&current.value());
+        let original = conversion
+            .to_served(state.store(), &current.value())
+            .await
+            .map_err(failed)?;
         let mut patched = apply_patch(
             patch_type,
             &original,
@@ -204,8 +301,12 @@ async fn patch(
         )?;
         patched = checked_obj;
         let pinned = pin_resource_version(&mut patched, &original, current.revision);
-        let body = to_json_body(&conversion.into_storage_version(&patched))?;
-        let resp = crate::http::resource::dispatch(
+        let stored = conversion
+            .to_storage(state.store(), &patched)
+            .await
+            .map_err(failed)?;
+        let body = to_json_body(&stored)?;
+        let resp = crate::http::resource::dispatch_stored(
             state,
             &Method::PUT,
             storage_uri,
@@ -231,7 +332,12 @@ async fn patch(
 
 /// The answer with its objects in the served version: whole JSON bodies are converted, watch
 /// streams line by line; other media types pass through.
-async fn convert_response(conversion: Conversion, resp: Response, watch: bool) -> Response {
+async fn convert_response(
+    conversion: Conversion,
+    store: Store,
+    resp: Response,
+    watch: bool,
+) -> Response {
     let is_json = resp
         .headers()
         .get(header::CONTENT_TYPE)
@@ -243,50 +349,90 @@ async fn convert_response(conversion: Conversion, resp: Response, watch: bool) -
     let (mut parts, body) = resp.into_parts();
     parts.headers.remove(header::CONTENT_LENGTH);
     if watch && parts.status == StatusCode::OK {
-        let stream = watch_lines(conversion, body);
+        let stream = watch_lines(conversion, store, body);
         return Response::from_parts(parts, Body::from_stream(stream));
     }
     let bytes = match axum::body::to_bytes(body, crate::http::MAX_BODY_BYTES * 64).await {
         Ok(b) => b,
         Err(e) => return ApiError::internal("reading the answer to convert", e).into_response(),
     };
-    let converted = match serde_json::from_slice::<Value>(&bytes) {
-        Ok(v) => serde_json::to_vec(&conversion.answer(v)).map(Bytes::from),
-        Err(_) => Ok(bytes),
+    let Ok(value) = serde_json::from_slice::<Value>(&bytes) else {
+        return Response::from_parts(parts, Body::from(bytes));
     };
-    match converted {
+    let converted = match conversion.convert_answer(&store, value).await {
+        Ok(v) => v,
+        Err(e) => return failed(e).into_response(),
+    };
+    match serde_json::to_vec(&converted) {
         Ok(b) => Response::from_parts(parts, Body::from(b)),
         Err(e) => ApiError::internal("encoding the converted answer", e).into_response(),
     }
 }
 
-/// The watch body with each complete line's event converted.
+/// The state of a converted watch: the body, the bytes of an incomplete line, and whether
+/// the stream ended (after a conversion failed).
+struct WatchLines<S> {
+    body: S,
+    pending: BytesMut,
+    conversion: Conversion,
+    store: Store,
+    done: bool,
+}
+
+/// The watch body with each complete line's event converted; a failed conversion sends an
+/// `ERROR` event and ends the stream.
 fn watch_lines(
     conversion: Conversion,
+    store: Store,
     body: Body,
 ) -> impl futures::Stream<Item = Result<Bytes, axum::Error>> + Send {
-    let mut pending = BytesMut::new();
-    body.into_data_stream().map(move |chunk| {
-        let chunk = chunk?;
-        pending.extend_from_slice(&chunk);
+    let state = WatchLines {
+        body: body.into_data_stream(),
+        pending: BytesMut::new(),
+        conversion,
+        store,
+        done: false,
+    };
+    futures::stream::unfold(state, |mut st| async move {
+        if st.done {
+            return None;
+        }
+        let chunk = match st.body.next().await? {
+            Ok(chunk) => chunk,
+            Err(e) => {
+                st.done = true;
+                return Some((Err(e), st));
+            }
+        };
+        st.pending.extend_from_slice(&chunk);
         let mut out = BytesMut::new();
-        while let Some(pos) = pending.iter().position(|b| *b == b'\n') {
-            let line = pending.split_to(pos + 1);
-            match serde_json::from_slice::<Value>(&line[..pos]) {
-                Ok(event) => {
-                    let converted = conversion.watch_event(event);
-                    out.extend_from_slice(converted.to_string().as_bytes());
-                    out.extend_from_slice(b"\n");
+        while let Some(pos) = st.pending.iter().position(|b| *b == b'\n') {
+            let line = st.pending.split_to(pos + 1);
+            let Ok(event) = serde_json::from_slice::<Value>(&line[..pos]) else {
+                out.extend_from_slice(&line);
+                continue;
+            };
+            let converted = match st.conversion.convert_watch_event(&st.store, event).await {
+                Ok(converted) => converted,
+                Err(e) => {
+                    st.done = true;
+                    failed_event(&e)
                 }
-                Err(_) => out.extend_from_slice(&line),
+            };
+            out.extend_from_slice(converted.to_string().as_bytes());
+            out.extend_from_slice(b"\n");
+            if st.done {
+                break;
             }
         }
-        Ok(out.freeze())
+        Some((Ok(out.freeze()), st))
     })
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use rkcm_apimachinery::catalog;
     use serde_json::json;
 
@@ -376,7 +522,10 @@ mod tests {
             Ok(Bytes::from(b.to_string())),
         ];
         let body = Body::from_stream(futures::stream::iter(chunks));
-        let out: Vec<Bytes> = watch_lines(c, body)
+        let store = Store::new(Arc::new(crate::storage::memory::MemoryBackend::new()), 16)
+            .await
+            .expect("memory store");
+        let out: Vec<Bytes> = watch_lines(c, store, body)
             .map(|r| r.expect("chunk"))
             .collect()
             .await;

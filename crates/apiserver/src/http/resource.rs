@@ -65,9 +65,37 @@ fn require_verb(info: &ResourceInfo, verb: &str, method: &Method) -> ApiResult<(
     }
 }
 
-/// Routes one resource request (also used by [`crate::http::converted`] to serve a converted
-/// version through its storage version).
+/// Routes one resource request: a version served through a conversion to
+/// [`crate::http::converted`], anything else to [`dispatch_stored`].
 pub(crate) async fn dispatch(
+    state: &SharedState,
+    method: &Method,
+    uri: &http::Uri,
+    headers: &HeaderMap,
+    body: Body,
+    user: Option<&UserInfo>,
+) -> ApiResult<Response> {
+    if let Some(path) = path::parse(uri.path()) {
+        // Reads in the storage version of a CRD converting by webhook convert what is stored
+        // in an older version; writes store the storage version they are given.
+        let conversion = crate::http::converted::conversion(path.info).or_else(|| {
+            (*method == Method::GET)
+                .then(|| crate::http::converted::stored_version_conversion(path.info))
+                .flatten()
+        });
+        if let Some(conversion) = conversion {
+            return Box::pin(crate::http::converted::serve(
+                state, conversion, &path, method, uri, headers, body, user,
+            ))
+            .await;
+        }
+    }
+    dispatch_stored(state, method, uri, headers, body, user).await
+}
+
+/// Routes one resource request as it is stored (also used by [`crate::http::converted`] to
+/// serve a converted version through its storage version).
+pub(crate) async fn dispatch_stored(
     state: &SharedState,
     method: &Method,
     uri: &http::Uri,
@@ -97,12 +125,6 @@ pub(crate) async fn dispatch(
         return binding::bind_collection(state, ns, headers, &params, body).await;
     }
     let path = path::parse(uri.path()).ok_or_else(ApiError::no_route)?;
-    if let Some(conversion) = crate::http::converted::conversion(path.info) {
-        return Box::pin(crate::http::converted::serve(
-            state, conversion, &path, method, uri, headers, body, user,
-        ))
-        .await;
-    }
     let info = path.info;
     let ns = path.namespace.as_deref();
     if let (Some(name), Some(sub)) = (path.name.as_deref(), path.subresource.as_deref()) {

@@ -10,11 +10,14 @@
 //!   their prepared schemas in [`served`].
 //! - [`strategy`] is the strategy of every custom resource: prune, defaults, schema validation,
 //!   status and scale subresources, selectable fields.
+//! - [`conversion_webhook`] calls the conversion webhook of a CRD whose strategy is `Webhook`
+//!   when its objects are read or written in a version other than the storage version.
 //! - [`printers`] renders their Tables from `additionalPrinterColumns`; [`openapi`] their
 //!   OpenAPI v3 documents.
 
 pub mod cleanup;
 pub mod controller;
+pub mod conversion_webhook;
 pub mod jsonpath;
 pub mod openapi;
 pub mod printers;

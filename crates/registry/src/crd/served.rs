@@ -10,6 +10,8 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceColumnDefinition, CustomResourceDefinition, CustomResourceDefinitionVersion,
 };
 use rkcm_apiextensions::VersionSchema;
+
+use super::conversion_webhook::Webhook;
 use rkcm_apimachinery::apply::{custom_resource_type, TypeRef};
 use rkcm_apimachinery::catalog::ResourceInfo;
 use rkcm_apimachinery::custom_resources::{self, CustomResource};
@@ -50,6 +52,8 @@ pub struct ServedVersion {
     pub deprecation_warning: Option<String>,
     /// The catalog entry of the CRD's storage version, when it is served.
     pub storage: Option<&'static ResourceInfo>,
+    /// The CRD's conversion webhook when its strategy is `Webhook`, shared by its versions.
+    pub webhook: Option<Arc<Webhook>>,
 }
 
 static SERVED: RwLock<Vec<(u64, Arc<ServedVersion>)>> = RwLock::new(Vec::new());
@@ -152,9 +156,11 @@ pub fn versions_of(crd: &CustomResourceDefinition) -> Vec<ServedVersion> {
                 }),
                 deprecation_warning,
                 storage: None,
+                webhook: None,
             }
         })
         .collect();
+    let webhook = conversion_webhook(crd);
     let storage = crd
         .spec
         .versions
@@ -164,8 +170,23 @@ pub fn versions_of(crd: &CustomResourceDefinition) -> Vec<ServedVersion> {
         .map(|v| v.info);
     for v in &mut out {
         v.storage = storage;
+        v.webhook = webhook.clone();
     }
     out
+}
+
+/// The conversion webhook of `crd`: the one already served when its conversion is unchanged
+/// (keeping its client), else a new one.
+fn conversion_webhook(crd: &CustomResourceDefinition) -> Option<Arc<Webhook>> {
+    let built = Webhook::of(crd)?;
+    let served = SERVED.read().unwrap_or_else(|e| e.into_inner());
+    let kept = served.iter().find_map(|(_, v)| {
+        v.webhook
+            .as_ref()
+            .filter(|w| w.crd_name == built.crd_name && w.spec == built.spec)
+            .cloned()
+    });
+    Some(kept.unwrap_or_else(|| Arc::new(built)))
 }
 
 /// kube's `version.CompareKubeAwareVersionStrings` as an ordering (higher priority first):
@@ -200,6 +221,41 @@ pub fn compare_kube_aware(a: &str, b: &str) -> std::cmp::Ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn crd(url: &str) -> CustomResourceDefinition {
+        let schema = serde_json::json!({"openAPIV3Schema": {"type": "object"}});
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "reusedhooks.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "reusedhooks", "kind": "ReusedHook"},
+                "versions": [{"name": "v1", "served": true, "storage": true, "schema": schema},
+                             {"name": "v2", "served": true, "storage": false, "schema": schema}],
+                "conversion": {"strategy": "Webhook", "webhook": {
+                    "clientConfig": {"url": url}, "conversionReviewVersions": ["v1"]}}},
+            "status": {"acceptedNames": {"plural": "reusedhooks", "kind": "ReusedHook"}},
+        }))
+        .expect("crd")
+    }
+
+    #[test]
+    fn a_crds_webhook_is_shared_by_its_versions_and_kept_until_its_conversion_changes() {
+        let owner = custom_resources::new_owner();
+        let first = versions_of(&crd("https://127.0.0.1:1/convert"));
+        let hook = first[0].webhook.clone().expect("a webhook");
+        assert!(Arc::ptr_eq(
+            &hook,
+            first[1].webhook.as_ref().expect("shared")
+        ));
+        set(owner, first.into_iter().map(Arc::new).collect());
+        let again = versions_of(&crd("https://127.0.0.1:1/convert"));
+        assert!(Arc::ptr_eq(&hook, again[0].webhook.as_ref().expect("kept")));
+        let moved = versions_of(&crd("https://127.0.0.1:2/convert"));
+        assert!(!Arc::ptr_eq(
+            &hook,
+            moved[0].webhook.as_ref().expect("rebuilt")
+        ));
+        set(owner, Vec::new());
+    }
 
     #[test]
     fn versions_sort_as_kube_orders_them() {

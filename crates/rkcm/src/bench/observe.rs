@@ -207,15 +207,26 @@ pub(super) struct Probe {
     pid: u32,
     requests: BTreeMap<ServerSeries, f64>,
     cpu: f64,
+    recorder: Option<super::profile::Recorder>,
 }
 
 impl Probe {
-    /// Reads the server's request counters and the process's CPU time now.
-    pub async fn start(pid: u32, client: &kube::Client) -> anyhow::Result<Self> {
+    /// Reads the server's request counters and the process's CPU time now, and starts
+    /// recording a profile of the process into `profile` (a directory and the scenario's name)
+    /// when one is asked for.
+    pub async fn start(
+        pid: u32,
+        client: &kube::Client,
+        profile: Option<(&std::path::Path, &str)>,
+    ) -> anyhow::Result<Self> {
+        let recorder = profile
+            .map(|(dir, scenario)| super::profile::Recorder::attach(dir, scenario, pid))
+            .transpose()?;
         Ok(Self {
             pid,
             requests: server_requests(client).await?,
             cpu: process::cpu_seconds_of(pid),
+            recorder,
         })
     }
 
@@ -226,6 +237,9 @@ impl Probe {
         scenario: &mut Scenario,
     ) -> anyhow::Result<()> {
         scenario.cpu_seconds = process::cpu_seconds_of(self.pid) - self.cpu;
+        if let Some(recorder) = self.recorder {
+            scenario.profile = Some(recorder.finish()?);
+        }
         let after = server_requests(client).await?;
         scenario.requests = requests_between(&after, &self.requests)
             .into_iter()

@@ -7,6 +7,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+/// Rows of each profile list printed in the table (the JSON keeps more).
+const PROFILE_ROWS: usize = 12;
+
 /// The figures of one scenario.
 #[derive(Debug, Clone, Default, Serialize)]
 pub(super) struct Scenario {
@@ -41,6 +44,9 @@ pub(super) struct Scenario {
     pub rss_over_pods: Vec<(u64, f64)>,
     /// Figures particular to the scenario (named with their unit).
     pub extra: BTreeMap<String, f64>,
+    /// Where the `up` process spent its CPU during the scenario (`--profile`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<super::profile::Profile>,
 }
 
 impl Scenario {
@@ -242,6 +248,25 @@ pub(super) fn table(run: &Run) -> String {
                 .collect::<Vec<_>>()
                 .join(", ");
             let _ = writeln!(out, "{} also: {extra}", s.name);
+        }
+        if let Some(profile) = &s.profile {
+            let _ = writeln!(
+                out,
+                "{} profile ({}), inclusive / self % of the `up` process's samples:",
+                s.name,
+                profile.data.display()
+            );
+            for hot in profile.inclusive.iter().take(PROFILE_ROWS) {
+                let _ = writeln!(
+                    out,
+                    "  {:6.2} {:6.2}  {}",
+                    hot.inclusive_percent, hot.self_percent, hot.symbol
+                );
+            }
+            let _ = writeln!(out, "{} profile, self time:", s.name);
+            for hot in profile.self_time.iter().take(PROFILE_ROWS) {
+                let _ = writeln!(out, "  {:6.2}  {}", hot.self_percent, hot.symbol);
+            }
         }
     }
     out

@@ -104,6 +104,11 @@ pub struct SuiteArgs {
     /// Writes the plot (pods Ready over time, RSS against pods held) as SVG to this file.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+    /// Records each scenario's `up` process with `perf record` into this directory and reports
+    /// the functions it spent its CPU in (needs `perf`; a release build with line tables, e.g.
+    /// `CARGO_PROFILE_RELEASE_DEBUG=line-tables-only`, names them best).
+    #[arg(long, value_name = "DIR")]
+    pub profile: Option<PathBuf>,
 }
 
 /// Sizes of one run, presets and overrides resolved.
@@ -118,6 +123,7 @@ struct Plan {
     concurrency: usize,
     pod_ready_delay: Duration,
     idle: Duration,
+    profile: Option<PathBuf>,
 }
 
 impl Plan {
@@ -153,7 +159,13 @@ impl Plan {
             concurrency: args.concurrency,
             pod_ready_delay: args.pod_ready_delay,
             idle: args.idle.unwrap_or(idle),
+            profile: args.profile.clone(),
         })
+    }
+
+    /// Where `scenario`'s profile goes, when `--profile` asks for one.
+    fn profiling<'a>(&'a self, scenario: &'a str) -> Option<(&'a std::path::Path, &'a str)> {
+        self.profile.as_deref().map(|dir| (dir, scenario))
     }
 
     fn pods(&self) -> u64 {
@@ -340,7 +352,7 @@ async fn ceiling(plan: &Plan) -> anyhow::Result<Scenario> {
     let observer = Arc::new(Observer::start(target.client.clone(), NAMESPACE).await?);
     let total = plan.pods();
     let pods = target.pods();
-    let probe = Probe::start(target.pid, &target.client).await?;
+    let probe = Probe::start(target.pid, &target.client, plan.profiling("ceiling")).await?;
     let started = Instant::now();
     let done = Arc::new(AtomicU64::new(0));
     let o = Arc::clone(&observer);
@@ -538,7 +550,7 @@ async fn deployments(
 
     // density: every Deployment created, until each is Available. Always run: the others start
     // from it.
-    let probe = Probe::start(target.pid, &target.client).await?;
+    let probe = Probe::start(target.pid, &target.client, plan.profiling("density")).await?;
     let started = Instant::now();
     let replicas = plan.replicas;
     let latencies = change_and_wait("density", plan, &observer, |i| {
@@ -557,7 +569,7 @@ async fn deployments(
     probe.finish(&target.client, &mut density).await?;
 
     if wants(ScenarioName::Rollout) {
-        let probe = Probe::start(target.pid, &target.client).await?;
+        let probe = Probe::start(target.pid, &target.client, plan.profiling("rollout")).await?;
         let started = Instant::now();
         let latencies = change_and_wait("rollout", plan, &observer, |i| {
             let api = api.clone();
@@ -579,7 +591,7 @@ async fn deployments(
     }
 
     if wants(ScenarioName::Scale) {
-        let probe = Probe::start(target.pid, &target.client).await?;
+        let probe = Probe::start(target.pid, &target.client, plan.profiling("scale")).await?;
         let started = Instant::now();
         let scale_to = |replicas: i32| {
             let api = api.clone();
@@ -650,7 +662,7 @@ async fn deployments(
             |o| o.pods() == total && o.ready() == total,
         )
         .await?;
-        let probe = Probe::start(target.pid, &target.client).await?;
+        let probe = Probe::start(target.pid, &target.client, plan.profiling("churn")).await?;
         let started = Instant::now();
         let victims = Arc::new(observer.pod_names());
         let deleted = Arc::new(AtomicU64::new(0));
@@ -751,7 +763,7 @@ async fn burst_and_hold(
         let replicas = plan.burst_replicas;
         let rs: ReplicaSet = workload("burst", replicas, "app")?;
         let api: Api<ReplicaSet> = Api::namespaced(target.client.clone(), NAMESPACE);
-        let probe = Probe::start(target.pid, &target.client).await?;
+        let probe = Probe::start(target.pid, &target.client, plan.profiling("burst")).await?;
         let started = Instant::now();
         api.create(&PostParams::default(), &rs).await?;
         let n = replicas as u64;
@@ -796,7 +808,7 @@ async fn hold(plan: &Plan, target: &Target) -> anyhow::Result<Scenario> {
     let total = plan.hold_pods;
     let pods = target.pods();
     let created = Arc::new(AtomicU64::new(0));
-    let probe = Probe::start(target.pid, &target.client).await?;
+    let probe = Probe::start(target.pid, &target.client, plan.profiling("hold")).await?;
     let started = Instant::now();
     // RSS against pods stored, sampled while they are created.
     let samples: Arc<parking_lot::Mutex<Vec<(u64, f64)>>> = Arc::default();
