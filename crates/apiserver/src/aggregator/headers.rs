@@ -1,5 +1,5 @@
 //! The headers of a proxied request and of its response: the user rkcm authenticated, named
-//! in `X-Remote-User`, `X-Remote-Group` and `X-Remote-Extra-<key>` as client-go's
+//! in `X-Remote-User`, `X-Remote-Uid`, `X-Remote-Group` and `X-Remote-Extra-<key>` as client-go's
 //! `SetAuthProxyHeaders` names it for the requestheader authenticator of the aggregated server;
 //! the client's credentials and hop-by-hop headers removed.
 
@@ -13,8 +13,9 @@ pub const REMOTE_USER: &str = "x-remote-user";
 pub const REMOTE_GROUP: &str = "x-remote-group";
 /// Prefix of `X-Remote-Extra-<key>`, once per value.
 pub const REMOTE_EXTRA_PREFIX: &str = "x-remote-extra-";
-/// `X-Remote-Uid` (set by kube only with the `RemoteRequestHeaderUID` feature; removed here).
-const REMOTE_UID: &str = "x-remote-uid";
+/// `X-Remote-Uid`, when the user has one (kube 1.33's `RemoteRequestHeaderUID`, beta and on by
+/// default).
+pub const REMOTE_UID: &str = "x-remote-uid";
 
 /// Headers meaningful for one connection only (Go's `httputil.ReverseProxy` list).
 const HOP_BY_HOP: &[&str] = &[
@@ -69,6 +70,11 @@ pub fn set_remote_user(headers: &mut HeaderMap, user: &UserInfo) {
     }
     if let Ok(v) = HeaderValue::from_str(&user.name) {
         headers.insert(REMOTE_USER, v);
+    }
+    if !user.uid.is_empty() {
+        if let Ok(v) = HeaderValue::from_str(&user.uid) {
+            headers.insert(REMOTE_UID, v);
+        }
     }
     for group in &user.groups {
         if let Ok(v) = HeaderValue::from_str(group) {
@@ -130,11 +136,13 @@ mod tests {
             HeaderValue::from_static("Bearer secret"),
         );
         headers.insert(REMOTE_USER, HeaderValue::from_static("system:admin"));
+        headers.insert(REMOTE_UID, HeaderValue::from_static("0"));
         headers.append(REMOTE_GROUP, HeaderValue::from_static("system:masters"));
         headers.insert("x-remote-extra-scopes", HeaderValue::from_static("all"));
         headers.insert("impersonate-user", HeaderValue::from_static("root"));
         headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
         let mut user = UserInfo::new("alice", &["dev", "system:authenticated"]);
+        user.uid = "a-1".into();
         user.extra.insert(
             "authentication.kubernetes.io/credential-id".into(),
             vec!["JTI=1".into()],
@@ -152,6 +160,7 @@ mod tests {
         assert!(headers.get(header::AUTHORIZATION).is_none());
         assert!(headers.get("impersonate-user").is_none());
         assert_eq!(all(REMOTE_USER), ["alice"]);
+        assert_eq!(all(REMOTE_UID), ["a-1"]);
         assert_eq!(all(REMOTE_GROUP), ["dev", "system:authenticated"]);
         assert_eq!(all("x-remote-extra-scopes"), ["a", "b"]);
         assert_eq!(
@@ -159,6 +168,15 @@ mod tests {
             ["JTI=1"]
         );
         assert_eq!(all("accept"), ["application/json"]);
+    }
+
+    #[test]
+    fn a_user_without_uid_sends_none() {
+        let mut headers = HeaderMap::new();
+        headers.insert(REMOTE_UID, HeaderValue::from_static("forged"));
+        set_remote_user(&mut headers, &UserInfo::new("bob", &[]));
+        assert!(headers.get(REMOTE_UID).is_none());
+        assert!(headers.get(REMOTE_GROUP).is_none());
     }
 
     #[test]
