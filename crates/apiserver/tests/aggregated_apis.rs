@@ -147,6 +147,13 @@ fn answer(
             }),
         );
     }
+    if path == format!("{PREFIX}/redirect") {
+        return http::Response::builder()
+            .status(302)
+            .header(http::header::LOCATION, "https://example.com/")
+            .body(BodyExt::boxed(Full::new(Bytes::new())))
+            .expect("response");
+    }
     if path == format!("{flunders}/one") {
         return json_body(200, &flunder("one", "1"));
     }
@@ -453,6 +460,16 @@ async fn an_aggregated_api_is_checked_listed_and_proxied() {
         "{second:?}"
     );
     drop(watch);
+
+    // A redirect is not passed on.
+    let (code, body) = raw_get(&server, &format!("{PREFIX}/redirect"), "application/json").await;
+    assert_eq!(
+        (code, body.as_str()),
+        (
+            502,
+            "the backend attempted to redirect this request, which is not permitted"
+        )
+    );
 
     // The endpoint goes: 503 at once, and the condition says why.
     let slices: Api<EndpointSlice> = Api::namespaced(server.client(), "default");

@@ -5,7 +5,9 @@
 //!
 //! Errors read as kube's: plain text from Go's `http.Error`, 503 `service unavailable` while
 //! the APIService is not `Available` or its Service has no endpoint, 503 with the dial error
-//! when the server cannot be reached.
+//! when the server cannot be reached. A redirect from the aggregated server is not passed on
+//! (kube-apiserver's `--aggregator-reject-forwarding-redirect`, on by default): the client
+//! gets 502.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,6 +37,19 @@ pub fn group_version(path: &str) -> Option<(&str, &str)> {
     let group = segments.next().filter(|g| !g.is_empty())?;
     let version = segments.next().filter(|v| !v.is_empty())?;
     Some((group, version))
+}
+
+/// The body of the 502 answered in place of a redirect.
+const REDIRECT_REFUSED: &str =
+    "the backend attempted to redirect this request, which is not permitted";
+
+/// Whether an answer of the aggregated server is a redirect, which is not passed on: a 3xx
+/// status with a `Location`.
+pub fn is_redirect(status: StatusCode, headers: &http::HeaderMap) -> bool {
+    status.is_redirection()
+        && headers
+            .get(header::LOCATION)
+            .is_some_and(|l| !l.as_bytes().is_empty())
 }
 
 /// Middleware: sends requests of remote APIServices on, leaves the others to the local
@@ -126,6 +141,15 @@ async fn forward(state: &SharedState, remote: &Remote, req: Request) -> Response
             tracing::debug!(apiservice = %remote.name, error = %e, "proxying failed");
             plain_error(StatusCode::SERVICE_UNAVAILABLE, &e)
         }
+        Ok(Ok(response)) if is_redirect(response.status(), response.headers()) => (
+            StatusCode::BAD_GATEWAY,
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; charset=utf-8"),
+            )],
+            REDIRECT_REFUSED,
+        )
+            .into_response(),
         Ok(Ok(response)) => {
             let (mut parts, body) = response.into_parts();
             headers::strip_hop_by_hop(&mut parts.headers);
@@ -155,6 +179,23 @@ mod tests {
         assert_eq!(group_version("/apis"), None);
         assert_eq!(group_version("/api/v1/pods"), None);
         assert_eq!(group_version("/apisx/a/v1"), None);
+    }
+
+    #[test]
+    fn redirects_are_3xx_answers_with_a_location() {
+        let mut headers = http::HeaderMap::new();
+        assert!(!is_redirect(StatusCode::FOUND, &headers));
+        headers.insert(
+            header::LOCATION,
+            HeaderValue::from_static("https://elsewhere/"),
+        );
+        assert!(is_redirect(StatusCode::FOUND, &headers));
+        assert!(is_redirect(StatusCode::PERMANENT_REDIRECT, &headers));
+        assert!(!is_redirect(StatusCode::OK, &headers));
+        assert!(!is_redirect(
+            StatusCode::NOT_MODIFIED,
+            &http::HeaderMap::new()
+        ));
     }
 
     #[test]
