@@ -395,6 +395,11 @@ impl<'a, K: Resource> ControllerRefManager<'a, K> {
         let owner_being_deleted = self.owner.deletion_timestamp.is_some();
         for obj in objects {
             let meta = obj.meta();
+            // Another controller's object is ignored whatever its labels (`ClaimObject`): no
+            // selector to match.
+            if controller_of(meta).is_some_and(|c| c.uid != self.owner.uid) {
+                continue;
+            }
             // Check the selector first so filters only run on potentially matching objects.
             let matches = self.selector.matches_opt(meta.labels.as_ref()) && filter(obj);
             match claim_decision(&self.owner.uid, owner_being_deleted, meta, matches) {

@@ -238,7 +238,11 @@ impl DeploymentController {
                 source,
             }
         })?;
-        let candidates = self.replica_sets.list_by_namespace(key.namespace_str());
+        // kube lists the namespace's ReplicaSets; those another controller owns are skipped by
+        // the claim, so the owner's and the orphans are the same candidates without the scan.
+        let uid = d.metadata.uid.as_deref().unwrap_or_default();
+        let mut candidates = self.replica_sets.claimable(key.namespace_str(), uid);
+        candidates.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         let owner = OwnerInfo::from_resource(d);
         // Adoption first re-reads the Deployment from the server: it must not adopt for a
         // Deployment that is being deleted or was replaced (kubernetes#42639).

@@ -36,10 +36,6 @@ pub use sync::SyncError;
 /// Default number of workers (`--concurrent-replicaset-syncs`, `--concurrent-rc-syncs`).
 pub const DEFAULT_WORKERS: usize = 5;
 
-/// Index of the pod cache: pods without a controller reference, by namespace. Lets a sync find
-/// the orphans it may adopt without scanning every pod of the namespace.
-pub const ORPHAN_POD_INDEX: &str = "orphanNamespace";
-
 /// Settings of a [`ReplicaSetController`].
 #[derive(Clone)]
 pub struct Config {
@@ -133,13 +129,6 @@ impl<K: ReplicaSetKind> ReplicaSetController<K> {
     ) -> Arc<Self> {
         let rs_informer = factory.informer::<K>();
         let pod_informer = factory.informer::<Pod>();
-        pod_informer.add_indexer(ORPHAN_POD_INDEX, |pod: &Pod| {
-            if handlers::controller_of(pod).is_some() {
-                Vec::new()
-            } else {
-                vec![pod.metadata.namespace.clone().unwrap_or_default()]
-            }
-        });
         Arc::new_cyclic(|weak: &Weak<Self>| {
             let on_rs = weak.clone();
             rs_informer.add_event_handler(move |note| {

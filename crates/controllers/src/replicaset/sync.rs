@@ -24,7 +24,7 @@ use super::handlers::controller_of;
 use super::pod_state::filter_active_pods;
 use super::replicas::{pods_to_delete, replica_diff, ReplicaDiff};
 use super::status::{calculate_status, status_needs_update};
-use super::{ReplicaSetController, ReplicaSetKind, ORPHAN_POD_INDEX};
+use super::{ReplicaSetController, ReplicaSetKind};
 
 /// Times a failed status update is retried after a fresh GET (`statusUpdateRetries`).
 const STATUS_UPDATE_RETRIES: usize = 1;
@@ -114,14 +114,7 @@ impl<K: ReplicaSetKind> ReplicaSetController<K> {
         // ones that stopped matching, to release them) and the namespace's orphans. kube lists
         // the whole namespace here; the two indices give the same candidates without a scan.
         let uid = obj.meta().uid.clone().unwrap_or_default();
-        let namespace = key.namespace_str();
-        let mut all_pods: Vec<Arc<Pod>> = self
-            .pod_store
-            .by_index(CONTROLLER_UID_INDEX, &uid)
-            .into_iter()
-            .filter(|p| p.metadata.namespace.as_deref().unwrap_or("") == namespace)
-            .collect();
-        all_pods.extend(self.pod_store.by_index(ORPHAN_POD_INDEX, namespace));
+        let mut all_pods = self.pod_store.claimable(key.namespace_str(), &uid);
         // Index order is arbitrary; sort by name so that ties in the deletion ranking and the
         // order of adoptions are deterministic.
         all_pods.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));

@@ -21,7 +21,7 @@ pub use factory::{
     trim_managed_fields, wait_for_cache_sync, HasSynced, InformerFactory, MetadataTransform,
 };
 pub use shared_informer::{AlreadyStarted, SharedInformer, Transform};
-pub use store::{Store, CONTROLLER_UID_INDEX, NAMESPACE_INDEX};
+pub use store::{Store, CONTROLLER_UID_INDEX, NAMESPACE_INDEX, ORPHAN_INDEX};
 
 /// How an object left the cache.
 #[doc(alias = "DeletedFinalStateUnknown")]

@@ -15,6 +15,11 @@ pub const NAMESPACE_INDEX: &str = "namespace";
 /// Index of objects by the uid of their controller owner reference (`controller: true`).
 pub const CONTROLLER_UID_INDEX: &str = "controllerUID";
 
+/// Index of the objects without a controller owner reference, by namespace: the orphans a
+/// controller may adopt. With [`CONTROLLER_UID_INDEX`] it gives a controller every object it
+/// can claim without scanning its namespace.
+pub const ORPHAN_INDEX: &str = "orphanNamespace";
+
 /// Computes the index values of an object.
 type IndexFunc<K> = Arc<dyn Fn(&K) -> Vec<String> + Send + Sync>;
 
@@ -28,8 +33,8 @@ type Index = HashMap<String, HashSet<SharedKey>>;
 /// A thread-safe cache of objects keyed by [`ObjectKey`], with secondary indices.
 ///
 /// Clones share the same cache. Reads clone `Arc`s and never block for long; callers must not
-/// mutate cached objects (clone them first). Every store has [`NAMESPACE_INDEX`] and
-/// [`CONTROLLER_UID_INDEX`]; more indices can be added with [`Store::add_indexer`].
+/// mutate cached objects (clone them first). Every store has [`NAMESPACE_INDEX`],
+/// [`CONTROLLER_UID_INDEX`] and [`ORPHAN_INDEX`]; more indices can be added with [`Store::add_indexer`].
 ///
 /// Writes come from the informer that owns the store. Tests may seed a store with
 /// [`Store::insert`] and [`Store::remove`].
@@ -88,6 +93,20 @@ fn controller_uid_index<K: Resource>(obj: &K) -> Vec<String> {
         .collect()
 }
 
+fn orphan_index<K: Resource>(obj: &K) -> Vec<String> {
+    let meta = obj.meta();
+    let controlled = meta
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|r| r.controller == Some(true));
+    if controlled {
+        Vec::new()
+    } else {
+        vec![meta.namespace.clone().unwrap_or_default()]
+    }
+}
+
 impl<K: Resource + Send + Sync + 'static> Store<K> {
     /// An empty store with the built-in indices.
     pub fn new() -> Self {
@@ -100,6 +119,7 @@ impl<K: Resource + Send + Sync + 'static> Store<K> {
         };
         store.add_indexer(NAMESPACE_INDEX, namespace_index::<K>);
         store.add_indexer(CONTROLLER_UID_INDEX, controller_uid_index::<K>);
+        store.add_indexer(ORPHAN_INDEX, orphan_index::<K>);
         store
     }
 
@@ -154,6 +174,21 @@ impl<K: Resource + Send + Sync + 'static> Store<K> {
         keys.iter()
             .filter_map(|k| inner.items.get(&**k).cloned())
             .collect()
+    }
+
+    /// The objects of `namespace` a controller with uid `owner_uid` may claim: those whose
+    /// controller reference names it (including ones that stopped matching its selector, to
+    /// release them) and the namespace's orphans. kube's controllers list the whole namespace
+    /// and skip the objects other controllers own; the two indices give the same candidates
+    /// without the scan.
+    pub fn claimable(&self, namespace: &str, owner_uid: &str) -> Vec<Arc<K>> {
+        let mut objects: Vec<Arc<K>> = self
+            .by_index(CONTROLLER_UID_INDEX, owner_uid)
+            .into_iter()
+            .filter(|o| o.meta().namespace.as_deref().unwrap_or_default() == namespace)
+            .collect();
+        objects.extend(self.by_index(ORPHAN_INDEX, namespace));
+        objects
     }
 
     /// The values that index `index_name` currently holds.
@@ -379,6 +414,21 @@ mod tests {
         assert_eq!(values, ["u2"], "empty index values are dropped");
         assert_eq!(store.len(), 2);
         assert!(store.by_index("no-such-index", "x").is_empty());
+    }
+
+    #[test]
+    fn claimable_objects_are_the_owners_and_the_namespaces_orphans() {
+        let store = Store::new();
+        store.insert(pod("a", "mine", Some("u1")));
+        store.insert(pod("b", "mine-elsewhere", Some("u1")));
+        store.insert(pod("a", "theirs", Some("u2")));
+        store.insert(pod("a", "orphan", None));
+        store.insert(pod("b", "other-orphan", None));
+        assert_eq!(names(store.claimable("a", "u1")), ["mine", "orphan"]);
+        assert_eq!(names(store.by_index(ORPHAN_INDEX, "b")), ["other-orphan"]);
+        // Adopted: no longer an orphan.
+        store.insert(pod("a", "orphan", Some("u2")));
+        assert_eq!(names(store.claimable("a", "u1")), ["mine"]);
     }
 
     #[test]
