@@ -80,7 +80,10 @@ impl Recorder {
                 .arg("report")
                 .arg("-i")
                 .arg(&self.data)
-                .args(["--stdio", "--no-header", "-g", "none", "--sort", "symbol"])
+                // Without --no-inline, perf resolves inlined frames through addr2line,
+                // which takes tens of minutes on a binary with line tables.
+                .args(["--stdio", "--no-header", "--no-inline", "-g", "none"])
+                .args(["--sort", "symbol"])
                 .args(sort)
                 .stderr(Stdio::null())
                 .output()
