@@ -107,11 +107,6 @@ impl ApiServer {
         )
         .await?;
         let admission_metrics = admission::metrics::AdmissionMetrics::default();
-        let admission = Arc::new(admission::new_chain(&PluginContext {
-            store: store.clone(),
-            config: config.admission.clone(),
-            metrics: admission_metrics.clone(),
-        })?);
         let services = Arc::new(ServiceAllocators::new(
             config.service_cluster_ip_range,
             config.service_node_port_range,
@@ -214,6 +209,14 @@ impl ApiServer {
                 ));
         }
         let authorizer = Arc::new(authorizer);
+        let admission = Arc::new(admission::new_chain(&PluginContext {
+            store: store.clone(),
+            config: config.admission.clone(),
+            metrics: admission_metrics.clone(),
+            authorizer: Some(
+                Arc::clone(&authorizer) as Arc<dyn rkcm_server::auth::authorization::Authorize>
+            ),
+        })?);
         let mut sans = config.extra_sans.clone();
         let ip = config.bind.ip();
         if !ip.is_unspecified() {

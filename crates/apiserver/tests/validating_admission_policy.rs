@@ -242,3 +242,82 @@ async fn a_policy_with_params_denies_warns_and_follows_its_failure_policy() {
         .expect("bindings are exempt");
     create("any", 1).await.expect("no binding left");
 }
+
+#[tokio::test]
+async fn expressions_ask_the_authorizer_about_the_user_and_service_accounts() {
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    let server = testing::start_with(rkcm_apiserver::Config {
+        authorization_modes: vec![rkcm_apiserver::auth::authorization::Mode::Rbac],
+        ..testing::config()
+    })
+    .await;
+    let pp = PostParams::default();
+    let policy: ValidatingAdmissionPolicy = serde_json::from_value(json!({
+        "metadata": {"name": "authz"},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [{
+                "apiGroups": ["apps"], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["deployments"],
+            }]},
+            "validations": [
+                {"expression": "authorizer.requestResource.check('create').allowed() && authorizer.path('/healthz').check('get').errored() == false"},
+                {"expression": "!authorizer.serviceAccount('default', 'deployer').group('apps').resource('deployments').namespace('default').check('create').allowed()",
+                 "message": "deployer may create deployments"},
+            ],
+        },
+    }))
+    .expect("policy");
+    Api::<ValidatingAdmissionPolicy>::all(server.client())
+        .create(&pp, &policy)
+        .await
+        .expect("policy stored");
+    let binding: ValidatingAdmissionPolicyBinding = serde_json::from_value(json!({
+        "metadata": {"name": "authz"},
+        "spec": {"policyName": "authz", "validationActions": ["Deny"]},
+    }))
+    .expect("binding");
+    Api::<ValidatingAdmissionPolicyBinding>::all(server.client())
+        .create(&pp, &binding)
+        .await
+        .expect("binding stored");
+    let deployments: Api<Deployment> = Api::namespaced(server.client(), "default");
+    let d = |name: &str| -> Deployment {
+        serde_json::from_value(deployment(name, 1)).expect("deployment")
+    };
+    deployments
+        .create(&pp, &d("before"))
+        .await
+        .expect("the requester may, the deployer may not");
+
+    let role: ClusterRole = serde_json::from_value(json!({
+        "metadata": {"name": "deployer"},
+        "rules": [{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["create"]}],
+    }))
+    .expect("role");
+    Api::<ClusterRole>::all(server.client())
+        .create(&pp, &role)
+        .await
+        .expect("role stored");
+    let grant: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "deployer"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "deployer"},
+        "subjects": [{"kind": "ServiceAccount", "name": "deployer", "namespace": "default"}],
+    }))
+    .expect("binding");
+    Api::<ClusterRoleBinding>::all(server.client())
+        .create(&pp, &grant)
+        .await
+        .expect("grant stored");
+    let e = api_err(
+        deployments
+            .create(&pp, &d("after"))
+            .await
+            .expect_err("the deployer may now"),
+    );
+    assert_eq!(e.code, 422);
+    assert_eq!(
+        e.message,
+        "deployments.apps \"after\" is forbidden: ValidatingAdmissionPolicy 'authz' with binding 'authz' denied request: deployer may create deployments"
+    );
+}

@@ -707,3 +707,214 @@ async fn evictions_are_sent_to_webhooks_as_evictions() {
     assert_eq!(request["name"], "p");
     pods.get("p").await.expect("not evicted");
 }
+
+/// A webhook that allows everything with the JSON patch `patch`.
+fn patcher(patch: Value) -> Handler {
+    Arc::new(move |_: &Value| {
+        json!({
+            "allowed": true,
+            "patchType": "JSONPatch",
+            "patch": base64::engine::general_purpose::STANDARD.encode(patch.to_string()),
+        })
+    })
+}
+
+/// `hook` with `rules` in place of its own and `matchPolicy`.
+fn with_rules(mut hook: Value, rules: Value, match_policy: &str) -> Value {
+    hook["rules"] = rules;
+    hook["matchPolicy"] = json!(match_policy);
+    hook
+}
+
+/// Stores the mutating configuration `name` with the one webhook `hook`.
+async fn install_mutating(server: &testing::TestServer, name: &str, hook: Value) {
+    let config: MutatingWebhookConfiguration =
+        serde_json::from_value(json!({"metadata": {"name": name}, "webhooks": [hook]}))
+            .expect("configuration");
+    Api::<MutatingWebhookConfiguration>::all(server.client())
+        .create(&PostParams::default(), &config)
+        .await
+        .expect("configuration stored");
+}
+
+fn hpa_v2(name: &str) -> k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler {
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "maxReplicas": 3,
+            "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+                "target": {"type": "Utilization", "averageUtilization": 50}}}],
+        },
+    }))
+    .expect("hpa")
+}
+
+#[tokio::test]
+async fn equivalent_versions_are_sent_converted_and_their_patches_converted_back() {
+    use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+    let hook = serve(
+        patcher(
+            json!([{"op": "replace", "path": "/spec/targetCPUUtilizationPercentage", "value": 70}]),
+        ),
+        Duration::ZERO,
+    )
+    .await;
+    let server = testing::start().await;
+    let v1_rule = json!([{"operations": ["CREATE"], "apiGroups": ["autoscaling"],
+        "apiVersions": ["v1"], "resources": ["horizontalpodautoscalers"]}]);
+    let base = webhook("hpa.example.com", &hook.url("/"), &hook.ca_pem, "Fail", 10);
+    install_mutating(
+        &server,
+        "exact",
+        with_rules(base.clone(), v1_rule.clone(), "Exact"),
+    )
+    .await;
+    let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(server.client(), "default");
+    hpas.create(&PostParams::default(), &hpa_v2("exact"))
+        .await
+        .expect("created");
+    assert!(
+        hook.reviews().is_empty(),
+        "Exact does not match other versions"
+    );
+
+    Api::<MutatingWebhookConfiguration>::all(server.client())
+        .delete("exact", &DeleteParams::default())
+        .await
+        .expect("deleted");
+    install_mutating(
+        &server,
+        "equivalent",
+        with_rules(base, v1_rule, "Equivalent"),
+    )
+    .await;
+    let created = hpas
+        .create(&PostParams::default(), &hpa_v2("equivalent"))
+        .await
+        .expect("created");
+    let reviews = hook.reviews();
+    assert_eq!(reviews.len(), 1);
+    let request = &reviews[0]["request"];
+    assert_eq!(
+        request["kind"],
+        json!({"group": "autoscaling", "version": "v1", "kind": "HorizontalPodAutoscaler"})
+    );
+    assert_eq!(
+        request["resource"],
+        json!({"group": "autoscaling", "version": "v1", "resource": "horizontalpodautoscalers"})
+    );
+    assert_eq!(
+        request["requestKind"],
+        json!({"group": "autoscaling", "version": "v2", "kind": "HorizontalPodAutoscaler"})
+    );
+    assert_eq!(request["requestResource"]["version"], "v2");
+    assert_eq!(request["object"]["apiVersion"], "autoscaling/v1");
+    assert_eq!(
+        request["object"]["spec"]["targetCPUUtilizationPercentage"],
+        50
+    );
+    // The patch of the v1 object, converted back to v2.
+    let metrics = created.spec.expect("spec").metrics.expect("metrics");
+    let target = &metrics[0]
+        .resource
+        .as_ref()
+        .expect("resource metric")
+        .target;
+    assert_eq!(target.average_utilization, Some(70));
+}
+
+#[tokio::test]
+async fn objects_patched_by_webhooks_get_their_kinds_defaults() {
+    let hook = serve(
+        patcher(json!([{"op": "add", "path": "/spec/containers/-",
+            "value": {"name": "sidecar", "image": "busybox:1.36"}}])),
+        Duration::ZERO,
+    )
+    .await;
+    let server = testing::start().await;
+    let pod_rule = json!([{"operations": ["CREATE"], "apiGroups": [""],
+        "apiVersions": ["v1"], "resources": ["pods"]}]);
+    let base = webhook(
+        "sidecar.example.com",
+        &hook.url("/"),
+        &hook.ca_pem,
+        "Fail",
+        10,
+    );
+    install_mutating(&server, "sidecar", with_rules(base, pod_rule, "Equivalent")).await;
+    let pods: Api<Pod> = Api::namespaced(server.client(), "default");
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "app", "image": "nginx"}]},
+    }))
+    .expect("pod");
+    pods.create(&PostParams::default(), &pod)
+        .await
+        .expect("created");
+    let stored = serde_json::to_value(pods.get("p").await.expect("stored")).expect("json");
+    let sidecar = &stored["spec"]["containers"][1];
+    assert_eq!(sidecar["name"], "sidecar");
+    assert_eq!(sidecar["imagePullPolicy"], "IfNotPresent");
+    assert_eq!(sidecar["terminationMessagePath"], "/dev/termination-log");
+    assert_eq!(sidecar["terminationMessagePolicy"], "File");
+}
+
+/// Lets service account `default/nobody` create ConfigMaps in `default`.
+async fn grant_nobody_configmaps(server: &testing::TestServer) {
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+    let role: Role = serde_json::from_value(json!({
+        "metadata": {"name": "cm-writer"},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]}],
+    }))
+    .expect("role");
+    let binding: RoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "cm-writer"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cm-writer"},
+        "subjects": [{"kind": "ServiceAccount", "name": "nobody", "namespace": "default"}],
+    }))
+    .expect("binding");
+    Api::<Role>::namespaced(server.client(), "default")
+        .create(&PostParams::default(), &role)
+        .await
+        .expect("role stored");
+    Api::<RoleBinding>::namespaced(server.client(), "default")
+        .create(&PostParams::default(), &binding)
+        .await
+        .expect("binding stored");
+}
+
+#[tokio::test]
+async fn match_conditions_ask_the_authorizer() {
+    let hook = serve(
+        Arc::new(|_: &Value| json!({"allowed": true})),
+        Duration::ZERO,
+    )
+    .await;
+    let server = testing::start_with(rkcm_apiserver::Config {
+        authorization_modes: vec![rkcm_apiserver::auth::authorization::Mode::Rbac],
+        ..testing::config()
+    })
+    .await;
+    let mut config = webhook(
+        "authz.example.com",
+        &hook.url("/"),
+        &hook.ca_pem,
+        "Fail",
+        10,
+    );
+    config["matchConditions"] = json!([
+        {"name": "requester-may", "expression": "authorizer.requestResource.check('create').allowed()"},
+        {"name": "nobody-may-not", "expression":
+            "!authorizer.serviceAccount('default', 'nobody').group('').resource('configmaps').namespace('default').check('create').allowed()"},
+    ]);
+    create_with(&server, config.clone(), "first")
+        .await
+        .expect("created");
+    assert_eq!(hook.reviews().len(), 1, "sent while nobody may not create");
+    grant_nobody_configmaps(&server).await;
+    create_with(&server, config, "second")
+        .await
+        .expect("created");
+    assert_eq!(hook.reviews().len(), 1, "excluded once nobody may create");
+}

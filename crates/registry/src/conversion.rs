@@ -249,6 +249,29 @@ impl Conversion {
     }
 }
 
+/// `obj`, an object of `from`, as an object of `to`, another served version of the same resource:
+/// through the storage version, as kube's converter goes through the internal version
+/// (`admission/plugin/webhook/generic/conversion.go`). Objects of another kind (a subresource's,
+/// such as a `Scale`) pass through. A CRD converting by webhook is called.
+pub async fn convert_between(
+    store: &Store,
+    obj: &Value,
+    from: &'static ResourceInfo,
+    to: &'static ResourceInfo,
+) -> Result<Value, ConversionFailed> {
+    if std::ptr::eq(from, to) || obj.get("kind").and_then(Value::as_str) != Some(from.kind) {
+        return Ok(obj.clone());
+    }
+    let stored = match conversion(from) {
+        Some(c) => c.to_storage(store, obj).await?,
+        None => obj.clone(),
+    };
+    match conversion(to) {
+        Some(c) => c.to_served(store, &stored).await,
+        None => Ok(stored),
+    }
+}
+
 /// `obj` with the `apiVersion` of `info` when it carries one of the same kind (custom resources
 /// with the `None` conversion strategy change nothing else).
 fn with_api_version(mut obj: Value, info: &ResourceInfo) -> Value {
@@ -257,4 +280,49 @@ fn with_api_version(mut obj: Value, info: &ResourceInfo) -> Value {
         obj["apiVersion"] = json!(info.api_version());
     }
     obj
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rkcm_storage::memory::MemoryBackend;
+
+    fn hpa(api_version: &str) -> &'static ResourceInfo {
+        catalog::by_kind(api_version, "HorizontalPodAutoscaler").expect("served")
+    }
+
+    #[tokio::test]
+    async fn objects_convert_between_served_versions_through_the_storage_version() {
+        let store = Store::new(Arc::new(MemoryBackend::new()), 10)
+            .await
+            .expect("memory store");
+        let v2 = json!({
+            "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "h", "namespace": "ns"},
+            "spec": {
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"},
+                "minReplicas": 1, "maxReplicas": 3,
+                "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+                    "target": {"type": "Utilization", "averageUtilization": 50}}}],
+            },
+        });
+        let v1 = convert_between(&store, &v2, hpa("autoscaling/v2"), hpa("autoscaling/v1"))
+            .await
+            .expect("converts");
+        assert_eq!(v1["apiVersion"], "autoscaling/v1");
+        assert_eq!(v1["spec"]["targetCPUUtilizationPercentage"], 50);
+        let back = convert_between(&store, &v1, hpa("autoscaling/v1"), hpa("autoscaling/v2"))
+            .await
+            .expect("converts back");
+        assert_eq!(back["apiVersion"], "autoscaling/v2");
+        assert_eq!(back["spec"]["metrics"], v2["spec"]["metrics"]);
+        // Another kind passes through.
+        let scale = json!({"apiVersion": "autoscaling/v1", "kind": "Scale"});
+        assert_eq!(
+            convert_between(&store, &scale, hpa("autoscaling/v2"), hpa("autoscaling/v1"))
+                .await
+                .expect("passes"),
+            scale
+        );
+    }
 }

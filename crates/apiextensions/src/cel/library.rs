@@ -31,6 +31,7 @@ fn build_env() -> Env {
 type R<'b, 'v> = Result<CowVal<'b, 'v>, ExecutionError>;
 
 fn declare(env: &mut Env) -> Result<(), cel::DeclarationError> {
+    super::authz::declare(env)?;
     // lists
     env.add_member_overload("isSorted", "list_is_sorted", LIST_TYPE, vec![], is_sorted)?;
     env.add_member_overload("sum", "list_sum", LIST_TYPE, vec![], sum)?;

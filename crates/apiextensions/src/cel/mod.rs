@@ -5,6 +5,7 @@
 //! rkcm-cel parses and type-checks each rule (cel-go's messages); the `cel` crate evaluates it,
 //! with kube's libraries declared in [`library`].
 
+pub mod authz;
 mod compile;
 mod decl;
 pub mod field_path;

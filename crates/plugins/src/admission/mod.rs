@@ -9,6 +9,7 @@
 //!
 //! The plugins are in [`plugins`]; each lives in its own file named after kube's package.
 
+mod cel_authorizer;
 mod new_chain;
 pub mod plugins;
 

@@ -51,14 +51,18 @@ pub fn new_plugin(name: &str, ctx: &PluginContext) -> Option<Arc<dyn Plugin>> {
         RESOURCE_QUOTA => Arc::new(ResourceQuotaAdmission::new(ctx.store.clone())),
         ALWAYS_DENY => Arc::new(AlwaysDeny),
         NODE_RESTRICTION => Arc::new(NodeRestriction::new(ctx.store.clone())),
-        MUTATING_ADMISSION_WEBHOOK => {
-            Arc::new(MutatingWebhook::new(ctx.store.clone(), ctx.metrics.clone()))
-        }
-        VALIDATING_ADMISSION_POLICY => Arc::new(ValidatingAdmissionPolicy::new(ctx.store.clone())),
-        VALIDATING_ADMISSION_WEBHOOK => Arc::new(ValidatingWebhook::new(
-            ctx.store.clone(),
-            ctx.metrics.clone(),
-        )),
+        MUTATING_ADMISSION_WEBHOOK => Arc::new(
+            MutatingWebhook::new(ctx.store.clone(), ctx.metrics.clone())
+                .with_authorizer(ctx.authorizer.clone()),
+        ),
+        VALIDATING_ADMISSION_POLICY => Arc::new(
+            ValidatingAdmissionPolicy::new(ctx.store.clone())
+                .with_authorizer(ctx.authorizer.clone()),
+        ),
+        VALIDATING_ADMISSION_WEBHOOK => Arc::new(
+            ValidatingWebhook::new(ctx.store.clone(), ctx.metrics.clone())
+                .with_authorizer(ctx.authorizer.clone()),
+        ),
         _ => return None,
     };
     Some(plugin)

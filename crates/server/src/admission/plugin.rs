@@ -1,10 +1,13 @@
 //! The plugin interface (`admission.Interface`, `MutationInterface`, `ValidationInterface`).
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 
 use super::attributes::{Attributes, Operation};
 use super::config::AdmissionConfig;
 use super::metrics::AdmissionMetrics;
+use crate::auth::authorization::Authorize;
 use crate::error::ApiResult;
 use rkcm_storage::store::Store;
 
@@ -18,6 +21,9 @@ pub struct PluginContext {
     pub config: AdmissionConfig,
     /// The metrics of admission webhooks.
     pub metrics: AdmissionMetrics,
+    /// The server's authorizer, which the `authorizer` variable of admission CEL expressions
+    /// asks; `None` leaves that variable out.
+    pub authorizer: Option<Arc<dyn Authorize>>,
 }
 
 /// One admission plugin.

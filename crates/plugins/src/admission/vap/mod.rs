@@ -6,8 +6,8 @@
 //! Mirrors `staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/validating` and the
 //! matching of `policy/generic` and `policy/matching`. Policies and bindings are read from
 //! caches fed by the watch cache ([`source`]); a server without any pays two revision checks
-//! per write. `matchPolicy: Equivalent` is taken as `Exact`, the `authorizer` variable is not
-//! provided, `auditAnnotations` are not evaluated and the `Audit` action records nothing (there
+//! per write. `matchPolicy: Equivalent` is taken as `Exact`; the `authorizer` variable asks the
+//! server's authorizer about the request's user; `auditAnnotations` are not evaluated and the `Audit` action records nothing (there
 //! is no audit log).
 
 pub mod policy;
@@ -22,9 +22,11 @@ use rkcm_apimachinery::catalog::{self, ResourceInfo};
 use rkcm_labels::Selector;
 use rkcm_server::admission::attributes::{forbidden, Attributes, Operation};
 use rkcm_server::admission::plugin::Plugin;
+use rkcm_server::auth::authorization::Authorize;
 use rkcm_server::error::{ApiError, ApiResult, Cause};
 use rkcm_storage::store::Store;
 
+use crate::admission::cel_authorizer;
 use crate::admission::plugins::VALIDATING_ADMISSION_POLICY;
 use crate::admission::webhook::matching::is_exempt;
 use crate::admission::webhook::review;
@@ -189,6 +191,7 @@ pub struct ValidatingAdmissionPolicy {
     store: Store,
     policies: Arc<Source<Policy>>,
     bindings: Arc<Source<Binding>>,
+    authorizer: Option<Arc<dyn Authorize>>,
 }
 
 impl ValidatingAdmissionPolicy {
@@ -204,7 +207,13 @@ impl ValidatingAdmissionPolicy {
             store,
             policies,
             bindings,
+            authorizer: None,
         }
+    }
+
+    /// The plugin with `authorizer` answering the expressions' `authorizer` variable.
+    pub fn with_authorizer(self, authorizer: Option<Arc<dyn Authorize>>) -> Self {
+        Self { authorizer, ..self }
     }
 
     /// Every denial of the request, in policy then binding name order; warnings are sent as
@@ -301,6 +310,7 @@ impl ValidatingAdmissionPolicy {
                         request,
                         params: param.as_ref(),
                         namespace_object: namespace_object.as_ref(),
+                        authorizer: cel_authorizer::variables(self.authorizer.as_ref(), attrs),
                     };
                     for decision in policy::validate(policy, &input) {
                         let Decision::Deny { message, reason } = decision else {
@@ -367,7 +377,7 @@ fn namespace_object(ns: &Json) -> Json {
 
 /// The `request` variable: the admission request without its objects.
 fn admission_request(attrs: &Attributes) -> Json {
-    let mut request = review::request(attrs, "", "v1")["request"].take();
+    let mut request = review::request(attrs, attrs, "", "v1")["request"].take();
     if let Some(r) = request.as_object_mut() {
         r.remove("object");
         r.remove("oldObject");

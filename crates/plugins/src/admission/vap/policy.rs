@@ -327,6 +327,8 @@ pub struct Input<'a> {
     pub params: Option<&'a Json>,
     /// The request's namespace.
     pub namespace_object: Option<&'a Json>,
+    /// `authorizer` and `authorizer.requestResource` (none without an authorizer).
+    pub authorizer: Vec<(&'static str, Value)>,
 }
 
 /// kube's limit on a `messageExpression`'s result (`MaxEvaluatedMessageExpressionSizeBytes`).
@@ -355,6 +357,9 @@ impl Scope {
         ctx.add_variable_from_value("request", to_value(input.request, None, false));
         ctx.add_variable_from_value("params", value(input.params));
         ctx.add_variable_from_value("namespaceObject", value(input.namespace_object));
+        for (name, v) in &input.authorizer {
+            ctx.add_variable_from_value(*name, v.clone());
+        }
         let mut variables: HashMap<Key, Value> = HashMap::new();
         let map = |variables: &HashMap<Key, Value>| {
             Value::Map(Map {
@@ -571,6 +576,7 @@ mod tests {
                 namespace_object: Some(
                     &json!({"metadata": {"name": "ns", "labels": {"env": "prod"}}}),
                 ),
+                authorizer: Vec::new(),
             },
         )
     }

@@ -3,23 +3,29 @@
 //! the matching validating webhooks at once in the validating phase (kube's
 //! `mutating/dispatcher.go`, `validating/dispatcher.go` and `generic/webhook.go`).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
 use async_trait::async_trait;
+use serde_json::Value;
 
+use rkcm_apimachinery::catalog::ResourceInfo;
+use rkcm_registry::conversion::{convert_between, ConversionFailed};
 use rkcm_server::admission::attributes::{Attributes, Operation};
 use rkcm_server::admission::metrics::{AdmissionMetrics, RejectionKind};
 use rkcm_server::admission::plugin::Plugin;
+use rkcm_server::auth::authorization::Authorize;
 use rkcm_server::error::{ApiError, ApiResult};
 use rkcm_storage::store::Store;
 
 use super::hook::Hook;
 use super::match_conditions::{self, Verdict};
-use super::matching::{is_exempt, should_call};
+use super::matching::{is_exempt, should_call, Invocation};
 use super::review::{self, Refusal, Response};
 use super::source::HookSource;
+use crate::admission::cel_authorizer;
 use crate::admission::plugins::{MUTATING_ADMISSION_WEBHOOK, VALIDATING_ADMISSION_WEBHOOK};
 
 /// The `Status.reason`s of apimachinery, so that a webhook's own reason is kept.
@@ -91,30 +97,87 @@ fn stored_namespace_labels(store: &Store, name: &str) -> Option<BTreeMap<String,
     Some(rkcm_storage::object::labels(&ns.value()))
 }
 
-/// Whether the request goes to `hook` (`generic.Webhook.ShouldCallHook`): rules, selectors,
-/// then `matchConditions`.
-fn applies(store: &Store, hook: &Hook, attrs: &Attributes) -> ApiResult<bool> {
+/// 500 for a conversion that failed (`apierrors.NewInternalError`).
+fn conversion_failed(e: ConversionFailed) -> ApiError {
+    ApiError::new(
+        500,
+        "InternalError",
+        format!("Internal error occurred: {e}"),
+    )
+}
+
+/// The request as `invocation` has the webhook see it (`generic.VersionedAttributes`): its
+/// objects converted to the version the webhook's rules name. The request itself when that is
+/// its own version.
+async fn versioned<'a>(
+    store: &Store,
+    attrs: &'a Attributes,
+    invocation: &Invocation,
+) -> ApiResult<Cow<'a, Attributes>> {
+    if std::ptr::eq(invocation.resource, attrs.resource) {
+        return Ok(Cow::Borrowed(attrs));
+    }
+    let convert = |obj: Option<&Value>| {
+        let obj = obj.cloned();
+        async move {
+            match obj {
+                Some(o) => convert_between(store, &o, attrs.resource, invocation.resource)
+                    .await
+                    .map(Some),
+                None => Ok(None),
+            }
+        }
+    };
+    let object = convert(attrs.object()).await.map_err(conversion_failed)?;
+    let old_object = convert(attrs.old_object())
+        .await
+        .map_err(conversion_failed)?;
+    let mut v = Attributes::new(
+        attrs.operation,
+        invocation.resource,
+        attrs.subresource,
+        Some(&attrs.namespace),
+        &attrs.name,
+        object,
+        old_object,
+        Arc::clone(&attrs.user),
+        attrs.dry_run,
+    );
+    v.kind = invocation.kind;
+    Ok(Cow::Owned(v))
+}
+
+/// The request as `hook` sees it, if it goes to `hook` (`generic.Webhook.ShouldCallHook`):
+/// rules, selectors, then `matchConditions` on the converted request.
+async fn applies<'a>(
+    store: &Store,
+    authorizer: Option<&Arc<dyn Authorize>>,
+    hook: &Hook,
+    attrs: &'a Attributes,
+) -> ApiResult<Option<Cow<'a, Attributes>>> {
     let labels = |name: &str| stored_namespace_labels(store, name);
-    if !should_call(hook, attrs, &labels)? {
-        return Ok(false);
-    }
+    let Some(invocation) = should_call(hook, attrs, &labels)? else {
+        return Ok(None);
+    };
+    let versioned = versioned(store, attrs, &invocation).await?;
     if hook.match_conditions.is_empty() {
-        return Ok(true);
+        return Ok(Some(versioned));
     }
-    let mut request = review::request(attrs, "", "v1")["request"].take();
+    let mut request = review::request(&versioned, attrs, "", "v1")["request"].take();
     if let Some(r) = request.as_object_mut() {
         r.remove("object");
         r.remove("oldObject");
     }
     match match_conditions::evaluate(
         &hook.match_conditions,
-        attrs.object(),
-        attrs.old_object(),
+        versioned.object(),
+        versioned.old_object(),
         &request,
+        cel_authorizer::variables(authorizer, &versioned),
     ) {
-        Verdict::Matches => Ok(true),
-        Verdict::Excluded(_) => Ok(false),
-        Verdict::Errors(_) if hook.ignore_failures => Ok(false),
+        Verdict::Matches => Ok(Some(versioned)),
+        Verdict::Excluded(_) => Ok(None),
+        Verdict::Errors(_) if hook.ignore_failures => Ok(None),
         Verdict::Errors(errors) => {
             let why = match_conditions::aggregate(&errors);
             tracing::warn!(webhook = %hook.name, "Failed evaluating match conditions, failing closed: {why}");
@@ -151,12 +214,13 @@ async fn observed_call(
     store: &Store,
     hook: &Hook,
     attrs: &Attributes,
+    original: &Attributes,
     mutating: bool,
 ) -> ApiResult<Outcome> {
     let type_ = if mutating { "admit" } else { "validating" };
     let operation = attrs.operation.as_str();
     let started = Instant::now();
-    let result = call(store, hook, attrs, mutating).await;
+    let result = call(store, hook, attrs, original, mutating).await;
     let elapsed = started.elapsed();
     match &result {
         Ok(Outcome::Answered(_)) => {
@@ -178,12 +242,13 @@ async fn observed_call(
     result.map_err(|f| f.error)
 }
 
-/// Calls `hook` about the request: the dry-run check, the review, the call, the answer's
-/// checks. A refusal is an error.
+/// Calls `hook` about the request `original`, which it sees as `attrs`: the dry-run check, the
+/// review, the call, the answer's checks. A refusal is an error.
 async fn call(
     store: &Store,
     hook: &Hook,
     attrs: &Attributes,
+    original: &Attributes,
     mutating: bool,
 ) -> Result<Outcome, Failure> {
     if attrs.dry_run {
@@ -204,7 +269,7 @@ async fn call(
         }
     };
     let uid = uuid::Uuid::new_v4().to_string();
-    let body = match serde_json::to_vec(&review::request(attrs, &uid, version)) {
+    let body = match serde_json::to_vec(&review::request(attrs, original, &uid, version)) {
         Ok(b) => b,
         Err(e) => {
             return Err(Failure::internal(ApiError::internal(
@@ -271,6 +336,7 @@ pub struct MutatingWebhook {
     store: Store,
     source: Arc<HookSource>,
     metrics: AdmissionMetrics,
+    authorizer: Option<Arc<dyn Authorize>>,
 }
 
 impl MutatingWebhook {
@@ -282,34 +348,39 @@ impl MutatingWebhook {
             store,
             source,
             metrics,
+            authorizer: None,
         }
+    }
+
+    /// The plugin with `authorizer` answering the `authorizer` variable of `matchConditions`.
+    pub fn with_authorizer(self, authorizer: Option<Arc<dyn Authorize>>) -> Self {
+        Self { authorizer, ..self }
     }
 }
 
-/// Applies the JSON patch a webhook returned to the request's object; whether that changed it.
-fn apply_patch(hook: &Hook, attrs: &mut Attributes, patch: &[u8]) -> ApiResult<bool> {
-    let patch: json_patch::Patch = serde_json::from_slice(patch).map_err(|e| {
+/// The JSON patch a webhook returned applied to `obj`, the object as the webhook saw it, then
+/// defaulted as kube's codec defaults what it decodes (`mutating/dispatcher.go`:
+/// `GetObjectDefaulter().Default`) for `resource`.
+fn patched(hook: &Hook, obj: &Value, resource: &ResourceInfo, patch: &[u8]) -> ApiResult<Value> {
+    let internal = |e: String| {
         ApiError::new(
             500,
             "InternalError",
             format!("Internal error occurred: {e}"),
         )
-    })?;
-    let Some(obj) = attrs.object_mut() else {
-        return Ok(false);
     };
+    let patch: json_patch::Patch =
+        serde_json::from_slice(patch).map_err(|e| internal(e.to_string()))?;
     let mut patched = obj.clone();
     json_patch::patch(&mut patched, &patch).map_err(|e| {
         tracing::warn!(webhook = %hook.name, "applying the webhook's patch: {e}");
-        ApiError::new(
-            500,
-            "InternalError",
-            format!("Internal error occurred: {e}"),
-        )
+        internal(e.to_string())
     })?;
-    let changed = *obj != patched;
-    *obj = patched;
-    Ok(changed)
+    // A subresource's own kind (a Scale) has no defaults of the resource's.
+    if patched.get("kind").and_then(Value::as_str) == Some(resource.kind) {
+        rkcm_registry::by_kind::strategy(resource).default(&mut patched);
+    }
+    Ok(patched)
 }
 
 #[async_trait]
@@ -361,25 +432,42 @@ impl MutatingWebhook {
     ) -> ApiResult<()> {
         for hook in hooks {
             // Each webhook is matched against the object as the ones before it left it.
-            if !applies(&self.store, hook, attrs)? {
+            let Some(versioned) =
+                applies(&self.store, self.authorizer.as_ref(), hook, attrs).await?
+            else {
                 continue;
-            }
+            };
             let id = hook_id(hook);
             // The second round calls only webhooks called in the first that asked for it.
             if is_reinvoke && !reinvoke.inner.lock().reinvoke.contains(&id) {
                 continue;
             }
-            if let Outcome::Answered(response) =
-                observed_call(&self.metrics, &self.store, hook, attrs, true).await?
-            {
-                if let Some(patch) = &response.patch {
-                    if apply_patch(hook, attrs, patch)? {
-                        reinvoke
-                            .inner
-                            .lock()
-                            .require_reinvoking_previously_invoked();
-                        attrs.reinvocation.set_should_reinvoke();
+            let outcome =
+                observed_call(&self.metrics, &self.store, hook, &versioned, attrs, true).await?;
+            let mutated = match (outcome, versioned.object()) {
+                (Outcome::Answered(response), Some(seen)) => match &response.patch {
+                    Some(patch) => {
+                        let obj = patched(hook, seen, versioned.resource, patch)?;
+                        // Back to the request's version (`ConvertToGVK`).
+                        let obj =
+                            convert_between(&self.store, &obj, versioned.resource, attrs.resource)
+                                .await
+                                .map_err(conversion_failed)?;
+                        Some(obj)
                     }
+                    None => None,
+                },
+                _ => None,
+            };
+            drop(versioned);
+            if let (Some(obj), Some(current)) = (mutated, attrs.object_mut()) {
+                if *current != obj {
+                    *current = obj;
+                    reinvoke
+                        .inner
+                        .lock()
+                        .require_reinvoking_previously_invoked();
+                    attrs.reinvocation.set_should_reinvoke();
                 }
             }
             if hook.reinvoke_if_needed {
@@ -395,6 +483,7 @@ pub struct ValidatingWebhook {
     store: Store,
     source: Arc<HookSource>,
     metrics: AdmissionMetrics,
+    authorizer: Option<Arc<dyn Authorize>>,
 }
 
 impl ValidatingWebhook {
@@ -406,7 +495,13 @@ impl ValidatingWebhook {
             store,
             source,
             metrics,
+            authorizer: None,
         }
+    }
+
+    /// The plugin with `authorizer` answering the `authorizer` variable of `matchConditions`.
+    pub fn with_authorizer(self, authorizer: Option<Arc<dyn Authorize>>) -> Self {
+        Self { authorizer, ..self }
     }
 }
 
@@ -427,13 +522,15 @@ impl Plugin for ValidatingWebhook {
         }
         let mut relevant = Vec::new();
         for hook in hooks.iter() {
-            if applies(&self.store, hook, attrs)? {
-                relevant.push(hook);
+            if let Some(versioned) =
+                applies(&self.store, self.authorizer.as_ref(), hook, attrs).await?
+            {
+                relevant.push((hook, versioned));
             }
         }
-        let calls = relevant
-            .iter()
-            .map(|hook| observed_call(&self.metrics, &self.store, hook, attrs, false));
+        let calls = relevant.iter().map(|(hook, versioned)| {
+            observed_call(&self.metrics, &self.store, hook, versioned, attrs, false)
+        });
         for outcome in futures::future::join_all(calls).await {
             outcome?;
         }
@@ -474,7 +571,7 @@ mod tests {
                 &json!({"name": "w", "sideEffects": side_effects, "failurePolicy": "Ignore",
                     "clientConfig": {"url": "https://10.0.0.1/"}}),
             );
-            let e = call(&store, &hook, &dry_run_create(), false)
+            let e = call(&store, &hook, &dry_run_create(), &dry_run_create(), false)
                 .await
                 .err()
                 .expect("refused whatever the failure policy")
@@ -489,7 +586,7 @@ mod tests {
             "c",
             &json!({"name": "w", "clientConfig": {"url": "https://10.0.0.1/"}}),
         );
-        let e = call(&store, &unset, &dry_run_create(), false)
+        let e = call(&store, &unset, &dry_run_create(), &dry_run_create(), false)
             .await
             .err()
             .expect("a call error")
@@ -502,7 +599,7 @@ mod tests {
             "c",
             &json!({"name": "w", "sideEffects": "NoneOnDryRun", "clientConfig": {"url": "https://10.0.0.1/"}}),
         );
-        let e = call(&store, &none, &dry_run_create(), false)
+        let e = call(&store, &none, &dry_run_create(), &dry_run_create(), false)
             .await
             .err()
             .expect("called, so not reached")

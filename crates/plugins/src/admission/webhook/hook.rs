@@ -36,6 +36,9 @@ pub struct Hook {
     pub configuration: String,
     /// `rules`.
     pub rules: Vec<Rule>,
+    /// `matchPolicy: Equivalent` (the default): a request for another version of a resource
+    /// the rules name is sent converted to the version named.
+    pub match_equivalent: bool,
     /// `namespaceSelector`, or why it does not parse.
     pub namespace_selector: Result<Selector, String>,
     /// Whether `namespaceSelector` selects everything.
@@ -128,6 +131,7 @@ impl Hook {
             name: str_of(v, "name").unwrap_or_default().to_string(),
             configuration: configuration.to_string(),
             rules,
+            match_equivalent: str_of(v, "matchPolicy") != Some("Exact"),
             namespace_selector,
             namespace_selector_empty,
             object_selector,

@@ -2,7 +2,7 @@
 //! be true for the webhook to be called (`matchconditions/matcher.go`). One false condition
 //! skips the webhook whatever the others give; errors with no false condition skip it under
 //! `failurePolicy: Ignore` and refuse the request (403) under `Fail`. The `authorizer`
-//! variable is not provided: an expression using it fails to evaluate.
+//! variable asks the server's authorizer about the request's user.
 
 use std::sync::Arc;
 
@@ -56,13 +56,15 @@ pub enum Verdict {
     Errors(Vec<String>),
 }
 
-/// Evaluates `conditions` with `object` and `oldObject` (null when absent) and `request` (the
-/// review's request without its objects).
+/// Evaluates `conditions` with `object` and `oldObject` (null when absent), `request` (the
+/// review's request without its objects) and `authorizer` (the variables of
+/// [`crate::admission::cel_authorizer`]).
 pub fn evaluate(
     conditions: &[Compiled],
     object: Option<&Json>,
     old_object: Option<&Json>,
     request: &Json,
+    authorizer: Vec<(&'static str, Value)>,
 ) -> Verdict {
     if conditions.is_empty() {
         return Verdict::Matches;
@@ -72,6 +74,9 @@ pub fn evaluate(
     ctx.add_variable_from_value("object", value(object));
     ctx.add_variable_from_value("oldObject", value(old_object));
     ctx.add_variable_from_value("request", to_value(request, None, false));
+    for (name, value) in authorizer {
+        ctx.add_variable_from_value(name, value);
+    }
     evaluate_in(conditions, &ctx)
 }
 
@@ -140,7 +145,7 @@ mod tests {
             ("old", "oldObject == null"),
         ]);
         assert_eq!(
-            evaluate(&all_true, Some(&obj), None, &request()),
+            evaluate(&all_true, Some(&obj), None, &request(), Vec::new()),
             Verdict::Matches
         );
         let one_false = conditions(&[
@@ -148,11 +153,12 @@ mod tests {
             ("user", "request.userInfo.username == 'bob'"),
         ]);
         assert_eq!(
-            evaluate(&one_false, Some(&obj), None, &request()),
+            evaluate(&one_false, Some(&obj), None, &request(), Vec::new()),
             Verdict::Excluded("user".into())
         );
         let errors = conditions(&[("ok", "true"), ("err", "object.spec.nope == 1")]);
-        let Verdict::Errors(errs) = evaluate(&errors, Some(&obj), None, &request()) else {
+        let Verdict::Errors(errs) = evaluate(&errors, Some(&obj), None, &request(), Vec::new())
+        else {
             panic!("errors expected");
         };
         assert_eq!(errs.len(), 1);
@@ -160,7 +166,10 @@ mod tests {
             errs[0].starts_with("expression 'object.spec.nope == 1' resulted in error: "),
             "{errs:?}"
         );
-        assert_eq!(evaluate(&[], None, None, &request()), Verdict::Matches);
+        assert_eq!(
+            evaluate(&[], None, None, &request(), Vec::new()),
+            Verdict::Matches
+        );
     }
 
     #[test]

@@ -4,8 +4,9 @@
 
 use std::collections::BTreeMap;
 
+use rkcm_apimachinery::catalog::{self, ResourceInfo};
 use rkcm_labels::Selector;
-use rkcm_server::admission::attributes::{Attributes, Operation};
+use rkcm_server::admission::attributes::{Attributes, Kind, Operation};
 use rkcm_server::error::{ApiError, ApiResult};
 use rkcm_storage::object;
 
@@ -48,6 +49,11 @@ fn exact_or_wildcard(items: &[String], requested: &str) -> bool {
 
 /// Whether `rule` matches the request (`rules.Matcher.Matches`).
 pub fn rule_matches(rule: &Rule, attrs: &Attributes) -> bool {
+    rule_matches_resource(rule, attrs, attrs.resource)
+}
+
+/// Whether `rule` matches the request were it for `resource` (kube's `attrWithResourceOverride`).
+fn rule_matches_resource(rule: &Rule, attrs: &Attributes, resource: &ResourceInfo) -> bool {
     let scope = match rule.scope.as_str() {
         "" | "*" => true,
         "Namespaced" => !is_namespace_resource(attrs) && !request_namespace(attrs).is_empty(),
@@ -58,15 +64,15 @@ pub fn rule_matches(rule: &Rule, attrs: &Attributes) -> bool {
         .operations
         .iter()
         .any(|op| op == "*" || op == attrs.operation.as_str());
-    let resource = rule.resources.iter().any(|r| {
+    let named = rule.resources.iter().any(|r| {
         let (res, sub) = r.split_once('/').unwrap_or((r, ""));
-        (res == "*" || res == attrs.resource.plural) && (sub == "*" || sub == attrs.subresource)
+        (res == "*" || res == resource.plural) && (sub == "*" || sub == attrs.subresource)
     });
     scope
         && operation
-        && exact_or_wildcard(&rule.api_groups, attrs.resource.group)
-        && exact_or_wildcard(&rule.api_versions, attrs.resource.version)
-        && resource
+        && exact_or_wildcard(&rule.api_groups, resource.group)
+        && exact_or_wildcard(&rule.api_versions, resource.version)
+        && named
 }
 
 /// The labels of the request's namespace, where the namespace selector needs them
@@ -150,28 +156,106 @@ pub fn object_selector_matches(
     Ok(matches(attrs.object()) || matches(attrs.old_object()))
 }
 
-/// Whether `hook` is called for the request (`generic.Dispatcher.ShouldCallHook`, without
-/// `matchPolicy: Equivalent`'s other versions of the resource): the selectors' errors only
-/// count when a rule matches.
+/// The resource and kind a webhook is called with (`generic.WebhookInvocation`): the request's,
+/// or, with `matchPolicy: Equivalent`, another served version of its resource that a rule names.
+#[derive(Clone, Copy, Debug)]
+pub struct Invocation {
+    /// The resource (`request.resource`).
+    pub resource: &'static ResourceInfo,
+    /// The kind of the object sent (`request.kind`).
+    pub kind: Kind,
+}
+
+/// The other served versions of `resource`: the same group and resource in another version
+/// (`EquivalentResourceMapper.EquivalentResourcesFor`), built-in ones in discovery order, then
+/// custom resources.
+pub fn equivalents(resource: &'static ResourceInfo) -> Vec<&'static ResourceInfo> {
+    catalog::all()
+        .iter()
+        .chain(rkcm_apimachinery::custom_resources::all())
+        .filter(|r| {
+            r.group == resource.group
+                && r.plural == resource.plural
+                && r.version != resource.version
+        })
+        .collect()
+}
+
+/// The kind exchanged with `subresource` of `resource` (`EquivalentResourceMapper.KindFor`).
+fn kind_for(resource: &'static ResourceInfo, subresource: &str) -> Option<Kind> {
+    if subresource.is_empty() {
+        return Some(Kind {
+            group: resource.group,
+            version: resource.version,
+            kind: resource.kind,
+        });
+    }
+    let sub = resource.subresource(subresource)?;
+    Some(Kind {
+        group: sub.group,
+        version: sub.version,
+        kind: sub.kind,
+    })
+}
+
+/// The resource `hook`'s rules name for the request: its own, or with `matchPolicy:
+/// Equivalent` the first equivalent one (rules in order, each against every equivalent).
+pub fn invocation(hook: &Hook, attrs: &Attributes) -> ApiResult<Option<Invocation>> {
+    if hook.rules.iter().any(|r| rule_matches(r, attrs)) {
+        return Ok(Some(Invocation {
+            resource: attrs.resource,
+            kind: attrs.kind,
+        }));
+    }
+    if !hook.match_equivalent {
+        return Ok(None);
+    }
+    let equivalents = equivalents(attrs.resource);
+    for rule in &hook.rules {
+        for equivalent in &equivalents {
+            if !rule_matches_resource(rule, attrs, equivalent) {
+                continue;
+            }
+            let Some(kind) = kind_for(equivalent, attrs.subresource) else {
+                return Err(ApiError::new(
+                    500,
+                    "InternalError",
+                    format!(
+                        "Internal error occurred: unable to convert to {}/{}, Resource={}: unknown kind",
+                        equivalent.group, equivalent.version, equivalent.plural
+                    ),
+                ));
+            };
+            return Ok(Some(Invocation {
+                resource: equivalent,
+                kind,
+            }));
+        }
+    }
+    Ok(None)
+}
+
+/// Whether `hook` is called for the request, and as what (`generic.Dispatcher.ShouldCallHook`):
+/// the selectors' errors only count when a rule matches.
 pub fn should_call(
     hook: &Hook,
     attrs: &Attributes,
     stored: &dyn Fn(&str) -> Option<BTreeMap<String, String>>,
-) -> ApiResult<bool> {
+) -> ApiResult<Option<Invocation>> {
     let ns = namespace_matches(hook, attrs, stored);
     if matches!(ns, Ok(false)) {
-        return Ok(false);
+        return Ok(None);
     }
     let obj = object_matches(hook, attrs);
     if matches!(obj, Ok(false)) {
-        return Ok(false);
+        return Ok(None);
     }
-    if !hook.rules.iter().any(|r| rule_matches(r, attrs)) {
-        return Ok(false);
-    }
+    let Some(invocation) = invocation(hook, attrs)? else {
+        return Ok(None);
+    };
     ns?;
     obj?;
-    Ok(true)
+    Ok(Some(invocation))
 }
 
 fn namespaces() -> &'static rkcm_apimachinery::catalog::ResourceInfo {
@@ -501,8 +585,12 @@ mod tests {
                 None,
             )
         };
-        assert!(should_call(&h, &pod("runlevel0"), &labels_of).expect("ok"));
-        assert!(!should_call(&h, &pod("plain"), &labels_of).expect("ok"));
+        assert!(should_call(&h, &pod("runlevel0"), &labels_of)
+            .expect("ok")
+            .is_some());
+        assert!(should_call(&h, &pod("plain"), &labels_of)
+            .expect("ok")
+            .is_none());
         assert_eq!(
             should_call(&h, &pod("missing"), &labels_of)
                 .expect_err("404")
@@ -518,6 +606,94 @@ mod tests {
             Some(json!({})),
             None,
         );
-        assert!(!should_call(&h, &cm, &labels_of).expect("no rule matches, so no error"));
+        assert!(should_call(&h, &cm, &labels_of)
+            .expect("no rule matches, so no error")
+            .is_none());
+    }
+
+    fn hpa_update(sub: &'static str) -> Attributes {
+        attrs(
+            Operation::Update,
+            info("autoscaling/v2", "HorizontalPodAutoscaler"),
+            sub,
+            Some("ns"),
+            "h",
+            Some(json!({})),
+            Some(json!({})),
+        )
+    }
+
+    fn hpa_hook(policy: &str, versions: &[&str], resources: &[&str]) -> Hook {
+        hook(json!({"name": "w", "matchPolicy": policy, "rules": [
+            {"operations": ["*"], "apiGroups": ["autoscaling"], "apiVersions": versions, "resources": resources},
+        ]}))
+    }
+
+    // webhook_test.go TestShouldCallHook: "match with equivalent resource", "no match with
+    // exact policy", "match exact resource first".
+    #[test]
+    fn equivalent_versions_of_the_resource_match_unless_the_policy_is_exact() {
+        let a = hpa_update("");
+        let inv = invocation(
+            &hpa_hook("Equivalent", &["v1"], &["horizontalpodautoscalers"]),
+            &a,
+        )
+        .expect("ok")
+        .expect("the v1 rule matches the v2 request");
+        assert_eq!(inv.resource.version, "v1");
+        assert_eq!(
+            (inv.kind.group, inv.kind.version, inv.kind.kind),
+            ("autoscaling", "v1", "HorizontalPodAutoscaler")
+        );
+        // matchPolicy absent is Equivalent.
+        let defaulted = hook(json!({"name": "w", "rules": [{"operations": ["*"],
+            "apiGroups": ["autoscaling"], "apiVersions": ["v1"], "resources": ["*"]}]}));
+        assert!(invocation(&defaulted, &a).expect("ok").is_some());
+        assert!(invocation(
+            &hpa_hook("Exact", &["v1"], &["horizontalpodautoscalers"]),
+            &a
+        )
+        .expect("ok")
+        .is_none());
+        let both = invocation(&hpa_hook("Equivalent", &["v1", "v2"], &["*"]), &a)
+            .expect("ok")
+            .expect("matches");
+        assert_eq!(inv.resource.plural, both.resource.plural);
+        assert_eq!(
+            both.resource.version, "v2",
+            "the request's own version first"
+        );
+        // The subresource must match too, and keeps its kind.
+        let status = hpa_update("status");
+        assert!(invocation(
+            &hpa_hook("Equivalent", &["v1"], &["horizontalpodautoscalers"]),
+            &status
+        )
+        .expect("ok")
+        .is_none());
+        let inv = invocation(
+            &hpa_hook("Equivalent", &["v1"], &["horizontalpodautoscalers/status"]),
+            &status,
+        )
+        .expect("ok")
+        .expect("matches");
+        assert_eq!(
+            (inv.resource.version, inv.kind.kind),
+            ("v1", "HorizontalPodAutoscaler")
+        );
+        // Another resource of the group is not equivalent.
+        assert!(
+            invocation(&hpa_hook("Equivalent", &["v1"], &["scales"]), &a)
+                .expect("ok")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn equivalents_are_the_other_versions_of_the_group_and_resource() {
+        let v2 = info("autoscaling/v2", "HorizontalPodAutoscaler");
+        let versions: Vec<_> = equivalents(v2).iter().map(|r| r.version).collect();
+        assert_eq!(versions, ["v1"]);
+        assert!(equivalents(info("v1", "Pod")).is_empty());
     }
 }

@@ -39,15 +39,25 @@ fn options(attrs: &Attributes) -> Value {
     options
 }
 
-/// The review of the request `attrs` with id `uid`, in review version `version`.
-pub fn request(attrs: &Attributes, uid: &str, version: &str) -> Value {
-    let kind =
-        json!({"group": attrs.kind.group, "version": attrs.kind.version, "kind": attrs.kind.kind});
-    let resource = json!({
+fn kind_of(attrs: &Attributes) -> Value {
+    json!({"group": attrs.kind.group, "version": attrs.kind.version, "kind": attrs.kind.kind})
+}
+
+fn resource_of(attrs: &Attributes) -> Value {
+    json!({
         "group": attrs.resource.group,
         "version": attrs.resource.version,
         "resource": attrs.resource.plural,
-    });
+    })
+}
+
+/// The review with id `uid`, in review version `version`, of the request `original` as the
+/// webhook sees it, `attrs` (`kind`, `resource` and the objects in the version its rules name,
+/// see [`super::matching::Invocation`]); `requestKind`, `requestResource` and
+/// `requestSubResource` are the request's own.
+pub fn request(attrs: &Attributes, original: &Attributes, uid: &str, version: &str) -> Value {
+    let kind = kind_of(attrs);
+    let resource = resource_of(attrs);
     let user = &attrs.user;
     let mut user_info = Map::new();
     user_info.insert("username".into(), json!(user.name));
@@ -62,15 +72,15 @@ pub fn request(attrs: &Attributes, uid: &str, version: &str) -> Value {
     }
     let mut request = Map::new();
     request.insert("uid".into(), json!(uid));
-    request.insert("kind".into(), kind.clone());
-    request.insert("resource".into(), resource.clone());
+    request.insert("kind".into(), kind);
+    request.insert("resource".into(), resource);
     if !attrs.subresource.is_empty() {
         request.insert("subResource".into(), json!(attrs.subresource));
     }
-    request.insert("requestKind".into(), kind);
-    request.insert("requestResource".into(), resource);
-    if !attrs.subresource.is_empty() {
-        request.insert("requestSubResource".into(), json!(attrs.subresource));
+    request.insert("requestKind".into(), kind_of(original));
+    request.insert("requestResource".into(), resource_of(original));
+    if !original.subresource.is_empty() {
+        request.insert("requestSubResource".into(), json!(original.subresource));
     }
     if !attrs.name.is_empty() {
         request.insert("name".into(), json!(attrs.name));
@@ -244,7 +254,7 @@ mod tests {
 
     #[test]
     fn requests_carry_kube_fields() {
-        let r = request(&pod_update(), "u-1", "v1");
+        let r = request(&pod_update(), &pod_update(), "u-1", "v1");
         assert_eq!(r["apiVersion"], "admission.k8s.io/v1");
         let q = &r["request"];
         assert_eq!(q["uid"], "u-1");
@@ -270,7 +280,7 @@ mod tests {
             json!({"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1", "dryRun": ["All"]})
         );
         assert_eq!(
-            request(&pod_update(), "u", "v1beta1")["apiVersion"],
+            request(&pod_update(), &pod_update(), "u", "v1beta1")["apiVersion"],
             "admission.k8s.io/v1beta1"
         );
     }
