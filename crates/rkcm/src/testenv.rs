@@ -468,6 +468,14 @@ pub struct WebhookEndpoint {
 impl WebhookServing {
     /// Binds `127.0.0.1:0` and issues a serving certificate for it.
     pub async fn bind() -> Result<Self> {
+        Self::bind_with_names(&[]).await
+    }
+
+    /// Binds `127.0.0.1:0` and issues a serving certificate for it that also names `dns_names`:
+    /// a Service's `<name>.<namespace>.svc`, the name the API server verifies when it calls a
+    /// webhook through `clientConfig.service` (routed to the listener by an EndpointSlice at
+    /// `127.0.0.1`).
+    pub async fn bind_with_names(dns_names: &[&str]) -> Result<Self> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .map_err(Error::Bind)?;
@@ -482,9 +490,9 @@ impl WebhookServing {
         let ca =
             rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).map_err(Error::Certificate)?;
         let key = rcgen::KeyPair::generate().map_err(Error::Certificate)?;
-        let mut params =
-            rcgen::CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
-                .map_err(Error::Certificate)?;
+        let mut names = vec!["127.0.0.1".to_string(), "localhost".to_string()];
+        names.extend(dns_names.iter().map(|n| n.to_string()));
+        let mut params = rcgen::CertificateParams::new(names).map_err(Error::Certificate)?;
         params
             .distinguished_name
             .push(rcgen::DnType::CommonName, "127.0.0.1");
