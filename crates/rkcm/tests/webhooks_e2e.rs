@@ -1134,6 +1134,9 @@ fn cert_manager(cluster: &Cluster, hooks: &Hooks, files: &Files) {
     );
 }
 
+/// A scenario, run on a thread of its own.
+type Scenario<'a> = Box<dyn FnOnce() + Send + 'a>;
+
 /// A port on 127.0.0.1 nothing listens on.
 fn closed_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -1156,7 +1159,7 @@ fn webhooks_conversion_and_policies_through_kubectl() {
     let started = Instant::now();
     let timings = Mutex::new(BTreeMap::new());
     std::thread::scope(|s| {
-        let scenarios: Vec<(&str, Box<dyn FnOnce() + Send + '_>)> = vec![
+        let scenarios: Vec<(&str, Scenario<'_>)> = vec![
             ("denial", Box::new(|| denial(&cluster, &hooks, &files))),
             ("mutation", Box::new(|| mutation(&cluster, &hooks, &files))),
             (
