@@ -1137,10 +1137,16 @@ fn cert_manager(cluster: &Cluster, hooks: &Hooks, files: &Files) {
 /// A scenario, run on a thread of its own.
 type Scenario<'a> = Box<dyn FnOnce() + Send + 'a>;
 
-/// A port on 127.0.0.1 nothing listens on.
-fn closed_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    listener.local_addr().expect("address").port()
+/// A port on 127.0.0.1 that refuses connections: bound (so that nothing else takes it while
+/// the socket is kept) but not listening.
+fn closed_port(runtime: &tokio::runtime::Runtime) -> (tokio::net::TcpSocket, u16) {
+    let _guard = runtime.enter();
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket
+        .bind("127.0.0.1:0".parse().expect("address"))
+        .expect("bind");
+    let port = socket.local_addr().expect("address").port();
+    (socket, port)
 }
 
 #[test]
@@ -1151,7 +1157,7 @@ fn webhooks_conversion_and_policies_through_kubectl() {
         .build()
         .expect("runtime");
     let hooks = Hooks::start(&runtime);
-    let closed = closed_port();
+    let (_closed_socket, closed) = closed_port(&runtime);
     let cluster = Cluster::start(&["--nodes", "0"]);
     let files = Files {
         dir: tempfile::tempdir().expect("temp dir"),
