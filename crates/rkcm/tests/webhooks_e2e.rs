@@ -602,14 +602,19 @@ fn timeout(cluster: &Cluster, hooks: &Hooks, files: &Files) {
         &slow_fail,
         "failed calling webhook",
     );
+    // On a loaded machine the second can run out before the review is even sent (during the
+    // TLS handshake), so the server sees the call at most once: the API server does not retry.
     let started = Instant::now();
     let out = cluster.kubectl_output(&["apply", "-f", path_str(&slow_fail)]);
     assert!(started.elapsed() >= Duration::from_secs(1));
     assert_output(&out, 1, "", &want);
-    assert_eq!(hooks.requests("/slow", ns, "slow-fail").len(), 1);
+    assert!(hooks.requests("/slow", ns, "slow-fail").len() <= 1);
+    // Admitted only once the API server gave up on the webhook.
+    let started = Instant::now();
     let out = cluster.kubectl_output(&["apply", "-f", path_str(&cm("slow-ignore"))]);
+    assert!(started.elapsed() >= Duration::from_secs(1));
     assert_output(&out, 0, &created(&["configmap/slow-ignore"]), "");
-    assert_eq!(hooks.requests("/slow", ns, "slow-ignore").len(), 1);
+    assert!(hooks.requests("/slow", ns, "slow-ignore").len() <= 1);
     // The answers held back go now that the API server has stopped waiting for them.
     let _ = hooks.release.send(true);
 }
