@@ -441,8 +441,9 @@ impl Drop for TestEnv {
     }
 }
 
-/// A listener on `127.0.0.1:0` and a serving certificate for it (`127.0.0.1`, `localhost`),
-/// signed by a CA of its own: what a test needs to serve admission webhooks to a [`TestEnv`].
+/// A listener on `127.0.0.1:0` and a serving certificate for it (`127.0.0.1`, `localhost`, and
+/// the Service names given to [`WebhookServing::bind_with_names`]), signed by a CA of its own:
+/// what a test needs to serve admission webhooks to a [`TestEnv`] or to `rkcm up`.
 ///
 /// The test serves HTTPS on [`WebhookServing::into_parts`]'s listener with
 /// [`WebhookServing::server_config`] (or [`WebhookServing::cert_pem`] and
