@@ -441,8 +441,9 @@ impl Drop for TestEnv {
     }
 }
 
-/// A listener on `127.0.0.1:0` and a serving certificate for it (`127.0.0.1`, `localhost`),
-/// signed by a CA of its own: what a test needs to serve admission webhooks to a [`TestEnv`].
+/// A listener on `127.0.0.1:0` and a serving certificate for it (`127.0.0.1`, `localhost`, and
+/// the Service names given to [`WebhookServing::bind_with_names`]), signed by a CA of its own:
+/// what a test needs to serve admission webhooks to a [`TestEnv`] or to `rkcm up`.
 ///
 /// The test serves HTTPS on [`WebhookServing::into_parts`]'s listener with
 /// [`WebhookServing::server_config`] (or [`WebhookServing::cert_pem`] and
@@ -468,6 +469,14 @@ pub struct WebhookEndpoint {
 impl WebhookServing {
     /// Binds `127.0.0.1:0` and issues a serving certificate for it.
     pub async fn bind() -> Result<Self> {
+        Self::bind_with_names(&[]).await
+    }
+
+    /// Binds `127.0.0.1:0` and issues a serving certificate for it that also names `dns_names`:
+    /// a Service's `<name>.<namespace>.svc`, the name the API server verifies when it calls a
+    /// webhook through `clientConfig.service` (routed to the listener by an EndpointSlice at
+    /// `127.0.0.1`).
+    pub async fn bind_with_names(dns_names: &[&str]) -> Result<Self> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .map_err(Error::Bind)?;
@@ -482,9 +491,9 @@ impl WebhookServing {
         let ca =
             rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).map_err(Error::Certificate)?;
         let key = rcgen::KeyPair::generate().map_err(Error::Certificate)?;
-        let mut params =
-            rcgen::CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
-                .map_err(Error::Certificate)?;
+        let mut names = vec!["127.0.0.1".to_string(), "localhost".to_string()];
+        names.extend(dns_names.iter().map(|n| n.to_string()));
+        let mut params = rcgen::CertificateParams::new(names).map_err(Error::Certificate)?;
         params
             .distinguished_name
             .push(rcgen::DnType::CommonName, "127.0.0.1");
