@@ -2,6 +2,8 @@
 //! 127.0.0.1 with its own CA converts widgets between `v1` (stored, `spec.size`) and `v2`
 //! (`spec.length`) when they are read, listed, watched or written in `v2`.
 
+mod support;
+
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -62,26 +64,7 @@ fn convert(obj: &Value, desired: &str) -> Value {
 }
 
 async fn serve() -> ConversionServer {
-    let ca_key = rcgen::KeyPair::generate().expect("CA key");
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
-    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).expect("CA");
-    let leaf_key = rcgen::KeyPair::generate().expect("key");
-    let leaf = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
-        .expect("params")
-        .signed_by(&leaf_key, &ca)
-        .expect("certificate");
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let tls = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("protocols")
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![leaf.der().clone()],
-            rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into()),
-        )
-        .expect("server TLS");
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
+    let (acceptor, ca_pem) = support::https::acceptor(&["127.0.0.1"]);
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("address");
     let reviews = Arc::new(Mutex::new(Vec::new()));
@@ -140,7 +123,7 @@ async fn serve() -> ConversionServer {
     });
     ConversionServer {
         addr,
-        ca_pem: ca.pem(),
+        ca_pem,
         reviews,
         mode,
     }

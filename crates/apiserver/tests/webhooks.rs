@@ -1,6 +1,8 @@
 //! Admission webhooks through the served API: webhook servers started here on 127.0.0.1 with
 //! their own CA, called by the server for the writes their configurations match.
 
+mod support;
+
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -41,29 +43,7 @@ impl WebhookServer {
 /// Serves reviews on 127.0.0.1: `handler` gets the request and gives the response, less its
 /// uid; each answer is held back `delay`.
 async fn serve(handler: Handler, delay: Duration) -> WebhookServer {
-    let ca_key = rcgen::KeyPair::generate().expect("CA key");
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
-    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).expect("CA");
-    let leaf_key = rcgen::KeyPair::generate().expect("key");
-    let leaf = rcgen::CertificateParams::new(vec![
-        "127.0.0.1".to_string(),
-        "hooks.default.svc".to_string(),
-    ])
-    .expect("params")
-    .signed_by(&leaf_key, &ca)
-    .expect("certificate");
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let tls = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("protocols")
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![leaf.der().clone()],
-            rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into()),
-        )
-        .expect("server TLS");
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
+    let (acceptor, ca_pem) = support::https::acceptor(&["127.0.0.1", "hooks.default.svc"]);
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("address");
     let reviews = Arc::new(Mutex::new(Vec::new()));
@@ -107,7 +87,7 @@ async fn serve(handler: Handler, delay: Duration) -> WebhookServer {
     });
     WebhookServer {
         addr,
-        ca_pem: ca.pem(),
+        ca_pem,
         reviews,
     }
 }

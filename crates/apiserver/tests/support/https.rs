@@ -1,5 +1,5 @@
 //! A certificate authority and a server certificate for test servers on 127.0.0.1 (webhooks,
-//! aggregated API servers), made with rcgen as `webhooks.rs` makes its own.
+//! aggregated API servers), made with rcgen.
 
 use std::sync::Arc;
 
