@@ -6,8 +6,8 @@
 //! walked with a streaming visitor — a parsed `serde_json::Value` would already have dropped
 //! duplicates — against the kind's OpenAPI schema from [`crate::openapi::definitions`].
 
+use std::borrow::Cow;
 use std::cell::RefCell;
-use std::collections::HashSet;
 use std::fmt;
 
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -66,7 +66,7 @@ pub fn check_fields(
     let mut de = serde_json::Deserializer::from_slice(body);
     Walker {
         schema,
-        path: String::new(),
+        at: None,
         problems: &problems,
     }
     .deserialize(&mut de)?;
@@ -74,21 +74,49 @@ pub fn check_fields(
     Ok(problems.into_inner())
 }
 
-/// A position in the document: the schema describing the value there (`None`: anything goes).
-struct Walker<'a> {
-    schema: Option<&'static Value>,
-    path: String,
-    problems: &'a RefCell<Vec<FieldProblem>>,
+/// One step from the document's root: a key of an object or an index of an array. The path of
+/// a field is only written out when a problem is found there.
+struct Step<'p> {
+    parent: Option<&'p Step<'p>>,
+    at: At<'p>,
 }
 
-impl Walker<'_> {
-    fn child_path(&self, key: &str) -> String {
-        if self.path.is_empty() {
-            key.to_string()
-        } else {
-            format!("{}.{key}", self.path)
+enum At<'p> {
+    Key(&'p str),
+    Index(usize),
+}
+
+impl Step<'_> {
+    /// kube's rendering: keys joined by dots, indices in brackets (`spec.containers[0].image`).
+    fn render(&self) -> String {
+        let mut steps = vec![self];
+        while let Some(parent) = steps[steps.len() - 1].parent {
+            steps.push(parent);
         }
+        let mut path = String::new();
+        for step in steps.iter().rev() {
+            match step.at {
+                At::Key(key) => {
+                    if !path.is_empty() {
+                        path.push('.');
+                    }
+                    path.push_str(key);
+                }
+                At::Index(i) => {
+                    use std::fmt::Write as _;
+                    let _ = write!(path, "[{i}]");
+                }
+            }
+        }
+        path
     }
+}
+
+/// A position in the document: the schema describing the value there (`None`: anything goes).
+struct Walker<'a, 'p> {
+    schema: Option<&'static Value>,
+    at: Option<&'p Step<'p>>,
+    problems: &'a RefCell<Vec<FieldProblem>>,
 }
 
 /// How an object's keys are checked.
@@ -116,7 +144,32 @@ fn fields_of(schema: Option<&'static Value>) -> Fields {
     }
 }
 
-impl<'de> DeserializeSeed<'de> for Walker<'_> {
+/// An object's key, borrowed from the body unless it has escapes.
+struct Key<'de>(Cow<'de, str>);
+
+impl<'de> serde::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v.to_string())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Walker<'_, '_> {
     type Value = ();
 
     fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
@@ -124,7 +177,7 @@ impl<'de> DeserializeSeed<'de> for Walker<'_> {
     }
 }
 
-impl<'de> Visitor<'de> for Walker<'_> {
+impl<'de> Visitor<'de> for Walker<'_, '_> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -157,9 +210,13 @@ impl<'de> Visitor<'de> for Walker<'_> {
             .and_then(|n| n.get("items"));
         let mut i = 0usize;
         loop {
+            let step = Step {
+                parent: self.at,
+                at: At::Index(i),
+            };
             let walker = Walker {
                 schema: items,
-                path: format!("{}[{i}]", self.path),
+                at: Some(&step),
                 problems: self.problems,
             };
             if seq.next_element_seed(walker)?.is_none() {
@@ -171,33 +228,64 @@ impl<'de> Visitor<'de> for Walker<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let fields = fields_of(self.schema);
-        let mut seen = HashSet::new();
-        while let Some(key) = map.next_key::<String>()? {
-            let path = self.child_path(&key);
-            if !seen.insert(key.clone()) {
-                self.problems
-                    .borrow_mut()
-                    .push(FieldProblem::Duplicate(path.clone()));
-            }
-            let child = match &fields {
-                Fields::Map(values) => *values,
-                Fields::Struct(props) => match props.get(&key) {
-                    Some(prop) => Some(prop),
+        let mut seen = Seen::default();
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            {
+                let step = Step {
+                    parent: self.at,
+                    at: At::Key(&key),
+                };
+                if seen.contains(&key) {
+                    self.problems
+                        .borrow_mut()
+                        .push(FieldProblem::Duplicate(step.render()));
+                }
+                let child = match &fields {
+                    Fields::Map(values) => Some(*values),
+                    Fields::Struct(props) => props.get(key.as_ref()).map(Some),
+                };
+                match child {
+                    Some(schema) => map.next_value_seed(Walker {
+                        schema,
+                        at: Some(&step),
+                        problems: self.problems,
+                    })?,
                     None => {
                         // Like Go's decoder, the value of an unknown field is skipped unchecked.
-                        self.problems.borrow_mut().push(FieldProblem::Unknown(path));
+                        self.problems
+                            .borrow_mut()
+                            .push(FieldProblem::Unknown(step.render()));
                         map.next_value::<IgnoredAny>()?;
-                        continue;
                     }
-                },
-            };
-            map.next_value_seed(Walker {
-                schema: child,
-                path,
-                problems: self.problems,
-            })?;
+                }
+            }
+            seen.insert(key);
         }
         Ok(())
+    }
+}
+
+/// The keys of one object seen so far: a list while it is short (most objects have few keys,
+/// and comparing them is cheaper than hashing), a set beyond.
+#[derive(Default)]
+struct Seen<'de> {
+    few: Vec<Cow<'de, str>>,
+    many: std::collections::HashSet<Cow<'de, str>>,
+}
+
+impl<'de> Seen<'de> {
+    const FEW: usize = 16;
+
+    fn contains(&self, key: &Cow<'de, str>) -> bool {
+        self.few.contains(key) || self.many.contains(key)
+    }
+
+    fn insert(&mut self, key: Cow<'de, str>) {
+        if self.few.len() < Self::FEW {
+            self.few.push(key);
+        } else {
+            self.many.insert(key);
+        }
     }
 }
 
@@ -247,6 +335,26 @@ mod tests {
         assert_eq!(
             check("apps/v1", "Deployment", body),
             [r#"duplicate field "spec.replicas""#]
+        );
+    }
+
+    #[test]
+    fn duplicates_are_found_among_many_keys_and_escaped_ones() {
+        let mut data: Vec<String> = (0..20).map(|i| format!(r#""k{i}":"v""#)).collect();
+        data.push(r#""k2":"again""#.to_string());
+        data.push(r#""k18":"again""#.to_string());
+        data.push(r#""\u006b3":"escaped k3""#.to_string());
+        let body = format!(
+            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"c"}},"data":{{{}}}}}"#,
+            data.join(",")
+        );
+        assert_eq!(
+            check("v1", "ConfigMap", &body),
+            [
+                r#"duplicate field "data.k2""#,
+                r#"duplicate field "data.k18""#,
+                r#"duplicate field "data.k3""#,
+            ]
         );
     }
 

@@ -29,6 +29,7 @@ pub mod config;
 pub mod default_service_cidr;
 pub mod flowcontrol_bootstrap;
 pub mod http;
+pub mod local;
 pub mod rest;
 pub mod server;
 pub mod testing;

@@ -348,6 +348,18 @@ impl ApiServer {
         shutdown: CancellationToken,
     ) -> std::io::Result<()> {
         let router = self.router(shutdown.clone());
+        self.serve_router(router, listener, shutdown).await
+    }
+
+    /// Serves `router` (this server's [`ApiServer::router`], which may also serve clients in
+    /// the process through [`crate::local::connector`]: one router, so one set of request
+    /// metrics and inflight limits for both) on `listener` until `shutdown` is cancelled.
+    pub async fn serve_router(
+        self,
+        router: Router,
+        listener: TcpListener,
+        shutdown: CancellationToken,
+    ) -> std::io::Result<()> {
         let acceptor = match &self.tls {
             Some(m) => Some(tokio_rustls::TlsAcceptor::from(Arc::new(
                 tls::server_config(m).map_err(std::io::Error::other)?,

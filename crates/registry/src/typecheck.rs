@@ -21,6 +21,13 @@ pub(crate) fn decode_check<K>(obj: &Value) -> Option<FieldError>
 where
     K: DeserializeOwned + k8s_openapi::Resource,
 {
+    // Most objects carry their type's apiVersion and kind: decode them in place, and only
+    // when that fails decode a copy again to find the path of the first bad field.
+    let typed_as_k = obj.get("apiVersion").and_then(Value::as_str) == Some(K::API_VERSION)
+        && obj.get("kind").and_then(Value::as_str) == Some(K::KIND);
+    if typed_as_k && K::deserialize(obj).is_ok() {
+        return None;
+    }
     let mut copy = obj.clone();
     // apiVersion and kind are the server's to check against the URL.
     if let Some(m) = copy.as_object_mut() {
@@ -149,6 +156,16 @@ mod tests {
         d["spec"]["replicas"] = json!(3);
         let e = decode_check::<Deployment>(&d).expect("bad type");
         assert_eq!(e.field, "spec.template.spec.containers[0].image");
+        // The same with the type's apiVersion and kind, which are decoded in place first.
+        d["apiVersion"] = json!("apps/v1");
+        d["kind"] = json!("Deployment");
+        let e = decode_check::<Deployment>(&d).expect("bad type");
+        assert_eq!(e.field, "spec.template.spec.containers[0].image");
+        d["spec"]["template"]["spec"]["containers"][0]["image"] = json!("nginx");
+        assert_eq!(decode_check::<Deployment>(&d), None);
+        // Another kind's apiVersion is the URL's business, not a type error.
+        d["apiVersion"] = json!("extensions/v1beta1");
+        assert_eq!(decode_check::<Deployment>(&d), None);
     }
 
     #[test]

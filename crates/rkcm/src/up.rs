@@ -283,8 +283,18 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     // The API server stops last, after its clients (controllers, nodes) have let go of it.
     let server_stop = Shutdown::new();
     let serve_shutdown = server_stop.clone();
+    // The components of this process reach the server in process: the same requests with the
+    // same credentials, without TLS and a socket between them.
+    let router = server.router(serve_shutdown.clone());
+    let _in_process = rkcm_runtime::transport::register_local(
+        &url.parse().context("the server's URL")?,
+        Arc::new(rkcm_apiserver::local::connector(
+            router.clone(),
+            server.ca_pem().as_deref(),
+        )),
+    );
     let server_task = tokio::spawn(async move {
-        if let Err(err) = server.serve(listener, serve_shutdown).await {
+        if let Err(err) = server.serve_router(router, listener, serve_shutdown).await {
             tracing::error!(error = %err, "API server stopped");
         }
     });
@@ -294,7 +304,8 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     );
 
     let kube_config = kube_config_from(&kubeconfig_path).await?;
-    let client = kube::Client::try_from(kube_config.clone()).context("building a client")?;
+    let client =
+        rkcm_runtime::transport::client(kube_config.clone()).context("building a client")?;
     wait_until_answering(&client, &shutdown).await?;
 
     let node_options = args.node_flags.options(

@@ -24,6 +24,7 @@ pub mod storage;
 pub mod testing;
 pub mod token_bucket;
 pub mod token_source;
+pub mod transport;
 pub mod worker;
 pub mod workqueue;
 

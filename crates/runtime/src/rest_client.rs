@@ -94,7 +94,7 @@ pub fn limits(qps: f32, burst: u32) -> Option<(f64, u32)> {
 pub fn client(mut config: kube::Config, qps: f32, burst: u32) -> Result<kube::Client, kube::Error> {
     config.default_retry = false;
     let layer = RateLimitLayer::new(&config, qps, burst);
-    Ok(kube::client::ClientBuilder::try_from(config)?
+    Ok(crate::transport::client_builder(config)?
         // A retry sends the request again through a clone of the stack under it.
         .with_layer(&tower::buffer::BufferLayer::new(1024))
         .with_layer(&layer)
@@ -113,7 +113,7 @@ pub fn client_with_tokens(
 ) -> Result<kube::Client, kube::Error> {
     config.default_retry = false;
     let layer = RateLimitLayer::new(&config, qps, burst);
-    Ok(kube::client::ClientBuilder::try_from(config)?
+    Ok(crate::transport::client_builder(config)?
         .with_layer(&tower::buffer::BufferLayer::new(1024))
         .with_layer(&crate::token_source::BearerTokenLayer::new(tokens))
         .with_layer(&layer)

@@ -289,8 +289,12 @@ fn compare_walk(
             let l = lhs.and_then(Value::as_object).unwrap_or(&empty);
             let r = rhs.and_then(Value::as_object).unwrap_or(&empty);
             for k in l.keys().chain(r.keys().filter(|k| !l.contains_key(*k))) {
+                let (lv, rv) = (l.get(k), r.get(k));
+                if unchanged(lv, rv) {
+                    continue;
+                }
                 path.0.push(PathElement::Field(k.clone()));
-                compare_walk(schema, atom.field_type(k), l.get(k), r.get(k), path, c)?;
+                compare_walk(schema, atom.field_type(k), lv, rv, path, c)?;
                 path.0.pop();
             }
         }
@@ -301,6 +305,13 @@ fn compare_walk(
         _ => {}
     }
     Ok(())
+}
+
+/// Whether a field is present on both sides with equal values: nothing below it was added,
+/// removed or modified, so the comparison need not walk it (most of an object is unchanged by
+/// an update, e.g. all but a pod's status by its kubelet's).
+fn unchanged(lhs: Option<&Value>, rhs: Option<&Value>) -> bool {
+    matches!((lhs, rhs), (Some(l), Some(r)) if value::equals(l, r))
 }
 
 fn group_items<'v>(
@@ -336,6 +347,11 @@ fn compare_list(
     for pe in order {
         let ls = l.get(&pe).map(Vec::as_slice).unwrap_or_default();
         let rs = r.get(&pe).map(Vec::as_slice).unwrap_or_default();
+        if let ([l], [r]) = (ls, rs) {
+            if value::equals(l, r) {
+                continue;
+            }
+        }
         path.0.push(pe);
         match (ls.len(), rs.len()) {
             (0..=1, 0..=1) => compare_walk(

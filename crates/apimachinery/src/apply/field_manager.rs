@@ -180,7 +180,9 @@ impl FieldManager {
                 _ => from_live(),
             }
         };
-        *new = without_managed_fields(new);
+        if let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("managedFields");
+        }
         // An object nobody tracks yet stays untracked until its first apply.
         if managed.fields.is_empty() && live.is_some() {
             return;

@@ -1,7 +1,7 @@
 //! Pod IP allocation per node from the node's `spec.podCIDR` (else `10.244.<n>.0/24`),
 //! remembering what this process handed out.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{HashMap, HashSet};
 use std::net::Ipv4Addr;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -14,6 +14,11 @@ use crate::scheduler::predicates::is_terminal;
 /// network's, the next the gateway's, as bridge CNIs do) to the one before the broadcast, at
 /// most 65,534 of them. `None` for IPv6 or an unparsable CIDR.
 pub fn cidr_hosts(cidr: &str) -> Option<Vec<String>> {
+    Some(host_addresses(cidr)?.map(|ip| ip.to_string()).collect())
+}
+
+/// [`cidr_hosts`] as addresses, in order, without building the list.
+fn host_addresses(cidr: &str) -> Option<impl Iterator<Item = Ipv4Addr>> {
     let (addr, prefix) = cidr.split_once('/')?;
     let base = u32::from(addr.parse::<Ipv4Addr>().ok()?);
     let prefix: u32 = prefix.parse().ok().filter(|p| *p <= 30)?;
@@ -23,8 +28,7 @@ pub fn cidr_hosts(cidr: &str) -> Option<Vec<String>> {
     Some(
         (2..=last)
             .filter_map(|h| u32::try_from(h).ok())
-            .map(|h| Ipv4Addr::from(base.wrapping_add(h)).to_string())
-            .collect(),
+            .map(move |h| Ipv4Addr::from(base.wrapping_add(h))),
     )
 }
 
@@ -32,13 +36,22 @@ pub fn cidr_hosts(cidr: &str) -> Option<Vec<String>> {
 /// skipping those held by running pods on the node.
 #[derive(Debug, Default)]
 pub struct PodIps {
-    /// Pod UID → (node name, IP) for every IP this process handed out and has not released.
-    given: Mutex<HashMap<String, (String, String)>>,
+    given: Mutex<Given>,
+}
+
+/// Every IP this process handed out and has not released, by pod and by node.
+#[derive(Debug, Default)]
+struct Given {
+    /// Pod UID → (node name, IP).
+    by_pod: HashMap<String, (String, String)>,
+    /// Node name → the IPs given on it, with how many pods hold each.
+    by_node: HashMap<String, HashMap<String, usize>>,
 }
 
 impl PodIps {
     /// The IP for the pod `uid` on `node`: the one it already got, else the lowest free one.
     /// `pods_on_node` are the cached pods bound to the node, whose reported IPs are taken.
+    /// Costs what the node holds, not what the cluster holds.
     pub fn ip_for<'a>(
         &self,
         node: &SimNode,
@@ -47,34 +60,66 @@ impl PodIps {
         pods_on_node: impl IntoIterator<Item = &'a Pod>,
     ) -> String {
         let mut given = self.given.lock();
-        if let Some((_, ip)) = given.get(uid) {
+        if let Some((_, ip)) = given.by_pod.get(uid) {
             return ip.clone();
         }
-        let mut used: BTreeSet<String> = pods_on_node
+        let reported: HashSet<&str> = pods_on_node
             .into_iter()
             .filter(|p| !is_terminal(p))
-            .filter_map(|p| p.status.as_ref().and_then(|s| s.pod_ip.clone()))
+            .filter_map(|p| p.status.as_ref().and_then(|s| s.pod_ip.as_deref()))
             .collect();
-        used.extend(
-            given
-                .values()
-                .filter(|(n, _)| *n == node.name)
-                .map(|(_, ip)| ip.clone()),
-        );
-        let hosts = pod_cidr
-            .and_then(cidr_hosts)
-            .filter(|h| !h.is_empty())
-            .unwrap_or_else(|| (2..=254u8).map(|host| node.pod_ip(host)).collect());
-        let free = hosts.iter().find(|ip| !used.contains(*ip)).cloned();
-        // More live pods than addresses reuse addresses; max-pods defaults to 110.
-        let ip = free.unwrap_or_else(|| hosts[used.len() % hosts.len()].clone());
-        given.insert(uid.to_string(), (node.name.clone(), ip.clone()));
+        let on_node = given.by_node.get(&node.name);
+        let used = |ip: &String| {
+            reported.contains(ip.as_str()) || on_node.is_some_and(|g| g.contains_key(ip))
+        };
+        let hosts = || -> Box<dyn Iterator<Item = String>> {
+            match pod_cidr.and_then(host_addresses) {
+                Some(hosts) => Box::new(hosts.map(|ip| ip.to_string())),
+                None => Box::new((2..=254u8).map(|host| node.pod_ip(host))),
+            }
+        };
+        let ip = match hosts().find(|ip| !used(ip)) {
+            Some(free) => free,
+            None => {
+                // More live pods than addresses reuse addresses; max-pods defaults to 110.
+                let in_use = reported.len()
+                    + on_node.map_or(0, |g| {
+                        g.keys().filter(|ip| !reported.contains(ip.as_str())).count()
+                    });
+                let all: Vec<String> = hosts().collect();
+                all[in_use % all.len()].clone()
+            }
+        };
+        given
+            .by_node
+            .entry(node.name.clone())
+            .or_default()
+            .entry(ip.clone())
+            .and_modify(|holders| *holders += 1)
+            .or_insert(1);
+        given
+            .by_pod
+            .insert(uid.to_string(), (node.name.clone(), ip.clone()));
         ip
     }
 
     /// Releases the IP of pod `uid` (deleted or finished).
     pub fn release(&self, uid: &str) {
-        self.given.lock().remove(uid);
+        let mut given = self.given.lock();
+        let Some((node, ip)) = given.by_pod.remove(uid) else {
+            return;
+        };
+        if let Some(ips) = given.by_node.get_mut(&node) {
+            if let Some(holders) = ips.get_mut(&ip) {
+                *holders -= 1;
+                if *holders == 0 {
+                    ips.remove(&ip);
+                }
+            }
+            if ips.is_empty() {
+                given.by_node.remove(&node);
+            }
+        }
     }
 }
 
@@ -113,6 +158,29 @@ mod tests {
         assert_eq!(ips.ip_for(&node(), None, "b", &existing), "10.244.1.4");
         ips.release("a");
         assert_eq!(ips.ip_for(&node(), None, "c", &existing), "10.244.1.3");
+    }
+
+    #[test]
+    fn other_nodes_addresses_do_not_count_and_released_ones_come_back() {
+        let ips = PodIps::default();
+        let other = SimNode {
+            name: "rkcm-node-2".into(),
+            index: 2,
+            ..node()
+        };
+        let cidr = Some("10.9.0.0/24");
+        assert_eq!(ips.ip_for(&other, cidr, "x", []), "10.9.0.2");
+        assert_eq!(ips.ip_for(&node(), cidr, "a", []), "10.9.0.2");
+        assert_eq!(ips.ip_for(&node(), cidr, "b", []), "10.9.0.3");
+        ips.release("x");
+        ips.release("a");
+        assert_eq!(ips.ip_for(&node(), cidr, "c", []), "10.9.0.2");
+        // Addresses are reused once all are taken, and stay held while a pod holds them.
+        let tiny = Some("10.1.0.0/30");
+        assert_eq!(ips.ip_for(&other, tiny, "p", []), "10.1.0.2");
+        assert_eq!(ips.ip_for(&other, tiny, "q", []), "10.1.0.2");
+        ips.release("p");
+        assert_eq!(ips.ip_for(&other, tiny, "r", []), "10.1.0.2");
     }
 
     #[test]

@@ -58,7 +58,7 @@ async fn delegated_client(
         },
     };
     Ok(Some(
-        kube::Client::try_from(config).context("building the delegation client")?,
+        rkcm_runtime::transport::client(config).context("building the delegation client")?,
     ))
 }
 
