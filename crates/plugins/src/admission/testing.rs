@@ -55,7 +55,7 @@ pub(crate) fn attributes(
         Some(namespace).filter(|n| !n.is_empty()),
         &name,
         object,
-        old,
+        old.map(Arc::new),
         Arc::new(UserInfo::default()),
         false,
     )

@@ -129,7 +129,7 @@ pub struct Attributes {
     /// The object's name; empty on a create that generates it.
     pub name: String,
     object: Option<Value>,
-    old_object: Option<Value>,
+    old_object: Option<Arc<Value>>,
     /// Who makes the request.
     pub user: Arc<UserInfo>,
     /// `dryRun=All`: admitted as any other write, nothing is stored.
@@ -149,7 +149,7 @@ impl Attributes {
         namespace: Option<&str>,
         name: &str,
         object: Option<Value>,
-        old_object: Option<Value>,
+        old_object: Option<Arc<Value>>,
         user: Arc<UserInfo>,
         dry_run: bool,
     ) -> Self {
@@ -184,7 +184,7 @@ impl Attributes {
 
     /// The stored object an update or delete starts from.
     pub fn old_object(&self) -> Option<&Value> {
-        self.old_object.as_ref()
+        self.old_object.as_deref()
     }
 
     /// Takes the (possibly mutated) object back.

@@ -122,7 +122,7 @@ impl Admission {
         namespace: Option<&str>,
         name: &str,
         object: Option<Value>,
-        old_object: Option<Value>,
+        old_object: Option<Arc<Value>>,
         dry_run: bool,
     ) -> Attributes {
         Attributes::new(

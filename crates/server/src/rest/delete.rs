@@ -1,5 +1,7 @@
 //! Delete: grace periods, finalizers and the garbage collector's propagation policies.
 
+use std::sync::Arc;
+
 use serde_json::{json, Value};
 
 use rkcm_apimachinery::catalog::ResourceInfo;
@@ -186,7 +188,7 @@ pub async fn delete(
                 namespace,
                 name,
                 None,
-                Some(old.clone()),
+                Some(Arc::new(old.clone())),
                 opts.dry_run,
             );
             admission.validate(&attrs).await?;

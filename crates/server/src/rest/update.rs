@@ -172,7 +172,9 @@ async fn update_once(
         }
         return Err(ApiError::not_found(info, name));
     };
-    let old = &current.value();
+    // Shared with admission, which sees it in both phases.
+    let stored = Arc::new(current.value());
+    let old: &Value = &stored;
     if source == UpdateSource::Put {
         check_uid_precondition(info, name, &new, old)?;
     }
@@ -198,7 +200,7 @@ async fn update_once(
             namespace,
             name,
             Some(new),
-            Some(old.clone()),
+            Some(Arc::clone(&stored)),
             opts.dry_run,
         );
         admission.admit(&mut attrs).await?;
@@ -258,7 +260,7 @@ async fn update_once(
             namespace,
             name,
             Some(new),
-            Some(old.clone()),
+            Some(Arc::clone(&stored)),
             opts.dry_run,
         );
         admission.validate(&attrs).await?;

@@ -139,7 +139,7 @@ async fn versioned<'a>(
         Some(&attrs.namespace),
         &attrs.name,
         object,
-        old_object,
+        old_object.map(Arc::new),
         Arc::clone(&attrs.user),
         attrs.dry_run,
     );

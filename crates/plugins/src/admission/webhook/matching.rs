@@ -290,7 +290,7 @@ mod tests {
             namespace,
             name,
             obj,
-            old,
+            old.map(Arc::new),
             Arc::new(UserInfo::default()),
             false,
         )
