@@ -35,7 +35,7 @@ use serde_json::json;
 pub use cache::Cache;
 pub use pod_affinity::InterPodAffinity;
 pub use predicates::{fits, is_terminal, NodeUsage, Reason};
-pub use select::{select_node, FitError};
+pub use select::{num_feasible_nodes_to_find, select_node, select_node_from, FitError, Selection};
 
 /// Message of `PodScheduled=False` with reason `SchedulingGated`.
 pub const GATED_MESSAGE: &str = "Scheduling is blocked due to non-empty scheduling gates";
@@ -88,6 +88,8 @@ pub struct Scheduler {
     scheduler_name: String,
     clock: Arc<dyn Clock>,
     recorder: Mutex<Option<EventRecorder>>,
+    /// Where the next pod's search for feasible nodes starts (`nextStartNodeIndex`).
+    next_start_node: std::sync::atomic::AtomicUsize,
 }
 
 impl Scheduler {
@@ -114,6 +116,7 @@ impl Scheduler {
             scheduler_name: config.scheduler_name.clone(),
             clock: Arc::clone(&config.clock),
             recorder: Mutex::new(None),
+            next_start_node: std::sync::atomic::AtomicUsize::new(0),
         });
         let weak = Arc::downgrade(&this);
         pod_informer.add_event_handler(move |note| {
@@ -363,7 +366,9 @@ impl Scheduler {
             .filter(
                 |n| match volumes::node_fits(&pod_volumes, n, &all_volumes, class) {
                     Ok(plan) => {
-                        plans.insert(n.metadata.name.clone().unwrap_or_default(), plan);
+                        if !plan.is_empty() {
+                            plans.insert(n.metadata.name.clone().unwrap_or_default(), plan);
+                        }
                         true
                     }
                     Err(reason) => {
@@ -385,7 +390,14 @@ impl Scheduler {
                 .collect()
         };
         let affinity = self.inter_pod_affinity(&pod, &nodes);
-        match select_node(&pod, &candidates, &affinity) {
+        use std::sync::atomic::Ordering;
+        let start = self.next_start_node.load(Ordering::Relaxed);
+        let selection = select_node_from(&pod, &candidates, &affinity, start);
+        if !candidates.is_empty() {
+            let next = (start + selection.processed) % candidates.len();
+            self.next_start_node.store(next, Ordering::Relaxed);
+        }
+        match selection.node {
             Ok(node) => {
                 let node = node.metadata.name.clone().unwrap_or_default();
                 if !pod_volumes.delayed.is_empty() {
