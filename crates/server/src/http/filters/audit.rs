@@ -142,7 +142,7 @@ pub async fn audit(State(auditor): State<Arc<Auditor>>, mut req: Request, next: 
     let capture = resp.status().as_u16() >= 400
         || (completion.config.level == Level::RequestResponse && !long_running);
     if capture {
-        completion.response_body = Some(Arc::default());
+        completion.response_body = Some(new_capture());
     }
     wrap_response(resp, completion, head_request)
 }
@@ -193,7 +193,7 @@ type Captured = Arc<Mutex<Option<BytesMut>>>;
 /// Lets the request's body through to the handler while keeping a copy of it: the body is
 /// read once, by the handler, and the copy costs one buffer only at `Request` level and up.
 fn capture_request_body(req: &mut Request) -> Captured {
-    let captured: Captured = Arc::new(Mutex::new(Some(BytesMut::new())));
+    let captured = new_capture();
     let sink = Arc::clone(&captured);
     let body = std::mem::take(req.body_mut());
     let stream = body.into_data_stream().map(move |chunk| {
@@ -204,6 +204,10 @@ fn capture_request_body(req: &mut Request) -> Captured {
     });
     *req.body_mut() = Body::from_stream(stream);
     captured
+}
+
+fn new_capture() -> Captured {
+    Arc::new(Mutex::new(Some(BytesMut::new())))
 }
 
 fn keep(captured: &Captured, bytes: &Bytes) {
@@ -375,7 +379,7 @@ mod tests {
 
     #[test]
     fn bodies_over_the_limit_are_not_kept() {
-        let captured: Captured = Arc::new(Mutex::new(Some(BytesMut::new())));
+        let captured = new_capture();
         keep(&captured, &Bytes::from_static(b"{}"));
         assert_eq!(captured.lock().as_deref(), Some(&b"{}"[..]));
         keep(&captured, &Bytes::from(vec![b' '; MAX_CAPTURED_BYTES]));
