@@ -17,7 +17,7 @@ use rkcm_apiserver::testing::{self, TestServer};
 const POLICY: &str = r#"
 apiVersion: audit.k8s.io/v1
 kind: Policy
-omitStages: [ResponseStarted]
+omitStages: [Panic]
 rules:
 # Secrets are never logged.
 - level: None
@@ -174,6 +174,12 @@ async fn requests_are_audited_as_the_policy_says() {
         send(&jane, "GET", "/api/v1/namespaces/default/pods", None, &[]).await;
     assert_eq!(code, 403);
 
+    // A failed authentication: one ResponseStarted event without a user.
+    let stranger = client(&server, "wrong-token").await;
+    let (code, unauthorized_id, _) =
+        send(&stranger, "GET", "/api/v1/namespaces/default/configmaps", None, &[]).await;
+    assert_eq!(code, 401);
+
     let stages = ["RequestReceived", "ResponseComplete"];
     let create = wait_for_stages(&log, &create_id, &stages).await;
     for event in &create {
@@ -219,6 +225,14 @@ async fn requests_are_audited_as_the_policy_says() {
     assert_eq!(done["responseStatus"]["reason"], "Forbidden");
     assert_eq!(done["responseStatus"]["status"], "Failure");
     assert!(done.get("responseObject").is_none(), "Metadata has no bodies");
+
+    let unauthorized = wait_for_stages(&log, &unauthorized_id, &["ResponseStarted"]).await;
+    assert_eq!(unauthorized[0]["user"], json!({}));
+    assert_eq!(unauthorized[0]["verb"], "list");
+    assert_eq!(
+        unauthorized[0]["responseStatus"],
+        json!({"metadata": {}, "message": "Authentication failed, attempted: bearer", "code": 401})
+    );
 
     // Events are written in the order they were handed over, and a request's RequestReceived
     // is handed over before it is answered: the later forbidden request's events are in the

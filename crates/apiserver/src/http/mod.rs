@@ -141,7 +141,10 @@ pub fn router(state: SharedState) -> Router {
         filters::authenticate,
     ));
     let router = match &state.auditor {
-        Some(_) => router.layer(axum::middleware::from_fn(filters::audit_init)),
+        Some(auditor) => router.layer(axum::middleware::from_fn_with_state(
+            Arc::clone(auditor),
+            filters::audit_init,
+        )),
         None => router,
     };
     router.with_state(state)

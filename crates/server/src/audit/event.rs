@@ -188,7 +188,12 @@ fn stage_name<S: serde::Serializer>(stage: &Stage, s: S) -> Result<S::Ok, S::Err
     s.serialize_str(stage.as_str())
 }
 
+/// The user as `authentication.k8s.io/v1` `UserInfo`; `{}` for no user (a request whose
+/// authentication failed), as kube writes it.
 fn user_json<S: serde::Serializer>(user: &UserInfo, s: S) -> Result<S::Ok, S::Error> {
+    if *user == UserInfo::default() {
+        return serde_json::Map::new().serialize(s);
+    }
     user.to_json().serialize(s)
 }
 

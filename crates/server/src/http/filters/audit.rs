@@ -23,7 +23,8 @@ use crate::audit::{
     ResponseStatus, Stage,
 };
 use crate::auth::authorization::Attributes;
-use crate::auth::UserInfo;
+use crate::auth::{ClientCertificate, UserInfo};
+use super::AuthenticationFailed;
 
 /// kube's `auditinternal.HeaderAuditID`.
 pub const AUDIT_ID_HEADER: HeaderName = HeaderName::from_static("audit-id");
@@ -35,8 +36,13 @@ const MAX_CAPTURED_BYTES: usize = 16 * 1024 * 1024;
 /// `WithAuditInit`: the request's audit id is the client's `Audit-ID` header, else a new UUID;
 /// it goes into the request's extensions and into the response's `Audit-Id` header (unless a
 /// proxied server already set one). Installed outside authentication, so refused requests
-/// carry it too; installed only when auditing is on.
-pub async fn audit_init(mut req: Request, next: Next) -> Response {
+/// carry it too, and their `ResponseStarted` event is generated here; installed only when
+/// auditing is on.
+pub async fn audit_init(
+    State(auditor): State<Arc<Auditor>>,
+    mut req: Request,
+    next: Next,
+) -> Response {
     let client = req
         .headers()
         .get(&AUDIT_ID_HEADER)
@@ -48,12 +54,136 @@ pub async fn audit_init(mut req: Request, next: Next) -> Response {
             .expect("a UUID is a valid header value"),
     };
     let id = value.to_str().unwrap_or_default().to_string();
-    req.extensions_mut().insert(AuditId(id));
+    let attempt = AuthenticationAttempt::of(&req);
+    req.extensions_mut().insert(AuditId(id.clone()));
     let mut resp = next.run(req).await;
+    if resp.extensions().get::<AuthenticationFailed>().is_some() {
+        attempt.audit_failure(&auditor, id, resp.status().as_u16());
+    }
     if !resp.headers().contains_key(&AUDIT_ID_HEADER) {
         resp.headers_mut().insert(AUDIT_ID_HEADER, value);
     }
     resp
+}
+
+/// What kube's failed-authentication audit (`WithFailedAuthenticationAudit`) records of a
+/// request, kept before the request goes on: cheap clones of its head.
+struct AuthenticationAttempt {
+    received: jiff::Timestamp,
+    method: Method,
+    uri: http::Uri,
+    user_agent: Option<HeaderValue>,
+    forwarded_for: Option<HeaderValue>,
+    real_ip: Option<HeaderValue>,
+    peer: Option<ConnectInfo<SocketAddr>>,
+    /// `getAuthMethods`: basic, bearer, access_token, x509.
+    methods: [bool; 4],
+}
+
+impl AuthenticationAttempt {
+    fn of(req: &Request) -> Self {
+        let headers = req.headers();
+        let authorization = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+            .unwrap_or_default();
+        let scheme = |name: &str| {
+            authorization
+                .split_once(' ')
+                .is_some_and(|(s, rest)| s.eq_ignore_ascii_case(name) && !rest.is_empty())
+        };
+        let access_token = req.uri().query().is_some_and(|q| {
+            q.split('&').any(|kv| {
+                kv.strip_prefix("access_token=")
+                    .is_some_and(|t| !t.trim().is_empty())
+            })
+        });
+        Self {
+            received: jiff::Timestamp::now(),
+            method: req.method().clone(),
+            uri: req.uri().clone(),
+            user_agent: headers.get(header::USER_AGENT).cloned(),
+            forwarded_for: headers.get("x-forwarded-for").cloned(),
+            real_ip: headers.get("x-real-ip").cloned(),
+            peer: req.extensions().get::<ConnectInfo<SocketAddr>>().cloned(),
+            methods: [
+                scheme("basic"),
+                scheme("bearer"),
+                access_token,
+                req.extensions().get::<ClientCertificate>().is_some(),
+            ],
+        }
+    }
+
+    /// The `ResponseStarted` event of a request refused with `code` by authentication, if the
+    /// policy audits it: the policy sees a request without a user.
+    fn audit_failure(self, auditor: &Auditor, audit_id: String, code: u16) {
+        let attrs = Attributes::from_request(
+            UserInfo::default(),
+            &self.method,
+            self.uri.path(),
+            self.uri.query(),
+        );
+        let config = auditor.evaluator.evaluate(&attrs);
+        crate::audit::metrics::observe_policy_level(config.level);
+        if !config.records(Stage::ResponseStarted) {
+            return;
+        }
+        let mut headers = HeaderMap::new();
+        if let Some(v) = self.forwarded_for {
+            headers.insert("x-forwarded-for", v);
+        }
+        if let Some(v) = self.real_ip {
+            headers.insert("x-real-ip", v);
+        }
+        let names = ["basic", "bearer", "access_token", "x509"];
+        let attempted: Vec<&str> = names
+            .iter()
+            .zip(self.methods)
+            .filter_map(|(name, used)| used.then_some(*name))
+            .collect();
+        let message = if attempted.is_empty() {
+            "Authentication failed, no credentials provided".to_string()
+        } else {
+            format!("Authentication failed, attempted: {}", attempted.join(", "))
+        };
+        auditor.backend.process(Event {
+            kind: "Event",
+            api_version: "audit.k8s.io/v1",
+            level: config.level,
+            audit_id,
+            stage: Stage::ResponseStarted,
+            request_uri: request_uri(&self.uri),
+            verb: attrs.verb.clone(),
+            object_ref: ObjectReference::from_attributes(&attrs),
+            user: UserInfo::default(),
+            impersonated_user: None,
+            source_ips: source_ips(&headers, self.peer.as_ref()),
+            user_agent: self
+                .user_agent
+                .as_ref()
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_string(),
+            response_status: Some(ResponseStatus {
+                message,
+                code,
+                ..ResponseStatus::default()
+            }),
+            request_object: None,
+            response_object: None,
+            request_received_timestamp: self.received,
+            stage_timestamp: jiff::Timestamp::now(),
+            annotations: Default::default(),
+        });
+    }
+}
+
+/// The path and query as the client sent them.
+fn request_uri(uri: &http::Uri) -> String {
+    uri.path_and_query()
+        .map_or_else(|| uri.path().to_string(), |p| p.as_str().to_string())
 }
 
 /// `WithAudit`: evaluates the policy on the authenticated request and, unless its level is
@@ -82,10 +212,7 @@ pub async fn audit(State(auditor): State<Arc<Auditor>>, mut req: Request, next: 
         level: config.level,
         audit_id,
         stage: Stage::RequestReceived,
-        request_uri: req
-            .uri()
-            .path_and_query()
-            .map_or_else(|| req.uri().path().to_string(), |p| p.as_str().to_string()),
+        request_uri: request_uri(req.uri()),
         verb: attrs.verb.clone(),
         object_ref: ObjectReference::from_attributes(&attrs),
         user: attrs.user,

@@ -9,6 +9,6 @@ mod authorization;
 mod impersonation;
 
 pub use audit::{audit, audit_init};
-pub use authentication::{authenticate, is_public};
+pub use authentication::{authenticate, is_public, AuthenticationFailed};
 pub use authorization::authorize;
 pub use impersonation::impersonate;
