@@ -164,10 +164,19 @@ async fn requests_are_audited_as_the_policy_says() {
     )
     .await;
     assert_eq!(code, 200);
-    assert_eq!(get_id, "client-chosen-id", "the client's Audit-ID is reused");
+    assert_eq!(
+        get_id, "client-chosen-id",
+        "the client's Audit-ID is reused"
+    );
     // None: secrets are not logged, though the response still has an Audit-Id.
-    let (code, secrets_id, _) =
-        send(&admin, "GET", "/api/v1/namespaces/default/secrets", None, &[]).await;
+    let (code, secrets_id, _) = send(
+        &admin,
+        "GET",
+        "/api/v1/namespaces/default/secrets",
+        None,
+        &[],
+    )
+    .await;
     assert_eq!(code, 200);
     // Metadata: jane may not list pods.
     let (code, forbidden_id, _) =
@@ -176,8 +185,14 @@ async fn requests_are_audited_as_the_policy_says() {
 
     // A failed authentication: one ResponseStarted event without a user.
     let stranger = client(&server, "wrong-token").await;
-    let (code, unauthorized_id, _) =
-        send(&stranger, "GET", "/api/v1/namespaces/default/configmaps", None, &[]).await;
+    let (code, unauthorized_id, _) = send(
+        &stranger,
+        "GET",
+        "/api/v1/namespaces/default/configmaps",
+        None,
+        &[],
+    )
+    .await;
     assert_eq!(code, 401);
 
     let stages = ["RequestReceived", "ResponseComplete"];
@@ -207,12 +222,18 @@ async fn requests_are_audited_as_the_policy_says() {
             .is_none(),
         "omitManagedFields strips them: {done}"
     );
-    assert_eq!(done["annotations"]["authorization.k8s.io/decision"], "allow");
+    assert_eq!(
+        done["annotations"]["authorization.k8s.io/decision"],
+        "allow"
+    );
 
     let get = wait_for_stages(&log, &get_id, &stages).await;
     assert_eq!(get[1]["verb"], "get");
     assert_eq!(get[1]["objectRef"]["name"], "audited");
-    assert!(get[1].get("requestObject").is_none(), "a get has no request object");
+    assert!(
+        get[1].get("requestObject").is_none(),
+        "a get has no request object"
+    );
     assert_eq!(get[1]["responseObject"]["data"], json!({"k": "v"}));
 
     let forbidden = wait_for_stages(&log, &forbidden_id, &stages).await;
@@ -220,11 +241,17 @@ async fn requests_are_audited_as_the_policy_says() {
     assert_eq!(done["level"], "Metadata");
     assert_eq!(done["verb"], "list");
     assert_eq!(done["user"]["username"], "jane");
-    assert_eq!(done["annotations"]["authorization.k8s.io/decision"], "forbid");
+    assert_eq!(
+        done["annotations"]["authorization.k8s.io/decision"],
+        "forbid"
+    );
     assert_eq!(done["responseStatus"]["code"], 403);
     assert_eq!(done["responseStatus"]["reason"], "Forbidden");
     assert_eq!(done["responseStatus"]["status"], "Failure");
-    assert!(done.get("responseObject").is_none(), "Metadata has no bodies");
+    assert!(
+        done.get("responseObject").is_none(),
+        "Metadata has no bodies"
+    );
 
     let unauthorized = wait_for_stages(&log, &unauthorized_id, &["ResponseStarted"]).await;
     assert_eq!(unauthorized[0]["user"], json!({}));

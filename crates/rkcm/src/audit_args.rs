@@ -85,10 +85,17 @@ mod tests {
             "--audit-log-maxsize=10",
         ]);
         let options = cli.audit.options();
-        assert_eq!(options.policy_file, Some(PathBuf::from("/etc/rkcm/audit.yaml")));
+        assert_eq!(
+            options.policy_file,
+            Some(PathBuf::from("/etc/rkcm/audit.yaml"))
+        );
         assert_eq!(options.log_path.as_deref(), Some("-"));
         assert_eq!(
-            (options.max_age_days, options.max_backups, options.max_size_mb),
+            (
+                options.max_age_days,
+                options.max_backups,
+                options.max_size_mb
+            ),
             (7, 3, 10)
         );
         let err = Cli::try_parse_from(["rkcm", "--audit-log-format=legacy"])

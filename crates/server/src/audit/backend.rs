@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 
 use super::event::Event;
 use super::metrics;
-use super::rotation::{Rotation, RotatingFile};
+use super::rotation::{RotatingFile, Rotation};
 
 /// kube's `--audit-log-batch-buffer-size` default: events waiting to be written.
 pub const DEFAULT_BUFFER_SIZE: usize = 10_000;

@@ -89,8 +89,7 @@ fn rule_matches(r: &PolicyRule, attrs: &Attributes) -> bool {
     }
     if !r.non_resource_urls.is_empty() {
         return !attrs.resource_request
-            && r
-                .non_resource_urls
+            && r.non_resource_urls
                 .iter()
                 .any(|spec| path_matches(&attrs.path, spec));
     }
@@ -139,8 +138,7 @@ fn rule_matches_resource(r: &PolicyRule, attrs: &Attributes) -> bool {
                     None => subresource.is_empty() && res == resource,
                 };
                 combined
-                    || (!subresource.is_empty()
-                        && res.strip_prefix("*/") == Some(subresource))
+                    || (!subresource.is_empty() && res.strip_prefix("*/") == Some(subresource))
                     || res.strip_suffix("/*") == Some(resource)
             })
         })
@@ -273,7 +271,13 @@ mod tests {
     }
 
     #[track_caller]
-    fn test(req: &str, want: Level, policy_stages: &[Stage], want_stages: &[Stage], rules: &[&str]) {
+    fn test(
+        req: &str,
+        want: Level,
+        policy_stages: &[Stage],
+        want_stages: &[Stage],
+        rules: &[&str],
+    ) {
         let policy = Policy {
             rules: rules.iter().map(|r| rule(r)).collect(),
             omit_stages: policy_stages.to_vec(),
@@ -299,9 +303,27 @@ mod tests {
         test("namespaced", LNone, s, s, &["getClusterRoles"]);
         test("namespaced", LNone, s, s, &["getLogs"]);
         test("namespaced", LNone, s, s, &["getMetrics"]);
-        test("namespaced", Metadata, s, s, &["getMetrics", "serviceAccounts", "default"]);
-        test("namespaced", RequestResponse, s, s, &["getMetrics", "getPods", "default"]);
-        test("namespaced", RequestResponse, s, s, &["getPodLogs", "getPods"]);
+        test(
+            "namespaced",
+            Metadata,
+            s,
+            s,
+            &["getMetrics", "serviceAccounts", "default"],
+        );
+        test(
+            "namespaced",
+            RequestResponse,
+            s,
+            s,
+            &["getMetrics", "getPods", "default"],
+        );
+        test(
+            "namespaced",
+            RequestResponse,
+            s,
+            s,
+            &["getPodLogs", "getPods"],
+        );
 
         test("cluster", Metadata, s, s, &["default"]);
         test("cluster", LNone, s, s, &["create"]);
@@ -310,11 +332,29 @@ mod tests {
         test("cluster", LNone, s, s, &["serviceAccounts"]);
         test("cluster", LNone, s, s, &["getPods"]);
         test("cluster", RequestResponse, s, s, &["getClusterRoles"]);
-        test("cluster", Request, s, s, &["clusterRoleEdit", "getClusterRoles"]);
+        test(
+            "cluster",
+            Request,
+            s,
+            s,
+            &["clusterRoleEdit", "getClusterRoles"],
+        );
         test("cluster", LNone, s, s, &["getLogs"]);
         test("cluster", LNone, s, s, &["getMetrics"]);
-        test("cluster", Metadata, s, s, &["getMetrics", "serviceAccounts", "default"]);
-        test("cluster", RequestResponse, s, s, &["getMetrics", "getClusterRoles", "default"]);
+        test(
+            "cluster",
+            Metadata,
+            s,
+            s,
+            &["getMetrics", "serviceAccounts", "default"],
+        );
+        test(
+            "cluster",
+            RequestResponse,
+            s,
+            s,
+            &["getMetrics", "getClusterRoles", "default"],
+        );
         test("cluster", LNone, s, s, &["getPodLogs", "getPods"]);
 
         test("nonResource", Metadata, s, s, &["default"]);
@@ -326,14 +366,38 @@ mod tests {
         test("nonResource", LNone, s, s, &["getClusterRoles"]);
         test("nonResource", RequestResponse, s, s, &["getLogs"]);
         test("nonResource", LNone, s, s, &["getMetrics"]);
-        test("nonResource", Metadata, s, s, &["getMetrics", "serviceAccounts", "default"]);
-        test("nonResource", RequestResponse, s, s, &["getLogs", "getClusterRoles", "default"]);
+        test(
+            "nonResource",
+            Metadata,
+            s,
+            s,
+            &["getMetrics", "serviceAccounts", "default"],
+        );
+        test(
+            "nonResource",
+            RequestResponse,
+            s,
+            s,
+            &["getLogs", "getClusterRoles", "default"],
+        );
         test("nonResource", LNone, s, s, &["getPodLogs", "getPods"]);
 
         test("subresource", Request, s, s, &["getPodLogs", "getPods"]);
         test("subresource", Request, s, s, &["getPodWildcardMatching"]);
-        test("subresource", Request, s, s, &["getPodResourceWildcardMatching"]);
-        test("subresource", Request, s, s, &["getPodSubResourceWildcardMatching"]);
+        test(
+            "subresource",
+            Request,
+            s,
+            s,
+            &["getPodResourceWildcardMatching"],
+        );
+        test(
+            "subresource",
+            Request,
+            s,
+            s,
+            &["getPodSubResourceWildcardMatching"],
+        );
 
         test("Unauthorized", LNone, s, s, &["tims"]);
         test("Unauthorized", Metadata, s, s, &["tims", "default"]);
@@ -361,7 +425,13 @@ mod tests {
         for req in ["namespaced", "cluster"] {
             let rules = ["omit RequestReceived", "getPods", "default"];
             test(req, Request, &policy, &policy, &rules);
-            test(req, Request, &policy, &only_panic, &["only audit panic", "getPods", "default"]);
+            test(
+                req,
+                Request,
+                &policy,
+                &only_panic,
+                &["only audit panic", "getPods", "default"],
+            );
         }
         let rules = ["default", "omit RequestReceived", "getPods"];
         test("nonResource", Metadata, &policy, &policy, &rules);
@@ -375,7 +445,11 @@ mod tests {
             (&[], &[], &[]),
             (&[RequestReceived], &[], &[RequestReceived]),
             (&[RequestReceived], &[RequestReceived], &[RequestReceived]),
-            (&[RequestReceived], &[ResponseStarted], &[RequestReceived, ResponseStarted]),
+            (
+                &[RequestReceived],
+                &[ResponseStarted],
+                &[RequestReceived, ResponseStarted],
+            ),
             (
                 &[RequestReceived, RequestReceived],
                 &[RequestReceived, RequestReceived],
@@ -415,7 +489,10 @@ mod tests {
                 omit_managed_fields: global,
             };
             let got = PolicyRuleEvaluator::new(policy).evaluate(&attrs);
-            assert_eq!(got.omit_managed_fields, want, "policy {global}, rule {by_rule:?}");
+            assert_eq!(
+                got.omit_managed_fields, want,
+                "policy {global}, rule {by_rule:?}"
+            );
         }
     }
 
@@ -428,6 +505,9 @@ mod tests {
             rules: vec![rule("clusterRoleEdit")],
             ..Policy::default()
         };
-        assert_eq!(PolicyRuleEvaluator::new(policy).evaluate(&cluster).level, LNone);
+        assert_eq!(
+            PolicyRuleEvaluator::new(policy).evaluate(&cluster).level,
+            LNone
+        );
     }
 }

@@ -44,7 +44,10 @@ impl AuditContext {
 
     /// Records the authorizer's decision as kube's authorization filter does.
     pub fn record_authorization(&self, allowed: bool, reason: &str) {
-        self.add_annotation(DECISION_ANNOTATION, if allowed { "allow" } else { "forbid" });
+        self.add_annotation(
+            DECISION_ANNOTATION,
+            if allowed { "allow" } else { "forbid" },
+        );
         self.add_annotation(REASON_ANNOTATION, reason);
     }
 

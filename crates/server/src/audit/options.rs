@@ -124,8 +124,11 @@ mod tests {
     fn a_bad_policy_file_is_an_error() {
         let dir = tempfile::tempdir().expect("tempdir");
         let file = dir.path().join("policy.yaml");
-        std::fs::write(&file, "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: All\n")
-            .expect("write");
+        std::fs::write(
+            &file,
+            "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: All\n",
+        )
+        .expect("write");
         let options = AuditOptions {
             policy_file: Some(file),
             log_path: Some("-".into()),

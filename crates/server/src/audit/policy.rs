@@ -328,7 +328,11 @@ fn validate_rule(rule: RuleFile, path: &str, errors: &mut Vec<FieldError>) -> Op
             None
         }
         (other, None) => {
-            errors.push(not_supported(&format!("{path}.level"), other, &Level::NAMES));
+            errors.push(not_supported(
+                &format!("{path}.level"),
+                other,
+                &Level::NAMES,
+            ));
             None
         }
     };
@@ -509,7 +513,8 @@ rules:
         let err = parse("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- verbs: [get]\n")
             .expect_err("no level");
         assert!(
-            err.to_string().starts_with("rules[0].level: Required value"),
+            err.to_string()
+                .starts_with("rules[0].level: Required value"),
             "{err}"
         );
     }
@@ -559,9 +564,15 @@ rules:
     fn another_group_version_is_refused() {
         let err = parse("apiVersion: audit.k8s.io/v1beta1\nkind: Policy\nrules:\n- level: None\n")
             .expect_err("v1beta1");
-        assert!(matches!(err, PolicyError::UnknownGroupVersion { .. }), "{err}");
+        assert!(
+            matches!(err, PolicyError::UnknownGroupVersion { .. }),
+            "{err}"
+        );
         let err = parse("rules:\n- level: None\n").expect_err("no apiVersion");
-        assert!(matches!(err, PolicyError::UnknownGroupVersion { .. }), "{err}");
+        assert!(
+            matches!(err, PolicyError::UnknownGroupVersion { .. }),
+            "{err}"
+        );
     }
 
     #[test]

@@ -268,7 +268,10 @@ mod tests {
         let mut log = RotatingFile::new(&path, Rotation::default()).with_max_bytes(12);
         log.write_at(b"new\n", at("2026-01-01T00:00:00Z"))
             .expect("write");
-        assert_eq!(names(dir.path()), ["audit-2026-01-01T00-00-00.000.log", "audit.log"]);
+        assert_eq!(
+            names(dir.path()),
+            ["audit-2026-01-01T00-00-00.000.log", "audit.log"]
+        );
         assert_eq!(std::fs::read(&path).expect("read"), b"new\n");
     }
 

@@ -17,6 +17,7 @@ use http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use parking_lot::Mutex;
 use serde_json::Value;
 
+use super::AuthenticationFailed;
 use crate::audit::event::strip_managed_fields;
 use crate::audit::{
     AuditContext, AuditId, Auditor, Event, Level, ObjectReference, RequestAuditConfig,
@@ -24,7 +25,6 @@ use crate::audit::{
 };
 use crate::auth::authorization::Attributes;
 use crate::auth::{ClientCertificate, UserInfo};
-use super::AuthenticationFailed;
 
 /// kube's `auditinternal.HeaderAuditID`.
 pub const AUDIT_ID_HEADER: HeaderName = HeaderName::from_static("audit-id");
@@ -217,7 +217,10 @@ pub async fn audit(State(auditor): State<Arc<Auditor>>, mut req: Request, next: 
         object_ref: ObjectReference::from_attributes(&attrs),
         user: attrs.user,
         impersonated_user: None,
-        source_ips: source_ips(req.headers(), req.extensions().get::<ConnectInfo<SocketAddr>>()),
+        source_ips: source_ips(
+            req.headers(),
+            req.extensions().get::<ConnectInfo<SocketAddr>>(),
+        ),
         user_agent: req
             .headers()
             .get(header::USER_AGENT)
@@ -495,7 +498,10 @@ mod tests {
     #[test]
     fn source_ips_are_the_forwarded_then_the_peer_once_each() {
         let mut headers = HeaderMap::new();
-        headers.insert("x-forwarded-for", HeaderValue::from_static("10.0.0.1, 10.0.0.2"));
+        headers.insert(
+            "x-forwarded-for",
+            HeaderValue::from_static("10.0.0.1, 10.0.0.2"),
+        );
         headers.insert("x-real-ip", HeaderValue::from_static("10.0.0.2"));
         let peer = ConnectInfo(SocketAddr::from(([127, 0, 0, 1], 5555)));
         assert_eq!(
