@@ -130,7 +130,7 @@ impl RotatingFile {
         }
         let mut backups = backups(&self.path)?;
         // Newest first.
-        backups.sort_by(|a, b| b.0.cmp(&a.0));
+        backups.sort_by_key(|b| std::cmp::Reverse(b.0));
         let mut remove: Vec<PathBuf> = Vec::new();
         if self.rotation.max_backups > 0 && backups.len() > self.rotation.max_backups {
             remove.extend(
