@@ -90,6 +90,12 @@ pub struct ObjectReference {
     /// `v1`.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub api_version: String,
+    /// The object's `metadata.uid`, when the request's body has it.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+    /// The object's `metadata.resourceVersion`, when the request's body has it.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub resource_version: String,
     /// `status`, `log`, ...
     #[serde(skip_serializing_if = "String::is_empty")]
     pub subresource: String,
@@ -147,7 +153,29 @@ impl ObjectReference {
             api_group: attrs.api_group.clone(),
             api_version: attrs.api_version.clone(),
             subresource: attrs.subresource.clone(),
+            ..Self::default()
         })
+    }
+
+    /// Fills the fields the path did not give from the request's object, as
+    /// `LogRequestObject` does: the name of a create, the uid and resourceVersion of an update.
+    pub fn complete_from(&mut self, object: &Value) {
+        let meta = |k: &str| {
+            object
+                .pointer(&format!("/metadata/{k}"))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        };
+        for (field, key) in [
+            (&mut self.name, "name"),
+            (&mut self.namespace, "namespace"),
+            (&mut self.uid, "uid"),
+            (&mut self.resource_version, "resourceVersion"),
+        ] {
+            if field.is_empty() {
+                *field = meta(key).to_string();
+            }
+        }
     }
 }
 
@@ -322,6 +350,21 @@ mod tests {
                 "code": 403,
             })
         );
+    }
+
+    #[test]
+    fn the_object_reference_is_completed_from_the_request_object() {
+        let mut reference = ObjectReference {
+            resource: "configmaps".into(),
+            namespace: "default".into(),
+            ..ObjectReference::default()
+        };
+        reference.complete_from(&json!({"metadata": {
+            "name": "x", "namespace": "other", "uid": "u-1", "resourceVersion": "7"}}));
+        assert_eq!(reference.name, "x");
+        assert_eq!(reference.namespace, "default", "the path's namespace stays");
+        assert_eq!(reference.uid, "u-1");
+        assert_eq!(reference.resource_version, "7");
     }
 
     #[test]

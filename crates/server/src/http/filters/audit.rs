@@ -428,6 +428,14 @@ impl Completion {
                 }
                 v
             });
+            // A patch's body is no object (kube completes the reference from the decoded
+            // object only).
+            if let (Some(reference), Some(object)) = (&mut event.object_ref, &event.request_object)
+            {
+                if event.verb != "patch" {
+                    reference.complete_from(object);
+                }
+            }
         }
     }
 
