@@ -358,6 +358,8 @@ impl ApiServer {
         shutdown: CancellationToken,
     ) -> std::io::Result<()> {
         let router = self.router(shutdown.clone());
+        // The client's address is for audit events' sourceIPs only: unaudited servers skip it.
+        let record_peer = self.auditor.is_some();
         let acceptor = match &self.tls {
             Some(m) => Some(tokio_rustls::TlsAcceptor::from(Arc::new(
                 tls::server_config(m).map_err(std::io::Error::other)?,
@@ -432,7 +434,9 @@ impl ApiServer {
                                     if let Some(certificate) = &certificate {
                                         req.extensions_mut().insert(certificate.clone());
                                     }
-                                    req.extensions_mut().insert(ConnectInfo(peer));
+                                    if record_peer {
+                                        req.extensions_mut().insert(ConnectInfo(peer));
+                                    }
                                     req
                                 },
                             ));
@@ -452,7 +456,9 @@ impl ApiServer {
                                 TowerToHyperService::new(tower::ServiceExt::map_request(
                                     router,
                                     move |mut req: ::http::Request<hyper::body::Incoming>| {
-                                        req.extensions_mut().insert(ConnectInfo(peer));
+                                        if record_peer {
+                                            req.extensions_mut().insert(ConnectInfo(peer));
+                                        }
                                         req
                                     },
                                 )),

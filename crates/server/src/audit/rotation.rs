@@ -32,7 +32,7 @@ impl Rotation {
         } else {
             self.max_size_mb
         };
-        mb * 1024 * 1024
+        mb.saturating_mul(1024 * 1024)
     }
 }
 

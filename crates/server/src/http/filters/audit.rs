@@ -269,6 +269,12 @@ pub async fn audit(State(auditor): State<Arc<Auditor>>, mut req: Request, next: 
             completion.auditor.backend.process(started);
         }
     }
+    // An upgraded connection (exec, attach, port-forward) has no body to wait for: its
+    // response is complete once the upgrade is answered.
+    if resp.status() == StatusCode::SWITCHING_PROTOCOLS {
+        completion.complete();
+        return resp;
+    }
     let capture = resp.status().as_u16() >= 400
         || (completion.config.level == Level::RequestResponse && !long_running);
     if capture {
