@@ -9,9 +9,15 @@ use parking_lot::Mutex;
 
 use crate::auth::UserInfo;
 
-/// The request's `Audit-Id`: the client's `Audit-ID` header, else a fresh UUID.
+/// The request's `Audit-Id` (the client's `Audit-ID` header, else a fresh UUID) and when the
+/// request arrived, set by the outermost filter (`WithAuditInit`, `WithRequestReceivedTimestamp`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AuditId(pub String);
+pub struct AuditId {
+    /// The id.
+    pub id: String,
+    /// When the request arrived, before authentication.
+    pub received: jiff::Timestamp,
+}
 
 /// Annotation key of the authorizer's decision (`allow` or `forbid`).
 pub const DECISION_ANNOTATION: &str = "authorization.k8s.io/decision";

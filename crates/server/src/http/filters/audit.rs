@@ -54,8 +54,12 @@ pub async fn audit_init(
             .expect("a UUID is a valid header value"),
     };
     let id = value.to_str().unwrap_or_default().to_string();
-    let attempt = AuthenticationAttempt::of(&req);
-    req.extensions_mut().insert(AuditId(id.clone()));
+    let received = jiff::Timestamp::now();
+    let attempt = AuthenticationAttempt::of(&req, received);
+    req.extensions_mut().insert(AuditId {
+        id: id.clone(),
+        received,
+    });
     let mut resp = next.run(req).await;
     if resp.extensions().get::<AuthenticationFailed>().is_some() {
         attempt.audit_failure(&auditor, id, resp.status().as_u16());
@@ -81,7 +85,7 @@ struct AuthenticationAttempt {
 }
 
 impl AuthenticationAttempt {
-    fn of(req: &Request) -> Self {
+    fn of(req: &Request, received: jiff::Timestamp) -> Self {
         let headers = req.headers();
         let authorization = headers
             .get(header::AUTHORIZATION)
@@ -100,7 +104,7 @@ impl AuthenticationAttempt {
             })
         });
         Self {
-            received: jiff::Timestamp::now(),
+            received,
             method: req.method().clone(),
             uri: req.uri().clone(),
             user_agent: headers.get(header::USER_AGENT).cloned(),
@@ -193,18 +197,16 @@ pub async fn audit(State(auditor): State<Arc<Auditor>>, mut req: Request, next: 
     let Some(user) = req.extensions().get::<UserInfo>().cloned() else {
         return next.run(req).await;
     };
-    let received = jiff::Timestamp::now();
     let attrs = Attributes::from_request(user, req.method(), req.uri().path(), req.uri().query());
     let config = auditor.evaluator.evaluate(&attrs);
     crate::audit::metrics::observe_policy_level(config.level);
     if config.level == Level::None {
         return next.run(req).await;
     }
-    let audit_id = req
-        .extensions()
-        .get::<AuditId>()
-        .map(|id| id.0.clone())
-        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let (audit_id, received) = match req.extensions().get::<AuditId>() {
+        Some(init) => (init.id.clone(), init.received),
+        None => (uuid::Uuid::new_v4().to_string(), jiff::Timestamp::now()),
+    };
     let long_running = is_long_running(&attrs);
     let event = Event {
         kind: "Event",
