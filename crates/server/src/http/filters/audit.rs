@@ -141,6 +141,9 @@ impl AuthenticationAttempt {
         if let Some(v) = self.real_ip {
             headers.insert("x-real-ip", v);
         }
+        if let Some(v) = self.user_agent {
+            headers.insert(header::USER_AGENT, v);
+        }
         let names = ["basic", "bearer", "access_token", "x509"];
         let attempted: Vec<&str> = names
             .iter()
@@ -152,35 +155,63 @@ impl AuthenticationAttempt {
         } else {
             format!("Authentication failed, attempted: {}", attempted.join(", "))
         };
-        auditor.backend.process(Event {
-            kind: "Event",
-            api_version: "audit.k8s.io/v1",
-            level: config.level,
-            audit_id,
-            stage: Stage::ResponseStarted,
-            request_uri: request_uri(&self.uri),
-            verb: attrs.verb.clone(),
-            object_ref: ObjectReference::from_attributes(&attrs),
-            user: UserInfo::default(),
-            impersonated_user: None,
-            source_ips: source_ips(&headers, self.peer.as_ref()),
-            user_agent: self
-                .user_agent
-                .as_ref()
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default()
-                .to_string(),
-            response_status: Some(ResponseStatus {
-                message,
-                code,
-                ..ResponseStatus::default()
-            }),
-            request_object: None,
-            response_object: None,
-            request_received_timestamp: self.received,
-            stage_timestamp: jiff::Timestamp::now(),
-            annotations: Default::default(),
+        let mut event = new_event(
+            &config,
+            attrs,
+            RequestHead {
+                audit_id,
+                received: self.received,
+                uri: &self.uri,
+                headers: &headers,
+                peer: self.peer.as_ref(),
+            },
+        );
+        event.stage = Stage::ResponseStarted;
+        event.stage_timestamp = jiff::Timestamp::now();
+        event.response_status = Some(ResponseStatus {
+            message,
+            code,
+            ..ResponseStatus::default()
         });
+        auditor.backend.process(event);
+    }
+}
+
+/// What an event records of the request's head.
+struct RequestHead<'a> {
+    audit_id: String,
+    received: jiff::Timestamp,
+    uri: &'a http::Uri,
+    headers: &'a HeaderMap,
+    peer: Option<&'a ConnectInfo<SocketAddr>>,
+}
+
+/// The request's event at `RequestReceived`, which the later stages copy and complete.
+fn new_event(config: &RequestAuditConfig, attrs: Attributes, head: RequestHead<'_>) -> Event {
+    Event {
+        kind: "Event",
+        api_version: "audit.k8s.io/v1",
+        level: config.level,
+        audit_id: head.audit_id,
+        stage: Stage::RequestReceived,
+        request_uri: request_uri(head.uri),
+        object_ref: ObjectReference::from_attributes(&attrs),
+        verb: attrs.verb,
+        user: attrs.user,
+        impersonated_user: None,
+        source_ips: source_ips(head.headers, head.peer),
+        user_agent: head
+            .headers
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string(),
+        response_status: None,
+        request_object: None,
+        response_object: None,
+        request_received_timestamp: head.received,
+        stage_timestamp: head.received,
+        annotations: Default::default(),
     }
 }
 
@@ -208,40 +239,24 @@ pub async fn audit(State(auditor): State<Arc<Auditor>>, mut req: Request, next: 
         None => (uuid::Uuid::new_v4().to_string(), jiff::Timestamp::now()),
     };
     let long_running = is_long_running(&attrs);
-    let event = Event {
-        kind: "Event",
-        api_version: "audit.k8s.io/v1",
-        level: config.level,
-        audit_id,
-        stage: Stage::RequestReceived,
-        request_uri: request_uri(req.uri()),
-        verb: attrs.verb.clone(),
-        object_ref: ObjectReference::from_attributes(&attrs),
-        user: attrs.user,
-        impersonated_user: None,
-        source_ips: source_ips(
-            req.headers(),
-            req.extensions().get::<ConnectInfo<SocketAddr>>(),
-        ),
-        user_agent: req
-            .headers()
-            .get(header::USER_AGENT)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_string(),
-        response_status: None,
-        request_object: None,
-        response_object: None,
-        request_received_timestamp: received,
-        stage_timestamp: received,
-        annotations: Default::default(),
-    };
+    let verb = attrs.verb.clone();
+    let event = new_event(
+        &config,
+        attrs,
+        RequestHead {
+            audit_id,
+            received,
+            uri: req.uri(),
+            headers: req.headers(),
+            peer: req.extensions().get::<ConnectInfo<SocketAddr>>(),
+        },
+    );
     if config.records(Stage::RequestReceived) {
         auditor.backend.process(event.clone());
     }
     let context = AuditContext::default();
     req.extensions_mut().insert(context.clone());
-    let request_body = (config.level >= Level::Request && has_request_object(&attrs.verb))
+    let request_body = (config.level >= Level::Request && has_request_object(&verb))
         .then(|| capture_request_body(&mut req));
     let head_request = req.method() == Method::HEAD;
     let mut completion = Completion {
