@@ -100,3 +100,53 @@ fn write_events(mut rx: mpsc::Receiver<Event>, target: LogTarget) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::audit::event::example;
+
+    #[test]
+    fn a_full_buffer_drops_and_counts_the_event() {
+        // No writer: the buffer of one fills at once.
+        let (events, _rx) = mpsc::channel(1);
+        let backend = LogBackend { events };
+        let before = metrics::log_errors();
+        backend.process(example("kept"));
+        backend.process(example("dropped"));
+        assert!(metrics::log_errors() > before);
+    }
+
+    #[test]
+    fn events_are_written_as_json_lines_in_order() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("logs/audit.log");
+        let target = LogTarget::File {
+            path: path.clone(),
+            rotation: Rotation::default(),
+        };
+        let backend = LogBackend::start(target, 16).expect("writer");
+        for id in ["a", "b", "c"] {
+            backend.process(example(id));
+        }
+        drop(backend);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let ids = loop {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            let ids: Vec<String> = text
+                .lines()
+                .map(|l| {
+                    let v: serde_json::Value = serde_json::from_str(l).expect("a JSON line");
+                    v["auditID"].as_str().unwrap_or_default().to_string()
+                })
+                .collect();
+            if ids.len() == 3 || Instant::now() > deadline {
+                break ids;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert_eq!(ids, ["a", "b", "c"], "the writer thread likely stopped");
+    }
+}

@@ -239,6 +239,43 @@ fn micro_time<S: serde::Serializer>(t: &jiff::Timestamp, s: S) -> Result<S::Ok, 
     s.serialize_str(&format_micro_time(*t))
 }
 
+/// A `Metadata` event of a `get` of ConfigMap `default/x` by `jane`, for tests.
+#[cfg(test)]
+pub(crate) fn example(audit_id: &str) -> Event {
+    let attrs = Attributes {
+        api_version: "v1".into(),
+        ..Attributes::resource(
+            UserInfo::new("jane", &["system:authenticated"]),
+            "get",
+            "",
+            "configmaps",
+            "default",
+            "x",
+        )
+    };
+    let at: jiff::Timestamp = "2026-01-02T03:04:05.000001Z".parse().expect("timestamp");
+    Event {
+        kind: "Event",
+        api_version: "audit.k8s.io/v1",
+        level: Level::Metadata,
+        audit_id: audit_id.into(),
+        stage: Stage::ResponseComplete,
+        request_uri: "/api/v1/namespaces/default/configmaps/x".into(),
+        verb: "get".into(),
+        user: attrs.user.clone(),
+        impersonated_user: None,
+        source_ips: vec!["127.0.0.1".into()],
+        user_agent: "kubectl".into(),
+        object_ref: ObjectReference::from_attributes(&attrs),
+        response_status: Some(ResponseStatus::from_response(200, None)),
+        request_object: None,
+        response_object: None,
+        request_received_timestamp: at,
+        stage_timestamp: at,
+        annotations: BTreeMap::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -263,39 +300,11 @@ mod tests {
 
     #[test]
     fn an_event_serializes_as_kubes_audit_v1_event() {
-        let attrs = Attributes {
-            api_version: "v1".into(),
-            ..Attributes::resource(
-                UserInfo::new("jane", &["system:authenticated"]),
-                "get",
-                "",
-                "configmaps",
-                "default",
-                "x",
-            )
-        };
-        let mut annotations = BTreeMap::new();
-        annotations.insert("authorization.k8s.io/decision".into(), "allow".into());
-        let event = Event {
-            kind: "Event",
-            api_version: "audit.k8s.io/v1",
-            level: Level::Metadata,
-            audit_id: "id-1".into(),
-            stage: Stage::ResponseComplete,
-            request_uri: "/api/v1/namespaces/default/configmaps/x".into(),
-            verb: "get".into(),
-            user: attrs.user.clone(),
-            impersonated_user: None,
-            source_ips: vec!["127.0.0.1".into()],
-            user_agent: "kubectl".into(),
-            object_ref: ObjectReference::from_attributes(&attrs),
-            response_status: Some(ResponseStatus::from_response(200, None)),
-            request_object: None,
-            response_object: None,
-            request_received_timestamp: at("2026-01-02T03:04:05.000001Z"),
-            stage_timestamp: at("2026-01-02T03:04:05.000002Z"),
-            annotations,
-        };
+        let mut event = example("id-1");
+        event.stage_timestamp = at("2026-01-02T03:04:05.000002Z");
+        event
+            .annotations
+            .insert("authorization.k8s.io/decision".into(), "allow".into());
         let line = event.to_json_line();
         assert_eq!(line.last(), Some(&b'\n'));
         let value: Value = serde_json::from_slice(&line).expect("JSON");

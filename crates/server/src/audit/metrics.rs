@@ -35,6 +35,11 @@ pub fn observe_policy_level(level: Level) {
     LEVELS[level as usize].fetch_add(1, Ordering::Relaxed);
 }
 
+/// Events the log backend lost so far.
+pub fn log_errors() -> u64 {
+    LOG_ERRORS.load(Ordering::Relaxed)
+}
+
 /// Appends the series in the Prometheus text format to `out`.
 pub fn encode(out: &mut String) {
     let _ = writeln!(
@@ -78,4 +83,25 @@ pub fn encode(out: &mut String) {
          apiserver_audit_requests_rejected_total {}",
         REJECTED.load(Ordering::Relaxed)
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_series_have_kubes_names_and_labels() {
+        observe_event();
+        observe_policy_level(Level::Request);
+        let mut out = String::new();
+        encode(&mut out);
+        for series in [
+            "apiserver_audit_event_total ",
+            "apiserver_audit_error_total{plugin=\"log\"} ",
+            "apiserver_audit_level_total{level=\"Request\"} ",
+            "apiserver_audit_requests_rejected_total 0",
+        ] {
+            assert!(out.contains(series), "{series} missing from\n{out}");
+        }
+    }
 }
