@@ -33,6 +33,10 @@ pub const AUDIT_ID_HEADER: HeaderName = HeaderName::from_static("audit-id");
 /// `responseObject` (its status is still recorded).
 const MAX_CAPTURED_BYTES: usize = 16 * 1024 * 1024;
 
+/// Most bytes of a request body kept: the handlers refuse larger ones (and drain them, which
+/// must not fill a copy).
+const MAX_CAPTURED_REQUEST_BYTES: usize = crate::http::body::MAX_BODY_BYTES;
+
 /// `WithAuditInit`: the request's audit id is the client's `Audit-ID` header, else a new UUID;
 /// it goes into the request's extensions and into the response's `Audit-Id` header (unless a
 /// proxied server already set one). Installed outside authentication, so refused requests
@@ -340,7 +344,7 @@ fn source_ips(headers: &HeaderMap, peer: Option<&ConnectInfo<SocketAddr>>) -> Ve
     ips
 }
 
-/// Chunks of a body seen on its way, up to [`MAX_CAPTURED_BYTES`]; `None` once over.
+/// The bytes of a body seen on its way, up to a limit; `None` once over it.
 type Captured = Arc<Mutex<Option<BytesMut>>>;
 
 /// Lets the request's body through to the handler while keeping a copy of it: the body is
@@ -351,7 +355,7 @@ fn capture_request_body(req: &mut Request) -> Captured {
     let body = std::mem::take(req.body_mut());
     let stream = body.into_data_stream().map(move |chunk| {
         if let Ok(bytes) = &chunk {
-            keep(&sink, bytes);
+            keep(&sink, bytes, MAX_CAPTURED_REQUEST_BYTES);
         }
         chunk
     });
@@ -363,11 +367,11 @@ fn new_capture() -> Captured {
     Arc::new(Mutex::new(Some(BytesMut::new())))
 }
 
-fn keep(captured: &Captured, bytes: &Bytes) {
+fn keep(captured: &Captured, bytes: &Bytes, limit: usize) {
     let mut slot = captured.lock();
     if slot
         .as_ref()
-        .is_some_and(|buf| buf.len() + bytes.len() > MAX_CAPTURED_BYTES)
+        .is_some_and(|buf| buf.len() + bytes.len() > limit)
     {
         *slot = None;
     } else if let Some(buf) = slot.as_mut() {
@@ -411,7 +415,7 @@ fn wrap_response(resp: Response, completion: Completion, head_request: bool) -> 
         match &next {
             std::task::Poll::Ready(Some(Ok(bytes))) => {
                 if let Some(sink) = &sink {
-                    keep(sink, bytes);
+                    keep(sink, bytes, MAX_CAPTURED_BYTES);
                 }
             }
             std::task::Poll::Ready(_) => {
@@ -544,9 +548,9 @@ mod tests {
     #[test]
     fn bodies_over_the_limit_are_not_kept() {
         let captured = new_capture();
-        keep(&captured, &Bytes::from_static(b"{}"));
+        keep(&captured, &Bytes::from_static(b"{}"), 4);
         assert_eq!(captured.lock().as_deref(), Some(&b"{}"[..]));
-        keep(&captured, &Bytes::from(vec![b' '; MAX_CAPTURED_BYTES]));
+        keep(&captured, &Bytes::from_static(b"{}  "), 4);
         assert!(captured.lock().is_none());
     }
 
