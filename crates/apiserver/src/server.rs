@@ -358,8 +358,6 @@ impl ApiServer {
         shutdown: CancellationToken,
     ) -> std::io::Result<()> {
         let router = self.router(shutdown.clone());
-        // The client's address is for audit events' sourceIPs only: unaudited servers skip it.
-        let record_peer = self.auditor.is_some();
         let acceptor = match &self.tls {
             Some(m) => Some(tokio_rustls::TlsAcceptor::from(Arc::new(
                 tls::server_config(m).map_err(std::io::Error::other)?,
@@ -374,6 +372,8 @@ impl ApiServer {
                 .and_then(Result::ok)
                 .map(|c| Arc::new(c.to_vec()))
         });
+        // The client's address is for audit events' sourceIPs only: unaudited servers skip it.
+        let record_peer = self.auditor.is_some();
         let mut conns = JoinSet::new();
         // The CRDs' status and the custom resources served, for as long as the server runs.
         let crds = tokio::spawn(crate::crd::controller::run(
