@@ -61,6 +61,8 @@ pub struct Config {
     /// Authorizers after the `system:masters` check, in order (`--authorization-mode`; kube's
     /// default is AlwaysAllow, kubeadm's and `rkcm up`'s RBAC).
     pub authorization_modes: Vec<crate::auth::authorization::Mode>,
+    /// Audit logging (`--audit-policy-file`, `--audit-log-*`); off without a policy file.
+    pub audit: rkcm_server::audit::AuditOptions,
 }
 
 impl Default for Config {
@@ -91,6 +93,7 @@ impl Default for Config {
                 crate::http::inflight::DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT,
             admission: AdmissionConfig::default(),
             authorization_modes: vec![crate::auth::authorization::Mode::AlwaysAllow],
+            audit: rkcm_server::audit::AuditOptions::default(),
         }
     }
 }

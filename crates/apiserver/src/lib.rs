@@ -38,7 +38,7 @@ pub use rkcm_plugins::admission;
 pub use rkcm_protobuf as protobuf;
 pub use rkcm_registry as registry;
 pub use rkcm_registry::{allocators, crd, resource_metrics};
-pub use rkcm_server::{error, kubeconfig, metrics, tls};
+pub use rkcm_server::{audit, error, kubeconfig, metrics, tls};
 pub use rkcm_storage as storage;
 pub use rkcm_storage::storage_conformance_tests;
 pub use rkcm_storage::{cached_object, object, store, watch_cache};

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use axum::extract::ConnectInfo;
 use axum::Router;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
@@ -64,6 +65,9 @@ pub enum Error {
     /// The admission flags name unknown plugins or both enable and disable one.
     #[error("admission plugins: {0}")]
     Admission(#[from] admission::Error),
+    /// The audit policy file is unusable or the audit log writer did not start.
+    #[error("setting up audit logging")]
+    Audit(#[from] rkcm_server::audit::AuditError),
 }
 
 /// A Kubernetes-compatible API server, ready to serve.
@@ -81,6 +85,8 @@ pub struct ApiServer {
     metrics_source: Option<Arc<dyn MetricsSource>>,
     components: crate::component_status::Components,
     aggregator: Arc<crate::aggregator::Aggregator>,
+    /// Audit logging, when `--audit-policy-file` and `--audit-log-path` are set.
+    auditor: Option<Arc<rkcm_server::audit::Auditor>>,
 }
 
 impl ApiServer {
@@ -88,6 +94,8 @@ impl ApiServer {
     /// node ports from the stored Services, prepares certificates and the admin token, and
     /// creates the system namespaces and the `kubernetes` Service.
     pub async fn new(config: Config) -> Result<Self, Error> {
+        // A bad policy file is a flag error: refused before anything is opened.
+        let auditor = config.audit.auditor()?.map(Arc::new);
         let dir = config.data_dir.as_deref();
         if let Some(d) = dir {
             std::fs::create_dir_all(d).map_err(|e| Error::DataDir {
@@ -241,6 +249,7 @@ impl ApiServer {
             metrics_source: None,
             components: crate::component_status::Components::default(),
             aggregator: crate::aggregator::Aggregator::new(),
+            auditor,
         })
     }
 
@@ -338,6 +347,7 @@ impl ApiServer {
             metrics_source: self.metrics_source.clone(),
             components: self.components.clone(),
             aggregator: Arc::clone(&self.aggregator),
+            auditor: self.auditor.clone(),
         }))
     }
 
@@ -374,6 +384,8 @@ impl ApiServer {
                 .and_then(Result::ok)
                 .map(|c| Arc::new(c.to_vec()))
         });
+        // The client's address is for audit events' sourceIPs only: unaudited servers skip it.
+        let record_peer = self.auditor.is_some();
         let mut conns = JoinSet::new();
         // The CRDs' status and the custom resources served, for as long as the server runs.
         let crds = tokio::spawn(crate::crd::controller::run(
@@ -434,6 +446,9 @@ impl ApiServer {
                                     if let Some(certificate) = &certificate {
                                         req.extensions_mut().insert(certificate.clone());
                                     }
+                                    if record_peer {
+                                        req.extensions_mut().insert(ConnectInfo(peer));
+                                    }
                                     req
                                 },
                             ));
@@ -450,7 +465,15 @@ impl ApiServer {
                         builder
                             .serve_connection_with_upgrades(
                                 TokioIo::new(stream),
-                                TowerToHyperService::new(router),
+                                TowerToHyperService::new(tower::ServiceExt::map_request(
+                                    router,
+                                    move |mut req: ::http::Request<hyper::body::Incoming>| {
+                                        if record_peer {
+                                            req.extensions_mut().insert(ConnectInfo(peer));
+                                        }
+                                        req
+                                    },
+                                )),
                             )
                             .await
                     }

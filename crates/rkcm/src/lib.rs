@@ -2,6 +2,7 @@
 //! [`testenv`], the same control plane in-process for Rust tests.
 
 pub mod admission_args;
+pub mod audit_args;
 pub mod bench;
 pub mod cli;
 pub mod client_identity;

@@ -94,6 +94,10 @@ pub struct UpArgs {
     #[command(flatten)]
     pub admission: crate::admission_args::AdmissionArgs,
 
+    /// Audit logging: the policy file and the log backend's flags.
+    #[command(flatten)]
+    pub audit: crate::audit_args::AuditArgs,
+
     /// The maximum number of non-mutating requests in flight at a given time; beyond it the
     /// server answers 429 (0: no limit). Members of `system:masters` are never refused.
     #[arg(long, default_value_t = rkcm_apiserver::http::inflight::DEFAULT_MAX_REQUESTS_INFLIGHT)]
@@ -232,6 +236,7 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         max_mutating_requests_inflight: args.max_mutating_requests_inflight,
         admission: args.admission.config(),
         authorization_modes: args.authorization_mode.clone(),
+        audit: args.audit.options(),
         ..ApiConfig::default()
     })
     .await

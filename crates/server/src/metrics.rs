@@ -294,6 +294,7 @@ impl RequestMetrics {
             admission.encode(&mut out);
         }
         crate::crd_conversion_metrics::encode(&mut out);
+        crate::audit::metrics::encode(&mut out);
         out
     }
 }

@@ -63,6 +63,8 @@ pub struct AppState {
     pub components: crate::component_status::Components,
     /// The APIServices served by another server, proxied to.
     pub aggregator: Arc<crate::aggregator::Aggregator>,
+    /// Audit logging; `None` when off, and then no audit filter runs.
+    pub auditor: Option<Arc<rkcm_server::audit::Auditor>>,
 }
 
 impl AppState {
@@ -87,7 +89,7 @@ pub type SharedState = Arc<AppState>;
 
 /// The router serving every endpoint.
 pub fn router(state: SharedState) -> Router {
-    Router::new()
+    let router = Router::new()
         .route("/version", get(discovery::version))
         .route("/version/", get(discovery::version))
         .route("/healthz", get(health))
@@ -124,12 +126,28 @@ pub fn router(state: SharedState) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&state.authorizer) as Arc<dyn Authorize>,
             filters::impersonate,
-        ))
-        .layer(axum::middleware::from_fn_with_state(
-            Arc::clone(&state.auth),
-            filters::authenticate,
-        ))
-        .with_state(state)
+        ));
+    // Auditing sits between authentication and impersonation, as kube's, and its id outside
+    // both; without an auditor neither filter is installed.
+    let router = match &state.auditor {
+        Some(auditor) => router.layer(axum::middleware::from_fn_with_state(
+            Arc::clone(auditor),
+            filters::audit,
+        )),
+        None => router,
+    };
+    let router = router.layer(axum::middleware::from_fn_with_state(
+        Arc::clone(&state.auth),
+        filters::authenticate,
+    ));
+    let router = match &state.auditor {
+        Some(auditor) => router.layer(axum::middleware::from_fn_with_state(
+            Arc::clone(auditor),
+            filters::audit_init,
+        )),
+        None => router,
+    };
+    router.with_state(state)
 }
 
 async fn health() -> &'static str {

@@ -22,6 +22,11 @@ pub fn is_public(path: &str) -> bool {
     )
 }
 
+/// Marks the responses of requests whose authentication failed, for the audit filter outside
+/// (kube's failed-authentication handler, `filters/authn_audit.go`).
+#[derive(Clone, Copy, Debug)]
+pub struct AuthenticationFailed;
+
 /// Authenticates every request and puts its [`UserInfo`] in the request's extensions. Bad
 /// credentials get 401 Unauthorized anywhere; the anonymous user gets 401 except on the public
 /// paths. What the user may do is [`super::authorize`]'s decision.
@@ -39,11 +44,11 @@ pub async fn authenticate(
         Ok(user) => user,
         Err(why) => {
             tracing::debug!(uri = %req.uri(), reason = %why, "unable to authenticate the request");
-            return ApiError::unauthorized().into_response();
+            return unauthorized();
         }
     };
     if user.is_anonymous() && !is_public(req.uri().path()) {
-        return ApiError::unauthorized().into_response();
+        return unauthorized();
     }
     // As kube, credentials do not travel further than authentication.
     req.headers_mut().remove(header::AUTHORIZATION);
@@ -52,5 +57,12 @@ pub async fn authenticate(
     let uri = req.uri().clone();
     let resp = next.run(req).await;
     tracing::debug!(%method, %uri, status = resp.status().as_u16(), "request");
+    resp
+}
+
+/// kube's 401, marked as a failed authentication.
+fn unauthorized() -> Response {
+    let mut resp = ApiError::unauthorized().into_response();
+    resp.extensions_mut().insert(AuthenticationFailed);
     resp
 }

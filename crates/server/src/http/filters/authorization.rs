@@ -1,5 +1,6 @@
 //! The authorization filter (`filters/authorization.go`): every request, resource or not, watch
-//! included, is allowed by the authorizer or refused with kube's 403.
+//! included, is allowed by the authorizer or refused with kube's 403. The decision and its
+//! reason are noted for the request's audit events (`audit_annotations.go`).
 
 use std::sync::Arc;
 
@@ -8,6 +9,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::is_public;
+use crate::audit::AuditContext;
 use crate::auth::authorization::{forbidden, Attributes, Authorize};
 use crate::auth::UserInfo;
 
@@ -32,6 +34,9 @@ pub async fn authorize(
         req.uri().query(),
     );
     let decision = authorizer.authorize(&attrs);
+    if let Some(audit) = req.extensions().get::<AuditContext>() {
+        audit.record_authorization(decision.is_allowed(), decision.reason());
+    }
     if decision.is_allowed() {
         return next.run(req).await;
     }

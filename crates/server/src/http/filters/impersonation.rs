@@ -8,6 +8,7 @@ use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use crate::audit::AuditContext;
 use crate::auth::authorization::Authorize;
 use crate::auth::{impersonation, UserInfo};
 
@@ -26,6 +27,9 @@ pub async fn impersonate(
         Ok(Some(user)) => {
             tracing::debug!(requestor = %requestor.name, user = %user.name, "impersonating");
             impersonation::strip_headers(req.headers_mut());
+            if let Some(audit) = req.extensions().get::<AuditContext>() {
+                audit.set_impersonated_user(user.clone());
+            }
             req.extensions_mut().insert(user);
             next.run(req).await
         }
