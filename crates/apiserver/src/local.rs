@@ -2,8 +2,10 @@
 //! to the server's router as they come, with the client certificate of their config verified
 //! once against the cluster CA, where the TLS listener verifies it once per connection.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
+use axum::extract::ConnectInfo;
 use axum::Router;
 use base64::Engine as _;
 use http::{Request, Response};
@@ -52,6 +54,9 @@ fn service(router: Router, certificate: Option<ClientCertificate>) -> LocalServi
             if let Some(certificate) = &certificate {
                 req.extensions_mut().insert(certificate.clone());
             }
+            // The peer a loopback connection would have had (the audit log's `sourceIPs`).
+            req.extensions_mut()
+                .insert(ConnectInfo(SocketAddr::from(([127, 0, 0, 1], 0))));
             req
         })
         .map_response(|resp: axum::response::Response| {

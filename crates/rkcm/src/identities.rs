@@ -181,7 +181,8 @@ pub async fn certificate_client(
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
         .await
         .with_context(|| format!("loading the kubeconfig of {user}"))?;
-    rkcm_runtime::transport::client(config).with_context(|| format!("building the client of {user}"))
+    rkcm_runtime::transport::client(config)
+        .with_context(|| format!("building the client of {user}"))
 }
 
 /// The clients of the node simulation: each of `nodes` as itself, the scheduler as

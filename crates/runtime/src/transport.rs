@@ -74,9 +74,7 @@ fn local_service(config: &kube::Config) -> Option<LocalService> {
 /// refreshed as usual) and extra headers (impersonation). Network concerns go: TLS, timeouts of
 /// connect, read and write, and kube's retries of 429/503 answers (`config.default_retry`),
 /// which the client's callers may still add as layers.
-pub fn client_builder(
-    config: kube::Config,
-) -> Result<ClientBuilder<GenericService>, kube::Error> {
+pub fn client_builder(config: kube::Config) -> Result<ClientBuilder<GenericService>, kube::Error> {
     let Some(local) = local_service(&config) else {
         return ClientBuilder::try_from(config);
     };

@@ -128,7 +128,7 @@ pub fn router(state: SharedState) -> Router {
             filters::impersonate,
         ));
     // Auditing sits between authentication and impersonation, as kube's, and its id outside
-    // both; without an auditor neither filter is installed.
+    // both: every response carries an `Audit-Id`, audited or not, as kube-apiserver's.
     let router = match &state.auditor {
         Some(auditor) => router.layer(axum::middleware::from_fn_with_state(
             Arc::clone(auditor),
@@ -140,13 +140,10 @@ pub fn router(state: SharedState) -> Router {
         Arc::clone(&state.auth),
         filters::authenticate,
     ));
-    let router = match &state.auditor {
-        Some(auditor) => router.layer(axum::middleware::from_fn_with_state(
-            Arc::clone(auditor),
-            filters::audit_init,
-        )),
-        None => router,
-    };
+    let router = router.layer(axum::middleware::from_fn_with_state(
+        state.auditor.clone(),
+        filters::audit_init,
+    ));
     router.with_state(state)
 }
 

@@ -84,7 +84,9 @@ impl PodIps {
                 // More live pods than addresses reuse addresses; max-pods defaults to 110.
                 let in_use = reported.len()
                     + on_node.map_or(0, |g| {
-                        g.keys().filter(|ip| !reported.contains(ip.as_str())).count()
+                        g.keys()
+                            .filter(|ip| !reported.contains(ip.as_str()))
+                            .count()
                     });
                 let all: Vec<String> = hosts().collect();
                 all[in_use % all.len()].clone()

@@ -94,7 +94,11 @@ pub fn select_node_from<'a>(
     start: usize,
 ) -> Selection<'a> {
     let to_find = num_feasible_nodes_to_find(nodes.len());
-    let start = if nodes.is_empty() { 0 } else { start % nodes.len() };
+    let start = if nodes.is_empty() {
+        0
+    } else {
+        start % nodes.len()
+    };
     let mut reasons = BTreeMap::new();
     let mut best: Option<(&Node, usize)> = None;
     let mut feasible = 0;
@@ -251,9 +255,7 @@ mod tests {
 
     #[test]
     fn large_clusters_are_searched_from_where_the_last_search_stopped() {
-        let nodes: Vec<Node> = (0..250)
-            .map(|i| node(&format!("n{i:03}"), &[]))
-            .collect();
+        let nodes: Vec<Node> = (0..250).map(|i| node(&format!("n{i:03}"), &[])).collect();
         let usage = NodeUsage::default();
         let candidates: Vec<(&Node, NodeUsage)> =
             nodes.iter().map(|n| (n, usage.clone())).collect();
@@ -262,12 +264,21 @@ mod tests {
         // 250 nodes: 50 - 2 = 48 % is 120 nodes to find; all fit and tie, the first name wins.
         let first = select_node_from(&pod, &candidates, &affinity, 0);
         assert_eq!(first.processed, 120);
-        assert_eq!(first.node.expect("fits").metadata.name.as_deref(), Some("n000"));
+        assert_eq!(
+            first.node.expect("fits").metadata.name.as_deref(),
+            Some("n000")
+        );
         let second = select_node_from(&pod, &candidates, &affinity, 120);
         assert_eq!(second.processed, 120);
-        assert_eq!(second.node.expect("fits").metadata.name.as_deref(), Some("n120"));
+        assert_eq!(
+            second.node.expect("fits").metadata.name.as_deref(),
+            Some("n120")
+        );
         // Wrapping around the end of the list.
         let third = select_node_from(&pod, &candidates, &affinity, 240);
-        assert_eq!(third.node.expect("fits").metadata.name.as_deref(), Some("n000"));
+        assert_eq!(
+            third.node.expect("fits").metadata.name.as_deref(),
+            Some("n000")
+        );
     }
 }

@@ -612,7 +612,17 @@ mod tests {
         old: Option<Value>,
     ) -> Attributes {
         let info = rkcm_apimachinery::catalog::by_kind(gv, kind).expect("kind");
-        Attributes::new(op, info, sub, Some(ns), name, obj, old.map(Arc::new), user, false)
+        Attributes::new(
+            op,
+            info,
+            sub,
+            Some(ns),
+            name,
+            obj,
+            old.map(Arc::new),
+            user,
+            false,
+        )
     }
 
     fn mynode() -> Arc<UserInfo> {

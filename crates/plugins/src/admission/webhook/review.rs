@@ -246,7 +246,9 @@ mod tests {
             Some("ns"),
             "p",
             Some(json!({"metadata": {"name": "p"}})),
-            Some(Arc::new(json!({"metadata": {"name": "p", "labels": {"a": "b"}}}))),
+            Some(Arc::new(
+                json!({"metadata": {"name": "p", "labels": {"a": "b"}}}),
+            )),
             Arc::new(UserInfo::new("alice", &["dev"])),
             true,
         )

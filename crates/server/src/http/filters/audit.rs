@@ -40,10 +40,10 @@ const MAX_CAPTURED_REQUEST_BYTES: usize = crate::http::body::MAX_BODY_BYTES;
 /// `WithAuditInit`: the request's audit id is the client's `Audit-ID` header, else a new UUID;
 /// it goes into the request's extensions and into the response's `Audit-Id` header (unless a
 /// proxied server already set one). Installed outside authentication, so refused requests
-/// carry it too, and their `ResponseStarted` event is generated here; installed only when
-/// auditing is on.
+/// carry it too, and (when auditing is on) their `ResponseStarted` event is generated here.
+/// Installed whether or not auditing is on, as kube's `DefaultBuildHandlerChain` does.
 pub async fn audit_init(
-    State(auditor): State<Arc<Auditor>>,
+    State(auditor): State<Option<Arc<Auditor>>>,
     mut req: Request,
     next: Next,
 ) -> Response {
@@ -59,14 +59,18 @@ pub async fn audit_init(
     };
     let id = value.to_str().unwrap_or_default().to_string();
     let received = jiff::Timestamp::now();
-    let attempt = AuthenticationAttempt::of(&req, received);
+    let attempt = auditor
+        .as_ref()
+        .map(|_| AuthenticationAttempt::of(&req, received));
     req.extensions_mut().insert(AuditId {
         id: id.clone(),
         received,
     });
     let mut resp = next.run(req).await;
-    if resp.extensions().get::<AuthenticationFailed>().is_some() {
-        attempt.audit_failure(&auditor, id, resp.status().as_u16());
+    if let (Some(auditor), Some(attempt)) = (&auditor, attempt) {
+        if resp.extensions().get::<AuthenticationFailed>().is_some() {
+            attempt.audit_failure(auditor, id, resp.status().as_u16());
+        }
     }
     if !resp.headers().contains_key(&AUDIT_ID_HEADER) {
         resp.headers_mut().insert(AUDIT_ID_HEADER, value);
