@@ -276,8 +276,8 @@ struct Seen<'de> {
 impl<'de> Seen<'de> {
     const FEW: usize = 16;
 
-    fn contains(&self, key: &Cow<'de, str>) -> bool {
-        self.few.contains(key) || self.many.contains(key)
+    fn contains(&self, key: &str) -> bool {
+        self.few.iter().any(|k| k == key) || self.many.contains(key)
     }
 
     fn insert(&mut self, key: Cow<'de, str>) {
