@@ -49,21 +49,28 @@ pub fn connector(
 }
 
 fn service(router: Router, certificate: Option<ClientCertificate>) -> LocalService {
-    let service = router
-        .map_request(move |mut req: Request<Body>| {
-            if let Some(certificate) = &certificate {
-                req.extensions_mut().insert(certificate.clone());
-            }
-            // The peer a loopback connection would have had (the audit log's `sourceIPs`).
-            req.extensions_mut()
-                .insert(ConnectInfo(SocketAddr::from(([127, 0, 0, 1], 0))));
-            req
-        })
-        .map_response(|resp: axum::response::Response| {
-            resp.map(|body| -> Box<DynBody> { Box::new(body.map_err(BoxError::from)) })
-        })
-        .map_err(|never| match never {});
-    BoxCloneSyncService::new(service)
+    BoxCloneSyncService::new(tower::service_fn(move |mut req: Request<Body>| {
+        if let Some(certificate) = &certificate {
+            req.extensions_mut().insert(certificate.clone());
+        }
+        // The peer a loopback connection would have had (the audit log's `sourceIPs`).
+        req.extensions_mut()
+            .insert(ConnectInfo(SocketAddr::from(([127, 0, 0, 1], 0))));
+        let router = router.clone();
+        async move {
+            // Each request is served on a task of its own, as the server's connections are: a
+            // client that awaits many requests from one task (a controller creating a batch of
+            // pods) has them served in parallel, and a request the client stops waiting for is
+            // still carried through.
+            let resp = match tokio::spawn(router.oneshot(req)).await? {
+                Ok(resp) => resp,
+                Err(never) => match never {},
+            };
+            Ok::<_, BoxError>(
+                resp.map(|body| -> Box<DynBody> { Box::new(body.map_err(BoxError::from)) }),
+            )
+        }
+    }))
 }
 
 /// The PEM text of the client certificate `config` authenticates with, if any; `Err` when it
