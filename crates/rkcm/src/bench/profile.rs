@@ -132,10 +132,13 @@ fn parse_report(text: &str) -> Vec<Hot> {
                 [own] => (own, own),
                 _ => return None,
             };
+            // Columns perf pads after the symbol (`-      -` for unknown source lines) are not
+            // part of it; symbols have no double spaces.
+            let symbol = symbol.split("  ").next().unwrap_or(symbol).trim();
             Some(Hot {
                 inclusive_percent,
                 self_percent,
-                symbol: symbol.trim().to_string(),
+                symbol: symbol.to_string(),
             })
         })
         .collect()
@@ -166,6 +169,9 @@ mod tests {
         );
         let own = parse_report("     7.25%  [.] malloc\n");
         assert_eq!(own[0].self_percent, 7.25);
+        let padded =
+            parse_report("     6.53%  [.] __memmove_avx_unaligned_erms                -      -\n");
+        assert_eq!(padded[0].symbol, "__memmove_avx_unaligned_erms");
     }
 
     #[test]
