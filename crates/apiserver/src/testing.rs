@@ -110,6 +110,31 @@ impl TestServer {
         kube::Client::try_from(self.kube_config.clone()).expect("client from test kubeconfig")
     }
 
+    /// A client presenting `user`, a kubeconfig `user` entry (`{"token": ...}`,
+    /// `{"client-certificate-data": ..., "client-key-data": ...}`, or `{}` for anonymous), in
+    /// place of the admin's credentials.
+    pub async fn client_as(&self, user: serde_json::Value) -> kube::Client {
+        use base64::Engine as _;
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let text = serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "c", "cluster": {
+                "server": self.url,
+                "certificate-authority-data": b64(self.ca_pem().expect("TLS")),
+            }}],
+            "users": [{"name": "u", "user": user}],
+            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+            "current-context": "c",
+        })
+        .to_string();
+        let kubeconfig = kube::config::Kubeconfig::from_yaml(&text).expect("kubeconfig");
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+            .await
+            .expect("usable kubeconfig");
+        kube::Client::try_from(config).expect("client")
+    }
+
     /// The kube client configuration (to build clients with other settings).
     pub fn kube_config(&self) -> kube::Config {
         self.kube_config.clone()

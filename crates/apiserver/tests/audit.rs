@@ -5,9 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use base64::Engine;
 use http_body_util::BodyExt;
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::{json, Value};
 
 use rkcm_apiserver::audit::AuditOptions;
@@ -55,24 +53,7 @@ async fn audited_server() -> (TestServer, tempfile::TempDir) {
 
 /// A kube client for `server` presenting `token`.
 async fn client(server: &TestServer, token: &str) -> kube::Client {
-    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
-    let text = json!({
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "c", "cluster": {
-            "server": server.url(),
-            "certificate-authority-data": b64(server.ca_pem().expect("TLS")),
-        }}],
-        "users": [{"name": "u", "user": {"token": token}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-        "current-context": "c",
-    })
-    .to_string();
-    let kubeconfig = Kubeconfig::from_yaml(&text).expect("kubeconfig");
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .expect("usable kubeconfig");
-    kube::Client::try_from(config).expect("client")
+    server.client_as(json!({ "token": token })).await
 }
 
 /// Sends `method path` with a JSON `body` and `headers`; the status code, the `Audit-Id`

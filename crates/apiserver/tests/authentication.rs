@@ -4,7 +4,6 @@
 
 use base64::Engine;
 use http_body_util::BodyExt;
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::{json, Value};
 
 use rkcm_apiserver::testing::{self, TestServer};
@@ -27,23 +26,7 @@ async fn client(server: &TestServer, creds: Creds<'_>) -> kube::Client {
             "client-key-data": b64(key_pem),
         }),
     };
-    let text = json!({
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "c", "cluster": {
-            "server": server.url(),
-            "certificate-authority-data": b64(server.ca_pem().expect("TLS")),
-        }}],
-        "users": [{"name": "u", "user": user}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-        "current-context": "c",
-    })
-    .to_string();
-    let kubeconfig = Kubeconfig::from_yaml(&text).expect("kubeconfig");
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .expect("usable kubeconfig");
-    kube::Client::try_from(config).expect("client")
+    server.client_as(user).await
 }
 
 /// Sends `method path` with a JSON `body`; the status code and the JSON answer.

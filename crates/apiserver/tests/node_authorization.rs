@@ -4,7 +4,6 @@
 
 use base64::Engine;
 use http_body_util::BodyExt;
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::{json, Value};
 
 use rkcm_apiserver::admission::AdmissionConfig;
@@ -47,26 +46,12 @@ async fn node_client(server: &TestServer, node: &str) -> kube::Client {
     params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
     let cert = params.signed_by(&key, &issuer).expect("signed");
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
-    let text = json!({
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "c", "cluster": {
-            "server": server.url(),
-            "certificate-authority-data": b64(server.ca_pem().expect("TLS")),
-        }}],
-        "users": [{"name": "u", "user": {
+    server
+        .client_as(json!({
             "client-certificate-data": b64(&cert.pem()),
             "client-key-data": b64(&key.serialize_pem()),
-        }}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-        "current-context": "c",
-    })
-    .to_string();
-    let kubeconfig = Kubeconfig::from_yaml(&text).expect("kubeconfig");
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        }))
         .await
-        .expect("usable kubeconfig");
-    kube::Client::try_from(config).expect("client")
 }
 
 /// Sends `method path` with a JSON `body` (merge patch for PATCH); the status and the answer.

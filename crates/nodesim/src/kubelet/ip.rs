@@ -10,14 +10,9 @@ use parking_lot::Mutex;
 use crate::node_set::SimNode;
 use crate::scheduler::predicates::is_terminal;
 
-/// The host addresses of an IPv4 CIDR a pod may get: from the second address (the first is the
-/// network's, the next the gateway's, as bridge CNIs do) to the one before the broadcast, at
-/// most 65,534 of them. `None` for IPv6 or an unparsable CIDR.
-pub fn cidr_hosts(cidr: &str) -> Option<Vec<String>> {
-    Some(host_addresses(cidr)?.map(|ip| ip.to_string()).collect())
-}
-
-/// [`cidr_hosts`] as addresses, in order, without building the list.
+/// The host addresses of an IPv4 CIDR a pod may get, in order: from the second address (the
+/// first is the network's, the next the gateway's, as bridge CNIs do) to the one before the
+/// broadcast, at most 65,534 of them. `None` for IPv6 or an unparsable CIDR.
 fn host_addresses(cidr: &str) -> Option<impl Iterator<Item = Ipv4Addr>> {
     let (addr, prefix) = cidr.split_once('/')?;
     let base = u32::from(addr.parse::<Ipv4Addr>().ok()?);
@@ -128,6 +123,10 @@ impl PodIps {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn cidr_hosts(cidr: &str) -> Option<Vec<String>> {
+        Some(host_addresses(cidr)?.map(|ip| ip.to_string()).collect())
+    }
     use jiff::Timestamp;
     use k8s_openapi::api::core::v1::PodStatus;
 
