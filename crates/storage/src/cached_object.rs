@@ -92,6 +92,21 @@ fn no_fields(_: &Value, _: &str) -> Option<String> {
     None
 }
 
+/// `value` as JSON in an allocation of its own size.
+///
+/// The serializer doubles its buffer as it writes, so an object of 2.1 KB ends in a buffer of
+/// 4 KB; the cache keeps every object for its whole life, so the bytes are copied once into a
+/// buffer that fits when more than an eighth of it would be spare.
+fn encode(value: &Value) -> Bytes {
+    // Serializing a Value cannot fail (its map keys are strings).
+    let buf = serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec());
+    if buf.capacity() - buf.len() > buf.len() / 8 {
+        Bytes::copy_from_slice(&buf)
+    } else {
+        Bytes::from(buf)
+    }
+}
+
 impl CachedObject {
     /// `value` at `revision`, with no selectable fields kept (they are computed on demand).
     pub fn new(value: Value, revision: i64) -> Self {
@@ -107,8 +122,7 @@ impl CachedObject {
     ) -> Self {
         object::set_resource_version(&mut value, revision);
         let attrs = Attrs::of(&value, fields, field_value);
-        // Serializing a Value cannot fail (its map keys are strings).
-        let json = Bytes::from(serde_json::to_vec(&value).unwrap_or_else(|_| b"{}".to_vec()));
+        let json = encode(&value);
         Self {
             revision,
             json,
@@ -123,7 +137,7 @@ impl CachedObject {
         object::set_resource_version(&mut value, revision);
         Self {
             revision,
-            json: Bytes::from(serde_json::to_vec(&value).unwrap_or_else(|_| b"{}".to_vec())),
+            json: encode(&value),
             attrs: Attrs {
                 text: self.attrs.text.clone(),
                 ends: self.attrs.ends.clone(),
