@@ -7,7 +7,9 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::ListParams;
 use kube::{Api, Client};
 use rkcm_runtime::events::EventBroadcaster;
-use rkcm_runtime::informer::{wait_for_cache_sync, InformerFactory, Notification, SharedInformer};
+use rkcm_runtime::informer::{
+    trim_managed_fields, wait_for_cache_sync, InformerFactory, Notification, SharedInformer,
+};
 use rkcm_runtime::Shutdown;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -67,9 +69,15 @@ impl NodeSim {
     }
 
     /// Simulated nodes whose kubelets and scheduler talk with their own `clients` (see
-    /// [`crate::identity`]); the shared watches use the scheduler's.
+    /// [`crate::identity`]); the shared watches use the scheduler's. Their caches drop
+    /// `managedFields`, as kube-controller-manager's do: nothing here reads them, and each entry
+    /// is a decoded JSON tree of its manager's fields kept with every pod.
     pub fn with_clients(clients: Clients, config: Config) -> Self {
-        let informers = InformerFactory::new(clients.scheduler().clone(), Duration::ZERO);
+        let informers = InformerFactory::with_transform(
+            clients.scheduler().clone(),
+            Duration::ZERO,
+            trim_managed_fields,
+        );
         Self::with_informers_and_clients(&informers, clients, config)
     }
 
