@@ -367,6 +367,16 @@ mod tests {
     }
 
     #[test]
+    fn the_documented_example_is_valid() {
+        let doc = include_str!("../../../../docs/encryption.md");
+        let start = doc.find("```yaml\n").expect("an example") + "```yaml\n".len();
+        let end = start + doc[start..].find("```").expect("its end");
+        let t = config(&doc[start..end]).expect("the example builds");
+        assert!(t.for_key("/core/secrets/ns/s").is_some());
+        assert!(t.for_key("/apps/deployments/ns/d").is_some());
+    }
+
+    #[test]
     fn a_resource_after_a_wildcard_that_covers_it_is_masked() {
         let head = "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\n";
         assert_eq!(
