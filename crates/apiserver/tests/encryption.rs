@@ -180,8 +180,29 @@ async fn aescbc_keeps_secret_values_out_of_the_redb_file() {
 async fn key_rotation_rewrites_every_secret_and_then_drops_the_old_key() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("data");
-    let old = encryption_config(dir.path(), "old.yaml", &aescbc(&[("key1", KEY1)]));
-    let server = testing::start_with(redb_config(&data, Some(old))).await;
+    rotate(dir.path(), &|enc| redb_config(&data, Some(enc))).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn key_rotation_on_etcd() {
+    let Some(etcd) = EtcdProcess::start_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    rotate(dir.path(), &|enc| Config {
+        etcd: Some(EtcdConfig::new(etcd.endpoints())),
+        encryption_provider_config: Some(enc),
+        ..testing::config()
+    })
+    .await;
+}
+
+/// Kube's rotation on the store of `config` (given the encryption configuration's path):
+/// Secrets written with key1; key2 first and key1 kept, restart; every Secret replaced as it
+/// is; key1 removed, restart; every Secret reads.
+async fn rotate(dir: &Path, config: &dyn Fn(PathBuf) -> Config) {
+    let old = encryption_config(dir, "old.yaml", &aescbc(&[("key1", KEY1)]));
+    let server = testing::start_with(config(old)).await;
     let secrets: Api<Secret> = Api::namespaced(server.client(), "default");
     for i in 0..3 {
         secrets
@@ -192,12 +213,8 @@ async fn key_rotation_rewrites_every_secret_and_then_drops_the_old_key() {
     server.stop().await;
 
     // Step 1: the new key first, the old one still read; restart.
-    let both = encryption_config(
-        dir.path(),
-        "both.yaml",
-        &aescbc(&[("key2", KEY2), ("key1", KEY1)]),
-    );
-    let server = start_again(redb_config(&data, Some(both))).await;
+    let both = encryption_config(dir, "both.yaml", &aescbc(&[("key2", KEY2), ("key1", KEY1)]));
+    let server = start_again(config(both)).await;
     let all: Api<Secret> = Api::all(server.client());
     // Step 2: `kubectl get secrets -A -o json | kubectl replace -f -`.
     let listed = all
@@ -246,8 +263,8 @@ async fn key_rotation_rewrites_every_secret_and_then_drops_the_old_key() {
     server.stop().await;
 
     // Step 3: the old key removed; restart: everything reads.
-    let new = encryption_config(dir.path(), "new.yaml", &aescbc(&[("key2", KEY2)]));
-    let server = start_again(redb_config(&data, Some(new))).await;
+    let new = encryption_config(dir, "new.yaml", &aescbc(&[("key2", KEY2)]));
+    let server = start_again(config(new)).await;
     let secrets: Api<Secret> = Api::namespaced(server.client(), "default");
     for i in 0..3 {
         let s = secrets
