@@ -53,12 +53,15 @@ impl Reader {
                     .map_err(|e| transform_error(key, "from storage", e))?;
                 (Bytes::from(out), stale)
             }
-            None => {
-                let (_, stale) = super::identity::Identity
-                    .transform_from_storage(value, &[])
-                    .map_err(|e| transform_error(key, "from storage", e))?;
-                (value.clone(), stale)
+            // Not configured: stored as is, and never read encrypted (kube's identity check).
+            None if super::identity::is_encrypted(value) => {
+                return Err(transform_error(
+                    key,
+                    "from storage",
+                    super::Error::EncryptedData,
+                ))
             }
+            None => (value.clone(), false),
         };
         let mut keys = self.stale.lock();
         if stale {

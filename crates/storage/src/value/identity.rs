@@ -5,6 +5,11 @@ use super::{Error, Result, Transformer};
 /// The prefix every encrypted value starts with.
 const ENCRYPTED_PREFIX: &[u8] = b"k8s:enc:";
 
+/// Whether `data` carries an encryption prefix (`k8s:enc:`).
+pub fn is_encrypted(data: &[u8]) -> bool {
+    data.starts_with(ENCRYPTED_PREFIX)
+}
+
 /// Stores values unchanged, and refuses to read a value that carries an encryption prefix
 /// (`NewEncryptCheckTransformer`), so that with identity listed first, encrypted values fall
 /// through to the provider that can read them.
@@ -13,7 +18,7 @@ pub struct Identity;
 
 impl Transformer for Identity {
     fn transform_from_storage(&self, data: &[u8], _context: &[u8]) -> Result<(Vec<u8>, bool)> {
-        if data.starts_with(ENCRYPTED_PREFIX) {
+        if is_encrypted(data) {
             return Err(Error::EncryptedData);
         }
         Ok((data.to_vec(), false))
