@@ -7,7 +7,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use parking_lot::Mutex;
 
-use super::{ResourceTransformers, Transformer};
+use super::ResourceTransformers;
 use crate::{Backend, Error, EventSink, KeyValue, Result, StorageEvent, WriteOp};
 
 /// A [`Backend`] that stores the values of configured resources transformed: written with the
@@ -209,7 +209,7 @@ impl Backend for TransformingBackend {
 #[cfg(test)]
 mod tests {
     use super::super::aes::Cbc;
-    use super::super::{GroupResource, PrefixTransformer, PrefixTransformers};
+    use super::super::{GroupResource, PrefixTransformer, PrefixTransformers, Transformer};
     use super::*;
     use crate::memory::MemoryBackend;
     use crate::value::TransformationMetrics;
