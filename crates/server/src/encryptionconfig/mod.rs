@@ -367,6 +367,51 @@ mod tests {
     }
 
     #[test]
+    fn values_sealed_by_another_implementation_of_kubes_format_read() {
+        // Sealed with Python's `cryptography` (AES-GCM with the etcd key as authenticated data;
+        // AES-192-CBC with PKCS#7), framed as kube-apiserver frames them.
+        let t = config(
+            "apiVersion: apiserver.config.k8s.io/v1\n\
+             kind: EncryptionConfiguration\n\
+             resources:\n\
+             - resources: [secrets]\n  providers:\n  \
+               - aesgcm:\n      keys:\n      - name: key1\n        secret: AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n  \
+               - aescbc:\n      keys:\n      - name: key2\n        secret: AAECAwQFBgcICQoLDA0ODxAREhMUFRYX\n",
+        )
+        .unwrap();
+        let hex = |s: &str| -> Vec<u8> {
+            (0..s.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
+                .collect()
+        };
+        let plain = br#"{"kind":"Secret","data":{"k":"dg=="}}"#;
+        let key = b"/registry/core/secrets/default/s";
+        let secrets = t.for_key("/core/secrets/default/s").unwrap();
+        let gcm = [
+            &b"k8s:enc:aesgcm:v1:key1:"[..],
+            &hex("6465666768696a6b6c6d6e6f3339b50f178d74a41c313a8ba8001edf6ee0626bff0dd148dcf3c76ac181c12fa9d462bd31c84212114ee98123891e878cfd9e0e72"),
+        ]
+        .concat();
+        assert_eq!(
+            secrets.transform_from_storage(&gcm, key).unwrap(),
+            (plain.to_vec(), false)
+        );
+        assert!(secrets
+            .transform_from_storage(&gcm, b"/registry/core/secrets/default/t")
+            .is_err());
+        let cbc = [
+            &b"k8s:enc:aescbc:v1:key2:"[..],
+            &hex("c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8f6b0370c427d3c5931dad0311989d6f7bdc66902fc49725f4ecc3d015a69896e6991fa31d91b4a70597d01a675d16f"),
+        ]
+        .concat();
+        assert_eq!(
+            secrets.transform_from_storage(&cbc, key).unwrap(),
+            (plain.to_vec(), true)
+        );
+    }
+
+    #[test]
     fn the_documented_example_is_valid() {
         let doc = include_str!("../../../../docs/encryption.md");
         let start = doc.find("```yaml\n").expect("an example") + "```yaml\n".len();
