@@ -412,6 +412,20 @@ mod tests {
     }
 
     #[test]
+    fn a_json_configuration_reads_too() {
+        let t = config(&format!(
+            r#"{{"apiVersion":"apiserver.config.k8s.io/v1","kind":"EncryptionConfiguration","resources":[{{"resources":["*.*"],"providers":[{{"secretbox":{{"keys":[{{"name":"k","secret":"{KEY1}"}}]}}}}]}}]}}"#
+        ))
+        .unwrap();
+        let stored = t
+            .for_key("/apps/deployments/ns/d")
+            .unwrap()
+            .transform_to_storage(b"{}", b"")
+            .unwrap();
+        assert!(stored.starts_with(b"k8s:enc:secretbox:v1:k:"));
+    }
+
+    #[test]
     fn the_documented_example_is_valid() {
         let doc = include_str!("../../../../docs/encryption.md");
         let start = doc.find("```yaml\n").expect("an example") + "```yaml\n".len();
