@@ -63,6 +63,9 @@ pub struct Config {
     pub authorization_modes: Vec<crate::auth::authorization::Mode>,
     /// Audit logging (`--audit-policy-file`, `--audit-log-*`); off without a policy file.
     pub audit: rkcm_server::audit::AuditOptions,
+    /// Encryption at rest (`--encryption-provider-config`): an `apiserver.config.k8s.io/v1`
+    /// `EncryptionConfiguration`; values are stored as they are without one.
+    pub encryption_provider_config: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -94,6 +97,7 @@ impl Default for Config {
             admission: AdmissionConfig::default(),
             authorization_modes: vec![crate::auth::authorization::Mode::AlwaysAllow],
             audit: rkcm_server::audit::AuditOptions::default(),
+            encryption_provider_config: None,
         }
     }
 }

@@ -68,6 +68,9 @@ pub enum Error {
     /// The audit policy file is unusable or the audit log writer did not start.
     #[error("setting up audit logging")]
     Audit(#[from] rkcm_server::audit::AuditError),
+    /// The `--encryption-provider-config` file is unusable.
+    #[error("loading the encryption provider configuration")]
+    Encryption(#[from] rkcm_server::encryptionconfig::Error),
 }
 
 /// A Kubernetes-compatible API server, ready to serve.
@@ -87,6 +90,8 @@ pub struct ApiServer {
     aggregator: Arc<crate::aggregator::Aggregator>,
     /// Audit logging, when `--audit-policy-file` and `--audit-log-path` are set.
     auditor: Option<Arc<rkcm_server::audit::Auditor>>,
+    /// Transformations of stored values, when `--encryption-provider-config` is set.
+    transformations: Option<storage::value::TransformationMetrics>,
 }
 
 impl ApiServer {
@@ -96,6 +101,14 @@ impl ApiServer {
     pub async fn new(config: Config) -> Result<Self, Error> {
         // A bad policy file is a flag error: refused before anything is opened.
         let auditor = config.audit.auditor()?.map(Arc::new);
+        let encryption = match &config.encryption_provider_config {
+            Some(path) => {
+                let metrics = storage::value::TransformationMetrics::default();
+                let transformers = rkcm_server::encryptionconfig::load(path, &metrics)?;
+                Some((transformers, metrics))
+            }
+            None => None,
+        };
         let dir = config.data_dir.as_deref();
         if let Some(d) = dir {
             std::fs::create_dir_all(d).map_err(|e| Error::DataDir {
@@ -107,6 +120,20 @@ impl ApiServer {
             (Some(etcd), _) => Arc::new(storage::etcd::EtcdBackend::connect(etcd.clone()).await?),
             (None, Some(d)) => Arc::new(RedbBackend::open(&d.join("rkcm.redb"))?),
             (None, None) => Arc::new(MemoryBackend::new()),
+        };
+        // Encrypted at rest: on etcd the authenticated data is the etcd key, as kube's.
+        let (backend, transformations): (Arc<dyn Backend>, _) = match encryption {
+            Some((transformers, metrics)) => {
+                let context_prefix = config
+                    .etcd
+                    .as_ref()
+                    .map(|etcd| etcd.key_prefix())
+                    .unwrap_or_default();
+                let wrapped =
+                    storage::value::TransformingBackend::new(backend, transformers, context_prefix);
+                (Arc::new(wrapped), Some(metrics))
+            }
+            None => (backend, None),
         };
         let store = Store::with_fields(
             backend,
@@ -250,6 +277,7 @@ impl ApiServer {
             components: crate::component_status::Components::default(),
             aggregator: crate::aggregator::Aggregator::new(),
             auditor,
+            transformations,
         })
     }
 
@@ -309,16 +337,19 @@ impl ApiServer {
 
     /// The HTTP router, for in-process requests (`tower::ServiceExt::oneshot`).
     pub fn router(&self, shutdown: CancellationToken) -> Router {
+        let mut metrics =
+            crate::metrics::RequestMetrics::with_storage_counts(storage_counts(self.store.clone()))
+                .with_storage_requests(self.store.request_metrics().clone())
+                .with_admission(self.admission_metrics.clone());
+        if let Some(transformations) = &self.transformations {
+            metrics = metrics.with_transformations(transformations.clone());
+        }
         let scope = Arc::new(http::handlers::Scope {
             store: self.store.clone(),
             resources: Arc::clone(&self.resources) as Arc<dyn crate::rest::Resources>,
             admission: Arc::clone(&self.admission),
             write_check: Some(Arc::clone(&self.authorizer) as Arc<dyn WriteCheck>),
-            metrics: crate::metrics::RequestMetrics::with_storage_counts(storage_counts(
-                self.store.clone(),
-            ))
-            .with_storage_requests(self.store.request_metrics().clone())
-            .with_admission(self.admission_metrics.clone()),
+            metrics,
             bookmark_interval: self.config.bookmark_interval,
             shutdown,
         });

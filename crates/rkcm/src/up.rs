@@ -98,6 +98,12 @@ pub struct UpArgs {
     #[command(flatten)]
     pub audit: crate::audit_args::AuditArgs,
 
+    /// The file containing configuration for encryption providers to be used for storing
+    /// secrets in etcd (an `apiserver.config.k8s.io/v1` `EncryptionConfiguration`: identity,
+    /// aescbc, aesgcm and secretbox). Without it values are stored as they are.
+    #[arg(long, value_name = "FILE")]
+    pub encryption_provider_config: Option<PathBuf>,
+
     /// The maximum number of non-mutating requests in flight at a given time; beyond it the
     /// server answers 429 (0: no limit). Members of `system:masters` are never refused.
     #[arg(long, default_value_t = rkcm_apiserver::http::inflight::DEFAULT_MAX_REQUESTS_INFLIGHT)]
@@ -237,6 +243,7 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         admission: args.admission.config(),
         authorization_modes: args.authorization_mode.clone(),
         audit: args.audit.options(),
+        encryption_provider_config: args.encryption_provider_config.clone(),
         ..ApiConfig::default()
     })
     .await

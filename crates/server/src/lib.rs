@@ -12,6 +12,7 @@ pub mod audit;
 pub mod auth;
 pub mod crd_conversion_metrics;
 pub mod deprecation;
+pub mod encryptionconfig;
 pub mod error;
 pub mod http;
 pub mod kubeconfig;

@@ -10,7 +10,10 @@
 //! - the CRD conversion webhooks' durations ([`crate::crd_conversion_metrics`]);
 //! - `etcd_request_duration_seconds`, `etcd_requests_total` and `etcd_request_errors_total` by
 //!   operation, group and resource: the store's writes and read-throughs, on either backend
-//!   (`staging/src/k8s.io/apiserver/pkg/storage/etcd3/metrics/metrics.go`).
+//!   (`staging/src/k8s.io/apiserver/pkg/storage/etcd3/metrics/metrics.go`);
+//! - `apiserver_storage_transformation_operations_total` and
+//!   `apiserver_storage_transformation_duration_seconds` with `--encryption-provider-config`
+//!   (`staging/src/k8s.io/apiserver/pkg/storage/value/metrics.go`).
 //!
 //! A [`tower::Layer`] under the router records each resource request and answers
 //! `GET /metrics` in the Prometheus text format. It sits inside the authentication layer, so
@@ -161,6 +164,7 @@ pub struct RequestMetrics {
     series: Arc<Mutex<Series>>,
     storage: Option<StorageCounts>,
     storage_requests: Option<StorageRequestMetrics>,
+    transformations: Option<rkcm_storage::value::TransformationMetrics>,
     admission: Option<AdmissionMetrics>,
 }
 
@@ -187,6 +191,15 @@ impl RequestMetrics {
     /// These metrics, also reporting the store's requests to its backend from `requests`.
     pub fn with_storage_requests(mut self, requests: StorageRequestMetrics) -> Self {
         self.storage_requests = Some(requests);
+        self
+    }
+
+    /// These metrics, also reporting the transformations (encryption) of stored values.
+    pub fn with_transformations(
+        mut self,
+        transformations: rkcm_storage::value::TransformationMetrics,
+    ) -> Self {
+        self.transformations = Some(transformations);
         self
     }
 
@@ -289,6 +302,9 @@ impl RequestMetrics {
         }
         if let Some(requests) = &self.storage_requests {
             requests.encode(&mut out);
+        }
+        if let Some(transformations) = &self.transformations {
+            transformations.encode(&mut out);
         }
         if let Some(admission) = &self.admission {
             admission.encode(&mut out);

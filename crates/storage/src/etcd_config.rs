@@ -43,7 +43,7 @@ impl EtcdConfig {
     }
 
     /// The prefix without a trailing `/` (our keys start with one).
-    pub(crate) fn key_prefix(&self) -> String {
+    pub fn key_prefix(&self) -> String {
         let p = self.prefix.trim_end_matches('/');
         if p.is_empty() || p.starts_with('/') {
             p.to_string()

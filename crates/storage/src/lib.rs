@@ -18,6 +18,7 @@ pub mod metrics;
 pub mod object;
 pub mod redb;
 pub mod store;
+pub mod value;
 pub mod watch_cache;
 
 use std::sync::Arc;
@@ -149,6 +150,12 @@ pub trait Backend: Send + Sync + 'static {
     fn current_revision(&self) -> i64;
     /// Installs the sink that receives committed writes; call once, before the first write.
     fn set_sink(&self, sink: EventSink);
+    /// Whether the value under `key` was last read in a form that should be written again even
+    /// if unchanged (encrypted with a key or provider that no longer writes; see
+    /// [`value::TransformingBackend`]).
+    fn stale(&self, _key: &str) -> bool {
+        false
+    }
 }
 
 /// Checks `op` against the current value of its key (shared by backends that apply writes

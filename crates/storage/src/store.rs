@@ -81,6 +81,12 @@ impl Store {
         self.backend.get("/healthz").await.map(|_| ())
     }
 
+    /// Whether the object under `key` is stored in a form that an update should write again
+    /// even when it changes nothing (encrypted with a key that is being rotated away from).
+    pub fn is_stale(&self, key: &str) -> bool {
+        self.backend.stale(key)
+    }
+
     /// The object under `key`.
     pub fn get(&self, key: &str) -> Option<Arc<CachedObject>> {
         self.cache.get(key)

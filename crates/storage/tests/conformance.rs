@@ -1,5 +1,6 @@
 //! The storage conformance list (`storage::conformance`) run against every backend: in memory,
-//! redb, and etcd (a throwaway `etcd` process per test).
+//! redb, and etcd (a throwaway `etcd` process per test), each also behind the encrypting
+//! [`TransformingBackend`] with aesgcm for every resource.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,6 +10,11 @@ use rkcm_storage::etcd::testing::EtcdProcess;
 use rkcm_storage::etcd::{EtcdBackend, EtcdConfig};
 use rkcm_storage::memory::MemoryBackend;
 use rkcm_storage::redb::RedbBackend;
+use rkcm_storage::value::aes::Gcm;
+use rkcm_storage::value::{
+    GroupResource, PrefixTransformer, PrefixTransformers, ResourceTransformers,
+    TransformationMetrics, TransformingBackend,
+};
 use rkcm_storage::Backend;
 
 struct Memory;
@@ -74,6 +80,45 @@ impl Harness for Etcd {
     }
 }
 
+/// `harness`'s backends behind aesgcm for `*.*` (one key shared by every backend opened).
+struct Encrypted<H>(H);
+
+#[async_trait::async_trait]
+impl<H: Harness> Harness for Encrypted<H> {
+    async fn open(&self) -> Arc<dyn Backend> {
+        let metrics = TransformationMetrics::default();
+        let key = PrefixTransformer {
+            prefix: b"key1:".to_vec(),
+            transformer: Arc::new(Gcm::new(&[7; 32]).expect("a 32-byte key")),
+        };
+        let provider = PrefixTransformer {
+            prefix: b"k8s:enc:aesgcm:v1:".to_vec(),
+            transformer: Arc::new(PrefixTransformers::new(
+                vec![key],
+                "no matching key was found for the provided AES transformer",
+                metrics.clone(),
+            )),
+        };
+        let all = Arc::new(PrefixTransformers::new(
+            vec![provider],
+            "no matching prefix found",
+            metrics,
+        ));
+        let transformers = ResourceTransformers::new(vec![(GroupResource::parse("*.*"), all)]);
+        Arc::new(TransformingBackend::new(
+            self.0.open().await,
+            Arc::new(transformers),
+            "/registry",
+        ))
+    }
+    fn durable(&self) -> bool {
+        self.0.durable()
+    }
+    fn shared(&self) -> bool {
+        self.0.shared()
+    }
+}
+
 mod memory {
     rkcm_storage::storage_conformance_tests!(Some(super::Memory));
 }
@@ -87,5 +132,22 @@ mod redb {
 mod etcd {
     rkcm_storage::storage_conformance_tests!(
         rkcm_storage::etcd::testing::EtcdProcess::start_or_skip().map(|etcd| super::Etcd { etcd })
+    );
+}
+
+mod encrypted_memory {
+    rkcm_storage::storage_conformance_tests!(Some(super::Encrypted(super::Memory)));
+}
+
+mod encrypted_redb {
+    rkcm_storage::storage_conformance_tests!(Some(super::Encrypted(super::Redb {
+        dir: tempfile::tempdir().expect("tempdir"),
+    })));
+}
+
+mod encrypted_etcd {
+    rkcm_storage::storage_conformance_tests!(
+        rkcm_storage::etcd::testing::EtcdProcess::start_or_skip()
+            .map(|etcd| super::Encrypted(super::Etcd { etcd }))
     );
 }

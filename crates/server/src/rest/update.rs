@@ -270,7 +270,9 @@ async fn update_once(
         object,
         created: false,
     };
-    if same_content(&new, old) {
+    // A stale value (encrypted with a key being rotated away from) is written again even when
+    // nothing changed, as `GuaranteedUpdate` does: that is how `kubectl replace` re-encrypts.
+    if same_content(&new, old) && !store.is_stale(&key) {
         return Ok(updated(current));
     }
     let mut pending = match hooks.filter(|_| main) {
