@@ -13,6 +13,7 @@ pub mod auth;
 pub mod crd_conversion_metrics;
 pub mod deprecation;
 pub mod error;
+pub mod flowcontrol;
 pub mod http;
 pub mod kubeconfig;
 pub mod metrics;
