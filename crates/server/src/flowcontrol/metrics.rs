@@ -84,10 +84,13 @@ pub struct LevelLimits {
     pub current: usize,
 }
 
+/// A series' key: priority level, then flow schema.
+type FlowKey = (Arc<str>, Arc<str>);
+
 /// The metrics of one server's filter; cloned handles share them.
 #[derive(Clone, Debug, Default)]
 pub struct Metrics {
-    flows: Arc<Mutex<BTreeMap<(Arc<str>, Arc<str>), Flow>>>,
+    flows: Arc<Mutex<BTreeMap<FlowKey, Flow>>>,
 }
 
 impl Metrics {
