@@ -46,21 +46,19 @@ struct Run {
 
 /// Runs the three scenarios and prints their figures.
 pub async fn run(args: &FairnessArgs) -> anyhow::Result<()> {
+    println!(
+        "{:<16} {:>12} {:>12} {:>10} {:>10} {:>10} {:>8}",
+        "scenario", "write p50", "write p99", "LISTs/s", "LIST 429", "write 429", "seconds"
+    );
     let mut runs = Vec::new();
     for (label, apf, flood) in [
         ("no flood", true, false),
         ("flood, APF on", true, true),
         ("flood, APF off", false, true),
     ] {
-        runs.push(scenario(args, label, apf, flood).await?);
-    }
-    println!(
-        "{:<16} {:>12} {:>12} {:>10} {:>10} {:>14} {:>8}",
-        "scenario", "write p50", "write p99", "LISTs/s", "LIST 429", "write 429", "seconds"
-    );
-    for r in &runs {
+        let r = scenario(args, label, apf, flood).await?;
         println!(
-            "{:<16} {:>10.1}ms {:>10.1}ms {:>10.0} {:>10} {:>14} {:>8.1}",
+            "{:<16} {:>10.1}ms {:>10.1}ms {:>10.0} {:>10} {:>10} {:>8.1}",
             r.label,
             r.write_p50.as_secs_f64() * 1e3,
             r.write_p99.as_secs_f64() * 1e3,
@@ -69,6 +67,7 @@ pub async fn run(args: &FairnessArgs) -> anyhow::Result<()> {
             r.writes_refused,
             r.seconds
         );
+        runs.push(r);
     }
     if let [base, on, off] = &runs[..] {
         let ratio = |r: &Run| r.write_p99.as_secs_f64() / base.write_p99.as_secs_f64().max(1e-9);
