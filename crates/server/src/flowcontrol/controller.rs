@@ -298,7 +298,7 @@ impl FlowControl {
         let distinguisher = m.schema.flow_distinguisher(&request).to_string();
         let hash = flow_hash(&schema_name, &distinguisher);
         drop(state);
-        let (tx, rx) = oneshot::channel();
+        let (tx, mut rx) = oneshot::channel();
         let waiter = Waiter {
             tx,
             request: Arc::new(QueuedRequest {
@@ -328,19 +328,22 @@ impl FlowControl {
                     armed: true,
                 };
                 self.metrics.in_queue(&level.name, &schema_name, 1);
-                let decision = tokio::time::timeout(self.wait_limit, rx).await;
+                let decision = tokio::time::timeout(self.wait_limit, &mut rx).await;
                 queued.armed = false;
                 drop(queued);
                 let waited = self.clock.now().saturating_duration_since(arrived);
                 let executes = match decision {
                     Ok(Ok(Decision::Execute)) => true,
                     Ok(Ok(Decision::TimedOut)) | Ok(Err(_)) => false,
-                    // Still queued at the wait limit, unless dispatched just now.
-                    Err(_) => level
-                        .set
-                        .lock()
-                        .withdraw(ticket, self.clock.now(), true)
-                        .is_none(),
+                    // Still queued at the wait limit, unless decided just now.
+                    Err(_) => {
+                        let withdrawn = level
+                            .set
+                            .lock()
+                            .withdraw(ticket, self.clock.now(), true)
+                            .is_some();
+                        !withdrawn && matches!(rx.try_recv(), Ok(Decision::Execute))
+                    }
                 };
                 if !executes {
                     return self.reject(
