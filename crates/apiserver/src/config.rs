@@ -56,6 +56,10 @@ pub struct Config {
     /// Mutating requests served at once before 429 (`--max-mutating-requests-inflight`; 0: no
     /// limit).
     pub max_mutating_requests_inflight: usize,
+    /// Enforce API Priority and Fairness (`--enable-priority-and-fairness`, default true): the
+    /// two in-flight limits together are the seats the priority levels share. When false, or
+    /// when both limits are 0, each limit caps its kind of request as before.
+    pub enable_priority_and_fairness: bool,
     /// Admission plugins and their settings (`--enable-admission-plugins`, ...).
     pub admission: AdmissionConfig,
     /// Authorizers after the `system:masters` check, in order (`--authorization-mode`; kube's
@@ -94,6 +98,7 @@ impl Default for Config {
             max_requests_inflight: crate::http::inflight::DEFAULT_MAX_REQUESTS_INFLIGHT,
             max_mutating_requests_inflight:
                 crate::http::inflight::DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT,
+            enable_priority_and_fairness: true,
             admission: AdmissionConfig::default(),
             authorization_modes: vec![crate::auth::authorization::Mode::AlwaysAllow],
             audit: rkcm_server::audit::AuditOptions::default(),

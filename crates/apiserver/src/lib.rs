@@ -28,6 +28,7 @@ pub mod component_status;
 pub mod config;
 pub mod default_service_cidr;
 pub mod flowcontrol_bootstrap;
+pub mod flowcontrol_config;
 pub mod http;
 pub mod local;
 pub mod rest;

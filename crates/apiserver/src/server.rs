@@ -337,12 +337,24 @@ impl ApiServer {
 
     /// The HTTP router, for in-process requests (`tower::ServiceExt::oneshot`).
     pub fn router(&self, shutdown: CancellationToken) -> Router {
+        let seats = self.config.max_requests_inflight + self.config.max_mutating_requests_inflight;
+        let flowcontrol = (self.config.enable_priority_and_fairness && seats > 0).then(|| {
+            Arc::new(rkcm_server::flowcontrol::FlowControl::new(
+                seats,
+                Box::new(crate::flowcontrol_config::StoredConfig::new(
+                    self.store.clone(),
+                )),
+            ))
+        });
         let mut metrics =
             crate::metrics::RequestMetrics::with_storage_counts(storage_counts(self.store.clone()))
                 .with_storage_requests(self.store.request_metrics().clone())
                 .with_admission(self.admission_metrics.clone());
         if let Some(transformations) = &self.transformations {
             metrics = metrics.with_transformations(transformations.clone());
+        }
+        if let Some(fc) = &flowcontrol {
+            metrics = metrics.with_flowcontrol(Arc::clone(fc));
         }
         let scope = Arc::new(http::handlers::Scope {
             store: self.store.clone(),
@@ -375,6 +387,7 @@ impl ApiServer {
                 self.config.max_requests_inflight,
                 self.config.max_mutating_requests_inflight,
             )),
+            flowcontrol,
             metrics_source: self.metrics_source.clone(),
             components: self.components.clone(),
             aggregator: Arc::clone(&self.aggregator),

@@ -22,6 +22,7 @@ use rkcm_controllers::registry::{self, ControllerOptions};
 use rkcm_runtime::{process, Shutdown, SystemClock};
 use serde_json::json;
 
+mod fairness;
 mod jobs;
 mod metrics;
 mod observe;
@@ -54,6 +55,9 @@ pub enum BenchCommand {
     Jobs(JobArgs),
     /// StatefulSet controller: N Parallel StatefulSets × R replicas on simulated nodes.
     Statefulsets(StatefulSetArgs),
+    /// API Priority and Fairness: one user's write latency while another floods LISTs, with the
+    /// filter on and off.
+    Fairness(fairness::FairnessArgs),
 }
 
 /// `rkcm bench statefulsets`.
@@ -171,6 +175,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Deployments(args) => deployments(args).await,
         BenchCommand::Jobs(args) => jobs::run(args).await,
         BenchCommand::Statefulsets(args) => statefulsets(args).await,
+        BenchCommand::Fairness(args) => fairness::run(&args).await,
     }
 }
 

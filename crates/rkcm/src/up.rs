@@ -104,15 +104,22 @@ pub struct UpArgs {
     #[arg(long, value_name = "FILE")]
     pub encryption_provider_config: Option<PathBuf>,
 
-    /// The maximum number of non-mutating requests in flight at a given time; beyond it the
-    /// server answers 429 (0: no limit). Members of `system:masters` are never refused.
+    /// The maximum number of non-mutating requests in flight at a given time (0: no limit).
+    /// With API Priority and Fairness, this plus the mutating limit are the seats its priority
+    /// levels share; without, requests beyond it get 429 (`system:masters` never does).
     #[arg(long, default_value_t = rkcm_apiserver::http::inflight::DEFAULT_MAX_REQUESTS_INFLIGHT)]
     pub max_requests_inflight: usize,
 
-    /// The maximum number of mutating requests in flight at a given time; beyond it the server
-    /// answers 429 (0: no limit).
+    /// The maximum number of mutating requests in flight at a given time (0: no limit); see
+    /// `--max-requests-inflight`.
     #[arg(long, default_value_t = rkcm_apiserver::http::inflight::DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT)]
     pub max_mutating_requests_inflight: usize,
+
+    /// Enforce API Priority and Fairness: requests are classified by the FlowSchemas and queued
+    /// at their priority level, which share the seats of the two in-flight limits. With false,
+    /// each in-flight limit caps its kind of request.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub enable_priority_and_fairness: bool,
 
     /// Queries per second the in-process controllers may send to the API server; a negative
     /// value (the default) sets no client-side limit, 0 means client-go's default of 5.
@@ -240,6 +247,7 @@ pub async fn run(args: UpArgs, shutdown: Shutdown) -> anyhow::Result<()> {
             .filter(|d| !d.is_zero()),
         max_requests_inflight: args.max_requests_inflight,
         max_mutating_requests_inflight: args.max_mutating_requests_inflight,
+        enable_priority_and_fairness: args.enable_priority_and_fairness,
         admission: args.admission.config(),
         authorization_modes: args.authorization_mode.clone(),
         audit: args.audit.options(),
@@ -684,6 +692,12 @@ mod tests {
             crate::cli::Command::Up(up) => *up,
             other => panic!("unexpected command {other:?}"),
         }
+    }
+
+    #[test]
+    fn priority_and_fairness_is_on_unless_told_not_to() {
+        assert!(up(&[]).enable_priority_and_fairness);
+        assert!(!up(&["--enable-priority-and-fairness=false"]).enable_priority_and_fairness);
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod crd_conversion_metrics;
 pub mod deprecation;
 pub mod encryptionconfig;
 pub mod error;
+pub mod flowcontrol;
 pub mod http;
 pub mod kubeconfig;
 pub mod metrics;

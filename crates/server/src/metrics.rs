@@ -166,6 +166,7 @@ pub struct RequestMetrics {
     storage_requests: Option<StorageRequestMetrics>,
     transformations: Option<rkcm_storage::value::TransformationMetrics>,
     admission: Option<AdmissionMetrics>,
+    flowcontrol: Option<Arc<crate::flowcontrol::FlowControl>>,
 }
 
 impl std::fmt::Debug for RequestMetrics {
@@ -206,6 +207,12 @@ impl RequestMetrics {
     /// These metrics, also reporting the admission webhooks' calls from `admission`.
     pub fn with_admission(mut self, admission: AdmissionMetrics) -> Self {
         self.admission = Some(admission);
+        self
+    }
+
+    /// These metrics, also reporting API Priority and Fairness' (`apiserver_flowcontrol_*`).
+    pub fn with_flowcontrol(mut self, flowcontrol: Arc<crate::flowcontrol::FlowControl>) -> Self {
+        self.flowcontrol = Some(flowcontrol);
         self
     }
 
@@ -308,6 +315,9 @@ impl RequestMetrics {
         }
         if let Some(admission) = &self.admission {
             admission.encode(&mut out);
+        }
+        if let Some(flowcontrol) = &self.flowcontrol {
+            flowcontrol.encode_metrics(&mut out);
         }
         crate::crd_conversion_metrics::encode(&mut out);
         crate::audit::metrics::encode(&mut out);

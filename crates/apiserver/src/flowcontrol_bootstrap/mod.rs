@@ -4,9 +4,8 @@
 //! schemas, and the suggested ones (`system`, `node-high`, `leader-election`, `workload-high`,
 //! `workload-low`, `global-default`, ...), honouring `apf.kubernetes.io/autoupdate-spec`.
 //!
-//! Only the objects are kept: requests are not classified or queued by them (the server limits
-//! requests in flight with `--max-requests-inflight` instead), and no controller writes the
-//! FlowSchemas' `Dangling` condition.
+//! The filter enforces them ([`crate::flowcontrol_config`], [`rkcm_server::flowcontrol`]); no
+//! controller writes the FlowSchemas' `Dangling` condition.
 
 pub mod ensure;
 pub mod objects;

@@ -57,6 +57,8 @@ pub struct AppState {
     /// Seats for requests in flight (`--max-requests-inflight`,
     /// `--max-mutating-requests-inflight`).
     pub inflight: Arc<inflight::InFlightLimits>,
+    /// API Priority and Fairness; `None` when off, and then `inflight` limits requests.
+    pub flowcontrol: Option<Arc<rkcm_server::flowcontrol::FlowControl>>,
     /// What serves `metrics.k8s.io` (the group is not served without one).
     pub metrics_source: Option<Arc<dyn crate::resource_metrics::MetricsSource>>,
     /// The components `componentstatuses` reports on.
@@ -108,16 +110,37 @@ pub fn router(state: SharedState) -> Router {
         .route("/openapi/v3/{*path}", get(discovery::openapi_v3_document))
         .route(oidc::CONFIGURATION_PATH, get(openid_configuration))
         .route(oidc::JWKS_PATH, get(jwks))
+        .route(
+            "/debug/api_priority_and_fairness/dump_priority_levels",
+            get(dump_priority_levels),
+        )
+        .route(
+            "/debug/api_priority_and_fairness/dump_queues",
+            get(dump_queues),
+        )
+        .route(
+            "/debug/api_priority_and_fairness/dump_requests",
+            get(dump_requests),
+        )
         .fallback(resource::handle)
         // Innermost: requests of remote APIServices leave after every filter ran.
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&state),
             crate::aggregator::proxy::proxy,
-        ))
-        .layer(axum::middleware::from_fn_with_state(
+        ));
+    // API Priority and Fairness, or the plain in-flight limits, in kube's place: after
+    // authorization (whose attributes it classifies by), before the handlers.
+    let router = match &state.flowcontrol {
+        Some(fc) => router.layer(axum::middleware::from_fn_with_state(
+            Arc::clone(fc),
+            rkcm_server::flowcontrol::priority_and_fairness,
+        )),
+        None => router.layer(axum::middleware::from_fn_with_state(
             Arc::clone(&state.inflight),
             inflight::limit,
-        ))
+        )),
+    };
+    let router = router
         .layer(state.scope.metrics.clone())
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&state.authorizer) as Arc<dyn Authorize>,
@@ -145,6 +168,35 @@ pub fn router(state: SharedState) -> Router {
         filters::audit_init,
     ));
     router.with_state(state)
+}
+
+/// The dumps of API Priority and Fairness (`apf_controller_debug.go`); 404 when it is off.
+fn dump(
+    state: &SharedState,
+    f: impl FnOnce(&rkcm_server::flowcontrol::FlowControl) -> String,
+) -> Response {
+    match &state.flowcontrol {
+        Some(fc) => ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], f(fc)).into_response(),
+        None => http::StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+async fn dump_priority_levels(State(state): State<SharedState>) -> Response {
+    dump(&state, |fc| fc.dump_priority_levels())
+}
+
+async fn dump_queues(State(state): State<SharedState>) -> Response {
+    dump(&state, |fc| fc.dump_queues())
+}
+
+/// `?includeRequestDetails=<anything>` adds who sent each request and what it asks for.
+async fn dump_requests(State(state): State<SharedState>, uri: http::Uri) -> Response {
+    let details = uri.query().is_some_and(|q| {
+        q.split('&')
+            .filter_map(|kv| kv.split_once('='))
+            .any(|(k, v)| k == "includeRequestDetails" && !v.is_empty())
+    });
+    dump(&state, |fc| fc.dump_requests(details))
 }
 
 async fn health() -> &'static str {

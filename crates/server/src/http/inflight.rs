@@ -1,5 +1,6 @@
 //! The in-flight request limit: kube-apiserver's `WithMaxInFlightLimit` filter
-//! (`staging/src/k8s.io/apiserver/pkg/server/filters/maxinflight.go`).
+//! (`staging/src/k8s.io/apiserver/pkg/server/filters/maxinflight.go`), which runs in place of
+//! API Priority and Fairness ([`crate::flowcontrol`]) when that is off.
 //!
 //! Read-only requests (`get`, `list`, `watch` and non-resource `GET`s) and mutating requests each
 //! have their own pool (`--max-requests-inflight`, `--max-mutating-requests-inflight`; 0 means no

@@ -38,6 +38,9 @@ pub async fn authorize(
         audit.record_authorization(decision.is_allowed(), decision.reason());
     }
     if decision.is_allowed() {
+        // The filters after this one (priority and fairness) read what the request asks for.
+        let mut req = req;
+        req.extensions_mut().insert(Arc::new(attrs));
         return next.run(req).await;
     }
     tracing::debug!(uri = %req.uri(), reason = decision.reason(), user = %attrs.user.name, "forbidden");

@@ -1,0 +1,271 @@
+//! The API Priority and Fairness filter (`staging/src/k8s.io/apiserver/pkg/server/filters/priority-and-fairness.go`).
+//!
+//! Long-running requests other than watches (`proxy`, and the `attach`, `exec`, `log`,
+//! `portforward` subresources) bypass it. A watch holds its seat until its handler answers,
+//! that is until the watch is set up and its response starts, as kube holds one until the
+//! watch's initialization; the events that follow hold none.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+
+use crate::auth::authorization::Attributes;
+use crate::auth::UserInfo;
+
+use super::controller::FlowControl;
+
+/// Subresources of long-running requests (`BasicLongRunningRequestCheck`).
+const LONG_RUNNING_SUBRESOURCES: [&str; 5] = ["attach", "exec", "proxy", "log", "portforward"];
+
+/// Whether `request` is long-running and not a watch: such requests are not limited.
+pub fn bypasses(request: &Attributes) -> bool {
+    request.verb == "proxy"
+        || (request.resource_request
+            && LONG_RUNNING_SUBRESOURCES.contains(&request.subresource.as_str()))
+}
+
+/// The middleware; it runs after authentication and authorization, which leave the request's
+/// [`Attributes`] in its extensions (they are derived here otherwise).
+pub async fn priority_and_fairness(
+    State(fc): State<Arc<FlowControl>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let attributes = match req.extensions().get::<Arc<Attributes>>() {
+        Some(a) => Arc::clone(a),
+        None => {
+            let user = req
+                .extensions()
+                .get::<UserInfo>()
+                .cloned()
+                .unwrap_or_else(UserInfo::anonymous);
+            Arc::new(Attributes::from_request(
+                user,
+                req.method(),
+                req.uri().path(),
+                req.uri().query(),
+            ))
+        }
+    };
+    if bypasses(&attributes) {
+        return next.run(req).await;
+    }
+    fc.handle(attributes, next.run(req)).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::user::SYSTEM_MASTERS;
+    use crate::flowcontrol::config::{
+        Config, Level, LevelKind, PolicyRules, ResourceRule, Schema, Subject,
+    };
+    use crate::flowcontrol::queueset::Queuing;
+    use axum::body::{to_bytes, Body};
+    use axum::Router;
+    use http::{header, Method, StatusCode};
+    use tokio::sync::Semaphore;
+    use tower::ServiceExt;
+
+    fn schema(name: &str, precedence: i32, level: &str, subject: Subject) -> Arc<Schema> {
+        Arc::new(Schema {
+            name: name.into(),
+            uid: format!("{name}-uid"),
+            matching_precedence: precedence,
+            priority_level: level.into(),
+            distinguisher: None,
+            rules: vec![PolicyRules {
+                subjects: vec![subject],
+                resource_rules: vec![ResourceRule {
+                    verbs: vec!["*".into()],
+                    api_groups: vec!["*".into()],
+                    resources: vec!["*".into()],
+                    cluster_scope: true,
+                    namespaces: vec!["*".into()],
+                }],
+                non_resource_rules: vec![],
+            }],
+        })
+    }
+
+    /// One seat for everyone but `system:masters`, one queue of one request.
+    fn config() -> Arc<Config> {
+        Arc::new(Config {
+            schemas: vec![
+                schema("exempt", 1, "exempt", Subject::Group(SYSTEM_MASTERS.into())),
+                schema("everyone", 100, "tiny", Subject::Group("*".into())),
+            ],
+            levels: vec![
+                Level {
+                    name: "exempt".into(),
+                    uid: "exempt-uid".into(),
+                    nominal_concurrency_shares: 0,
+                    kind: LevelKind::Exempt,
+                },
+                Level {
+                    name: "tiny".into(),
+                    uid: "tiny-uid".into(),
+                    nominal_concurrency_shares: 1,
+                    kind: LevelKind::Limited {
+                        queuing: Some(Queuing {
+                            queues: 1,
+                            hand_size: 1,
+                            queue_length_limit: 1,
+                        }),
+                    },
+                },
+            ],
+        })
+    }
+
+    /// `dump_priority_levels`' row of `tiny`: its cells, trimmed.
+    fn tiny(fc: &FlowControl) -> Vec<String> {
+        fc.dump_priority_levels()
+            .lines()
+            .find(|l| l.starts_with("tiny,"))
+            .map(|l| l.split(',').map(|c| c.trim().to_string()).collect())
+            .unwrap_or_default()
+    }
+
+    fn request(user: &UserInfo) -> Request {
+        let mut req = Request::builder()
+            .method(Method::GET)
+            .uri("/api/v1/namespaces/ns/configmaps")
+            .body(Body::empty())
+            .expect("request");
+        req.extensions_mut().insert(user.clone());
+        req
+    }
+
+    #[tokio::test]
+    async fn a_saturated_level_queues_then_refuses_while_exempt_requests_pass() {
+        let gate = Arc::new(Semaphore::new(0));
+        let entered = Arc::new(Semaphore::new(0));
+        let handler = {
+            let (gate, entered) = (Arc::clone(&gate), Arc::clone(&entered));
+            move || async move {
+                entered.add_permits(1);
+                let _pass = gate.acquire().await;
+                "served"
+            }
+        };
+        let fc = Arc::new(FlowControl::new(1, Box::new(config())));
+        let app = Router::new()
+            .fallback(handler)
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::clone(&fc),
+                priority_and_fairness,
+            ));
+        let jane = UserInfo::new("jane", &["system:authenticated"]);
+        let admin = UserInfo::new("admin", &[SYSTEM_MASTERS, "system:authenticated"]);
+
+        let first = tokio::spawn(app.clone().oneshot(request(&jane)));
+        let _ = entered.acquire().await.expect("first request entered");
+        let second = tokio::spawn(app.clone().oneshot(request(&jane)));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while tiny(&fc)[4..] != ["1", "1"] {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "second request never queued:\n{}",
+                fc.dump_priority_levels()
+            );
+            tokio::task::yield_now().await;
+        }
+        assert!(fc
+            .dump_requests(true)
+            .lines()
+            .any(|l| l.starts_with("tiny, ") && l.contains("jane")));
+
+        let refused = app.clone().oneshot(request(&jane)).await.expect("answered");
+        assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+        let h = refused.headers();
+        assert_eq!(
+            h.get(header::RETRY_AFTER).map(|v| v.as_bytes()),
+            Some(&b"1"[..])
+        );
+        assert_eq!(
+            h.get("X-Kubernetes-PF-FlowSchema-UID")
+                .map(|v| v.as_bytes()),
+            Some(&b"everyone-uid"[..])
+        );
+        assert_eq!(
+            h.get("X-Kubernetes-PF-PriorityLevel-UID")
+                .map(|v| v.as_bytes()),
+            Some(&b"tiny-uid"[..])
+        );
+        let body = to_bytes(refused.into_body(), 1024).await.expect("body");
+        assert_eq!(
+            &body[..],
+            crate::http::inflight::TOO_MANY_REQUESTS.as_bytes()
+        );
+
+        // The exempt level is never queued: the admin's request enters while jane's wait.
+        let privileged = tokio::spawn(app.clone().oneshot(request(&admin)));
+        let _ = entered.acquire().await.expect("admin entered");
+        gate.add_permits(3);
+        for task in [first, second, privileged] {
+            let resp = task.await.expect("joined").expect("answered");
+            assert_eq!(resp.status(), StatusCode::OK);
+        }
+        let mut metrics = String::new();
+        fc.encode_metrics(&mut metrics);
+        for line in [
+            "apiserver_flowcontrol_rejected_requests_total{flow_schema=\"everyone\",priority_level=\"tiny\",reason=\"queue-full\"} 1",
+            "apiserver_flowcontrol_dispatched_requests_total{flow_schema=\"everyone\",priority_level=\"tiny\"} 2",
+            "apiserver_flowcontrol_dispatched_requests_total{flow_schema=\"exempt\",priority_level=\"exempt\"} 1",
+            "apiserver_flowcontrol_current_executing_requests{flow_schema=\"everyone\",priority_level=\"tiny\"} 0",
+            "apiserver_flowcontrol_current_inqueue_requests{flow_schema=\"everyone\",priority_level=\"tiny\"} 0",
+            "apiserver_flowcontrol_nominal_limit_seats{priority_level=\"tiny\"} 1",
+        ] {
+            assert!(metrics.lines().any(|l| l == line), "missing {line} in\n{metrics}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_client_that_goes_away_leaves_its_queue() {
+        let gate = Arc::new(Semaphore::new(0));
+        let entered = Arc::new(Semaphore::new(0));
+        let handler = {
+            let (gate, entered) = (Arc::clone(&gate), Arc::clone(&entered));
+            move || async move {
+                entered.add_permits(1);
+                let _pass = gate.acquire().await;
+                "served"
+            }
+        };
+        let fc = Arc::new(FlowControl::new(1, Box::new(config())));
+        let app = Router::new()
+            .fallback(handler)
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::clone(&fc),
+                priority_and_fairness,
+            ));
+        let jane = UserInfo::new("jane", &["system:authenticated"]);
+        let first = tokio::spawn(app.clone().oneshot(request(&jane)));
+        let _ = entered.acquire().await.expect("first request entered");
+        let second = tokio::spawn(app.clone().oneshot(request(&jane)));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while tiny(&fc)[4..] != ["1", "1"] {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "second request never queued"
+            );
+            tokio::task::yield_now().await;
+        }
+        second.abort();
+        let _ = second.await;
+        assert!(
+            tiny(&fc)[4..] == ["0", "1"],
+            "{}",
+            fc.dump_priority_levels()
+        );
+        gate.add_permits(1);
+        assert_eq!(
+            first.await.expect("joined").expect("answered").status(),
+            StatusCode::OK
+        );
+        assert!(tiny(&fc)[2] == "true");
+    }
+}
