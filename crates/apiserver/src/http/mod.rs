@@ -128,8 +128,9 @@ pub fn router(state: SharedState) -> Router {
             Arc::clone(&state),
             crate::aggregator::proxy::proxy,
         ));
-    // API Priority and Fairness, or the plain in-flight limits, in kube's place: after
-    // authorization (whose attributes it classifies by), before the handlers.
+    // API Priority and Fairness, or the plain in-flight limits: after authorization (whose
+    // request attributes it classifies by), before the handlers. kube runs them just before
+    // authorization, so there a forbidden request also takes a seat; here it takes none.
     let router = match &state.flowcontrol {
         Some(fc) => router.layer(axum::middleware::from_fn_with_state(
             Arc::clone(fc),
