@@ -27,6 +27,7 @@ mod metrics;
 mod observe;
 mod profile;
 mod report;
+pub mod soak;
 mod suite;
 mod svg;
 
@@ -54,6 +55,10 @@ pub enum BenchCommand {
     Jobs(JobArgs),
     /// StatefulSet controller: N Parallel StatefulSets × R replicas on simulated nodes.
     Statefulsets(StatefulSetArgs),
+    /// Creates, updates, deletes and watches at a steady rate while `rkcm up` is killed and
+    /// restarted (embedded store) or etcd members stop and start (etcd); checks that no
+    /// acknowledged write was lost and no watcher missed one.
+    Soak(soak::SoakArgs),
 }
 
 /// `rkcm bench statefulsets`.
@@ -171,6 +176,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Deployments(args) => deployments(args).await,
         BenchCommand::Jobs(args) => jobs::run(args).await,
         BenchCommand::Statefulsets(args) => statefulsets(args).await,
+        BenchCommand::Soak(args) => soak::run(args).await,
     }
 }
 
