@@ -4,7 +4,9 @@
 //! The rules, as docs/benchmarks.md states them:
 //!
 //! - A write is an obligation only when it was acknowledged (a 2xx with the object's new
-//!   resourceVersion). A write refused with a 4xx was not applied. A write whose outcome is
+//!   resourceVersion). A write refused with a 4xx should not have been applied: when a watch or
+//!   the final state shows its value, it is reported as refused but applied (the server's
+//!   answer was wrong), not as a loss. A write whose outcome is
 //!   unknown (connection reset, timeout, a 5xx, the server killed mid-request) may or may not have
 //!   been applied: the checker accepts its attempted value or the one before it, until the next
 //!   acknowledged write to the same key settles it. An acknowledged delete means absent.
@@ -56,7 +58,7 @@ pub enum Outcome {
     /// The server answered 2xx without the object (a delete's `Status`): applied, at an
     /// unknown resourceVersion.
     AckedWithoutRv,
-    /// The server answered 4xx: the write was not applied.
+    /// The server answered 4xx: the write should not have been applied.
     Refused,
     /// No answer, or a 5xx: the write may or may not have been applied.
     Unknown,
@@ -214,14 +216,14 @@ pub struct Verdict {
     pub refused_but_applied: Vec<RefusedButApplied>,
 }
 
-/// A write refused with a 4xx whose value a watcher received.
+/// A write refused with a 4xx whose value a watcher received or the final state holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RefusedButApplied {
     /// The object.
     pub key: Key,
     /// The value the refused write carried.
     pub value: String,
-    /// resourceVersion of the event that carried it.
+    /// resourceVersion of the event that carried it (of the final list, when only it did).
     pub rv: u64,
 }
 
@@ -244,8 +246,6 @@ enum At {
     Between(u64, u64),
     /// Perhaps not applied at all.
     Unknown,
-    /// Not applied.
-    Never,
 }
 
 impl At {
@@ -254,17 +254,16 @@ impl At {
         match self {
             At::Exactly(x) => x <= rv,
             At::Between(_, hi) => hi.saturating_sub(1) <= rv,
-            At::Unknown | At::Never => false,
+            At::Unknown => false,
         }
     }
 
-    /// Applied above `rv` for certain (or never).
+    /// Applied above `rv` for certain.
     fn surely_after(self, rv: u64) -> bool {
         match self {
             At::Exactly(x) => x > rv,
             At::Between(lo, _) => lo >= rv,
             At::Unknown => false,
-            At::Never => true,
         }
     }
 }
@@ -310,8 +309,8 @@ impl Windows {
     fn at(&self, w: &Write) -> At {
         match w.outcome {
             Outcome::Acked { rv } => At::Exactly(rv),
-            Outcome::Refused => At::Never,
-            Outcome::Unknown => At::Unknown,
+            // Refused writes the server applied anyway are reported by `check_refused`.
+            Outcome::Refused | Outcome::Unknown => At::Unknown,
             Outcome::AckedWithoutRv => {
                 let before = self.by_answer.partition_point(|(t, _)| *t <= w.issued);
                 let lo = before.checked_sub(1).map_or(0, |i| self.by_answer[i].1);
@@ -333,13 +332,10 @@ fn possible_at(writes: &[&Write], windows: &Windows, at: u64) -> BTreeSet<Option
     out.insert(last.and_then(|i| writes[i].value.clone()));
     let after = last.map_or(0, |i| i + 1);
     for w in &writes[after..] {
-        match windows.at(w) {
-            At::Never => {}
-            a if a.surely_after(at) => break,
-            _ => {
-                out.insert(w.value.clone());
-            }
+        if windows.at(w).surely_after(at) {
+            break;
         }
+        out.insert(w.value.clone());
     }
     out
 }
@@ -375,7 +371,7 @@ pub fn check(history: &History) -> Verdict {
     verdict
 }
 
-/// A refused write must never show up in a watch stream.
+/// A refused write must never show up in a watch stream nor in the final state.
 fn check_refused(history: &History, verdict: &mut Verdict) {
     let refused: BTreeMap<(&str, &str), &Write> = history
         .writes
@@ -384,6 +380,19 @@ fn check_refused(history: &History, verdict: &mut Verdict) {
         .filter_map(|w| Some(((w.key.namespace.as_str(), w.value.as_deref()?), w)))
         .collect();
     let mut seen = BTreeSet::new();
+    for (ns, (rv, items)) in &history.final_lists {
+        for value in items.values() {
+            if let Some(w) = refused.get(&(ns.as_str(), value.as_str())) {
+                if seen.insert((&w.key, value.as_str())) {
+                    verdict.refused_but_applied.push(RefusedButApplied {
+                        key: w.key.clone(),
+                        value: value.clone(),
+                        rv: *rv,
+                    });
+                }
+            }
+        }
+    }
     for watcher in &history.watchers {
         for step in &watcher.steps {
             let WatchStep::Stream { events, .. } = step else {
@@ -716,7 +725,8 @@ mod tests {
             verdict.lost,
             vec![Lost {
                 key: key("c"),
-                expected: vec![Some("c1".into())],
+                // Its refused update too: had it been applied, that is reported apart.
+                expected: vec![Some("c1".into()), Some("c2".into())],
                 found: None,
                 last_acked_rv: 14,
             }]
@@ -828,11 +838,15 @@ mod tests {
                 rv: 17
             }]
         );
-        // The final state does not have it: that is a loss too.
+        // Nor is it a loss when the final state has it: the answer was wrong, not the store.
+        history.watchers.clear();
         history
             .final_lists
             .insert("ns".into(), (17, items(&[("b", "b3"), ("c", "c2")])));
-        assert_eq!(check(&history).lost.len(), 1);
+        let verdict = check(&history);
+        assert_eq!(verdict.lost, vec![]);
+        assert_eq!(verdict.refused_but_applied.len(), 1);
+        assert_eq!(verdict.refused_but_applied[0].rv, 17);
     }
 
     #[test]
