@@ -120,7 +120,7 @@ pub async fn writer(
         } else {
             let r = api.delete(&key.name, &DeleteParams::default()).await;
             // As on kube, a ConfigMap's delete answers with a Status (no resourceVersion).
-            let o = outcome(&r, |e| e.as_ref().left().and_then(|cm| rv_of(cm)));
+            let o = outcome(&r, |e| e.as_ref().left().and_then(rv_of));
             present[i] = false;
             (None, o, error_reason(&r))
         };
