@@ -221,7 +221,7 @@ pub struct Verdict {
 pub struct RefusedButApplied {
     /// The object.
     pub key: Key,
-    /// The value the refused write carried.
+    /// The value the refused write carried (empty for a delete).
     pub value: String,
     /// resourceVersion of the event that carried it (of the final list, when only it did).
     pub rv: u64,
@@ -312,13 +312,19 @@ impl Windows {
             // Refused writes the server applied anyway are reported by `check_refused`.
             Outcome::Refused | Outcome::Unknown => At::Unknown,
             Outcome::AckedWithoutRv => {
-                let before = self.by_answer.partition_point(|(t, _)| *t <= w.issued);
-                let lo = before.checked_sub(1).map_or(0, |i| self.by_answer[i].1);
-                let after = self.by_issue.partition_point(|(t, _)| *t < w.answered);
-                let hi = self.by_issue.get(after).map_or(u64::MAX, |e| e.1);
+                let (lo, hi) = self.window(w);
                 At::Between(lo, hi)
             }
         }
+    }
+
+    /// The resourceVersions `w` can have been applied at, if at all: strictly between these.
+    fn window(&self, w: &Write) -> (u64, u64) {
+        let before = self.by_answer.partition_point(|(t, _)| *t <= w.issued);
+        let lo = before.checked_sub(1).map_or(0, |i| self.by_answer[i].1);
+        let after = self.by_issue.partition_point(|(t, _)| *t < w.answered);
+        let hi = self.by_issue.get(after).map_or(u64::MAX, |e| e.1);
+        (lo, hi)
     }
 }
 
@@ -368,6 +374,7 @@ pub fn check(history: &History) -> Verdict {
         check_watcher(i, watcher, &keys, &windows, &mut verdict);
     }
     check_refused(history, &mut verdict);
+    check_refused_deletes(&keys, &windows, history, &mut verdict);
     verdict
 }
 
@@ -411,6 +418,46 @@ fn check_refused(history: &History, verdict: &mut Verdict) {
                         });
                     }
                 }
+            }
+        }
+    }
+}
+
+/// A refused delete must not show up as a DELETED event inside its window, when the write
+/// before it on the key was acknowledged (so that only the refused delete can explain one).
+fn check_refused_deletes(
+    keys: &BTreeMap<&Key, Vec<&Write>>,
+    windows: &Windows,
+    history: &History,
+    verdict: &mut Verdict,
+) {
+    for (key, writes) in keys {
+        for pair in writes.windows(2) {
+            let (before, w) = (pair[0], pair[1]);
+            if w.outcome != Outcome::Refused
+                || w.value.is_some()
+                || !matches!(before.outcome, Outcome::Acked { .. })
+            {
+                continue;
+            }
+            let (lo, hi) = windows.window(w);
+            let seen = history
+                .watchers
+                .iter()
+                .filter(|wt| wt.namespace == key.namespace)
+                .flat_map(|wt| wt.steps.iter())
+                .filter_map(|step| match step {
+                    WatchStep::Stream { events, .. } => Some(events),
+                    WatchStep::List { .. } => None,
+                })
+                .flatten()
+                .find(|e| e.name == key.name && e.value.is_none() && lo < e.rv && e.rv < hi);
+            if let Some(e) = seen {
+                verdict.refused_but_applied.push(RefusedButApplied {
+                    key: (*key).clone(),
+                    value: String::new(),
+                    rv: e.rv,
+                });
             }
         }
     }
@@ -847,6 +894,46 @@ mod tests {
         assert_eq!(verdict.lost, vec![]);
         assert_eq!(verdict.refused_but_applied.len(), 1);
         assert_eq!(verdict.refused_but_applied[0].rv, 17);
+    }
+
+    #[test]
+    fn a_refused_delete_a_watcher_saw_applied_is_reported() {
+        // b's update at 13 acknowledged, then a delete answered 404 though b was there, then c
+        // created at 15: a DELETED event for b at 14 can only be the refused delete's.
+        let history = History {
+            writes: one_by_one(vec![
+                acked("b", Some("b1"), 13),
+                write("b", None, Outcome::Refused),
+                acked("c", Some("c1"), 15),
+            ]),
+            watchers: vec![WatcherLog {
+                namespace: "ns".into(),
+                steps: vec![
+                    list(12, &[]),
+                    stream(
+                        12,
+                        vec![
+                            event(13, "b", Some("b1")),
+                            event(14, "b", None),
+                            event(15, "c", Some("c1")),
+                        ],
+                        StreamEnd::Stopped,
+                    ),
+                ],
+            }],
+            final_lists: BTreeMap::from([("ns".to_string(), (15, items(&[("c", "c1")])))]),
+        };
+        let verdict = check(&history);
+        assert_eq!(verdict.lost, vec![]);
+        assert_eq!(verdict.gaps, vec![]);
+        assert_eq!(
+            verdict.refused_but_applied,
+            vec![RefusedButApplied {
+                key: key("b"),
+                value: String::new(),
+                rv: 14
+            }]
+        );
     }
 
     #[test]

@@ -201,9 +201,14 @@ fn print(r: &StoreReport, seed: u64) {
         println!("    {n} × {reason}");
     }
     for w in &r.refused_but_applied {
+        let what = if w.value.is_empty() {
+            "a delete".to_string()
+        } else {
+            format!("{:?}", w.value)
+        };
         println!(
-            "  REFUSED BUT APPLIED {}: {:?} refused, yet delivered by a watch at {}",
-            w.key, w.value, w.rv
+            "  REFUSED BUT APPLIED {}: {what} refused, yet seen applied at {}",
+            w.key, w.rv
         );
     }
     println!("  writes lost:            {}", r.writes_lost);
