@@ -165,6 +165,10 @@ async fn soak(store: Store, args: &SoakArgs, seed: u64) -> anyhow::Result<StoreR
     let kubeconfig = kube::config::Kubeconfig::read_from(target.up().kubeconfig())?;
     let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
     config.connect_timeout = Some(Duration::from_secs(2));
+    // kube-rs resends any request answered 429, 503 or 504. A write answered 503 may have been
+    // applied (etcd committed it, its answer was lost); resent, it then fails with 409 or 404,
+    // and the write would look refused. The soak records the server's own answers.
+    config.default_retry = false;
     // Watches hold their connection; the server ends them (`timeoutSeconds`) or a kill does.
     let watch_client = kube::Client::try_from(config.clone())?;
     config.read_timeout = Some(Duration::from_secs(15));
