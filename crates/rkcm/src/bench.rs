@@ -28,6 +28,7 @@ mod metrics;
 mod observe;
 mod profile;
 mod report;
+pub mod soak;
 mod suite;
 mod svg;
 
@@ -58,6 +59,10 @@ pub enum BenchCommand {
     /// API Priority and Fairness: one user's write latency while another floods LISTs, with the
     /// filter on and off.
     Fairness(fairness::FairnessArgs),
+    /// Creates, updates, deletes and watches at a steady rate while `rkcm up` is killed and
+    /// restarted (embedded store) or etcd members stop and start (etcd); checks that no
+    /// acknowledged write was lost and no watcher missed one.
+    Soak(soak::SoakArgs),
 }
 
 /// `rkcm bench statefulsets`.
@@ -176,6 +181,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Jobs(args) => jobs::run(args).await,
         BenchCommand::Statefulsets(args) => statefulsets(args).await,
         BenchCommand::Fairness(args) => fairness::run(&args).await,
+        BenchCommand::Soak(args) => soak::run(args).await,
     }
 }
 
