@@ -23,6 +23,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Up(args) => up::run(*args, shutdown).await,
         Command::ControllerManager(args) => manager::run_from_flags(*args, shutdown).await,
-        Command::Bench(scenario) => bench::run(scenario).await,
+        // A benchmark stops at the first signal: dropping it kills the `rkcm up` children it
+        // started, where finishing the run would take minutes.
+        Command::Bench(scenario) => tokio::select! {
+            result = bench::run(scenario) => result,
+            () = shutdown.cancelled() => Err(anyhow::anyhow!("benchmark interrupted by a signal")),
+        },
     }
 }
