@@ -19,82 +19,48 @@ use rkcm_server::flowcontrol::{
     Config, ConfigSource, Distinguisher, Level, LevelKind, NonResourceRule, PolicyRules, Queuing,
     ResourceRule, Schema, Subject,
 };
-use rkcm_storage::watch_cache::{CachedObject, EventType, Next, Subscription, WatchStart};
+use rkcm_storage::watch_cache::{CachedObject, Feed, FeedChange};
 
 use crate::store::Store;
 
 const GROUP_VERSION: &str = "flowcontrol.apiserver.k8s.io/v1";
 
 /// One kind's stored objects, by name.
-struct Feed {
-    prefix: String,
-    subscription: Option<Subscription>,
-    revision: i64,
+struct Kind {
+    feed: Feed,
     objects: BTreeMap<String, Value>,
 }
 
-impl Feed {
+impl Kind {
     fn new(kind: &str) -> Self {
         let prefix = catalog::by_kind(GROUP_VERSION, kind)
             .map(|info| rkcm_server::rest::prefix(info, None))
             .unwrap_or_default();
         Self {
-            prefix,
-            subscription: None,
-            revision: 0,
+            feed: Feed::new(prefix),
             objects: BTreeMap::new(),
         }
     }
 
     /// Applies what the watch cache has; whether anything changed.
     fn drain(&mut self, store: &Store) -> bool {
-        let mut changed = false;
-        for _ in 0..3 {
-            let Some(subscription) = self.subscription.as_mut() else {
-                let Ok(subscription) = store.cache().watch(&self.prefix, None) else {
-                    return changed;
-                };
-                self.objects = match &subscription.start {
-                    WatchStart::Current(objects) => objects
-                        .iter()
-                        .filter_map(|o| Some((o.name().to_string(), decode(o)?)))
-                        .collect(),
-                    WatchStart::Replay(_) => BTreeMap::new(),
-                };
-                self.revision = subscription.revision;
-                self.subscription = Some(subscription);
-                changed = true;
-                continue;
-            };
-            loop {
-                match subscription.try_next(self.revision) {
-                    None => return changed,
-                    Some(Next::Events(events)) => {
-                        for event in events.iter() {
-                            self.revision = self.revision.max(event.revision());
-                            let name = event.object.name().to_string();
-                            match event.kind {
-                                EventType::Added | EventType::Modified => {
-                                    if let Some(v) = decode(&event.object) {
-                                        self.objects.insert(name, v);
-                                    }
-                                }
-                                EventType::Deleted => {
-                                    self.objects.remove(&name);
-                                }
-                            }
-                            changed = true;
-                        }
-                    }
-                    Some(Next::Expired(_) | Next::TooSlow | Next::Closed) => {
-                        tracing::debug!(prefix = %self.prefix, "flowcontrol configuration relisting");
-                        self.subscription = None;
-                        break;
-                    }
+        let objects = &mut self.objects;
+        self.feed.drain(store.cache(), |change| match change {
+            FeedChange::Reset(current) => {
+                *objects = current
+                    .iter()
+                    .filter_map(|o| Some((o.name().to_string(), decode(o)?)))
+                    .collect();
+            }
+            FeedChange::Upsert(o) => {
+                if let Some(v) = decode(o) {
+                    objects.insert(o.name().to_string(), v);
                 }
             }
-        }
-        changed
+            FeedChange::Delete(o) => {
+                objects.remove(o.name());
+            }
+        })
     }
 }
 
@@ -109,8 +75,8 @@ fn decode(obj: &CachedObject) -> Option<Value> {
 }
 
 struct Feeds {
-    schemas: Feed,
-    levels: Feed,
+    schemas: Kind,
+    levels: Kind,
 }
 
 /// The stored configuration, followed (a [`ConfigSource`]).
@@ -128,8 +94,8 @@ impl StoredConfig {
             store,
             applied: AtomicI64::new(i64::MIN),
             feeds: Mutex::new(Feeds {
-                schemas: Feed::new("FlowSchema"),
-                levels: Feed::new("PriorityLevelConfiguration"),
+                schemas: Kind::new("FlowSchema"),
+                levels: Kind::new("PriorityLevelConfiguration"),
             }),
             config: Mutex::new(Arc::new(Config::default())),
         };

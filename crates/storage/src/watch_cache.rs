@@ -165,6 +165,86 @@ pub enum WatchStart {
     Replay(Vec<Arc<WatchEvent>>),
 }
 
+/// What a [`Feed`] hands its owner.
+pub enum FeedChange<'a> {
+    /// Start over from these objects: the prefix's state when the feed (re)started.
+    Reset(&'a [Arc<CachedObject>]),
+    /// An object added or modified.
+    Upsert(&'a Arc<CachedObject>),
+    /// An object deleted, in its last state.
+    Delete(&'a Arc<CachedObject>),
+}
+
+/// A follower of one key prefix for the server's in-process caches of decoded objects (RBAC's
+/// policy, flow control's configuration): each [`Feed::drain`] hands over what the watch cache
+/// published since the last one, without waiting, and starts over from the current objects
+/// when the subscription fell behind.
+pub struct Feed {
+    prefix: String,
+    subscription: Option<Subscription>,
+    /// Revision of the last event handed over (or of the state the feed started from).
+    revision: i64,
+}
+
+impl Feed {
+    /// A feed of the objects under `prefix`, started by the first [`Feed::drain`].
+    pub fn new(prefix: impl Into<String>) -> Self {
+        Self {
+            prefix: prefix.into(),
+            subscription: None,
+            revision: 0,
+        }
+    }
+
+    /// Hands `apply` every change published under the prefix since the last call, in revision
+    /// order; whether there was any.
+    pub fn drain(&mut self, cache: &WatchCache, mut apply: impl FnMut(FeedChange<'_>)) -> bool {
+        let mut changed = false;
+        // A fresh subscription cannot be behind or closed while the cache lives; the bound only
+        // keeps a broken cache from spinning here.
+        let mut restarts = 0;
+        loop {
+            let Some(subscription) = self.subscription.as_mut() else {
+                if restarts == 2 {
+                    return changed;
+                }
+                restarts += 1;
+                // A watch from the current state cannot be too old.
+                let Ok(subscription) = cache.watch(&self.prefix, None) else {
+                    return changed;
+                };
+                match &subscription.start {
+                    WatchStart::Current(objects) => apply(FeedChange::Reset(objects)),
+                    WatchStart::Replay(_) => apply(FeedChange::Reset(&[])),
+                }
+                self.revision = subscription.revision;
+                self.subscription = Some(subscription);
+                changed = true;
+                continue;
+            };
+            match subscription.try_next(self.revision) {
+                None => return changed,
+                Some(Next::Events(events)) => {
+                    for event in &events {
+                        self.revision = self.revision.max(event.revision());
+                        apply(match event.kind {
+                            EventType::Added | EventType::Modified => {
+                                FeedChange::Upsert(&event.object)
+                            }
+                            EventType::Deleted => FeedChange::Delete(&event.object),
+                        });
+                        changed = true;
+                    }
+                }
+                Some(Next::Expired(_) | Next::TooSlow | Next::Closed) => {
+                    tracing::debug!(prefix = %self.prefix, "in-process cache starting over");
+                    self.subscription = None;
+                }
+            }
+        }
+    }
+}
+
 /// A subscription to one resource's events.
 pub struct Subscription {
     /// What to send before live events.
@@ -725,6 +805,68 @@ mod tests {
             value: None,
             decoded: None,
         });
+    }
+
+    /// What a feed handed over, as text: `reset a,b`, `+c`, `-a`.
+    fn drained(feed: &mut Feed, cache: &WatchCache) -> (bool, Vec<String>) {
+        let mut seen = Vec::new();
+        let changed = feed.drain(cache, |change| {
+            seen.push(match change {
+                FeedChange::Reset(objects) => format!(
+                    "reset {}",
+                    objects
+                        .iter()
+                        .map(|o| o.name())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                ),
+                FeedChange::Upsert(o) => format!("+{}", o.name()),
+                FeedChange::Delete(o) => format!("-{}", o.name()),
+            })
+        });
+        (changed, seen)
+    }
+
+    #[test]
+    fn a_feed_starts_from_the_current_objects_then_hands_over_each_change_once() {
+        let cache = WatchCache::new(Vec::new(), 0, 100);
+        put(&cache, "/core/configmaps/ns/a", 1, "a");
+        put(&cache, "/core/secrets/ns/s", 2, "s");
+        let mut feed = Feed::new("/core/configmaps/");
+        assert_eq!(drained(&mut feed, &cache), (true, vec!["reset a".into()]));
+        assert_eq!(drained(&mut feed, &cache), (false, vec![]));
+        put(&cache, "/core/configmaps/ns/b", 3, "b");
+        put(&cache, "/core/secrets/ns/t", 4, "t");
+        delete(&cache, "/core/configmaps/ns/a", 5);
+        assert_eq!(
+            drained(&mut feed, &cache),
+            (true, vec!["+b".into(), "-a".into()])
+        );
+        assert_eq!(drained(&mut feed, &cache), (false, vec![]));
+    }
+
+    #[test]
+    fn a_feed_that_fell_behind_the_ring_starts_over_from_the_current_objects() {
+        let cache = WatchCache::new(Vec::new(), 0, 2);
+        let mut feed = Feed::new("/core/configmaps/");
+        assert_eq!(drained(&mut feed, &cache), (true, vec!["reset ".into()]));
+        // More writes than the live buffer and the ring hold: the missed ones are gone.
+        let mut rev = 0;
+        for i in 0..BROADCAST_CAPACITY {
+            let key = format!("/core/configmaps/ns/c{i}");
+            rev += 1;
+            put(&cache, &key, rev, &format!("c{i}"));
+            rev += 1;
+            delete(&cache, &key, rev);
+        }
+        put(&cache, "/core/configmaps/ns/last", rev + 1, "last");
+        let (changed, seen) = drained(&mut feed, &cache);
+        assert!(changed);
+        assert_eq!(
+            seen.last().map(String::as_str),
+            Some("reset last"),
+            "{seen:?}"
+        );
     }
 
     #[test]

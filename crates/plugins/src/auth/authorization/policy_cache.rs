@@ -27,7 +27,7 @@ use super::binding_index::BindingIndex;
 use super::policy::PolicySource;
 use crate::auth::UserInfo;
 use rkcm_storage::store::Store;
-use rkcm_storage::watch_cache::{CachedObject, EventType, Next, Subscription, WatchStart};
+use rkcm_storage::watch_cache::{CachedObject, Feed, FeedChange};
 
 /// The four RBAC kinds the cache holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -185,12 +185,9 @@ impl Policy {
 }
 
 /// The watch of one kind.
-struct Feed {
+struct Followed {
     kind: Kind,
-    prefix: String,
-    subscription: Option<Subscription>,
-    /// Revision of the last event applied (or of the list the subscription started from).
-    revision: i64,
+    feed: Feed,
 }
 
 /// RBAC's [`PolicySource`] in the API server: the decoded objects of the store, kept current
@@ -203,7 +200,7 @@ pub struct PolicyCache {
     store: Store,
     /// Every write of the watch cache up to this revision has been applied.
     applied: AtomicI64,
-    feeds: Mutex<Vec<Feed>>,
+    feeds: Mutex<Vec<Followed>>,
     policy: RwLock<Policy>,
 }
 
@@ -214,11 +211,9 @@ impl PolicyCache {
             .iter()
             .filter_map(|&kind| {
                 let info = catalog::by_kind("rbac.authorization.k8s.io/v1", kind.name())?;
-                Some(Feed {
+                Some(Followed {
                     kind,
-                    prefix: rkcm_server::rest::prefix(info, None),
-                    subscription: None,
-                    revision: 0,
+                    feed: Feed::new(rkcm_server::rest::prefix(info, None)),
                 })
             })
             .collect();
@@ -250,63 +245,30 @@ impl PolicyCache {
         self.applied.fetch_max(target, Ordering::AcqRel);
     }
 
-    fn drain(&self, feed: &mut Feed) {
-        // A fresh subscription cannot be behind or closed while the store lives; the bound
-        // only keeps a broken cache from spinning here.
-        let mut restarts = 0;
-        loop {
-            let Some(subscription) = feed.subscription.as_mut() else {
-                if restarts == 2 {
-                    return;
+    /// Applies what `followed`'s kind published: decoded outside the policy's lock, applied
+    /// under it.
+    fn drain(&self, followed: &mut Followed) {
+        let kind = followed.kind;
+        let mut reset = false;
+        let mut changes: Vec<Change> = Vec::new();
+        followed
+            .feed
+            .drain(self.store.cache(), |change| match change {
+                FeedChange::Reset(objects) => {
+                    reset = true;
+                    changes = objects.iter().map(|o| Change::of(kind, o)).collect();
                 }
-                restarts += 1;
-                self.resubscribe(feed);
-                continue;
-            };
-            match subscription.try_next(feed.revision) {
-                None => return,
-                Some(Next::Events(events)) => {
-                    let changes: Vec<Change> = events
-                        .iter()
-                        .map(|event| {
-                            feed.revision = feed.revision.max(event.revision());
-                            match event.kind {
-                                EventType::Added | EventType::Modified => {
-                                    Change::of(feed.kind, &event.object)
-                                }
-                                EventType::Deleted => Change::removed(feed.kind, &event.object),
-                            }
-                        })
-                        .collect();
-                    let mut policy = self.policy.write();
-                    for change in changes {
-                        policy.apply(change);
-                    }
-                }
-                Some(Next::Expired(_) | Next::TooSlow | Next::Closed) => {
-                    tracing::debug!(kind = feed.kind.name(), "RBAC policy cache relisting");
-                    feed.subscription = None;
-                }
-            }
-        }
-    }
-
-    /// Starts `feed` over from the watch cache's current objects.
-    fn resubscribe(&self, feed: &mut Feed) {
-        // A watch from the current state cannot be too old.
-        let Ok(subscription) = self.store.cache().watch(&feed.prefix, None) else {
+                FeedChange::Upsert(o) => changes.push(Change::of(kind, o)),
+                FeedChange::Delete(o) => changes.push(Change::removed(kind, o)),
+            });
+        if !reset && changes.is_empty() {
             return;
-        };
-        let changes: Vec<Change> = match &subscription.start {
-            WatchStart::Current(objects) => {
-                objects.iter().map(|o| Change::of(feed.kind, o)).collect()
-            }
-            WatchStart::Replay(_) => Vec::new(),
-        };
-        feed.revision = subscription.revision;
-        feed.subscription = Some(subscription);
+        }
         let mut policy = self.policy.write();
-        policy.clear(feed.kind);
+        if reset {
+            tracing::debug!(kind = kind.name(), "RBAC policy cache relisted");
+            policy.clear(kind);
+        }
         for change in changes {
             policy.apply(change);
         }
