@@ -192,38 +192,57 @@ struct Cluster {
     kubeconfig: PathBuf,
 }
 
+/// Starts `rkcm up` (this binary) with `args` and its logs off, and waits up to 120 s for the
+/// kubeconfig line it prints when ready. Its output is read to the end on a thread of its own,
+/// so that it never writes into a closed pipe.
+pub(crate) fn spawn_up(
+    args: impl IntoIterator<Item = std::ffi::OsString>,
+) -> anyhow::Result<(Child, PathBuf)> {
+    let exe = std::env::current_exe().context("locating the rkcm binary")?;
+    let mut child = Command::new(exe)
+        .arg("up")
+        .args(args)
+        .env("RUST_LOG", "error")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("starting rkcm up")?;
+    let stdout = child.stdout.take().context("rkcm up's stdout")?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Some(path) = line.strip_prefix("export KUBECONFIG=") {
+                let _ = tx.send(PathBuf::from(path));
+            }
+        }
+    });
+    match rx.recv_timeout(Duration::from_secs(120)) {
+        Ok(path) => Ok((child, path)),
+        Err(_) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            anyhow::bail!("rkcm up did not print its kubeconfig line within 120 s")
+        }
+    }
+}
+
 impl Cluster {
     /// Starts `rkcm up` with `args` and waits for its kubeconfig line.
     fn start(args: &[&str]) -> anyhow::Result<(Self, Instant)> {
         let dir = tempfile::tempdir().context("creating a temporary data directory")?;
-        let exe = std::env::current_exe().context("locating the rkcm binary")?;
         let started = Instant::now();
-        let mut child = Command::new(exe)
-            .arg("up")
-            .arg("--port=0")
-            .arg("--data-dir")
-            .arg(dir.path())
+        let mut up_args = vec![
+            "--port=0".into(),
+            "--data-dir".into(),
+            dir.path().as_os_str().to_owned(),
             // These clusters run only the controllers under measure, not the one that creates
             // each namespace's `default` ServiceAccount: as kube's integration tests do, the
             // ServiceAccount admission plugin is off.
-            .arg("--disable-admission-plugins=ServiceAccount")
-            .args(args)
-            .env("RUST_LOG", "error")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .context("starting rkcm up")?;
-        let stdout = child.stdout.take().context("child stdout")?;
-        let mut kubeconfig = None;
-        for line in BufReader::new(stdout).lines() {
-            let line = line.context("reading rkcm up's output")?;
-            if let Some(path) = line.strip_prefix("export KUBECONFIG=") {
-                kubeconfig = Some(PathBuf::from(path));
-                break;
-            }
-        }
-        let kubeconfig = kubeconfig.context("rkcm up exited before printing its kubeconfig")?;
+            "--disable-admission-plugins=ServiceAccount".into(),
+        ];
+        up_args.extend(args.iter().map(std::ffi::OsString::from));
+        let (child, kubeconfig) = spawn_up(up_args)?;
         Ok((
             Self {
                 child,

@@ -2,13 +2,10 @@
 //! killed with SIGKILL and restarted on its data directory (embedded store), or one member of
 //! a three-member etcd stopped and started again (etcd store, the quorum holding).
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Child;
 use std::time::Duration;
 
-use anyhow::Context as _;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rkcm_apiserver::storage::etcd::testing::EtcdProcess;
@@ -142,43 +139,17 @@ impl Drop for Up {
 }
 
 fn spawn(data_dir: &Path, port: u16, extra: &[String]) -> anyhow::Result<(Child, PathBuf)> {
-    let exe = std::env::current_exe().context("locating the rkcm binary")?;
-    let mut child = Command::new(exe)
-        .arg("up")
-        .arg("--port")
-        .arg(port.to_string())
-        .arg("--data-dir")
-        .arg(data_dir)
-        .args([
-            "--nodes=0",
-            "--controllers=",
-            "--disable-admission-plugins=ServiceAccount",
-        ])
-        .args(extra)
-        .env("RUST_LOG", "error")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .context("starting rkcm up")?;
-    let stdout = child.stdout.take().context("rkcm up's stdout")?;
-    let (tx, rx) = mpsc::channel();
-    // Keeps reading after the line, so that `up` never writes into a closed pipe.
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Some(path) = line.strip_prefix("export KUBECONFIG=") {
-                let _ = tx.send(PathBuf::from(path));
-            }
-        }
-    });
-    match rx.recv_timeout(Duration::from_secs(120)) {
-        Ok(path) => Ok((child, path)),
-        Err(_) => {
-            let _ = child.kill();
-            let _ = child.wait();
-            anyhow::bail!("rkcm up did not print its kubeconfig line within 120 s")
-        }
-    }
+    let mut args: Vec<std::ffi::OsString> = vec![
+        "--port".into(),
+        port.to_string().into(),
+        "--data-dir".into(),
+        data_dir.as_os_str().to_owned(),
+        "--nodes=0".into(),
+        "--controllers=".into(),
+        "--disable-admission-plugins=ServiceAccount".into(),
+    ];
+    args.extend(extra.iter().map(Into::into));
+    crate::bench::spawn_up(args)
 }
 
 /// What the faults hit.
