@@ -339,12 +339,15 @@ impl ApiServer {
     pub fn router(&self, shutdown: CancellationToken) -> Router {
         let seats = self.config.max_requests_inflight + self.config.max_mutating_requests_inflight;
         let flowcontrol = (self.config.enable_priority_and_fairness && seats > 0).then(|| {
-            Arc::new(rkcm_server::flowcontrol::FlowControl::new(
-                seats,
-                Box::new(crate::flowcontrol_config::StoredConfig::new(
-                    self.store.clone(),
-                )),
-            ))
+            Arc::new(
+                rkcm_server::flowcontrol::FlowControl::new(
+                    seats,
+                    Box::new(crate::flowcontrol_config::StoredConfig::new(
+                        self.store.clone(),
+                    )),
+                )
+                .with_object_counts(object_counts(self.store.clone())),
+            )
         });
         let mut metrics =
             crate::metrics::RequestMetrics::with_storage_counts(storage_counts(self.store.clone()))
@@ -556,6 +559,17 @@ fn advertised(config: &Config) -> rest::Advertised {
 
 /// `apiserver_storage_objects`: the objects of each stored resource, counted in the watch cache
 /// (a resource served in several versions is stored, and counted, once).
+/// The stored objects of a resource, for flow control's LIST estimates: the watch cache's
+/// count, for any resource it holds (built-in or custom); none for one it does not.
+fn object_counts(store: crate::store::Store) -> Box<dyn rkcm_server::flowcontrol::ObjectCounts> {
+    Box::new(move |group: &str, resource: &str| {
+        let group = if group.is_empty() { "core" } else { group };
+        store
+            .cache()
+            .count_if_known(&format!("/{group}/{resource}/"))
+    })
+}
+
 fn storage_counts(store: crate::store::Store) -> crate::metrics::StorageCounts {
     Arc::new(move || {
         let mut seen = std::collections::BTreeSet::new();

@@ -237,3 +237,42 @@ async fn without_priority_and_fairness_the_inflight_limits_apply() {
     let (_, _, metrics) = get(&admin, "/metrics").await;
     assert!(!metrics.contains("apiserver_flowcontrol_"));
 }
+
+#[tokio::test]
+async fn a_list_is_estimated_from_the_stored_objects() {
+    let (server, _dir) = server(true).await;
+    let admin = server.client();
+    // 250 ConfigMaps: a LIST of them takes three seats.
+    futures::future::join_all((0..250).map(|i| {
+        let admin = admin.clone();
+        async move {
+            let req = Request::post("/api/v1/namespaces/default/configmaps")
+                .header("content-type", "application/json")
+                .body(
+                    json!({"metadata": {"name": format!("cm-{i}")}})
+                        .to_string()
+                        .into_bytes(),
+                )
+                .expect("request");
+            let resp = admin.send(req.map(Into::into)).await.expect("answered");
+            assert_eq!(resp.status().as_u16(), 201);
+        }
+    }))
+    .await;
+    let bucket = |metrics: &str, le: &str| -> u64 {
+        let series = format!(
+            "apiserver_flowcontrol_work_estimated_seats_bucket{{flow_schema=\"exempt\",priority_level=\"exempt\",le=\"{le}\"}} "
+        );
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(series.as_str()))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    let (_, _, before) = get(&admin, "/metrics").await;
+    let (status, _, _) = get(&admin, "/api/v1/configmaps").await;
+    assert_eq!(status, 200);
+    let (_, _, after) = get(&admin, "/metrics").await;
+    let wide = |m: &str| bucket(m, "4") - bucket(m, "2");
+    assert_eq!(wide(&after) - wide(&before), 1, "{after}");
+}

@@ -575,6 +575,14 @@ impl WatchCache {
             .len()
     }
 
+    /// How many objects the resource of `prefix` holds, if the cache has met that resource
+    /// (unlike [`WatchCache::count`], asking does not make it known).
+    pub fn count_if_known(&self, prefix: &str) -> Option<usize> {
+        let res = Arc::clone(self.resources.read().get(resource_prefix(prefix))?);
+        let n = res.state.lock().objects.len();
+        Some(n)
+    }
+
     /// Objects whose key starts with `prefix` (a resource prefix, optionally with `<ns>/`), after
     /// `start_after` in key order, that `keep` accepts, at most `limit` (0 = all); plus the list
     /// revision and whether more matching objects follow.

@@ -1,23 +1,31 @@
 //! `rkcm bench fairness`: what a client flooding LISTs does to another user's writes, with API
 //! Priority and Fairness on and off.
 //!
-//! An API server runs in this process (in-memory store, token users `alice` and `bob`, both
-//! classified by kube's bootstrap configuration to `global-default`, one flow each). Alice lists
-//! the ConfigMaps of her namespace from many tasks at once, without pause; Bob creates ConfigMaps
-//! in his, one at a time, retrying a refused write after its `Retry-After`. Bob's write latency
-//! (retries included) is reported without the flood, then under it with the filter on and off.
+//! Each scenario starts its own `rkcm up --nodes=0` child (same binary, a temporary data
+//! directory, the durable embedded store, kube's default 400 + 200 seats unless told otherwise)
+//! with two token users, `alice` and `bob`, each allowed to edit their own namespace. kube's
+//! bootstrap configuration classifies both to `global-default`, one flow each (ByUser). Alice
+//! lists the ConfigMaps of her namespace from many tasks at once, without pause; Bob creates
+//! ConfigMaps in his, one at a time (kube-rs resends a refused write after its `Retry-After`).
+//! Bob's write latency, resends included, is reported without the flood, then under it with the
+//! filter on and off; the server runs in its own process, so the figures are the server's
+//! arbitration, not this process's share of the CPU.
 //!
-//! The filter limits how many requests of a level run at once, not their CPU: it protects Bob
-//! when Alice's flood exceeds `global-default`'s seats (20/245 of the server's), which on a small
-//! machine means a server with fewer seats than kube's default 600.
+//! With the filter on, each of Alice's LISTs takes one seat per 100 stored ConfigMaps (at most
+//! the level's maximum, 8 of `global-default`'s 49 at 600 seats), so only a few run at once, and
+//! fair queuing hands Bob the next free seat. With it off, every LIST up to
+//! `--max-requests-inflight` runs at once.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use anyhow::Context as _;
 use clap::Args;
 use futures::{stream, StreamExt};
+use http_body_util::BodyExt as _;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::rbac::v1::RoleBinding;
 use kube::api::{Api, PostParams};
 use serde_json::json;
 
@@ -41,6 +49,9 @@ pub struct FairnessArgs {
     /// The server's `--max-mutating-requests-inflight`.
     #[arg(long, default_value_t = rkcm_apiserver::http::inflight::DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT)]
     pub max_mutating_requests_inflight: usize,
+    /// Seconds the flood runs before Bob's writes are measured.
+    #[arg(long, default_value_t = 2)]
+    pub warmup_seconds: u64,
 }
 
 /// One run's figures.
@@ -58,7 +69,7 @@ struct Run {
 pub async fn run(args: &FairnessArgs) -> anyhow::Result<()> {
     println!(
         "{:<16} {:>12} {:>12} {:>10} {:>10} {:>10} {:>8}",
-        "scenario", "write p50", "write p99", "LISTs/s", "LIST 429", "write 429", "seconds"
+        "scenario", "write p50", "write p99", "LISTs/s", "LIST fail", "write 429", "seconds"
     );
     let mut runs = Vec::new();
     for (label, apf, flood) in [
@@ -90,6 +101,21 @@ pub async fn run(args: &FairnessArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A client of the cluster whose kubeconfig is `kubeconfig`, authenticating with `token`.
+async fn client_with_token(
+    kubeconfig: &std::path::Path,
+    token: Option<&str>,
+) -> anyhow::Result<kube::Client> {
+    let mut config = super::kube_config_from(kubeconfig).await?;
+    if let Some(token) = token {
+        config.auth_info = kube::config::AuthInfo {
+            token: Some(token.to_string().into()),
+            ..Default::default()
+        };
+    }
+    Ok(kube::Client::try_from(config)?)
+}
+
 async fn scenario(
     args: &FairnessArgs,
     label: &'static str,
@@ -99,20 +125,39 @@ async fn scenario(
     let dir = tempfile::tempdir()?;
     let tokens = dir.path().join("tokens.csv");
     std::fs::write(&tokens, "alice-token,alice,1001\nbob-token,bob,1002\n")?;
-    let server = rkcm_apiserver::testing::start_with(rkcm_apiserver::Config {
-        token_auth_file: Some(tokens),
-        enable_priority_and_fairness: apf,
-        max_requests_inflight: args.max_requests_inflight,
-        max_mutating_requests_inflight: args.max_mutating_requests_inflight,
-        ..rkcm_apiserver::testing::config()
-    })
-    .await;
-    let admin = server.client();
+    let data = dir.path().join("data");
+    let (child, kubeconfig) = super::spawn_up([
+        "--port=0".into(),
+        "--nodes=0".into(),
+        "--data-dir".into(),
+        data.into_os_string(),
+        "--token-auth-file".into(),
+        tokens.into_os_string(),
+        format!("--max-requests-inflight={}", args.max_requests_inflight).into(),
+        format!(
+            "--max-mutating-requests-inflight={}",
+            args.max_mutating_requests_inflight
+        )
+        .into(),
+        format!("--enable-priority-and-fairness={apf}").into(),
+    ])?;
+    let _up = KillOnDrop(child);
+    let admin = client_with_token(&kubeconfig, None).await?;
     for ns in ["alice", "bob"] {
         let object: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}}))?;
         Api::<Namespace>::all(admin.clone())
             .create(&PostParams::default(), &object)
-            .await?;
+            .await
+            .with_context(|| format!("creating namespace {ns}"))?;
+        let binding: RoleBinding = serde_json::from_value(json!({
+            "metadata": {"name": "edit"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": ns}],
+        }))?;
+        Api::<RoleBinding>::namespaced(admin.clone(), ns)
+            .create(&PostParams::default(), &binding)
+            .await
+            .with_context(|| format!("letting {ns} edit namespace {ns}"))?;
     }
     let seeded = Api::<ConfigMap>::namespaced(admin.clone(), "alice");
     stream::iter(0..args.objects)
@@ -133,60 +178,48 @@ async fn scenario(
         .into_iter()
         .collect::<anyhow::Result<Vec<_>>>()?;
 
-    let alice = server.client_as(json!({"token": "alice-token"})).await;
-    let bob = server.client_as(json!({"token": "bob-token"})).await;
+    // Alice's flood and Bob's writes each run on a thread of their own with a runtime of its
+    // own: Bob's requests never wait behind the flood's tasks in this process, and the flood
+    // takes at most one core on the client side.
     let stop = Arc::new(AtomicBool::new(false));
     let lists = Arc::new(AtomicU64::new(0));
     let lists_refused = Arc::new(AtomicU64::new(0));
-    let mut flooders = tokio::task::JoinSet::new();
+    let flood_thread = flood.then(|| {
+        let (kubeconfig, flooders) = (kubeconfig.clone(), args.flooders);
+        let (stop, lists, refused) = (stop.clone(), lists.clone(), lists_refused.clone());
+        on_own_thread(move || async move {
+            let alice = client_with_token(&kubeconfig, Some("alice-token")).await?;
+            let mut tasks = tokio::task::JoinSet::new();
+            for _ in 0..flooders {
+                let (client, stop) = (alice.clone(), stop.clone());
+                let (lists, refused) = (lists.clone(), refused.clone());
+                tasks.spawn(flood_lists(client, stop, lists, refused));
+            }
+            while tasks.join_next().await.is_some() {}
+            anyhow::Ok(())
+        })
+    });
     if flood {
-        for _ in 0..args.flooders {
-            let client = alice.clone();
-            let (stop, lists, refused) = (stop.clone(), lists.clone(), lists_refused.clone());
-            // The body is read, not decoded: the flood's cost is the server's, not this process's.
-            flooders.spawn(async move {
-                while !stop.load(Ordering::Relaxed) {
-                    let Ok(req) =
-                        http::Request::get("/api/v1/namespaces/alice/configmaps").body(Vec::new())
-                    else {
-                        return;
-                    };
-                    match client.request_text(req).await {
-                        Ok(_) => lists.fetch_add(1, Ordering::Relaxed),
-                        Err(_) => refused.fetch_add(1, Ordering::Relaxed),
-                    };
-                }
-            });
-        }
         // Let the flood build up before measuring.
-        tokio::time::sleep(Duration::from_secs(2)).await;
+        tokio::time::sleep(Duration::from_secs(args.warmup_seconds)).await;
     }
     let started = Instant::now();
     let lists_before = lists.load(Ordering::Relaxed);
-    let api = Api::<ConfigMap>::namespaced(bob, "bob");
-    let mut latencies = Vec::with_capacity(args.writes);
-    let mut writes_refused = 0u64;
-    for i in 0..args.writes {
-        let cm: ConfigMap =
-            serde_json::from_value(json!({"metadata": {"name": format!("w-{i}")}}))?;
-        let t = Instant::now();
-        loop {
-            match api.create(&PostParams::default(), &cm).await {
-                Ok(_) => break,
-                Err(kube::Error::Api(e)) if e.code == 429 => {
-                    writes_refused += 1;
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
-        latencies.push(t.elapsed());
-    }
+    let writes = args.writes;
+    let measured = on_own_thread(move || async move {
+        let bob = client_with_token(&kubeconfig, Some("bob-token")).await?;
+        bob_writes(bob, writes).await
+    });
+    let written = tokio::task::spawn_blocking(move || measured.join()).await?;
     let seconds = started.elapsed().as_secs_f64();
     let lists_done = lists.load(Ordering::Relaxed) - lists_before;
     stop.store(true, Ordering::Relaxed);
-    while flooders.join_next().await.is_some() {}
-    server.stop().await;
+    if let Some(thread) = flood_thread {
+        let flooded = tokio::task::spawn_blocking(move || thread.join()).await?;
+        flooded.map_err(|_| anyhow::anyhow!("the flood's thread panicked"))??;
+    }
+    let (mut latencies, writes_refused) =
+        written.map_err(|_| anyhow::anyhow!("Bob's thread panicked"))??;
     latencies.sort_unstable();
     Ok(Run {
         label,
@@ -197,4 +230,82 @@ async fn scenario(
         writes_refused,
         seconds,
     })
+}
+
+/// Runs `f`'s future to its end on a new thread with a single-threaded runtime.
+fn on_own_thread<T, Fut>(
+    f: impl FnOnce() -> Fut + Send + 'static,
+) -> std::thread::JoinHandle<anyhow::Result<T>>
+where
+    T: Send + 'static,
+    Fut: std::future::Future<Output = anyhow::Result<T>>,
+{
+    std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+            .block_on(f())
+    })
+}
+
+/// Lists Alice's ConfigMaps until `stop`, counting the answers and the failures. The body is
+/// read, not decoded: the flood's cost is the server's, not this process's.
+async fn flood_lists(
+    client: kube::Client,
+    stop: Arc<AtomicBool>,
+    lists: Arc<AtomicU64>,
+    refused: Arc<AtomicU64>,
+) {
+    while !stop.load(Ordering::Relaxed) {
+        let Ok(req) = http::Request::get("/api/v1/namespaces/alice/configmaps")
+            .body(kube::client::Body::empty())
+        else {
+            return;
+        };
+        let answered = match client.send(req).await {
+            Ok(resp) if resp.status().is_success() => resp.into_body().collect().await.is_ok(),
+            Ok(resp) => {
+                let _ = resp.into_body().collect().await;
+                false
+            }
+            Err(_) => false,
+        };
+        let counter = if answered { &lists } else { &refused };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Bob's `writes` creates, one at a time: each one's latency (resends after a 429 included)
+/// and the number of 429s.
+async fn bob_writes(bob: kube::Client, writes: usize) -> anyhow::Result<(Vec<Duration>, u64)> {
+    let api = Api::<ConfigMap>::namespaced(bob, "bob");
+    let mut latencies = Vec::with_capacity(writes);
+    let mut refused = 0u64;
+    for i in 0..writes {
+        let cm: ConfigMap =
+            serde_json::from_value(json!({"metadata": {"name": format!("w-{i}")}}))?;
+        let t = Instant::now();
+        loop {
+            match api.create(&PostParams::default(), &cm).await {
+                Ok(_) => break,
+                Err(kube::Error::Api(e)) if e.code == 429 => {
+                    refused += 1;
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        latencies.push(t.elapsed());
+    }
+    Ok((latencies, refused))
+}
+
+/// The `rkcm up` child of a scenario, killed when the scenario ends however it ends.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }

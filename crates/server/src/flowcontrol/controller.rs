@@ -18,6 +18,7 @@ use tokio::sync::oneshot;
 use crate::auth::authorization::Attributes;
 
 use super::config::{nominal_limits, Config, ConfigSource, LevelKind, Schema};
+use super::estimate::{self, ObjectCounts};
 use super::metrics::{LevelLimits, Metrics};
 use super::queueset::{Decision, Limits, QueueSet, Rejection, Start, Ticket};
 use super::retry_after::DroppedRequests;
@@ -79,6 +80,8 @@ pub struct PriorityLevel {
     pub name: Arc<str>,
     uid: HeaderValue,
     nominal: AtomicUsize,
+    /// The most seats one of its requests may take ([`estimate::level_max_seats`]).
+    max_seats: AtomicUsize,
     /// Its requests; locked briefly, never across an `.await`.
     pub(crate) set: Mutex<QueueSet<Waiter>>,
 }
@@ -125,6 +128,13 @@ impl State {
         let nominal = nominal_limits(server_concurrency, &config.levels);
         let mut levels: Vec<Arc<PriorityLevel>> = Vec::with_capacity(config.levels.len());
         for (level, nominal) in config.levels.iter().zip(nominal) {
+            let hand_size = match level.kind {
+                LevelKind::Limited {
+                    queuing: Some(q), ..
+                } => Some(q.hand_size),
+                _ => None,
+            };
+            let max_seats = estimate::level_max_seats(nominal, hand_size);
             let limits = match level.kind {
                 LevelKind::Exempt => Limits::Exempt,
                 LevelKind::Limited { queuing } => Limits::Limited {
@@ -142,12 +152,14 @@ impl State {
                 Some(l) => {
                     l.set.lock().set_limits(limits, now, &mut notify);
                     l.nominal.store(nominal, Ordering::Relaxed);
+                    l.max_seats.store(max_seats, Ordering::Relaxed);
                     Arc::clone(l)
                 }
                 None => Arc::new(PriorityLevel {
                     name: level.name.as_str().into(),
                     uid,
                     nominal: AtomicUsize::new(nominal),
+                    max_seats: AtomicUsize::new(max_seats),
                     set: Mutex::new(QueueSet::new(limits, now)),
                 }),
             };
@@ -191,6 +203,7 @@ pub struct FlowControl {
     wait_limit: Duration,
     source: Box<dyn ConfigSource>,
     clock: Arc<dyn Clock>,
+    counts: Box<dyn ObjectCounts>,
     state: RwLock<Arc<State>>,
     metrics: Metrics,
     dropped: DroppedRequests,
@@ -214,6 +227,7 @@ impl FlowControl {
             wait_limit: DEFAULT_WAIT_LIMIT,
             source,
             clock,
+            counts: Box::new(|_: &str, _: &str| None),
             state: RwLock::new(Arc::new(State::empty())),
             metrics: Metrics::default(),
             dropped: DroppedRequests::default(),
@@ -223,6 +237,12 @@ impl FlowControl {
     /// This filter with requests waiting at most `limit` in a queue.
     pub fn with_wait_limit(mut self, limit: Duration) -> Self {
         self.wait_limit = limit;
+        self
+    }
+
+    /// This filter estimating LISTs' seats from `counts` (without, every request takes one).
+    pub fn with_object_counts(mut self, counts: Box<dyn ObjectCounts>) -> Self {
+        self.counts = counts;
         self
     }
 
@@ -276,12 +296,14 @@ impl FlowControl {
         self.metrics.encode(out, &levels);
     }
 
-    /// Serves `request` with `serve` once its level has a seat for it; answers 429 when it is
-    /// refused. Waiting ends when a seat frees, at the wait limit, or when the caller drops the
-    /// future (the client went away).
+    /// Serves `request` with `serve` once its level has the seats it takes (estimated from its
+    /// verb, `query` and the stored object counts); answers 429 when it is refused. Waiting
+    /// ends when seats free, at the wait limit, or when the caller drops the future (the client
+    /// went away).
     pub async fn handle(
         &self,
         request: Arc<Attributes>,
+        query: Option<&str>,
         serve: impl Future<Output = Response>,
     ) -> Response {
         let state = self.state();
@@ -298,6 +320,13 @@ impl FlowControl {
         let distinguisher = m.schema.flow_distinguisher(&request).to_string();
         let hash = flow_hash(&schema_name, &distinguisher);
         drop(state);
+        let seats = estimate::seats(
+            &request,
+            query,
+            &*self.counts,
+            level.max_seats.load(Ordering::Relaxed),
+        );
+        self.metrics.estimated(&level.name, &schema_name, seats);
         let (tx, mut rx) = oneshot::channel();
         let waiter = Waiter {
             tx,
@@ -312,7 +341,7 @@ impl FlowControl {
         let start = level
             .set
             .lock()
-            .start(arrived, hash, 1, waiter, &mut notify);
+            .start(arrived, hash, seats, waiter, &mut notify);
         let (ticket, waited) = match start {
             Start::Execute(ticket) => (ticket, None),
             Start::Reject(why, _) => {
@@ -358,12 +387,13 @@ impl FlowControl {
             }
         };
         self.metrics
-            .dispatched(&level.name, &schema_name, 1, waited);
+            .dispatched(&level.name, &schema_name, seats, waited);
         let running = Running {
             fc: self,
             level: &level,
             schema: &schema_name,
             ticket,
+            seats,
             started: self.clock.now(),
         };
         let mut response = serve.await;
@@ -463,6 +493,7 @@ struct Running<'a> {
     level: &'a PriorityLevel,
     schema: &'a Arc<str>,
     ticket: Ticket,
+    seats: usize,
     started: Instant,
 }
 
@@ -473,7 +504,7 @@ impl Drop for Running<'_> {
         self.fc.metrics.finished(
             &self.level.name,
             self.schema,
-            1,
+            self.seats,
             now.saturating_duration_since(self.started),
         );
     }

@@ -52,7 +52,11 @@ pub async fn priority_and_fairness(
     if bypasses(&attributes) {
         return next.run(req).await;
     }
-    fc.handle(attributes, next.run(req)).await
+    // Only LISTs and WATCHes are estimated from their query.
+    let query = matches!(attributes.verb.as_str(), "list" | "watch")
+        .then(|| req.uri().query().map(str::to_owned))
+        .flatten();
+    fc.handle(attributes, query.as_deref(), next.run(req)).await
 }
 
 #[cfg(test)]
@@ -218,6 +222,83 @@ mod tests {
             "apiserver_flowcontrol_current_executing_requests{flow_schema=\"everyone\",priority_level=\"tiny\"} 0",
             "apiserver_flowcontrol_current_inqueue_requests{flow_schema=\"everyone\",priority_level=\"tiny\"} 0",
             "apiserver_flowcontrol_nominal_limit_seats{priority_level=\"tiny\"} 1",
+        ] {
+            assert!(metrics.lines().any(|l| l == line), "missing {line} in\n{metrics}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_list_takes_a_seat_per_hundred_stored_objects() {
+        let gate = Arc::new(Semaphore::new(0));
+        let entered = Arc::new(Semaphore::new(0));
+        let handler = {
+            let (gate, entered) = (Arc::clone(&gate), Arc::clone(&entered));
+            move || async move {
+                entered.add_permits(1);
+                // Each permit lets one request through.
+                if let Ok(pass) = gate.acquire().await {
+                    pass.forget();
+                }
+                "served"
+            }
+        };
+        // 60 seats, one queue of hand 1: a request may take up to ceil(0.15 × 60) = 9.
+        let fc = Arc::new(
+            FlowControl::new(60, Box::new(config())).with_object_counts(Box::new(
+                |group: &str, resource: &str| {
+                    (group.is_empty() && resource == "configmaps").then_some(750)
+                },
+            )),
+        );
+        let app = Router::new()
+            .fallback(handler)
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::clone(&fc),
+                priority_and_fairness,
+            ));
+        let jane = UserInfo::new("jane", &["system:authenticated"]);
+        let executing_seats = |fc: &FlowControl| {
+            let mut metrics = String::new();
+            fc.encode_metrics(&mut metrics);
+            metrics
+                .lines()
+                .find_map(|l| {
+                    l.strip_prefix("apiserver_flowcontrol_current_executing_seats{flow_schema=\"everyone\",priority_level=\"tiny\"} ")
+                        .map(str::to_owned)
+                })
+                .unwrap_or_default()
+        };
+
+        let list = tokio::spawn(app.clone().oneshot(request(&jane)));
+        entered.acquire().await.expect("list entered").forget();
+        assert_eq!(executing_seats(&fc), "8");
+        gate.add_permits(1);
+        assert_eq!(
+            list.await.expect("joined").expect("answered").status(),
+            StatusCode::OK
+        );
+
+        // A LIST of an uncounted resource, and a GET, take one.
+        for uri in [
+            "/api/v1/namespaces/ns/secrets",
+            "/api/v1/namespaces/ns/configmaps/one",
+        ] {
+            let mut req = request(&jane);
+            *req.uri_mut() = uri.parse().expect("uri");
+            let task = tokio::spawn(app.clone().oneshot(req));
+            entered.acquire().await.expect("entered").forget();
+            assert_eq!(executing_seats(&fc), "1", "{uri}");
+            gate.add_permits(1);
+            assert_eq!(
+                task.await.expect("joined").expect("answered").status(),
+                StatusCode::OK
+            );
+        }
+        let mut metrics = String::new();
+        fc.encode_metrics(&mut metrics);
+        for line in [
+            "apiserver_flowcontrol_work_estimated_seats_bucket{flow_schema=\"everyone\",priority_level=\"tiny\",le=\"1\"} 2",
+            "apiserver_flowcontrol_work_estimated_seats_bucket{flow_schema=\"everyone\",priority_level=\"tiny\",le=\"10\"} 3",
         ] {
             assert!(metrics.lines().any(|l| l == line), "missing {line} in\n{metrics}");
         }

@@ -15,26 +15,52 @@ const BUCKETS: [f64; 13] = [
     0.0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 15.0, 30.0,
 ];
 
-#[derive(Clone, Debug, Default)]
-struct Histogram {
-    buckets: [u64; BUCKETS.len()],
+/// kube's buckets of `work_estimated_seats` (a request takes at most 10 seats).
+const SEAT_BUCKETS: [f64; 4] = [1.0, 2.0, 4.0, 10.0];
+
+/// A histogram over `bounds` (one of the bucket constants above).
+#[derive(Clone, Debug)]
+struct Histogram<const N: usize = 13> {
+    bounds: &'static [f64; N],
+    buckets: [u64; N],
     count: u64,
     sum: f64,
 }
 
-impl Histogram {
-    fn observe(&mut self, seconds: f64) {
-        for (n, bound) in self.buckets.iter_mut().zip(BUCKETS) {
-            if seconds <= bound {
+impl Default for Histogram<13> {
+    fn default() -> Self {
+        Self::new(&BUCKETS)
+    }
+}
+
+impl Default for Histogram<4> {
+    fn default() -> Self {
+        Self::new(&SEAT_BUCKETS)
+    }
+}
+
+impl<const N: usize> Histogram<N> {
+    fn new(bounds: &'static [f64; N]) -> Self {
+        Self {
+            bounds,
+            buckets: [0; N],
+            count: 0,
+            sum: 0.0,
+        }
+    }
+
+    fn observe(&mut self, value: f64) {
+        for (n, bound) in self.buckets.iter_mut().zip(self.bounds) {
+            if value <= *bound {
                 *n += 1;
             }
         }
         self.count += 1;
-        self.sum += seconds;
+        self.sum += value;
     }
 
     fn encode(&self, out: &mut String, name: &str, labels: &str) {
-        for (n, bound) in self.buckets.iter().zip(BUCKETS) {
+        for (n, bound) in self.buckets.iter().zip(self.bounds) {
             let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{bound}\"}} {n}");
         }
         let _ = writeln!(
@@ -57,6 +83,7 @@ struct Flow {
     wait_executed: Histogram,
     wait_rejected: Histogram,
     execution: Histogram,
+    estimated_seats: Histogram<4>,
 }
 
 fn rejection_index(r: Rejection) -> usize {
@@ -104,6 +131,11 @@ impl Metrics {
     /// A request entered a queue (+1) or left it (-1).
     pub fn in_queue(&self, level: &Arc<str>, schema: &Arc<str>, delta: i64) {
         self.with(level, schema, |f| f.in_queue += delta);
+    }
+
+    /// A request was estimated to take `seats` seats.
+    pub fn estimated(&self, level: &Arc<str>, schema: &Arc<str>, seats: usize) {
+        self.with(level, schema, |f| f.estimated_seats.observe(seats as f64));
     }
 
     /// A request starts executing after waiting `waited` (`None`: it was not queued).
@@ -240,6 +272,16 @@ impl Metrics {
                 );
             }
         }
+        header(out, "work_estimated_seats", "[ALPHA] Number of estimated seats (maximum of initial and final seats) associated with requests in API Priority and Fairness", "histogram");
+        for ((pl, fs), f) in flows.iter() {
+            if f.estimated_seats.count > 0 {
+                f.estimated_seats.encode(
+                    out,
+                    "apiserver_flowcontrol_work_estimated_seats",
+                    &lbl(pl, fs),
+                );
+            }
+        }
         drop(flows);
         header(
             out,
@@ -297,6 +339,7 @@ mod tests {
         m.in_queue(&pl, &fs, -1);
         m.dispatched(&pl, &fs, 1, Some(Duration::from_millis(3)));
         m.finished(&pl, &fs, 1, Duration::from_millis(40));
+        m.estimated(&pl, &fs, 3);
         m.rejected(&pl, &fs, Rejection::QueueFull, None);
         let mut out = String::new();
         m.encode(
@@ -317,6 +360,8 @@ mod tests {
             "apiserver_flowcontrol_current_executing_seats{flow_schema=\"service-accounts\",priority_level=\"workload-low\"} 0",
             "apiserver_flowcontrol_request_wait_duration_seconds_bucket{execute=\"true\",flow_schema=\"service-accounts\",priority_level=\"workload-low\",le=\"0.005\"} 1",
             "apiserver_flowcontrol_request_execution_seconds_count{flow_schema=\"service-accounts\",priority_level=\"workload-low\"} 1",
+            "apiserver_flowcontrol_work_estimated_seats_bucket{flow_schema=\"service-accounts\",priority_level=\"workload-low\",le=\"2\"} 0",
+            "apiserver_flowcontrol_work_estimated_seats_bucket{flow_schema=\"service-accounts\",priority_level=\"workload-low\",le=\"4\"} 1",
             "apiserver_flowcontrol_nominal_limit_seats{priority_level=\"workload-low\"} 245",
             "apiserver_flowcontrol_request_concurrency_limit{priority_level=\"workload-low\"} 245",
         ] {

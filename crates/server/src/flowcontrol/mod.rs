@@ -9,6 +9,7 @@
 pub mod config;
 pub mod controller;
 pub mod dump;
+pub mod estimate;
 pub mod filter;
 pub mod metrics;
 pub mod queueset;
@@ -20,5 +21,6 @@ pub use config::{
     ResourceRule, Schema, Subject,
 };
 pub use controller::{Clock, FlowControl, SystemClock, FLOW_SCHEMA_UID, PRIORITY_LEVEL_UID};
+pub use estimate::ObjectCounts;
 pub use filter::priority_and_fairness;
 pub use queueset::Queuing;
