@@ -7,6 +7,7 @@
 //! shares the same cache and the same watch.
 
 mod compact;
+mod encoded;
 mod factory;
 mod processor;
 mod reflector;
