@@ -22,7 +22,9 @@ pub use factory::{
     trim_managed_fields, wait_for_cache_sync, HasSynced, InformerFactory, MetadataTransform,
 };
 pub use shared_informer::{AlreadyStarted, SharedInformer, Transform};
-pub use store::{Store, CONTROLLER_UID_INDEX, NAMESPACE_INDEX, ORPHAN_INDEX};
+pub use store::{
+    label_index, Store, CONTROLLER_UID_INDEX, LABEL_INDEX, NAMESPACE_INDEX, ORPHAN_INDEX,
+};
 
 /// How an object left the cache.
 #[doc(alias = "DeletedFinalStateUnknown")]

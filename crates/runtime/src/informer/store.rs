@@ -21,6 +21,12 @@ pub const CONTROLLER_UID_INDEX: &str = "controllerUID";
 /// can claim without scanning its namespace.
 pub const ORPHAN_INDEX: &str = "orphanNamespace";
 
+/// Index of objects by each of their labels, as `namespace/key=value` (see [`label_index`]): the
+/// objects an equality-based selector picks in a namespace are among those of any one of its pairs.
+/// Not built in: add it with `add_indexer(LABEL_INDEX, label_index)` where
+/// [`Store::list_by_labels`] is read often, e.g. a Service's pods per sync.
+pub const LABEL_INDEX: &str = "namespaceLabel";
+
 /// Computes the index values of an object.
 type IndexFunc<K> = Arc<dyn Fn(&K) -> Vec<String> + Send + Sync>;
 
@@ -98,6 +104,23 @@ fn controller_uid_index<K: Resource>(obj: &K) -> Vec<String> {
         .filter(|r| r.controller == Some(true))
         .map(|r| r.uid.clone())
         .take(1)
+        .collect()
+}
+
+/// The [`LABEL_INDEX`] value of the label `key=value` in `namespace`. Namespaces hold no `/` and
+/// label keys no `=`, so the value is unambiguous.
+fn label_value(namespace: &str, key: &str, value: &str) -> String {
+    format!("{namespace}/{key}={value}")
+}
+
+/// The index function of [`LABEL_INDEX`]: one value per label of the object.
+pub fn label_index<K: Resource>(obj: &K) -> Vec<String> {
+    let meta = obj.meta();
+    let namespace = meta.namespace.as_deref().unwrap_or_default();
+    meta.labels
+        .iter()
+        .flatten()
+        .map(|(k, v)| label_value(namespace, k, v))
         .collect()
 }
 
@@ -230,6 +253,48 @@ impl<K: Resource + Send + Sync + 'static> Store<K> {
             (entries, inner.codec)
         };
         materialize(entries, codec)
+    }
+
+    /// The cached objects of `namespace` whose labels include every pair of `selector`, as
+    /// client-go's `Lister.List(labels.SelectorFromSet(selector))` on one namespace; an empty
+    /// selector selects the whole namespace. With [`LABEL_INDEX`], only the objects carrying the
+    /// selector's least common pair are read (decoded, in an encoded store); without it, every
+    /// object of the namespace is.
+    pub fn list_by_labels(
+        &self,
+        namespace: &str,
+        selector: &std::collections::BTreeMap<String, String>,
+    ) -> Vec<Arc<K>> {
+        let selects = |obj: &Arc<K>| {
+            let labels = obj.meta().labels.as_ref();
+            selector
+                .iter()
+                .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
+        };
+        let indexed = {
+            let inner = self.inner.read();
+            match inner.indices.get(LABEL_INDEX) {
+                Some(index) if !selector.is_empty() && !namespace.is_empty() => {
+                    let empty = HashSet::new();
+                    let fewest = selector
+                        .iter()
+                        .map(|(k, v)| index.get(&label_value(namespace, k, v)).unwrap_or(&empty))
+                        .min_by_key(|keys| keys.len())
+                        .unwrap_or(&empty);
+                    let entries = fewest
+                        .iter()
+                        .filter_map(|k| inner.items.get(&**k).map(|e| (Arc::clone(k), e.clone())))
+                        .collect();
+                    Some((entries, inner.codec))
+                }
+                _ => None,
+            }
+        };
+        let candidates = match indexed {
+            Some((entries, codec)) => materialize(entries, codec),
+            None => self.list_by_namespace(namespace),
+        };
+        candidates.into_iter().filter(selects).collect()
     }
 
     /// The keys of the cached objects whose index `index_name` has `value`, without reading the
@@ -725,6 +790,60 @@ mod tests {
             );
             assert_eq!(names(store.by_index(ORPHAN_INDEX, "a")), ["keep", "new"]);
             assert_eq!(names(store.list()), ["change", "keep", "new"]);
+        }
+    }
+
+    #[test]
+    fn list_by_labels_reads_the_least_common_pair_when_labels_are_indexed() {
+        fn labelled(ns: &str, name: &str, labels: &[(&str, &str)]) -> Arc<Pod> {
+            let mut p = (*pod(ns, name, None)).clone();
+            p.metadata.labels = Some(
+                labels
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            );
+            Arc::new(p)
+        }
+        let selector = |pairs: &[(&str, &str)]| -> std::collections::BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        for indexed in [false, true] {
+            for store in stores() {
+                if indexed {
+                    store.add_indexer(LABEL_INDEX, label_index::<Pod>);
+                }
+                store.insert(labelled("a", "web-1", &[("app", "web"), ("tier", "front")]));
+                store.insert(labelled("a", "web-2", &[("app", "web"), ("tier", "back")]));
+                store.insert(labelled("a", "db", &[("app", "db"), ("tier", "back")]));
+                store.insert(labelled("b", "web-3", &[("app", "web"), ("tier", "front")]));
+                let web = selector(&[("app", "web")]);
+                assert_eq!(names(store.list_by_labels("a", &web)), ["web-1", "web-2"]);
+                let front_web = selector(&[("app", "web"), ("tier", "front")]);
+                assert_eq!(names(store.list_by_labels("a", &front_web)), ["web-1"]);
+                assert_eq!(
+                    names(store.list_by_labels("", &front_web)),
+                    ["web-1", "web-3"]
+                );
+                assert!(store
+                    .list_by_labels("a", &selector(&[("app", "x")]))
+                    .is_empty());
+                assert_eq!(store.list_by_labels("a", &selector(&[])).len(), 3);
+                // Relabelled: leaves its old values.
+                store.insert(labelled("a", "web-2", &[("app", "db")]));
+                assert_eq!(names(store.list_by_labels("a", &web)), ["web-1"]);
+                if indexed {
+                    let mut keys = store.index_keys(LABEL_INDEX, "a/app=db");
+                    keys.sort_by(|a, b| a.name.cmp(&b.name));
+                    assert_eq!(
+                        keys,
+                        [ObjectKey::new("a", "db"), ObjectKey::new("a", "web-2")]
+                    );
+                }
+            }
         }
     }
 
