@@ -348,7 +348,10 @@ impl DaemonSetsController {
         ds: &Arc<DaemonSet>,
     ) -> Result<Vec<Arc<Pod>>, controller_ref::Error> {
         let namespace = ds.metadata.namespace.as_deref().unwrap_or("");
-        let mut pods = self.pod_store.list_by_namespace(namespace);
+        // Its own pods and the namespace's orphans: the claim skips pods other controllers own,
+        // so the indices give the candidates kube finds by listing the namespace.
+        let uid = ds.metadata.uid.as_deref().unwrap_or("");
+        let mut pods = self.pod_store.claimable(namespace, uid);
         pods.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         let selector = selector_of(ds);
         let owner = OwnerInfo::from_resource(&**ds);

@@ -26,7 +26,9 @@ use k8s_openapi::api::core::v1::{Pod, ReplicationController};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::Client;
 use rkcm_runtime::events::EventRecorder;
-use rkcm_runtime::informer::{wait_for_cache_sync, HasSynced, InformerFactory, SharedInformer};
+use rkcm_runtime::informer::{
+    label_index, wait_for_cache_sync, HasSynced, InformerFactory, SharedInformer, LABEL_INDEX,
+};
 use rkcm_runtime::workqueue::RateLimitingQueue;
 use rkcm_runtime::{worker, Clock, ObjectKey, Shutdown, SystemClock};
 
@@ -91,6 +93,9 @@ impl DisruptionController {
         config: Config,
     ) -> Arc<Self> {
         let pods = factory.informer::<Pod>();
+        // Each sync reads the budget's pods: the label index reads only those carrying one of its
+        // matchLabels, not the namespace (pods are decoded on read).
+        pods.add_indexer(LABEL_INDEX, label_index::<Pod>);
         let pdbs = factory.informer::<PodDisruptionBudget>();
         let rcs = factory.informer::<ReplicationController>();
         let rss = factory.informer::<ReplicaSet>();

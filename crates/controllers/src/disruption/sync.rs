@@ -117,10 +117,17 @@ impl DisruptionController {
                 return Err(SyncError::Selector(e.to_string()));
             }
         };
+        // The selector's matchLabels narrow the pods read (decoded) to those carrying one of its
+        // pairs; the whole selector then decides.
+        let match_labels = spec
+            .selector
+            .as_ref()
+            .and_then(|s| s.match_labels.clone())
+            .unwrap_or_default();
         let pods: Vec<Arc<Pod>> = self
             .pods
             .store()
-            .list_by_namespace(key.namespace_str())
+            .list_by_labels(key.namespace_str(), &match_labels)
             .into_iter()
             .filter(|p| selector.matches_opt(p.metadata.labels.as_ref()))
             .collect();

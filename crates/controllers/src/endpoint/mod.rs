@@ -22,7 +22,9 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Endpoints, Pod, Service};
 use kube::Client;
 use rkcm_runtime::events::EventRecorder;
-use rkcm_runtime::informer::{wait_for_cache_sync, InformerFactory, SharedInformer};
+use rkcm_runtime::informer::{
+    label_index, wait_for_cache_sync, InformerFactory, SharedInformer, LABEL_INDEX,
+};
 use rkcm_runtime::workqueue::RateLimitingQueue;
 use rkcm_runtime::{worker, ObjectKey, Shutdown};
 
@@ -89,6 +91,9 @@ impl EndpointController {
     ) -> Arc<Self> {
         let services = factory.informer::<Service>();
         let pods = factory.informer::<Pod>();
+        // Each sync reads the Service's pods: the label index reads only those, not the
+        // namespace (pods are decoded on read).
+        pods.add_indexer(LABEL_INDEX, label_index::<Pod>);
         let endpoints = factory.informer::<Endpoints>();
         Arc::new_cyclic(|weak: &Weak<Self>| {
             let w = weak.clone();

@@ -170,15 +170,7 @@ impl EndpointController {
         let pods: Vec<Arc<Pod>> = self
             .pods
             .store()
-            .list_by_namespace(key.namespace_str())
-            .into_iter()
-            .filter(|p| {
-                let labels = p.metadata.labels.as_ref();
-                selector
-                    .iter()
-                    .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
-            })
-            .collect();
+            .list_by_labels(key.namespace_str(), selector);
         // Computed even when nothing is written, so that the tracker sees every sync.
         let trigger_time = self.trigger_times.compute(&service, &pods);
         let desired = desired_subsets(&service, &pods);

@@ -27,7 +27,9 @@ use k8s_openapi::api::core::v1::{Node, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::Client;
 use rkcm_runtime::events::EventRecorder;
-use rkcm_runtime::informer::{wait_for_cache_sync, InformerFactory, SharedInformer};
+use rkcm_runtime::informer::{
+    label_index, wait_for_cache_sync, InformerFactory, SharedInformer, LABEL_INDEX,
+};
 use rkcm_runtime::workqueue::{
     BucketRateLimiter, ItemExponentialFailureRateLimiter, MaxOfRateLimiter, RateLimitingQueue,
 };
@@ -116,6 +118,9 @@ impl EndpointSliceController {
     ) -> Arc<Self> {
         let services = factory.informer::<Service>();
         let pods = factory.informer::<Pod>();
+        // Each sync reads the Service's pods: the label index reads only those, not the
+        // namespace (pods are decoded on read).
+        pods.add_indexer(LABEL_INDEX, label_index::<Pod>);
         let nodes = factory.informer::<Node>();
         let slices = factory.informer::<EndpointSlice>();
         Arc::new_cyclic(|weak: &Weak<Self>| {

@@ -78,15 +78,7 @@ impl EndpointSliceController {
         let pods: Vec<Arc<Pod>> = self
             .pods
             .store()
-            .list_by_namespace(key.namespace_str())
-            .into_iter()
-            .filter(|p| {
-                let labels = p.metadata.labels.as_ref();
-                selector
-                    .iter()
-                    .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
-            })
-            .collect();
+            .list_by_labels(key.namespace_str(), selector);
         let slices = slices_for_service(
             self.slices.store().list_by_namespace(key.namespace_str()),
             key,

@@ -572,7 +572,11 @@ impl JobController {
                 source,
             }
         })?;
-        let mut pods = self.pod_store.list_by_namespace(key.namespace_str());
+        // The pods this Job may claim: its own and the namespace's orphans. kube lists the whole
+        // namespace and the claim skips pods other controllers own; the indices give the same
+        // candidates without decoding the namespace.
+        let uid = job.metadata.uid.as_deref().unwrap_or("");
+        let mut pods = self.pod_store.claimable(key.namespace_str(), uid);
         pods.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         let owner = OwnerInfo::from_resource(job);
         let api: Api<Job> = Api::namespaced(self.client.clone(), key.namespace_str());
@@ -590,7 +594,6 @@ impl JobController {
                     job: key.clone(),
                     source,
                 })?;
-        let uid = job.metadata.uid.as_deref().unwrap_or("");
         Ok(claimed
             .into_iter()
             .map(|pod| {

@@ -24,6 +24,28 @@ use rkcm_runtime::informer::{wait_for_cache_sync, InformerFactory, SharedInforme
 use rkcm_runtime::{api_error, Clock, ObjectKey, Shutdown, SystemClock};
 
 use self::rules::{Quarantine, Reason};
+use crate::nodelifecycle::{pod_node_name, POD_NODE_NAME_INDEX};
+
+/// Index of the pods a rule may pick, by why: [`TERMINATED`] or [`TERMINATING`]. With
+/// [`POD_NODE_NAME_INDEX`], a pass reads (decodes) only those and the pods of missing nodes,
+/// rather than every cached pod.
+const GC_CANDIDATE_INDEX: &str = "podgcCandidate";
+/// [`GC_CANDIDATE_INDEX`] value of the pods [`rules::is_pod_terminated`] holds for.
+const TERMINATED: &str = "terminated";
+/// [`GC_CANDIDATE_INDEX`] value of the pods [`rules::is_pod_terminating`] holds for.
+const TERMINATING: &str = "terminating";
+
+/// The index function of [`GC_CANDIDATE_INDEX`].
+fn gc_candidate(pod: &Pod) -> Vec<String> {
+    [
+        (rules::is_pod_terminated(pod), TERMINATED),
+        (rules::is_pod_terminating(pod), TERMINATING),
+    ]
+    .into_iter()
+    .filter(|(holds, _)| *holds)
+    .map(|(_, value)| value.to_string())
+    .collect()
+}
 
 /// Default `--terminated-pod-gc-threshold`.
 pub const DEFAULT_TERMINATED_POD_GC_THRESHOLD: i64 = 12_500;
@@ -107,9 +129,12 @@ impl PodGcController {
     pub fn new(factory: &InformerFactory, client: Client, config: Config) -> Arc<Self> {
         // Register the counters now so that /metrics lists them before the first deletion.
         let _ = metrics::metrics();
+        let pod_informer = factory.informer::<Pod>();
+        pod_informer.add_indexer(GC_CANDIDATE_INDEX, gc_candidate);
+        pod_informer.add_indexer(POD_NODE_NAME_INDEX, pod_node_name);
         Arc::new(Self {
             client,
-            pod_informer: factory.informer::<Pod>(),
+            pod_informer,
             node_informer: factory.informer::<Node>(),
             config,
             quarantine: Mutex::new(Quarantine::default()),
@@ -136,12 +161,28 @@ impl PodGcController {
     }
 
     /// One pass of the four rules over the current caches.
+    ///
+    /// kube lists every pod and lets each rule filter; pods are decoded on read here, so the pass
+    /// reads only the pods a rule can pick: terminated ones, terminating ones and those bound to
+    /// nodes missing from the cache, all read at the start as kube's list is.
     pub async fn gc(&self) {
-        let pods = self.pod_informer.store().list();
+        let store = self.pod_informer.store();
+        let terminated = store.by_index(GC_CANDIDATE_INDEX, TERMINATED);
+        let terminating = store.by_index(GC_CANDIDATE_INDEX, TERMINATING);
         let nodes = self.node_informer.store().list();
+        let existing: HashSet<String> = nodes
+            .iter()
+            .filter_map(|n| n.metadata.name.clone())
+            .collect();
+        let on_missing: Vec<Arc<Pod>> = store
+            .index_values(POD_NODE_NAME_INDEX)
+            .into_iter()
+            .filter(|node| !existing.contains(node))
+            .flat_map(|node| store.by_index(POD_NODE_NAME_INDEX, &node))
+            .collect();
         if self.config.terminated_pod_gc_threshold > 0 {
             let victims =
-                rules::terminated_to_delete(&pods, self.config.terminated_pod_gc_threshold);
+                rules::terminated_to_delete(&terminated, self.config.terminated_pod_gc_threshold);
             if !victims.is_empty() {
                 tracing::info!(count = victims.len(), "garbage collecting terminated pods");
             }
@@ -153,29 +194,27 @@ impl PodGcController {
             .iter()
             .filter_map(|n| n.metadata.name.as_deref().map(|name| (name, &**n)))
             .collect();
-        let victims = rules::terminating_out_of_service(&pods, |name| by_name.get(name).copied());
+        let victims =
+            rules::terminating_out_of_service(&terminating, |name| by_name.get(name).copied());
         self.force_delete_all(&victims, Reason::TerminatingOutOfService, None)
             .await;
 
-        self.gc_orphaned(&pods, &nodes).await;
+        self.gc_orphaned(&on_missing, &existing).await;
 
-        let victims = rules::unscheduled_terminating(&pods);
+        let victims = rules::unscheduled_terminating(&terminating);
         self.force_delete_all(&victims, Reason::TerminatingUnscheduled, None)
             .await;
     }
 
     /// Deletes pods bound to nodes that are gone: nodes missing from the cache wait out the
-    /// quarantine, then an uncached GET decides (`gcOrphaned`).
-    async fn gc_orphaned(&self, pods: &[Arc<Pod>], nodes: &[Arc<Node>]) {
-        let existing: HashSet<String> = nodes
-            .iter()
-            .filter_map(|n| n.metadata.name.clone())
-            .collect();
+    /// quarantine, then an uncached GET decides (`gcOrphaned`). `pods` holds at least every pod
+    /// bound to a node not in `existing`.
+    async fn gc_orphaned(&self, pods: &[Arc<Pod>], existing: &HashSet<String>) {
         let now = self.config.clock.now();
         let ready = {
             let mut quarantine = self.quarantine.lock();
             quarantine.observe(
-                rules::missing_nodes(pods, &existing),
+                rules::missing_nodes(pods, existing),
                 now,
                 self.config.quarantine_time,
             );

@@ -68,8 +68,10 @@ impl StatefulSetController {
         }
 
         // getPodsForStatefulSet: every pod of the namespace, claimed if its name says it is a
-        // member of the set.
-        let pods: Vec<Arc<Pod>> = self.pod_store.list_by_namespace(key.namespace_str());
+        // member of the set. The claim skips pods other controllers own, so the set's own pods
+        // and the namespace's orphans are the same candidates, without decoding the namespace.
+        let uid = set.metadata.uid.as_deref().unwrap_or("");
+        let pods: Vec<Arc<Pod>> = self.pod_store.claimable(key.namespace_str(), uid);
         let recheck_info = owner.clone();
         let can_adopt = move || {
             let (api, info) = (api.clone(), recheck_info.clone());

@@ -285,8 +285,8 @@ impl Kubelet {
 
     /// Enqueues every cached pod bound to node `name` (its kubelet resumed).
     pub fn resync_node(&self, name: &str) {
-        for pod in self.pods.by_index(NODE_NAME_INDEX, name) {
-            self.queue.add(ObjectKey::from_obj(&*pod));
+        for key in self.pods.index_keys(NODE_NAME_INDEX, name) {
+            self.queue.add(key);
         }
     }
 
@@ -294,8 +294,8 @@ impl Kubelet {
     pub fn resync_all(&self) {
         self.volumes.resync_all();
         for node in self.nodes.list() {
-            for pod in self.pods.by_index(NODE_NAME_INDEX, &node.name) {
-                self.queue.add(ObjectKey::from_obj(&*pod));
+            for key in self.pods.index_keys(NODE_NAME_INDEX, &node.name) {
+                self.queue.add(key);
             }
         }
     }

@@ -7,6 +7,7 @@
 //! shares the same cache and the same watch.
 
 mod compact;
+mod encoded;
 mod factory;
 mod processor;
 mod reflector;
@@ -21,7 +22,9 @@ pub use factory::{
     trim_managed_fields, wait_for_cache_sync, HasSynced, InformerFactory, MetadataTransform,
 };
 pub use shared_informer::{AlreadyStarted, SharedInformer, Transform};
-pub use store::{Store, CONTROLLER_UID_INDEX, NAMESPACE_INDEX, ORPHAN_INDEX};
+pub use store::{
+    label_index, Store, CONTROLLER_UID_INDEX, LABEL_INDEX, NAMESPACE_INDEX, ORPHAN_INDEX,
+};
 
 /// How an object left the cache.
 #[doc(alias = "DeletedFinalStateUnknown")]

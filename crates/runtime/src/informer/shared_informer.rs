@@ -41,6 +41,8 @@ struct Inner<K> {
     /// Lists and watches `PartialObjectMetadata` only.
     metadata_only: bool,
     store: Store<K>,
+    /// Whether `store` holds objects as bytes (fixed when the store is made).
+    encoded: bool,
     /// Applied to every object before it is cached (client-go `SetTransform`).
     transform: parking_lot::RwLock<Option<Transform<K>>>,
     /// The distribution lock: every store write by the informer and the matching `distribute`
@@ -119,12 +121,14 @@ where
         } else {
             resync.max(MINIMUM_RESYNC_PERIOD)
         };
+        let store = Store::new();
         Self {
             inner: Arc::new(Inner {
                 api,
                 name,
                 metadata_only,
-                store: Store::new(),
+                encoded: store.is_encoded(),
+                store,
                 transform: parking_lot::RwLock::new(None),
                 processor: Mutex::new(Processor::new(resync)),
                 default_resync: resync,
@@ -261,7 +265,8 @@ where
 impl<K: Resource + Send + Sync + 'static> Inner<K> {
     /// Every `check_period`, delivers `Update { old: obj, new: obj }` for every cached object to
     /// the handlers due a resync (client-go's reflector `resyncChan` with `ShouldResync`, and
-    /// `DeltaFIFO.Resync`).
+    /// `DeltaFIFO.Resync`). An encoded store decodes every object for it: with pods, about
+    /// 15 µs each in a release build, under the distribution lock.
     async fn resync_loop(&self, check_period: Duration, shutdown: Shutdown) {
         let mut ticker = tokio::time::interval(check_period);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -290,7 +295,10 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for Inner<K> {
         if let Some(transform) = &*self.transform.read() {
             transform(&mut obj);
         }
-        super::compact::shrink(&mut obj);
+        // An encoded store keeps the object's bytes, not the object: its capacity is not kept.
+        if !self.encoded {
+            super::compact::shrink(&mut obj);
+        }
         Arc::new(obj)
     }
 
@@ -325,7 +333,7 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for Inner<K> {
                 let key = ObjectKey::from_obj(&*obj);
                 // The DELETED event carries the final state, which is what handlers get. A delete
                 // for an object the cache never held is dropped, as client-go's DeltaFIFO does.
-                if self.store.remove(&key).is_some() {
+                if self.store.delete(&key) {
                     processor.distribute(Notification::Delete(Deleted::Known(obj)));
                 }
             }

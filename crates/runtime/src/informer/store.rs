@@ -7,6 +7,7 @@ use std::sync::Arc;
 use kube::Resource;
 use parking_lot::RwLock;
 
+use super::encoded::{Codec, Entry};
 use crate::ObjectKey;
 
 /// Index of objects by namespace (cluster-scoped objects index under `""`).
@@ -20,6 +21,12 @@ pub const CONTROLLER_UID_INDEX: &str = "controllerUID";
 /// can claim without scanning its namespace.
 pub const ORPHAN_INDEX: &str = "orphanNamespace";
 
+/// Index of objects by each of their labels, as `namespace/key=value` (see [`label_index`]): the
+/// objects an equality-based selector picks in a namespace are among those of any one of its pairs.
+/// Not built in: add it with `add_indexer(LABEL_INDEX, label_index)` where
+/// [`Store::list_by_labels`] is read often, e.g. a Service's pods per sync.
+pub const LABEL_INDEX: &str = "namespaceLabel";
+
 /// Computes the index values of an object.
 type IndexFunc<K> = Arc<dyn Fn(&K) -> Vec<String> + Send + Sync>;
 
@@ -32,8 +39,13 @@ type Index = HashMap<String, HashSet<SharedKey>>;
 
 /// A thread-safe cache of objects keyed by [`ObjectKey`], with secondary indices.
 ///
-/// Clones share the same cache. Reads clone `Arc`s and never block for long; callers must not
-/// mutate cached objects (clone them first). Every store has [`NAMESPACE_INDEX`],
+/// Clones share the same cache. Reads never block writers for long: they copy `Arc`s out of the
+/// lock, and decode after releasing it. Callers must not mutate cached objects (clone them first).
+///
+/// Pods are held as their JSON and decoded by each read (see the `encoded` module): an object
+/// read twice may come back as two `Arc`s with equal content, and a read costs a decode per object
+/// returned, so prefer `get`, `by_index` and `claimable` over whole lists. Other types are held
+/// decoded unless the store is made with [`Store::encoded`]. Every store has [`NAMESPACE_INDEX`],
 /// [`CONTROLLER_UID_INDEX`] and [`ORPHAN_INDEX`]; more indices can be added with [`Store::add_indexer`].
 ///
 /// Writes come from the informer that owns the store. Tests may seed a store with
@@ -45,11 +57,13 @@ pub struct Store<K> {
 }
 
 struct Inner<K> {
-    items: HashMap<SharedKey, Arc<K>>,
+    items: HashMap<SharedKey, Entry<K>>,
     indexers: HashMap<String, IndexFunc<K>>,
     /// Invariant: one index per indexer, and each index holds exactly the values its indexer
     /// computes for the objects in `items` (no empty sets).
     indices: HashMap<String, Index>,
+    /// Set when the store holds its objects as bytes ([`Entry::Encoded`]), decoded on read.
+    codec: Option<Codec<K>>,
 }
 
 impl<K> Clone for Store<K> {
@@ -93,6 +107,23 @@ fn controller_uid_index<K: Resource>(obj: &K) -> Vec<String> {
         .collect()
 }
 
+/// The [`LABEL_INDEX`] value of the label `key=value` in `namespace`. Namespaces hold no `/` and
+/// label keys no `=`, so the value is unambiguous.
+fn label_value(namespace: &str, key: &str, value: &str) -> String {
+    format!("{namespace}/{key}={value}")
+}
+
+/// The index function of [`LABEL_INDEX`]: one value per label of the object.
+pub fn label_index<K: Resource>(obj: &K) -> Vec<String> {
+    let meta = obj.meta();
+    let namespace = meta.namespace.as_deref().unwrap_or_default();
+    meta.labels
+        .iter()
+        .flatten()
+        .map(|(k, v)| label_value(namespace, k, v))
+        .collect()
+}
+
 fn orphan_index<K: Resource>(obj: &K) -> Vec<String> {
     let meta = obj.meta();
     let controlled = meta
@@ -108,13 +139,34 @@ fn orphan_index<K: Resource>(obj: &K) -> Vec<String> {
 }
 
 impl<K: Resource + Send + Sync + 'static> Store<K> {
-    /// An empty store with the built-in indices.
+    /// An empty store with the built-in indices, holding its objects in the form their type
+    /// calls for: pods as their JSON, decoded on read (see the `encoded` module), everything else
+    /// decoded.
     pub fn new() -> Self {
+        Self::with_codec(Codec::default_for())
+    }
+
+    /// An empty store that holds its objects decoded, whatever their type: reads cost nothing.
+    pub fn decoded() -> Self {
+        Self::with_codec(None)
+    }
+
+    /// An empty store that holds its objects as their JSON and decodes them on read: about the
+    /// size of the JSON per object instead of the decoded size, for a decode per object read.
+    pub fn encoded() -> Self
+    where
+        K: serde::Serialize + serde::de::DeserializeOwned,
+    {
+        Self::with_codec(Some(Codec::json()))
+    }
+
+    pub(crate) fn with_codec(codec: Option<Codec<K>>) -> Self {
         let store = Self {
             inner: Arc::new(RwLock::new(Inner {
                 items: HashMap::new(),
                 indexers: HashMap::new(),
                 indices: HashMap::new(),
+                codec,
             })),
         };
         store.add_indexer(NAMESPACE_INDEX, namespace_index::<K>);
@@ -123,13 +175,21 @@ impl<K: Resource + Send + Sync + 'static> Store<K> {
         store
     }
 
+    /// Whether the store holds its objects as bytes, decoded on read.
+    pub fn is_encoded(&self) -> bool {
+        self.inner.read().codec.is_some()
+    }
+
     /// Adds (or replaces) the index `name`, computed by `f`, and indexes the objects already cached.
     pub fn add_indexer(&self, name: &str, f: impl Fn(&K) -> Vec<String> + Send + Sync + 'static) {
         let f: IndexFunc<K> = Arc::new(f);
         let mut inner = self.inner.write();
         let mut index = Index::new();
-        for (key, obj) in &inner.items {
-            for value in f(obj) {
+        for (key, entry) in &inner.items {
+            let Some(obj) = read(inner.codec.as_ref(), key, entry.clone()) else {
+                continue;
+            };
+            for value in f(&obj) {
                 index.entry(value).or_default().insert(Arc::clone(key));
             }
         }
@@ -139,12 +199,26 @@ impl<K: Resource + Send + Sync + 'static> Store<K> {
 
     /// The object with `key`, if cached.
     pub fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
-        self.inner.read().items.get(key).cloned()
+        let (key, entry, codec) = {
+            let inner = self.inner.read();
+            let (key, entry) = inner.items.get_key_value(key)?;
+            (Arc::clone(key), entry.clone(), inner.codec)
+        };
+        read(codec.as_ref(), &key, entry)
     }
 
     /// Every cached object, in no particular order.
     pub fn list(&self) -> Vec<Arc<K>> {
-        self.inner.read().items.values().cloned().collect()
+        let (entries, codec) = {
+            let inner = self.inner.read();
+            let entries = inner
+                .items
+                .iter()
+                .map(|(k, e)| (Arc::clone(k), e.clone()))
+                .collect();
+            (entries, inner.codec)
+        };
+        materialize(entries, codec)
     }
 
     /// The keys of every cached object, in no particular order.
@@ -167,13 +241,73 @@ impl<K: Resource + Send + Sync + 'static> Store<K> {
 
     /// The cached objects whose index `index_name` has `value`; empty if there is no such index.
     pub fn by_index(&self, index_name: &str, value: &str) -> Vec<Arc<K>> {
-        let inner = self.inner.read();
-        let Some(keys) = inner.indices.get(index_name).and_then(|i| i.get(value)) else {
-            return Vec::new();
+        let (entries, codec) = {
+            let inner = self.inner.read();
+            let Some(keys) = inner.indices.get(index_name).and_then(|i| i.get(value)) else {
+                return Vec::new();
+            };
+            let entries = keys
+                .iter()
+                .filter_map(|k| inner.items.get(&**k).map(|e| (Arc::clone(k), e.clone())))
+                .collect();
+            (entries, inner.codec)
         };
-        keys.iter()
-            .filter_map(|k| inner.items.get(&**k).cloned())
-            .collect()
+        materialize(entries, codec)
+    }
+
+    /// The cached objects of `namespace` whose labels include every pair of `selector`, as
+    /// client-go's `Lister.List(labels.SelectorFromSet(selector))` on one namespace; an empty
+    /// selector selects the whole namespace. With [`LABEL_INDEX`], only the objects carrying the
+    /// selector's least common pair are read (decoded, in an encoded store); without it, every
+    /// object of the namespace is.
+    pub fn list_by_labels(
+        &self,
+        namespace: &str,
+        selector: &std::collections::BTreeMap<String, String>,
+    ) -> Vec<Arc<K>> {
+        let selects = |obj: &Arc<K>| {
+            let labels = obj.meta().labels.as_ref();
+            selector
+                .iter()
+                .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
+        };
+        let indexed = {
+            let inner = self.inner.read();
+            match inner.indices.get(LABEL_INDEX) {
+                Some(index) if !selector.is_empty() && !namespace.is_empty() => {
+                    let empty = HashSet::new();
+                    let fewest = selector
+                        .iter()
+                        .map(|(k, v)| index.get(&label_value(namespace, k, v)).unwrap_or(&empty))
+                        .min_by_key(|keys| keys.len())
+                        .unwrap_or(&empty);
+                    let entries = fewest
+                        .iter()
+                        .filter_map(|k| inner.items.get(&**k).map(|e| (Arc::clone(k), e.clone())))
+                        .collect();
+                    Some((entries, inner.codec))
+                }
+                _ => None,
+            }
+        };
+        let candidates = match indexed {
+            Some((entries, codec)) => materialize(entries, codec),
+            None => self.list_by_namespace(namespace),
+        };
+        candidates.into_iter().filter(selects).collect()
+    }
+
+    /// The keys of the cached objects whose index `index_name` has `value`, without reading the
+    /// objects (client-go's `IndexKeys`); empty if there is no such index.
+    #[doc(alias = "IndexKeys")]
+    pub fn index_keys(&self, index_name: &str, value: &str) -> Vec<ObjectKey> {
+        let inner = self.inner.read();
+        inner
+            .indices
+            .get(index_name)
+            .and_then(|i| i.get(value))
+            .map(|keys| keys.iter().map(|k| ObjectKey::clone(k)).collect())
+            .unwrap_or_default()
     }
 
     /// The objects of `namespace` a controller with uid `owner_uid` may claim: those whose
@@ -182,13 +316,28 @@ impl<K: Resource + Send + Sync + 'static> Store<K> {
     /// and skip the objects other controllers own; the two indices give the same candidates
     /// without the scan.
     pub fn claimable(&self, namespace: &str, owner_uid: &str) -> Vec<Arc<K>> {
-        let mut objects: Vec<Arc<K>> = self
-            .by_index(CONTROLLER_UID_INDEX, owner_uid)
-            .into_iter()
-            .filter(|o| o.meta().namespace.as_deref().unwrap_or_default() == namespace)
-            .collect();
-        objects.extend(self.by_index(ORPHAN_INDEX, namespace));
-        objects
+        let (entries, codec) = {
+            let inner = self.inner.read();
+            let owned = inner
+                .indices
+                .get(CONTROLLER_UID_INDEX)
+                .and_then(|i| i.get(owner_uid))
+                .into_iter()
+                .flatten()
+                .filter(|k| k.namespace_str() == namespace);
+            let orphans = inner
+                .indices
+                .get(ORPHAN_INDEX)
+                .and_then(|i| i.get(namespace))
+                .into_iter()
+                .flatten();
+            let entries = owned
+                .chain(orphans)
+                .filter_map(|k| inner.items.get(&**k).map(|e| (Arc::clone(k), e.clone())))
+                .collect();
+            (entries, inner.codec)
+        };
+        materialize(entries, codec)
     }
 
     /// The values that index `index_name` currently holds.
@@ -211,30 +360,50 @@ impl<K: Resource + Send + Sync + 'static> Store<K> {
         self.inner.read().items.is_empty()
     }
 
+    /// The form in which the store holds `obj`: its bytes if the store encodes (encoded before
+    /// taking the lock), the object itself otherwise or if it does not encode.
+    fn entry_of(&self, obj: &Arc<K>) -> Entry<K> {
+        let codec = self.inner.read().codec;
+        entry_of(codec.as_ref(), obj)
+    }
+
     /// Adds or replaces `obj`, returning the object it replaced.
     pub fn insert(&self, obj: Arc<K>) -> Option<Arc<K>> {
         let key = ObjectKey::from_obj(&*obj);
+        let entry = self.entry_of(&obj);
         let mut inner = self.inner.write();
-        insert(&mut inner, key, obj)
+        insert(&mut inner, key, &obj, entry).1?.object()
     }
 
     /// Removes the object with `key`, returning it.
     pub fn remove(&self, key: &ObjectKey) -> Option<Arc<K>> {
         let mut inner = self.inner.write();
-        remove(&mut inner, key)
+        remove(&mut inner, key)?.object()
+    }
+
+    /// Removes the object with `key`; whether it was cached. Unlike [`Store::remove`], it says so
+    /// even when the object's bytes no longer decode.
+    pub(crate) fn delete(&self, key: &ObjectKey) -> bool {
+        let mut inner = self.inner.write();
+        remove(&mut inner, key).is_some()
     }
 
     /// Replaces the whole content with `objects`.
     ///
     /// Returns, for each new object, the object it replaced (if any), and the objects that are gone.
     pub fn replace(&self, objects: Vec<Arc<K>>) -> Replaced<K> {
+        let codec = self.inner.read().codec;
+        let entries: Vec<Entry<K>> = objects
+            .iter()
+            .map(|obj| entry_of(codec.as_ref(), obj))
+            .collect();
         let mut inner = self.inner.write();
         let mut seen: HashSet<SharedKey> = HashSet::with_capacity(objects.len());
         let mut upserted = Vec::with_capacity(objects.len());
-        for obj in objects {
-            let key = insert_shared(&mut inner, ObjectKey::from_obj(&*obj), &obj);
-            seen.insert(key.0);
-            upserted.push((obj, key.1));
+        for (obj, entry) in objects.into_iter().zip(entries) {
+            let (key, old) = insert(&mut inner, ObjectKey::from_obj(&*obj), &obj, entry);
+            seen.insert(key);
+            upserted.push((obj, old.and_then(Prior::object)));
         }
         let gone_keys: Vec<SharedKey> = inner
             .items
@@ -245,7 +414,7 @@ impl<K: Resource + Send + Sync + 'static> Store<K> {
         drop(seen);
         let mut removed = Vec::with_capacity(gone_keys.len());
         for key in gone_keys {
-            if let Some(last) = remove(&mut inner, &key) {
+            if let Some(last) = remove(&mut inner, &key).and_then(Prior::object) {
                 removed.push((ObjectKey::clone(&key), last));
             }
         }
@@ -263,42 +432,139 @@ pub struct Replaced<K> {
     pub removed: Vec<(ObjectKey, Arc<K>)>,
 }
 
-fn insert<K>(inner: &mut Inner<K>, key: ObjectKey, obj: Arc<K>) -> Option<Arc<K>> {
-    insert_shared(inner, key, &obj).1
+/// The object an insert replaced or a removal took out.
+enum Prior<K> {
+    Object(Arc<K>),
+    /// Its bytes did not decode (logged); it is gone all the same.
+    Undecodable,
 }
 
-/// Adds or replaces `obj` under `key`; returns the shared key (the one already held when the
-/// object was cached before) and the object replaced.
-fn insert_shared<K>(
+impl<K> Prior<K> {
+    fn object(self) -> Option<Arc<K>> {
+        match self {
+            Prior::Object(obj) => Some(obj),
+            Prior::Undecodable => None,
+        }
+    }
+}
+
+/// Decodes `entries`, read under the lock, after releasing it. Objects whose bytes do not decode
+/// are logged and left out.
+fn materialize<K>(entries: Vec<(SharedKey, Entry<K>)>, codec: Option<Codec<K>>) -> Vec<Arc<K>> {
+    entries
+        .into_iter()
+        .filter_map(|(key, entry)| read(codec.as_ref(), &key, entry))
+        .collect()
+}
+
+/// `obj` as a store with `codec` holds it. An object that does not encode is kept decoded.
+fn entry_of<K: Resource>(codec: Option<&Codec<K>>, obj: &Arc<K>) -> Entry<K> {
+    let Some(codec) = codec else {
+        return Entry::Decoded(Arc::clone(obj));
+    };
+    match codec.encode(obj) {
+        Ok(bytes) => Entry::Encoded(bytes),
+        Err(err) => {
+            tracing::warn!(key = %ObjectKey::from_obj(&**obj), error = %crate::api_error::Chain(&err), "cannot encode object for the cache; caching it decoded");
+            Entry::Decoded(Arc::clone(obj))
+        }
+    }
+}
+
+/// The object `entry` holds, decoded if need be; `None`, logged, if its bytes do not decode.
+fn read<K>(codec: Option<&Codec<K>>, key: &ObjectKey, entry: Entry<K>) -> Option<Arc<K>> {
+    match entry {
+        Entry::Decoded(obj) => Some(obj),
+        Entry::Encoded(bytes) => {
+            let Some(codec) = codec else {
+                tracing::error!(%key, "cached object is encoded but the store has no codec");
+                return None;
+            };
+            match codec.decode(&bytes) {
+                Ok(obj) => Some(obj),
+                Err(err) => {
+                    tracing::error!(%key, error = %crate::api_error::Chain(&err), "cached object does not decode; skipping it");
+                    None
+                }
+            }
+        }
+    }
+}
+
+/// Adds or replaces `obj`, held as `entry`, under `key`; returns the shared key (the one already
+/// held when the object was cached before) and what it replaced.
+///
+/// The replaced object is decoded, under the lock, to move the key between index values; when its
+/// bytes equal the new ones it is not: the object is unchanged (a relist or a resent event), its
+/// index values too, and the new object stands for the old.
+fn insert<K>(
     inner: &mut Inner<K>,
     key: ObjectKey,
     obj: &Arc<K>,
-) -> (SharedKey, Option<Arc<K>>) {
-    let (key, old) = match inner.items.get_mut(&key) {
-        Some(cached) => {
-            let old = std::mem::replace(cached, Arc::clone(obj));
-            let key = inner
-                .items
-                .get_key_value(&key)
-                .map(|(k, _)| Arc::clone(k))
-                .unwrap_or_else(|| Arc::new(key));
-            (key, Some(old))
+    entry: Entry<K>,
+) -> (SharedKey, Option<Prior<K>>) {
+    let (key, old) = match inner.items.get_key_value(&key) {
+        Some((shared, _)) => {
+            let shared = Arc::clone(shared);
+            let old = inner.items.insert(Arc::clone(&shared), entry);
+            (shared, old)
         }
         None => {
             let key = Arc::new(key);
-            inner.items.insert(Arc::clone(&key), Arc::clone(obj));
+            inner.items.insert(Arc::clone(&key), entry);
             (key, None)
         }
     };
-    update_indices(inner, &key, old.as_deref(), Some(&**obj));
-    (key, old)
+    let Some(old) = old else {
+        update_indices(inner, &key, None, Some(&**obj));
+        return (key, None);
+    };
+    let unchanged = match (&old, inner.items.get(&*key)) {
+        (Entry::Encoded(old), Some(Entry::Encoded(new))) => old == new,
+        _ => false,
+    };
+    if unchanged {
+        return (key, Some(Prior::Object(Arc::clone(obj))));
+    }
+    let prior = match read(inner.codec.as_ref(), &key, old) {
+        Some(old) => {
+            update_indices(inner, &key, Some(&*old), Some(&**obj));
+            Prior::Object(old)
+        }
+        None => {
+            unindex(inner, &key);
+            update_indices(inner, &key, None, Some(&**obj));
+            Prior::Undecodable
+        }
+    };
+    (key, Some(prior))
 }
 
-fn remove<K>(inner: &mut Inner<K>, key: &ObjectKey) -> Option<Arc<K>> {
+fn remove<K>(inner: &mut Inner<K>, key: &ObjectKey) -> Option<Prior<K>> {
     let (key, old) = inner.items.remove_entry(key)?;
-    update_indices(inner, &key, Some(&*old), None);
+    let prior = match read(inner.codec.as_ref(), &key, old) {
+        Some(old) => {
+            update_indices(inner, &key, Some(&*old), None);
+            Prior::Object(old)
+        }
+        None => {
+            unindex(inner, &key);
+            Prior::Undecodable
+        }
+    };
     shrink_after_removals(inner);
-    Some(old)
+    Some(prior)
+}
+
+/// Takes `key` out of every index, for an object whose values cannot be computed again (its
+/// bytes do not decode): a scan of every index value, which only that case pays.
+fn unindex<K>(inner: &mut Inner<K>, key: &SharedKey) {
+    for index in inner.indices.values_mut() {
+        index.retain(|_, set| {
+            set.remove(&**key);
+            !set.is_empty()
+        });
+    }
 }
 
 /// Fewest slots a table is shrunk to: below that, shrinking saves nothing worth the rehash.
@@ -356,7 +622,8 @@ fn update_indices<K>(inner: &mut Inner<K>, key: &SharedKey, old: Option<&K>, new
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::Pod;
+    use crate::informer::encoded::CodecError;
+    use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
     use kube::api::ObjectMeta;
 
@@ -378,6 +645,14 @@ mod tests {
                 }),
                 ..Default::default()
             },
+            spec: Some(PodSpec {
+                containers: vec![Container {
+                    name: "c".into(),
+                    image: Some("registry.k8s.io/pause:3.10".into()),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
             ..Default::default()
         })
     }
@@ -389,86 +664,277 @@ mod tests {
             .collect()
     }
 
+    /// A store of each form: every test below runs on both and must see the same results.
+    fn stores() -> [Store<Pod>; 2] {
+        let (decoded, encoded) = (Store::decoded(), Store::new());
+        assert!(!decoded.is_encoded());
+        assert!(encoded.is_encoded(), "pods are encoded by default");
+        [decoded, encoded]
+    }
+
     #[test]
     fn namespace_and_controller_uid_indices_follow_updates_and_deletes() {
-        let store = Store::new();
-        store.insert(pod("a", "p1", Some("u1")));
-        store.insert(pod("a", "p2", Some("u1")));
-        store.insert(pod("b", "p3", None));
-        assert_eq!(names(store.list_by_namespace("a")), ["p1", "p2"]);
-        assert_eq!(names(store.list_by_namespace("")), ["p1", "p2", "p3"]);
-        assert_eq!(
-            names(store.by_index(CONTROLLER_UID_INDEX, "u1")),
-            ["p1", "p2"]
-        );
+        for store in stores() {
+            store.insert(pod("a", "p1", Some("u1")));
+            store.insert(pod("a", "p2", Some("u1")));
+            store.insert(pod("b", "p3", None));
+            assert_eq!(names(store.list_by_namespace("a")), ["p1", "p2"]);
+            assert_eq!(names(store.list_by_namespace("")), ["p1", "p2", "p3"]);
+            assert_eq!(
+                names(store.by_index(CONTROLLER_UID_INDEX, "u1")),
+                ["p1", "p2"]
+            );
+            let mut keys = store.index_keys(CONTROLLER_UID_INDEX, "u1");
+            keys.sort_by(|a, b| a.name.cmp(&b.name));
+            assert_eq!(keys, [ObjectKey::new("a", "p1"), ObjectKey::new("a", "p2")]);
 
-        // Re-owned: moves between index values.
-        store.insert(pod("a", "p2", Some("u2")));
-        assert_eq!(names(store.by_index(CONTROLLER_UID_INDEX, "u1")), ["p1"]);
-        assert_eq!(names(store.by_index(CONTROLLER_UID_INDEX, "u2")), ["p2"]);
+            // Re-owned: moves between index values.
+            let old = store.insert(pod("a", "p2", Some("u2")));
+            assert_eq!(old, Some(pod("a", "p2", Some("u1"))), "the state replaced");
+            assert_eq!(names(store.by_index(CONTROLLER_UID_INDEX, "u1")), ["p1"]);
+            assert_eq!(names(store.by_index(CONTROLLER_UID_INDEX, "u2")), ["p2"]);
 
-        store.remove(&ObjectKey::new("a", "p1"));
-        assert!(store.by_index(CONTROLLER_UID_INDEX, "u1").is_empty());
-        let mut values = store.index_values(CONTROLLER_UID_INDEX);
-        values.sort();
-        assert_eq!(values, ["u2"], "empty index values are dropped");
-        assert_eq!(store.len(), 2);
-        assert!(store.by_index("no-such-index", "x").is_empty());
+            assert_eq!(
+                store.remove(&ObjectKey::new("a", "p1")),
+                Some(pod("a", "p1", Some("u1")))
+            );
+            assert_eq!(store.remove(&ObjectKey::new("a", "p1")), None);
+            assert!(store.by_index(CONTROLLER_UID_INDEX, "u1").is_empty());
+            let mut values = store.index_values(CONTROLLER_UID_INDEX);
+            values.sort();
+            assert_eq!(values, ["u2"], "empty index values are dropped");
+            assert_eq!(store.len(), 2);
+            assert!(store.by_index("no-such-index", "x").is_empty());
+            assert!(store.index_keys("no-such-index", "x").is_empty());
+        }
+    }
+
+    #[test]
+    fn get_returns_the_object_as_inserted() {
+        for store in stores() {
+            let p = pod("a", "p1", Some("u1"));
+            assert_eq!(store.insert(Arc::clone(&p)), None);
+            assert_eq!(store.get(&ObjectKey::new("a", "p1")), Some(p));
+            assert_eq!(store.get(&ObjectKey::new("a", "p2")), None);
+        }
     }
 
     #[test]
     fn claimable_objects_are_the_owners_and_the_namespaces_orphans() {
-        let store = Store::new();
-        store.insert(pod("a", "mine", Some("u1")));
-        store.insert(pod("b", "mine-elsewhere", Some("u1")));
-        store.insert(pod("a", "theirs", Some("u2")));
-        store.insert(pod("a", "orphan", None));
-        store.insert(pod("b", "other-orphan", None));
-        assert_eq!(names(store.claimable("a", "u1")), ["mine", "orphan"]);
-        assert_eq!(names(store.by_index(ORPHAN_INDEX, "b")), ["other-orphan"]);
-        // Adopted: no longer an orphan.
-        store.insert(pod("a", "orphan", Some("u2")));
-        assert_eq!(names(store.claimable("a", "u1")), ["mine"]);
+        for store in stores() {
+            store.insert(pod("a", "mine", Some("u1")));
+            store.insert(pod("b", "mine-elsewhere", Some("u1")));
+            store.insert(pod("a", "theirs", Some("u2")));
+            store.insert(pod("a", "orphan", None));
+            store.insert(pod("b", "other-orphan", None));
+            assert_eq!(names(store.claimable("a", "u1")), ["mine", "orphan"]);
+            assert_eq!(names(store.by_index(ORPHAN_INDEX, "b")), ["other-orphan"]);
+            // Adopted: no longer an orphan.
+            store.insert(pod("a", "orphan", Some("u2")));
+            assert_eq!(names(store.claimable("a", "u1")), ["mine"]);
+        }
     }
 
     #[test]
     fn custom_indexer_indexes_objects_already_cached() {
-        let store = Store::new();
-        store.insert(pod("a", "web", None));
-        store.insert(pod("a", "db", None));
-        store.add_indexer("app", |p: &Pod| {
-            p.metadata
-                .labels
-                .iter()
-                .flatten()
-                .filter(|(k, _)| *k == "app")
-                .map(|(_, v)| v.clone())
-                .collect()
-        });
-        assert_eq!(names(store.by_index("app", "web")), ["web"]);
-        store.insert(pod("b", "web", None));
-        assert_eq!(store.by_index("app", "web").len(), 2);
+        for store in stores() {
+            store.insert(pod("a", "web", None));
+            store.insert(pod("a", "db", None));
+            store.add_indexer("app", |p: &Pod| {
+                p.metadata
+                    .labels
+                    .iter()
+                    .flatten()
+                    .filter(|(k, _)| *k == "app")
+                    .map(|(_, v)| v.clone())
+                    .collect()
+            });
+            assert_eq!(names(store.by_index("app", "web")), ["web"]);
+            store.insert(pod("b", "web", None));
+            assert_eq!(store.by_index("app", "web").len(), 2);
+        }
     }
 
     #[test]
     fn replace_reports_upserts_with_their_old_state_and_removals() {
+        for store in stores() {
+            store.insert(pod("a", "keep", None));
+            store.insert(pod("a", "change", None));
+            store.insert(pod("a", "gone", Some("u1")));
+            let replaced = store.replace(vec![
+                pod("a", "keep", None),
+                pod("a", "change", Some("u2")),
+                pod("a", "new", None),
+            ]);
+            let mut upserted: Vec<(String, Option<Arc<Pod>>)> = replaced
+                .upserted
+                .into_iter()
+                .map(|(n, o)| (n.metadata.name.clone().unwrap_or_default(), o))
+                .collect();
+            upserted.sort_by(|a, b| a.0.cmp(&b.0));
+            assert_eq!(
+                upserted,
+                [
+                    ("change".to_string(), Some(pod("a", "change", None))),
+                    ("keep".to_string(), Some(pod("a", "keep", None))),
+                    ("new".to_string(), None),
+                ]
+            );
+            assert_eq!(replaced.removed.len(), 1);
+            assert_eq!(replaced.removed[0].0, ObjectKey::new("a", "gone"));
+            assert_eq!(replaced.removed[0].1, pod("a", "gone", Some("u1")));
+            assert!(store.by_index(CONTROLLER_UID_INDEX, "u1").is_empty());
+            assert_eq!(
+                names(store.by_index(CONTROLLER_UID_INDEX, "u2")),
+                ["change"]
+            );
+            assert_eq!(names(store.by_index(ORPHAN_INDEX, "a")), ["keep", "new"]);
+            assert_eq!(names(store.list()), ["change", "keep", "new"]);
+        }
+    }
+
+    #[test]
+    fn list_by_labels_reads_the_least_common_pair_when_labels_are_indexed() {
+        fn labelled(ns: &str, name: &str, labels: &[(&str, &str)]) -> Arc<Pod> {
+            let mut p = (*pod(ns, name, None)).clone();
+            p.metadata.labels = Some(
+                labels
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            );
+            Arc::new(p)
+        }
+        let selector = |pairs: &[(&str, &str)]| -> std::collections::BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        for indexed in [false, true] {
+            for store in stores() {
+                if indexed {
+                    store.add_indexer(LABEL_INDEX, label_index::<Pod>);
+                }
+                store.insert(labelled("a", "web-1", &[("app", "web"), ("tier", "front")]));
+                store.insert(labelled("a", "web-2", &[("app", "web"), ("tier", "back")]));
+                store.insert(labelled("a", "db", &[("app", "db"), ("tier", "back")]));
+                store.insert(labelled("b", "web-3", &[("app", "web"), ("tier", "front")]));
+                let web = selector(&[("app", "web")]);
+                assert_eq!(names(store.list_by_labels("a", &web)), ["web-1", "web-2"]);
+                let front_web = selector(&[("app", "web"), ("tier", "front")]);
+                assert_eq!(names(store.list_by_labels("a", &front_web)), ["web-1"]);
+                assert_eq!(
+                    names(store.list_by_labels("", &front_web)),
+                    ["web-1", "web-3"]
+                );
+                assert!(store
+                    .list_by_labels("a", &selector(&[("app", "x")]))
+                    .is_empty());
+                assert_eq!(store.list_by_labels("a", &selector(&[])).len(), 3);
+                // Relabelled: leaves its old values.
+                store.insert(labelled("a", "web-2", &[("app", "db")]));
+                assert_eq!(names(store.list_by_labels("a", &web)), ["web-1"]);
+                if indexed {
+                    let mut keys = store.index_keys(LABEL_INDEX, "a/app=db");
+                    keys.sort_by(|a, b| a.name.cmp(&b.name));
+                    assert_eq!(
+                        keys,
+                        [ObjectKey::new("a", "db"), ObjectKey::new("a", "web-2")]
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn an_encoded_store_holds_bytes_and_decodes_a_fresh_object_per_read() {
         let store = Store::new();
-        store.insert(pod("a", "keep", None));
-        store.insert(pod("a", "gone", Some("u1")));
-        let replaced = store.replace(vec![pod("a", "keep", None), pod("a", "new", None)]);
-        let mut upserted: Vec<(String, bool)> = replaced
-            .upserted
-            .iter()
-            .map(|(n, o)| (n.metadata.name.clone().unwrap_or_default(), o.is_some()))
-            .collect();
-        upserted.sort();
+        let p = pod("a", "p1", None);
+        store.insert(Arc::clone(&p));
+        let inner = store.inner.read();
+        let entry = inner.items.get(&ObjectKey::new("a", "p1"));
+        assert!(matches!(entry, Some(Entry::Encoded(_))), "{entry:?}");
+        drop(inner);
+        let (first, second) = (store.get(&ObjectKey::new("a", "p1")), store.list());
+        let first = first.expect("cached");
+        assert!(!Arc::ptr_eq(&first, &p) && !Arc::ptr_eq(&first, &second[0]));
+        assert_eq!((&*first, &*second[0]), (&*p, &*p));
+
+        // Reinserting the same content is found unchanged without decoding: the new object
+        // stands for the old one.
+        let again = pod("a", "p1", None);
+        let old = store.insert(Arc::clone(&again)).expect("replaced");
+        assert!(Arc::ptr_eq(&old, &again));
+    }
+
+    #[test]
+    fn other_types_are_held_decoded_unless_asked() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        let cm = Arc::new(ConfigMap {
+            metadata: ObjectMeta {
+                namespace: Some("a".into()),
+                name: Some("c".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+        let decoded = Store::<ConfigMap>::new();
+        assert!(!decoded.is_encoded());
+        decoded.insert(Arc::clone(&cm));
+        let read = decoded.get(&ObjectKey::new("a", "c")).expect("cached");
+        assert!(Arc::ptr_eq(&read, &cm), "the cached object itself");
+
+        let encoded = Store::<ConfigMap>::encoded();
+        assert!(encoded.is_encoded());
+        encoded.insert(Arc::clone(&cm));
+        assert_eq!(encoded.get(&ObjectKey::new("a", "c")), Some(cm));
+    }
+
+    /// Bytes that do not decode (which the store's own bytes never are) are logged and skipped:
+    /// reads leave the object out, and writes still keep the indices exact.
+    #[test]
+    fn objects_whose_bytes_do_not_decode_are_skipped_and_unindexed() {
+        fn undecodable(_: &[u8]) -> Result<Arc<Pod>, CodecError> {
+            Err(CodecError::Type)
+        }
+        let codec = Codec::<Pod>::default_for()
+            .expect("pods are encoded")
+            .with_decode(undecodable);
+        let store = Store::with_codec(Some(codec));
+        store.insert(pod("a", "p1", Some("u1")));
+        store.insert(pod("a", "p2", None));
+        assert_eq!(store.len(), 2);
+        assert_eq!(store.get(&ObjectKey::new("a", "p1")), None);
+        assert!(store.list().is_empty());
+        assert!(store.claimable("a", "u1").is_empty());
+        assert_eq!(store.index_keys(CONTROLLER_UID_INDEX, "u1").len(), 1);
+
+        // The replaced state cannot be returned, but its index values go.
+        assert_eq!(store.insert(pod("a", "p1", Some("u2"))), None);
+        assert!(store.index_keys(CONTROLLER_UID_INDEX, "u1").is_empty());
         assert_eq!(
-            upserted,
-            [("keep".to_string(), true), ("new".to_string(), false)]
+            store.index_keys(CONTROLLER_UID_INDEX, "u2"),
+            [ObjectKey::new("a", "p1")]
         );
-        assert_eq!(replaced.removed.len(), 1);
-        assert_eq!(replaced.removed[0].0, ObjectKey::new("a", "gone"));
-        assert!(store.by_index(CONTROLLER_UID_INDEX, "u1").is_empty());
-        assert_eq!(names(store.list()), ["keep", "new"]);
+
+        // A removal says the object was there even though it cannot return it.
+        assert!(store.delete(&ObjectKey::new("a", "p1")));
+        assert!(!store.delete(&ObjectKey::new("a", "p1")));
+        assert_eq!(store.remove(&ObjectKey::new("a", "p2")), None);
+        assert!(store.is_empty());
+        for index in [NAMESPACE_INDEX, CONTROLLER_UID_INDEX, ORPHAN_INDEX] {
+            assert!(store.index_values(index).is_empty(), "{index}");
+        }
+
+        // A relist removes what it no longer finds, without a tombstone it cannot build.
+        store.insert(pod("a", "p3", None));
+        let replaced = store.replace(vec![pod("a", "p4", None)]);
+        assert!(replaced.removed.is_empty());
+        assert_eq!(store.list_keys(), [ObjectKey::new("a", "p4")]);
+        assert_eq!(
+            store.index_keys(ORPHAN_INDEX, "a"),
+            [ObjectKey::new("a", "p4")]
+        );
     }
 }
