@@ -301,7 +301,7 @@ impl FlowControl {
     /// ends when seats free, at the wait limit, or when the caller drops the future (the client
     /// went away).
     pub async fn handle(
-        &self,
+        self: &Arc<Self>,
         request: Arc<Attributes>,
         query: Option<&str>,
         serve: impl Future<Output = Response>,
@@ -319,6 +319,7 @@ impl FlowControl {
         ];
         let distinguisher = m.schema.flow_distinguisher(&request).to_string();
         let hash = flow_hash(&schema_name, &distinguisher);
+        let is_watch = request.verb == "watch";
         drop(state);
         let seats = estimate::seats(
             &request,
@@ -389,15 +390,22 @@ impl FlowControl {
         self.metrics
             .dispatched(&level.name, &schema_name, seats, waited);
         let running = Running {
-            fc: self,
-            level: &level,
-            schema: &schema_name,
+            fc: Arc::clone(self),
+            level: Arc::clone(&level),
+            schema: Arc::clone(&schema_name),
             ticket,
             seats,
             started: self.clock.now(),
         };
-        let mut response = serve.await;
-        drop(running);
+        let response = serve.await;
+        // As kube's handler writes its body before the filter lets go of its seats, the seats
+        // are kept until the body has been sent; a watch gives them back once it is set up.
+        let mut response = if is_watch {
+            drop(running);
+            response
+        } else {
+            crate::http::held::hold_until_sent(response, running)
+        };
         response.headers_mut().extend(headers);
         response
     }
@@ -487,23 +495,24 @@ impl Drop for Queued<'_> {
     }
 }
 
-/// An executing request; its seat is given back when it is dropped, however the request ended.
-struct Running<'a> {
-    fc: &'a FlowControl,
-    level: &'a PriorityLevel,
-    schema: &'a Arc<str>,
+/// An executing request; its seats are given back when it is dropped: once its response body
+/// has been sent, or however else the request ended.
+struct Running {
+    fc: Arc<FlowControl>,
+    level: Arc<PriorityLevel>,
+    schema: Arc<str>,
     ticket: Ticket,
     seats: usize,
     started: Instant,
 }
 
-impl Drop for Running<'_> {
+impl Drop for Running {
     fn drop(&mut self) {
         let now = self.fc.clock.now();
         self.level.set.lock().finish(self.ticket, now, &mut notify);
         self.fc.metrics.finished(
             &self.level.name,
-            self.schema,
+            &self.schema,
             self.seats,
             now.saturating_duration_since(self.started),
         );

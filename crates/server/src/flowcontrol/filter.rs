@@ -1,9 +1,10 @@
 //! The API Priority and Fairness filter (`staging/src/k8s.io/apiserver/pkg/server/filters/priority-and-fairness.go`).
 //!
 //! Long-running requests other than watches (`proxy`, and the `attach`, `exec`, `log`,
-//! `portforward` subresources) bypass it. A watch holds its seat until its handler answers,
-//! that is until the watch is set up and its response starts, as kube holds one until the
-//! watch's initialization; the events that follow hold none.
+//! `portforward` subresources) bypass it. A request holds its seats until its response body has
+//! been sent, as kube's does (its handler writes the body before the filter returns); a watch
+//! holds them until its handler answers, that is until the watch is set up and its response
+//! starts, as kube holds one until the watch's initialization; the events that follow hold none.
 
 use std::sync::Arc;
 

@@ -89,7 +89,8 @@ pub async fn limit(
         return next.run(req).await;
     };
     match Arc::clone(pool).try_acquire_owned() {
-        Ok(_seat) => next.run(req).await,
+        // The seat is held until the body has been sent, as kube's handler writes it first.
+        Ok(seat) => crate::http::held::hold_until_sent(next.run(req).await, seat),
         Err(_) if privileged(&req) => next.run(req).await,
         Err(_) => too_many_requests(),
     }

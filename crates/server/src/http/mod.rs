@@ -13,6 +13,7 @@ pub mod field_validation;
 pub mod filter;
 pub mod filters;
 pub mod handlers;
+pub mod held;
 pub mod inflight;
 pub mod negotiate;
 pub mod params;
