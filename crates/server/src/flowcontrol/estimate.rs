@@ -80,7 +80,7 @@ impl ListOptions {
     /// Whether the LIST reads the store rather than the watch cache (`shouldListFromStorage`,
     /// with consistent lists served from the cache as in 1.33): a continuation, or a
     /// resourceVersion match the cache does not serve.
-    fn from_storage(&self) -> bool {
+    fn reads_storage(&self) -> bool {
         let legacy_exact = self.limit > 0
             && self.resource_version_match.is_empty()
             && !self.resource_version.is_empty()
@@ -118,7 +118,7 @@ pub fn seats(
     let Some(stored) = counts.count(&request.api_group, &request.resource) else {
         return MINIMUM_SEATS;
     };
-    let from_cache = request.verb == "watch" || !options.from_storage();
+    let from_cache = request.verb == "watch" || !options.reads_storage();
     let limit = if options.limit > 0 && options.limit < stored {
         options.limit
     } else {
