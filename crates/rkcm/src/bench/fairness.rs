@@ -8,13 +8,14 @@
 //! lists the ConfigMaps of her namespace from many tasks at once, without pause; Bob creates
 //! ConfigMaps in his, one at a time (kube-rs resends a refused write after its `Retry-After`).
 //! Bob's write latency, resends included, is reported without the flood, then under it with the
-//! filter on and off; the server runs in its own process, so the figures are the server's
-//! arbitration, not this process's share of the CPU.
+//! filter on and off. The server runs in a process of its own, but on the same cores as the
+//! clients: when the flood saturates the CPU before it fills its level's seats (as on a 2-core
+//! machine), Bob's tail is time waiting for a core, which no concurrency limit arbitrates.
 //!
 //! With the filter on, each of Alice's LISTs takes one seat per 100 stored ConfigMaps (at most
-//! the level's maximum, 8 of `global-default`'s 49 at 600 seats), so only a few run at once, and
-//! fair queuing hands Bob the next free seat. With it off, every LIST up to
-//! `--max-requests-inflight` runs at once.
+//! the level's maximum, 8 of `global-default`'s 49 at 600 seats) and holds them until its body
+//! has been sent, so only a few run at once, and fair queuing hands Bob the next free seat. With
+//! it off, every LIST up to `--max-requests-inflight` runs at once.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
