@@ -560,13 +560,11 @@ fn advertised(config: &Config) -> rest::Advertised {
 /// `apiserver_storage_objects`: the objects of each stored resource, counted in the watch cache
 /// (a resource served in several versions is stored, and counted, once).
 /// The stored objects of a resource, for flow control's LIST estimates: the watch cache's
-/// count, for any resource it holds (built-in or custom); none for one it does not.
+/// count, for any resource it holds (built-in or custom); 0 for one it does not.
 fn object_counts(store: crate::store::Store) -> Box<dyn rkcm_server::flowcontrol::ObjectCounts> {
     Box::new(move |group: &str, resource: &str| {
         let group = if group.is_empty() { "core" } else { group };
-        store
-            .cache()
-            .count_if_known(&format!("/{group}/{resource}/"))
+        store.cache().count(&format!("/{group}/{resource}/"))
     })
 }
 

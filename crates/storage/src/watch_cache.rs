@@ -566,21 +566,14 @@ impl WatchCache {
         st.objects.get(key).cloned()
     }
 
-    /// How many objects the resource of `prefix` holds.
+    /// How many objects the resource of `prefix` holds (none for a resource the cache has not
+    /// met; counting does not make it known).
     pub fn count(&self, prefix: &str) -> usize {
-        self.resource(resource_prefix(prefix))
-            .state
-            .lock()
-            .objects
-            .len()
-    }
-
-    /// How many objects the resource of `prefix` holds, if the cache has met that resource
-    /// (unlike [`WatchCache::count`], asking does not make it known).
-    pub fn count_if_known(&self, prefix: &str) -> Option<usize> {
-        let res = Arc::clone(self.resources.read().get(resource_prefix(prefix))?);
+        let Some(res) = self.resources.read().get(resource_prefix(prefix)).cloned() else {
+            return 0;
+        };
         let n = res.state.lock().objects.len();
-        Some(n)
+        n
     }
 
     /// Objects whose key starts with `prefix` (a resource prefix, optionally with `<ns>/`), after

@@ -227,7 +227,7 @@ impl FlowControl {
             wait_limit: DEFAULT_WAIT_LIMIT,
             source,
             clock,
-            counts: Box::new(|_: &str, _: &str| None),
+            counts: Box::new(|_: &str, _: &str| 0),
             state: RwLock::new(Arc::new(State::empty())),
             metrics: Metrics::default(),
             dropped: DroppedRequests::default(),
@@ -327,7 +327,6 @@ impl FlowControl {
             &*self.counts,
             level.max_seats.load(Ordering::Relaxed),
         );
-        self.metrics.estimated(&level.name, &schema_name, seats);
         let (tx, mut rx) = oneshot::channel();
         let waiter = Waiter {
             tx,
@@ -346,7 +345,7 @@ impl FlowControl {
         let (ticket, waited) = match start {
             Start::Execute(ticket) => (ticket, None),
             Start::Reject(why, _) => {
-                return self.reject(&level, &schema_name, why, None, headers);
+                return self.reject(&level, &schema_name, seats, why, None, headers);
             }
             Start::Wait(ticket) => {
                 let mut queued = Queued {
@@ -354,6 +353,7 @@ impl FlowControl {
                     level: &level,
                     schema: &schema_name,
                     ticket,
+                    seats,
                     arrived,
                     armed: true,
                 };
@@ -379,6 +379,7 @@ impl FlowControl {
                     return self.reject(
                         &level,
                         &schema_name,
+                        seats,
                         Rejection::TimeOut,
                         Some(waited),
                         headers,
@@ -414,11 +415,13 @@ impl FlowControl {
         &self,
         level: &PriorityLevel,
         schema: &Arc<str>,
+        seats: usize,
         why: Rejection,
         waited: Option<Duration>,
         headers: [(HeaderName, HeaderValue); 2],
     ) -> Response {
-        self.metrics.rejected(&level.name, schema, why, waited);
+        self.metrics
+            .rejected(&level.name, schema, seats, why, waited);
         let now = jiff::Timestamp::now().as_second();
         self.dropped.record(&level.name, now);
         let retry_after = self.dropped.retry_after(&level.name);
@@ -468,6 +471,7 @@ struct Queued<'a> {
     level: &'a PriorityLevel,
     schema: &'a Arc<str>,
     ticket: Ticket,
+    seats: usize,
     arrived: Instant,
     armed: bool,
 }
@@ -486,6 +490,7 @@ impl Drop for Queued<'_> {
             self.fc.metrics.rejected(
                 &self.level.name,
                 self.schema,
+                self.seats,
                 Rejection::Cancelled,
                 Some(waited),
             );

@@ -25,13 +25,13 @@ const LEVEL_MAX_SEATS_SHARE: f64 = 0.15;
 
 /// How many objects the server stores of a resource (kube's object count tracker).
 pub trait ObjectCounts: Send + Sync {
-    /// The objects of `resource` in `group`; `None` when the server keeps no count for it (an
-    /// unknown or aggregated resource).
-    fn count(&self, group: &str, resource: &str) -> Option<usize>;
+    /// The objects of `resource` in `group`; 0 when the server keeps no count for it (an
+    /// unknown or aggregated resource), which costs the minimum as kube's "not found" does.
+    fn count(&self, group: &str, resource: &str) -> usize;
 }
 
-impl<F: Fn(&str, &str) -> Option<usize> + Send + Sync> ObjectCounts for F {
-    fn count(&self, group: &str, resource: &str) -> Option<usize> {
+impl<F: Fn(&str, &str) -> usize + Send + Sync> ObjectCounts for F {
+    fn count(&self, group: &str, resource: &str) -> usize {
         self(group, resource)
     }
 }
@@ -115,9 +115,7 @@ pub fn seats(
     if request.verb == "watch" && !options.send_initial_events {
         return MINIMUM_SEATS;
     }
-    let Some(stored) = counts.count(&request.api_group, &request.resource) else {
-        return MINIMUM_SEATS;
-    };
+    let stored = counts.count(&request.api_group, &request.resource);
     let from_cache = request.verb == "watch" || !options.reads_storage();
     let limit = if options.limit > 0 && options.limit < stored {
         options.limit
@@ -148,7 +146,7 @@ mod tests {
         (a, query.into())
     }
 
-    fn estimate(verb: &str, path: &str, query: &str, stored: Option<usize>, max: usize) -> usize {
+    fn estimate(verb: &str, path: &str, query: &str, stored: usize, max: usize) -> usize {
         let (a, q) = list(verb, path, query);
         seats(&a, Some(&q), &move |_: &str, _: &str| stored, max)
     }
@@ -158,18 +156,18 @@ mod tests {
     #[test]
     fn lists_take_a_seat_per_hundred_objects_up_to_the_maximum() {
         let pods = "/api/v1/namespaces/foo/pods";
-        assert_eq!(estimate("list", pods, "", Some(799), 10), 8);
-        assert_eq!(estimate("list", pods, "", Some(1999), 10), 10);
-        assert_eq!(estimate("list", pods, "", Some(0), 10), 1);
+        assert_eq!(estimate("list", pods, "", 799, 10), 8);
+        assert_eq!(estimate("list", pods, "", 1999, 10), 10);
+        assert_eq!(estimate("list", pods, "", 0, 10), 1);
         // Served from the watch cache: every stored object, whatever the limit.
-        assert_eq!(estimate("list", pods, "limit=399", Some(699), 10), 7);
+        assert_eq!(estimate("list", pods, "limit=399", 699, 10), 7);
         assert_eq!(
-            estimate("list", pods, "resourceVersion=0&limit=399", Some(699), 10),
+            estimate("list", pods, "resourceVersion=0&limit=399", 699, 10),
             7
         );
         // From the store: a continuation reads twice the page.
         assert_eq!(
-            estimate("list", pods, "continue=token&limit=399", Some(699), 10),
+            estimate("list", pods, "continue=token&limit=399", 699, 10),
             8
         );
         // From the store with a selector: every object plus the page.
@@ -178,7 +176,7 @@ mod tests {
                 "list",
                 pods,
                 "continue=token&limit=399&labelSelector=app%3Dx",
-                Some(699),
+                699,
                 10
             ),
             10
@@ -188,41 +186,41 @@ mod tests {
                 "list",
                 pods,
                 "resourceVersion=3&resourceVersionMatch=Exact&limit=100",
-                Some(699),
+                699,
                 10
             ),
             2
         );
         // Unknown resource: the minimum; a broken limit: the maximum.
-        assert_eq!(estimate("list", pods, "", None, 10), 1);
-        assert_eq!(estimate("list", pods, "limit=abc", Some(699), 10), 10);
+        assert_eq!(estimate("list", pods, "", 0, 10), 1);
+        assert_eq!(estimate("list", pods, "limit=abc", 699, 10), 10);
     }
 
     #[test]
     fn a_level_bounds_a_list_by_its_own_maximum() {
         let pods = "/api/v1/namespaces/foo/pods";
-        assert_eq!(estimate("list", pods, "", Some(799), 3), 3);
+        assert_eq!(estimate("list", pods, "", 799, 3), 3);
         // Levels that do not queue, and levels above the limit: the LIST limit.
-        assert_eq!(estimate("list", pods, "", Some(1999), 0), 10);
-        assert_eq!(estimate("list", pods, "", Some(1999), 20), 10);
+        assert_eq!(estimate("list", pods, "", 1999, 0), 10);
+        assert_eq!(estimate("list", pods, "", 1999, 20), 10);
     }
 
     #[test]
     fn watches_cost_their_initial_events_only_when_asked() {
         let pods = "/api/v1/namespaces/foo/pods";
-        assert_eq!(estimate("watch", pods, "watch=true", Some(799), 10), 1);
+        assert_eq!(estimate("watch", pods, "watch=true", 799, 10), 1);
         assert_eq!(
             estimate(
                 "watch",
                 pods,
                 "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan",
-                Some(799),
+                799,
                 10
             ),
             8
         );
         assert_eq!(
-            estimate("watch", pods, "sendInitialEvents=maybe", Some(799), 10),
+            estimate("watch", pods, "sendInitialEvents=maybe", 799, 10),
             10
         );
     }
@@ -230,11 +228,11 @@ mod tests {
     #[test]
     fn other_requests_take_one_seat() {
         let cm = "/api/v1/namespaces/foo/configmaps";
-        assert_eq!(estimate("get", &format!("{cm}/x"), "", Some(799), 10), 1);
-        assert_eq!(estimate("create", cm, "", Some(799), 10), 1);
+        assert_eq!(estimate("get", &format!("{cm}/x"), "", 799, 10), 1);
+        assert_eq!(estimate("create", cm, "", 799, 10), 1);
         let (mut a, _) = list("list", "/healthz", "");
         a.resource_request = false;
-        assert_eq!(seats(&a, None, &|_: &str, _: &str| Some(5000), 10), 1);
+        assert_eq!(seats(&a, None, &|_: &str, _: &str| 5000, 10), 1);
     }
 
     #[test]

@@ -133,12 +133,8 @@ impl Metrics {
         self.with(level, schema, |f| f.in_queue += delta);
     }
 
-    /// A request was estimated to take `seats` seats.
-    pub fn estimated(&self, level: &Arc<str>, schema: &Arc<str>, seats: usize) {
-        self.with(level, schema, |f| f.estimated_seats.observe(seats as f64));
-    }
-
-    /// A request starts executing after waiting `waited` (`None`: it was not queued).
+    /// A request of `seats` estimated seats starts executing after waiting `waited` (`None`: it
+    /// was not queued).
     pub fn dispatched(
         &self,
         level: &Arc<str>,
@@ -148,6 +144,7 @@ impl Metrics {
     ) {
         self.with(level, schema, |f| {
             f.dispatched += 1;
+            f.estimated_seats.observe(seats as f64);
             f.executing += 1;
             f.executing_seats += seats as i64;
             if let Some(w) = waited {
@@ -165,16 +162,18 @@ impl Metrics {
         });
     }
 
-    /// A request was refused, after waiting `waited` if it was queued.
+    /// A request of `seats` estimated seats was refused, after waiting `waited` if it was queued.
     pub fn rejected(
         &self,
         level: &Arc<str>,
         schema: &Arc<str>,
+        seats: usize,
         why: Rejection,
         waited: Option<Duration>,
     ) {
         self.with(level, schema, |f| {
             f.rejected[rejection_index(why)] += 1;
+            f.estimated_seats.observe(seats as f64);
             if let Some(w) = waited {
                 f.wait_rejected.observe(w.as_secs_f64());
             }
@@ -262,26 +261,8 @@ impl Metrics {
                 }
             }
         }
-        header(out, "request_execution_seconds", "[ALPHA] Duration of initial stage (for a WATCH) or any (for a non-WATCH) stage of request execution in the API Priority and Fairness subsystem", "histogram");
-        for ((pl, fs), f) in flows.iter() {
-            if f.execution.count > 0 {
-                f.execution.encode(
-                    out,
-                    "apiserver_flowcontrol_request_execution_seconds",
-                    &lbl(pl, fs),
-                );
-            }
-        }
-        header(out, "work_estimated_seats", "[ALPHA] Number of estimated seats (maximum of initial and final seats) associated with requests in API Priority and Fairness", "histogram");
-        for ((pl, fs), f) in flows.iter() {
-            if f.estimated_seats.count > 0 {
-                f.estimated_seats.encode(
-                    out,
-                    "apiserver_flowcontrol_work_estimated_seats",
-                    &lbl(pl, fs),
-                );
-            }
-        }
+        histograms(out, &flows, "request_execution_seconds", "[ALPHA] Duration of initial stage (for a WATCH) or any (for a non-WATCH) stage of request execution in the API Priority and Fairness subsystem", |f| &f.execution);
+        histograms(out, &flows, "work_estimated_seats", "[ALPHA] Number of estimated seats (maximum of initial and final seats) associated with requests in API Priority and Fairness", |f| &f.estimated_seats);
         drop(flows);
         header(
             out,
@@ -320,6 +301,27 @@ impl Metrics {
     }
 }
 
+/// The section of the histogram `name` with one series per flow that observed something.
+fn histograms<const N: usize>(
+    out: &mut String,
+    flows: &BTreeMap<FlowKey, Flow>,
+    name: &str,
+    help: &str,
+    histogram: impl Fn(&Flow) -> &Histogram<N>,
+) {
+    header(out, name, help, "histogram");
+    for ((pl, fs), f) in flows {
+        let h = histogram(f);
+        if h.count > 0 {
+            h.encode(
+                out,
+                &format!("apiserver_flowcontrol_{name}"),
+                &format!("flow_schema=\"{fs}\",priority_level=\"{pl}\""),
+            );
+        }
+    }
+}
+
 fn header(out: &mut String, name: &str, help: &str, kind: &str) {
     let _ = writeln!(
         out,
@@ -337,10 +339,9 @@ mod tests {
         let (pl, fs): (Arc<str>, Arc<str>) = ("workload-low".into(), "service-accounts".into());
         m.in_queue(&pl, &fs, 1);
         m.in_queue(&pl, &fs, -1);
-        m.dispatched(&pl, &fs, 1, Some(Duration::from_millis(3)));
-        m.finished(&pl, &fs, 1, Duration::from_millis(40));
-        m.estimated(&pl, &fs, 3);
-        m.rejected(&pl, &fs, Rejection::QueueFull, None);
+        m.dispatched(&pl, &fs, 3, Some(Duration::from_millis(3)));
+        m.finished(&pl, &fs, 3, Duration::from_millis(40));
+        m.rejected(&pl, &fs, 10, Rejection::QueueFull, None);
         let mut out = String::new();
         m.encode(
             &mut out,
