@@ -68,10 +68,9 @@ mod tests {
         Config, Level, LevelKind, PolicyRules, ResourceRule, Schema, Subject,
     };
     use crate::flowcontrol::queueset::Queuing;
+    use crate::http::gate::Gate;
     use axum::body::{to_bytes, Body};
-    use axum::Router;
     use http::{header, Method, StatusCode};
-    use tokio::sync::Semaphore;
     use tower::ServiceExt;
 
     fn schema(name: &str, precedence: i32, level: &str, subject: Subject) -> Arc<Schema> {
@@ -146,28 +145,17 @@ mod tests {
 
     #[tokio::test]
     async fn a_saturated_level_queues_then_refuses_while_exempt_requests_pass() {
-        let gate = Arc::new(Semaphore::new(0));
-        let entered = Arc::new(Semaphore::new(0));
-        let handler = {
-            let (gate, entered) = (Arc::clone(&gate), Arc::clone(&entered));
-            move || async move {
-                entered.add_permits(1);
-                let _pass = gate.acquire().await;
-                "served"
-            }
-        };
+        let gate = Gate::default();
         let fc = Arc::new(FlowControl::new(1, Box::new(config())));
-        let app = Router::new()
-            .fallback(handler)
-            .layer(axum::middleware::from_fn_with_state(
-                Arc::clone(&fc),
-                priority_and_fairness,
-            ));
+        let app = gate.router().layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&fc),
+            priority_and_fairness,
+        ));
         let jane = UserInfo::new("jane", &["system:authenticated"]);
         let admin = UserInfo::new("admin", &[SYSTEM_MASTERS, "system:authenticated"]);
 
         let first = tokio::spawn(app.clone().oneshot(request(&jane)));
-        let _ = entered.acquire().await.expect("first request entered");
+        gate.entered().await;
         let second = tokio::spawn(app.clone().oneshot(request(&jane)));
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while tiny(&fc)[4..] != ["1", "1"] {
@@ -208,8 +196,8 @@ mod tests {
 
         // The exempt level is never queued: the admin's request enters while jane's wait.
         let privileged = tokio::spawn(app.clone().oneshot(request(&admin)));
-        let _ = entered.acquire().await.expect("admin entered");
-        gate.add_permits(3);
+        gate.entered().await;
+        gate.open(3);
         for task in [first, second, privileged] {
             let resp = task.await.expect("joined").expect("answered");
             assert_eq!(resp.status(), StatusCode::OK);
@@ -230,33 +218,23 @@ mod tests {
 
     #[tokio::test]
     async fn a_list_takes_a_seat_per_hundred_stored_objects() {
-        let gate = Arc::new(Semaphore::new(0));
-        let entered = Arc::new(Semaphore::new(0));
-        let handler = {
-            let (gate, entered) = (Arc::clone(&gate), Arc::clone(&entered));
-            move || async move {
-                entered.add_permits(1);
-                // Each permit lets one request through.
-                if let Ok(pass) = gate.acquire().await {
-                    pass.forget();
-                }
-                "served"
-            }
-        };
+        let gate = Gate::default();
         // 60 seats, one queue of hand 1: a request may take up to ceil(0.15 × 60) = 9.
         let fc = Arc::new(
             FlowControl::new(60, Box::new(config())).with_object_counts(Box::new(
                 |group: &str, resource: &str| {
-                    (group.is_empty() && resource == "configmaps").then_some(750)
+                    if group.is_empty() && resource == "configmaps" {
+                        750
+                    } else {
+                        0
+                    }
                 },
             )),
         );
-        let app = Router::new()
-            .fallback(handler)
-            .layer(axum::middleware::from_fn_with_state(
-                Arc::clone(&fc),
-                priority_and_fairness,
-            ));
+        let app = gate.router().layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&fc),
+            priority_and_fairness,
+        ));
         let jane = UserInfo::new("jane", &["system:authenticated"]);
         let executing_seats = |fc: &FlowControl| {
             let mut metrics = String::new();
@@ -271,9 +249,9 @@ mod tests {
         };
 
         let list = tokio::spawn(app.clone().oneshot(request(&jane)));
-        entered.acquire().await.expect("list entered").forget();
+        gate.entered().await;
         assert_eq!(executing_seats(&fc), "8");
-        gate.add_permits(1);
+        gate.open(1);
         assert_eq!(
             list.await.expect("joined").expect("answered").status(),
             StatusCode::OK
@@ -287,9 +265,9 @@ mod tests {
             let mut req = request(&jane);
             *req.uri_mut() = uri.parse().expect("uri");
             let task = tokio::spawn(app.clone().oneshot(req));
-            entered.acquire().await.expect("entered").forget();
+            gate.entered().await;
             assert_eq!(executing_seats(&fc), "1", "{uri}");
-            gate.add_permits(1);
+            gate.open(1);
             assert_eq!(
                 task.await.expect("joined").expect("answered").status(),
                 StatusCode::OK
@@ -306,27 +284,35 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_client_that_goes_away_leaves_its_queue() {
-        let gate = Arc::new(Semaphore::new(0));
-        let entered = Arc::new(Semaphore::new(0));
-        let handler = {
-            let (gate, entered) = (Arc::clone(&gate), Arc::clone(&entered));
-            move || async move {
-                entered.add_permits(1);
-                let _pass = gate.acquire().await;
-                "served"
-            }
-        };
+    async fn a_request_keeps_its_seat_until_its_body_has_been_read() {
+        let gate = Gate::default();
         let fc = Arc::new(FlowControl::new(1, Box::new(config())));
-        let app = Router::new()
-            .fallback(handler)
-            .layer(axum::middleware::from_fn_with_state(
-                Arc::clone(&fc),
-                priority_and_fairness,
-            ));
+        let app = gate.router().layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&fc),
+            priority_and_fairness,
+        ));
+        let jane = UserInfo::new("jane", &["system:authenticated"]);
+        gate.open(1);
+        let answered = app.clone().oneshot(request(&jane)).await.expect("answered");
+        assert_eq!(answered.status(), StatusCode::OK);
+        // Answered, its body not sent yet: the level's one seat is still taken.
+        assert_eq!(tiny(&fc)[5], "1", "{}", fc.dump_priority_levels());
+        let body = to_bytes(answered.into_body(), 1024).await.expect("body");
+        assert_eq!(&body[..], b"served");
+        assert_eq!(tiny(&fc)[5], "0", "{}", fc.dump_priority_levels());
+    }
+
+    #[tokio::test]
+    async fn a_client_that_goes_away_leaves_its_queue() {
+        let gate = Gate::default();
+        let fc = Arc::new(FlowControl::new(1, Box::new(config())));
+        let app = gate.router().layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&fc),
+            priority_and_fairness,
+        ));
         let jane = UserInfo::new("jane", &["system:authenticated"]);
         let first = tokio::spawn(app.clone().oneshot(request(&jane)));
-        let _ = entered.acquire().await.expect("first request entered");
+        gate.entered().await;
         let second = tokio::spawn(app.clone().oneshot(request(&jane)));
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while tiny(&fc)[4..] != ["1", "1"] {
@@ -343,7 +329,7 @@ mod tests {
             "{}",
             fc.dump_priority_levels()
         );
-        gate.add_permits(1);
+        gate.open(1);
         assert_eq!(
             first.await.expect("joined").expect("answered").status(),
             StatusCode::OK

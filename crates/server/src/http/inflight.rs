@@ -167,25 +167,13 @@ mod tests {
     #[tokio::test]
     async fn a_full_pool_answers_429_but_lets_system_masters_through() {
         use axum::body::{to_bytes, Body};
-        use axum::Router;
         use tower::ServiceExt;
 
-        let gate = Arc::new(Semaphore::new(0));
-        let entered = Arc::new(Semaphore::new(0));
-        let handler = {
-            let (gate, entered) = (Arc::clone(&gate), Arc::clone(&entered));
-            move || async move {
-                entered.add_permits(1);
-                let _pass = gate.acquire().await;
-                "served"
-            }
-        };
-        let app = Router::new()
-            .fallback(handler)
-            .layer(axum::middleware::from_fn_with_state(
-                Arc::new(InFlightLimits::new(0, 1)),
-                limit,
-            ));
+        let gate = crate::http::gate::Gate::default();
+        let app = gate.router().layer(axum::middleware::from_fn_with_state(
+            Arc::new(InFlightLimits::new(0, 1)),
+            limit,
+        ));
         let request = |method: Method, user: UserInfo| {
             let mut req = Request::builder()
                 .method(method)
@@ -199,7 +187,7 @@ mod tests {
         let admin = UserInfo::new("admin", &[SYSTEM_MASTERS, "system:authenticated"]);
 
         let first = tokio::spawn(app.clone().oneshot(request(Method::POST, jane.clone())));
-        let _ = entered.acquire().await.expect("first request entered");
+        gate.entered().await;
 
         let refused = app
             .clone()
@@ -220,11 +208,39 @@ mod tests {
         // Reads have their own (here unlimited) pool; the privileged group is never refused.
         let read = tokio::spawn(app.clone().oneshot(request(Method::GET, jane)));
         let privileged = tokio::spawn(app.clone().oneshot(request(Method::POST, admin)));
-        let _ = entered.acquire_many(2).await.expect("both entered");
-        gate.add_permits(3);
+        gate.entered().await;
+        gate.entered().await;
+        gate.open(3);
         for task in [first, read, privileged] {
             let resp = task.await.expect("joined").expect("answered");
             assert_eq!(resp.status(), StatusCode::OK);
         }
+    }
+
+    #[tokio::test]
+    async fn a_seat_is_held_until_the_body_has_been_read() {
+        use axum::body::{to_bytes, Body};
+        use tower::ServiceExt;
+
+        let gate = crate::http::gate::Gate::default();
+        let limits = Arc::new(InFlightLimits::new(0, 1));
+        let app = gate.router().layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&limits),
+            limit,
+        ));
+        let mut req = Request::builder()
+            .method(Method::POST)
+            .uri("/api/v1/namespaces/ns/configmaps")
+            .body(Body::empty())
+            .expect("request");
+        req.extensions_mut()
+            .insert(UserInfo::new("jane", &["system:authenticated"]));
+        gate.open(1);
+        let answered = app.oneshot(req).await.expect("answered");
+        let free = || limits.mutating.as_ref().map(|s| s.available_permits());
+        assert_eq!(free(), Some(0));
+        let body = to_bytes(answered.into_body(), 1024).await.expect("body");
+        assert_eq!(&body[..], b"served");
+        assert_eq!(free(), Some(1));
     }
 }

@@ -12,6 +12,8 @@ pub mod field_manager;
 pub mod field_validation;
 pub mod filter;
 pub mod filters;
+#[cfg(test)]
+pub(crate) mod gate;
 pub mod handlers;
 pub mod held;
 pub mod inflight;
