@@ -126,23 +126,18 @@ async fn scenario(
     let dir = tempfile::tempdir()?;
     let tokens = dir.path().join("tokens.csv");
     std::fs::write(&tokens, "alice-token,alice,1001\nbob-token,bob,1002\n")?;
-    let data = dir.path().join("data");
-    let (child, kubeconfig) = super::spawn_up([
-        "--port=0".into(),
-        "--nodes=0".into(),
-        "--data-dir".into(),
-        data.into_os_string(),
-        "--token-auth-file".into(),
-        tokens.into_os_string(),
-        format!("--max-requests-inflight={}", args.max_requests_inflight).into(),
+    let up_args = [
+        "--nodes=0".to_string(),
+        format!("--token-auth-file={}", tokens.display()),
+        format!("--max-requests-inflight={}", args.max_requests_inflight),
         format!(
             "--max-mutating-requests-inflight={}",
             args.max_mutating_requests_inflight
-        )
-        .into(),
-        format!("--enable-priority-and-fairness={apf}").into(),
-    ])?;
-    let _up = KillOnDrop(child);
+        ),
+        format!("--enable-priority-and-fairness={apf}"),
+    ];
+    let (cluster, _) = super::Cluster::start(&up_args.each_ref().map(String::as_str))?;
+    let kubeconfig = cluster.kubeconfig.clone();
     let admin = client_with_token(&kubeconfig, None).await?;
     for ns in ["alice", "bob"] {
         let object: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}}))?;
@@ -299,14 +294,4 @@ async fn bob_writes(bob: kube::Client, writes: usize) -> anyhow::Result<(Vec<Dur
         latencies.push(t.elapsed());
     }
     Ok((latencies, refused))
-}
-
-/// The `rkcm up` child of a scenario, killed when the scenario ends however it ends.
-struct KillOnDrop(std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
