@@ -4,7 +4,9 @@ use clap::Parser;
 
 /// mimalloc instead of the system allocator: the control plane allocates and frees small objects
 /// (JSON values, typed objects, buffers) from every worker thread, where glibc's per-thread
-/// arenas spend more time and hold more memory.
+/// arenas spend more time and hold more memory. Built without the `mimalloc` feature, the binary
+/// uses the system allocator, which heap profilers (heaptrack) can follow.
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
