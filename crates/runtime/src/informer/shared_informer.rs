@@ -11,6 +11,7 @@ use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
 
+use super::encoded::RECENT_AGE;
 use super::factory::HasSynced;
 use super::processor::{Processor, MINIMUM_RESYNC_PERIOD};
 use super::reflector::{Change, Reflector, ReflectorSink};
@@ -54,7 +55,7 @@ struct Inner<K> {
     default_resync: Duration,
     started: AtomicBool,
     synced: AtomicBool,
-    /// The reflector and resync tasks, awaited by [`SharedInformer::stopped`].
+    /// The reflector, resync and expiry tasks, awaited by [`SharedInformer::stopped`].
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -205,7 +206,8 @@ where
         self.inner.started.load(Ordering::Acquire)
     }
 
-    /// Spawns the reflector, the handlers' tasks and the resync timer, which run until
+    /// Spawns the reflector, the handlers' tasks, the resync timer and, for an encoded store, the
+    /// timer that expires its recent decoded objects, which run until
     /// `shutdown`. Calling it again does nothing. Returns whether this call started it.
     pub fn start(&self, shutdown: Shutdown) -> bool {
         // Under the distribution lock, so that no handler lowers the check period after it is read.
@@ -228,6 +230,13 @@ where
         tasks.push(tokio::spawn(async move {
             reflector.run(&*sink, reflector_shutdown).await
         }));
+        if self.inner.encoded {
+            let store = self.inner.store.clone();
+            let shutdown = shutdown.clone();
+            tasks.push(tokio::spawn(async move {
+                expire_recent_loop(store, shutdown).await
+            }));
+        }
         if !check_period.is_zero() {
             let inner = Arc::clone(&self.inner);
             tasks.push(tokio::spawn(async move {
@@ -259,6 +268,23 @@ where
 {
     fn has_synced(&self) -> bool {
         SharedInformer::has_synced(self)
+    }
+}
+
+/// Every [`RECENT_AGE`], drops the decoded objects an encoded store still keeps of inserts older
+/// than that, so that a store nobody writes or reads holds bytes only.
+async fn expire_recent_loop<K: Resource + Send + Sync + 'static>(
+    store: Store<K>,
+    shutdown: Shutdown,
+) {
+    let mut ticker = tokio::time::interval(RECENT_AGE);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = ticker.tick() => {}
+        }
+        store.expire_recent_at(std::time::Instant::now());
     }
 }
 

@@ -3,11 +3,12 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use kube::Resource;
 use parking_lot::RwLock;
 
-use super::encoded::{Codec, Entry};
+use super::encoded::{Codec, Entry, Recent, RECENT_AGE, RECENT_WRITES};
 use crate::ObjectKey;
 
 /// Index of objects by namespace (cluster-scoped objects index under `""`).
@@ -42,9 +43,10 @@ type Index = HashMap<String, HashSet<SharedKey>>;
 /// Clones share the same cache. Reads never block writers for long: they copy `Arc`s out of the
 /// lock, and decode after releasing it. Callers must not mutate cached objects (clone them first).
 ///
-/// Pods are held as their JSON and decoded by each read (see the `encoded` module): an object
-/// read twice may come back as two `Arc`s with equal content, and a read costs a decode per object
-/// returned, so prefer `get`, `by_index` and `claimable` over whole lists. Other types are held
+/// Pods are held as their JSON and decoded by each read (see the `encoded` module), except for the
+/// latest inserts, whose object is kept beside the bytes for a while: an object read twice may
+/// come back as two `Arc`s with equal content, and a read costs a decode per object returned that
+/// was not written recently, so prefer `get`, `by_index` and `claimable` over whole lists. Other types are held
 /// decoded unless the store is made with [`Store::encoded`]. Every store has [`NAMESPACE_INDEX`],
 /// [`CONTROLLER_UID_INDEX`] and [`ORPHAN_INDEX`]; more indices can be added with [`Store::add_indexer`].
 ///
@@ -64,6 +66,9 @@ struct Inner<K> {
     indices: HashMap<String, Index>,
     /// Set when the store holds its objects as bytes ([`Entry::Encoded`]), decoded on read.
     codec: Option<Codec<K>>,
+    /// The inserts whose entries still hold the decoded object ([`Entry::Recent`]); every entry
+    /// that does is the latest write of its key and is listed here under its sequence number.
+    recent: Recent,
 }
 
 impl<K> Clone for Store<K> {
@@ -161,12 +166,20 @@ impl<K: Resource + Send + Sync + 'static> Store<K> {
     }
 
     pub(crate) fn with_codec(codec: Option<Codec<K>>) -> Self {
+        let recent = if codec.is_some() { RECENT_WRITES } else { 0 };
+        Self::with_recent(codec, recent, RECENT_AGE)
+    }
+
+    /// A store with `codec` whose latest `recent` inserts keep their decoded object for
+    /// `max_age` at most.
+    pub(crate) fn with_recent(codec: Option<Codec<K>>, recent: usize, max_age: Duration) -> Self {
         let store = Self {
             inner: Arc::new(RwLock::new(Inner {
                 items: HashMap::new(),
                 indexers: HashMap::new(),
                 indices: HashMap::new(),
                 codec,
+                recent: Recent::new(recent, max_age),
             })),
         };
         store.add_indexer(NAMESPACE_INDEX, namespace_index::<K>);
@@ -199,25 +212,31 @@ impl<K: Resource + Send + Sync + 'static> Store<K> {
 
     /// The object with `key`, if cached.
     pub fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
-        let (key, entry, codec) = {
+        let (found, codec, stale) = {
             let inner = self.inner.read();
-            let (key, entry) = inner.items.get_key_value(key)?;
-            (Arc::clone(key), entry.clone(), inner.codec)
+            let found = inner
+                .items
+                .get_key_value(key)
+                .map(|(key, entry)| (Arc::clone(key), entry.clone()));
+            (found, inner.codec, has_stale_copies(&inner))
         };
+        self.expire_recent_if(stale);
+        let (key, entry) = found?;
         read(codec.as_ref(), &key, entry)
     }
 
     /// Every cached object, in no particular order.
     pub fn list(&self) -> Vec<Arc<K>> {
-        let (entries, codec) = {
+        let (entries, codec, stale) = {
             let inner = self.inner.read();
             let entries = inner
                 .items
                 .iter()
                 .map(|(k, e)| (Arc::clone(k), e.clone()))
                 .collect();
-            (entries, inner.codec)
+            (entries, inner.codec, has_stale_copies(&inner))
         };
+        self.expire_recent_if(stale);
         materialize(entries, codec)
     }
 
@@ -241,7 +260,7 @@ impl<K: Resource + Send + Sync + 'static> Store<K> {
 
     /// The cached objects whose index `index_name` has `value`; empty if there is no such index.
     pub fn by_index(&self, index_name: &str, value: &str) -> Vec<Arc<K>> {
-        let (entries, codec) = {
+        let (entries, codec, stale) = {
             let inner = self.inner.read();
             let Some(keys) = inner.indices.get(index_name).and_then(|i| i.get(value)) else {
                 return Vec::new();
@@ -250,8 +269,9 @@ impl<K: Resource + Send + Sync + 'static> Store<K> {
                 .iter()
                 .filter_map(|k| inner.items.get(&**k).map(|e| (Arc::clone(k), e.clone())))
                 .collect();
-            (entries, inner.codec)
+            (entries, inner.codec, has_stale_copies(&inner))
         };
+        self.expire_recent_if(stale);
         materialize(entries, codec)
     }
 
@@ -285,13 +305,16 @@ impl<K: Resource + Send + Sync + 'static> Store<K> {
                         .iter()
                         .filter_map(|k| inner.items.get(&**k).map(|e| (Arc::clone(k), e.clone())))
                         .collect();
-                    Some((entries, inner.codec))
+                    Some((entries, inner.codec, has_stale_copies(&inner)))
                 }
                 _ => None,
             }
         };
         let candidates = match indexed {
-            Some((entries, codec)) => materialize(entries, codec),
+            Some((entries, codec, stale)) => {
+                self.expire_recent_if(stale);
+                materialize(entries, codec)
+            }
             None => self.list_by_namespace(namespace),
         };
         candidates.into_iter().filter(selects).collect()
@@ -310,13 +333,23 @@ impl<K: Resource + Send + Sync + 'static> Store<K> {
             .unwrap_or_default()
     }
 
+    /// Whether some cached object has `value` in the index `index_name`, without reading any;
+    /// `false` if there is no such index.
+    pub fn has_index_value(&self, index_name: &str, value: &str) -> bool {
+        self.inner
+            .read()
+            .indices
+            .get(index_name)
+            .is_some_and(|i| i.contains_key(value))
+    }
+
     /// The objects of `namespace` a controller with uid `owner_uid` may claim: those whose
     /// controller reference names it (including ones that stopped matching its selector, to
     /// release them) and the namespace's orphans. kube's controllers list the whole namespace
     /// and skip the objects other controllers own; the two indices give the same candidates
     /// without the scan.
     pub fn claimable(&self, namespace: &str, owner_uid: &str) -> Vec<Arc<K>> {
-        let (entries, codec) = {
+        let (entries, codec, stale) = {
             let inner = self.inner.read();
             let owned = inner
                 .indices
@@ -335,8 +368,9 @@ impl<K: Resource + Send + Sync + 'static> Store<K> {
                 .chain(orphans)
                 .filter_map(|k| inner.items.get(&**k).map(|e| (Arc::clone(k), e.clone())))
                 .collect();
-            (entries, inner.codec)
+            (entries, inner.codec, has_stale_copies(&inner))
         };
+        self.expire_recent_if(stale);
         materialize(entries, codec)
     }
 
@@ -367,12 +401,50 @@ impl<K: Resource + Send + Sync + 'static> Store<K> {
         entry_of(codec.as_ref(), obj)
     }
 
-    /// Adds or replaces `obj`, returning the object it replaced.
+    /// Adds or replaces `obj`, returning the object it replaced. An encoded store keeps `obj`
+    /// beside its bytes while the insert is among its recent ones, for reads to return.
     pub fn insert(&self, obj: Arc<K>) -> Option<Arc<K>> {
         let key = ObjectKey::from_obj(&*obj);
         let entry = self.entry_of(&obj);
-        let mut inner = self.inner.write();
-        insert(&mut inner, key, &obj, entry).1?.object()
+        let (old, expired) = {
+            let mut inner = self.inner.write();
+            let now = Instant::now();
+            let old = insert(&mut inner, key, &obj, entry, Some(now)).1;
+            (old, expire_recent(&mut inner, Some(now)))
+        };
+        // Copies the store no longer holds are freed out of the lock.
+        drop(expired);
+        old?.object()
+    }
+
+    /// Drops the decoded objects the store keeps of its recent inserts, leaving their bytes: what
+    /// it holds once they have aged out. Reads decode again. Does nothing to a decoded store.
+    pub fn forget_recent(&self) {
+        let expired = expire_recent(&mut self.inner.write(), None);
+        drop(expired);
+    }
+
+    /// Drops the decoded objects of the inserts that are no longer recent at `now`.
+    pub(crate) fn expire_recent_at(&self, now: Instant) {
+        if !self.inner.read().recent.has_expired(now) {
+            return;
+        }
+        let expired = expire_recent(&mut self.inner.write(), Some(now));
+        drop(expired);
+    }
+
+    /// After a read that found `stale` decoded copies: drops them, unless a writer holds the lock
+    /// (its insert drops them then), so that a read never waits for one.
+    fn expire_recent_if(&self, stale: bool) {
+        if !stale {
+            return;
+        }
+        let Some(mut inner) = self.inner.try_write() else {
+            return;
+        };
+        let expired = expire_recent(&mut inner, Some(Instant::now()));
+        drop(inner);
+        drop(expired);
     }
 
     /// Removes the object with `key`, returning it.
@@ -401,7 +473,7 @@ impl<K: Resource + Send + Sync + 'static> Store<K> {
         let mut seen: HashSet<SharedKey> = HashSet::with_capacity(objects.len());
         let mut upserted = Vec::with_capacity(objects.len());
         for (obj, entry) in objects.into_iter().zip(entries) {
-            let (key, old) = insert(&mut inner, ObjectKey::from_obj(&*obj), &obj, entry);
+            let (key, old) = insert(&mut inner, ObjectKey::from_obj(&*obj), &obj, entry, None);
             seen.insert(key);
             upserted.push((obj, old.and_then(Prior::object)));
         }
@@ -474,7 +546,7 @@ fn entry_of<K: Resource>(codec: Option<&Codec<K>>, obj: &Arc<K>) -> Entry<K> {
 /// The object `entry` holds, decoded if need be; `None`, logged, if its bytes do not decode.
 fn read<K>(codec: Option<&Codec<K>>, key: &ObjectKey, entry: Entry<K>) -> Option<Arc<K>> {
     match entry {
-        Entry::Decoded(obj) => Some(obj),
+        Entry::Decoded(obj) | Entry::Recent { obj, .. } => Some(obj),
         Entry::Encoded(bytes) => {
             let Some(codec) = codec else {
                 tracing::error!(%key, "cached object is encoded but the store has no codec");
@@ -492,35 +564,40 @@ fn read<K>(codec: Option<&Codec<K>>, key: &ObjectKey, entry: Entry<K>) -> Option
 }
 
 /// Adds or replaces `obj`, held as `entry`, under `key`; returns the shared key (the one already
-/// held when the object was cached before) and what it replaced.
+/// held when the object was cached before) and what it replaced. With `recent`, the time of the
+/// write, an encoded entry keeps `obj` beside its bytes as one of the store's recent inserts (the
+/// caller then expires those beyond the bounds).
 ///
-/// The replaced object is decoded, under the lock, to move the key between index values; when its
-/// bytes equal the new ones it is not: the object is unchanged (a relist or a resent event), its
-/// index values too, and the new object stands for the old.
+/// The replaced object is decoded, under the lock, to move the key between index values, unless
+/// the entry still holds it as a recent insert; when its bytes equal the new ones it is not: the
+/// object is unchanged (a relist or a resent event), its index values too, and the new object
+/// stands for the old.
 fn insert<K>(
     inner: &mut Inner<K>,
     key: ObjectKey,
     obj: &Arc<K>,
     entry: Entry<K>,
+    recent: Option<Instant>,
 ) -> (SharedKey, Option<Prior<K>>) {
-    let (key, old) = match inner.items.get_key_value(&key) {
-        Some((shared, _)) => {
-            let shared = Arc::clone(shared);
-            let old = inner.items.insert(Arc::clone(&shared), entry);
-            (shared, old)
-        }
-        None => {
-            let key = Arc::new(key);
-            inner.items.insert(Arc::clone(&key), entry);
-            (key, None)
-        }
+    let key = match inner.items.get_key_value(&key) {
+        Some((shared, _)) => Arc::clone(shared),
+        None => Arc::new(key),
     };
+    let entry = match (entry, recent) {
+        (Entry::Encoded(bytes), Some(at)) if inner.recent.enabled() => Entry::Recent {
+            bytes,
+            obj: Arc::clone(obj),
+            seq: inner.recent.push(Arc::clone(&key), at),
+        },
+        (entry, _) => entry,
+    };
+    let old = inner.items.insert(Arc::clone(&key), entry);
     let Some(old) = old else {
         update_indices(inner, &key, None, Some(&**obj));
         return (key, None);
     };
-    let unchanged = match (&old, inner.items.get(&*key)) {
-        (Entry::Encoded(old), Some(Entry::Encoded(new))) => old == new,
+    let unchanged = match (old.bytes(), inner.items.get(&*key).and_then(Entry::bytes)) {
+        (Some(old), Some(new)) => old == new,
         _ => false,
     };
     if unchanged {
@@ -554,6 +631,40 @@ fn remove<K>(inner: &mut Inner<K>, key: &ObjectKey) -> Option<Prior<K>> {
     };
     shrink_after_removals(inner);
     Some(prior)
+}
+
+/// Whether some entries keep the decoded object of an insert that is no longer recent: asked under
+/// the read lock, and only then reads the clock.
+fn has_stale_copies<K>(inner: &Inner<K>) -> bool {
+    !inner.recent.is_empty() && inner.recent.has_expired(Instant::now())
+}
+
+/// Makes the entries of the inserts beyond the store's bounds at `now` (every recent insert when
+/// `now` is `None`) hold bytes only, unless their key was written again since. Returns the
+/// decoded objects they let go, for the caller to drop once it has released the lock.
+fn expire_recent<K>(inner: &mut Inner<K>, now: Option<Instant>) -> Vec<Arc<K>> {
+    let Inner { items, recent, .. } = inner;
+    let mut released = Vec::new();
+    for (key, seq) in recent.expire(now) {
+        let Some(entry) = items.get_mut(&*key) else {
+            continue;
+        };
+        let Entry::Recent {
+            bytes,
+            obj,
+            seq: held,
+        } = entry
+        else {
+            continue;
+        };
+        if *held != seq {
+            continue;
+        }
+        let (bytes, obj) = (Arc::clone(bytes), Arc::clone(obj));
+        *entry = Entry::Encoded(bytes);
+        released.push(obj);
+    }
+    released
 }
 
 /// Takes `key` out of every index, for an object whose values cannot be computed again (its
@@ -706,6 +817,9 @@ mod tests {
             assert_eq!(store.len(), 2);
             assert!(store.by_index("no-such-index", "x").is_empty());
             assert!(store.index_keys("no-such-index", "x").is_empty());
+            assert!(store.has_index_value(CONTROLLER_UID_INDEX, "u2"));
+            assert!(!store.has_index_value(CONTROLLER_UID_INDEX, "u1"));
+            assert!(!store.has_index_value("no-such-index", "u2"));
         }
     }
 
@@ -852,6 +966,7 @@ mod tests {
         let store = Store::new();
         let p = pod("a", "p1", None);
         store.insert(Arc::clone(&p));
+        store.forget_recent();
         let inner = store.inner.read();
         let entry = inner.items.get(&ObjectKey::new("a", "p1"));
         assert!(matches!(entry, Some(Entry::Encoded(_))), "{entry:?}");
@@ -901,7 +1016,8 @@ mod tests {
         let codec = Codec::<Pod>::default_for()
             .expect("pods are encoded")
             .with_decode(undecodable);
-        let store = Store::with_codec(Some(codec));
+        // Without recent copies, which would stand for the bytes.
+        let store = Store::with_recent(Some(codec), 0, RECENT_AGE);
         store.insert(pod("a", "p1", Some("u1")));
         store.insert(pod("a", "p2", None));
         assert_eq!(store.len(), 2);
@@ -936,5 +1052,146 @@ mod tests {
             store.index_keys(ORPHAN_INDEX, "a"),
             [ObjectKey::new("a", "p4")]
         );
+    }
+
+    /// An encoded store whose latest `recent` inserts keep their object for an hour (no test
+    /// waits that long).
+    fn recent_store(recent: usize) -> Store<Pod> {
+        let codec = Codec::<Pod>::default_for().expect("pods are encoded");
+        Store::with_recent(Some(codec), recent, Duration::from_secs(3600))
+    }
+
+    /// Whether the entry of `ns/name` keeps its decoded object.
+    fn is_recent(store: &Store<Pod>, ns: &str, name: &str) -> bool {
+        let inner = store.inner.read();
+        matches!(
+            inner.items.get(&ObjectKey::new(ns, name)),
+            Some(Entry::Recent { .. })
+        )
+    }
+
+    /// Whether a read of `ns/name` returns `obj` itself, not a decoded copy (which must be equal).
+    fn reads_same(store: &Store<Pod>, obj: &Arc<Pod>) -> bool {
+        let key = ObjectKey::from_obj(&**obj);
+        let read = store.get(&key).expect("cached");
+        assert_eq!(read, *obj, "a read returns what was inserted last");
+        Arc::ptr_eq(&read, obj)
+    }
+
+    #[test]
+    fn reads_after_an_insert_return_the_inserted_object_while_it_is_recent() {
+        let store = Store::new();
+        store.add_indexer(LABEL_INDEX, label_index::<Pod>);
+        let p = pod("a", "p1", Some("u1"));
+        store.insert(Arc::clone(&p));
+        assert!(is_recent(&store, "a", "p1"));
+        assert!(reads_same(&store, &p));
+        let same = |objs: Vec<Arc<Pod>>| objs.len() == 1 && Arc::ptr_eq(&objs[0], &p);
+        assert!(same(store.list()));
+        assert!(same(store.by_index(CONTROLLER_UID_INDEX, "u1")));
+        assert!(same(store.claimable("a", "u1")));
+        let selector = [("app".to_string(), "p1".to_string())].into();
+        assert!(same(store.list_by_labels("a", &selector)));
+
+        // The next insert gets it back as the replaced object, without decoding.
+        let changed = pod("a", "p1", Some("u2"));
+        let old = store.insert(Arc::clone(&changed)).expect("replaced");
+        assert!(Arc::ptr_eq(&old, &p));
+        assert!(reads_same(&store, &changed));
+
+        // Dropped on demand: reads decode again, to an equal object.
+        store.forget_recent();
+        assert!(!is_recent(&store, "a", "p1"));
+        assert!(!reads_same(&store, &changed));
+        assert_eq!(names(store.by_index(CONTROLLER_UID_INDEX, "u2")), ["p1"]);
+    }
+
+    #[test]
+    fn objects_past_the_count_bound_are_decoded_again() {
+        let store = recent_store(2);
+        let (a, b, c) = (
+            pod("a", "a", None),
+            pod("a", "b", None),
+            pod("a", "c", None),
+        );
+        for p in [&a, &b, &c] {
+            store.insert(Arc::clone(p));
+        }
+        assert!(!is_recent(&store, "a", "a"));
+        assert!(!reads_same(&store, &a));
+        assert!(reads_same(&store, &b) && reads_same(&store, &c));
+        assert_eq!(store.inner.read().recent.len(), 2);
+    }
+
+    #[test]
+    fn objects_past_the_age_bound_are_decoded_again() {
+        let codec = Codec::<Pod>::default_for().expect("pods are encoded");
+        let store = Store::with_recent(Some(codec), 16, Duration::from_secs(10));
+        let written = Instant::now();
+        let p = pod("a", "p1", None);
+        store.insert(Arc::clone(&p));
+        store.expire_recent_at(written + Duration::from_secs(5));
+        assert!(reads_same(&store, &p), "younger than the bound");
+        store.expire_recent_at(Instant::now() + Duration::from_secs(10));
+        assert!(!is_recent(&store, "a", "p1"));
+        assert!(!reads_same(&store, &p));
+
+        // Inserts expire what is too old, their own write included when the bound is zero.
+        let store = Store::with_recent(Some(codec), 16, Duration::ZERO);
+        store.insert(Arc::clone(&p));
+        assert!(!is_recent(&store, "a", "p1"));
+        assert!(!reads_same(&store, &p));
+    }
+
+    #[test]
+    fn a_rewritten_key_keeps_its_copy_when_its_earlier_write_expires() {
+        let store = recent_store(2);
+        let (v1, v2) = (pod("a", "a", None), pod("a", "a", Some("u1")));
+        store.insert(Arc::clone(&v1));
+        store.insert(Arc::clone(&v2));
+        // The first write of `a` leaves the recent ones; the entry holds the second's object.
+        store.insert(pod("a", "b", None));
+        assert!(reads_same(&store, &v2));
+        store.insert(pod("a", "c", None));
+        assert!(!reads_same(&store, &v2));
+    }
+
+    #[test]
+    fn removals_and_relists_keep_recent_copies_consistent() {
+        let store = recent_store(2);
+        let (a1, a2) = (pod("a", "a", None), pod("a", "a", Some("u1")));
+        store.insert(Arc::clone(&a1));
+        let removed = store.remove(&ObjectKey::new("a", "a")).expect("cached");
+        assert!(Arc::ptr_eq(&removed, &a1));
+        assert_eq!(store.get(&ObjectKey::new("a", "a")), None);
+        // Inserted again: the removed write's slot expires without touching the new entry.
+        store.insert(Arc::clone(&a2));
+        let b = pod("a", "b", None);
+        store.insert(Arc::clone(&b));
+        assert!(reads_same(&store, &a2) && reads_same(&store, &b));
+
+        // A relist keeps bytes only, and hands back the recent copies as the replaced objects.
+        let a3 = pod("a", "a", Some("u2"));
+        let replaced = store.replace(vec![Arc::clone(&a3), pod("a", "c", None)]);
+        let old_a = replaced
+            .upserted
+            .iter()
+            .find(|(new, _)| Arc::ptr_eq(new, &a3))
+            .and_then(|(_, old)| old.clone())
+            .expect("a was cached");
+        assert!(Arc::ptr_eq(&old_a, &a2));
+        assert_eq!(replaced.removed.len(), 1);
+        assert!(Arc::ptr_eq(&replaced.removed[0].1, &b));
+        assert!(!is_recent(&store, "a", "a") && !reads_same(&store, &a3));
+        assert_eq!(names(store.by_index(CONTROLLER_UID_INDEX, "u2")), ["a"]);
+        assert!(store.by_index(CONTROLLER_UID_INDEX, "u1").is_empty());
+
+        // Later inserts expire the slots of replaced and removed writes harmlessly.
+        let (d, e) = (pod("a", "d", None), pod("a", "e", None));
+        store.insert(Arc::clone(&d));
+        store.insert(Arc::clone(&e));
+        assert!(reads_same(&store, &d) && reads_same(&store, &e));
+        assert_eq!(names(store.list()), ["a", "c", "d", "e"]);
+        assert_eq!(store.inner.read().recent.len(), 2);
     }
 }
