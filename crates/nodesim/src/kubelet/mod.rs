@@ -48,7 +48,7 @@ use crate::identity::Clients;
 use crate::node_set::NodeSet;
 use crate::scheduler::predicates::is_terminal;
 use crate::NODE_NAME_INDEX;
-use ip::PodIps;
+use ip::{reported_ip_index, PodIps, ReportedIps, REPORTED_IP_INDEX};
 use pod_objects::{MountFailure, Objects};
 use volume_manager::{AttachWait, VolumeManager};
 
@@ -113,6 +113,7 @@ impl Kubelet {
     ) -> Arc<Self> {
         let informer = informers.informer::<Pod>();
         informer.add_indexer(NODE_NAME_INDEX, node_name_index);
+        informer.add_indexer(REPORTED_IP_INDEX, reported_ip_index);
         let volumes = VolumeManager::new(informers, clients.clone(), nodes.clone());
         let this = Arc::new(Self {
             volumes,
@@ -495,10 +496,9 @@ impl Kubelet {
         let pod_ip = if host_network {
             node.internal_ip()
         } else if needs_ip {
-            let on_node = self.pods.by_index(NODE_NAME_INDEX, &node.name);
             let cidr = self.nodes.pod_cidr(&node.name);
-            self.ips
-                .ip_for(&node, cidr.as_deref(), &uid, on_node.iter().map(|p| &**p))
+            let reported = ReportedIps::new(&self.pods, &node.name);
+            self.ips.ip_for(&node, cidr.as_deref(), &uid, reported)
         } else {
             String::new()
         };

@@ -46,8 +46,8 @@ type Index = HashMap<String, HashSet<SharedKey>>;
 /// Pods are held as their JSON and decoded by each read (see the `encoded` module), except for the
 /// latest inserts, whose object is kept beside the bytes for a while: an object read twice may
 /// come back as two `Arc`s with equal content, and a read costs a decode per object returned that
-/// was not written recently, so prefer `get`, `by_index` and `claimable` over whole lists. Other types are held
-/// decoded unless the store is made with [`Store::encoded`]. Every store has [`NAMESPACE_INDEX`],
+/// was not written recently, so prefer `get`, `by_index` and `claimable` over whole lists. Other
+/// types are held decoded unless the store is made with [`Store::encoded`]. Every store has [`NAMESPACE_INDEX`],
 /// [`CONTROLLER_UID_INDEX`] and [`ORPHAN_INDEX`]; more indices can be added with [`Store::add_indexer`].
 ///
 /// Writes come from the informer that owns the store. Tests may seed a store with
