@@ -799,3 +799,119 @@ mod tests {
             .contains("duplicate entries"));
     }
 }
+
+#[cfg(test)]
+mod timing {
+    use super::*;
+
+    fn at(s: i64) -> jiff::Timestamp {
+        jiff::Timestamp::from_second(1_800_000_000 + s).unwrap()
+    }
+
+    /// A pod as a ReplicaSet creates it, defaulted, scheduled and tracked by its creator and the
+    /// kubelet, the shape the density benchmark writes 3,000 of.
+    fn pod(ready: &str, at: &str) -> Value {
+        json!({"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-7d9f8c6b5-x2x9z","generateName":"web-7d9f8c6b5-",
+        "namespace":"density","uid":"0f7e7f3a-3a44-4c55-9f35-7f9d8a3a1c11","resourceVersion":"12345","creationTimestamp":"2026-01-01T00:00:00Z",
+        "labels":{"app":"web","pod-template-hash":"7d9f8c6b5"},
+        "ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web-7d9f8c6b5","uid":"7b1e3c1e-7f3f-4c3c-9f1a-2b2b2b2b2b2b","controller":true,"blockOwnerDeletion":true}],
+        "managedFields":[
+          {"manager":"kube-controller-manager","operation":"Update","apiVersion":"v1","time":"2026-01-01T00:00:00Z","fieldsType":"FieldsV1",
+           "fieldsV1":{"f:metadata":{"f:generateName":{},"f:labels":{".":{},"f:app":{},"f:pod-template-hash":{}},"f:ownerReferences":{".":{},"k:{\"uid\":\"7b1e3c1e-7f3f-4c3c-9f1a-2b2b2b2b2b2b\"}":{}}},
+           "f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{".":{},"f:image":{},"f:imagePullPolicy":{},"f:name":{},"f:ports":{".":{},"k:{\"containerPort\":80,\"protocol\":\"TCP\"}":{".":{},"f:containerPort":{},"f:protocol":{}}},"f:resources":{".":{},"f:requests":{".":{},"f:cpu":{},"f:memory":{}}},"f:terminationMessagePath":{},"f:terminationMessagePolicy":{}}},
+           "f:dnsPolicy":{},"f:enableServiceLinks":{},"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{},"f:terminationGracePeriodSeconds":{}}}},
+          {"manager":"kubelet","operation":"Update","apiVersion":"v1","time":"2026-01-01T00:00:01Z","fieldsType":"FieldsV1","subresource":"status",
+           "fieldsV1":{"f:status":{"f:conditions":{"k:{\"type\":\"ContainersReady\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},
+             "k:{\"type\":\"Initialized\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},
+             "k:{\"type\":\"PodReadyToStartContainers\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},
+             "k:{\"type\":\"Ready\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}}},
+             "f:containerStatuses":{},"f:hostIP":{},"f:hostIPs":{},"f:phase":{},"f:podIP":{},"f:podIPs":{".":{},"k:{\"ip\":\"10.0.0.5\"}":{".":{},"f:ip":{}}},"f:startTime":{}}}}]},
+        "spec":{"containers":[{"name":"web","image":"registry.k8s.io/pause:3.10","imagePullPolicy":"IfNotPresent",
+          "ports":[{"containerPort":80,"protocol":"TCP"}],"resources":{"requests":{"cpu":"10m","memory":"16Mi"}},
+          "terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File",
+          "volumeMounts":[{"name":"kube-api-access-abcde","mountPath":"/var/run/secrets/kubernetes.io/serviceaccount","readOnly":true}]}],
+          "dnsPolicy":"ClusterFirst","enableServiceLinks":true,"nodeName":"node-17","preemptionPolicy":"PreemptLowerPriority","priority":0,
+          "restartPolicy":"Always","schedulerName":"default-scheduler","securityContext":{},"serviceAccount":"default","serviceAccountName":"default",
+          "terminationGracePeriodSeconds":30,
+          "tolerations":[{"effect":"NoExecute","key":"node.kubernetes.io/not-ready","operator":"Exists","tolerationSeconds":300},
+            {"effect":"NoExecute","key":"node.kubernetes.io/unreachable","operator":"Exists","tolerationSeconds":300}],
+          "volumes":[{"name":"kube-api-access-abcde","projected":{"defaultMode":420,"sources":[{"serviceAccountToken":{"expirationSeconds":3607,"path":"token"}},
+            {"configMap":{"name":"kube-root-ca.crt","items":[{"key":"ca.crt","path":"ca.crt"}]}},
+            {"downwardAPI":{"items":[{"path":"namespace","fieldRef":{"apiVersion":"v1","fieldPath":"metadata.namespace"}}]}}]}}]},
+        "status":{"phase":"Running","hostIP":"10.1.0.17","hostIPs":[{"ip":"10.1.0.17"}],"podIP":"10.0.0.5","podIPs":[{"ip":"10.0.0.5"}],
+          "startTime":"2026-01-01T00:00:01Z","qosClass":"Burstable",
+          "conditions":[{"type":"PodReadyToStartContainers","status":"True","lastProbeTime":null,"lastTransitionTime":"2026-01-01T00:00:01Z"},
+            {"type":"Initialized","status":"True","lastProbeTime":null,"lastTransitionTime":"2026-01-01T00:00:01Z"},
+            {"type":"Ready","status":ready,"lastProbeTime":null,"lastTransitionTime":at},
+            {"type":"ContainersReady","status":ready,"lastProbeTime":null,"lastTransitionTime":at},
+            {"type":"PodScheduled","status":"True","lastProbeTime":null,"lastTransitionTime":"2026-01-01T00:00:00Z"}],
+          "containerStatuses":[{"name":"web","image":"registry.k8s.io/pause:3.10","imageID":"registry.k8s.io/pause@sha256:abc","containerID":"containerd://abc",
+            "ready":ready == "True","restartCount":0,"started":ready == "True","state":{"running":{"startedAt":at}}}]}})
+    }
+
+    /// The fastest of five rounds of `n / 5` calls, per call: the machine is shared.
+    fn time(label: &str, n: u32, mut f: impl FnMut()) -> std::time::Duration {
+        let round = (n / 5).max(1);
+        let best = (0..5)
+            .map(|_| {
+                let start = std::time::Instant::now();
+                for _ in 0..round {
+                    f();
+                }
+                start.elapsed() / round
+            })
+            .min()
+            .unwrap_or_default();
+        println!("{label}: {best:?} per call");
+        best
+    }
+
+    #[test]
+    #[ignore = "timing loop, run by hand with --nocapture"]
+    fn status_updates_of_a_pod() {
+        let fm = FieldManager::new("v1", "Pod", "status");
+        let live = pod("False", "2026-01-01T00:00:01Z");
+        let n = 2000;
+        let changed = pod("True", "2026-01-01T00:00:02Z");
+        time("status update that changes fields", n, || {
+            let mut new = changed.clone();
+            fm.update(Some(&live), &mut new, "kubelet", at(0));
+        });
+        time("status update that changes nothing", n, || {
+            let mut new = live.clone();
+            fm.update(Some(&live), &mut new, "kubelet", at(0));
+        });
+        time("clone of the pod (baseline)", n, || {
+            std::hint::black_box(live.clone());
+        });
+        let bytes = serde_json::to_vec(&live).unwrap();
+        time("parse of the pod (baseline)", n, || {
+            std::hint::black_box(serde_json::from_slice::<Value>(&bytes).unwrap());
+        });
+        let entries = managed_entries(&live).unwrap().clone();
+        time("decode managed fields", n, || {
+            std::hint::black_box(managed_fields::decode(&entries).unwrap());
+        });
+        let managed = managed_fields::decode(&entries).unwrap();
+        time("encode managed fields", n, || {
+            std::hint::black_box(managed_fields::encode(&managed));
+        });
+        let l = without_managed_fields(&live);
+        let mut c = changed.clone();
+        c["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("managedFields");
+        time("compare", n, || {
+            std::hint::black_box(
+                rkcm_structured_merge::typed::compare(schema::schema(), &fm.root, &l, &c).unwrap(),
+            );
+        });
+        time("update_managers", n, || {
+            let mut m = managed.clone();
+            fm.updater()
+                .update_managers(&l, &c, "v1", &mut m.fields, CURRENT_OPERATION)
+                .unwrap();
+        });
+    }
+}
