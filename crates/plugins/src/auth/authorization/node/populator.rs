@@ -481,3 +481,86 @@ mod tests {
             .is_ok()));
     }
 }
+
+#[cfg(test)]
+mod timing {
+    use super::*;
+    use serde_json::{json, Value};
+
+    /// A scheduled, running pod as a ReplicaSet creates it and the kubelet reports it.
+    fn running_pod() -> Vec<u8> {
+        let pod = json!({"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-7d9f8c6b5-x2x9z","generateName":"web-7d9f8c6b5-",
+            "namespace":"density","uid":"0f7e7f3a-3a44-4c55-9f35-7f9d8a3a1c11","resourceVersion":"12345","creationTimestamp":"2026-01-01T00:00:00Z",
+            "labels":{"app":"web","pod-template-hash":"7d9f8c6b5"},
+            "ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web-7d9f8c6b5","uid":"7b1e3c1e","controller":true,"blockOwnerDeletion":true}],
+            "managedFields":[{"manager":"kube-controller-manager","operation":"Update","apiVersion":"v1","time":"2026-01-01T00:00:00Z","fieldsType":"FieldsV1",
+                "fieldsV1":{"f:metadata":{"f:generateName":{},"f:labels":{".":{},"f:app":{},"f:pod-template-hash":{}}},
+                "f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{".":{},"f:image":{},"f:name":{},"f:resources":{".":{},"f:requests":{".":{},"f:cpu":{},"f:memory":{}}}}}}}},
+              {"manager":"kubelet","operation":"Update","apiVersion":"v1","time":"2026-01-01T00:00:01Z","fieldsType":"FieldsV1","subresource":"status",
+                "fieldsV1":{"f:status":{"f:conditions":{},"f:containerStatuses":{},"f:hostIP":{},"f:phase":{},"f:podIP":{},"f:startTime":{}}}}]},
+            "spec":{"containers":[{"name":"web","image":"registry.k8s.io/pause:3.10","imagePullPolicy":"IfNotPresent",
+                "ports":[{"containerPort":80,"protocol":"TCP"}],"resources":{"requests":{"cpu":"10m","memory":"16Mi"}},
+                "terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File",
+                "volumeMounts":[{"name":"kube-api-access-abcde","mountPath":"/var/run/secrets/kubernetes.io/serviceaccount","readOnly":true}]}],
+              "dnsPolicy":"ClusterFirst","enableServiceLinks":true,"nodeName":"node-17","preemptionPolicy":"PreemptLowerPriority","priority":0,
+              "restartPolicy":"Always","schedulerName":"default-scheduler","securityContext":{},"serviceAccount":"default","serviceAccountName":"default",
+              "terminationGracePeriodSeconds":30,
+              "tolerations":[{"effect":"NoExecute","key":"node.kubernetes.io/not-ready","operator":"Exists","tolerationSeconds":300},
+                {"effect":"NoExecute","key":"node.kubernetes.io/unreachable","operator":"Exists","tolerationSeconds":300}],
+              "volumes":[{"name":"kube-api-access-abcde","projected":{"defaultMode":420,"sources":[{"serviceAccountToken":{"expirationSeconds":3607,"path":"token"}},
+                {"configMap":{"name":"kube-root-ca.crt","items":[{"key":"ca.crt","path":"ca.crt"}]}},
+                {"downwardAPI":{"items":[{"path":"namespace","fieldRef":{"apiVersion":"v1","fieldPath":"metadata.namespace"}}]}}]}}]},
+            "status":{"phase":"Running","hostIP":"10.1.0.17","hostIPs":[{"ip":"10.1.0.17"}],"podIP":"10.0.0.5","podIPs":[{"ip":"10.0.0.5"}],
+              "startTime":"2026-01-01T00:00:01Z","qosClass":"Burstable",
+              "conditions":[{"type":"PodReadyToStartContainers","status":"True","lastProbeTime":null,"lastTransitionTime":"2026-01-01T00:00:01Z"},
+                {"type":"Initialized","status":"True","lastProbeTime":null,"lastTransitionTime":"2026-01-01T00:00:01Z"},
+                {"type":"Ready","status":"True","lastProbeTime":null,"lastTransitionTime":"2026-01-01T00:00:02Z"},
+                {"type":"ContainersReady","status":"True","lastProbeTime":null,"lastTransitionTime":"2026-01-01T00:00:02Z"},
+                {"type":"PodScheduled","status":"True","lastProbeTime":null,"lastTransitionTime":"2026-01-01T00:00:00Z"}],
+              "containerStatuses":[{"name":"web","image":"registry.k8s.io/pause:3.10","imageID":"registry.k8s.io/pause@sha256:abc",
+                "containerID":"containerd://abc","ready":true,"restartCount":0,"started":true,"state":{"running":{"startedAt":"2026-01-01T00:00:02Z"}}}]}});
+        serde_json::to_vec(&pod).unwrap_or_default()
+    }
+
+    /// How a pod event was decoded before: the object's value, copied, into a whole [`Pod`].
+    #[inline(never)]
+    fn whole(json: &[u8]) -> Option<Pod> {
+        let value: Value = serde_json::from_slice(json).ok()?;
+        serde_json::from_value(value.clone()).ok()
+    }
+
+    #[inline(never)]
+    fn slim(json: &[u8]) -> Option<Pod> {
+        decode_pod(json)
+    }
+
+    fn best_of_rounds(f: fn(&[u8]) -> Option<Pod>, json: &[u8]) -> std::time::Duration {
+        let n: u32 = std::env::var("TIMING_N")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(2000);
+        let round = (n / 10).max(1);
+        (0..10)
+            .map(|_| {
+                let start = std::time::Instant::now();
+                for _ in 0..round {
+                    std::hint::black_box(f(std::hint::black_box(json)));
+                }
+                start.elapsed() / round
+            })
+            .min()
+            .unwrap_or_default()
+    }
+
+    #[test]
+    #[ignore = "timing loop, run by hand with --nocapture"]
+    fn decoding_a_pod_event_for_the_graph() {
+        let json = running_pod();
+        let (mut a, mut b) = (Graph::new(), Graph::new());
+        a.add_pod(&whole(&json).expect("whole"));
+        b.add_pod(&slim(&json).expect("slim"));
+        assert_eq!(a, b);
+        println!("whole pod: {:?} per event", best_of_rounds(whole, &json));
+        println!("slim pod: {:?} per event", best_of_rounds(slim, &json));
+    }
+}
