@@ -853,6 +853,25 @@ mod tests {
     }
 
     #[test]
+    fn managed_fields_are_compared_as_one_atomic_path() {
+        let fm = FieldManager::new("apps/v1", "Deployment", "");
+        for (live, _) in lives_with_managed_fields() {
+            let c = rkcm_structured_merge::typed::compare(
+                schema::schema(),
+                &fm.root,
+                &live,
+                &without_managed_fields(&live),
+            )
+            .unwrap();
+            assert_eq!(
+                c.removed,
+                Set::from_paths([Path::fields(["metadata", "managedFields"])])
+            );
+            assert!(c.added.is_empty() && c.modified.is_empty());
+        }
+    }
+
+    #[test]
     fn the_blind_updater_finds_what_the_updater_finds_without_managed_fields() {
         for subresource in ["", "status"] {
             let fm = FieldManager::new("apps/v1", "Deployment", subresource);
