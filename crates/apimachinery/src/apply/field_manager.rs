@@ -61,7 +61,13 @@ pub struct FieldManager {
     status_subresource: bool,
 }
 
-fn strip_set() -> Set {
+/// The type and identity metadata no manager owns (`stripmeta.go`), built once.
+fn strip_set() -> &'static Set {
+    static STRIP: std::sync::OnceLock<Set> = std::sync::OnceLock::new();
+    STRIP.get_or_init(build_strip_set)
+}
+
+fn build_strip_set() -> Set {
     let mut s = Set::from_paths([Path::fields(["apiVersion"]), Path::fields(["kind"])]);
     s.insert(&Path::fields(["metadata"]));
     for f in [
@@ -141,12 +147,26 @@ impl FieldManager {
 
     /// The fields the server resets on this kind of write, never owned by it: status on the
     /// object, everything but status on `/status`.
-    fn updater(&self) -> Updater<'static> {
-        let ignored = match self.subresource.as_str() {
+    fn reset_fields(&self) -> Set {
+        match self.subresource.as_str() {
             "" if self.status_subresource => Set::from_paths([Path::fields(["status"])]),
             "status" => Set::from_paths([Path::fields(["spec"])]),
             _ => Set::new(),
-        };
+        }
+    }
+
+    /// The updater of this kind of write, ignoring the fields the server resets.
+    fn updater(&self) -> Updater<'static> {
+        Updater::new(schema::schema(), self.root.clone()).with_ignored(self.reset_fields())
+    }
+
+    /// [`Self::updater`], also ignoring `metadata.managedFields`: an update compares the live
+    /// object, which has them, with the new one, which no longer has them, and the comparison
+    /// must find what it finds once they are removed from the live object. The list is atomic,
+    /// so comparing it costs one path, which the ignored set then takes out.
+    fn updater_blind_to_managed_fields(&self) -> Updater<'static> {
+        let mut ignored = self.reset_fields();
+        ignored.insert(&Path::fields(["metadata", "managedFields"]));
         Updater::new(schema::schema(), self.root.clone()).with_ignored(ignored)
     }
 
@@ -187,11 +207,12 @@ impl FieldManager {
         if managed.fields.is_empty() && live.is_some() {
             return;
         }
-        let live = live
-            .map(without_managed_fields)
-            .unwrap_or_else(|| json!({}));
+        // The live object keeps its `managedFields`: the comparison is blind to them
+        // ([`Self::track_update`]), which spares a copy of the whole object.
+        let empty = json!({});
+        let live = live.unwrap_or(&empty);
         if self
-            .track_update(&live, new, &mut managed, manager, now)
+            .track_update(live, new, &mut managed, manager, now)
             .is_err()
         {
             // As kube: never keep managed fields that could not be computed.
@@ -200,6 +221,9 @@ impl FieldManager {
         self.store(new, &managed);
     }
 
+    /// Takes what `new` changes from `live` for `manager` into `managed`. `live` may still
+    /// carry its `metadata.managedFields` (`new` must not): they are left out of the comparison,
+    /// as if removed from `live` first.
     fn track_update(
         &self,
         live: &Value,
@@ -209,7 +233,7 @@ impl FieldManager {
         now: jiff::Timestamp,
     ) -> Result<(), UpdateError> {
         let id = ManagerId::update(manager, &self.api_version, &self.subresource).encode();
-        self.updater().update_managers(
+        self.updater_blind_to_managed_fields().update_managers(
             live,
             new,
             &self.api_version,
@@ -446,7 +470,7 @@ impl FieldManager {
 
 fn strip(fields: &mut ManagedFields, manager: &str) {
     if let Some(vs) = fields.get_mut(manager) {
-        vs.set = vs.set.difference(&strip_set());
+        vs.set = vs.set.difference(strip_set());
         if vs.set.is_empty() {
             fields.remove(manager);
         }
@@ -773,6 +797,106 @@ mod tests {
         assert!(matches!(err, Err(ApplyError::Conflicts { .. })));
     }
 
+    /// Live objects whose `managedFields` the comparison must not see: a label removed, a
+    /// metadata left with nothing but them, and an entry (written by a client) owning the
+    /// `managedFields` field itself.
+    fn lives_with_managed_fields() -> Vec<(Value, Value)> {
+        let entry = |fields: Value| {
+            json!([{"manager":"creator","operation":"Update","apiVersion":"apps/v1",
+                "time":"2027-01-15T08:00:00Z","fieldsType":"FieldsV1","fieldsV1":fields}])
+        };
+        let mut labelled = deployment(1, "nginx");
+        labelled["metadata"]["labels"] = json!({"a":"1","b":"2"});
+        labelled["metadata"]["managedFields"] = entry(
+            json!({"f:metadata":{"f:labels":{".":{},"f:a":{},"f:b":{}}},"f:spec":{"f:replicas":{}}}),
+        );
+        let mut unlabelled = deployment(2, "nginx");
+        unlabelled["metadata"]["labels"] = json!({"a":"1"});
+        let mut bare = deployment(1, "nginx");
+        bare["metadata"] = json!({"managedFields": entry(json!({"f:spec":{"f:replicas":{}}}))});
+        let mut no_metadata = deployment(1, "nginx:2");
+        if let Some(o) = no_metadata.as_object_mut() {
+            o.remove("metadata");
+        }
+        let mut owning = deployment(1, "nginx");
+        owning["metadata"]["managedFields"] =
+            entry(json!({"f:metadata":{"f:managedFields":{}},"f:spec":{"f:replicas":{}}}));
+        vec![
+            (labelled, unlabelled),
+            (bare.clone(), deployment(1, "nginx")),
+            (bare, no_metadata),
+            (owning, deployment(3, "nginx")),
+        ]
+    }
+
+    #[test]
+    fn updates_compare_the_live_object_as_if_it_had_no_managed_fields() {
+        let fm = FieldManager::new("apps/v1", "Deployment", "");
+        for (live, new) in lives_with_managed_fields() {
+            let mut tracked = new.clone();
+            fm.update(Some(&live), &mut tracked, "writer", at(1));
+            // The same managed fields carried by the update, with a live object without them.
+            let mut expected = new.clone();
+            if let Some(o) = expected.as_object_mut() {
+                let meta = o.entry("metadata").or_insert_with(|| json!({}));
+                meta["managedFields"] = live["metadata"]["managedFields"].clone();
+            }
+            fm.update(
+                Some(&without_managed_fields(&live)),
+                &mut expected,
+                "writer",
+                at(1),
+            );
+            assert!(managed_entries(&tracked).is_some(), "{tracked}");
+            assert_eq!(tracked, expected, "from {live}");
+        }
+    }
+
+    #[test]
+    fn managed_fields_are_compared_as_one_atomic_path() {
+        let fm = FieldManager::new("apps/v1", "Deployment", "");
+        for (live, _) in lives_with_managed_fields() {
+            let c = rkcm_structured_merge::typed::compare(
+                schema::schema(),
+                &fm.root,
+                &live,
+                &without_managed_fields(&live),
+            )
+            .unwrap();
+            assert_eq!(
+                c.removed,
+                Set::from_paths([Path::fields(["metadata", "managedFields"])])
+            );
+            assert!(c.added.is_empty() && c.modified.is_empty());
+        }
+    }
+
+    #[test]
+    fn the_blind_updater_finds_what_the_updater_finds_without_managed_fields() {
+        for subresource in ["", "status"] {
+            let fm = FieldManager::new("apps/v1", "Deployment", subresource);
+            for (live, mut new) in lives_with_managed_fields() {
+                new["status"] = json!({"replicas": 1});
+                let managed = managed_fields::decode(managed_entries(&live).unwrap()).unwrap();
+                let mut blind = managed.fields.clone();
+                fm.updater_blind_to_managed_fields()
+                    .update_managers(&live, &new, "apps/v1", &mut blind, "m")
+                    .unwrap();
+                let mut stripped = managed.fields.clone();
+                fm.updater()
+                    .update_managers(
+                        &without_managed_fields(&live),
+                        &new,
+                        "apps/v1",
+                        &mut stripped,
+                        "m",
+                    )
+                    .unwrap();
+                assert_eq!(blind, stripped, "{subresource:?} from {live}");
+            }
+        }
+    }
+
     #[test]
     fn bad_patches_are_refused_with_kubes_messages() {
         let fm = FieldManager::new("apps/v1", "Deployment", "");
@@ -797,5 +921,149 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("duplicate entries"));
+    }
+}
+
+#[cfg(test)]
+mod timing {
+    use super::*;
+
+    fn at(s: i64) -> jiff::Timestamp {
+        jiff::Timestamp::from_second(1_800_000_000 + s).unwrap()
+    }
+
+    /// A pod as a ReplicaSet creates it, defaulted, scheduled and tracked by its creator and the
+    /// kubelet, the shape the density benchmark writes 3,000 of.
+    fn pod(ready: &str, at: &str) -> Value {
+        json!({"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-7d9f8c6b5-x2x9z","generateName":"web-7d9f8c6b5-",
+        "namespace":"density","uid":"0f7e7f3a-3a44-4c55-9f35-7f9d8a3a1c11","resourceVersion":"12345","creationTimestamp":"2026-01-01T00:00:00Z",
+        "labels":{"app":"web","pod-template-hash":"7d9f8c6b5"},
+        "ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web-7d9f8c6b5","uid":"7b1e3c1e-7f3f-4c3c-9f1a-2b2b2b2b2b2b","controller":true,"blockOwnerDeletion":true}],
+        "managedFields":[
+          {"manager":"kube-controller-manager","operation":"Update","apiVersion":"v1","time":"2026-01-01T00:00:00Z","fieldsType":"FieldsV1",
+           "fieldsV1":{"f:metadata":{"f:generateName":{},"f:labels":{".":{},"f:app":{},"f:pod-template-hash":{}},"f:ownerReferences":{".":{},"k:{\"uid\":\"7b1e3c1e-7f3f-4c3c-9f1a-2b2b2b2b2b2b\"}":{}}},
+           "f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{".":{},"f:image":{},"f:imagePullPolicy":{},"f:name":{},"f:ports":{".":{},"k:{\"containerPort\":80,\"protocol\":\"TCP\"}":{".":{},"f:containerPort":{},"f:protocol":{}}},"f:resources":{".":{},"f:requests":{".":{},"f:cpu":{},"f:memory":{}}},"f:terminationMessagePath":{},"f:terminationMessagePolicy":{}}},
+           "f:dnsPolicy":{},"f:enableServiceLinks":{},"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{},"f:terminationGracePeriodSeconds":{}}}},
+          {"manager":"kubelet","operation":"Update","apiVersion":"v1","time":"2026-01-01T00:00:01Z","fieldsType":"FieldsV1","subresource":"status",
+           "fieldsV1":{"f:status":{"f:conditions":{"k:{\"type\":\"ContainersReady\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},
+             "k:{\"type\":\"Initialized\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},
+             "k:{\"type\":\"PodReadyToStartContainers\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},
+             "k:{\"type\":\"Ready\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}}},
+             "f:containerStatuses":{},"f:hostIP":{},"f:hostIPs":{},"f:phase":{},"f:podIP":{},"f:podIPs":{".":{},"k:{\"ip\":\"10.0.0.5\"}":{".":{},"f:ip":{}}},"f:startTime":{}}}}]},
+        "spec":{"containers":[{"name":"web","image":"registry.k8s.io/pause:3.10","imagePullPolicy":"IfNotPresent",
+          "ports":[{"containerPort":80,"protocol":"TCP"}],"resources":{"requests":{"cpu":"10m","memory":"16Mi"}},
+          "terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File",
+          "volumeMounts":[{"name":"kube-api-access-abcde","mountPath":"/var/run/secrets/kubernetes.io/serviceaccount","readOnly":true}]}],
+          "dnsPolicy":"ClusterFirst","enableServiceLinks":true,"nodeName":"node-17","preemptionPolicy":"PreemptLowerPriority","priority":0,
+          "restartPolicy":"Always","schedulerName":"default-scheduler","securityContext":{},"serviceAccount":"default","serviceAccountName":"default",
+          "terminationGracePeriodSeconds":30,
+          "tolerations":[{"effect":"NoExecute","key":"node.kubernetes.io/not-ready","operator":"Exists","tolerationSeconds":300},
+            {"effect":"NoExecute","key":"node.kubernetes.io/unreachable","operator":"Exists","tolerationSeconds":300}],
+          "volumes":[{"name":"kube-api-access-abcde","projected":{"defaultMode":420,"sources":[{"serviceAccountToken":{"expirationSeconds":3607,"path":"token"}},
+            {"configMap":{"name":"kube-root-ca.crt","items":[{"key":"ca.crt","path":"ca.crt"}]}},
+            {"downwardAPI":{"items":[{"path":"namespace","fieldRef":{"apiVersion":"v1","fieldPath":"metadata.namespace"}}]}}]}}]},
+        "status":{"phase":"Running","hostIP":"10.1.0.17","hostIPs":[{"ip":"10.1.0.17"}],"podIP":"10.0.0.5","podIPs":[{"ip":"10.0.0.5"}],
+          "startTime":"2026-01-01T00:00:01Z","qosClass":"Burstable",
+          "conditions":[{"type":"PodReadyToStartContainers","status":"True","lastProbeTime":null,"lastTransitionTime":"2026-01-01T00:00:01Z"},
+            {"type":"Initialized","status":"True","lastProbeTime":null,"lastTransitionTime":"2026-01-01T00:00:01Z"},
+            {"type":"Ready","status":ready,"lastProbeTime":null,"lastTransitionTime":at},
+            {"type":"ContainersReady","status":ready,"lastProbeTime":null,"lastTransitionTime":at},
+            {"type":"PodScheduled","status":"True","lastProbeTime":null,"lastTransitionTime":"2026-01-01T00:00:00Z"}],
+          "containerStatuses":[{"name":"web","image":"registry.k8s.io/pause:3.10","imageID":"registry.k8s.io/pause@sha256:abc","containerID":"containerd://abc",
+            "ready":ready == "True","restartCount":0,"started":ready == "True","state":{"running":{"startedAt":at}}}]}})
+    }
+
+    /// The fastest of ten rounds of `n / 10` calls, per call: the machine is shared.
+    fn time(label: &str, n: u32, mut f: impl FnMut()) -> std::time::Duration {
+        let round = (n / 10).max(1);
+        let best = (0..10)
+            .map(|_| {
+                let start = std::time::Instant::now();
+                for _ in 0..round {
+                    f();
+                }
+                start.elapsed() / round
+            })
+            .min()
+            .unwrap_or_default();
+        println!("{label}: {best:?} per call");
+        best
+    }
+
+    /// Calls per timing loop: `TIMING_N`, else 2,000 (fewer under callgrind).
+    fn calls() -> u32 {
+        std::env::var("TIMING_N")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(2000)
+    }
+
+    #[test]
+    #[ignore = "timing loop, run by hand with --nocapture"]
+    fn status_updates_of_a_pod_that_change_fields() {
+        let fm = FieldManager::new("v1", "Pod", "status");
+        let live = pod("False", "2026-01-01T00:00:01Z");
+        let changed = pod("True", "2026-01-01T00:00:02Z");
+        let new: Vec<Value> = (0..calls()).map(|_| changed.clone()).collect();
+        let mut new = new.into_iter();
+        time("status update that changes fields", calls(), || {
+            if let Some(mut new) = new.next() {
+                fm.update(Some(&live), &mut new, "kubelet", at(0));
+            }
+        });
+    }
+
+    #[test]
+    #[ignore = "timing loop, run by hand with --nocapture"]
+    fn status_updates_of_a_pod_that_change_nothing() {
+        let fm = FieldManager::new("v1", "Pod", "status");
+        let live = pod("False", "2026-01-01T00:00:01Z");
+        let new: Vec<Value> = (0..calls()).map(|_| live.clone()).collect();
+        let mut new = new.into_iter();
+        time("status update that changes nothing", calls(), || {
+            if let Some(mut new) = new.next() {
+                fm.update(Some(&live), &mut new, "kubelet", at(0));
+            }
+        });
+    }
+
+    #[test]
+    #[ignore = "timing loop, run by hand with --nocapture"]
+    fn parts_of_a_pods_status_update() {
+        let fm = FieldManager::new("v1", "Pod", "status");
+        let live = pod("False", "2026-01-01T00:00:01Z");
+        let n = calls();
+        time("clone of the pod (baseline)", n, || {
+            std::hint::black_box(live.clone());
+        });
+        let bytes = serde_json::to_vec(&live).unwrap();
+        time("parse of the pod (baseline)", n, || {
+            std::hint::black_box(serde_json::from_slice::<Value>(&bytes).unwrap());
+        });
+        let entries = managed_entries(&live).unwrap().clone();
+        time("decode managed fields", n, || {
+            std::hint::black_box(managed_fields::decode(&entries).unwrap());
+        });
+        let managed = managed_fields::decode(&entries).unwrap();
+        time("encode managed fields", n, || {
+            std::hint::black_box(managed_fields::encode(&managed));
+        });
+        let l = without_managed_fields(&live);
+        let mut c = pod("True", "2026-01-01T00:00:02Z");
+        c["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("managedFields");
+        time("compare", n, || {
+            std::hint::black_box(
+                rkcm_structured_merge::typed::compare(schema::schema(), &fm.root, &l, &c).unwrap(),
+            );
+        });
+        time("update_managers", n, || {
+            let mut m = managed.clone();
+            fm.updater()
+                .update_managers(&l, &c, "v1", &mut m.fields, CURRENT_OPERATION)
+                .unwrap();
+        });
     }
 }

@@ -34,7 +34,7 @@ pub use resources::{PendingWrite, Resources, WriteHooks};
 pub use scale::{scale_of, update_scale};
 pub use strategy::{GracefulDelete, Strategy};
 pub use system_metadata::{keep_system_metadata, same_content};
-pub use update::{update, UpdateSource, UpdateTarget, Updated};
+pub use update::{update, update_from, Parsed, UpdateSource, UpdateTarget, Updated};
 pub use write::{storage_error, WriteOptions};
 
 pub use names::random_suffix;

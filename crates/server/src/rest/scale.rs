@@ -109,8 +109,9 @@ pub async fn update_scale(
         let current = store
             .get(&key)
             .ok_or_else(|| ApiError::not_found(info, name))?;
+        let old = &current.value();
         if source == UpdateSource::Put {
-            check_uid_precondition(info, name, scale, &current.value())?;
+            check_uid_precondition(info, name, scale, old)?;
         }
         match object::resource_version(scale) {
             Ok(Some(rv)) if rv != current.revision => return Err(ApiError::conflict(info, name)),
@@ -121,7 +122,6 @@ pub async fn update_scale(
                 )))
             }
         }
-        let old = &current.value();
         let mut new = old.clone();
         strategy
             .set_scale_replicas(&mut new, replicas as i32)

@@ -83,6 +83,39 @@ fn should_delete_during_update(
     object::deletion_grace(obj).is_none_or(|g| g == 0)
 }
 
+/// A stored object with its value, which a handler parsed to make the new object from (the
+/// object a patch was applied to). The update takes the value instead of parsing the stored
+/// object once more when the object is still the stored one.
+#[derive(Debug)]
+pub struct Parsed {
+    /// The stored object, as read.
+    pub object: Arc<CachedObject>,
+    /// Its value (`object.value()`).
+    pub value: Value,
+}
+
+impl Parsed {
+    /// Reads `object`'s value.
+    pub fn new(object: Arc<CachedObject>) -> Parsed {
+        let value = object.value();
+        Parsed { object, value }
+    }
+
+    /// The value of `current`, the stored object now: this one's when it is the same write,
+    /// else parsed.
+    fn value_of(parsed: Option<Parsed>, current: &CachedObject) -> Value {
+        match parsed {
+            Some(p) if same_write(&p.object, current) => p.value,
+            _ => current.value(),
+        }
+    }
+}
+
+/// Whether two reads of one key are the same write: a revision is never written twice.
+fn same_write(a: &CachedObject, b: &CachedObject) -> bool {
+    std::ptr::eq(a, b) || a.revision == b.revision
+}
+
 /// Updates object `name` with `new` (PUT or the result of a PATCH, see `source`); `target`
 /// selects the main resource, `/status` or `/finalize`. A `metadata.resourceVersion` in `new` is
 /// a precondition (409 when stale).
@@ -101,10 +134,32 @@ pub async fn update(
     source: UpdateSource,
     opts: WriteOptions,
 ) -> ApiResult<Updated> {
+    update_from(
+        store, resources, info, namespace, name, new, target, source, opts, None,
+    )
+    .await
+}
+
+/// [`update`] of a `new` object made from `live`, the stored object as the caller read and
+/// parsed it (a patch's original): the update does not parse it again while it is still the
+/// stored one.
+#[allow(clippy::too_many_arguments)]
+pub async fn update_from(
+    store: &Store,
+    resources: &dyn Resources,
+    info: &'static ResourceInfo,
+    namespace: Option<&str>,
+    name: &str,
+    new: Value,
+    target: UpdateTarget,
+    source: UpdateSource,
+    opts: WriteOptions,
+    mut live: Option<Parsed>,
+) -> ApiResult<Updated> {
     let unconditional = matches!(object::resource_version(&new), Ok(None));
     if !unconditional {
         return update_once(
-            store, resources, info, namespace, name, new, target, source, &opts,
+            store, resources, info, namespace, name, new, target, source, &opts, live,
         )
         .await;
     }
@@ -120,6 +175,7 @@ pub async fn update(
             target,
             source,
             &opts,
+            live.take(),
         )
         .await
         {
@@ -141,6 +197,7 @@ async fn update_once(
     target: UpdateTarget,
     source: UpdateSource,
     opts: &WriteOptions,
+    live: Option<Parsed>,
 ) -> ApiResult<Updated> {
     let strategy = resources.strategy(info);
     let hooks = resources.hooks(info);
@@ -173,7 +230,7 @@ async fn update_once(
         return Err(ApiError::not_found(info, name));
     };
     // Shared with admission, which sees it in both phases.
-    let stored = Arc::new(current.value());
+    let stored = Arc::new(Parsed::value_of(live, &current));
     let old: &Value = &stored;
     if source == UpdateSource::Put {
         check_uid_precondition(info, name, &new, old)?;
@@ -316,4 +373,33 @@ async fn update_once(
     }
     let stored = written.map_err(|e| storage_error(info, name, e))?;
     Ok(updated(stored))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_parsed_object_stands_for_the_stored_one_while_it_is_the_same_write() {
+        let stored = Arc::new(CachedObject::new(json!({"metadata": {"name": "a"}}), 5));
+        // A value no parse of the stored object gives, to tell which one was taken.
+        let parsed = |object: &Arc<CachedObject>| Parsed {
+            object: Arc::clone(object),
+            value: json!({"parsed": true}),
+        };
+        assert_eq!(
+            Parsed::value_of(Some(parsed(&stored)), &stored),
+            json!({"parsed": true})
+        );
+        let reread = CachedObject::new(json!({"metadata": {"name": "a"}}), 5);
+        assert_eq!(
+            Parsed::value_of(Some(parsed(&stored)), &reread),
+            json!({"parsed": true})
+        );
+        let newer = CachedObject::new(json!({"metadata": {"name": "b"}}), 6);
+        let value = Parsed::value_of(Some(parsed(&stored)), &newer);
+        assert_eq!(object::name(&value), "b");
+        assert_eq!(Parsed::value_of(None, &newer), value);
+        assert_eq!(Parsed::new(Arc::new(newer)).value, value);
+    }
 }

@@ -123,15 +123,15 @@ pub(crate) async fn apply(
             }
             Err(e) => return Err(e),
         };
-        let live = current.value();
+        let live = rest::Parsed::new(current);
         let mut applied = fm
-            .apply(Some(&live), &patch, manager, force, now)
+            .apply(Some(&live.value), &patch, manager, force, now)
             .map_err(apply_error)?;
         if target == UpdateTarget::Main {
             req.check_write(name, &applied)?;
         }
-        let pinned = pin_resource_version(&mut applied, &live, current.revision);
-        let updated = rest::update(
+        let pinned = pin_resource_version(&mut applied, &live.value, live.object.revision);
+        let updated = rest::update_from(
             req.store(),
             req.resources(),
             info,
@@ -141,6 +141,7 @@ pub(crate) async fn apply(
             target,
             UpdateSource::Patch,
             opts.clone(),
+            Some(live),
         )
         .await;
         match updated {

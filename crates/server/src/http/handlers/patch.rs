@@ -111,9 +111,8 @@ async fn patch_object(
     let mut last = None;
     let mut checked: Option<FieldCheck> = None;
     for _ in 0..rest::UPDATE_ATTEMPTS {
-        let current = rest::get(req.store(), info, ns, name)?;
-        let mut patched =
-            apply_patch(patch_type, &current.value(), bytes, &api_version, info.kind)?;
+        let original = rest::Parsed::new(rest::get(req.store(), info, ns, name)?);
+        let mut patched = apply_patch(patch_type, &original.value, bytes, &api_version, info.kind)?;
         if !patched.is_object() {
             return Err(ApiError::bad_request(
                 "the patched object is not a JSON object",
@@ -140,8 +139,8 @@ async fn patch_object(
         if target == UpdateTarget::Main {
             req.check_write(name, &patched)?;
         }
-        let pinned = pin_resource_version(&mut patched, &current.value(), current.revision);
-        let updated = rest::update(
+        let pinned = pin_resource_version(&mut patched, &original.value, original.object.revision);
+        let updated = rest::update_from(
             req.store(),
             req.resources(),
             info,
@@ -151,6 +150,7 @@ async fn patch_object(
             target,
             UpdateSource::Patch,
             opts.clone(),
+            Some(original),
         )
         .await;
         match updated {

@@ -75,7 +75,7 @@ struct VolumeEdges {
 
 /// The relations between nodes and the objects they may read. Not synchronised: the populator
 /// ([`super::populator`]) owns it behind a lock.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Graph {
     pods: HashMap<NsName, PodEdges>,
     pods_by_node: HashMap<String, BTreeSet<NsName>>,

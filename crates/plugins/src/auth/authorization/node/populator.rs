@@ -10,15 +10,19 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{PersistentVolume, Pod};
+use k8s_openapi::api::core::v1::{
+    Container, EnvFromSource, EnvVar, EphemeralContainer, LocalObjectReference, PersistentVolume,
+    Pod, PodResourceClaim, PodResourceClaimStatus, PodSpec, PodStatus, Volume,
+};
 use k8s_openapi::api::storage::v1::VolumeAttachment;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::Resource;
 use parking_lot::Mutex;
-use serde_json::Value;
+use serde::Deserialize;
 
 use rkcm_apimachinery::catalog;
 
 use super::graph::Graph;
-use rkcm_storage::object;
 use rkcm_storage::store::Store;
 use rkcm_storage::watch_cache::{EventType, Next, Subscription, WatchEvent, WatchStart};
 
@@ -133,7 +137,7 @@ impl GraphPopulator {
         feed.revision = subscription.revision;
         if let WatchStart::Current(objects) = &subscription.start {
             for obj in objects {
-                add(graph, feed.source, &obj.value());
+                add(graph, feed.source, obj.json());
             }
         }
         feed.subscription = Some(subscription);
@@ -148,21 +152,21 @@ fn forget_all(graph: &mut Graph, source: Source) {
     }
 }
 
-fn add(graph: &mut Graph, source: Source, value: &Value) {
+fn add(graph: &mut Graph, source: Source, json: &[u8]) {
     // Stored objects passed validation; one that does not decode adds nothing.
     match source {
         Source::Pods => {
-            if let Ok(pod) = serde_json::from_value::<Pod>(value.clone()) {
+            if let Some(pod) = decode_pod(json) {
                 graph.add_pod(&pod);
             }
         }
         Source::PersistentVolumes => {
-            if let Ok(pv) = serde_json::from_value::<PersistentVolume>(value.clone()) {
+            if let Ok(pv) = serde_json::from_slice::<PersistentVolume>(json) {
                 graph.add_pv(&pv);
             }
         }
         Source::VolumeAttachments => {
-            if let Ok(va) = serde_json::from_value::<VolumeAttachment>(value.clone()) {
+            if let Ok(va) = serde_json::from_slice::<VolumeAttachment>(json) {
                 graph.add_volume_attachment(&va);
             }
         }
@@ -170,18 +174,125 @@ fn add(graph: &mut Graph, source: Source, value: &Value) {
 }
 
 fn apply(graph: &mut Graph, source: Source, event: &WatchEvent) {
-    let value = &event.object.value();
+    let object = &event.object;
     match event.kind {
-        EventType::Added | EventType::Modified => add(graph, source, value),
+        EventType::Added | EventType::Modified => add(graph, source, object.json()),
         EventType::Deleted => {
-            let name = object::name(value);
+            let name = object.name();
             match source {
-                Source::Pods => graph.delete_pod(object::namespace(value), name),
+                Source::Pods => graph.delete_pod(object.namespace(), name),
                 Source::PersistentVolumes => graph.delete_pv(name),
                 Source::VolumeAttachments => graph.delete_volume_attachment(name),
             }
         }
     }
+}
+
+/// A stored pod with only what [`Graph::add_pod`] reads: its name, node, service account, the
+/// secrets, configmaps and claims its containers and volumes name, and the resource claims of
+/// its status. Every pod write reaches the graph, and most of a pod (container images, probes,
+/// resources, the status's conditions and container states, managed fields) is skipped
+/// unread instead of decoded into a whole [`Pod`].
+///
+/// `None` when it does not decode, as a [`Pod`] would not: a value of the wrong type in a field
+/// read, or another `apiVersion` or `kind`.
+fn decode_pod(json: &[u8]) -> Option<Pod> {
+    let pod: SlimPod = serde_json::from_slice(json).ok()?;
+    let wrong = |field: Option<String>, expected: &str| field.is_some_and(|f| f != expected);
+    if wrong(pod.api_version, Pod::API_VERSION) || wrong(pod.kind, Pod::KIND) {
+        return None;
+    }
+    let meta = pod.metadata.unwrap_or_default();
+    Some(Pod {
+        metadata: ObjectMeta {
+            name: meta.name,
+            namespace: meta.namespace,
+            ..ObjectMeta::default()
+        },
+        spec: pod.spec.map(|spec| PodSpec {
+            node_name: spec.node_name,
+            service_account_name: spec.service_account_name,
+            image_pull_secrets: spec.image_pull_secrets,
+            containers: spec
+                .containers
+                .unwrap_or_default()
+                .into_iter()
+                .map(SlimContainer::container)
+                .collect(),
+            init_containers: spec
+                .init_containers
+                .map(|c| c.into_iter().map(SlimContainer::container).collect()),
+            ephemeral_containers: spec.ephemeral_containers.map(|c| {
+                c.into_iter()
+                    .map(|c| EphemeralContainer {
+                        env: c.env,
+                        env_from: c.env_from,
+                        ..EphemeralContainer::default()
+                    })
+                    .collect()
+            }),
+            volumes: spec.volumes,
+            resource_claims: spec.resource_claims,
+            ..PodSpec::default()
+        }),
+        status: pod.status.map(|status| PodStatus {
+            resource_claim_statuses: status.resource_claim_statuses,
+            ..PodStatus::default()
+        }),
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SlimPod {
+    api_version: Option<String>,
+    kind: Option<String>,
+    metadata: Option<SlimMeta>,
+    spec: Option<SlimSpec>,
+    status: Option<SlimStatus>,
+}
+
+#[derive(Default, Deserialize)]
+struct SlimMeta {
+    name: Option<String>,
+    namespace: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SlimSpec {
+    node_name: Option<String>,
+    service_account_name: Option<String>,
+    image_pull_secrets: Option<Vec<LocalObjectReference>>,
+    containers: Option<Vec<SlimContainer>>,
+    init_containers: Option<Vec<SlimContainer>>,
+    ephemeral_containers: Option<Vec<SlimContainer>>,
+    volumes: Option<Vec<Volume>>,
+    resource_claims: Option<Vec<PodResourceClaim>>,
+}
+
+/// A container's (or an ephemeral container's) references: its environment.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SlimContainer {
+    env: Option<Vec<EnvVar>>,
+    env_from: Option<Vec<EnvFromSource>>,
+}
+
+impl SlimContainer {
+    fn container(self) -> Container {
+        Container {
+            env: self.env,
+            env_from: self.env_from,
+            ..Container::default()
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SlimStatus {
+    resource_claim_statuses: Option<Vec<PodResourceClaimStatus>>,
 }
 
 #[cfg(test)]
@@ -190,9 +301,137 @@ mod tests {
     use super::super::graph::VertexType;
     use super::*;
     use rkcm_storage::memory::MemoryBackend;
+    use serde_json::json;
 
     fn key(kind: &str, gv: &str, ns: Option<&str>, name: &str) -> String {
         rkcm_server::rest::key(catalog::by_kind(gv, kind).expect("kind"), ns, name)
+    }
+
+    /// A pod bound to `node0` that names a secret, configmap, claim, resource claim and service
+    /// account in every place the graph looks, among fields it does not read.
+    fn pod_with_every_reference() -> serde_json::Value {
+        let secret = |name: &str| json!({"name": name});
+        json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"namespace": "ns0", "name": "p", "uid": "u", "labels": {"a": "b"},
+                "managedFields": [{"manager": "m", "operation": "Update", "apiVersion": "v1",
+                    "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}}}]},
+            "spec": {
+                "nodeName": "node0",
+                "serviceAccountName": "sa",
+                "imagePullSecrets": [{"name": "pull"}],
+                "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}},
+                    "readinessProbe": {"httpGet": {"port": 80}},
+                    "envFrom": [{"secretRef": {"name": "env-from-secret"}},
+                        {"configMapRef": {"name": "env-from-cm"}}],
+                    "env": [{"name": "A", "valueFrom": {"secretKeyRef": {"name": "env-secret", "key": "k"}}},
+                        {"name": "B", "valueFrom": {"configMapKeyRef": {"name": "env-cm", "key": "k"}}},
+                        {"name": "C", "value": "plain"}]}],
+                "initContainers": [{"name": "i",
+                    "env": [{"name": "D", "valueFrom": {"secretKeyRef": {"name": "init-secret", "key": "k"}}}]}],
+                "ephemeralContainers": [{"name": "e",
+                    "envFrom": [{"configMapRef": {"name": "ephemeral-cm"}}],
+                    "env": [{"name": "E", "valueFrom": {"secretKeyRef": {"name": "ephemeral-secret", "key": "k"}}}]}],
+                "volumes": [
+                    {"name": "s", "secret": {"secretName": "volume-secret"}},
+                    {"name": "cm", "configMap": {"name": "volume-cm"}},
+                    {"name": "p", "projected": {"sources": [{"secret": {"name": "projected-secret"}},
+                        {"configMap": {"name": "projected-cm"}}, {"serviceAccountToken": {"path": "t"}}]}},
+                    {"name": "pvc", "persistentVolumeClaim": {"claimName": "claim"}},
+                    {"name": "eph", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}},
+                    {"name": "af", "azureFile": {"secretName": "azure-secret", "shareName": "s"}},
+                    {"name": "ceph", "cephfs": {"monitors": ["m"], "secretRef": secret("cephfs-secret")}},
+                    {"name": "cinder", "cinder": {"volumeID": "v", "secretRef": secret("cinder-secret")}},
+                    {"name": "flex", "flexVolume": {"driver": "d", "secretRef": secret("flex-secret")}},
+                    {"name": "rbd", "rbd": {"monitors": ["m"], "image": "i", "secretRef": secret("rbd-secret")}},
+                    {"name": "sio", "scaleIO": {"gateway": "g", "system": "s", "secretRef": secret("scaleio-secret")}},
+                    {"name": "iscsi", "iscsi": {"targetPortal": "t", "iqn": "q", "lun": 0, "secretRef": secret("iscsi-secret")}},
+                    {"name": "sos", "storageos": {"secretRef": secret("storageos-secret")}},
+                    {"name": "csi", "csi": {"driver": "d", "nodePublishSecretRef": secret("csi-secret")}}
+                ],
+                "resourceClaims": [{"name": "rc", "resourceClaimName": "resource-claim"},
+                    {"name": "tc", "resourceClaimTemplateName": "template"}]
+            },
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+                "containerStatuses": [{"name": "c", "image": "i", "imageID": "", "ready": true, "restartCount": 0}],
+                "resourceClaimStatuses": [{"name": "tc", "resourceClaimName": "templated-claim"}]}
+        })
+    }
+
+    fn graph_of(pod: &Pod) -> Graph {
+        let mut graph = Graph::new();
+        graph.add_pod(pod);
+        graph
+    }
+
+    #[test]
+    fn the_slim_decode_of_a_pod_gives_the_edges_of_the_whole_pod() {
+        let json = serde_json::to_vec(&pod_with_every_reference()).expect("json");
+        let whole: Pod = serde_json::from_slice(&json).expect("pod");
+        let slim = decode_pod(&json).expect("slim pod");
+        let graph = graph_of(&slim);
+        assert_eq!(graph, graph_of(&whole));
+        let reaches = |ty: VertexType, name: &str| graph.has_path("node0", ty, "ns0", name).is_ok();
+        for secret in [
+            "pull",
+            "env-from-secret",
+            "env-secret",
+            "init-secret",
+            "ephemeral-secret",
+            "volume-secret",
+            "projected-secret",
+            "azure-secret",
+            "cephfs-secret",
+            "cinder-secret",
+            "flex-secret",
+            "rbd-secret",
+            "scaleio-secret",
+            "iscsi-secret",
+            "storageos-secret",
+            "csi-secret",
+        ] {
+            assert!(reaches(VertexType::Secret, secret), "{secret}");
+        }
+        for cm in [
+            "env-from-cm",
+            "env-cm",
+            "ephemeral-cm",
+            "volume-cm",
+            "projected-cm",
+        ] {
+            assert!(reaches(VertexType::ConfigMap, cm), "{cm}");
+        }
+        for claim in ["claim", "p-eph"] {
+            assert!(reaches(VertexType::PersistentVolumeClaim, claim), "{claim}");
+        }
+        for claim in ["resource-claim", "templated-claim"] {
+            assert!(reaches(VertexType::ResourceClaim, claim), "{claim}");
+        }
+        assert!(reaches(VertexType::ServiceAccount, "sa"));
+        assert!(!reaches(VertexType::Secret, "other"));
+    }
+
+    #[test]
+    fn the_slim_decode_refuses_what_the_whole_decode_refuses() {
+        let mut unbound = pod_with_every_reference();
+        unbound["spec"]["nodeName"] = json!(null);
+        let json = serde_json::to_vec(&unbound).expect("json");
+        let whole: Pod = serde_json::from_slice(&json).expect("pod");
+        assert_eq!(
+            graph_of(&decode_pod(&json).expect("slim")),
+            graph_of(&whole)
+        );
+        assert_eq!(graph_of(&whole), Graph::new());
+        for (field, value) in [
+            ("kind", json!("Secret")),
+            ("apiVersion", json!("v2")),
+            ("spec", json!({"volumes": "none"})),
+        ] {
+            let mut bad = pod_with_every_reference();
+            bad[field] = value;
+            let json = serde_json::to_vec(&bad).expect("json");
+            assert!(serde_json::from_slice::<Pod>(&json).is_err(), "{field}");
+            assert!(decode_pod(&json).is_none(), "{field}");
+        }
     }
 
     #[tokio::test]
@@ -240,5 +479,88 @@ mod tests {
         assert!(populator.with_graph(|g| g
             .has_path("node0", VertexType::PersistentVolume, "", "pv0")
             .is_ok()));
+    }
+}
+
+#[cfg(test)]
+mod timing {
+    use super::*;
+    use serde_json::{json, Value};
+
+    /// A scheduled, running pod as a ReplicaSet creates it and the kubelet reports it.
+    fn running_pod() -> Vec<u8> {
+        let pod = json!({"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-7d9f8c6b5-x2x9z","generateName":"web-7d9f8c6b5-",
+            "namespace":"density","uid":"0f7e7f3a-3a44-4c55-9f35-7f9d8a3a1c11","resourceVersion":"12345","creationTimestamp":"2026-01-01T00:00:00Z",
+            "labels":{"app":"web","pod-template-hash":"7d9f8c6b5"},
+            "ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web-7d9f8c6b5","uid":"7b1e3c1e","controller":true,"blockOwnerDeletion":true}],
+            "managedFields":[{"manager":"kube-controller-manager","operation":"Update","apiVersion":"v1","time":"2026-01-01T00:00:00Z","fieldsType":"FieldsV1",
+                "fieldsV1":{"f:metadata":{"f:generateName":{},"f:labels":{".":{},"f:app":{},"f:pod-template-hash":{}}},
+                "f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{".":{},"f:image":{},"f:name":{},"f:resources":{".":{},"f:requests":{".":{},"f:cpu":{},"f:memory":{}}}}}}}},
+              {"manager":"kubelet","operation":"Update","apiVersion":"v1","time":"2026-01-01T00:00:01Z","fieldsType":"FieldsV1","subresource":"status",
+                "fieldsV1":{"f:status":{"f:conditions":{},"f:containerStatuses":{},"f:hostIP":{},"f:phase":{},"f:podIP":{},"f:startTime":{}}}}]},
+            "spec":{"containers":[{"name":"web","image":"registry.k8s.io/pause:3.10","imagePullPolicy":"IfNotPresent",
+                "ports":[{"containerPort":80,"protocol":"TCP"}],"resources":{"requests":{"cpu":"10m","memory":"16Mi"}},
+                "terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File",
+                "volumeMounts":[{"name":"kube-api-access-abcde","mountPath":"/var/run/secrets/kubernetes.io/serviceaccount","readOnly":true}]}],
+              "dnsPolicy":"ClusterFirst","enableServiceLinks":true,"nodeName":"node-17","preemptionPolicy":"PreemptLowerPriority","priority":0,
+              "restartPolicy":"Always","schedulerName":"default-scheduler","securityContext":{},"serviceAccount":"default","serviceAccountName":"default",
+              "terminationGracePeriodSeconds":30,
+              "tolerations":[{"effect":"NoExecute","key":"node.kubernetes.io/not-ready","operator":"Exists","tolerationSeconds":300},
+                {"effect":"NoExecute","key":"node.kubernetes.io/unreachable","operator":"Exists","tolerationSeconds":300}],
+              "volumes":[{"name":"kube-api-access-abcde","projected":{"defaultMode":420,"sources":[{"serviceAccountToken":{"expirationSeconds":3607,"path":"token"}},
+                {"configMap":{"name":"kube-root-ca.crt","items":[{"key":"ca.crt","path":"ca.crt"}]}},
+                {"downwardAPI":{"items":[{"path":"namespace","fieldRef":{"apiVersion":"v1","fieldPath":"metadata.namespace"}}]}}]}}]},
+            "status":{"phase":"Running","hostIP":"10.1.0.17","hostIPs":[{"ip":"10.1.0.17"}],"podIP":"10.0.0.5","podIPs":[{"ip":"10.0.0.5"}],
+              "startTime":"2026-01-01T00:00:01Z","qosClass":"Burstable",
+              "conditions":[{"type":"PodReadyToStartContainers","status":"True","lastProbeTime":null,"lastTransitionTime":"2026-01-01T00:00:01Z"},
+                {"type":"Initialized","status":"True","lastProbeTime":null,"lastTransitionTime":"2026-01-01T00:00:01Z"},
+                {"type":"Ready","status":"True","lastProbeTime":null,"lastTransitionTime":"2026-01-01T00:00:02Z"},
+                {"type":"ContainersReady","status":"True","lastProbeTime":null,"lastTransitionTime":"2026-01-01T00:00:02Z"},
+                {"type":"PodScheduled","status":"True","lastProbeTime":null,"lastTransitionTime":"2026-01-01T00:00:00Z"}],
+              "containerStatuses":[{"name":"web","image":"registry.k8s.io/pause:3.10","imageID":"registry.k8s.io/pause@sha256:abc",
+                "containerID":"containerd://abc","ready":true,"restartCount":0,"started":true,"state":{"running":{"startedAt":"2026-01-01T00:00:02Z"}}}]}});
+        serde_json::to_vec(&pod).unwrap_or_default()
+    }
+
+    /// How a pod event was decoded before: the object's value, copied, into a whole [`Pod`].
+    #[inline(never)]
+    fn whole(json: &[u8]) -> Option<Pod> {
+        let value: Value = serde_json::from_slice(json).ok()?;
+        serde_json::from_value(value.clone()).ok()
+    }
+
+    #[inline(never)]
+    fn slim(json: &[u8]) -> Option<Pod> {
+        decode_pod(json)
+    }
+
+    fn best_of_rounds(f: fn(&[u8]) -> Option<Pod>, json: &[u8]) -> std::time::Duration {
+        let n: u32 = std::env::var("TIMING_N")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(2000);
+        let round = (n / 10).max(1);
+        (0..10)
+            .map(|_| {
+                let start = std::time::Instant::now();
+                for _ in 0..round {
+                    std::hint::black_box(f(std::hint::black_box(json)));
+                }
+                start.elapsed() / round
+            })
+            .min()
+            .unwrap_or_default()
+    }
+
+    #[test]
+    #[ignore = "timing loop, run by hand with --nocapture"]
+    fn decoding_a_pod_event_for_the_graph() {
+        let json = running_pod();
+        let (mut a, mut b) = (Graph::new(), Graph::new());
+        a.add_pod(&whole(&json).expect("whole"));
+        b.add_pod(&slim(&json).expect("slim"));
+        assert_eq!(a, b);
+        println!("whole pod: {:?} per event", best_of_rounds(whole, &json));
+        println!("slim pod: {:?} per event", best_of_rounds(slim, &json));
     }
 }
