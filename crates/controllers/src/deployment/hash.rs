@@ -10,6 +10,7 @@
 //! across templates, changed by a collision-count bump — holds.
 
 use k8s_openapi::api::core::v1::PodTemplateSpec;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use rkcm_apimachinery::semantic;
 use rkcm_runtime::hash::{safe_encode_string, Fnv32a};
 use serde_json::Value;
@@ -32,6 +33,15 @@ pub fn compute_hash(template: &PodTemplateSpec, collision_count: Option<i32>) ->
     safe_encode_string(&h.sum32().to_string())
 }
 
+/// The template's metadata without the pod-template-hash label (absent metadata as empty).
+fn metadata_without_hash(template: &PodTemplateSpec) -> ObjectMeta {
+    let mut meta = template.metadata.clone().unwrap_or_default();
+    if let Some(labels) = meta.labels.as_mut() {
+        labels.remove(POD_TEMPLATE_HASH_LABEL);
+    }
+    meta
+}
+
 fn comparable(template: &PodTemplateSpec) -> Value {
     let mut t = template.clone();
     if let Some(labels) = t.metadata.as_mut().and_then(|m| m.labels.as_mut()) {
@@ -47,6 +57,12 @@ fn comparable(template: &PodTemplateSpec) -> Value {
 /// quantities by value.
 #[doc(alias = "EqualIgnoreHash")]
 pub fn equal_ignore_hash(a: &PodTemplateSpec, b: &PodTemplateSpec) -> bool {
+    // Templates equal field for field are semantically equal too; the Deployment controller
+    // compares its template with each ReplicaSet's on every sync, and the new ReplicaSet's is a
+    // copy, so most comparisons end here without building two JSON trees.
+    if a.spec == b.spec && metadata_without_hash(a) == metadata_without_hash(b) {
+        return true;
+    }
     semantic::deep_equal(
         &semantic::types::POD_TEMPLATE_SPEC,
         &comparable(a),
