@@ -21,8 +21,8 @@
 //! an insert, which has the decoded object in hand, keeps it beside the bytes
 //! ([`Entry::Recent`]) while the write is among the store's [`RECENT_WRITES`] latest inserts and
 //! younger than [`RECENT_AGE`]; reads return that very `Arc` instead of decoding. The age is
-//! checked on every insert, on reads (which drop stale copies if no writer holds the lock) and by
-//! the informer every [`RECENT_AGE`], so an idle store soon holds bytes only. Each write has a
+//! checked on every insert and by the informer every [`RECENT_AGE`] (reads, the hot path, do not
+//! look at the clock), so an idle store holds bytes only within twice that. Each write has a
 //! sequence number: a write leaving the bounds drops the copy only if its key was not written
 //! again since. A relist ([`Store::replace`](super::Store::replace)) keeps no copies: it writes
 //! every object at once, in no order that says which will be read. The copies add up to the
@@ -270,11 +270,6 @@ impl Recent {
         self.writes
             .front()
             .is_some_and(|w| now.saturating_duration_since(w.at) >= self.max_age)
-    }
-
-    /// Whether no write counts as recent.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.writes.is_empty()
     }
 
     /// How many writes count as recent (some may have been written over or removed since).

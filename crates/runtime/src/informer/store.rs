@@ -212,31 +212,29 @@ impl<K: Resource + Send + Sync + 'static> Store<K> {
 
     /// The object with `key`, if cached.
     pub fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
-        let (found, codec, stale) = {
+        let (found, codec) = {
             let inner = self.inner.read();
             let found = inner
                 .items
                 .get_key_value(key)
                 .map(|(key, entry)| (Arc::clone(key), entry.clone()));
-            (found, inner.codec, has_stale_copies(&inner))
+            (found, inner.codec)
         };
-        self.expire_recent_if(stale);
         let (key, entry) = found?;
         read(codec.as_ref(), &key, entry)
     }
 
     /// Every cached object, in no particular order.
     pub fn list(&self) -> Vec<Arc<K>> {
-        let (entries, codec, stale) = {
+        let (entries, codec) = {
             let inner = self.inner.read();
             let entries = inner
                 .items
                 .iter()
                 .map(|(k, e)| (Arc::clone(k), e.clone()))
                 .collect();
-            (entries, inner.codec, has_stale_copies(&inner))
+            (entries, inner.codec)
         };
-        self.expire_recent_if(stale);
         materialize(entries, codec)
     }
 
@@ -260,7 +258,7 @@ impl<K: Resource + Send + Sync + 'static> Store<K> {
 
     /// The cached objects whose index `index_name` has `value`; empty if there is no such index.
     pub fn by_index(&self, index_name: &str, value: &str) -> Vec<Arc<K>> {
-        let (entries, codec, stale) = {
+        let (entries, codec) = {
             let inner = self.inner.read();
             let Some(keys) = inner.indices.get(index_name).and_then(|i| i.get(value)) else {
                 return Vec::new();
@@ -269,9 +267,8 @@ impl<K: Resource + Send + Sync + 'static> Store<K> {
                 .iter()
                 .filter_map(|k| inner.items.get(&**k).map(|e| (Arc::clone(k), e.clone())))
                 .collect();
-            (entries, inner.codec, has_stale_copies(&inner))
+            (entries, inner.codec)
         };
-        self.expire_recent_if(stale);
         materialize(entries, codec)
     }
 
@@ -305,16 +302,13 @@ impl<K: Resource + Send + Sync + 'static> Store<K> {
                         .iter()
                         .filter_map(|k| inner.items.get(&**k).map(|e| (Arc::clone(k), e.clone())))
                         .collect();
-                    Some((entries, inner.codec, has_stale_copies(&inner)))
+                    Some((entries, inner.codec))
                 }
                 _ => None,
             }
         };
         let candidates = match indexed {
-            Some((entries, codec, stale)) => {
-                self.expire_recent_if(stale);
-                materialize(entries, codec)
-            }
+            Some((entries, codec)) => materialize(entries, codec),
             None => self.list_by_namespace(namespace),
         };
         candidates.into_iter().filter(selects).collect()
@@ -349,7 +343,7 @@ impl<K: Resource + Send + Sync + 'static> Store<K> {
     /// and skip the objects other controllers own; the two indices give the same candidates
     /// without the scan.
     pub fn claimable(&self, namespace: &str, owner_uid: &str) -> Vec<Arc<K>> {
-        let (entries, codec, stale) = {
+        let (entries, codec) = {
             let inner = self.inner.read();
             let owned = inner
                 .indices
@@ -368,9 +362,8 @@ impl<K: Resource + Send + Sync + 'static> Store<K> {
                 .chain(orphans)
                 .filter_map(|k| inner.items.get(&**k).map(|e| (Arc::clone(k), e.clone())))
                 .collect();
-            (entries, inner.codec, has_stale_copies(&inner))
+            (entries, inner.codec)
         };
-        self.expire_recent_if(stale);
         materialize(entries, codec)
     }
 
@@ -430,20 +423,6 @@ impl<K: Resource + Send + Sync + 'static> Store<K> {
             return;
         }
         let expired = expire_recent(&mut self.inner.write(), Some(now));
-        drop(expired);
-    }
-
-    /// After a read that found `stale` decoded copies: drops them, unless a writer holds the lock
-    /// (its insert drops them then), so that a read never waits for one.
-    fn expire_recent_if(&self, stale: bool) {
-        if !stale {
-            return;
-        }
-        let Some(mut inner) = self.inner.try_write() else {
-            return;
-        };
-        let expired = expire_recent(&mut inner, Some(Instant::now()));
-        drop(inner);
         drop(expired);
     }
 
@@ -631,12 +610,6 @@ fn remove<K>(inner: &mut Inner<K>, key: &ObjectKey) -> Option<Prior<K>> {
     };
     shrink_after_removals(inner);
     Some(prior)
-}
-
-/// Whether some entries keep the decoded object of an insert that is no longer recent: asked under
-/// the read lock, and only then reads the clock.
-fn has_stale_copies<K>(inner: &Inner<K>) -> bool {
-    !inner.recent.is_empty() && inner.recent.has_expired(Instant::now())
 }
 
 /// Makes the entries of the inserts beyond the store's bounds at `now` (every recent insert when
