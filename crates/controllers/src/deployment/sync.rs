@@ -190,9 +190,6 @@ impl DeploymentController {
         // The ReplicaSets this Deployment controls, adopting matching orphans and releasing
         // controlled ones that no longer match.
         let rs_list = self.replica_sets_for_deployment(&d, key).await?;
-        // kube lists the pods on every sync (`getPodMapForDeployment`), but only the Recreate
-        // rollout reads them; other syncs skip reading every pod of the Deployment.
-        let pod_map = (strategy_type(&d) == RECREATE).then(|| self.pod_map(&d, &rs_list));
 
         if d.metadata.deletion_timestamp.is_some() {
             return self.sync_status_only(&mut d, &rs_list).await;
@@ -217,9 +214,9 @@ impl DeploymentController {
         }
         match strategy_type(&d) {
             RECREATE => {
-                // Read above unless the strategy changed since; the new ReplicaSet's entry that
-                // `rs_list` may now add is one `old_pods_running` skips.
-                let pod_map = pod_map.unwrap_or_else(|| self.pod_map(&d, &rs_list));
+                // kube lists the pods on every sync (`getPodMapForDeployment`), but only the
+                // Recreate rollout reads them; other syncs skip reading every pod.
+                let pod_map = self.pod_map(&d, &rs_list);
                 self.rollout_recreate(&mut d, &rs_list, &pod_map).await
             }
             ROLLING_UPDATE => self.rollout_rolling(&mut d, &rs_list).await,
