@@ -74,6 +74,26 @@ pub fn check_fields(
     Ok(problems.into_inner())
 }
 
+/// [`check_fields`] of an object already parsed (the object a patch made): the same unknown
+/// fields in the same order as a check of its serialized form, without serializing it. A parsed
+/// value has no duplicate keys.
+pub fn check_value_fields(
+    api_version: &str,
+    kind: &str,
+    value: &Value,
+) -> Result<Vec<FieldProblem>, serde_json::Error> {
+    let schema = definitions::root_definition(api_version, kind)
+        .and_then(|name| definitions::definitions().get(name));
+    let problems = RefCell::new(Vec::new());
+    Walker {
+        schema,
+        at: None,
+        problems: &problems,
+    }
+    .deserialize(value)?;
+    Ok(problems.into_inner())
+}
+
 /// One step from the document's root: a key of an object or an index of an array. The path of
 /// a field is only written out when a problem is found there.
 struct Step<'p> {
@@ -325,6 +345,32 @@ mod tests {
                 r#"unknown field "spec.foo""#,
                 r#"unknown field "spec.template.spec.containers[0].imagee""#,
             ]
+        );
+    }
+
+    #[test]
+    fn a_parsed_object_has_the_unknown_fields_of_its_text() {
+        let bodies = [
+            r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","nmae":"x",
+                "labels":{"a":"b"},"annotations":null},
+                "spec":{"foo":1,"template":{"spec":{"containers":[{"name":"c","imagee":"nginx",
+                "ports":[{"containerPort":80,"bad":true}]}]}}},"status":{"replicas":0}}"#,
+            r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"}}"#,
+        ];
+        for body in bodies {
+            let value: Value = serde_json::from_str(body).unwrap();
+            let parsed = check_value_fields("apps/v1", "Deployment", &value).unwrap();
+            assert_eq!(
+                parsed,
+                check_fields("apps/v1", "Deployment", body.as_bytes()).unwrap()
+            );
+        }
+        let value: Value = serde_json::from_str(bodies[0]).unwrap();
+        assert_eq!(
+            check_value_fields("apps/v1", "Deployment", &value)
+                .unwrap()
+                .len(),
+            4
         );
     }
 

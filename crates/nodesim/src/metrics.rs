@@ -98,31 +98,32 @@ pub fn pod_usage(pod: &Pod, served: &NodeSet) -> Option<PodUsage> {
 }
 
 /// The figures of every served node and of its Running pods at `now`, covering `window`.
+/// `pods_on` gives the pods bound to one node: only served nodes' pods are read, one node at a
+/// time, so a snapshot never holds every pod of the cluster decoded at once.
 pub fn take_snapshot(
-    pods: &[Arc<Pod>],
+    pods_on: impl Fn(&str) -> Vec<Arc<Pod>>,
     nodes: &[Arc<Node>],
     served: &NodeSet,
     now: Timestamp,
     window: Duration,
 ) -> UsageSnapshot {
-    let mut per_node: BTreeMap<String, (i64, i64)> = served
-        .list()
-        .into_iter()
-        .map(|n| (n.name, (0, 0)))
-        .collect();
+    let mut per_node: BTreeMap<String, (i64, i64)> = BTreeMap::new();
     let mut pod_usages = Vec::new();
-    for pod in pods {
-        let Some(usage) = pod_usage(pod, served) else {
-            continue;
-        };
-        let node = pod.spec.as_ref().and_then(|s| s.node_name.clone());
-        if let Some(total) = node.and_then(|n| per_node.get_mut(&n)) {
-            for c in &usage.containers {
-                total.0 = total.0.saturating_add(c.cpu_nanocores);
-                total.1 = total.1.saturating_add(c.memory_bytes);
+    for node in served.list() {
+        let mut total = (0i64, 0i64);
+        for pod in pods_on(&node.name) {
+            let Some(usage) = pod_usage(&pod, served) else {
+                continue;
+            };
+            if pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node.name.as_str()) {
+                for c in &usage.containers {
+                    total.0 = total.0.saturating_add(c.cpu_nanocores);
+                    total.1 = total.1.saturating_add(c.memory_bytes);
+                }
+                pod_usages.push(usage);
             }
         }
-        pod_usages.push(usage);
+        per_node.insert(node.name, total);
     }
     pod_usages.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
     let labels_of = |name: &str| {
@@ -251,7 +252,13 @@ mod tests {
             pod("c", "n1", "Pending", &[(CPU_USAGE_ANNOTATION, "5")]),
         ];
         let now: Timestamp = "2026-01-01T00:00:00Z".parse().expect("time");
-        let s = take_snapshot(&pods, &[], &served(), now, DEFAULT_METRIC_RESOLUTION);
+        let pods_on = |node: &str| -> Vec<Arc<Pod>> {
+            pods.iter()
+                .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node))
+                .cloned()
+                .collect()
+        };
+        let s = take_snapshot(pods_on, &[], &served(), now, DEFAULT_METRIC_RESOLUTION);
         assert_eq!(s.timestamp, now);
         assert_eq!(s.pods.len(), 2);
         assert_eq!(s.nodes.len(), 2);

@@ -443,8 +443,9 @@ async fn snapshot_metrics(
             _ = shutdown.cancelled() => return,
             _ = tick.tick() => {}
         }
+        let store = pods.store();
         snapshots.publish(metrics::take_snapshot(
-            &pods.store().list(),
+            |node| store.by_index(crate::NODE_NAME_INDEX, node),
             &node_informer.store().list(),
             &nodes,
             config.clock.now(),

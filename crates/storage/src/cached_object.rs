@@ -107,6 +107,118 @@ fn encode(value: &Value) -> Bytes {
     }
 }
 
+/// `json` with `"resourceVersion":"<revision>"` added before `close`, the closing brace of its
+/// `metadata` (`empty`: that object has no member yet).
+fn with_resource_version(json: &[u8], close: usize, empty: bool, revision: i64) -> Bytes {
+    let (head, tail) = json.split_at(close);
+    let mut out = Vec::with_capacity(json.len() + 40);
+    out.extend_from_slice(head);
+    if !empty {
+        out.push(b',');
+    }
+    out.extend_from_slice(b"\"resourceVersion\":\"");
+    out.extend_from_slice(revision.to_string().as_bytes());
+    out.push(b'"');
+    out.extend_from_slice(tail);
+    Bytes::from(out)
+}
+
+/// Where the top-level `metadata` object of the JSON object `json` ends: the index of its
+/// closing brace, and whether it is empty. `None` when `json` is not an object with a
+/// `metadata` object.
+fn metadata_end(json: &[u8]) -> Option<(usize, bool)> {
+    let mut i = skip_ws(json, 0);
+    if json.get(i) != Some(&b'{') {
+        return None;
+    }
+    i += 1;
+    loop {
+        i = skip_ws(json, i);
+        match json.get(i)? {
+            b',' => {
+                i += 1;
+                continue;
+            }
+            b'"' => {}
+            _ => return None,
+        }
+        let key_end = string_end(json, i)?;
+        let key = &json[i + 1..key_end - 1];
+        i = skip_ws(json, key_end);
+        if json.get(i) != Some(&b':') {
+            return None;
+        }
+        i = skip_ws(json, i + 1);
+        let end = value_end(json, i)?;
+        if key == b"metadata" {
+            if json.get(i) != Some(&b'{') {
+                return None;
+            }
+            let close = end - 1;
+            let empty = json[i + 1..close].iter().all(u8::is_ascii_whitespace);
+            return Some((close, empty));
+        }
+        i = end;
+    }
+}
+
+fn skip_ws(json: &[u8], mut i: usize) -> usize {
+    while json.get(i).is_some_and(u8::is_ascii_whitespace) {
+        i += 1;
+    }
+    i
+}
+
+/// The index after the string whose opening quote is at `i`.
+fn string_end(json: &[u8], i: usize) -> Option<usize> {
+    let mut j = i + 1;
+    loop {
+        match json.get(j)? {
+            b'\\' => j += 2,
+            b'"' => return Some(j + 1),
+            _ => j += 1,
+        }
+    }
+}
+
+/// The index after the value that starts at `i`.
+fn value_end(json: &[u8], i: usize) -> Option<usize> {
+    match json.get(i)? {
+        b'"' => string_end(json, i),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut j = i;
+            loop {
+                match json.get(j)? {
+                    b'"' => {
+                        j = string_end(json, j)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(j + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+        }
+        _ => {
+            let mut j = i;
+            while json
+                .get(j)
+                .is_some_and(|b| !matches!(b, b',' | b'}' | b']') && !b.is_ascii_whitespace())
+            {
+                j += 1;
+            }
+            Some(j)
+        }
+    }
+}
+
 impl CachedObject {
     /// `value` at `revision`, with no selectable fields kept (they are computed on demand).
     pub fn new(value: Value, revision: i64) -> Self {
@@ -127,6 +239,32 @@ impl CachedObject {
             revision,
             json,
             attrs,
+        }
+    }
+
+    /// [`CachedObject::with_fields`] of `value` whose JSON without `metadata.resourceVersion`
+    /// is `stored`, the bytes the store wrote for it: the JSON is `stored` with the
+    /// resourceVersion added where serializing `value` with it would put it (last in
+    /// `metadata`), so the object is not serialized a second time. Falls back to serializing
+    /// when `value` has a resourceVersion or `stored` has no `metadata` object.
+    pub fn with_fields_stored(
+        value: Value,
+        stored: &[u8],
+        revision: i64,
+        fields: &'static [&'static str],
+        field_value: FieldValue<'_>,
+    ) -> Self {
+        let has_rv = value
+            .get("metadata")
+            .and_then(|m| m.get("resourceVersion"))
+            .is_some();
+        match metadata_end(stored).filter(|_| !has_rv) {
+            Some((close, empty)) => Self {
+                revision,
+                attrs: Attrs::of(&value, fields, field_value),
+                json: with_resource_version(stored, close, empty, revision),
+            },
+            None => Self::with_fields(value, revision, fields, field_value),
         }
     }
 
@@ -220,6 +358,48 @@ impl CachedObject {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn stored_bytes_with_the_resource_version_added_are_the_object_serialized_with_it() {
+        let values = [
+            pod(),
+            json!({"kind": "Pod", "metadata": {}, "spec": {}}),
+            json!({"a": "}{\"metadata\"", "b": [1, {"metadata": {"x": "]"}}], "metadata": {"name": "q\"}", "annotations": {"k": "{[\\"}}, "z": -1.5e3}),
+            json!({"metadata": {"name": "x", "labels": {}}, "status": {"phase": "Running"}}),
+        ];
+        for value in values {
+            let stored = serde_json::to_vec(&value).unwrap();
+            let spliced =
+                CachedObject::with_fields_stored(value.clone(), &stored, 42, &[], &no_fields);
+            let encoded = CachedObject::new(value, 42);
+            assert_eq!(spliced.json(), encoded.json());
+            assert_eq!(spliced.name(), encoded.name());
+            assert_eq!(spliced.value()["metadata"]["resourceVersion"], "42");
+        }
+        // Without a metadata object, or with a resourceVersion already, the object is serialized.
+        for value in [
+            json!({"kind": "X"}),
+            json!({"metadata": "x"}),
+            json!({"metadata": {"resourceVersion": "3", "name": "a"}}),
+        ] {
+            let stored = serde_json::to_vec(&value).unwrap();
+            let spliced =
+                CachedObject::with_fields_stored(value.clone(), &stored, 7, &[], &no_fields);
+            assert_eq!(spliced.json(), CachedObject::new(value, 7).json());
+        }
+    }
+
+    #[test]
+    fn the_metadata_object_is_found_at_the_top_level_only() {
+        let json = br#" { "spec" : {"metadata": {"a": 1}} , "metadata" : { } , "x": 1}"#;
+        let (close, empty) = metadata_end(json).unwrap();
+        assert_eq!(json[close], b'}');
+        assert!(empty);
+        assert_eq!(&json[close - 2..close], b"{ ");
+        assert_eq!(metadata_end(br#"{"spec": {"metadata": {}}}"#), None);
+        assert_eq!(metadata_end(br#"[1]"#), None);
+        assert_eq!(metadata_end(br#"{"metadata": {"a": "#), None);
+    }
 
     fn pod() -> Value {
         json!({

@@ -118,6 +118,21 @@ impl ResourceCache {
             None => CachedObject::new(value, revision),
         }
     }
+
+    /// [`ResourceCache::object`] of `value` whose stored bytes, serialized from it, are
+    /// `stored` ([`CachedObject::with_fields_stored`]).
+    fn stored_object(&self, value: Value, stored: &[u8], revision: i64) -> CachedObject {
+        match &self.fields {
+            Some(s) => CachedObject::with_fields_stored(
+                value,
+                stored,
+                revision,
+                s.selectable_fields(),
+                &|v, f| s.field_value(v, f),
+            ),
+            None => CachedObject::with_fields_stored(value, stored, revision, &[], &|_, _| None),
+        }
+    }
 }
 
 /// Why a watch could not start or continue.
@@ -500,10 +515,12 @@ impl WatchCache {
     /// Applies one committed write (called by the storage sink, in revision order).
     pub fn apply(&self, ev: StorageEvent) {
         let res = self.resource(resource_prefix(&ev.key));
-        let decoded = match (ev.decoded, &ev.value) {
-            (Some(v), Some(_)) => Some(v),
+        // Encode outside the lock: readers of this resource do not wait for it. A write of this
+        // process comes with its value, of which the stored bytes are the serialized form.
+        let obj = match (ev.decoded, &ev.value) {
+            (Some(v), Some(bytes)) => Some(res.stored_object(v, bytes, ev.revision)),
             (_, Some(bytes)) => match serde_json::from_slice::<Value>(bytes) {
-                Ok(v) => Some(v),
+                Ok(v) => Some(res.object(v, ev.revision)),
                 Err(e) => {
                     tracing::error!(key = %ev.key, error = %e, "stored object is not JSON");
                     self.advance(ev.revision);
@@ -512,8 +529,7 @@ impl WatchCache {
             },
             (_, None) => None,
         };
-        // Encode outside the lock: readers of this resource do not wait for it.
-        let obj = decoded.map(|value| Arc::new(res.object(value, ev.revision)));
+        let obj = obj.map(Arc::new);
         {
             let mut st = res.state.lock();
             let prev = st.objects.get(&ev.key).cloned();

@@ -145,17 +145,29 @@ impl Evaluator {
         new: &Item,
         old: Option<&Item>,
     ) -> bool {
+        if !self.may_handle(operation, subresource) {
+            return false;
+        }
         match (self, subresource) {
-            (Evaluator::Pods, "") => operation == Operation::Create,
-            (Evaluator::Services, "") | (Evaluator::PersistentVolumeClaims, "") => true,
             (Evaluator::PersistentVolumeClaims, "status") => match (new, old) {
                 (Item::PersistentVolumeClaim(new), Some(Item::PersistentVolumeClaim(old))) => {
-                    operation == Operation::Update
-                        && persistent_volume_claims::requires_quota_replenish(new, old)
+                    persistent_volume_claims::requires_quota_replenish(new, old)
                 }
                 _ => false,
             },
-            (Evaluator::ObjectCount { .. }, "") => operation == Operation::Create,
+            _ => true,
+        }
+    }
+
+    /// Whether [`Self::handles`] can be true for `operation` on `subresource`, known without the
+    /// objects: false for a pod's status update, say, so that admission decodes nothing for it.
+    pub fn may_handle(&self, operation: Operation, subresource: &str) -> bool {
+        match (self, subresource) {
+            (Evaluator::Pods, "") | (Evaluator::ObjectCount { .. }, "") => {
+                operation == Operation::Create
+            }
+            (Evaluator::Services, "") | (Evaluator::PersistentVolumeClaims, "") => true,
+            (Evaluator::PersistentVolumeClaims, "status") => operation == Operation::Update,
             _ => false,
         }
     }
@@ -497,6 +509,26 @@ mod tests {
         let cm = Evaluator::for_resource("", "configmaps");
         assert!(cm.handles(Operation::Create, "", &Item::Object, None));
         assert!(!cm.handles(Operation::Update, "", &Item::Object, None));
+    }
+
+    #[test]
+    fn may_handle_is_false_only_where_handles_is_false_for_every_object() {
+        let p = pod(None);
+        for evaluator in [Evaluator::Pods, Evaluator::for_resource("", "configmaps")] {
+            for op in [Operation::Create, Operation::Update] {
+                for sub in ["", "status", "binding"] {
+                    if !evaluator.may_handle(op, sub) {
+                        assert!(!evaluator.handles(op, sub, &p, Some(&p)), "{op:?} {sub}");
+                        assert!(
+                            !evaluator.handles(op, sub, &Item::Object, None),
+                            "{op:?} {sub}"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(!Evaluator::Pods.may_handle(Operation::Update, "status"));
+        assert!(Evaluator::PersistentVolumeClaims.may_handle(Operation::Update, "status"));
     }
 
     // quota.CalculateUsage over listers, as the controller's sync uses it.

@@ -111,6 +111,10 @@ impl Resources for KubeResources {
         (columns, rows)
     }
 
+    fn has_field_schema(&self, info: &ResourceInfo) -> bool {
+        crate::crd::served::lookup(info).is_some_and(|custom| custom.schema.is_some())
+    }
+
     /// A custom resource's unknown fields: what its schema's pruning removes, and the unknown
     /// metadata fields of embedded resources.
     fn schema_field_problems(

@@ -221,6 +221,17 @@ impl ResourceQuotaAdmission {
         )
     }
 
+    /// Whether `namespace` has a ResourceQuota, without decoding any.
+    fn has_quotas(&self, namespace: &str) -> bool {
+        let (stored, _, _) = self.store.cache().list(
+            &rest::prefix(quotas_info(), Some(namespace)),
+            None,
+            1,
+            &|_| true,
+        );
+        !stored.is_empty()
+    }
+
     /// The quotas of `namespace` (those named in `only`, when given) with their stored form.
     fn quotas(
         &self,
@@ -347,6 +358,13 @@ impl Plugin for ResourceQuotaAdmission {
             _ => return Ok(()),
         };
         let evaluator = Evaluator::for_resource(attrs.resource.group, attrs.resource.plural);
+        // kube's evaluator asks `Handles` of the attributes and finds the namespace's quotas
+        // before it reads the object: a pod's status update, or any write to a namespace
+        // without quotas, decodes nothing.
+        if !evaluator.may_handle(operation, attrs.subresource) || !self.has_quotas(&attrs.namespace)
+        {
+            return Ok(());
+        }
         let decode = |v: &Value| {
             item_of(&evaluator, v)
                 .map_err(|e| ApiError::internal("decoding the object for quota", e))

@@ -53,6 +53,43 @@ pub fn check_fields(
             decoding,
         ));
     }
+    Ok(found(problems, mode))
+}
+
+/// [`check_fields`] of `patched`, the object a patch made, checked as parsed: it is serialized
+/// only for a kind with a schema of its own (a custom resource's) or for the error of `Strict`.
+pub fn check_patched_fields(
+    resources: &dyn Resources,
+    info: &ResourceInfo,
+    patched: &Value,
+    mode: &str,
+    decoding: Decoding<'_>,
+) -> ApiResult<FieldCheck> {
+    let encode = || {
+        serde_json::to_vec(patched)
+            .map_err(|e| ApiError::internal("encoding the patched object", e))
+    };
+    let mut problems = validation::check_value_fields(&info.api_version(), info.kind, patched)
+        .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))?;
+    if resources.has_field_schema(info) {
+        problems.extend(resources.schema_field_problems(info, &encode()?)?);
+    }
+    if problems.is_empty() {
+        return Ok(FieldCheck::default());
+    }
+    if mode == "Strict" {
+        return Err(strict_error(
+            info,
+            &encode()?,
+            &validation::strict_decoding_message(&problems),
+            decoding,
+        ));
+    }
+    Ok(found(problems, mode))
+}
+
+/// The warnings (`Warn`) and the unknown fields to drop of what a check found.
+fn found(problems: Vec<validation::FieldProblem>, mode: &str) -> FieldCheck {
     let unknown = problems
         .iter()
         .filter_map(|p| match p {
@@ -65,7 +102,7 @@ pub fn check_fields(
     } else {
         Vec::new()
     };
-    Ok(FieldCheck { warnings, unknown })
+    FieldCheck { warnings, unknown }
 }
 
 /// What the checked body is, which decides how kube words a strict decoding error.
@@ -307,10 +344,18 @@ mod tests {
     #[test]
     fn strict_patch_errors_are_invalid_patches_showing_what_kube_shows() {
         let patched = br#"{"apiVersion":"v1","bogus":1,"kind":"ConfigMap"}"#;
-        let Err(e) = check_fields(&BuiltIn, configmaps(), patched, "Strict", Decoding::Patched)
+        let value: Value = serde_json::from_slice(patched).unwrap();
+        let Err(e) =
+            check_patched_fields(&BuiltIn, configmaps(), &value, "Strict", Decoding::Patched)
         else {
             panic!("an unknown field is refused");
         };
+        let Err(from_text) =
+            check_fields(&BuiltIn, configmaps(), patched, "Strict", Decoding::Patched)
+        else {
+            panic!("an unknown field is refused");
+        };
+        assert_eq!(e.message, from_text.message);
         assert_eq!(e.code, 422);
         assert_eq!(e.reason, "Invalid");
         assert_eq!(
@@ -320,10 +365,10 @@ mod tests {
         assert_eq!(e.details.causes[0].field, "patch");
         assert_eq!(e.details.causes[0].reason, "FieldValueInvalid");
         let patch = br#"{"bogus":1,"data":{"a":"b"},"x":[true,null,1.5]}"#;
-        let Err(e) = check_fields(
+        let Err(e) = check_patched_fields(
             &BuiltIn,
             configmaps(),
-            patched,
+            &value,
             "Strict",
             Decoding::StrategicPatch(patch),
         ) else {
@@ -333,6 +378,27 @@ mod tests {
             e.message,
             r#" "" is invalid: patch: Invalid value: "map[bogus:1 data:map[a:b] x:[true <nil> 1.5]]": strict decoding error: unknown field "bogus""#
         );
+    }
+
+    #[test]
+    fn a_warned_patch_names_and_drops_the_unknown_fields_of_the_patched_object() {
+        let patched =
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "bogus": 1, "data": {"a": "b"}});
+        let check =
+            check_patched_fields(&BuiltIn, configmaps(), &patched, "Warn", Decoding::Patched)
+                .unwrap();
+        assert_eq!(check.warnings, [r#"unknown field "bogus""#]);
+        assert_eq!(check.unknown, ["bogus"]);
+        let ignored = check_patched_fields(
+            &BuiltIn,
+            configmaps(),
+            &patched,
+            "Ignore",
+            Decoding::Patched,
+        )
+        .unwrap();
+        assert!(ignored.warnings.is_empty());
+        assert_eq!(ignored.unknown, ["bogus"]);
     }
 
     #[test]

@@ -16,7 +16,7 @@ use crate::http::decode::patch_type;
 use crate::http::encode::{with_warnings, written_response};
 use crate::http::field_manager::{self, OptionsKind};
 use crate::http::field_validation::{
-    check_fields, field_validation, remove_path, Decoding, FieldCheck,
+    check_patched_fields, field_validation, remove_path, Decoding, FieldCheck,
 };
 use crate::http::handlers::{apply, ResourceRequest};
 use crate::rest::{self, UpdateSource, UpdateTarget};
@@ -119,16 +119,14 @@ async fn patch_object(
             ));
         }
         if checked.is_none() {
-            let patched_bytes = serde_json::to_vec(&patched)
-                .map_err(|e| ApiError::internal("encoding the patched object", e))?;
             let decoding = match patch_type {
                 PatchType::StrategicMerge => Decoding::StrategicPatch(bytes),
                 _ => Decoding::Patched,
             };
-            checked = Some(check_fields(
+            checked = Some(check_patched_fields(
                 req.resources(),
                 info,
-                &patched_bytes,
+                &patched,
                 mode,
                 decoding,
             )?);
