@@ -3,6 +3,9 @@
 //! One table serves discovery, OpenAPI, printers and routing, so that they can never disagree
 //! about which resources exist or how they are named.
 
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
 /// Whether objects of a resource live in a namespace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scope {
@@ -690,9 +693,17 @@ pub fn all() -> &'static [ResourceInfo] {
 /// The resource served at `/{group}/{version}/{plural}`: a built-in one, or a custom resource
 /// of [`crate::custom_resources`].
 pub fn by_plural(group: &str, version: &str, plural: &str) -> Option<&'static ResourceInfo> {
-    RESOURCES
-        .iter()
-        .find(|r| r.group == group && r.version == version && r.plural == plural)
+    // Every request's path is resolved here: an index rather than a scan of the catalog.
+    static BY_PLURAL: LazyLock<HashMap<(&str, &str, &str), &ResourceInfo>> = LazyLock::new(|| {
+        let mut index = HashMap::new();
+        for r in RESOURCES {
+            index.entry((r.group, r.version, r.plural)).or_insert(r);
+        }
+        index
+    });
+    BY_PLURAL
+        .get(&(group, version, plural))
+        .copied()
         .or_else(|| crate::custom_resources::by_plural(group, version, plural))
 }
 

@@ -813,6 +813,51 @@ async fn event_messages(c: &Cluster, pod: &str, reason: &str) -> Vec<String> {
         .collect()
 }
 
+/// How many GETs of `resource` the server has answered.
+async fn gets(client: &Client, resource: &str) -> Result<u64> {
+    let req = http::Request::get("/metrics").body(Vec::new())?;
+    let text = client.request_text(req).await?;
+    let wanted = format!("resource=\"{resource}\"");
+    Ok(text
+        .lines()
+        .filter(|l| l.starts_with("apiserver_request_total{"))
+        .filter(|l| l.contains(&wanted) && l.contains("verb=\"GET\""))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64)
+}
+
+#[tokio::test]
+async fn a_starting_pod_reads_its_config_maps_once_for_its_syncs() -> Result<()> {
+    let c = cluster(fast_config(1)).await;
+    let config_maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(c.client.clone(), "default");
+    config_maps
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(serde_json::json!(
+                {"metadata": {"name": "settings"}, "data": {"mode": "fast"}}
+            ))?,
+        )
+        .await?;
+    let before = gets(&c.client, "configmaps").await?;
+    let pods: Api<Pod> = Api::namespaced(c.client.clone(), "default");
+    let mut env = pod("env", "nginx");
+    env.spec.as_mut().context("spec")?.containers[0].env = Some(vec![serde_json::from_value(
+        serde_json::json!({"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": "settings", "key": "mode"}}}),
+    )?]);
+    pods.create(&PostParams::default(), &env).await?;
+    eventually("env running", || async {
+        let p = get_pod(&pods, "env").await?;
+        (phase(&p) == "Running" && is_ready(&p)).then_some(())
+    })
+    .await?;
+    // Its syncs after binding, after its ContainerCreating write and at its start each needed
+    // the ConfigMap; the first read serves the others (a second only if they were 2 s apart).
+    let read = gets(&c.client, "configmaps").await? - before;
+    assert!((1..=2).contains(&read), "{read} reads");
+    Ok(())
+}
+
 #[tokio::test]
 async fn pods_wait_for_the_secrets_and_config_maps_they_use() -> Result<()> {
     let c = cluster(fast_config(1)).await;

@@ -101,7 +101,16 @@ pub struct Kubelet {
     volumes: Arc<VolumeManager>,
     /// Pod UID → retry state of pods held by a missing Secret or ConfigMap.
     setup_retries: Mutex<HashMap<String, SetupRetry>>,
+    /// Pod UID → the Secrets and ConfigMaps a sync of the starting pod read, and when; see
+    /// [`SETUP_OBJECTS_TTL`].
+    setup_objects: Mutex<HashMap<String, (Timestamp, Arc<Objects>)>>,
 }
+
+/// How long the Secrets and ConfigMaps read for a starting pod serve its next syncs (its
+/// ContainerCreating and Running writes follow within the ready delay), as kube's cache-based
+/// secret and configmap managers reuse a read within the node's TTL. A sync that finds one
+/// missing, or missing a key, drops them, so the pod's retries always read again.
+const SETUP_OBJECTS_TTL: Duration = Duration::from_secs(2);
 
 impl Kubelet {
     /// A kubelet for the nodes in `nodes`, fed by the pod informer of `informers`.
@@ -129,6 +138,7 @@ impl Kubelet {
             recorder: Mutex::new(None),
             node_recorders: Mutex::new(HashMap::new()),
             setup_retries: Mutex::new(HashMap::new()),
+            setup_objects: Mutex::new(HashMap::new()),
         });
         let weak = Arc::downgrade(&this);
         informer.add_event_handler(move |note| {
@@ -281,6 +291,7 @@ impl Kubelet {
             self.sandboxes.lock().remove(uid);
             self.stopping.lock().remove(uid);
             self.setup_retries.lock().remove(uid);
+            self.setup_objects.lock().remove(uid);
         }
     }
 
@@ -331,6 +342,28 @@ impl Kubelet {
             }
             None => cached,
         }
+    }
+
+    /// [`Kubelet::pod_objects`] of the starting pod `uid`, reused from its last sync within
+    /// [`SETUP_OBJECTS_TTL`] of `now`.
+    async fn setup_objects(
+        &self,
+        pod: &Pod,
+        uid: &str,
+        node: &str,
+        now: Timestamp,
+    ) -> Option<Arc<Objects>> {
+        let cached = self.setup_objects.lock().get(uid).cloned();
+        if let Some((read_at, objects)) = cached {
+            if !time::at_or_after(now, time::add(read_at, SETUP_OBJECTS_TTL)) {
+                return Some(objects);
+            }
+        }
+        let objects = Arc::new(self.pod_objects(pod, node).await?);
+        self.setup_objects
+            .lock()
+            .insert(uid.to_string(), (now, Arc::clone(&objects)));
+        Some(objects)
     }
 
     /// The Secrets and ConfigMaps `pod` refers to, read as the kubelet of `node`; `None` when
@@ -527,7 +560,7 @@ impl Kubelet {
         // What the volumes and the environment of containers yet to start need.
         let awaits_setup = lifecycle::awaits_setup(&pod);
         let (mount_failures, config_errors) = if awaits_setup {
-            let Some(objects) = self.pod_objects(&pod, &node.name).await else {
+            let Some(objects) = self.setup_objects(&pod, &uid, &node.name, now).await else {
                 self.queue.add_after(key.clone(), READ_RETRY);
                 return Ok(());
             };
@@ -536,8 +569,13 @@ impl Kubelet {
             } else {
                 pod_objects::mount_failures(&pod, &objects)
             };
-            (mounts, pod_objects::config_errors(&pod, &objects))
+            let errors = pod_objects::config_errors(&pod, &objects);
+            if !mounts.is_empty() || !errors.is_empty() {
+                self.setup_objects.lock().remove(&uid);
+            }
+            (mounts, errors)
         } else {
+            self.setup_objects.lock().remove(&uid);
             (Vec::new(), BTreeMap::new())
         };
         let input = PlanInput {
