@@ -121,6 +121,17 @@ pub fn is_terminal(pod: &Pod) -> bool {
 /// Checks whether `pod` fits `node` given what already runs there. On failure, returns the reasons
 /// of the first failing filter (NodeResourcesFit may give several).
 pub fn fits(pod: &Pod, node: &Node, usage: &NodeUsage) -> Result<(), Vec<Reason>> {
+    fits_requests(pod, &pod_requests(pod), node, usage)
+}
+
+/// [`fits`] of a pod whose requests (`pod_requests(pod)`) are already known: a scheduling
+/// decision computes them once for all the nodes it looks at.
+pub fn fits_requests(
+    pod: &Pod,
+    requests: &Resources,
+    node: &Node,
+    usage: &NodeUsage,
+) -> Result<(), Vec<Reason>> {
     let spec = pod.spec.as_ref();
     let tolerations = spec
         .and_then(|s| s.tolerations.as_deref())
@@ -166,7 +177,7 @@ pub fn fits(pod: &Pod, node: &Node, usage: &NodeUsage) -> Result<(), Vec<Reason>
     if usage.pods as i128 + 1 > allocatable.get(PODS) / 1000 {
         reasons.push(Reason::TooManyPods);
     }
-    for (resource, amount) in &pod_requests(pod).0 {
+    for (resource, amount) in &requests.0 {
         if *amount <= 0 || resource == PODS {
             continue;
         }

@@ -6,7 +6,8 @@ use std::fmt;
 use k8s_openapi::api::core::v1::{Node, Pod};
 
 use super::pod_affinity::InterPodAffinity;
-use super::predicates::{fits, NodeUsage, Reason};
+use super::predicates::{fits_requests, NodeUsage, Reason};
+use super::resources::pod_requests;
 
 /// No node can take the pod. `Display` gives kube-scheduler's message, such as
 /// `0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.`
@@ -99,6 +100,7 @@ pub fn select_node_from<'a>(
     } else {
         start % nodes.len()
     };
+    let requests = pod_requests(pod);
     let mut reasons = BTreeMap::new();
     let mut best: Option<(&Node, usize)> = None;
     let mut feasible = 0;
@@ -108,8 +110,8 @@ pub fn select_node_from<'a>(
             break;
         }
         processed += 1;
-        let verdict =
-            fits(pod, node, usage).and_then(|()| affinity.check(node).map_err(|r| vec![r]));
+        let verdict = fits_requests(pod, &requests, node, usage)
+            .and_then(|()| affinity.check(node).map_err(|r| vec![r]));
         match verdict {
             Ok(()) => {
                 feasible += 1;
