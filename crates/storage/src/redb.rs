@@ -70,8 +70,10 @@ fn decode(key: &str, raw: &[u8]) -> Result<KeyValue> {
 /// redb's page cache. Reads are served by the watch cache, which holds every object; the store
 /// is read back whole only at start and otherwise written, so redb's default (up to 1 GiB, which
 /// held 85 MiB with 10,000 pods) only duplicated what the watch cache keeps. Pages it evicts are
-/// read back through the operating system's file cache.
-const CACHE_BYTES: usize = 16 * 1024 * 1024;
+/// read back through the operating system's file cache. Half of it at most holds a commit's
+/// dirty pages before they are written out early (they still reach the disk before the commit's
+/// sync); 4 MiB holds a batch of about 500 pod writes.
+const CACHE_BYTES: usize = 4 * 1024 * 1024;
 
 impl RedbBackend {
     /// Opens (or creates) the database file at `path` and starts the writer thread.
