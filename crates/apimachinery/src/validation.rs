@@ -60,18 +60,10 @@ pub fn check_fields(
     kind: &str,
     body: &[u8],
 ) -> Result<Vec<FieldProblem>, serde_json::Error> {
-    let schema = definitions::root_definition(api_version, kind)
-        .and_then(|name| definitions::definitions().get(name));
-    let problems = RefCell::new(Vec::new());
     let mut de = serde_json::Deserializer::from_slice(body);
-    Walker {
-        schema,
-        at: None,
-        problems: &problems,
-    }
-    .deserialize(&mut de)?;
+    let problems = walk(api_version, kind, &mut de)?;
     de.end()?;
-    Ok(problems.into_inner())
+    Ok(problems)
 }
 
 /// [`check_fields`] of an object already parsed (the object a patch made): the same unknown
@@ -82,6 +74,15 @@ pub fn check_value_fields(
     kind: &str,
     value: &Value,
 ) -> Result<Vec<FieldProblem>, serde_json::Error> {
+    walk(api_version, kind, value)
+}
+
+/// The problems of the document `de` reads, checked against the `api_version`/`kind` schema.
+fn walk<'de, D: serde::Deserializer<'de>>(
+    api_version: &str,
+    kind: &str,
+    de: D,
+) -> Result<Vec<FieldProblem>, D::Error> {
     let schema = definitions::root_definition(api_version, kind)
         .and_then(|name| definitions::definitions().get(name));
     let problems = RefCell::new(Vec::new());
@@ -90,7 +91,7 @@ pub fn check_value_fields(
         at: None,
         problems: &problems,
     }
-    .deserialize(value)?;
+    .deserialize(de)?;
     Ok(problems.into_inner())
 }
 

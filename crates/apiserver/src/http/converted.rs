@@ -26,7 +26,9 @@ use crate::error::{ApiError, ApiResult};
 use crate::http::body::read_body;
 use crate::http::decode::{decode_json, patch_type};
 use crate::http::encode::with_warnings;
-use crate::http::field_validation::{check_fields, field_validation, remove_path, Decoding};
+use crate::http::field_validation::{
+    check_fields, check_patched_fields, field_validation, remove_path, Decoding,
+};
 use crate::http::handlers::patch::{apply_patch, pin_resource_version};
 use crate::http::negotiate::{IncludeObject, Output};
 use crate::http::path::ResourcePath;
@@ -67,7 +69,7 @@ pub async fn serve(
                 state.scope.resources.as_ref(),
                 &conversion,
                 obj,
-                &bytes,
+                Some(&bytes),
                 &params,
                 Decoding::Object,
             )?;
@@ -222,21 +224,26 @@ fn to_json_body(obj: &Value) -> ApiResult<Vec<u8>> {
     serde_json::to_vec(obj).map_err(|e| ApiError::internal("encoding the converted object", e))
 }
 
-/// `fieldValidation` against the served version's schema (protobuf bodies carry no unknown
+/// `fieldValidation` against the served version's schema of `obj`, parsed from the request
+/// body `bytes`, or made by a patch when there is none (protobuf bodies carry no unknown
 /// fields); unknown fields are dropped before conversion.
 fn checked(
     resources: &dyn rest::Resources,
     conversion: &Conversion,
     mut obj: Value,
-    bytes: &[u8],
+    bytes: Option<&[u8]>,
     params: &crate::http::params::Params,
     decoding: Decoding<'_>,
 ) -> ApiResult<(Value, Vec<String>)> {
-    if bytes.starts_with(crate::protobuf::MAGIC) {
+    if bytes.is_some_and(|b| b.starts_with(crate::protobuf::MAGIC)) {
         return Ok((obj, Vec::new()));
     }
     let mode = field_validation(params)?;
-    let check = check_fields(resources, conversion.served, bytes, mode, decoding)?;
+    let served = conversion.served;
+    let check = match bytes {
+        Some(bytes) => check_fields(resources, served, bytes, &obj, mode, decoding)?,
+        None => check_patched_fields(resources, served, &obj, mode, decoding)?,
+    };
     for path in &check.unknown {
         remove_path(&mut obj, path);
     }
@@ -291,8 +298,8 @@ async fn patch(
         let (checked_obj, warnings) = checked(
             state.scope.resources.as_ref(),
             conversion,
-            patched.clone(),
-            &to_json_body(&patched)?,
+            patched,
+            None,
             params,
             match patch_type {
                 PatchType::StrategicMerge => Decoding::StrategicPatch(bytes),

@@ -17,7 +17,7 @@ use super::ip_addresses::IpAddressHooks;
 use super::namespaces::NamespaceHooks;
 use super::services::ServiceHooks;
 use crate::allocators::ServiceAllocators;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::registry::{self, Strategy};
 use rkcm_server::rest::{Resources, WriteHooks};
 
@@ -111,16 +111,12 @@ impl Resources for KubeResources {
         (columns, rows)
     }
 
-    fn has_field_schema(&self, info: &ResourceInfo) -> bool {
-        crate::crd::served::lookup(info).is_some_and(|custom| custom.schema.is_some())
-    }
-
     /// A custom resource's unknown fields: what its schema's pruning removes, and the unknown
     /// metadata fields of embedded resources.
     fn schema_field_problems(
         &self,
         info: &ResourceInfo,
-        body: &[u8],
+        obj: &Value,
     ) -> ApiResult<Vec<FieldProblem>> {
         let Some(custom) = crate::crd::served::lookup(info) else {
             return Ok(Vec::new());
@@ -128,8 +124,8 @@ impl Resources for KubeResources {
         let Some(schema) = custom.schema.as_ref() else {
             return Ok(Vec::new());
         };
-        let mut obj: Value = serde_json::from_slice(body)
-            .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))?;
+        // Pruning and coercion report by changing a copy.
+        let mut obj = obj.clone();
         let mut unknown = schema.prune(&mut obj);
         if let Ok(dropped) = schema.coerce(&mut obj, true) {
             unknown.extend(dropped);

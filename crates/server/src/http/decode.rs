@@ -61,7 +61,7 @@ pub fn decode_object(
     if bytes.starts_with(protobuf::MAGIC) {
         return Ok((obj, Vec::new()));
     }
-    let check = check_fields(resources, info, bytes, mode, Decoding::Object)?;
+    let check = check_fields(resources, info, bytes, &obj, mode, Decoding::Object)?;
     let mut obj = obj;
     for path in &check.unknown {
         remove_path(&mut obj, path);

@@ -31,33 +31,23 @@ pub struct FieldCheck {
     pub unknown: Vec<String>,
 }
 
-/// Checks `body` (an object of `info`) for unknown and duplicate fields according to `mode`.
+/// Checks `body`, a request body holding an object of `info`, and `obj`, the object parsed from
+/// it, for unknown and duplicate fields according to `mode`.
 pub fn check_fields(
     resources: &dyn Resources,
     info: &ResourceInfo,
     body: &[u8],
+    obj: &Value,
     mode: &str,
     decoding: Decoding<'_>,
 ) -> ApiResult<FieldCheck> {
-    let mut problems = validation::check_fields(&info.api_version(), info.kind, body)
+    let problems = validation::check_fields(&info.api_version(), info.kind, body)
         .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))?;
-    problems.extend(resources.schema_field_problems(info, body)?);
-    if problems.is_empty() {
-        return Ok(FieldCheck::default());
-    }
-    if mode == "Strict" {
-        return Err(strict_error(
-            info,
-            body,
-            &validation::strict_decoding_message(&problems),
-            decoding,
-        ));
-    }
-    Ok(found(problems, mode))
+    conclude(resources, info, obj, Some(body), problems, mode, decoding)
 }
 
-/// [`check_fields`] of `patched`, the object a patch made, checked as parsed: it is serialized
-/// only for a kind with a schema of its own (a custom resource's) or for the error of `Strict`.
+/// [`check_fields`] of `patched`, the object a patch made, checked as parsed (it has no
+/// duplicate keys): it is serialized only for the error of `Strict`.
 pub fn check_patched_fields(
     resources: &dyn Resources,
     info: &ResourceInfo,
@@ -65,31 +55,44 @@ pub fn check_patched_fields(
     mode: &str,
     decoding: Decoding<'_>,
 ) -> ApiResult<FieldCheck> {
-    let encode = || {
-        serde_json::to_vec(patched)
-            .map_err(|e| ApiError::internal("encoding the patched object", e))
-    };
-    let mut problems = validation::check_value_fields(&info.api_version(), info.kind, patched)
+    let problems = validation::check_value_fields(&info.api_version(), info.kind, patched)
         .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))?;
-    if resources.has_field_schema(info) {
-        problems.extend(resources.schema_field_problems(info, &encode()?)?);
-    }
+    conclude(resources, info, patched, None, problems, mode, decoding)
+}
+
+/// Adds the problems of the schema `obj` is served with to those of its built-in type, then
+/// refuses them (`Strict`: the error shows `body`, or `obj` serialized when there is none) or
+/// returns the warnings (`Warn`) and the unknown fields to drop.
+fn conclude(
+    resources: &dyn Resources,
+    info: &ResourceInfo,
+    obj: &Value,
+    body: Option<&[u8]>,
+    mut problems: Vec<validation::FieldProblem>,
+    mode: &str,
+    decoding: Decoding<'_>,
+) -> ApiResult<FieldCheck> {
+    problems.extend(resources.schema_field_problems(info, obj)?);
     if problems.is_empty() {
         return Ok(FieldCheck::default());
     }
     if mode == "Strict" {
+        let encoded;
+        let body = match body {
+            Some(body) => body,
+            None => {
+                encoded = serde_json::to_vec(obj)
+                    .map_err(|e| ApiError::internal("encoding the patched object", e))?;
+                &encoded
+            }
+        };
         return Err(strict_error(
             info,
-            &encode()?,
+            body,
             &validation::strict_decoding_message(&problems),
             decoding,
         ));
     }
-    Ok(found(problems, mode))
-}
-
-/// The warnings (`Warn`) and the unknown fields to drop of what a check found.
-fn found(problems: Vec<validation::FieldProblem>, mode: &str) -> FieldCheck {
     let unknown = problems
         .iter()
         .filter_map(|p| match p {
@@ -102,7 +105,7 @@ fn found(problems: Vec<validation::FieldProblem>, mode: &str) -> FieldCheck {
     } else {
         Vec::new()
     };
-    FieldCheck { warnings, unknown }
+    Ok(FieldCheck { warnings, unknown })
 }
 
 /// What the checked body is, which decides how kube words a strict decoding error.
@@ -315,7 +318,15 @@ mod tests {
     #[test]
     fn strict_create_and_update_errors_name_the_kind_and_version_as_transform_decode_error() {
         let body = br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"bogus":1}"#;
-        let Err(e) = check_fields(&BuiltIn, configmaps(), body, "Strict", Decoding::Object) else {
+        let obj: Value = serde_json::from_slice(body).unwrap();
+        let Err(e) = check_fields(
+            &BuiltIn,
+            configmaps(),
+            body,
+            &obj,
+            "Strict",
+            Decoding::Object,
+        ) else {
             panic!("an unknown field is refused");
         };
         assert_eq!(e.code, 400);
@@ -329,6 +340,7 @@ mod tests {
             &BuiltIn,
             configmaps(),
             br#"{"bogus":1}"#,
+            &json!({"bogus": 1}),
             "Strict",
             Decoding::Object,
         ) else {
@@ -350,9 +362,14 @@ mod tests {
         else {
             panic!("an unknown field is refused");
         };
-        let Err(from_text) =
-            check_fields(&BuiltIn, configmaps(), patched, "Strict", Decoding::Patched)
-        else {
+        let Err(from_text) = check_fields(
+            &BuiltIn,
+            configmaps(),
+            patched,
+            &value,
+            "Strict",
+            Decoding::Patched,
+        ) else {
             panic!("an unknown field is refused");
         };
         assert_eq!(e.message, from_text.message);

@@ -54,19 +54,14 @@ pub trait Resources: Send + Sync {
         printers::table(info, objects, jiff::Timestamp::now(), include_metadata)
     }
 
-    /// Whether bodies of `info` are checked against a schema of their own besides the built-in
-    /// type's ([`Resources::schema_field_problems`] finds something only then).
-    fn has_field_schema(&self, _info: &ResourceInfo) -> bool {
-        false
-    }
-
-    /// The unknown fields of a body of `info` that the kind's built-in type cannot show: those
-    /// of the schema it is served with (a custom resource's: what pruning drops). Duplicate
-    /// keys and the built-in type's unknown fields are found by the caller.
+    /// The unknown fields of `obj`, an object of `info` as a request gave it, that the kind's
+    /// built-in type cannot show: those of the schema it is served with (a custom resource's:
+    /// what pruning drops). Duplicate keys and the built-in type's unknown fields are found by
+    /// the caller.
     fn schema_field_problems(
         &self,
         _info: &ResourceInfo,
-        _body: &[u8],
+        _obj: &Value,
     ) -> ApiResult<Vec<FieldProblem>> {
         Ok(Vec::new())
     }
