@@ -107,30 +107,20 @@ struct ResourceCache {
 }
 
 impl ResourceCache {
-    /// `value` at `revision` as this resource keeps it.
-    fn object(&self, value: Value, revision: i64) -> CachedObject {
-        match &self.fields {
-            Some(s) => {
-                CachedObject::with_fields(value, revision, s.selectable_fields(), &|v, f| {
-                    s.field_value(v, f)
-                })
+    /// `value` at `revision` as this resource keeps it; `stored`, when given, is its stored form
+    /// (serialized from it without a resourceVersion), which then stands for serializing it
+    /// ([`CachedObject::with_fields_stored`]).
+    fn object(&self, value: Value, revision: i64, stored: Option<&[u8]>) -> CachedObject {
+        let fields = self
+            .fields
+            .as_ref()
+            .map_or(&[][..], |s| s.selectable_fields());
+        let field_value = |v: &Value, f: &str| self.fields.as_ref()?.field_value(v, f);
+        match stored {
+            Some(stored) => {
+                CachedObject::with_fields_stored(value, stored, revision, fields, &field_value)
             }
-            None => CachedObject::new(value, revision),
-        }
-    }
-
-    /// [`ResourceCache::object`] of `value` whose stored bytes, serialized from it, are
-    /// `stored` ([`CachedObject::with_fields_stored`]).
-    fn stored_object(&self, value: Value, stored: &[u8], revision: i64) -> CachedObject {
-        match &self.fields {
-            Some(s) => CachedObject::with_fields_stored(
-                value,
-                stored,
-                revision,
-                s.selectable_fields(),
-                &|v, f| s.field_value(v, f),
-            ),
-            None => CachedObject::with_fields_stored(value, stored, revision, &[], &|_, _| None),
+            None => CachedObject::with_fields(value, revision, fields, &field_value),
         }
     }
 }
@@ -449,7 +439,7 @@ impl WatchCache {
             match serde_json::from_slice::<Value>(&kv.value) {
                 Ok(value) => {
                     let res = cache.resource(resource_prefix(&kv.key));
-                    let obj = Arc::new(res.object(value, kv.mod_revision));
+                    let obj = Arc::new(res.object(value, kv.mod_revision, None));
                     res.state.lock().objects.insert(kv.key, obj);
                 }
                 Err(e) => {
@@ -482,7 +472,8 @@ impl WatchCache {
 
     /// `value` at `revision` as the cache keeps objects stored under `key`.
     pub fn object(&self, key: &str, value: Value, revision: i64) -> CachedObject {
-        self.resource(resource_prefix(key)).object(value, revision)
+        self.resource(resource_prefix(key))
+            .object(value, revision, None)
     }
 
     /// The revision of the last write applied.
@@ -518,9 +509,9 @@ impl WatchCache {
         // Encode outside the lock: readers of this resource do not wait for it. A write of this
         // process comes with its value, of which the stored bytes are the serialized form.
         let obj = match (ev.decoded, &ev.value) {
-            (Some(v), Some(bytes)) => Some(res.stored_object(v, bytes, ev.revision)),
+            (Some(v), Some(bytes)) => Some(res.object(v, ev.revision, Some(bytes))),
             (_, Some(bytes)) => match serde_json::from_slice::<Value>(bytes) {
-                Ok(v) => Some(res.object(v, ev.revision)),
+                Ok(v) => Some(res.object(v, ev.revision, None)),
                 Err(e) => {
                     tracing::error!(key = %ev.key, error = %e, "stored object is not JSON");
                     self.advance(ev.revision);
