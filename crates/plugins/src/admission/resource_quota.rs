@@ -31,6 +31,7 @@ use rkcm_server::error::{ApiError, ApiResult};
 use rkcm_server::rest;
 use rkcm_storage as storage;
 use rkcm_storage::store::Store;
+use rkcm_storage::watch_cache::CachedObject;
 
 /// How often the charge is retried when a quota changed meanwhile (kube's `checkQuotas`
 /// recursion depth).
@@ -221,15 +222,10 @@ impl ResourceQuotaAdmission {
         )
     }
 
-    /// Whether `namespace` has a ResourceQuota, without decoding any.
-    fn has_quotas(&self, namespace: &str) -> bool {
-        let (stored, _, _) = self.store.cache().list(
-            &rest::prefix(quotas_info(), Some(namespace)),
-            None,
-            1,
-            &|_| true,
-        );
-        !stored.is_empty()
+    /// The cached ResourceQuotas of `namespace`, `limit` at most (0: all).
+    fn stored_quotas(&self, namespace: &str, limit: usize) -> Vec<Arc<CachedObject>> {
+        let prefix = rest::prefix(quotas_info(), Some(namespace));
+        self.store.cache().list(&prefix, None, limit, &|_| true).0
     }
 
     /// The quotas of `namespace` (those named in `only`, when given) with their stored form.
@@ -238,14 +234,8 @@ impl ResourceQuotaAdmission {
         namespace: &str,
         only: Option<&BTreeSet<String>>,
     ) -> ApiResult<Vec<(ResourceQuota, Value, i64)>> {
-        let (stored, _, _) = self.store.cache().list(
-            &rest::prefix(quotas_info(), Some(namespace)),
-            None,
-            0,
-            &|_| true,
-        );
         let mut out = Vec::new();
-        for cached in stored {
+        for cached in self.stored_quotas(namespace, 0) {
             let q: ResourceQuota = serde_json::from_value(cached.value())
                 .map_err(|e| ApiError::internal("decoding a resource quota", e))?;
             if only
@@ -361,7 +351,8 @@ impl Plugin for ResourceQuotaAdmission {
         // kube's evaluator asks `Handles` of the attributes and finds the namespace's quotas
         // before it reads the object: a pod's status update, or any write to a namespace
         // without quotas, decodes nothing.
-        if !evaluator.may_handle(operation, attrs.subresource) || !self.has_quotas(&attrs.namespace)
+        if !evaluator.may_handle(operation, attrs.subresource)
+            || self.stored_quotas(&attrs.namespace, 1).is_empty()
         {
             return Ok(());
         }
