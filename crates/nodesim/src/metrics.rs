@@ -115,13 +115,11 @@ pub fn take_snapshot(
             let Some(usage) = pod_usage(&pod, served) else {
                 continue;
             };
-            if pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node.name.as_str()) {
-                for c in &usage.containers {
-                    total.0 = total.0.saturating_add(c.cpu_nanocores);
-                    total.1 = total.1.saturating_add(c.memory_bytes);
-                }
-                pod_usages.push(usage);
+            for c in &usage.containers {
+                total.0 = total.0.saturating_add(c.cpu_nanocores);
+                total.1 = total.1.saturating_add(c.memory_bytes);
             }
+            pod_usages.push(usage);
         }
         per_node.insert(node.name, total);
     }

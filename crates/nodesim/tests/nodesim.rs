@@ -826,26 +826,37 @@ async fn gets(client: &Client, resource: &str) -> Result<u64> {
         .sum::<f64>() as u64)
 }
 
-#[tokio::test]
-async fn a_starting_pod_reads_its_config_maps_once_for_its_syncs() -> Result<()> {
-    let c = cluster(fast_config(1)).await;
+/// Pod `env`, whose container reads key `mode` of ConfigMap `settings` into its environment.
+fn env_pod() -> Result<Pod> {
+    let mut env = pod("env", "nginx");
+    env.spec.as_mut().context("spec")?.containers[0].env = Some(vec![serde_json::from_value(
+        serde_json::json!({"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": "settings", "key": "mode"}}}),
+    )?]);
+    Ok(env)
+}
+
+/// Creates ConfigMap `settings` in `default` with `data`.
+async fn create_settings(c: &Cluster, data: serde_json::Value) -> Result<()> {
     let config_maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
         Api::namespaced(c.client.clone(), "default");
     config_maps
         .create(
             &PostParams::default(),
-            &serde_json::from_value(serde_json::json!(
-                {"metadata": {"name": "settings"}, "data": {"mode": "fast"}}
-            ))?,
+            &serde_json::from_value(
+                serde_json::json!({"metadata": {"name": "settings"}, "data": data}),
+            )?,
         )
         .await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_starting_pod_reads_its_config_maps_once_for_its_syncs() -> Result<()> {
+    let c = cluster(fast_config(1)).await;
+    create_settings(&c, serde_json::json!({"mode": "fast"})).await?;
     let before = gets(&c.client, "configmaps").await?;
     let pods: Api<Pod> = Api::namespaced(c.client.clone(), "default");
-    let mut env = pod("env", "nginx");
-    env.spec.as_mut().context("spec")?.containers[0].env = Some(vec![serde_json::from_value(
-        serde_json::json!({"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": "settings", "key": "mode"}}}),
-    )?]);
-    pods.create(&PostParams::default(), &env).await?;
+    pods.create(&PostParams::default(), &env_pod()?).await?;
     eventually("env running", || async {
         let p = get_pod(&pods, "env").await?;
         (phase(&p) == "Running" && is_ready(&p)).then_some(())
@@ -867,12 +878,8 @@ async fn pods_wait_for_the_secrets_and_config_maps_they_use() -> Result<()> {
     spec.volumes = Some(vec![serde_json::from_value(serde_json::json!(
         {"name": "certs", "secret": {"secretName": "webhook-cert"}}
     ))?]);
-    let mut env = pod("env", "nginx");
-    env.spec.as_mut().context("spec")?.containers[0].env = Some(vec![serde_json::from_value(
-        serde_json::json!({"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": "settings", "key": "mode"}}}),
-    )?]);
     pods.create(&PostParams::default(), &mounts).await?;
-    pods.create(&PostParams::default(), &env).await?;
+    pods.create(&PostParams::default(), &env_pod()?).await?;
 
     let held = |name: &'static str, reason: &'static str| {
         let pods = pods.clone();
@@ -919,16 +926,9 @@ async fn pods_wait_for_the_secrets_and_config_maps_they_use() -> Result<()> {
     ));
 
     // The configmap without the key: the message says so; with it, the pod runs.
+    create_settings(&c, serde_json::json!({"other": "x"})).await?;
     let config_maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
         Api::namespaced(c.client.clone(), "default");
-    config_maps
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(serde_json::json!(
-                {"metadata": {"name": "settings"}, "data": {"other": "x"}}
-            ))?,
-        )
-        .await?;
     eventually("the missing key reported", || async {
         let p = get_pod(&pods, "env").await?;
         (waiting_reason(&p).and_then(|(_, m)| m).as_deref()
